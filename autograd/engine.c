@@ -1,0 +1,416 @@
+/* Reverse-mode autograd engine. Ops attach a node (backward function + retained
+ * inputs + saved values) to their output; backward() walks the graph from the root in
+ * reverse topological order, so every tensor has received the gradient of all its
+ * consumers before its own node runs. Gradient formulas are ff ops: with
+ * create_graph they are recorded like any forward op, which gives higher orders. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ff_impl.h"
+
+static _Thread_local bool tl_grad_disabled; /* zero-init means "enabled" */
+
+bool ff_grad_enabled(void) { return !tl_grad_disabled; }
+
+bool ff_set_grad_enabled(bool enabled)
+{
+    bool prev = !tl_grad_disabled;
+    tl_grad_disabled = !enabled;
+    return prev;
+}
+
+bool ff_autograd_needed(int n, const ff_tensor *const *inputs)
+{
+    if (tl_grad_disabled) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn backward, int n,
+                            const ff_tensor *const *inputs)
+{
+    if (n > FF_NODE_MAX_INPUTS) {
+        ff_error(FF_ERR_INVALID, "%s: internal: %d inputs exceed FF_NODE_MAX_INPUTS", name, n);
+        return NULL;
+    }
+    ff_node *node = calloc(1, sizeof *node);
+    if (!node) {
+        ff_error(FF_ERR_OOM, "%s: out of memory recording the autograd node", name);
+        return NULL;
+    }
+    atomic_init(&node->refcount, 1);
+    node->name = name;
+    node->backward = backward;
+    node->n_inputs = n;
+    for (int i = 0; i < n; i++) {
+        node->inputs[i] = ff_tensor_retain((ff_tensor *)inputs[i]);
+        node->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
+    }
+    if (out->grad_fn) ff_node_release(out->grad_fn);
+    out->grad_fn = node;
+    out->requires_grad = true;
+    return node;
+}
+
+ff_status ff_node_save(ff_node *node, const ff_tensor *t)
+{
+    if (node->n_saved >= FF_NODE_MAX_SAVED)
+        return ff_error(FF_ERR_INVALID, "%s: internal: too many saved tensors", node->name);
+    ff_tensor *alias = ff_tensor_new_view(t, &t->layout);
+    if (!alias) return ff_last_status();
+    node->saved_version[node->n_saved] = atomic_load(&t->storage->version);
+    node->saved[node->n_saved++] = alias;
+    return FF_OK;
+}
+
+const ff_tensor *ff_node_saved(ff_node *node, int i)
+{
+    if (node->released || i >= node->n_saved || !node->saved[i]) {
+        ff_error(FF_ERR_AUTOGRAD,
+                 "backward through '%s' a second time: its saved values were freed; pass retain_graph "
+                 "the first time",
+                 node->name);
+        return NULL;
+    }
+    const ff_tensor *t = node->saved[i];
+    if (atomic_load(&t->storage->version) != node->saved_version[i]) {
+        ff_error(FF_ERR_AUTOGRAD,
+                 "a tensor saved by '%s' for backward was modified in place after it was saved "
+                 "(version %lu, saved at %lu)",
+                 node->name, (unsigned long)atomic_load(&t->storage->version), node->saved_version[i]);
+        return NULL;
+    }
+    return t;
+}
+
+static void node_free_saved(ff_node *node)
+{
+    for (int i = 0; i < node->n_saved; i++) {
+        ff_tensor_release(node->saved[i]);
+        node->saved[i] = NULL;
+    }
+    node->released = true;
+}
+
+void ff_node_release(ff_node *node)
+{
+    if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
+    for (int i = 0; i < node->n_inputs; i++) ff_tensor_release(node->inputs[i]);
+    for (int i = 0; i < node->n_extra; i++) ff_tensor_release(node->extra[i]);
+    free(node->extra);
+    node_free_saved(node);
+    free(node);
+}
+
+/* ---- leaf API ---------------------------------------------------------------- */
+ff_status ff_set_requires_grad(ff_tensor *t, bool requires_grad)
+{
+    if (!t) return ff_error(FF_ERR_INVALID, "ff_set_requires_grad: tensor is NULL");
+    if (t->grad_fn && !requires_grad)
+        return ff_error(FF_ERR_AUTOGRAD, "ff_set_requires_grad: tensor is not a leaf (made by '%s'); use ff_detach",
+                        t->grad_fn->name);
+    if (requires_grad && !ff_dtype_is_float(t->dtype))
+        return ff_error(FF_ERR_AUTOGRAD, "ff_set_requires_grad: only float tensors can require grad, got %s",
+                        ff_dtype_name(t->dtype));
+    t->requires_grad = requires_grad;
+    return FF_OK;
+}
+
+bool ff_requires_grad(const ff_tensor *t) { return t && t->requires_grad; }
+bool ff_is_leaf(const ff_tensor *t) { return t && !t->grad_fn; }
+ff_tensor *ff_grad(const ff_tensor *t) { return t ? ff_tensor_retain(t->grad) : NULL; }
+const char *ff_grad_fn_name(const ff_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+
+ff_status ff_set_grad(ff_tensor *t, ff_tensor *grad)
+{
+    if (!t) return ff_error(FF_ERR_INVALID, "ff_set_grad: tensor is NULL");
+    if (grad && (grad->layout.ndim != t->layout.ndim ||
+                 memcmp(grad->layout.shape, t->layout.shape, sizeof(int64_t) * (size_t)t->layout.ndim) != 0)) {
+        char b1[160], b2[160];
+        return ff_error(FF_ERR_INVALID, "ff_set_grad: gradient shape %s does not match tensor shape %s",
+                        ff_shape_str(grad->layout.ndim, grad->layout.shape, b1, sizeof b1),
+                        ff_shape_str(t->layout.ndim, t->layout.shape, b2, sizeof b2));
+    }
+    ff_tensor_retain(grad);
+    ff_tensor_release(t->grad);
+    t->grad = grad;
+    return FF_OK;
+}
+
+ff_status ff_zero_grad(ff_tensor *t) { return ff_set_grad(t, NULL); }
+
+/* ---- the backward pass -------------------------------------------------------- */
+typedef struct {
+    ff_tensor **items;
+    int n, cap;
+} tensor_list;
+
+static bool list_push(tensor_list *l, ff_tensor *t)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        ff_tensor **p = realloc(l->items, sizeof *p * (size_t)cap);
+        if (!p) return false;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->n++] = t;
+    return true;
+}
+
+/* Open-addressing pointer set for "visited". */
+typedef struct {
+    const void **slots;
+    size_t cap, n;
+} ptr_set;
+
+static size_t ptr_hash(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+
+static int set_insert(ptr_set *s, const void *p) /* 1 inserted, 0 present, -1 OOM */
+{
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 128;
+        const void **slots = calloc(cap, sizeof *slots);
+        if (!slots) return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i]) {
+                size_t h = ptr_hash(s->slots[i], cap);
+                while (slots[h]) h = (h + 1) & (cap - 1);
+                slots[h] = s->slots[i];
+            }
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    size_t h = ptr_hash(p, s->cap);
+    while (s->slots[h]) {
+        if (s->slots[h] == p) return 0;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slots[h] = p;
+    s->n++;
+    return 1;
+}
+
+/* Iterative DFS post-order over tensors that require grad: a tensor is appended after
+ * all tensors it was computed from. A tensor is marked when it is expanded (not when
+ * pushed), so a tensor reachable along two paths is still finished before any of its
+ * consumers. Iterative so deep graphs cannot overflow the C stack. */
+static ff_status topo_sort(ff_tensor *root, tensor_list *order)
+{
+    ptr_set seen = {0};
+    tensor_list stack = {0};
+    tensor_list expanded = {0}; /* parallel to stack: non-NULL once children are pushed */
+    ff_status st = FF_OK;
+    if (!list_push(&stack, root) || !list_push(&expanded, NULL)) goto oom;
+    while (stack.n) {
+        ff_tensor *t = stack.items[stack.n - 1];
+        if (expanded.items[stack.n - 1]) {
+            stack.n--;
+            expanded.n--;
+            if (!list_push(order, t)) goto oom;
+            continue;
+        }
+        int r = set_insert(&seen, t);
+        if (r < 0) goto oom;
+        if (r == 0) { /* finished along another path */
+            stack.n--;
+            expanded.n--;
+            continue;
+        }
+        expanded.items[stack.n - 1] = t;
+        ff_node *node = t->grad_fn;
+        if (!node) continue;
+        for (int i = 0; i < node->n_inputs + node->n_extra; i++) {
+            ff_tensor *in = i < node->n_inputs ? node->inputs[i] : node->extra[i - node->n_inputs];
+            if (!in || !in->requires_grad) continue;
+            if (!list_push(&stack, in) || !list_push(&expanded, NULL)) goto oom;
+        }
+    }
+    goto done;
+oom:
+    st = ff_error(FF_ERR_OOM, "ff_backward: out of memory sorting the graph");
+done:
+    free(seen.slots);
+    free(stack.items);
+    free(expanded.items);
+    return st;
+}
+
+static bool same_shape(const ff_tensor *a, const ff_tensor *b)
+{
+    return a->layout.ndim == b->layout.ndim &&
+           memcmp(a->layout.shape, b->layout.shape, sizeof(int64_t) * (size_t)a->layout.ndim) == 0;
+}
+
+/* *acc += g, as a new tensor (recorded under create_graph). Takes ownership of g. */
+static ff_status accumulate(ff_tensor **acc, ff_tensor *g)
+{
+    if (!*acc) {
+        *acc = g;
+        return FF_OK;
+    }
+    ff_tensor *sum = ff_add(*acc, g);
+    ff_tensor_release(g);
+    if (!sum) return ff_last_status();
+    ff_tensor_release(*acc);
+    *acc = sum;
+    return FF_OK;
+}
+
+/* Runs one node: gradients for its inputs, checked and cast to each input's dtype. */
+static ff_status run_node(ff_tensor *t, ff_tensor *g)
+{
+    ff_node *node = t->grad_fn;
+    int n = node->n_inputs + node->n_extra;
+    ff_tensor *stack_grads[FF_NODE_MAX_INPUTS] = {NULL};
+    ff_tensor **grads = stack_grads;
+    if (n > FF_NODE_MAX_INPUTS) {
+        grads = calloc((size_t)n, sizeof *grads);
+        if (!grads) return ff_error(FF_ERR_OOM, "ff_backward: out of memory");
+    }
+    ff_status st = node->backward(node, g, grads);
+    if (st && !strstr(ff_last_error(), node->name)) {
+        char msg[900];
+        snprintf(msg, sizeof msg, "%s", ff_last_error());
+        ff_error(st, "ff_backward: in the gradient of '%s': %s", node->name, msg);
+    }
+    for (int i = 0; i < n; i++) {
+        ff_tensor *in = i < node->n_inputs ? node->inputs[i] : node->extra[i - node->n_inputs];
+        ff_tensor *gi = grads[i];
+        grads[i] = NULL;
+        if (!gi) continue;
+        if (st || !in || !in->requires_grad) {
+            ff_tensor_release(gi);
+            continue;
+        }
+        if (!same_shape(gi, in)) {
+            char b1[160], b2[160];
+            st = ff_error(FF_ERR_AUTOGRAD, "ff_backward: '%s' produced a gradient of shape %s for an input of shape %s",
+                          node->name, ff_shape_str(gi->layout.ndim, gi->layout.shape, b1, sizeof b1),
+                          ff_shape_str(in->layout.ndim, in->layout.shape, b2, sizeof b2));
+            ff_tensor_release(gi);
+            continue;
+        }
+        if (gi->dtype != in->dtype) {
+            ff_tensor *c = ff_astype(gi, in->dtype);
+            ff_tensor_release(gi);
+            if (!c) {
+                st = ff_last_status();
+                continue;
+            }
+            gi = c;
+        }
+        st = accumulate(&in->bw_grad, gi);
+    }
+    if (grads != stack_grads) free(grads);
+    return st;
+}
+
+static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts,
+                              int n_capture, ff_tensor *const *capture, ff_tensor **captured)
+{
+    static const char fn[] = "ff_backward";
+    bool create_graph = opts && opts->create_graph;
+    bool retain_graph = create_graph || (opts && opts->retain_graph);
+    if (!root) return ff_error(FF_ERR_INVALID, "%s: root is NULL", fn);
+    if (!root->requires_grad)
+        return ff_error(FF_ERR_AUTOGRAD, "%s: the tensor does not require grad and has no grad_fn", fn);
+    ff_tensor *g0;
+    if (grad_output) {
+        if (!same_shape(grad_output, root)) {
+            char b1[160], b2[160];
+            return ff_error(FF_ERR_INVALID, "%s: grad_output shape %s does not match the output shape %s", fn,
+                            ff_shape_str(grad_output->layout.ndim, grad_output->layout.shape, b1, sizeof b1),
+                            ff_shape_str(root->layout.ndim, root->layout.shape, b2, sizeof b2));
+        }
+        g0 = ff_tensor_retain((ff_tensor *)grad_output);
+    } else {
+        if (ff_tensor_numel(root) != 1)
+            return ff_error(FF_ERR_INVALID,
+                            "%s: grad can be implicitly created only for outputs with one element (this one has %lld); "
+                            "pass grad_output",
+                            fn, (long long)ff_tensor_numel(root));
+        g0 = ff_ones_like(root);
+        if (!g0) return ff_last_status();
+    }
+    tensor_list order = {0};
+    ff_status st = topo_sort(root, &order);
+    if (st) {
+        ff_tensor_release(g0);
+        return st;
+    }
+    bool prev_mode = ff_set_grad_enabled(create_graph);
+    root->bw_grad = g0;
+    for (int k = order.n - 1; k >= 0; k--) {
+        ff_tensor *t = order.items[k];
+        ff_tensor *g = t->bw_grad;
+        t->bw_grad = NULL;
+        if (!g) continue;
+        if (st == FF_OK) {
+            for (int c = 0; c < n_capture; c++)
+                if (capture[c] == t && !captured[c]) captured[c] = ff_tensor_retain(g);
+            if (t->grad_fn) {
+                st = run_node(t, g);
+            } else if (n_capture == 0) {
+                ff_tensor *acc = ff_tensor_retain(t->grad);
+                st = accumulate(&acc, ff_tensor_retain(g));
+                if (st == FF_OK) {
+                    ff_tensor_release(t->grad);
+                    t->grad = acc;
+                } else {
+                    ff_tensor_release(acc);
+                }
+            }
+        }
+        ff_tensor_release(g);
+    }
+    if (!retain_graph)
+        for (int k = 0; k < order.n; k++)
+            if (order.items[k]->grad_fn) node_free_saved(order.items[k]->grad_fn);
+    ff_set_grad_enabled(prev_mode);
+    free(order.items);
+    return st;
+}
+
+ff_status ff_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts)
+{
+    return run_backward(root, grad_output, opts, 0, NULL, NULL);
+}
+
+ff_status ff_autograd_grad(ff_tensor *output, const ff_tensor *grad_output, int n_inputs, ff_tensor *const *inputs,
+                           ff_tensor **grads_out, const ff_backward_opts *opts)
+{
+    if (n_inputs <= 0 || !inputs || !grads_out)
+        return ff_error(FF_ERR_INVALID, "ff_autograd_grad: need at least one input and an output array");
+    for (int i = 0; i < n_inputs; i++) {
+        grads_out[i] = NULL;
+        if (!inputs[i] || !inputs[i]->requires_grad)
+            return ff_error(FF_ERR_AUTOGRAD, "ff_autograd_grad: input %d does not require grad", i);
+    }
+    ff_status st = run_backward(output, grad_output, opts, n_inputs, inputs, grads_out);
+    if (st)
+        for (int i = 0; i < n_inputs; i++) {
+            ff_tensor_release(grads_out[i]);
+            grads_out[i] = NULL;
+        }
+    return st;
+}
+
+/* Sum grad over the axes that broadcasting added or stretched, back to `shape`. */
+ff_tensor *ff_sum_to_shape(const ff_tensor *grad, int ndim, const int64_t *shape)
+{
+    int gnd = grad->layout.ndim;
+    if (gnd == ndim && memcmp(grad->layout.shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
+        return ff_tensor_retain((ff_tensor *)grad);
+    int axes[FF_MAX_DIMS], na = 0, lead = gnd - ndim;
+    for (int d = 0; d < gnd; d++)
+        if (d < lead || (shape[d - lead] == 1 && grad->layout.shape[d] != 1)) axes[na++] = d;
+    ff_tensor *s = na ? ff_sum(grad, na, axes, true) : ff_tensor_retain((ff_tensor *)grad);
+    if (!s) return NULL;
+    ff_tensor *r = ff_reshape(s, ndim, shape);
+    ff_tensor_release(s);
+    return r;
+}

@@ -1,0 +1,71 @@
+/* fill, copy (with dtype conversion) and where. Conversion rules: cpu_impl.h. */
+#include "cpu_impl.h"
+#include "cpu_iter.h"
+
+/* Every dtype the backend computes on; F16/BF16 are refused by cpu_check_view. */
+ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
+{
+    ff_status st = cpu_check_view(ctx, "fill", "dst", dst);
+    if (st) return st;
+    const ff_view *vs[] = {dst};
+    cpu_iter it;
+    if (cpu_is_float(dst->dtype)) {
+        for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it))
+            cpu_store_f64(dst->buf, dst->dtype, it.off[0], value.f);
+    } else {
+        /* integers take value.i (wrapped into I32/U8), bool takes value.i != 0 */
+        for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it))
+            cpu_store_i64(dst->buf, dst->dtype, it.off[0], value.i);
+    }
+    return FF_OK;
+}
+
+/* Any source dtype to any destination dtype among the six. Same dtype copies bits;
+ * a float source converts through double (NaN -> 0, truncation, saturation for
+ * integer destinations); an integer or bool source converts through int64. */
+ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
+{
+    ff_status st;
+    if ((st = cpu_check_view(ctx, "copy", "dst", dst)) || (st = cpu_check_view(ctx, "copy", "src", src))) return st;
+    if (!cpu_same_shape(dst, src)) return cpu_shape_error(ctx, "copy", "dst", dst, "src", src);
+    const ff_view *vs[] = {dst, src};
+    cpu_iter it;
+    cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs);
+    if (dst->dtype == src->dtype) {
+        for (; !it.done; cpu_iter_next(&it)) cpu_move_elem(dst->buf, it.off[0], src->buf, it.off[1], src->dtype);
+    } else if (cpu_is_float(src->dtype)) {
+        for (; !it.done; cpu_iter_next(&it))
+            cpu_store_f64(dst->buf, dst->dtype, it.off[0], cpu_load_f64(src->buf, src->dtype, it.off[1]));
+    } else {
+        for (; !it.done; cpu_iter_next(&it))
+            cpu_store_i64(dst->buf, dst->dtype, it.off[0], cpu_load_i64(src->buf, src->dtype, it.off[1]));
+    }
+    return FF_OK;
+}
+
+/* dst = cond ? a : b. cond is BOOL (any non-zero byte is true); a, b and dst share
+ * one dtype, any of the six; all four views have dst's shape. */
+ff_status cpu_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b)
+{
+    ff_status st;
+    if ((st = cpu_check_view(ctx, "where", "dst", dst)) || (st = cpu_check_view(ctx, "where", "cond", cond)) ||
+        (st = cpu_check_view(ctx, "where", "a", a)) || (st = cpu_check_view(ctx, "where", "b", b)))
+        return st;
+    if (cond->dtype != FF_BOOL)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu where: cond must be bool, got %s", cpu_dtype_name(cond->dtype));
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu where: a (%s) and b (%s) must have dst's dtype %s",
+                         cpu_dtype_name(a->dtype), cpu_dtype_name(b->dtype), cpu_dtype_name(dst->dtype));
+    if (!cpu_same_shape(dst, cond)) return cpu_shape_error(ctx, "where", "dst", dst, "cond", cond);
+    if (!cpu_same_shape(dst, a)) return cpu_shape_error(ctx, "where", "dst", dst, "a", a);
+    if (!cpu_same_shape(dst, b)) return cpu_shape_error(ctx, "where", "dst", dst, "b", b);
+
+    const ff_view *vs[] = {dst, cond, a, b};
+    cpu_iter it;
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 4, vs); !it.done; cpu_iter_next(&it)) {
+        int c = ((const uint8_t *)cond->buf)[it.off[1]] != 0;
+        if (c) cpu_move_elem(dst->buf, it.off[0], a->buf, it.off[2], dst->dtype);
+        else cpu_move_elem(dst->buf, it.off[0], b->buf, it.off[3], dst->dtype);
+    }
+    return FF_OK;
+}

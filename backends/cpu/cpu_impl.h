@@ -1,0 +1,212 @@
+/*
+ * Private header of the cpu reference backend: the context, error reporting, view
+ * checks, dtype conversion rules and the per-family entry points.
+ *
+ * The cpu backend is the oracle every other backend is compared against, so each
+ * rule below is written once, here, and every kernel uses it:
+ *   - Elements are read as double (float dtypes) or int64_t (integer and bool dtypes)
+ *     and written back through cpu_store_f64 / cpu_store_i64, which hold all of the
+ *     conversion rules. f32 math is done in double and rounded once at the store.
+ *   - Integer arithmetic wraps around (two's complement), computed through uint64_t
+ *     so that no signed overflow (undefined behaviour in C) ever happens.
+ *   - Storing a double into an integer dtype: NaN -> 0, truncate toward zero, then
+ *     saturate to the int64 range; I32 then clamps to its own range; U8 wraps modulo
+ *     256 from that int64 (like the C cast (uint8_t)(int64_t)x, and like PyTorch on
+ *     x86: -1.0 -> 255). Any value -> BOOL is (x != 0), so NaN -> true.
+ *   - Storing an int64 into a narrower integer dtype wraps modulo 2^32 / 2^8.
+ *
+ * Depends only on include/ff/backend_abi.h and the C library.
+ */
+#ifndef FF_CPU_IMPL_H
+#define FF_CPU_IMPL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ff/backend_abi.h"
+
+/* ---- context ---------------------------------------------------------- */
+
+/* One per init(). The counters back memory_stats; they are atomics because the
+ * core may allocate from several threads at once. */
+typedef struct cpu_ctx {
+    const ff_host_api *host;
+    atomic_size_t in_use; /* bytes handed out and not yet freed */
+    atomic_size_t peak;   /* high-water mark of in_use */
+} cpu_ctx;
+
+/* Formats a message, hands it to host->set_error and returns st (so callers can
+ * `return cpu_error(...)`). Safe with a NULL ctx: then it only returns st. */
+ff_status cpu_error(void *ctx, ff_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- names for messages ------------------------------------------------ */
+const char *cpu_dtype_name(ff_dtype t);
+const char *cpu_unary_name(ff_unary_op op);
+const char *cpu_binary_name(ff_binary_op op);
+const char *cpu_reduce_name(ff_reduce_op op);
+
+/* ---- dtype classes ----------------------------------------------------- */
+
+/* The dtypes this backend computes on: F32, F64, I32, I64, U8, BOOL.
+ * F16/BF16 are storage-only formats in ABI v1. */
+static inline int cpu_dtype_ok(ff_dtype t)
+{
+    return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
+}
+
+static inline int cpu_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+
+/* ---- view checks ------------------------------------------------------- */
+
+/* Checks that v is a well-formed view of a computable dtype: rank in [0, FF_MAX_DIMS],
+ * non-negative shape/strides/offset, a buffer when it has elements. `entry` and
+ * `what` name the call and the argument in the error message. Returns FF_OK, or
+ * FF_ERR_UNSUPPORTED for F16/BF16, or FF_ERR_INVALID. */
+ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v);
+
+/* 1 if a and b have the same rank and shape. */
+int cpu_same_shape(const ff_view *a, const ff_view *b);
+
+/* Reports a shape mismatch between two arguments of `entry` as FF_ERR_INVALID. */
+ff_status cpu_shape_error(void *ctx, const char *entry, const char *what_a, const ff_view *a,
+                          const char *what_b, const ff_view *b);
+
+/* ---- wrap-around integer helpers --------------------------------------- */
+
+/* uint64 -> int64 modulo 2^64 without implementation-defined conversions. */
+static inline int64_t cpu_u64_to_i64(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
+}
+
+/* Low 32 bits of v as a signed int32 (two's complement wrap). */
+static inline int32_t cpu_wrap_i32(int64_t v)
+{
+    uint32_t w = (uint32_t)(uint64_t)v;
+    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
+}
+
+/* double -> int64: NaN -> 0, truncate toward zero, saturate. */
+static inline int64_t cpu_f64_to_i64(double x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
+/* double -> int32: NaN -> 0, truncate toward zero, saturate. */
+static inline int32_t cpu_f64_to_i32(double x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 2147483647.0) return INT32_MAX;
+    if (x <= -2147483648.0) return INT32_MIN;
+    return (int32_t)x;
+}
+
+/* ---- element loads and stores ------------------------------------------ */
+/* i is an element offset (view offset + sum of index * stride). */
+
+/* Element as double. Exact for every dtype except I64 beyond 2^53. */
+static inline double cpu_load_f64(const void *buf, ff_dtype t, int64_t i)
+{
+    switch (t) {
+    case FF_F32: return (double)((const float *)buf)[i];
+    case FF_F64: return ((const double *)buf)[i];
+    case FF_I32: return (double)((const int32_t *)buf)[i];
+    case FF_I64: return (double)((const int64_t *)buf)[i];
+    case FF_U8: return (double)((const uint8_t *)buf)[i];
+    case FF_BOOL: return ((const uint8_t *)buf)[i] != 0 ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+
+/* Element as int64. Bool bytes read as 0/1 (any non-zero byte is true); float
+ * elements convert with cpu_f64_to_i64. */
+static inline int64_t cpu_load_i64(const void *buf, ff_dtype t, int64_t i)
+{
+    switch (t) {
+    case FF_F32: return cpu_f64_to_i64((double)((const float *)buf)[i]);
+    case FF_F64: return cpu_f64_to_i64(((const double *)buf)[i]);
+    case FF_I32: return ((const int32_t *)buf)[i];
+    case FF_I64: return ((const int64_t *)buf)[i];
+    case FF_U8: return ((const uint8_t *)buf)[i];
+    case FF_BOOL: return ((const uint8_t *)buf)[i] != 0;
+    default: return 0;
+    }
+}
+
+/* Stores a double with the conversion rules at the top of this file. */
+static inline void cpu_store_f64(void *buf, ff_dtype t, int64_t i, double v)
+{
+    switch (t) {
+    case FF_F32: ((float *)buf)[i] = (float)v; break;
+    case FF_F64: ((double *)buf)[i] = v; break;
+    case FF_I32: ((int32_t *)buf)[i] = cpu_f64_to_i32(v); break;
+    case FF_I64: ((int64_t *)buf)[i] = cpu_f64_to_i64(v); break;
+    case FF_U8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)cpu_f64_to_i64(v); break;
+    case FF_BOOL: ((uint8_t *)buf)[i] = v != 0.0; break;
+    default: break;
+    }
+}
+
+/* Stores an int64: wraps into I32/U8, rounds to nearest into floats, != 0 for BOOL. */
+static inline void cpu_store_i64(void *buf, ff_dtype t, int64_t i, int64_t v)
+{
+    switch (t) {
+    case FF_F32: ((float *)buf)[i] = (float)v; break;
+    case FF_F64: ((double *)buf)[i] = (double)v; break;
+    case FF_I32: ((int32_t *)buf)[i] = cpu_wrap_i32(v); break;
+    case FF_I64: ((int64_t *)buf)[i] = v; break;
+    case FF_U8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
+    case FF_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+/* Copies one element between buffers of the same dtype, bit for bit (so NaN
+ * payloads and -0.0 survive). memmove: dst may be the very same element (in place). */
+static inline void cpu_move_elem(void *dst, int64_t di, const void *src, int64_t si, ff_dtype t)
+{
+    size_t sz = ff_dtype_size(t);
+    memmove((char *)dst + (size_t)di * sz, (const char *)src + (size_t)si * sz, sz);
+}
+
+/* ---- what each family supports (supports() and the kernels both use these) ---- */
+int cpu_unary_supported(ff_unary_op op, ff_dtype t);
+int cpu_binary_supported(ff_binary_op op, ff_dtype t);
+int cpu_reduce_supported(ff_reduce_op op, ff_dtype src);
+int cpu_matmul_supported(ff_dtype t);
+int cpu_random_supported(ff_random_dist dist, ff_dtype t);
+int cpu_softmax_supported(ff_dtype t);
+
+/* ---- entries, one file per family --------------------------------------- */
+/* cpu_elementwise.c */
+ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value);
+ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src);
+ff_status cpu_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b);
+/* cpu_unary.c */
+ff_status cpu_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+/* cpu_binary.c */
+ff_status cpu_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* cpu_reduce.c */
+ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
+/* cpu_matmul.c */
+ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* cpu_index.c */
+ff_status cpu_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis);
+ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis);
+/* cpu_random.c */
+ff_status cpu_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
+                     double p0, double p1);
+/* cpu_softmax.c */
+ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
+
+#endif /* FF_CPU_IMPL_H */

@@ -1,0 +1,176 @@
+/*
+ * Reductions over the axes in axes_mask; dst is in keepdim form (src's rank, size 1
+ * on reduced axes).
+ *
+ * Supported: every op on every source dtype (F32, F64, I32, I64, U8, BOOL), with
+ * these destination dtypes:
+ *   SUM, PROD: any of the six. The accumulator is a double when src or dst is a
+ *     float dtype (so f32 sums accumulate in double and round once), else a 64-bit
+ *     integer that wraps around; it is converted to dst with the copy rules.
+ *   MAX, MIN: dst has src's dtype; NaN propagates.
+ *   ARGMAX, ARGMIN: dst is I64; at most one axis in the mask (none: every index is
+ *     0); the first index of the extreme wins, and NaN counts as the extreme.
+ *   ANY, ALL: dst is BOOL; any non-zero value (NaN included) is true.
+ * Empty sets: SUM 0, PROD 1, ANY false, ALL true; MAX/MIN/ARG* refuse them.
+ *
+ * Method: one accumulator per dst element, then a single pass over src in its
+ * row-major order (cache-friendly for contiguous src whichever axes are reduced),
+ * then a pass writing the accumulators to dst. Visiting src in row-major order
+ * meets each output's elements in increasing index along every axis, which is what
+ * makes "first index of the extreme" come out right.
+ */
+#include <stdlib.h>
+
+#include "cpu_impl.h"
+#include "cpu_iter.h"
+
+typedef struct reduce_acc {
+    double f;    /* float accumulator / float extreme */
+    uint64_t u;  /* wrapping integer accumulator, or the ANY/ALL flag */
+    int64_t i;   /* integer extreme */
+    int64_t arg; /* ARG*: index of the extreme so far, -1 before the first element */
+} reduce_acc;
+
+int cpu_reduce_supported(ff_reduce_op op, ff_dtype src)
+{
+    return (unsigned)op < FF_REDUCE_COUNT && cpu_dtype_ok(src);
+}
+
+static int is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+
+/* Validates dtypes, the mask and the keepdim shape. On success *axis is the one
+ * reduced axis for ARG* (-1 when the mask is empty). */
+static ff_status check_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
+                              int *axis)
+{
+    ff_status st;
+    if ((st = cpu_check_view(ctx, "reduce", "dst", dst)) || (st = cpu_check_view(ctx, "reduce", "src", src))) return st;
+    if ((unsigned)op >= FF_REDUCE_COUNT) return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: invalid op %d", (int)op);
+    const char *name = cpu_reduce_name(op);
+    ff_dtype want = dst->dtype; /* SUM/PROD: any */
+    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
+    if (is_arg(op)) want = FF_I64;
+    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
+    if (dst->dtype != want)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: %s of %s writes %s, but dst is %s", name,
+                         cpu_dtype_name(src->dtype), cpu_dtype_name(want), cpu_dtype_name(dst->dtype));
+    if (src->ndim < 32 && (mask >> src->ndim) != 0)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: axes mask 0x%x names axes beyond rank %d", (unsigned)mask,
+                         (int)src->ndim);
+    if (dst->ndim != src->ndim)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: dst rank %d != src rank %d (dst must be in keepdim form)",
+                         (int)dst->ndim, (int)src->ndim);
+    int naxes = 0;
+    *axis = -1;
+    for (int d = 0; d < src->ndim; d++) {
+        int reduced = (mask >> d) & 1u;
+        if (reduced) naxes++, *axis = d;
+        if (dst->shape[d] != (reduced ? 1 : src->shape[d]))
+            return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: dst size %lld at dim %d, expected %lld",
+                             (long long)dst->shape[d], d, reduced ? 1LL : (long long)src->shape[d]);
+    }
+    if (is_arg(op) && naxes > 1)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: %s reduces exactly one axis, mask 0x%x has %d", name,
+                         (unsigned)mask, naxes);
+    return FF_OK;
+}
+
+static void acc_init(reduce_acc *acc, int64_t n, ff_reduce_op op)
+{
+    for (int64_t j = 0; j < n; j++) {
+        reduce_acc *a = &acc[j];
+        a->f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
+        a->u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
+        a->i = op == FF_REDUCE_MAX ? INT64_MIN : INT64_MAX;
+        a->arg = -1;
+    }
+}
+
+/* Folds one float element x at index k (along the reduced axis) into a. */
+static void acc_float(reduce_acc *a, ff_reduce_op op, double x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->f += x; break;
+    case FF_REDUCE_PROD: a->f *= x; break;
+    case FF_REDUCE_MAX: if (!isnan(a->f) && (isnan(x) || x > a->f)) a->f = x; break;
+    case FF_REDUCE_MIN: if (!isnan(a->f) && (isnan(x) || x < a->f)) a->f = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (!isnan(a->f) && (isnan(x) || (op == FF_REDUCE_ARGMAX ? x > a->f : x < a->f))))
+            a->f = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0.0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0.0; break;
+    default: break;
+    }
+}
+
+/* Folds one integer (or bool) element x at index k into a. */
+static void acc_int(reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
+    case FF_REDUCE_PROD: a->u *= (uint64_t)x; break;
+    case FF_REDUCE_MAX: if (x > a->i) a->i = x; break;
+    case FF_REDUCE_MIN: if (x < a->i) a->i = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (op == FF_REDUCE_ARGMAX ? x > a->i : x < a->i)) a->i = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0; break;
+    default: break;
+    }
+}
+
+static void acc_store(const reduce_acc *a, ff_reduce_op op, int float_acc, const ff_view *dst, int64_t off)
+{
+    if (is_arg(op)) cpu_store_i64(dst->buf, dst->dtype, off, a->arg);
+    else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) cpu_store_i64(dst->buf, dst->dtype, off, (int64_t)a->u);
+    else if (float_acc) cpu_store_f64(dst->buf, dst->dtype, off, a->f);
+    else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) cpu_store_i64(dst->buf, dst->dtype, off, cpu_u64_to_i64(a->u));
+    else cpu_store_i64(dst->buf, dst->dtype, off, a->i);
+}
+
+ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
+{
+    int axis = -1;
+    ff_status st = check_reduce(ctx, op, dst, src, axes_mask, &axis);
+    if (st) return st;
+    int64_t nout = ff_view_numel(dst);
+    if (nout == 0) return FF_OK;
+    if (ff_view_numel(src) == 0 && (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || is_arg(op)))
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: %s of an empty set", cpu_reduce_name(op));
+
+    reduce_acc *acc = malloc((size_t)nout * sizeof *acc);
+    if (!acc) return cpu_error(ctx, FF_ERR_OOM, "cpu reduce: out of memory for %lld accumulators", (long long)nout);
+    acc_init(acc, nout, op);
+
+    /* accumulator j for dst's row-major index; stride 0 on reduced axes maps every
+     * src element onto the accumulator of its output */
+    ff_view accv = {.buf = acc, .offset = 0, .dtype = dst->dtype, .ndim = dst->ndim};
+    int64_t stride = 1;
+    for (int d = dst->ndim - 1; d >= 0; d--) {
+        accv.shape[d] = dst->shape[d];
+        accv.strides[d] = ((axes_mask >> d) & 1u) ? 0 : stride;
+        stride *= dst->shape[d];
+    }
+
+    /* SUM/PROD accumulate in double when either side is a float dtype; the
+     * comparisons and flags follow src's kind */
+    int float_src = cpu_is_float(src->dtype);
+    int float_acc = float_src || ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && cpu_is_float(dst->dtype));
+    const ff_view *in[] = {src, &accv};
+    cpu_iter it;
+    for (cpu_iter_init(&it, src->ndim, src->shape, 2, in); !it.done; cpu_iter_next(&it)) {
+        int64_t k = axis >= 0 ? it.idx[axis] : 0;
+        if (float_acc) acc_float(&acc[it.off[1]], op, cpu_load_f64(src->buf, src->dtype, it.off[0]), k);
+        else acc_int(&acc[it.off[1]], op, cpu_load_i64(src->buf, src->dtype, it.off[0]), k);
+    }
+
+    const ff_view *out[] = {dst, &accv};
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, out); !it.done; cpu_iter_next(&it))
+        acc_store(&acc[it.off[1]], op, float_acc, dst, it.off[0]);
+    free(acc);
+    return FF_OK;
+}

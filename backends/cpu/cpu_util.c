@@ -1,0 +1,97 @@
+/* Error reporting, names for messages and view checks shared by every cpu kernel. */
+#include <stdio.h>
+
+#include "cpu_impl.h"
+
+ff_status cpu_error(void *ctx, ff_status st, const char *fmt, ...)
+{
+    cpu_ctx *c = ctx;
+    if (!c || !c->host || !c->host->set_error) return st;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->host->set_error("%s", msg);
+    return st;
+}
+
+const char *cpu_dtype_name(ff_dtype t)
+{
+    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+    return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
+}
+
+const char *cpu_unary_name(ff_unary_op op)
+{
+    static const char *const names[FF_UNARY_COUNT] = {
+        "neg",  "abs",       "sign",      "exp",  "log",      "log1p", "expm1", "sqrt",  "rsqrt",
+        "square", "reciprocal", "sin",     "cos",  "tanh",     "sigmoid", "relu", "gelu_tanh", "gelu_erf",
+        "silu", "softplus",  "floor",     "ceil", "round",    "isnan", "isinf", "logical_not", "erf"};
+    return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
+}
+
+const char *cpu_binary_name(ff_binary_op op)
+{
+    static const char *const names[FF_BINARY_COUNT] = {
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq",
+        "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or", "logical_xor"};
+    return (unsigned)op < FF_BINARY_COUNT ? names[op] : "invalid binary op";
+}
+
+const char *cpu_reduce_name(ff_reduce_op op)
+{
+    static const char *const names[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
+    return (unsigned)op < FF_REDUCE_COUNT ? names[op] : "invalid reduce op";
+}
+
+ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+{
+    if (!v) return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s view is NULL", entry, what);
+    if (v->dtype == FF_F16 || v->dtype == FF_BF16)
+        return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu %s: %s has dtype %s, which the cpu backend does not compute on",
+                         entry, what, cpu_dtype_name(v->dtype));
+    if (!cpu_dtype_ok(v->dtype))
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has invalid dtype %d", entry, what, (int)v->dtype);
+    if (v->ndim < 0 || v->ndim > FF_MAX_DIMS)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has rank %d outside [0, %d]", entry, what, (int)v->ndim,
+                         FF_MAX_DIMS);
+    if (v->offset < 0)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has negative offset %lld", entry, what,
+                         (long long)v->offset);
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->shape[d] < 0 || v->strides[d] < 0)
+            return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has shape %lld / stride %lld at dim %d (must be >= 0)",
+                             entry, what, (long long)v->shape[d], (long long)v->strides[d], d);
+    }
+    if (!v->buf && ff_view_numel(v) > 0)
+        return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has elements but no buffer", entry, what);
+    return FF_OK;
+}
+
+int cpu_same_shape(const ff_view *a, const ff_view *b)
+{
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+/* "[2, 3, 4]" into buf. */
+static const char *shape_str(const ff_view *v, char *buf, size_t cap)
+{
+    size_t len = 0;
+    len += (size_t)snprintf(buf + len, cap - len, "[");
+    for (int d = 0; d < v->ndim && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, d ? ", %lld" : "%lld", (long long)v->shape[d]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+    return buf;
+}
+
+ff_status cpu_shape_error(void *ctx, const char *entry, const char *what_a, const ff_view *a,
+                          const char *what_b, const ff_view *b)
+{
+    char sa[192], sb[192];
+    return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s shape %s does not match %s shape %s", entry, what_a,
+                     shape_str(a, sa, sizeof sa), what_b, shape_str(b, sb, sizeof sb));
+}

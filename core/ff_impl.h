@@ -1,0 +1,218 @@
+/*
+ * Private to libfusionflow: the structs behind the opaque public types and the
+ * core's internal services. Included by core/, ops/, autograd/, nn/, io/; never by a
+ * backend (backends see only include/ff/backend_abi.h).
+ */
+#ifndef FF_IMPL_H
+#define FF_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ff/ff.h"
+
+/* ---- backends ------------------------------------------------------------ */
+struct ff_backend {
+    const ff_backend_vtable *vt;
+    void *ctx;
+    void *dl_handle;
+    char *path; /* file it came from */
+    char *name;
+};
+
+/* Entry i of the vtable if the plugin's struct is large enough to have it, else NULL.
+ * Use for optional entries: FF_VT_OPT(be, softmax). */
+#define FF_VT_OPT(be, field)                                                              \
+    ((offsetof(ff_backend_vtable, field) + sizeof((be)->vt->field) <= (be)->vt->struct_size) \
+         ? (be)->vt->field                                                                \
+         : NULL)
+
+/* ---- layout: pure shape/stride math, no memory --------------------------- */
+typedef struct ff_layout {
+    int ndim;
+    int64_t shape[FF_MAX_DIMS];
+    int64_t strides[FF_MAX_DIMS]; /* elements */
+    int64_t offset;               /* elements */
+} ff_layout;
+
+/* All return FF_OK or set an error naming `fn` (the public function being served). */
+ff_status ff_layout_init_contiguous(ff_layout *l, int ndim, const int64_t *shape, const char *fn);
+ff_status ff_layout_numel(const ff_layout *l, int64_t *numel);            /* overflow-checked */
+bool ff_layout_is_contiguous(const ff_layout *l);
+/* Smallest and one-past-largest element index the layout touches (for bounds checks). */
+void ff_layout_span(const ff_layout *l, int64_t *lo, int64_t *hi);
+ff_status ff_layout_normalize_axis(int axis, int ndim, int *out, const char *fn);
+ff_status ff_layout_permute(const ff_layout *in, const int *perm, ff_layout *out, const char *fn);
+ff_status ff_layout_slice(const ff_layout *in, int axis, int64_t start, int64_t stop, int64_t step,
+                          ff_layout *out, const char *fn);
+ff_status ff_layout_select(const ff_layout *in, int axis, int64_t index, ff_layout *out, const char *fn);
+ff_status ff_layout_expand(const ff_layout *in, int ndim, const int64_t *shape, ff_layout *out,
+                           const char *fn);
+ff_status ff_layout_squeeze(const ff_layout *in, int axis, ff_layout *out, const char *fn);
+ff_status ff_layout_unsqueeze(const ff_layout *in, int axis, ff_layout *out, const char *fn);
+/* Resolves one -1 in shape and checks the element count. */
+ff_status ff_layout_infer_shape(int64_t numel, int ndim, const int64_t *shape, int64_t *out,
+                                const char *fn);
+/* A view with the new shape over the same elements, if strides allow; returns
+ * FF_ERR_INVALID without setting an error if a copy is needed. */
+ff_status ff_layout_reshape_view(const ff_layout *in, int ndim, const int64_t *shape, ff_layout *out);
+/* Python slice bounds for a positive step over a dim of size n: negative values count
+ * from the end, then both clamp to [0, n] with stop >= start. */
+static inline void ff_slice_bounds(int64_t n, int64_t *start, int64_t *stop)
+{
+    int64_t s = *start < 0 ? *start + n : *start, e = *stop < 0 ? *stop + n : *stop;
+    s = s < 0 ? 0 : (s > n ? n : s);
+    e = e < s ? s : (e > n ? n : e);
+    *start = s;
+    *stop = e;
+}
+/* NumPy broadcasting of two shapes. */
+ff_status ff_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+                              int64_t *out, const char *fn);
+/* Formats a shape as "[2, 3]" into buf. */
+const char *ff_shape_str(int ndim, const int64_t *shape, char *buf, size_t n);
+
+/* ---- storage and tensors ------------------------------------------------- */
+typedef struct ff_storage {
+    atomic_long refcount;
+    ff_backend *backend;
+    void *buf;
+    size_t nbytes;
+    atomic_ulong version; /* bumped by every in-place write, checked by autograd */
+} ff_storage;
+
+struct ff_node;
+
+struct ff_tensor {
+    atomic_long refcount;
+    ff_storage *storage;
+    ff_dtype dtype;
+    ff_layout layout;
+    /* autograd */
+    bool requires_grad;
+    ff_tensor *grad;         /* owned */
+    struct ff_node *grad_fn; /* owned; NULL for leaves */
+    ff_tensor *bw_grad;      /* scratch used only while backward() runs */
+    int bw_pending;          /* scratch used only while backward() runs */
+};
+
+/* New contiguous tensor with uninitialized storage on be. */
+ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, const char *fn);
+/* New tensor object viewing src's storage with layout l (no autograd history). */
+ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
+/* The ff_view a kernel sees for t (or for t with another layout). */
+void ff_tensor_view(const ff_tensor *t, ff_view *v);
+void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);
+void ff_storage_bump_version(ff_storage *s);
+
+/* ---- errors ------------------------------------------------------------- */
+/* Records a message for this thread and returns code (so `return ff_error(...)` works). */
+ff_status ff_error(ff_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Used as the backend's host->set_error: keeps the status the core sets afterwards. */
+void ff_error_set_message(const char *fmt, ...);
+/* Prefixes the current message with "fn: " unless it already starts with it. */
+void ff_error_prefix(const char *fn);
+void ff_log_debug(const char *fmt, ...);
+extern const ff_host_api ff_host;
+
+/* ---- checked arithmetic ------------------------------------------------- */
+static inline bool ff_mul_overflow_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline bool ff_add_overflow_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return __builtin_add_overflow(a, b, out);
+}
+
+/* ---- kernels: the only place the core calls the vtable ------------------ */
+/* Each validates what the backend needs (same backend, dtypes as the ABI demands),
+ * checks supports(), calls the entry and turns a failure into an error naming fn.
+ * Shapes must already be resolved by the caller. dst is written, never reallocated. */
+ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn);
+ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn); /* same shape */
+ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn);
+/* a and b are broadcast to dst's shape here (stride 0), so they may have any
+ * broadcast-compatible shape. */
+ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tensor *a,
+                           const ff_tensor *b, const char *fn);
+ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tensor *src,
+                           uint32_t axes_mask, const char *fn); /* dst in keepdim form */
+ff_status ff_kernel_matmul(const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b, const char *fn);
+ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_tensor *a,
+                          const ff_tensor *b, const char *fn);
+ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_tensor *index, int axis,
+                           const char *fn);
+ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, const ff_tensor *src,
+                                int axis, const char *fn);
+ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t seed,
+                           uint64_t counter_base, double p0, double p1, const char *fn);
+/* Uses the backend's optional softmax if present, else returns FF_ERR_UNSUPPORTED
+ * without an error message so the caller composes it. */
+ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
+                            const char *fn);
+
+/* Checks every tensor is non-NULL and on the same backend; returns that backend. */
+ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);
+
+/* ---- autograd internals (autograd/engine.c) ------------------------------ */
+#define FF_NODE_MAX_INPUTS 4
+#define FF_NODE_MAX_SAVED 4
+
+struct ff_node;
+/* Computes the gradients of the node's inputs from the gradient of its output.
+ * grad_inputs[i] receives a new reference, or stays NULL (no gradient / not needed).
+ * Gradients must have the input's shape; the engine checks it. Formulas use ff ops. */
+typedef ff_status (*ff_backward_fn)(struct ff_node *node, const ff_tensor *grad_out,
+                                    ff_tensor **grad_inputs);
+
+typedef struct ff_node {
+    atomic_long refcount;
+    const char *name;
+    ff_backward_fn backward;
+    int n_inputs;
+    ff_tensor *inputs[FF_NODE_MAX_INPUTS]; /* retained: the graph edges */
+    bool needs_grad[FF_NODE_MAX_INPUTS];   /* inputs[i] requires grad */
+    int n_saved;
+    ff_tensor *saved[FF_NODE_MAX_SAVED];   /* detached aliases of saved values */
+    unsigned long saved_version[FF_NODE_MAX_SAVED];
+    bool released;                         /* saved values freed after backward */
+    /* op parameters, free for each op to use */
+    int64_t ip[2 * FF_MAX_DIMS + 4];
+    double dp[4];
+    int nip;
+    /* extra inputs for ops with more than FF_NODE_MAX_INPUTS (concat/stack) */
+    int n_extra;
+    ff_tensor **extra; /* retained */
+} ff_node;
+
+/* True if grad mode is on and any of the tensors requires grad. */
+bool ff_autograd_needed(int n, const ff_tensor *const *inputs);
+/* Creates a node for out with the given inputs (retained) and attaches it: out gets
+ * requires_grad and grad_fn. Returns the node (borrowed; out owns it) or NULL on OOM
+ * (out is left without history and an error is set). */
+ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn backward, int n,
+                            const ff_tensor *const *inputs);
+/* Saves a value for backward (a detached alias; the storage version is remembered). */
+ff_status ff_node_save(ff_node *node, const ff_tensor *t);
+/* Returns saved value i (borrowed), or NULL with FF_ERR_AUTOGRAD if it was modified
+ * in place since it was saved or the graph was already freed. */
+const ff_tensor *ff_node_saved(ff_node *node, int i);
+void ff_node_release(ff_node *node);
+/* Sums grad over broadcast axes so it has the shape (ndim, shape) (new reference). */
+ff_tensor *ff_sum_to_shape(const ff_tensor *grad, int ndim, const int64_t *shape);
+
+/* ---- creation helpers ---------------------------------------------------- */
+/* A 0-d tensor of dtype on be holding value. */
+ff_tensor *ff_scalar_on(ff_backend *be, double value, ff_dtype dtype);
+/* Result dtype of "tensor op weak-scalar" (see ff_binary_scalar). */
+ff_dtype ff_dtype_promote_scalar(ff_dtype t, double s);
+/* Float dtype ops on integers compute in (f32 for ints/bool, same for floats). */
+ff_dtype ff_dtype_to_float(ff_dtype t);
+
+#endif /* FF_IMPL_H */

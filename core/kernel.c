@@ -1,0 +1,194 @@
+/* The only place the core calls a backend's compute entries. Each wrapper checks
+ * what the ABI promises the backend (one backend, dtypes, resolved shapes), asks
+ * supports(), calls the entry and turns a failure into an error naming the public
+ * function being served. Writing dst bumps its storage version (autograd uses it to
+ * detect in-place changes to saved values). */
+#include <string.h>
+
+#include "ff_impl.h"
+
+ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn)
+{
+    ff_backend *be = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i]) return ff_error(FF_ERR_INVALID, "%s: tensor argument %d is NULL", fn, i), NULL;
+        ff_backend *b = ts[i]->storage->backend;
+        if (be && b != be)
+            return ff_error(FF_ERR_INVALID, "%s: tensors live on different backends ('%s' and '%s'); move one with ff_to",
+                            fn, be->name, b->name), NULL;
+        be = b;
+    }
+    return be;
+}
+
+static ff_status unsupported(ff_backend *be, const char *fn, const char *what, ff_dtype dt)
+{
+    return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' does not support %s on %s", fn, be->name, what,
+                    ff_dtype_name(dt));
+}
+
+static ff_status finish(ff_status st, const ff_tensor *dst, const char *fn)
+{
+    ff_storage_bump_version(dst->storage);
+    if (st == FF_OK) return FF_OK;
+    ff_error_prefix(fn);
+    return ff_error(st, "%s", ff_last_error());
+}
+
+#define BEGIN_KERNEL(n, ...)                                                 \
+    const ff_tensor *ts_[] = {__VA_ARGS__};                                  \
+    ff_backend *be = ff_common_backend(n, ts_, fn);                          \
+    if (!be) return ff_last_status();                                        \
+    ff_clear_error()
+
+ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn)
+{
+    BEGIN_KERNEL(1, dst);
+    if (!be->vt->supports(be->ctx, FF_KIND_FILL, 0, dst->dtype)) return unsupported(be, fn, "fill", dst->dtype);
+    ff_view v;
+    ff_tensor_view(dst, &v);
+    ff_scalar s = {.f = value, .i = 0};
+    /* int conversion of NaN/out-of-range doubles is UB in C: clamp first */
+    if (value != value) s.i = 0;
+    else if (value >= 9.2233720368547758e18) s.i = INT64_MAX;
+    else if (value <= -9.2233720368547758e18) s.i = INT64_MIN;
+    else s.i = (int64_t)value;
+    return finish(be->vt->fill(be->ctx, &v, s), dst, fn);
+}
+
+ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    if (!be->vt->supports(be->ctx, FF_KIND_COPY, (int)src->dtype, dst->dtype))
+        return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' cannot copy %s to %s", fn, be->name,
+                        ff_dtype_name(src->dtype), ff_dtype_name(dst->dtype));
+    ff_layout sl;
+    if (ff_layout_expand(&src->layout, dst->layout.ndim, dst->layout.shape, &sl, fn)) return ff_last_status();
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view_layout(src, &sl, &vs);
+    return finish(be->vt->copy(be->ctx, &vd, &vs), dst, fn);
+}
+
+ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid unary op %d", fn, (int)op);
+    if (!be->vt->supports(be->ctx, FF_KIND_UNARY, (int)op, src->dtype))
+        return unsupported(be, fn, "this unary op", src->dtype);
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(be->vt->unary(be->ctx, op, &vd, &vs), dst, fn);
+}
+
+ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b,
+                           const char *fn)
+{
+    BEGIN_KERNEL(3, dst, a, b);
+    if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid binary op %d", fn, (int)op);
+    if (a->dtype != b->dtype)
+        return ff_error(FF_ERR_INVALID, "%s: internal: binary operands %s and %s not promoted", fn,
+                        ff_dtype_name(a->dtype), ff_dtype_name(b->dtype));
+    if (!be->vt->supports(be->ctx, FF_KIND_BINARY, (int)op, a->dtype))
+        return unsupported(be, fn, "this binary op", a->dtype);
+    ff_layout la, lb;
+    if (ff_layout_expand(&a->layout, dst->layout.ndim, dst->layout.shape, &la, fn) ||
+        ff_layout_expand(&b->layout, dst->layout.ndim, dst->layout.shape, &lb, fn))
+        return ff_last_status();
+    ff_view vd, va, vb;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view_layout(a, &la, &va);
+    ff_tensor_view_layout(b, &lb, &vb);
+    return finish(be->vt->binary(be->ctx, op, &vd, &va, &vb), dst, fn);
+}
+
+ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tensor *src, uint32_t axes_mask,
+                           const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    if (!be->vt->supports(be->ctx, FF_KIND_REDUCE, (int)op, src->dtype))
+        return unsupported(be, fn, "this reduction", src->dtype);
+    if (dst->layout.ndim != src->layout.ndim)
+        return ff_error(FF_ERR_INVALID, "%s: internal: reduce dst must be in keepdim form", fn);
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(be->vt->reduce(be->ctx, op, &vd, &vs, axes_mask), dst, fn);
+}
+
+ff_status ff_kernel_matmul(const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b, const char *fn)
+{
+    BEGIN_KERNEL(3, dst, a, b);
+    if (!be->vt->supports(be->ctx, FF_KIND_MATMUL, 0, a->dtype)) return unsupported(be, fn, "matmul", a->dtype);
+    ff_view vd, va, vb;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(a, &va);
+    ff_tensor_view(b, &vb);
+    return finish(be->vt->matmul(be->ctx, &vd, &va, &vb), dst, fn);
+}
+
+ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b,
+                          const char *fn)
+{
+    BEGIN_KERNEL(4, dst, cond, a, b);
+    if (!be->vt->supports(be->ctx, FF_KIND_WHERE, 0, dst->dtype)) return unsupported(be, fn, "where", dst->dtype);
+    ff_layout lc, la, lb;
+    if (ff_layout_expand(&cond->layout, dst->layout.ndim, dst->layout.shape, &lc, fn) ||
+        ff_layout_expand(&a->layout, dst->layout.ndim, dst->layout.shape, &la, fn) ||
+        ff_layout_expand(&b->layout, dst->layout.ndim, dst->layout.shape, &lb, fn))
+        return ff_last_status();
+    ff_view vd, vc, va, vb;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view_layout(cond, &lc, &vc);
+    ff_tensor_view_layout(a, &la, &va);
+    ff_tensor_view_layout(b, &lb, &vb);
+    return finish(be->vt->where(be->ctx, &vd, &vc, &va, &vb), dst, fn);
+}
+
+ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_tensor *index, int axis,
+                           const char *fn)
+{
+    BEGIN_KERNEL(3, dst, src, index);
+    if (!be->vt->supports(be->ctx, FF_KIND_GATHER, 0, src->dtype)) return unsupported(be, fn, "gather", src->dtype);
+    ff_view vd, vs, vi;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    ff_tensor_view(index, &vi);
+    return finish(be->vt->gather(be->ctx, &vd, &vs, &vi, axis), dst, fn);
+}
+
+ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, const ff_tensor *src, int axis,
+                                const char *fn)
+{
+    BEGIN_KERNEL(3, dst, index, src);
+    if (!be->vt->supports(be->ctx, FF_KIND_SCATTER_ADD, 0, dst->dtype))
+        return unsupported(be, fn, "scatter_add", dst->dtype);
+    ff_view vd, vi, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(index, &vi);
+    ff_tensor_view(src, &vs);
+    return finish(be->vt->scatter_add(be->ctx, &vd, &vi, &vs, axis), dst, fn);
+}
+
+ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
+                           double p0, double p1, const char *fn)
+{
+    BEGIN_KERNEL(1, dst);
+    if (!be->vt->supports(be->ctx, FF_KIND_RANDOM, (int)dist, dst->dtype))
+        return unsupported(be, fn, "random fill", dst->dtype);
+    ff_view v;
+    ff_tensor_view(dst, &v);
+    return finish(be->vt->random(be->ctx, &v, dist, seed, counter_base, p0, p1), dst, fn);
+}
+
+ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    ff_status (*softmax)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, softmax);
+    if (!softmax || !be->vt->supports(be->ctx, FF_KIND_SOFTMAX, log, src->dtype)) return FF_ERR_UNSUPPORTED;
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(softmax(be->ctx, &vd, &vs, axis, log), dst, fn);
+}

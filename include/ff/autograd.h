@@ -1,0 +1,68 @@
+/*
+ * FusionFlow user API: reverse-mode autograd.
+ *
+ * Ops record a node on their output when an input requires grad and grad mode is on.
+ * Gradient formulas are written with ff ops, so they run on every backend, and with
+ * create_graph the backward pass is itself recorded (higher-order gradients).
+ */
+#ifndef FF_AUTOGRAD_H
+#define FF_AUTOGRAD_H
+
+#include "ff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ff_status ff_set_requires_grad(ff_tensor *t, bool requires_grad); /* leaves only; float dtypes */
+bool ff_requires_grad(const ff_tensor *t);
+bool ff_is_leaf(const ff_tensor *t);
+/* The accumulated gradient (new reference) or NULL if none yet (not an error). */
+ff_tensor *ff_grad(const ff_tensor *t);
+ff_status ff_set_grad(ff_tensor *t, ff_tensor *grad); /* NULL clears (zero_grad) */
+ff_status ff_zero_grad(ff_tensor *t);                 /* drops the .grad */
+/* Name of the op that produced t ("add", "matmul"), or NULL for leaves. */
+const char *ff_grad_fn_name(const ff_tensor *t);
+
+typedef struct ff_backward_opts {
+    bool retain_graph; /* keep saved tensors so backward can run again */
+    bool create_graph; /* record the backward pass (implies retain_graph) */
+} ff_backward_opts;
+
+/* Backpropagates from root. grad_output may be NULL only if root has one element
+ * (it is then 1). Gradients accumulate into the .grad of leaves that require grad. */
+ff_status ff_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts);
+
+/* Computes d(outputs)/d(inputs) without touching .grad (torch.autograd.grad).
+ * grads_out receives n_inputs new references (NULL where an input is unreachable). */
+ff_status ff_autograd_grad(ff_tensor *output, const ff_tensor *grad_output, int n_inputs,
+                           ff_tensor *const *inputs, ff_tensor **grads_out,
+                           const ff_backward_opts *opts);
+
+/* Grad mode is per thread, on by default. */
+bool ff_grad_enabled(void);
+/* Sets grad mode; returns the previous value (so scopes nest):
+ *   bool prev = ff_set_grad_enabled(false); ...; ff_set_grad_enabled(prev); */
+bool ff_set_grad_enabled(bool enabled);
+#define FF_NO_GRAD_BEGIN { bool ff_prev_grad_mode_ = ff_set_grad_enabled(false);
+#define FF_NO_GRAD_END ff_set_grad_enabled(ff_prev_grad_mode_); }
+
+/* Gradient check: f maps n inputs to a tensor; compares autograd's gradient of
+ * sum(f(inputs) * w) (w a fixed random weight) with central differences in f64.
+ * Inputs are converted to f64 copies; returns FF_OK if every element satisfies
+ * |analytic - numeric| <= atol + rtol * |numeric|, else FF_ERR_AUTOGRAD with the
+ * worst element in ff_last_error(). */
+typedef ff_tensor *(*ff_gradcheck_fn)(int n, ff_tensor *const *inputs, void *user);
+typedef struct ff_gradcheck_opts {
+    double eps;  /* default 1e-6 */
+    double atol; /* default 1e-5 */
+    double rtol; /* default 1e-3 */
+    double max_abs_err; /* out: worst |analytic - numeric| */
+} ff_gradcheck_opts;
+ff_status ff_gradcheck(ff_gradcheck_fn f, void *user, int n, ff_tensor *const *inputs,
+                       ff_gradcheck_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_AUTOGRAD_H */

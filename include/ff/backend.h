@@ -1,0 +1,57 @@
+/*
+ * FusionFlow user API: backends and the plugin loader.
+ *
+ * FF_BACKEND=<name>|<path.so> picks the default backend (unset: "cpu"). A name resolves
+ * to lib ff_backend_<name>.so searched in FF_BACKEND_PATH (colon-separated), then in the
+ * directory holding libfusionflow itself. Every failure is an error, never a silent
+ * fallback to another backend.
+ */
+#ifndef FF_BACKEND_H
+#define FF_BACKEND_H
+
+#include "ff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads (or returns the already-loaded) backend by name or path. The backend stays
+ * loaded until ff_shutdown(). NULL on error with a message naming the file. */
+ff_backend *ff_backend_load(const char *name_or_path);
+/* The default backend: FF_BACKEND or "cpu", loaded on first use. NULL on error. */
+ff_backend *ff_backend_default(void);
+/* Makes be the default for factories (per process). */
+ff_status ff_backend_set_default(ff_backend *be);
+
+const char *ff_backend_name(const ff_backend *be);
+const char *ff_backend_version(const ff_backend *be);
+const char *ff_backend_description(const ff_backend *be);
+const char *ff_backend_path(const ff_backend *be); /* file it was loaded from */
+uint32_t ff_backend_flags(const ff_backend *be);
+int ff_backend_abi_version(const ff_backend *be);
+/* Whether the backend computes (kind, op, dtype); see ff_op_kind. */
+bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dtype);
+bool ff_backend_has_softmax(const ff_backend *be);
+ff_status ff_backend_sync(ff_backend *be);
+ff_status ff_backend_memory_stats(ff_backend *be, size_t *in_use, size_t *cached, size_t *peak);
+ff_status ff_backend_empty_cache(ff_backend *be);
+
+/* Loaded backends, in load order. */
+int ff_backend_count(void);
+ff_backend *ff_backend_at(int i);
+
+/* Names of backend plugins found on the search path (without loading them).
+ * Calls fn(name, path, user) for each; returns how many were found. */
+int ff_backend_discover(void (*fn)(const char *name, const char *path, void *user), void *user);
+
+/* Copies t to another backend (through host memory if needed). Returns t retained
+ * if it already lives there. Differentiable. */
+ff_tensor *ff_to(const ff_tensor *t, ff_backend *be);
+
+/* Unloads every backend. Tensors must all be released first. */
+void ff_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_BACKEND_H */

@@ -1,0 +1,373 @@
+/*
+ * FusionFlow backend plugin ABI.
+ *
+ * This is the only header a backend author needs. It is self-contained (C11 +
+ * <stddef.h>/<stdint.h>), includes nothing else from FusionFlow, and defines:
+ *   - the dtype and op-code enums shared with the core,
+ *   - ff_view: an already-resolved strided view the core hands to every kernel,
+ *   - ff_backend_vtable: the versioned struct of function pointers a plugin fills,
+ *   - ff_philox4x32: the counter-based generator every backend's random fill uses,
+ *     so one seed gives the same numbers on every backend.
+ *
+ * A plugin is a shared object that exports exactly one symbol:
+ *     const ff_backend_vtable *ff_backend_entry(void);
+ * The loader checks abi_version == FF_ABI_VERSION and struct_size >= FF_BACKEND_V1_SIZE
+ * before calling anything else. The struct only ever grows at its end; entries past
+ * struct_size are treated as NULL (the SQLite io_methods rule).
+ *
+ * Contract for every compute entry:
+ *   - The core has done shape inference, broadcasting and type promotion. Broadcast
+ *     operands arrive as views with stride 0; transposes arrive as permuted strides.
+ *   - Strides and offsets are in elements (not bytes) and may be 0; they are never
+ *     negative. Views may alias for reading; dst never overlaps an input unless dst
+ *     and that input are the identical view (in-place elementwise ops).
+ *   - Zero-size views may arrive; a kernel then does nothing and returns FF_OK.
+ *   - On failure, call host->set_error() with a message and return a non-zero ff_status.
+ *   - A kernel never aborts or exits.
+ */
+#ifndef FF_BACKEND_ABI_H
+#define FF_BACKEND_ABI_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever an existing entry changes meaning or signature. Adding entries at
+ * the end of the vtable does not bump it (struct_size tells the loader what is there). */
+#define FF_ABI_VERSION 1
+
+/* Maximum rank of a tensor. Fixed so views are plain structs with no allocation. */
+#define FF_MAX_DIMS 8
+
+#if defined(_WIN32)
+#define FF_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define FF_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The name of the one symbol a plugin exports. */
+#define FF_BACKEND_ENTRY_SYMBOL "ff_backend_entry"
+
+/* ---- status codes ------------------------------------------------------- */
+typedef enum ff_status {
+    FF_OK = 0,
+    FF_ERR_INVALID = 1,     /* bad argument: shapes, dtypes, axes, NULL */
+    FF_ERR_OOM = 2,         /* allocation failed */
+    FF_ERR_OVERFLOW = 3,    /* size arithmetic overflowed */
+    FF_ERR_UNSUPPORTED = 4, /* backend declined (op, dtype) */
+    FF_ERR_BACKEND = 5,     /* backend failed (loading, init, device) */
+    FF_ERR_INDEX = 6,       /* index out of range */
+    FF_ERR_AUTOGRAD = 7,    /* autograd misuse (no grad_fn, in-place on saved tensor) */
+    FF_ERR_IO = 8           /* file errors */
+} ff_status;
+
+/* ---- dtypes ------------------------------------------------------------- */
+/* Values are ABI: never renumber. F16/BF16 are reserved storage formats (2 bytes);
+ * no backend computes on them yet and the core refuses them with FF_ERR_UNSUPPORTED. */
+typedef enum ff_dtype {
+    FF_F32 = 0,
+    FF_F64 = 1,
+    FF_I32 = 2,
+    FF_I64 = 3,
+    FF_U8 = 4,
+    FF_BOOL = 5, /* one byte, 0 or 1 */
+    FF_F16 = 6,  /* reserved */
+    FF_BF16 = 7, /* reserved */
+    FF_DTYPE_COUNT = 8
+} ff_dtype;
+
+/* ---- op codes ----------------------------------------------------------- */
+/* Unary: dst has src's dtype, except the FF_UNARY_IS* / LOGICAL_NOT family which
+ * write FF_BOOL. The core only sends float dtypes for transcendental ops. */
+typedef enum ff_unary_op {
+    FF_UNARY_NEG = 0,
+    FF_UNARY_ABS,
+    FF_UNARY_SIGN,
+    FF_UNARY_EXP,
+    FF_UNARY_LOG,
+    FF_UNARY_LOG1P,
+    FF_UNARY_EXPM1,
+    FF_UNARY_SQRT,
+    FF_UNARY_RSQRT,
+    FF_UNARY_SQUARE,
+    FF_UNARY_RECIPROCAL,
+    FF_UNARY_SIN,
+    FF_UNARY_COS,
+    FF_UNARY_TANH,
+    FF_UNARY_SIGMOID,
+    FF_UNARY_RELU,
+    FF_UNARY_GELU_TANH,
+    FF_UNARY_GELU_ERF,
+    FF_UNARY_SILU,
+    FF_UNARY_SOFTPLUS,
+    FF_UNARY_FLOOR,
+    FF_UNARY_CEIL,
+    FF_UNARY_ROUND, /* half to even, as NumPy and PyTorch */
+    FF_UNARY_ISNAN,
+    FF_UNARY_ISINF,
+    FF_UNARY_LOGICAL_NOT,
+    FF_UNARY_ERF,
+    FF_UNARY_COUNT
+} ff_unary_op;
+
+/* Binary: a and b have the same dtype. dst has that dtype, except comparisons and
+ * logical ops, which write FF_BOOL. Integer DIV truncates toward zero and integer
+ * division by zero yields 0 (the core never sends integer DIV from ff_div, which
+ * promotes to float); FMOD has C fmod sign semantics (sign of the dividend). */
+typedef enum ff_binary_op {
+    FF_BINARY_ADD = 0,
+    FF_BINARY_SUB,
+    FF_BINARY_MUL,
+    FF_BINARY_DIV,
+    FF_BINARY_POW,
+    FF_BINARY_MAXIMUM, /* NaN-propagating, as torch.maximum */
+    FF_BINARY_MINIMUM,
+    FF_BINARY_FMOD,
+    FF_BINARY_EQ,
+    FF_BINARY_NE,
+    FF_BINARY_LT,
+    FF_BINARY_LE,
+    FF_BINARY_GT,
+    FF_BINARY_GE,
+    FF_BINARY_LOGICAL_AND,
+    FF_BINARY_LOGICAL_OR,
+    FF_BINARY_LOGICAL_XOR,
+    FF_BINARY_COUNT
+} ff_binary_op;
+
+/* Reduce over the axes set in axes_mask (bit d = dim d). dst has src's rank, with
+ * size 1 on reduced axes (keepdim form). SUM/PROD of integers accumulate in dst's
+ * dtype (the core asks for I64); MAX/MIN propagate NaN; ARGMAX/ARGMIN reduce exactly
+ * one axis, write I64 and return the first index of the extreme (NaN counts as the
+ * extreme); ANY/ALL write FF_BOOL. Reducing an empty set: SUM 0, PROD 1, ANY false,
+ * ALL true; MAX/MIN/ARG* of an empty set are refused by the core. */
+typedef enum ff_reduce_op {
+    FF_REDUCE_SUM = 0,
+    FF_REDUCE_PROD,
+    FF_REDUCE_MAX,
+    FF_REDUCE_MIN,
+    FF_REDUCE_ARGMAX,
+    FF_REDUCE_ARGMIN,
+    FF_REDUCE_ANY,
+    FF_REDUCE_ALL,
+    FF_REDUCE_COUNT
+} ff_reduce_op;
+
+/* Random distributions for the random entry. */
+typedef enum ff_random_dist {
+    FF_RANDOM_UNIFORM = 0, /* [p0, p1) */
+    FF_RANDOM_NORMAL = 1,  /* mean p0, std p1 */
+    FF_RANDOM_COUNT
+} ff_random_dist;
+
+/* Which vtable entry a supports() query is about. */
+typedef enum ff_op_kind {
+    FF_KIND_FILL = 0,
+    FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
+    FF_KIND_UNARY,   /* op = ff_unary_op */
+    FF_KIND_BINARY,  /* op = ff_binary_op */
+    FF_KIND_REDUCE,  /* op = ff_reduce_op */
+    FF_KIND_MATMUL,
+    FF_KIND_WHERE,
+    FF_KIND_GATHER,
+    FF_KIND_SCATTER_ADD,
+    FF_KIND_RANDOM,  /* op = ff_random_dist */
+    FF_KIND_SOFTMAX, /* optional entry */
+    FF_KIND_COUNT
+} ff_op_kind;
+
+/* ---- views -------------------------------------------------------------- */
+/* A resolved strided view of a backend buffer. Element (i0,...,in-1) lives at
+ *   ((T *)buf)[offset + sum_d i_d * strides[d]]            (for a host-memory backend)
+ * ndim == 0 is a scalar (one element at offset). */
+typedef struct ff_view {
+    void *buf;      /* the backend's own buffer handle, as returned by alloc */
+    int64_t offset; /* in elements */
+    ff_dtype dtype;
+    int32_t ndim;
+    int64_t shape[FF_MAX_DIMS];
+    int64_t strides[FF_MAX_DIMS]; /* in elements, >= 0 */
+} ff_view;
+
+/* A fill value. The core sets both fields consistently: f for float dtypes, i for
+ * integer and bool dtypes (i64 values beyond 2^53 survive through i). */
+typedef struct ff_scalar {
+    double f;
+    int64_t i;
+} ff_scalar;
+
+/* ---- services the core offers a backend -------------------------------- */
+typedef struct ff_host_api {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    /* Record an error message for the current thread; printf-style. */
+    void (*set_error)(const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 1, 2)))
+#endif
+        ;
+    /* Optional diagnostics (FF_LOG=1 shows them). */
+    void (*log)(const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 1, 2)))
+#endif
+        ;
+} ff_host_api;
+
+/* ---- the vtable --------------------------------------------------------- */
+/* Every function receives the ctx pointer that init() produced. Required entries
+ * must be non-NULL; optional ones may be NULL and the core composes them. */
+typedef struct ff_backend_vtable {
+    uint32_t abi_version; /* = FF_ABI_VERSION */
+    uint32_t struct_size; /* = sizeof(ff_backend_vtable) as compiled by the plugin */
+    const char *name;     /* short name: "cpu", "cpu_blas" */
+    const char *version;  /* the backend's own version string */
+    const char *description;
+    uint32_t flags;       /* FF_BACKEND_HOST_MEMORY if buffers are host pointers */
+
+    /* ---- lifecycle (required) ---- */
+    /* 1 */ ff_status (*init)(const ff_host_api *host, void **ctx);
+    /* 2 */ void (*shutdown)(void *ctx);
+    /* 3 */ int (*supports)(void *ctx, ff_op_kind kind, int op, ff_dtype dtype);
+
+    /* ---- memory (required) ---- */
+    /* 4 */ void *(*alloc)(void *ctx, size_t nbytes); /* NULL + set_error on failure; nbytes may be 0 */
+    /* 5 */ void (*free)(void *ctx, void *buf);
+    /* 6 */ ff_status (*upload)(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes);
+    /* 7 */ ff_status (*download)(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes);
+    /* 8 */ ff_status (*sync)(void *ctx);
+
+    /* ---- compute (required) ---- */
+    /* 9 */ ff_status (*fill)(void *ctx, const ff_view *dst, ff_scalar value);
+    /* Strided copy with dtype conversion (float->int truncates toward zero, any
+     * non-zero -> bool is 1, NaN->int is 0). Also the device-to-device copy. */
+    /* 10 */ ff_status (*copy)(void *ctx, const ff_view *dst, const ff_view *src);
+    /* 11 */ ff_status (*unary)(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+    /* 12 */ ff_status (*binary)(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a,
+                                 const ff_view *b);
+    /* 13 */ ff_status (*reduce)(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src,
+                                 uint32_t axes_mask);
+    /* Batched matmul: dst[..., M, N] = a[..., M, K] @ b[..., K, N]. All three have the
+     * same rank >= 2 and equal batch shapes (broadcast batches have stride 0). */
+    /* 14 */ ff_status (*matmul)(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+    /* dst = cond ? a : b, elementwise; cond is FF_BOOL, a/b have dst's dtype. */
+    /* 15 */ ff_status (*where)(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a,
+                                const ff_view *b);
+    /* dst[i..][j][k..] = src[i..][index[i..][j][k..]][k..] along axis (torch.gather);
+     * index is FF_I64 with dst's shape; out-of-range index -> FF_ERR_INDEX. */
+    /* 16 */ ff_status (*gather)(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index,
+                                 int axis);
+    /* dst[i..][index[i..][j][k..]][k..] += src[i..][j][k..] along axis; index has src's
+     * shape. Accumulates in order, so duplicates add up. */
+    /* 17 */ ff_status (*scatter_add)(void *ctx, const ff_view *dst, const ff_view *index,
+                                      const ff_view *src, int axis);
+    /* Element with row-major logical index n takes counter (counter_base + n) of
+     * Philox4x32-10 keyed by seed; see ff_random_uniform01 / ff_random_normal01 below. */
+    /* 18 */ ff_status (*random)(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed,
+                                 uint64_t counter_base, double p0, double p1);
+
+    /* ---- optional (NULL = the core composes it from required entries) ---- */
+    /* softmax (or log_softmax if log != 0) along axis; float dtypes only. */
+    ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
+    /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
+    ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
+    /* Return cached memory to the system; may be NULL. */
+    ff_status (*empty_cache)(void *ctx);
+} ff_backend_vtable;
+
+/* The size of version 1 of the struct: the loader refuses anything smaller. */
+#define FF_BACKEND_V1_SIZE ((uint32_t)sizeof(ff_backend_vtable))
+
+/* flags */
+#define FF_BACKEND_HOST_MEMORY 0x1u /* buffers are plain host pointers (DLPack kDLCPU) */
+
+/* The entry point every plugin exports. */
+typedef const ff_backend_vtable *(*ff_backend_entry_fn)(void);
+
+/* ---- shared helpers ------------------------------------------------------ */
+static inline size_t ff_dtype_size(ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: case FF_I32: return 4;
+    case FF_F64: case FF_I64: return 8;
+    case FF_U8: case FF_BOOL: return 1;
+    case FF_F16: case FF_BF16: return 2;
+    default: return 0;
+    }
+}
+
+static inline int ff_dtype_is_float(ff_dtype t)
+{
+    return t == FF_F32 || t == FF_F64 || t == FF_F16 || t == FF_BF16;
+}
+
+/* Number of elements of a view (the core guarantees it does not overflow). */
+static inline int64_t ff_view_numel(const ff_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
+    return n;
+}
+
+/* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
+ * Counter-based: output depends only on (key, counter), so any backend, any thread
+ * split and any order of evaluation gives the same numbers. */
+typedef struct ff_philox_out { uint32_t v[4]; } ff_philox_out;
+
+static inline ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
+{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    ff_philox_out o = {{c0, c1, c2, c3}};
+    return o;
+}
+
+/* Uniform in [0, 1) with 53 random bits, from counter n. Every backend must compute
+ * uniform samples exactly as p0 + (p1 - p0) * ff_random_uniform01(seed, n), rounded
+ * once to the destination dtype. */
+static inline double ff_random_uniform01(uint64_t seed, uint64_t n)
+{
+    ff_philox_out o = ff_philox4x32(seed, n);
+    uint64_t bits = ((uint64_t)o.v[0] << 21) ^ ((uint64_t)o.v[1] >> 11);
+    return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/* Standard normal sample from counter n (Box-Muller on the same Philox block, using
+ * words 2 and 3, so it is independent of the uniform words). Normal samples are
+ * p0 + p1 * ff_random_normal01(seed, n). Backends with a different libm may differ
+ * in the last bits; conformance compares normals with a tolerance. */
+static inline void ff_random_normal_uniforms(uint64_t seed, uint64_t n, double *u1, double *u2)
+{
+    ff_philox_out o = ff_philox4x32(seed, n);
+    /* u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). */
+    *u1 = ((double)o.v[2] + 1.0) * (1.0 / 4294967296.0);
+    *u2 = (double)o.v[3] * (1.0 / 4294967296.0);
+}
+
+static inline double ff_random_normal01(uint64_t seed, uint64_t n)
+{
+    double u1, u2;
+    ff_random_normal_uniforms(seed, n, &u1, &u2);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_BACKEND_ABI_H */

@@ -1,0 +1,28 @@
+/*
+ * FusionFlow: a tensor runtime in C11. Include this one header.
+ *
+ *   ff/tensor.h    errors, dtypes, tensors, factories, views
+ *   ff/backend.h   backends and the plugin loader
+ *   ff/ops.h       the op library
+ *   ff/autograd.h  reverse-mode autograd, no_grad, gradcheck
+ *   ff/nn.h        modules, losses, optimizers
+ *   ff/io.h        safetensors, .npy, DLPack
+ * Backend authors need only ff/backend_abi.h.
+ */
+#ifndef FF_FF_H
+#define FF_FF_H
+
+#define FF_VERSION_MAJOR 0
+#define FF_VERSION_MINOR 1
+#define FF_VERSION_PATCH 0
+#define FF_VERSION_STRING "0.1.0"
+
+#include "ff/backend_abi.h"
+#include "ff/tensor.h"
+#include "ff/backend.h"
+#include "ff/ops.h"
+#include "ff/autograd.h"
+#include "ff/nn.h"
+#include "ff/io.h"
+
+#endif /* FF_FF_H */

@@ -1,0 +1,163 @@
+/*
+ * FusionFlow user API: the op library. Every op runs on the backend its inputs live
+ * on (all tensor inputs must share one backend), records itself for autograd when an
+ * input requires grad and grad mode is on, and follows NumPy/PyTorch semantics:
+ * broadcasting, type promotion (docs/semantics.md), keepdim. Same ownership rule as
+ * tensor.h: results are new references, inputs borrowed, NULL on error.
+ */
+#ifndef FF_OPS_H
+#define FF_OPS_H
+
+#include "ff/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- creation ----------------------------------------------------------- */
+ff_tensor *ff_eye(int64_t n, int64_t m, ff_dtype dtype);
+ff_tensor *ff_arange(double start, double stop, double step, ff_dtype dtype);
+ff_tensor *ff_linspace(double start, double stop, int64_t num, ff_dtype dtype);
+/* Seeded random: the same (seed) gives the same numbers on every backend. */
+ff_tensor *ff_rand_uniform(int ndim, const int64_t *shape, ff_dtype dtype, double low, double high,
+                           uint64_t seed);
+ff_tensor *ff_rand_normal(int ndim, const int64_t *shape, ff_dtype dtype, double mean, double std,
+                          uint64_t seed);
+/* The same, drawing from the global generator (ff_manual_seed). */
+ff_tensor *ff_rand(int ndim, const int64_t *shape, ff_dtype dtype);  /* U[0,1) */
+ff_tensor *ff_randn(int ndim, const int64_t *shape, ff_dtype dtype); /* N(0,1) */
+ff_tensor *ff_astype(const ff_tensor *t, ff_dtype dtype); /* always a new tensor */
+ff_tensor *ff_clone(const ff_tensor *t);                  /* contiguous copy, differentiable */
+ff_tensor *ff_detach(const ff_tensor *t);                 /* shares storage, no history */
+
+/* ---- elementwise unary -------------------------------------------------- */
+/* Integer inputs to float-valued ops (exp, log, sqrt, sin, tanh, sigmoid, ...) are
+ * promoted to f32 first, as PyTorch does. */
+ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x);
+ff_tensor *ff_neg(const ff_tensor *x);
+ff_tensor *ff_abs(const ff_tensor *x);
+ff_tensor *ff_sign(const ff_tensor *x);
+ff_tensor *ff_exp(const ff_tensor *x);
+ff_tensor *ff_log(const ff_tensor *x);
+ff_tensor *ff_log1p(const ff_tensor *x);
+ff_tensor *ff_expm1(const ff_tensor *x);
+ff_tensor *ff_sqrt(const ff_tensor *x);
+ff_tensor *ff_rsqrt(const ff_tensor *x);
+ff_tensor *ff_square(const ff_tensor *x);
+ff_tensor *ff_reciprocal(const ff_tensor *x);
+ff_tensor *ff_sin(const ff_tensor *x);
+ff_tensor *ff_cos(const ff_tensor *x);
+ff_tensor *ff_tanh(const ff_tensor *x);
+ff_tensor *ff_sigmoid(const ff_tensor *x);
+ff_tensor *ff_relu(const ff_tensor *x);
+ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx);
+ff_tensor *ff_silu(const ff_tensor *x);
+ff_tensor *ff_softplus(const ff_tensor *x);
+ff_tensor *ff_erf(const ff_tensor *x);
+ff_tensor *ff_floor(const ff_tensor *x);
+ff_tensor *ff_ceil(const ff_tensor *x);
+ff_tensor *ff_round(const ff_tensor *x);
+ff_tensor *ff_isnan(const ff_tensor *x);
+ff_tensor *ff_isinf(const ff_tensor *x);
+ff_tensor *ff_logical_not(const ff_tensor *x);
+
+/* ---- elementwise binary (broadcasting) ---------------------------------- */
+ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_add(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_sub(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_mul(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_div(const ff_tensor *a, const ff_tensor *b); /* true division: ints -> f32 */
+ff_tensor *ff_pow(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_maximum(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_minimum(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_fmod(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_eq(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_ne(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_lt(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_le(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_gt(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_ge(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_logical_and(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_logical_or(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_logical_xor(const ff_tensor *a, const ff_tensor *b);
+/* Scalar operand: a "weak" scalar that does not widen the tensor's dtype within its
+ * category (f32 + 2.0 -> f32; i32 + 2 -> i32; i32 + 2.5 -> f32), as NumPy/PyTorch. */
+ff_tensor *ff_binary_scalar(ff_binary_op op, const ff_tensor *a, double s);
+ff_tensor *ff_rbinary_scalar(ff_binary_op op, double s, const ff_tensor *b); /* s op b */
+ff_tensor *ff_add_scalar(const ff_tensor *a, double s);
+ff_tensor *ff_sub_scalar(const ff_tensor *a, double s);
+ff_tensor *ff_mul_scalar(const ff_tensor *a, double s);
+ff_tensor *ff_div_scalar(const ff_tensor *a, double s);
+ff_tensor *ff_pow_scalar(const ff_tensor *a, double s);
+ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi);
+ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_lerp(const ff_tensor *a, const ff_tensor *b, double weight); /* a + w (b - a) */
+
+/* ---- reductions --------------------------------------------------------- */
+/* axes: naxes entries (negative allowed, no duplicates); naxes == 0 reduces all. */
+ff_tensor *ff_sum(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_mean(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_prod(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_amax(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_amin(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_argmax(const ff_tensor *x, int axis, bool keepdim); /* i64 */
+ff_tensor *ff_argmin(const ff_tensor *x, int axis, bool keepdim);
+ff_tensor *ff_var(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim);
+ff_tensor *ff_std(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim);
+ff_tensor *ff_logsumexp(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_any(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_all(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
+ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, bool keepdim);
+
+/* ---- linear algebra ----------------------------------------------------- */
+ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */
+ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b);
+
+/* ---- neural-net ops ----------------------------------------------------- */
+ff_tensor *ff_softmax(const ff_tensor *x, int axis);
+ff_tensor *ff_log_softmax(const ff_tensor *x, int axis);
+/* logits [N, C] (or [C]), targets integer [N] (or 0-d); mean over N. */
+ff_tensor *ff_cross_entropy(const ff_tensor *logits, const ff_tensor *targets);
+ff_tensor *ff_mse_loss(const ff_tensor *pred, const ff_tensor *target); /* mean */
+ff_tensor *ff_one_hot(const ff_tensor *indices, int64_t num_classes);  /* i64 */
+ff_tensor *ff_embedding(const ff_tensor *weight, const ff_tensor *indices);
+ff_tensor *ff_gather(const ff_tensor *x, int axis, const ff_tensor *index);
+ff_tensor *ff_scatter_add(const ff_tensor *x, int axis, const ff_tensor *index, const ff_tensor *src);
+ff_tensor *ff_index_select(const ff_tensor *x, int axis, const ff_tensor *index);
+/* Identity when !training or p == 0; else zeroes with probability p, scales by 1/(1-p). */
+ff_tensor *ff_dropout(const ff_tensor *x, double p, bool training, uint64_t seed);
+
+/* ---- shape ops (copying) ------------------------------------------------ */
+ff_tensor *ff_concat(int n, ff_tensor *const *ts, int axis);
+ff_tensor *ff_stack(int n, ff_tensor *const *ts, int axis);
+/* Splits into pieces of `size` along axis (last may be smaller); writes up to max_out
+ * new references to out and returns the count, or -1 on error. */
+int ff_split(const ff_tensor *x, int64_t size, int axis, ff_tensor **out, int max_out);
+int ff_chunk(const ff_tensor *x, int chunks, int axis, ff_tensor **out, int max_out);
+/* pads: 2 * ndim entries (before, after) for each dim, from dim 0. */
+ff_tensor *ff_pad(const ff_tensor *x, const int64_t *pads, double value);
+ff_tensor *ff_flip(const ff_tensor *x, int naxes, const int *axes);
+ff_tensor *ff_tril(const ff_tensor *x, int64_t diagonal);
+ff_tensor *ff_triu(const ff_tensor *x, int64_t diagonal);
+ff_tensor *ff_repeat(const ff_tensor *x, int nreps, const int64_t *reps); /* torch.Tensor.repeat */
+ff_tensor *ff_tile(const ff_tensor *x, int nreps, const int64_t *reps);   /* numpy.tile */
+
+/* ---- in place ----------------------------------------------------------- */
+/* Refused (FF_ERR_AUTOGRAD) on a leaf that requires grad while grad mode is on, and
+ * detected at backward time if a tensor saved for backward was modified. */
+ff_status ff_add_(ff_tensor *x, const ff_tensor *y);
+ff_status ff_sub_(ff_tensor *x, const ff_tensor *y);
+ff_status ff_mul_(ff_tensor *x, const ff_tensor *y);
+ff_status ff_div_(ff_tensor *x, const ff_tensor *y);
+ff_status ff_add_scalar_(ff_tensor *x, double s);
+ff_status ff_mul_scalar_(ff_tensor *x, double s);
+ff_status ff_fill_(ff_tensor *x, double value);
+ff_status ff_zero_(ff_tensor *x);
+ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src); /* broadcasting, casting */
+/* x += alpha * y, a common optimizer step. */
+ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_OPS_H */

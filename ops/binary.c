@@ -1,0 +1,253 @@
+/* Elementwise binary ops with NumPy broadcasting and type promotion, and their
+ * gradients (reduced over broadcast axes by ff_sum_to_shape). */
+#include <math.h>
+#include <stdio.h>
+
+#include "ops_impl.h"
+
+static const char *const binary_names[FF_BINARY_COUNT] = {
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_and", "logical_or", "logical_xor",
+};
+
+static bool writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+
+/* The dtype the kernel computes in, given the promoted input dtype. */
+static ff_dtype compute_dtype(ff_binary_op op, ff_dtype promoted)
+{
+    if (op == FF_BINARY_DIV) return ff_dtype_to_float(promoted); /* true division */
+    if (promoted == FF_BOOL && (op == FF_BINARY_SUB || op == FF_BINARY_POW || op == FF_BINARY_FMOD))
+        return FF_I64; /* bool - bool is refused by PyTorch; NumPy-style integer result instead */
+    return promoted;
+}
+
+/* ---- gradients ---------------------------------------------------------------- */
+
+/* gi[k] = sum_to_shape(t) for input k; takes ownership of t (NULL -> error). */
+static ff_status put(ff_node *n, int k, ff_tensor *t, ff_tensor **gi)
+{
+    if (!t) return ff_last_status();
+    gi[k] = ff_sum_to_shape(t, n->inputs[k]->layout.ndim, n->inputs[k]->layout.shape);
+    ff_tensor_release(t);
+    return gi[k] ? FF_OK : ff_last_status();
+}
+
+static ff_status add_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) st = put(n, 0, ff_tensor_retain((ff_tensor *)g), gi);
+    if (!st && n->needs_grad[1]) st = put(n, 1, ff_tensor_retain((ff_tensor *)g), gi);
+    return st;
+}
+
+static ff_status sub_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) st = put(n, 0, ff_tensor_retain((ff_tensor *)g), gi);
+    if (!st && n->needs_grad[1]) st = put(n, 1, ff_neg(g), gi);
+    return st;
+}
+
+static ff_status mul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) st = put(n, 0, ff_mul(g, b), gi);
+    if (!st && n->needs_grad[1]) st = put(n, 1, ff_mul(g, a), gi);
+    return st;
+}
+
+static ff_status div_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) st = put(n, 0, ff_div(g, b), gi);
+    if (!st && n->needs_grad[1]) { /* -g * a / b^2 */
+        ff_tensor *ga = ff_mul(g, a), *b2 = ff_square(b), *q = ga && b2 ? ff_div(ga, b2) : NULL;
+        st = put(n, 1, q ? ff_neg(q) : NULL, gi);
+        ff_tensor_release(ga);
+        ff_tensor_release(b2);
+        ff_tensor_release(q);
+    }
+    return st;
+}
+
+static ff_status pow_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) { /* g * b * a^(b-1) */
+        ff_tensor *bm1 = ff_sub_scalar(b, 1.0), *p = bm1 ? ff_pow(a, bm1) : NULL;
+        ff_tensor *bp = p ? ff_mul(b, p) : NULL;
+        st = put(n, 0, bp ? ff_mul(g, bp) : NULL, gi);
+        ff_tensor_release(bm1);
+        ff_tensor_release(p);
+        ff_tensor_release(bp);
+    }
+    if (!st && n->needs_grad[1]) { /* g * a^b * log(a), taken as 0 where a == 0 (as PyTorch) */
+        ff_tensor *p = ff_pow(a, b), *la = ff_log(a), *t = p && la ? ff_mul(p, la) : NULL;
+        ff_tensor *z = t ? ff_zeros_like(t) : NULL, *a0 = z ? ff_eq(a, z) : NULL;
+        ff_tensor *safe = a0 ? ff_where(a0, z, t) : NULL;
+        st = put(n, 1, safe ? ff_mul(g, safe) : NULL, gi);
+        ff_tensor_release(p);
+        ff_tensor_release(la);
+        ff_tensor_release(t);
+        ff_tensor_release(z);
+        ff_tensor_release(a0);
+        ff_tensor_release(safe);
+    }
+    return st;
+}
+
+/* maximum/minimum: the gradient goes to the winner; ties split it evenly (PyTorch). */
+static ff_status extremum_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    bool is_max = n->ip[0] == FF_BINARY_MAXIMUM;
+    ff_tensor *win = is_max ? ff_gt(a, b) : ff_lt(a, b), *tie = ff_eq(a, b);
+    ff_tensor *wf = win ? ff_astype(win, g->dtype) : NULL, *tf = tie ? ff_astype(tie, g->dtype) : NULL;
+    ff_tensor *half = tf ? ff_mul_scalar(tf, 0.5) : NULL;
+    ff_tensor *wa = wf && half ? ff_add(wf, half) : NULL; /* weight for a */
+    ff_status st = wa ? FF_OK : ff_last_status();
+    if (!st && n->needs_grad[0]) st = put(n, 0, ff_mul(g, wa), gi);
+    if (!st && n->needs_grad[1]) { /* weight for b = 1 - wa */
+        ff_tensor *wb = ff_rbinary_scalar(FF_BINARY_SUB, 1.0, wa);
+        st = put(n, 1, wb ? ff_mul(g, wb) : NULL, gi);
+        ff_tensor_release(wb);
+    }
+    ff_tensor_release(win);
+    ff_tensor_release(tie);
+    ff_tensor_release(wf);
+    ff_tensor_release(tf);
+    ff_tensor_release(half);
+    ff_tensor_release(wa);
+    return st;
+}
+
+/* fmod(a, b) = a - trunc(a / b) * b */
+static ff_status fmod_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_status st = FF_OK;
+    if (n->needs_grad[0]) st = put(n, 0, ff_tensor_retain((ff_tensor *)g), gi);
+    if (!st && n->needs_grad[1]) {
+        ff_tensor *q = ff_div(a, b), *m = q ? ff_binary_scalar(FF_BINARY_FMOD, q, 1.0) : NULL;
+        /* trunc(q) = q - fmod(q, 1) */
+        ff_tensor *tq = m ? ff_sub(q, m) : NULL, *gt = tq ? ff_mul(g, tq) : NULL;
+        st = put(n, 1, gt ? ff_neg(gt) : NULL, gi);
+        ff_tensor_release(q);
+        ff_tensor_release(m);
+        ff_tensor_release(tq);
+        ff_tensor_release(gt);
+    }
+    return st;
+}
+
+static ff_backward_fn backward_for(ff_binary_op op)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return add_backward;
+    case FF_BINARY_SUB: return sub_backward;
+    case FF_BINARY_MUL: return mul_backward;
+    case FF_BINARY_DIV: return div_backward;
+    case FF_BINARY_POW: return pow_backward;
+    case FF_BINARY_MAXIMUM: case FF_BINARY_MINIMUM: return extremum_backward;
+    case FF_BINARY_FMOD: return fmod_backward;
+    default: return NULL; /* comparisons and logical ops have no gradient */
+    }
+}
+
+static bool saves_inputs(ff_binary_op op) { return op != FF_BINARY_ADD && op != FF_BINARY_SUB; }
+
+/* ---- forward ------------------------------------------------------------------- */
+/* a op b where both operands are already in the compute dtype. */
+static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn)
+{
+    const ff_tensor *in[2] = {a, b};
+    ff_backend *be = ff_common_backend(2, in, fn);
+    if (!be) return NULL;
+    int nd;
+    int64_t shape[FF_MAX_DIMS];
+    if (ff_broadcast_shapes(a->layout.ndim, a->layout.shape, b->layout.ndim, b->layout.shape, &nd, shape, fn))
+        return NULL;
+    ff_tensor *ca = ff_op_cast(a, cdt, fn), *cb = ca ? ff_op_cast(b, cdt, fn) : NULL;
+    ff_tensor *out = cb ? ff_tensor_new(be, nd, shape, writes_bool(op) ? FF_BOOL : cdt, fn) : NULL;
+    if (out && ff_kernel_binary(op, out, ca, cb, fn)) {
+        ff_tensor_release(out);
+        out = NULL;
+    }
+    ff_backward_fn bw = backward_for(op);
+    if (out && bw && ff_dtype_is_float(cdt)) {
+        const ff_tensor *save[2] = {ca, cb};
+        ff_node *node = ff_op_record_node(&out, binary_names[op], bw, 2, in, saves_inputs(op) ? 2 : 0, save);
+        if (node) node->ip[0] = op;
+    }
+    ff_tensor_release(ca);
+    ff_tensor_release(cb);
+    return out;
+}
+
+ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b)
+{
+    static const char fn[] = "ff_binary";
+    if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op), NULL;
+    if (!a || !b) return ff_error(FF_ERR_INVALID, "ff_%s: NULL operand", binary_names[op]), NULL;
+    ff_dtype cdt = compute_dtype(op, ff_dtype_promote(a->dtype, b->dtype));
+    char name[32];
+    snprintf(name, sizeof name, "ff_%s", binary_names[op]);
+    ff_tensor *r = binary_impl(op, a, b, cdt, name);
+    return r;
+}
+
+ff_tensor *ff_binary_scalar(ff_binary_op op, const ff_tensor *a, double s)
+{
+    if (!a) return ff_error(FF_ERR_INVALID, "ff_binary_scalar: NULL operand"), NULL;
+    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_scalar(a->dtype, s));
+    ff_tensor *st = ff_op_scalar_like(a, s, cdt);
+    if (!st) return NULL;
+    ff_tensor *r = binary_impl(op, a, st, cdt, "ff_binary_scalar");
+    ff_tensor_release(st);
+    return r;
+}
+
+ff_tensor *ff_rbinary_scalar(ff_binary_op op, double s, const ff_tensor *b)
+{
+    if (!b) return ff_error(FF_ERR_INVALID, "ff_rbinary_scalar: NULL operand"), NULL;
+    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_scalar(b->dtype, s));
+    ff_tensor *st = ff_op_scalar_like(b, s, cdt);
+    if (!st) return NULL;
+    ff_tensor *r = binary_impl(op, st, b, cdt, "ff_rbinary_scalar");
+    ff_tensor_release(st);
+    return r;
+}
+
+#define BINARY_FN(name, OP)                                                                                   \
+    ff_tensor *ff_##name(const ff_tensor *a, const ff_tensor *b) { return ff_binary(OP, a, b); }
+BINARY_FN(add, FF_BINARY_ADD)
+BINARY_FN(sub, FF_BINARY_SUB)
+BINARY_FN(mul, FF_BINARY_MUL)
+BINARY_FN(div, FF_BINARY_DIV)
+BINARY_FN(pow, FF_BINARY_POW)
+BINARY_FN(maximum, FF_BINARY_MAXIMUM)
+BINARY_FN(minimum, FF_BINARY_MINIMUM)
+BINARY_FN(fmod, FF_BINARY_FMOD)
+BINARY_FN(eq, FF_BINARY_EQ)
+BINARY_FN(ne, FF_BINARY_NE)
+BINARY_FN(lt, FF_BINARY_LT)
+BINARY_FN(le, FF_BINARY_LE)
+BINARY_FN(gt, FF_BINARY_GT)
+BINARY_FN(ge, FF_BINARY_GE)
+BINARY_FN(logical_and, FF_BINARY_LOGICAL_AND)
+BINARY_FN(logical_or, FF_BINARY_LOGICAL_OR)
+BINARY_FN(logical_xor, FF_BINARY_LOGICAL_XOR)
+
+ff_tensor *ff_add_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_ADD, a, s); }
+ff_tensor *ff_sub_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_SUB, a, s); }
+ff_tensor *ff_mul_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_MUL, a, s); }
+ff_tensor *ff_div_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_DIV, a, s); }
+ff_tensor *ff_pow_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_POW, a, s); }

@@ -1,0 +1,68 @@
+/* The shared plumbing of ops/: casts to the compute dtype, node recording, axes. */
+#include <string.h>
+
+#include "ops_impl.h"
+
+ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn)
+{
+    if (t->dtype == dtype) return ff_tensor_retain((ff_tensor *)t);
+    ff_tensor *r = ff_tensor_new(t->storage->backend, t->layout.ndim, t->layout.shape, dtype, fn);
+    if (r && ff_kernel_copy(r, t, fn)) {
+        ff_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}
+
+ff_node *ff_op_record_node(ff_tensor **out, const char *name, ff_backward_fn bw, int n,
+                           const ff_tensor *const *inputs, int nsave, const ff_tensor *const *save)
+{
+    if (!*out || !ff_autograd_needed(n, inputs)) return NULL;
+    ff_node *node = ff_autograd_record(*out, name, bw, n, inputs);
+    for (int i = 0; node && i < nsave; i++)
+        if (ff_node_save(node, save[i])) node = NULL;
+    if (!node) {
+        ff_tensor_release(*out);
+        *out = NULL;
+    }
+    return node;
+}
+
+ff_tensor *ff_op_record(ff_tensor *out, const char *name, ff_backward_fn bw, int n,
+                        const ff_tensor *const *inputs, int nsave, const ff_tensor *const *save)
+{
+    ff_op_record_node(&out, name, bw, n, inputs, nsave, save);
+    return out;
+}
+
+ff_status ff_axes_mask(int ndim, int naxes, const int *axes, uint32_t *mask, const char *fn)
+{
+    uint32_t m = 0;
+    if (naxes < 0 || naxes > ndim || (naxes && !axes))
+        return ff_error(FF_ERR_INVALID, "%s: bad axes list (%d axes for rank %d)", fn, naxes, ndim);
+    if (naxes == 0) m = ndim ? (uint32_t)((1u << ndim) - 1) : 0;
+    for (int i = 0; i < naxes; i++) {
+        int a;
+        if (ff_layout_normalize_axis(axes[i], ndim, &a, fn)) return FF_ERR_INVALID;
+        if (m & (1u << a)) return ff_error(FF_ERR_INVALID, "%s: axis %d repeated", fn, axes[i]);
+        m |= 1u << a;
+    }
+    *mask = m;
+    return FF_OK;
+}
+
+void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, int *out_ndim, int64_t *out_shape)
+{
+    int k = 0;
+    for (int d = 0; d < l->ndim; d++) {
+        bool r = mask & (1u << d);
+        keep_shape[d] = r ? 1 : l->shape[d];
+        if (!r) out_shape[k++] = l->shape[d];
+    }
+    *out_ndim = k;
+}
+
+ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype)
+{
+    return ff_scalar_on(t->storage->backend, s, dtype);
+}

@@ -1,0 +1,31 @@
+/* Helpers shared by the op files in ops/: the patterns every op follows. */
+#ifndef FF_OPS_IMPL_H
+#define FF_OPS_IMPL_H
+
+#include "ff_impl.h"
+
+/* Returns t converted to dtype as a plain (untracked) copy, or t retained if it
+ * already has it. Used to bring operands to the computation dtype; the op's own node
+ * sees the original inputs, and the engine casts gradients back. */
+ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn);
+
+/* Records node `name` on out if any input requires grad; on failure releases out and
+ * returns NULL. Saves the listed tensors (may be NULL entries, skipped). */
+ff_tensor *ff_op_record(ff_tensor *out, const char *name, ff_backward_fn bw, int n,
+                        const ff_tensor *const *inputs, int nsave, const ff_tensor *const *save);
+
+/* Same, returning the node (or NULL when none was needed or on failure: check
+ * *out_ok). Use when the op must store parameters in node->ip / node->dp. */
+ff_node *ff_op_record_node(ff_tensor **out, const char *name, ff_backward_fn bw, int n,
+                           const ff_tensor *const *inputs, int nsave, const ff_tensor *const *save);
+
+/* Resolves an axes list (negative allowed, no duplicates; naxes == 0 means all) to a
+ * bit mask over ndim dims. */
+ff_status ff_axes_mask(int ndim, int naxes, const int *axes, uint32_t *mask, const char *fn);
+/* Shape of a reduction: keepdim form (size 1 on reduced axes) and the squeezed form. */
+void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, int *out_ndim, int64_t *out_shape);
+
+/* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
+ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
+
+#endif /* FF_OPS_IMPL_H */

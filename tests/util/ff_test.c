@@ -1,0 +1,83 @@
+#include "ff_test.h"
+
+#include <stdlib.h>
+
+int ff_test_failures;
+int ff_test_checks;
+
+int ff_test_run(const char *suite, const ff_test_case *cases, int n)
+{
+    int failed_cases = 0;
+    for (int i = 0; i < n; i++) {
+        int before = ff_test_failures;
+        ff_clear_error();
+        cases[i].fn();
+        if (ff_test_failures != before) {
+            failed_cases++;
+            fprintf(stderr, "FAIL %s.%s\n", suite, cases[i].name);
+        }
+    }
+    ff_shutdown();
+    printf("%s: %d passed, %d failed (%d checks)\n", suite, n - failed_cases, failed_cases, ff_test_checks);
+    return failed_cases ? 1 : 0;
+}
+
+ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    ff_tensor *f = ff_from_data(values, ndim, shape, FF_F64);
+    if (!f) return NULL;
+    ff_tensor *r = ff_astype(f, dtype);
+    ff_tensor_release(f);
+    (void)n;
+    return r;
+}
+
+int ff_test_values(const ff_tensor *t, double *out, int64_t max)
+{
+    if (!t) return -1;
+    int64_t n = ff_tensor_numel(t);
+    if (n > max) return -1;
+    ff_tensor *d = ff_astype(t, FF_F64);
+    if (!d) return -1;
+    int rc = ff_tensor_to_host(d, out, (size_t)n * sizeof(double)) == FF_OK ? 0 : -1;
+    ff_tensor_release(d);
+    return rc;
+}
+
+int ff_test_tensor_equals(const ff_tensor *t, int ndim, const int64_t *shape, const double *values, double tol,
+                          const char *file, int line)
+{
+    if (!t) {
+        fprintf(stderr, "%s:%d: tensor is NULL (%s)\n", file, line, ff_last_error());
+        return 0;
+    }
+    if (ff_tensor_ndim(t) != ndim) {
+        fprintf(stderr, "%s:%d: rank %d, expected %d\n", file, line, ff_tensor_ndim(t), ndim);
+        return 0;
+    }
+    for (int d = 0; d < ndim; d++)
+        if (ff_tensor_shape(t)[d] != shape[d]) {
+            fprintf(stderr, "%s:%d: dim %d is %lld, expected %lld\n", file, line, d, (long long)ff_tensor_shape(t)[d],
+                    (long long)shape[d]);
+            return 0;
+        }
+    int64_t n = ff_tensor_numel(t);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!v || ff_test_values(t, v, n)) {
+        free(v);
+        fprintf(stderr, "%s:%d: could not read values: %s\n", file, line, ff_last_error());
+        return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        bool same = (isnan(v[i]) && isnan(values[i])) || v[i] == values[i] || fabs(v[i] - values[i]) <= tol;
+        if (!same) {
+            fprintf(stderr, "%s:%d: element %lld is %.17g, expected %.17g\n", file, line, (long long)i, v[i], values[i]);
+            free(v);
+            return 0;
+        }
+    }
+    free(v);
+    return 1;
+}
