@@ -58,7 +58,12 @@ ff_status ff_node_save(ff_node *node, const ff_tensor *t)
 {
     if (node->n_saved >= FF_NODE_MAX_SAVED)
         return ff_error(FF_ERR_INVALID, "%s: internal: too many saved tensors", node->name);
-    ff_tensor *alias = ff_tensor_new_view(t, &t->layout);
+    /* An input (or any tensor made before the node) is kept itself, with its history,
+     * so a backward formula run under create_graph differentiates through it (higher
+     * orders). The node's own output is kept as a detached alias, because holding the
+     * output itself would be a cycle (out -> node -> out); ops whose formula uses their
+     * output recompute it from the inputs when the backward pass is being recorded. */
+    ff_tensor *alias = t->grad_fn == node ? ff_tensor_new_view(t, &t->layout) : ff_tensor_retain((ff_tensor *)t);
     if (!alias) return ff_last_status();
     node->saved_version[node->n_saved] = atomic_load(&t->storage->version);
     node->saved[node->n_saved++] = alias;

@@ -36,11 +36,20 @@ const char *ff_status_name(ff_status s)
     return "unknown status";
 }
 
+/* Formats through a scratch buffer: callers may pass ff_last_error() itself as an
+ * argument (re-raising with a new code), and vsnprintf onto its own source is UB. */
+static void set_message(const char *fmt, va_list ap)
+{
+    char tmp[FF_ERRMSG_MAX];
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    memcpy(tl_msg, tmp, sizeof tl_msg);
+}
+
 ff_status ff_error(ff_status code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    set_message(fmt, ap);
     va_end(ap);
     tl_status = code;
     return code;
@@ -50,7 +59,7 @@ void ff_error_set_message(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    set_message(fmt, ap);
     va_end(ap);
 }
 

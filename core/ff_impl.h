@@ -80,6 +80,10 @@ typedef struct ff_storage {
     void *buf;
     size_t nbytes;
     atomic_ulong version; /* bumped by every in-place write, checked by autograd */
+    /* Foreign memory (DLPack import, mapped files): when set, the last release calls
+     * release_external(external_ctx) instead of the backend's free. */
+    void (*release_external)(void *ctx);
+    void *external_ctx;
 } ff_storage;
 
 struct ff_node;
@@ -105,6 +109,8 @@ ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
 void ff_tensor_view(const ff_tensor *t, ff_view *v);
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);
 void ff_storage_bump_version(ff_storage *s);
+/* Tensor headers alive in the process (ff_debug_live_tensors); leak tests count on it. */
+extern atomic_long ff_live_tensor_count;
 
 /* ---- errors ------------------------------------------------------------- */
 /* Records a message for this thread and returns code (so `return ff_error(...)` works). */

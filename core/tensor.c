@@ -31,9 +31,16 @@ static ff_storage *storage_new(ff_backend *be, size_t nbytes, const char *fn)
 static void storage_release(ff_storage *s)
 {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-    s->backend->vt->free(s->backend->ctx, s->buf);
+    if (s->release_external)
+        s->release_external(s->external_ctx);
+    else
+        s->backend->vt->free(s->backend->ctx, s->buf);
     free(s);
 }
+
+atomic_long ff_live_tensor_count;
+
+long ff_debug_live_tensors(void) { return atomic_load(&ff_live_tensor_count); }
 
 void ff_storage_bump_version(ff_storage *s) { atomic_fetch_add(&s->version, 1); }
 
@@ -59,6 +66,7 @@ ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtyp
         return NULL;
     }
     atomic_init(&t->refcount, 1);
+    atomic_fetch_add(&ff_live_tensor_count, 1);
     t->dtype = dtype;
     t->layout = l;
     return t;
@@ -69,6 +77,7 @@ ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l)
     ff_tensor *t = calloc(1, sizeof *t);
     if (!t) return ff_error(FF_ERR_OOM, "out of memory for a view header"), NULL;
     atomic_init(&t->refcount, 1);
+    atomic_fetch_add(&ff_live_tensor_count, 1);
     atomic_fetch_add(&src->storage->refcount, 1);
     t->storage = src->storage;
     t->dtype = src->dtype;
@@ -89,6 +98,7 @@ void ff_tensor_release(ff_tensor *t)
     if (t->grad_fn) ff_node_release(t->grad_fn);
     storage_release(t->storage);
     free(t);
+    atomic_fetch_sub(&ff_live_tensor_count, 1);
 }
 
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v)

@@ -4,9 +4,11 @@
 
 #include "ff_impl.h"
 
-/* Returns t converted to dtype as a plain (untracked) copy, or t retained if it
- * already has it. Used to bring operands to the computation dtype; the op's own node
- * sees the original inputs, and the engine casts gradients back. */
+/* Returns t converted to dtype, or t retained if it already has it. Used to bring
+ * operands to the computation dtype; the op's own node sees the original inputs, and
+ * the engine casts gradients back. The copy is tracked (an astype node) only when t
+ * requires grad, so a formula that uses the saved cast operand under create_graph
+ * still reaches t. */
 ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn);
 
 /* Records node `name` on out if any input requires grad; on failure releases out and
@@ -27,5 +29,19 @@ void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, in
 
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
+
+/* ---- reductions (ops/reduce.c) ---- */
+/* Resolves axes to mask (setting an error naming fn) and returns how many elements each
+ * output element reduces over (*count). */
+ff_status ff_reduce_axes(const ff_tensor *x, int naxes, const int *axes, uint32_t *mask, int64_t *count,
+                         const char *fn);
+/* A reduction's gradient (shape: the reduced shape, keepdim per the flag) broadcast back
+ * to x's shape: reshaped to keepdim form and expanded (a stride-0 view; tracked). */
+ff_tensor *ff_reduce_grad_expand(const ff_tensor *g, const ff_tensor *x, uint32_t mask);
+/* The keepdim form of a reduction's result r (tracked reshape; r retained if already). */
+ff_tensor *ff_reduce_keepdim(const ff_tensor *r, const ff_tensor *x, uint32_t mask);
+/* Runs reduction op into a new tensor of dtype (keepdim form unless !keepdim). */
+ff_tensor *ff_reduce_raw(ff_reduce_op op, const ff_tensor *x, uint32_t mask, ff_dtype dtype, bool keepdim,
+                         const char *fn);
 
 #endif /* FF_OPS_IMPL_H */

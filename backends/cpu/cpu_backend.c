@@ -170,4 +170,6 @@ static const ff_backend_vtable cpu_vtable = {
     .empty_cache = cpu_empty_cache,
 };
 
+/* The one exported symbol (the build hides everything else). */
+FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &cpu_vtable; }

@@ -125,19 +125,24 @@ ff_status cpu_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_vi
     if (!cpu_same_shape(dst, a)) return cpu_shape_error(ctx, "binary", "dst", dst, "a", a);
     if (!cpu_same_shape(dst, b)) return cpu_shape_error(ctx, "binary", "dst", dst, "b", b);
 
+    void *db = dst->buf;
+    const void *ab = a->buf, *bb = b->buf;
+    ff_dtype dt = dst->dtype, t = a->dtype;
     const ff_view *vs[] = {dst, a, b};
     cpu_iter it;
-    cpu_iter_init(&it, dst->ndim, dst->shape, 3, vs);
-    ff_dtype t = a->dtype;
-    if (cpu_is_float(t)) {
-        for (; !it.done; cpu_iter_next(&it)) {
-            double x = cpu_load_f64(a->buf, t, it.off[1]), y = cpu_load_f64(b->buf, t, it.off[2]);
-            cpu_store_f64(dst->buf, dst->dtype, it.off[0], binary_f(op, x, y));
-        }
-    } else {
-        for (; !it.done; cpu_iter_next(&it)) {
-            int64_t x = cpu_load_i64(a->buf, t, it.off[1]), y = cpu_load_i64(b->buf, t, it.off[2]);
-            cpu_store_i64(dst->buf, dst->dtype, it.off[0], binary_i(op, x, y));
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 3, vs); !it.done; cpu_iter_next(&it)) {
+        int64_t n = it.len, od = it.off[0], sd = it.step[0];
+        int64_t oa = it.off[1], sa = it.step[1], ob = it.off[2], sb = it.step[2];
+        if (cpu_is_float(t)) {
+            for (int64_t j = 0; j < n; j++) {
+                double x = cpu_load_f64(ab, t, oa + j * sa), y = cpu_load_f64(bb, t, ob + j * sb);
+                cpu_store_f64(db, dt, od + j * sd, binary_f(op, x, y));
+            }
+        } else {
+            for (int64_t j = 0; j < n; j++) {
+                int64_t x = cpu_load_i64(ab, t, oa + j * sa), y = cpu_load_i64(bb, t, ob + j * sb);
+                cpu_store_i64(db, dt, od + j * sd, binary_i(op, x, y));
+            }
         }
     }
     return FF_OK;

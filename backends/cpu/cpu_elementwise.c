@@ -7,15 +7,18 @@ ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
 {
     ff_status st = cpu_check_view(ctx, "fill", "dst", dst);
     if (st) return st;
+    void *db = dst->buf;
+    ff_dtype dt = dst->dtype;
     const ff_view *vs[] = {dst};
     cpu_iter it;
-    if (cpu_is_float(dst->dtype)) {
-        for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it))
-            cpu_store_f64(dst->buf, dst->dtype, it.off[0], value.f);
-    } else {
-        /* integers take value.i (wrapped into I32/U8), bool takes value.i != 0 */
-        for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it))
-            cpu_store_i64(dst->buf, dst->dtype, it.off[0], value.i);
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it)) {
+        int64_t n = it.len, od = it.off[0], sd = it.step[0];
+        if (cpu_is_float(dt)) {
+            for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, value.f);
+        } else {
+            /* integers take value.i (wrapped into I32/U8), bool takes value.i != 0 */
+            for (int64_t j = 0; j < n; j++) cpu_store_i64(db, dt, od + j * sd, value.i);
+        }
     }
     return FF_OK;
 }
@@ -28,17 +31,20 @@ ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
     ff_status st;
     if ((st = cpu_check_view(ctx, "copy", "dst", dst)) || (st = cpu_check_view(ctx, "copy", "src", src))) return st;
     if (!cpu_same_shape(dst, src)) return cpu_shape_error(ctx, "copy", "dst", dst, "src", src);
+    void *db = dst->buf;
+    const void *sb = src->buf;
+    ff_dtype dt = dst->dtype, tsrc = src->dtype;
     const ff_view *vs[] = {dst, src};
     cpu_iter it;
-    cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs);
-    if (dst->dtype == src->dtype) {
-        for (; !it.done; cpu_iter_next(&it)) cpu_move_elem(dst->buf, it.off[0], src->buf, it.off[1], src->dtype);
-    } else if (cpu_is_float(src->dtype)) {
-        for (; !it.done; cpu_iter_next(&it))
-            cpu_store_f64(dst->buf, dst->dtype, it.off[0], cpu_load_f64(src->buf, src->dtype, it.off[1]));
-    } else {
-        for (; !it.done; cpu_iter_next(&it))
-            cpu_store_i64(dst->buf, dst->dtype, it.off[0], cpu_load_i64(src->buf, src->dtype, it.off[1]));
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs); !it.done; cpu_iter_next(&it)) {
+        int64_t n = it.len, od = it.off[0], sd = it.step[0], os = it.off[1], ss = it.step[1];
+        if (dt == tsrc) {
+            for (int64_t j = 0; j < n; j++) cpu_move_elem(db, od + j * sd, sb, os + j * ss, dt);
+        } else if (cpu_is_float(tsrc)) {
+            for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, cpu_load_f64(sb, tsrc, os + j * ss));
+        } else {
+            for (int64_t j = 0; j < n; j++) cpu_store_i64(db, dt, od + j * sd, cpu_load_i64(sb, tsrc, os + j * ss));
+        }
     }
     return FF_OK;
 }
@@ -60,12 +66,19 @@ ff_status cpu_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff
     if (!cpu_same_shape(dst, a)) return cpu_shape_error(ctx, "where", "dst", dst, "a", a);
     if (!cpu_same_shape(dst, b)) return cpu_shape_error(ctx, "where", "dst", dst, "b", b);
 
+    void *db = dst->buf;
+    const uint8_t *cb = cond->buf;
+    const void *ab = a->buf, *bb = b->buf;
+    ff_dtype t = dst->dtype;
     const ff_view *vs[] = {dst, cond, a, b};
     cpu_iter it;
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 4, vs); !it.done; cpu_iter_next(&it)) {
-        int c = ((const uint8_t *)cond->buf)[it.off[1]] != 0;
-        if (c) cpu_move_elem(dst->buf, it.off[0], a->buf, it.off[2], dst->dtype);
-        else cpu_move_elem(dst->buf, it.off[0], b->buf, it.off[3], dst->dtype);
+        int64_t n = it.len, od = it.off[0], sd = it.step[0], oc = it.off[1], sc = it.step[1];
+        int64_t oa = it.off[2], sa = it.step[2], ob = it.off[3], sb = it.step[3];
+        for (int64_t j = 0; j < n; j++) {
+            if (cb[oc + j * sc] != 0) cpu_move_elem(db, od + j * sd, ab, oa + j * sa, t);
+            else cpu_move_elem(db, od + j * sd, bb, ob + j * sb, t);
+        }
     }
     return FF_OK;
 }

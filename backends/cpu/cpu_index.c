@@ -88,9 +88,12 @@ ff_status cpu_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
     cpu_iter it;
     /* dst is a fresh output: stopping at a bad index leaves it partly written */
     for (cpu_iter_init(&it, index->ndim, index->shape, 3, vs); !it.done; cpu_iter_next(&it)) {
-        int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[1]);
-        if (v < 0 || v >= size) return index_error(ctx, "gather", v, size, axis);
-        cpu_move_elem(dst->buf, it.off[0], src->buf, it.off[2] + v * step, dst->dtype);
+        for (int64_t j = 0; j < it.len; j++) {
+            int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[1] + j * it.step[1]);
+            if (v < 0 || v >= size) return index_error(ctx, "gather", v, size, axis);
+            cpu_move_elem(dst->buf, it.off[0] + j * it.step[0], src->buf, it.off[2] + j * it.step[2] + v * step,
+                          dst->dtype);
+        }
     }
     return FF_OK;
 }
@@ -110,8 +113,10 @@ ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
     /* pass 1: validate every index, so a bad one leaves dst untouched */
     const ff_view *iv[] = {index};
     for (cpu_iter_init(&it, index->ndim, index->shape, 1, iv); !it.done; cpu_iter_next(&it)) {
-        int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[0]);
-        if (v < 0 || v >= size) return index_error(ctx, "scatter_add", v, size, axis);
+        for (int64_t j = 0; j < it.len; j++) {
+            int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[0] + j * it.step[0]);
+            if (v < 0 || v >= size) return index_error(ctx, "scatter_add", v, size, axis);
+        }
     }
 
     /* pass 2: accumulate in row-major order of index, so duplicates add up in order */
@@ -120,12 +125,15 @@ ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
     ff_dtype t = dst->dtype;
     const ff_view *vs[] = {index, src, &dst0};
     for (cpu_iter_init(&it, index->ndim, index->shape, 3, vs); !it.done; cpu_iter_next(&it)) {
-        int64_t at = it.off[2] + cpu_load_i64(index->buf, index->dtype, it.off[0]) * step;
-        if (cpu_is_float(t)) {
-            cpu_store_f64(dst->buf, t, at, cpu_load_f64(dst->buf, t, at) + cpu_load_f64(src->buf, t, it.off[1]));
-        } else {
-            uint64_t sum = (uint64_t)cpu_load_i64(dst->buf, t, at) + (uint64_t)cpu_load_i64(src->buf, t, it.off[1]);
-            cpu_store_i64(dst->buf, t, at, cpu_u64_to_i64(sum)); /* wraps; bool: or */
+        for (int64_t j = 0; j < it.len; j++) {
+            int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[0] + j * it.step[0]);
+            int64_t at = it.off[2] + j * it.step[2] + v * step, from = it.off[1] + j * it.step[1];
+            if (cpu_is_float(t)) {
+                cpu_store_f64(dst->buf, t, at, cpu_load_f64(dst->buf, t, at) + cpu_load_f64(src->buf, t, from));
+            } else {
+                uint64_t sum = (uint64_t)cpu_load_i64(dst->buf, t, at) + (uint64_t)cpu_load_i64(src->buf, t, from);
+                cpu_store_i64(dst->buf, t, at, cpu_u64_to_i64(sum)); /* wraps; bool: or */
+            }
         }
     }
     return FF_OK;

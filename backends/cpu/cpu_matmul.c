@@ -46,6 +46,21 @@ static ff_status check_matmul(void *ctx, const ff_view *dst, const ff_view *a, c
     return FF_OK;
 }
 
+/* acc[j] += x * b[bo + j * sb] for j < n, b of float dtype t. The unit-stride cases
+ * are spelled out so the compiler can vectorize them; the result is the same. */
+static void axpy_f(double *acc, double x, const void *b, ff_dtype t, int64_t bo, int64_t sb, int64_t n)
+{
+    if (t == FF_F32 && sb == 1) {
+        const float *p = (const float *)b + bo;
+        for (int64_t j = 0; j < n; j++) acc[j] += x * (double)p[j];
+    } else if (t == FF_F64 && sb == 1) {
+        const double *p = (const double *)b + bo;
+        for (int64_t j = 0; j < n; j++) acc[j] += x * p[j];
+    } else {
+        for (int64_t j = 0; j < n; j++) acc[j] += x * cpu_load_f64(b, t, bo + j * sb);
+    }
+}
+
 /* One matrix product at element offsets (ao, bo, dofs); row is N accumulators. */
 static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, int64_t dofs, int64_t ao, int64_t bo,
                        void *row)
@@ -63,8 +78,7 @@ static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, i
             for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
             for (int64_t k = 0; k < K; k++) {
                 double aik = cpu_load_f64(a->buf, t, ao + i * sam + k * sak);
-                int64_t brow = bo + k * sbk;
-                for (int64_t j = 0; j < N; j++) acc[j] += aik * cpu_load_f64(b->buf, t, brow + j * sbn);
+                axpy_f(acc, aik, b->buf, t, bo + k * sbk, sbn, N);
             }
             for (int64_t j = 0; j < N; j++) cpu_store_f64(dst->buf, t, dofs + i * sdm + j * sdn, acc[j]);
         }
@@ -77,7 +91,8 @@ static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, i
                 int64_t brow = bo + k * sbk;
                 for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint64_t)cpu_load_i64(b->buf, t, brow + j * sbn);
             }
-            for (int64_t j = 0; j < N; j++) cpu_store_i64(dst->buf, t, dofs + i * sdm + j * sdn, cpu_u64_to_i64(acc[j]));
+            for (int64_t j = 0; j < N; j++)
+                cpu_store_i64(dst->buf, t, dofs + i * sdm + j * sdn, cpu_u64_to_i64(acc[j]));
         }
     }
 }
@@ -94,11 +109,13 @@ ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_v
     void *row = malloc((size_t)N * sizeof(double));
     if (!row) return cpu_error(ctx, FF_ERR_OOM, "cpu matmul: out of memory for a row of %lld", (long long)N);
 
-    /* walk the batch dims (possibly none: the loop then runs once) */
+    /* walk the batch dims (possibly none: one row of one matrix) */
     const ff_view *vs[] = {dst, a, b};
     cpu_iter it;
     for (cpu_iter_init(&it, r - 2, dst->shape, 3, vs); !it.done; cpu_iter_next(&it))
-        matmul_one(dst, a, b, it.off[0], it.off[1], it.off[2], row);
+        for (int64_t j = 0; j < it.len; j++)
+            matmul_one(dst, a, b, it.off[0] + j * it.step[0], it.off[1] + j * it.step[1], it.off[2] + j * it.step[2],
+                       row);
     free(row);
     return FF_OK;
 }

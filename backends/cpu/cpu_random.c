@@ -28,10 +28,12 @@ ff_status cpu_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_
     const ff_view *vs[] = {dst};
     cpu_iter it;
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it)) {
-        uint64_t n = counter_base + (uint64_t)it.n; /* it.n is the row-major logical index */
-        double v = dist == FF_RANDOM_UNIFORM ? p0 + (p1 - p0) * ff_random_uniform01(seed, n)
-                                             : p0 + p1 * ff_random_normal01(seed, n);
-        cpu_store_f64(dst->buf, dst->dtype, it.off[0], v);
+        for (int64_t j = 0; j < it.len; j++) {
+            uint64_t n = counter_base + (uint64_t)(it.n + j); /* row-major logical index */
+            double v = dist == FF_RANDOM_UNIFORM ? p0 + (p1 - p0) * ff_random_uniform01(seed, n)
+                                                 : p0 + p1 * ff_random_normal01(seed, n);
+            cpu_store_f64(dst->buf, dst->dtype, it.off[0] + j * it.step[0], v);
+        }
     }
     return FF_OK;
 }

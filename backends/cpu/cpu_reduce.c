@@ -125,11 +125,13 @@ static void acc_int(reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
 
 static void acc_store(const reduce_acc *a, ff_reduce_op op, int float_acc, const ff_view *dst, int64_t off)
 {
-    if (is_arg(op)) cpu_store_i64(dst->buf, dst->dtype, off, a->arg);
-    else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) cpu_store_i64(dst->buf, dst->dtype, off, (int64_t)a->u);
-    else if (float_acc) cpu_store_f64(dst->buf, dst->dtype, off, a->f);
-    else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) cpu_store_i64(dst->buf, dst->dtype, off, cpu_u64_to_i64(a->u));
-    else cpu_store_i64(dst->buf, dst->dtype, off, a->i);
+    void *db = dst->buf;
+    ff_dtype dt = dst->dtype;
+    if (is_arg(op)) cpu_store_i64(db, dt, off, a->arg);
+    else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) cpu_store_i64(db, dt, off, (int64_t)a->u);
+    else if (float_acc) cpu_store_f64(db, dt, off, a->f);
+    else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) cpu_store_i64(db, dt, off, cpu_u64_to_i64(a->u));
+    else cpu_store_i64(db, dt, off, a->i);
 }
 
 ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
@@ -160,17 +162,25 @@ ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
      * comparisons and flags follow src's kind */
     int float_src = cpu_is_float(src->dtype);
     int float_acc = float_src || ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && cpu_is_float(dst->dtype));
+    const void *sb = src->buf;
+    ff_dtype t = src->dtype;
+    int row_axis = axis >= 0 && axis == src->ndim - 1; /* ARG* axis runs along the row */
     const ff_view *in[] = {src, &accv};
     cpu_iter it;
     for (cpu_iter_init(&it, src->ndim, src->shape, 2, in); !it.done; cpu_iter_next(&it)) {
-        int64_t k = axis >= 0 ? it.idx[axis] : 0;
-        if (float_acc) acc_float(&acc[it.off[1]], op, cpu_load_f64(src->buf, src->dtype, it.off[0]), k);
-        else acc_int(&acc[it.off[1]], op, cpu_load_i64(src->buf, src->dtype, it.off[0]), k);
+        int64_t n = it.len, os = it.off[0], ss = it.step[0], oa = it.off[1], sa = it.step[1];
+        int64_t k0 = axis >= 0 && !row_axis ? it.idx[axis] : 0; /* index along the ARG* axis */
+        for (int64_t j = 0; j < n; j++) {
+            int64_t k = row_axis ? j : k0;
+            if (float_acc) acc_float(&acc[oa + j * sa], op, cpu_load_f64(sb, t, os + j * ss), k);
+            else acc_int(&acc[oa + j * sa], op, cpu_load_i64(sb, t, os + j * ss), k);
+        }
     }
 
     const ff_view *out[] = {dst, &accv};
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, out); !it.done; cpu_iter_next(&it))
-        acc_store(&acc[it.off[1]], op, float_acc, dst, it.off[0]);
+        for (int64_t j = 0; j < it.len; j++)
+            acc_store(&acc[it.off[1] + j * it.step[1]], op, float_acc, dst, it.off[0] + j * it.step[0]);
     free(acc);
     return FF_OK;
 }

@@ -17,6 +17,25 @@
 
 int cpu_softmax_supported(ff_dtype t) { return cpu_is_float(t); }
 
+/* One row of len elements: src at so + j * ss, dst at dof + j * ds. */
+static void softmax_row(ff_dtype t, const void *sb, int64_t so, int64_t ss, void *db, int64_t dof, int64_t ds,
+                        int64_t len, int want_log)
+{
+    double m = -INFINITY;
+    for (int64_t j = 0; j < len; j++) {
+        double x = cpu_load_f64(sb, t, so + j * ss);
+        if (isnan(x) || x > m) m = x;
+        if (isnan(m)) break; /* the whole row becomes NaN below */
+    }
+    double s = 0.0;
+    for (int64_t j = 0; j < len; j++) s += exp(cpu_load_f64(sb, t, so + j * ss) - m);
+    double logs = log(s);
+    for (int64_t j = 0; j < len; j++) {
+        double x = cpu_load_f64(sb, t, so + j * ss);
+        cpu_store_f64(db, t, dof + j * ds, want_log ? x - m - logs : exp(x - m) / s);
+    }
+}
+
 ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)
 {
     ff_status st;
@@ -32,32 +51,18 @@ ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
     if (axis < 0 || axis >= rank)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu softmax: axis %d out of range for rank %d", axis, (int)src->ndim);
 
-    /* 0-d: one element, so max = x, s = 1 */
+    /* a 0-d view is one row of one element */
     int64_t len = src->ndim ? src->shape[axis] : 1;
     int64_t ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
-    int64_t outer[FF_MAX_DIMS];
+    if (len == 0) return FF_OK;
+    int64_t outer[FF_MAX_DIMS]; /* the shape with the softmax axis collapsed to 1: one position per row */
     for (int d = 0; d < src->ndim; d++) outer[d] = d == axis ? 1 : src->shape[d];
 
-    ff_dtype t = src->dtype;
     const ff_view *vs[] = {dst, src};
     cpu_iter it;
-    /* walk every row: the shape with the softmax axis collapsed to 1 */
-    for (cpu_iter_init(&it, src->ndim, outer, 2, vs); !it.done; cpu_iter_next(&it)) {
-        if (len == 0) break;
-        int64_t so = it.off[1], dof = it.off[0];
-        double m = -INFINITY;
-        for (int64_t j = 0; j < len; j++) {
-            double x = cpu_load_f64(src->buf, t, so + j * ss);
-            if (isnan(x) || x > m) m = x;
-            if (isnan(m)) break; /* the whole row becomes NaN below */
-        }
-        double s = 0.0;
-        for (int64_t j = 0; j < len; j++) s += exp(cpu_load_f64(src->buf, t, so + j * ss) - m);
-        double logs = log(s);
-        for (int64_t j = 0; j < len; j++) {
-            double x = cpu_load_f64(src->buf, t, so + j * ss);
-            cpu_store_f64(dst->buf, t, dof + j * ds, want_log ? x - m - logs : exp(x - m) / s);
-        }
-    }
+    for (cpu_iter_init(&it, src->ndim, outer, 2, vs); !it.done; cpu_iter_next(&it))
+        for (int64_t r = 0; r < it.len; r++)
+            softmax_row(src->dtype, src->buf, it.off[1] + r * it.step[1], ss, dst->buf, it.off[0] + r * it.step[0], ds,
+                        len, want_log);
     return FF_OK;
 }

@@ -115,15 +115,20 @@ ff_status cpu_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view
                          cpu_dtype_name(src->dtype), cpu_dtype_name(want), cpu_dtype_name(dst->dtype));
     if (!cpu_same_shape(dst, src)) return cpu_shape_error(ctx, "unary", "dst", dst, "src", src);
 
+    void *db = dst->buf;
+    const void *sb = src->buf;
+    ff_dtype dt = dst->dtype, t = src->dtype;
     const ff_view *vs[] = {dst, src};
     cpu_iter it;
-    cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs);
-    if (cpu_is_float(src->dtype)) {
-        for (; !it.done; cpu_iter_next(&it))
-            cpu_store_f64(dst->buf, dst->dtype, it.off[0], unary_f(op, cpu_load_f64(src->buf, src->dtype, it.off[1])));
-    } else {
-        for (; !it.done; cpu_iter_next(&it))
-            cpu_store_i64(dst->buf, dst->dtype, it.off[0], unary_i(op, cpu_load_i64(src->buf, src->dtype, it.off[1])));
+    for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs); !it.done; cpu_iter_next(&it)) {
+        int64_t n = it.len, od = it.off[0], sd = it.step[0], os = it.off[1], ss = it.step[1];
+        if (cpu_is_float(t)) {
+            for (int64_t j = 0; j < n; j++)
+                cpu_store_f64(db, dt, od + j * sd, unary_f(op, cpu_load_f64(sb, t, os + j * ss)));
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                cpu_store_i64(db, dt, od + j * sd, unary_i(op, cpu_load_i64(sb, t, os + j * ss)));
+        }
     }
     return FF_OK;
 }

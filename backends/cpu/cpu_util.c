@@ -25,9 +25,9 @@ const char *cpu_dtype_name(ff_dtype t)
 const char *cpu_unary_name(ff_unary_op op)
 {
     static const char *const names[FF_UNARY_COUNT] = {
-        "neg",  "abs",       "sign",      "exp",  "log",      "log1p", "expm1", "sqrt",  "rsqrt",
-        "square", "reciprocal", "sin",     "cos",  "tanh",     "sigmoid", "relu", "gelu_tanh", "gelu_erf",
-        "silu", "softplus",  "floor",     "ceil", "round",    "isnan", "isinf", "logical_not", "erf"};
+        "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
+        "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf"};
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
 }
 
@@ -35,7 +35,7 @@ const char *cpu_binary_name(ff_binary_op op)
 {
     static const char *const names[FF_BINARY_COUNT] = {
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq",
-        "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or", "logical_xor"};
+        "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"};
     return (unsigned)op < FF_BINARY_COUNT ? names[op] : "invalid binary op";
 }
 

@@ -1,5 +1,100 @@
+/*
+ * FusionFlow user API: files and zero-copy exchange.
+ *
+ *   safetensors  named tensors (a model's state dict) in the safetensors format:
+ *                8-byte little-endian header length N, N bytes of JSON
+ *                {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, ...,
+ *                 "__metadata__": {"key": "value"}}, then the raw little-endian row-major
+ *                data. Files written by PyTorch's `safetensors` load here and ours load there.
+ *   .npy         one tensor in NumPy's format (header versions 1.0, 2.0, 3.0).
+ *   DLPack       legacy DLManagedTensor (dlpack.h 0.6), as NumPy 1.24 and PyTorch 1.13 speak.
+ *
+ * Loading validates the whole file before creating anything and rejects a bad one with
+ * FF_ERR_IO (cannot read / truncated) or FF_ERR_INVALID (malformed) and a message naming
+ * the file and the problem; no input crashes or leaks. F16/BF16 data are refused with
+ * FF_ERR_UNSUPPORTED. Saving writes a temporary file next to the target, fsyncs it and
+ * renames it over the target, so a crash never leaves a half-written file there.
+ * Same ownership rule as tensor.h: returned tensors are new references.
+ */
 #ifndef FF_IO_H
 #define FF_IO_H
+
 #include "ff/tensor.h"
-/* (filled in by the io layer) */
+#include "ff/debug.h"
+
+#ifdef __cplusplus
+extern "C" {
 #endif
+
+/* ---- named tensor sets --------------------------------------------------- */
+/* An ordered set of (name, tensor) pairs plus optional string metadata. Holds a
+ * reference to each tensor. */
+typedef struct ff_tensor_dict ff_tensor_dict;
+
+ff_tensor_dict *ff_tensor_dict_new(void);
+void ff_tensor_dict_free(ff_tensor_dict *d); /* NULL-safe; releases the tensors */
+/* Adds (retains t) or replaces the tensor under name. */
+ff_status ff_tensor_dict_set(ff_tensor_dict *d, const char *name, ff_tensor *t);
+int ff_tensor_dict_count(const ff_tensor_dict *d);
+const char *ff_tensor_dict_name(const ff_tensor_dict *d, int i);       /* borrowed */
+ff_tensor *ff_tensor_dict_tensor(const ff_tensor_dict *d, int i);      /* new reference */
+ff_tensor *ff_tensor_dict_get(const ff_tensor_dict *d, const char *name); /* new reference; NULL + FF_ERR_INDEX if absent */
+/* String metadata ("__metadata__" in safetensors). */
+ff_status ff_tensor_dict_set_meta(ff_tensor_dict *d, const char *key, const char *value);
+int ff_tensor_dict_meta_count(const ff_tensor_dict *d);
+const char *ff_tensor_dict_meta_key(const ff_tensor_dict *d, int i);   /* borrowed */
+const char *ff_tensor_dict_meta_value(const ff_tensor_dict *d, int i); /* borrowed */
+const char *ff_tensor_dict_meta_get(const ff_tensor_dict *d, const char *key); /* NULL if absent */
+
+/* ---- safetensors --------------------------------------------------------- */
+/* Largest JSON header accepted (as the reference implementation). */
+#define FF_SAFETENSORS_MAX_HEADER 100000000u
+
+/* Load flags. */
+#define FF_IO_MMAP 0x1u /* map the file instead of reading it: on a host-memory backend the
+                           tensors view the mapping (private copy-on-write pages, so
+                           in-place ops never touch the file) when their data is aligned;
+                           otherwise they are copied out of the mapping */
+
+/* Writes n named tensors (any strides, any backend). names must be unique, non-empty
+ * and not "__metadata__". metadata is NULL or a NULL-terminated list of alternating
+ * keys and values: {"format", "pt", NULL}. */
+ff_status ff_safetensors_save(const char *path, int n, const char *const *names, ff_tensor *const *tensors,
+                              const char *const *metadata);
+/* The same for a dict (its metadata included). */
+ff_status ff_safetensors_save_dict(const char *path, const ff_tensor_dict *d);
+/* Loads every tensor of the file onto the default backend (or be), in file order. */
+ff_tensor_dict *ff_safetensors_load(const char *path, uint32_t flags);
+ff_tensor_dict *ff_safetensors_load_on(ff_backend *be, const char *path, uint32_t flags);
+
+/* ---- .npy ---------------------------------------------------------------- */
+/* Writes t (any strides/backend) as C-order .npy; dtypes f32 f64 i32 i64 u8 bool. */
+ff_status ff_npy_save(const char *path, const ff_tensor *t);
+/* Reads a .npy file (<f4 <f8 <i4 <i8 |u1 |b1, C or Fortran order) into a new
+ * contiguous tensor. */
+ff_tensor *ff_npy_load(const char *path);
+ff_tensor *ff_npy_load_on(ff_backend *be, const char *path);
+
+/* ---- DLPack -------------------------------------------------------------- */
+/* From <dlpack/dlpack.h>; declared here so users need the header only to use it. */
+struct DLManagedTensor;
+
+/* Exports t (any strides) as a DLManagedTensor on kDLCPU. The result holds a reference
+ * to t's storage; its deleter releases it exactly once. Refused (FF_ERR_UNSUPPORTED)
+ * for backends whose memory is not host memory, and for bool (DLPack 0.6 has no bool
+ * type: export t.astype(u8) instead). */
+struct DLManagedTensor *ff_to_dlpack(const ff_tensor *t);
+/* Imports a kDLCPU DLManagedTensor as a tensor on the default host-memory backend (or
+ * be) viewing its memory without copying. On success the tensor owns m: the deleter
+ * runs once, when the last tensor or view over that memory is released. On failure
+ * (NULL returned) m is untouched and still owned by the caller. Strides may be NULL
+ * (compact row-major); negative strides and misaligned data are refused. */
+ff_tensor *ff_from_dlpack(struct DLManagedTensor *m);
+ff_tensor *ff_from_dlpack_on(ff_backend *be, struct DLManagedTensor *m);
+/* Calls m's deleter (if any): for a producer-side DLManagedTensor nobody consumed. */
+void ff_dlpack_free(struct DLManagedTensor *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_IO_H */

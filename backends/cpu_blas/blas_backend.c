@@ -1,0 +1,212 @@
+/*
+ * The cpu_blas backend: vtable, lifecycle, supports(), host transfers and messages.
+ *
+ * Thread count: FF_NUM_THREADS (default: the cores this process may run on), read at
+ * init. OpenBLAS is told the same number, so a matmul uses as many cores as an
+ * elementwise op and the two pools never run at once (every entry returns only when
+ * its work is done).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "blas_impl.h"
+
+/* From OpenBLAS (cblas.h); declared here so this file needs no BLAS header. */
+void openblas_set_num_threads(int num_threads);
+
+ff_status blas_error(void *ctx, ff_status st, const char *fmt, ...)
+{
+    blas_ctx *c = ctx;
+    if (!c || !c->host || !c->host->set_error) return st;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->host->set_error("%s", msg);
+    return st;
+}
+
+const char *blas_dtype_name(ff_dtype t)
+{
+    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+    return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
+}
+
+ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+{
+    if (!v) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s view is NULL", entry, what);
+    if (v->dtype == FF_F16 || v->dtype == FF_BF16)
+        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas %s: %s has dtype %s, which cpu_blas does not compute on",
+                          entry, what, blas_dtype_name(v->dtype));
+    if (!blas_dtype_ok(v->dtype))
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has invalid dtype %d", entry, what, (int)v->dtype);
+    if (v->ndim < 0 || v->ndim > FF_MAX_DIMS)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has rank %d outside [0, %d]", entry, what,
+                          (int)v->ndim, FF_MAX_DIMS);
+    if (v->offset < 0)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has negative offset %lld", entry, what,
+                          (long long)v->offset);
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] < 0 || v->strides[d] < 0)
+            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has shape %lld / stride %lld at dim %d", entry,
+                              what, (long long)v->shape[d], (long long)v->strides[d], d);
+    if (!v->buf && ff_view_numel(v) > 0)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has elements but no buffer", entry, what);
+    return FF_OK;
+}
+
+int blas_same_shape(const ff_view *a, const ff_view *b)
+{
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+static void shape_str(const ff_view *v, char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < v->ndim && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, d ? ", %lld" : "%lld", (long long)v->shape[d]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b)
+{
+    char sa[160], sb[160];
+    shape_str(a, sa, sizeof sa);
+    shape_str(b, sb, sizeof sb);
+    return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: shapes %s and %s do not match", entry, sa, sb);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+static ff_status blas_init(const ff_host_api *host, void **ctx)
+{
+    if (!host || !host->set_error || !ctx) return FF_ERR_INVALID;
+    blas_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        host->set_error("cpu_blas init: out of memory allocating the backend context");
+        return FF_ERR_OOM;
+    }
+    c->host = host;
+    c->alloc = blas_alloc_create();
+    if (!c->alloc) {
+        free(c);
+        host->set_error("cpu_blas init: out of memory allocating the allocator state");
+        return FF_ERR_OOM;
+    }
+    int n = blas_default_threads();
+    const char *env = getenv("FF_NUM_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        long v = strtol(env, &end, 10);
+        if (end == env || *end || v < 1 || v > 256) {
+            blas_alloc_destroy(c->alloc);
+            free(c);
+            host->set_error("cpu_blas init: FF_NUM_THREADS='%s' is not a thread count in [1, 256]", env);
+            return FF_ERR_INVALID;
+        }
+        n = (int)v;
+    }
+    c->pool = blas_pool_create(n);
+    c->nthreads = c->pool ? n : 1;
+    openblas_set_num_threads(c->nthreads);
+    if (host->log) host->log("cpu_blas: %d thread(s)", c->nthreads);
+    *ctx = c;
+    return FF_OK;
+}
+
+static void blas_shutdown(void *ctx)
+{
+    blas_ctx *c = ctx;
+    if (!c) return;
+    blas_pool_destroy(c->pool);
+    blas_alloc_destroy(c->alloc);
+    free(c);
+}
+
+/* The same table as the reference backend: every family's predicate, and the kernels
+ * refuse exactly what it refuses. */
+static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
+{
+    (void)ctx;
+    if (!blas_dtype_ok(dtype)) return 0;
+    switch (kind) {
+    case FF_KIND_FILL: return 1;
+    case FF_KIND_COPY: return blas_dtype_ok((ff_dtype)op);
+    case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);
+    case FF_KIND_BINARY: return blas_binary_supported((ff_binary_op)op, dtype);
+    case FF_KIND_REDUCE: return (unsigned)op < FF_REDUCE_COUNT;
+    case FF_KIND_MATMUL: return dtype != FF_BOOL;
+    case FF_KIND_WHERE: return 1;
+    case FF_KIND_GATHER: return 1;
+    case FF_KIND_SCATTER_ADD: return 1;
+    case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
+    case FF_KIND_SOFTMAX: return blas_is_float(dtype);
+    default: return 0;
+    }
+}
+
+static ff_status blas_upload(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes)
+{
+    if (nbytes == 0) return FF_OK;
+    if (!buf || !host) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas upload: NULL %s", buf ? "host pointer" : "buffer");
+    memcpy((char *)buf + byte_offset, host, nbytes);
+    return FF_OK;
+}
+
+static ff_status blas_download(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes)
+{
+    if (nbytes == 0) return FF_OK;
+    if (!buf || !host)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas download: NULL %s", buf ? "host pointer" : "buffer");
+    memcpy(host, (const char *)buf + byte_offset, nbytes);
+    return FF_OK;
+}
+
+/* Every kernel finishes (all threads joined) before it returns. */
+static ff_status blas_sync(void *ctx)
+{
+    (void)ctx;
+    return FF_OK;
+}
+
+static const ff_backend_vtable blas_vtable = {
+    .abi_version = FF_ABI_VERSION,
+    .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .name = "cpu_blas",
+    .version = "0.1.0",
+    .description = "fast CPU backend: OpenBLAS matmul, vectorized (AVX-512/AVX2) threaded kernels, caching allocator",
+    .flags = FF_BACKEND_HOST_MEMORY,
+    /* lifecycle */
+    .init = blas_init,
+    .shutdown = blas_shutdown,
+    .supports = blas_supports,
+    /* memory */
+    .alloc = blas_alloc,
+    .free = blas_free,
+    .upload = blas_upload,
+    .download = blas_download,
+    .sync = blas_sync,
+    /* compute */
+    .fill = blas_fill,
+    .copy = blas_copy,
+    .unary = blas_unary,
+    .binary = blas_binary,
+    .reduce = blas_reduce,
+    .matmul = blas_matmul,
+    .where = blas_where,
+    .gather = blas_gather,
+    .scatter_add = blas_scatter_add,
+    .random = blas_random,
+    /* optional */
+    .softmax = blas_softmax,
+    .memory_stats = blas_memory_stats,
+    .empty_cache = blas_empty_cache,
+};
+
+FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
+FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &blas_vtable; }

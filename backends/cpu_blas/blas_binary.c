@@ -1,0 +1,255 @@
+/*
+ * Binary elementwise ops. Supported (op, dtype) exactly as the reference: every op on
+ * F32/F64/I32/I64/U8; BOOL refuses SUB, DIV, POW, FMOD. Comparisons and logical ops
+ * write BOOL.
+ *
+ * Fast paths, per run of the coalesced innermost dim, in three shapes: all contiguous,
+ * "contiguous op scalar" (b's stride 0: a broadcast scalar or a column broadcast) and
+ * "scalar op contiguous"; a row broadcast arrives as contiguous runs. Typed loops:
+ * f32/f64 add sub mul div maximum minimum and comparisons, i32/i64 add sub mul
+ * (wrapping through unsigned arithmetic). f32 + - * / in float equal the reference's
+ * double-then-round results exactly (double rounding is innocuous for these).
+ * Everything else goes through the reference's per-element double/int64 rules.
+ */
+#include "blas_impl.h"
+
+int blas_binary_supported(ff_binary_op op, ff_dtype t)
+{
+    if ((unsigned)op >= FF_BINARY_COUNT || !blas_dtype_ok(t)) return 0;
+    if (t == FF_BOOL) return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
+    return 1;
+}
+
+static int writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+
+/* ---- typed kernels ------------------------------------------------------------------- */
+typedef void (*vv_fn)(int64_t n, void *d, const void *a, const void *b);
+typedef void (*vs_fn)(int64_t n, void *d, const void *a, const void *b); /* b is one element */
+typedef void (*sv_fn)(int64_t n, void *d, const void *a, const void *b); /* a is one element */
+typedef void (*gg_fn)(int64_t n, void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs);
+typedef struct kern {
+    vv_fn vv;
+    vs_fn vs;
+    sv_fn sv;
+    gg_fn gg;
+} kern;
+
+#define KERNEL(NAME, T, TD, EXPR)                                                                 \
+    BLAS_CLONES static void NAME##_vv(int64_t n, void *vd, const void *va, const void *vb)         \
+    {                                                                                             \
+        TD *d = vd;                                                                               \
+        const T *pa = va, *pb = vb;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            T x = pa[i], y = pb[i];                                                               \
+            d[i] = (TD)(EXPR);                                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    BLAS_CLONES static void NAME##_vs(int64_t n, void *vd, const void *va, const void *vb)         \
+    {                                                                                             \
+        TD *d = vd;                                                                               \
+        const T *pa = va;                                                                         \
+        const T y = *(const T *)vb;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            T x = pa[i];                                                                          \
+            d[i] = (TD)(EXPR);                                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    BLAS_CLONES static void NAME##_sv(int64_t n, void *vd, const void *va, const void *vb)         \
+    {                                                                                             \
+        TD *d = vd;                                                                               \
+        const T *pb = vb;                                                                         \
+        const T x = *(const T *)va;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            T y = pb[i];                                                                          \
+            d[i] = (TD)(EXPR);                                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    static void NAME##_gg(int64_t n, void *vd, int64_t ds, const void *va, int64_t as, const void *vb, \
+                          int64_t bs)                                                             \
+    {                                                                                             \
+        TD *d = vd;                                                                               \
+        const T *pa = va, *pb = vb;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            T x = pa[i * as], y = pb[i * bs];                                                     \
+            d[i * ds] = (TD)(EXPR);                                                               \
+        }                                                                                         \
+    }                                                                                             \
+    static const kern NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_gg};
+
+/* NaN-propagating maximum/minimum with maximum(-0, +0) = +0, minimum(-0, +0) = -0 */
+#define FMAX(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) == (y) ? (signbit(x) ? (y) : (x)) : ((x) > (y) ? (x) : (y)))
+#define FMIN(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) == (y) ? (signbit(x) ? (x) : (y)) : ((x) < (y) ? (x) : (y)))
+
+#define FLOAT_KERNELS(S, T)                                    \
+    KERNEL(add_##S, T, T, x + y)                               \
+    KERNEL(sub_##S, T, T, x - y)                               \
+    KERNEL(mul_##S, T, T, x * y)                               \
+    KERNEL(div_##S, T, T, x / y)                               \
+    KERNEL(max_##S, T, T, FMAX(x, y))                          \
+    KERNEL(min_##S, T, T, FMIN(x, y))                          \
+    KERNEL(eq_##S, T, uint8_t, x == y)                         \
+    KERNEL(ne_##S, T, uint8_t, x != y)                         \
+    KERNEL(lt_##S, T, uint8_t, x < y)                          \
+    KERNEL(le_##S, T, uint8_t, x <= y)                         \
+    KERNEL(gt_##S, T, uint8_t, x > y)                          \
+    KERNEL(ge_##S, T, uint8_t, x >= y)
+
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f64, double)
+/* wrap-around through the unsigned type; converting back is modulo 2^N in GCC/Clang */
+KERNEL(add_i32, int32_t, int32_t, (uint32_t)x + (uint32_t)y)
+KERNEL(sub_i32, int32_t, int32_t, (uint32_t)x - (uint32_t)y)
+KERNEL(mul_i32, int32_t, int32_t, (uint32_t)x * (uint32_t)y)
+KERNEL(add_i64, int64_t, int64_t, (uint64_t)x + (uint64_t)y)
+KERNEL(sub_i64, int64_t, int64_t, (uint64_t)x - (uint64_t)y)
+KERNEL(mul_i64, int64_t, int64_t, (uint64_t)x * (uint64_t)y)
+
+static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
+{
+#define FLOAT_CASES(S)                                                              \
+    switch (op) {                                                                   \
+    case FF_BINARY_ADD: return &add_##S;                                            \
+    case FF_BINARY_SUB: return &sub_##S;                                            \
+    case FF_BINARY_MUL: return &mul_##S;                                            \
+    case FF_BINARY_DIV: return &div_##S;                                            \
+    case FF_BINARY_MAXIMUM: return &max_##S;                                        \
+    case FF_BINARY_MINIMUM: return &min_##S;                                        \
+    case FF_BINARY_EQ: return &eq_##S;                                              \
+    case FF_BINARY_NE: return &ne_##S;                                              \
+    case FF_BINARY_LT: return &lt_##S;                                              \
+    case FF_BINARY_LE: return &le_##S;                                              \
+    case FF_BINARY_GT: return &gt_##S;                                              \
+    case FF_BINARY_GE: return &ge_##S;                                              \
+    default: return NULL;                                                           \
+    }
+    if (t == FF_F32) FLOAT_CASES(f32)
+    if (t == FF_F64) FLOAT_CASES(f64)
+#undef FLOAT_CASES
+    if (t == FF_I32) return op == FF_BINARY_ADD ? &add_i32 : op == FF_BINARY_SUB ? &sub_i32 : op == FF_BINARY_MUL ? &mul_i32 : NULL;
+    if (t == FF_I64) return op == FF_BINARY_ADD ? &add_i64 : op == FF_BINARY_SUB ? &sub_i64 : op == FF_BINARY_MUL ? &mul_i64 : NULL;
+    return NULL;
+}
+
+/* ---- the reference rules, per element -------------------------------------------------- */
+static double binary_d(ff_binary_op op, double x, double y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return x + y;
+    case FF_BINARY_SUB: return x - y;
+    case FF_BINARY_MUL: return x * y;
+    case FF_BINARY_DIV: return x / y;
+    case FF_BINARY_POW: return pow(x, y);
+    case FF_BINARY_MAXIMUM: return FMAX(x, y);
+    case FF_BINARY_MINIMUM: return FMIN(x, y);
+    case FF_BINARY_FMOD: return fmod(x, y);
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
+    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return 0.0;
+    }
+}
+
+static int64_t ipow(int64_t base, int64_t e)
+{
+    if (e < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return e % 2 != 0 ? -1 : 1;
+        return 0;
+    }
+    uint64_t r = 1, b = (uint64_t)base;
+    for (; e > 0; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+    }
+    return blas_u64_to_i64(r);
+}
+
+static int64_t binary_i(ff_binary_op op, int64_t x, int64_t y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return blas_u64_to_i64((uint64_t)x + (uint64_t)y);
+    case FF_BINARY_SUB: return blas_u64_to_i64((uint64_t)x - (uint64_t)y);
+    case FF_BINARY_MUL: return blas_u64_to_i64((uint64_t)x * (uint64_t)y);
+    case FF_BINARY_DIV:
+        if (y == 0) return 0;
+        if (y == -1) return blas_u64_to_i64(0u - (uint64_t)x);
+        return x / y;
+    case FF_BINARY_POW: return ipow(x, y);
+    case FF_BINARY_MAXIMUM: return x > y ? x : y;
+    case FF_BINARY_MINIMUM: return x < y ? x : y;
+    case FF_BINARY_FMOD: return (y == 0 || y == -1) ? 0 : x % y;
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
+    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return 0;
+    }
+}
+
+typedef struct binary_arg {
+    ff_binary_op op;
+    ff_dtype t, dt;
+    const kern *k;
+} binary_arg;
+
+static void seg_fast(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const kern *k = ((const binary_arg *)varg)->k;
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1) k->vv(n, p[0], p[1], p[2]);
+    else if (s[0] == 1 && s[1] == 1 && s[2] == 0) k->vs(n, p[0], p[1], p[2]);
+    else if (s[0] == 1 && s[1] == 0 && s[2] == 1) k->sv(n, p[0], p[1], p[2]);
+    else k->gg(n, p[0], s[0], p[1], s[1], p[2], s[2]);
+}
+
+static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const binary_arg *a = varg;
+    int64_t es = (int64_t)ff_dtype_size(a->t);
+    int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), as = s[1] * es, bs = s[2] * es;
+    if (blas_is_float(a->t)) {
+        for (int64_t i = 0; i < n; i++)
+            blas_st_f(p[0] + i * ds, a->dt, binary_d(a->op, blas_ld_f(p[1] + i * as, a->t), blas_ld_f(p[2] + i * bs, a->t)));
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            blas_st_i(p[0] + i * ds, a->dt, binary_i(a->op, blas_ld_i(p[1] + i * as, a->t), blas_ld_i(p[2] + i * bs, a->t)));
+    }
+}
+
+ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "binary", "dst", dst)) || (st = blas_check_view(ctx, "binary", "a", a)) ||
+        (st = blas_check_view(ctx, "binary", "b", b)))
+        return st;
+    if ((unsigned)op >= FF_BINARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: invalid op %d", (int)op);
+    if (a->dtype != b->dtype)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: operands differ in dtype (%s and %s)",
+                          blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
+    if (!blas_binary_supported(op, a->dtype))
+        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas binary: op %d is not supported on %s", (int)op,
+                          blas_dtype_name(a->dtype));
+    ff_dtype want = writes_bool(op) ? FF_BOOL : a->dtype;
+    if (dst->dtype != want)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: op %d on %s writes %s, but dst is %s", (int)op,
+                          blas_dtype_name(a->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
+    if (!blas_same_shape(dst, a)) return blas_shape_error(ctx, "binary", dst, a);
+    if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "binary", dst, b);
+
+    binary_arg arg = {op, a->dtype, dst->dtype, fast_kernel(op, a->dtype)};
+    const ff_view *vs[] = {dst, a, b};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN, arg.k ? seg_fast : seg_generic, &arg);
+    return FF_OK;
+}

@@ -1,0 +1,174 @@
+/*
+ * fill, copy (with dtype conversion) and where, with the reference's conversion rules
+ * (blas_impl.h). Same-dtype work moves raw element bits (NaN payloads and -0.0
+ * survive); contiguous runs use memset/memcpy or typed loops, strided runs per element
+ * by element size.
+ */
+#include "blas_impl.h"
+
+/* ---- fill ---------------------------------------------------------------------------- */
+typedef struct fill_arg {
+    unsigned char pat[8]; /* one element of dst's dtype */
+    int64_t esize;
+    int zero; /* every byte of pat is 0 */
+} fill_arg;
+
+BLAS_CLONES static void fill32(int64_t n, uint32_t *d, int64_t s, uint32_t v)
+{
+    if (s == 1)
+        for (int64_t i = 0; i < n; i++) d[i] = v;
+    else
+        for (int64_t i = 0; i < n; i++) d[i * s] = v;
+}
+
+BLAS_CLONES static void fill64(int64_t n, uint64_t *d, int64_t s, uint64_t v)
+{
+    if (s == 1)
+        for (int64_t i = 0; i < n; i++) d[i] = v;
+    else
+        for (int64_t i = 0; i < n; i++) d[i * s] = v;
+}
+
+static void seg_fill(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const fill_arg *a = varg;
+    if (s[0] == 1 && (a->zero || a->esize == 1)) {
+        memset(p[0], a->pat[0], (size_t)(n * a->esize));
+        return;
+    }
+    if (a->esize == 4) {
+        uint32_t v;
+        memcpy(&v, a->pat, 4);
+        fill32(n, (uint32_t *)p[0], s[0], v);
+    } else if (a->esize == 8) {
+        uint64_t v;
+        memcpy(&v, a->pat, 8);
+        fill64(n, (uint64_t *)p[0], s[0], v);
+    } else {
+        for (int64_t i = 0; i < n; i++) p[0][i * s[0]] = (char)a->pat[0];
+    }
+}
+
+ff_status blas_fill(void *ctx, const ff_view *dst, ff_scalar value)
+{
+    ff_status st = blas_check_view(ctx, "fill", "dst", dst);
+    if (st) return st;
+    fill_arg a = {{0}, (int64_t)ff_dtype_size(dst->dtype), 1};
+    if (blas_is_float(dst->dtype)) blas_st_f((char *)a.pat, dst->dtype, value.f);
+    else blas_st_i((char *)a.pat, dst->dtype, value.i);
+    for (int i = 0; i < 8; i++) a.zero &= a.pat[i] == 0;
+    const ff_view *vs[] = {dst};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 1, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN * 4, seg_fill, &a);
+    return FF_OK;
+}
+
+/* ---- copy ---------------------------------------------------------------------------- */
+typedef struct copy_arg {
+    ff_dtype dt, st;
+    int64_t dsz, ssz;
+} copy_arg;
+
+BLAS_CLONES static void f32_to_f64(int64_t n, double *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i]; }
+BLAS_CLONES static void f64_to_f32(int64_t n, float *d, const double *x) { for (int64_t i = 0; i < n; i++) d[i] = (float)x[i]; }
+BLAS_CLONES static void i64_to_f32(int64_t n, float *d, const int64_t *x) { for (int64_t i = 0; i < n; i++) d[i] = (float)x[i]; }
+BLAS_CLONES static void i32_to_f32(int64_t n, float *d, const int32_t *x) { for (int64_t i = 0; i < n; i++) d[i] = (float)x[i]; }
+BLAS_CLONES static void b_to_f32(int64_t n, float *d, const uint8_t *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i] != 0; }
+
+static void seg_copy_same(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const copy_arg *a = varg;
+    if (s[0] == 1 && s[1] == 1) {
+        if (p[0] != p[1]) memcpy(p[0], p[1], (size_t)(n * a->dsz));
+        return;
+    }
+    int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
+    switch (a->dsz) {
+    case 8: for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * ds, p[1] + i * ss, 8); break;
+    case 4: for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * ds, p[1] + i * ss, 4); break;
+    default: for (int64_t i = 0; i < n; i++) p[0][i * ds] = p[1][i * ss]; break;
+    }
+}
+
+static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const copy_arg *a = varg;
+    if (s[0] == 1 && s[1] == 1 && a->dt == FF_F32) {
+        switch (a->st) {
+        case FF_F64: f64_to_f32(n, (float *)p[0], (const double *)p[1]); return;
+        case FF_I64: i64_to_f32(n, (float *)p[0], (const int64_t *)p[1]); return;
+        case FF_I32: i32_to_f32(n, (float *)p[0], (const int32_t *)p[1]); return;
+        case FF_BOOL: b_to_f32(n, (float *)p[0], (const uint8_t *)p[1]); return;
+        default: break;
+        }
+    }
+    if (s[0] == 1 && s[1] == 1 && a->dt == FF_F64 && a->st == FF_F32) {
+        f32_to_f64(n, (double *)p[0], (const float *)p[1]);
+        return;
+    }
+    int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
+    if (blas_is_float(a->st)) {
+        for (int64_t i = 0; i < n; i++) blas_st_f(p[0] + i * ds, a->dt, blas_ld_f(p[1] + i * ss, a->st));
+    } else {
+        for (int64_t i = 0; i < n; i++) blas_st_i(p[0] + i * ds, a->dt, blas_ld_i(p[1] + i * ss, a->st));
+    }
+}
+
+ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "copy", "dst", dst)) || (st = blas_check_view(ctx, "copy", "src", src))) return st;
+    if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "copy", dst, src);
+    copy_arg a = {dst->dtype, src->dtype, (int64_t)ff_dtype_size(dst->dtype), (int64_t)ff_dtype_size(src->dtype)};
+    const ff_view *vs[] = {dst, src};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN * 2, dst->dtype == src->dtype ? seg_copy_same : seg_copy_conv, &a);
+    return FF_OK;
+}
+
+/* ---- where --------------------------------------------------------------------------- */
+#define WHERE_LOOP(T)                                                                      \
+    BLAS_CLONES static void where_##T(int64_t n, T *d, int64_t ds, const uint8_t *c, int64_t cs, \
+                                      const T *a, int64_t as, const T *b, int64_t bs)      \
+    {                                                                                      \
+        if (ds == 1 && cs == 1 && as == 1 && bs == 1)                                      \
+            for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : b[i];                     \
+        else                                                                               \
+            for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs]; \
+    }
+WHERE_LOOP(uint8_t)
+WHERE_LOOP(uint32_t)
+WHERE_LOOP(uint64_t)
+
+static void seg_where(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    int64_t esz = *(const int64_t *)varg;
+    const uint8_t *c = (const uint8_t *)p[1];
+    if (esz == 8) where_uint64_t(n, (uint64_t *)p[0], s[0], c, s[1], (const uint64_t *)p[2], s[2], (const uint64_t *)p[3], s[3]);
+    else if (esz == 4) where_uint32_t(n, (uint32_t *)p[0], s[0], c, s[1], (const uint32_t *)p[2], s[2], (const uint32_t *)p[3], s[3]);
+    else where_uint8_t(n, (uint8_t *)p[0], s[0], c, s[1], (const uint8_t *)p[2], s[2], (const uint8_t *)p[3], s[3]);
+}
+
+ff_status blas_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "where", "dst", dst)) || (st = blas_check_view(ctx, "where", "cond", cond)) ||
+        (st = blas_check_view(ctx, "where", "a", a)) || (st = blas_check_view(ctx, "where", "b", b)))
+        return st;
+    if (cond->dtype != FF_BOOL)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas where: cond must be bool, got %s", blas_dtype_name(cond->dtype));
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas where: a (%s) and b (%s) must have dst's dtype %s",
+                          blas_dtype_name(a->dtype), blas_dtype_name(b->dtype), blas_dtype_name(dst->dtype));
+    if (!blas_same_shape(dst, cond)) return blas_shape_error(ctx, "where", dst, cond);
+    if (!blas_same_shape(dst, a)) return blas_shape_error(ctx, "where", dst, a);
+    if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "where", dst, b);
+    int64_t esz = (int64_t)ff_dtype_size(dst->dtype);
+    const ff_view *vs[] = {dst, cond, a, b};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 4, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN, seg_where, &esz);
+    return FF_OK;
+}

@@ -1,0 +1,223 @@
+/*
+ * Private header of the cpu_blas backend: the context, error reporting, view checks,
+ * the dtype conversion rules, the strided segment walker and the thread pool API.
+ *
+ * Semantics are those of the reference backend (backends/cpu) and include/ff/backend_abi.h:
+ *   - integer arithmetic wraps (computed through unsigned types, never signed overflow);
+ *   - double -> integer: NaN -> 0, truncate toward zero, saturate to int64, then I32
+ *     clamps and U8 wraps modulo 256; anything -> BOOL is (x != 0);
+ *   - int64 -> narrower integer wraps; f32 results are rounded once from the exact or
+ *     double-precision value, except the vectorized transcendental kernels (blas_vmath.c),
+ *     which are accurate to a few ulp.
+ * Fast paths exist for the common (op, dtype, layout) triples; everything else takes
+ * a generic path with the same rules, so supports() can answer "yes" for every dtype
+ * the reference computes on.
+ *
+ * Depends only on include/ff/backend_abi.h, libc/libm, pthreads and (matmul) CBLAS.
+ */
+#ifndef FF_BLAS_IMPL_H
+#define FF_BLAS_IMPL_H
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ff/backend_abi.h"
+
+/* Compile a function three times (AVX-512, AVX2+FMA, baseline x86-64) and pick one at
+ * load time through an ifunc: one binary, full speed on the machine it runs on. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(FF_BLAS_NO_CLONES)
+#define BLAS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define BLAS_CLONES
+#endif
+
+/* Below this many elements an op runs on the calling thread: waking workers costs more
+ * than the work (about 2-5 us per wake-up on this class of machine). */
+#define BLAS_PAR_MIN 32768
+
+typedef struct blas_pool blas_pool;
+typedef struct blas_alloc_state blas_alloc_state;
+
+typedef struct blas_ctx {
+    const ff_host_api *host;
+    int nthreads;            /* FF_NUM_THREADS, default: cores available */
+    blas_pool *pool;         /* NULL when nthreads == 1 */
+    blas_alloc_state *alloc; /* the caching allocator */
+} blas_ctx;
+
+/* Formats a message for host->set_error and returns st. NULL ctx: returns st only. */
+ff_status blas_error(void *ctx, ff_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+const char *blas_dtype_name(ff_dtype t);
+
+static inline int blas_dtype_ok(ff_dtype t)
+{
+    return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
+}
+static inline int blas_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+
+/* Well-formed view of a computable dtype (FF_ERR_UNSUPPORTED for F16/BF16). */
+ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v);
+int blas_same_shape(const ff_view *a, const ff_view *b);
+ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b);
+
+/* ---- conversion rules (identical to the reference backend) ------------------- */
+static inline int64_t blas_u64_to_i64(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
+}
+static inline int32_t blas_wrap_i32(int64_t v)
+{
+    uint32_t w = (uint32_t)(uint64_t)v;
+    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
+}
+static inline int64_t blas_f64_to_i64(double x)
+{
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+static inline int32_t blas_f64_to_i32(double x)
+{
+    if (x != x) return 0;
+    if (x >= 2147483647.0) return INT32_MAX;
+    if (x <= -2147483648.0) return INT32_MIN;
+    return (int32_t)x;
+}
+
+/* p points at the element (byte address). */
+static inline double blas_ld_f(const char *p, ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: { float v; memcpy(&v, p, 4); return v; }
+    case FF_F64: { double v; memcpy(&v, p, 8); return v; }
+    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case FF_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case FF_U8: return *(const uint8_t *)p;
+    case FF_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0.0;
+    }
+}
+static inline int64_t blas_ld_i(const char *p, ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: { float v; memcpy(&v, p, 4); return blas_f64_to_i64(v); }
+    case FF_F64: { double v; memcpy(&v, p, 8); return blas_f64_to_i64(v); }
+    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case FF_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case FF_U8: return *(const uint8_t *)p;
+    case FF_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+static inline void blas_st_f(char *p, ff_dtype t, double v)
+{
+    switch (t) {
+    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case FF_F64: memcpy(p, &v, 8); break;
+    case FF_I32: { int32_t i = blas_f64_to_i32(v); memcpy(p, &i, 4); break; }
+    case FF_I64: { int64_t i = blas_f64_to_i64(v); memcpy(p, &i, 8); break; }
+    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)blas_f64_to_i64(v); break;
+    case FF_BOOL: *(uint8_t *)p = v != 0.0; break;
+    default: break;
+    }
+}
+static inline void blas_st_i(char *p, ff_dtype t, int64_t v)
+{
+    switch (t) {
+    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case FF_F64: { double d = (double)v; memcpy(p, &d, 8); break; }
+    case FF_I32: { int32_t i = blas_wrap_i32(v); memcpy(p, &i, 4); break; }
+    case FF_I64: memcpy(p, &v, 8); break;
+    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case FF_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* ---- strided segment walker (blas_walk.c) ------------------------------------- */
+/* Up to 4 views walked together over one shape. blas_walk_init drops size-1 dims and
+ * merges dims that are contiguous in every view, so a contiguous tensor becomes one
+ * segment of numel elements and a row broadcast becomes rows with an inner stride of 1
+ * (and 0 for the broadcast operand's outer dim). The walk hands the callback runs of
+ * the innermost dim: byte pointers p[k] to the first element and element strides s[k]. */
+#define BLAS_MAX_VIEWS 4
+typedef void (*blas_seg_fn)(void *arg, int64_t n, char *const *p, const int64_t *s);
+
+typedef struct blas_walk {
+    int ndim, nviews;
+    int64_t numel;
+    int64_t shape[FF_MAX_DIMS];
+    int64_t strides[BLAS_MAX_VIEWS][FF_MAX_DIMS]; /* elements */
+    char *base[BLAS_MAX_VIEWS];                   /* buf + offset, in bytes */
+    int64_t esize[BLAS_MAX_VIEWS];
+} blas_walk;
+
+/* Walks `shape` (rank ndim); every view must have at least ndim dims. */
+void blas_walk_init(blas_walk *w, int ndim, const int64_t *shape, int nviews, const ff_view *const *views);
+/* Runs fn over the row-major logical elements [begin, end). */
+void blas_walk_range(const blas_walk *w, int64_t begin, int64_t end, blas_seg_fn fn, void *arg);
+/* The whole walk, split across the pool when numel >= min_par. */
+void blas_walk_run(blas_ctx *c, const blas_walk *w, int64_t min_par, blas_seg_fn fn, void *arg);
+
+/* ---- thread pool (blas_threads.c) --------------------------------------------- */
+typedef void (*blas_task_fn)(void *arg, int64_t begin, int64_t end);
+blas_pool *blas_pool_create(int nthreads);
+void blas_pool_destroy(blas_pool *p);
+/* Runs fn over [0, n) split in chunks (multiples of `align`) across the pool's threads
+ * and the caller; serial when n < min_par, when there is one thread, or when the pool is
+ * busy (a nested or concurrent call). Returns after every chunk has finished. */
+void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, blas_task_fn fn, void *arg);
+int blas_default_threads(void);
+
+/* ---- allocator (blas_alloc.c) --------------------------------------------------- */
+blas_alloc_state *blas_alloc_create(void);
+void blas_alloc_destroy(blas_alloc_state *a);
+void *blas_alloc(void *ctx, size_t nbytes);
+void blas_free(void *ctx, void *buf);
+ff_status blas_memory_stats(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
+ff_status blas_empty_cache(void *ctx);
+/* Scratch memory for kernels (through the cache); NULL + error on failure. */
+void *blas_scratch(blas_ctx *c, size_t nbytes);
+
+/* ---- vectorized f32 math (blas_vmath.c) ---------------------------------------- */
+/* Each maps n contiguous floats; dst may equal src. */
+void blas_vexp_f32(int64_t n, float *dst, const float *src);
+void blas_vlog_f32(int64_t n, float *dst, const float *src);
+void blas_vtanh_f32(int64_t n, float *dst, const float *src);
+void blas_vsigmoid_f32(int64_t n, float *dst, const float *src);
+void blas_vsilu_f32(int64_t n, float *dst, const float *src);
+/* dst = exp(src - shift); returns the sum of dst accumulated in double. */
+double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift);
+/* Sums in double with blocked multiple accumulators + pairwise combination. */
+double blas_vsum_f32(int64_t n, const float *x);
+double blas_vsum_f64(int64_t n, const double *x);
+/* NaN-propagating max/min of n >= 1 contiguous values. */
+float blas_vmax_f32(int64_t n, const float *x);
+float blas_vmin_f32(int64_t n, const float *x);
+
+/* ---- entries, one file per family ----------------------------------------------- */
+int blas_unary_supported(ff_unary_op op, ff_dtype t);
+int blas_binary_supported(ff_binary_op op, ff_dtype t);
+
+ff_status blas_fill(void *ctx, const ff_view *dst, ff_scalar value);
+ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src);
+ff_status blas_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b);
+ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
+ff_status blas_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
+ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+ff_status blas_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis);
+ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis);
+ff_status blas_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
+                      double p0, double p1);
+ff_status blas_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
+
+#endif /* FF_BLAS_IMPL_H */

@@ -1,0 +1,177 @@
+/*
+ * A persistent thread pool: nthreads - 1 workers plus the calling thread.
+ *
+ * One job at a time (a mutex taken with trylock: a nested or concurrent call simply
+ * runs serially on its own thread, which is always correct). Workers spin briefly on a
+ * generation counter after a job, so back-to-back ops do not pay a futex wake-up each,
+ * then sleep on a condition variable so an idle pool costs no CPU and does not steal
+ * cores from OpenBLAS's own threads during a matmul.
+ */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "blas_impl.h"
+
+#define POOL_MAX 256
+/* ~20-50 us of spinning depending on the pause latency of the core */
+#define POOL_SPIN 4000
+
+typedef struct worker_arg {
+    struct blas_pool *p;
+    int id; /* 1..nworkers: the chunk it runs */
+} worker_arg;
+
+struct blas_pool {
+    int nthreads;
+    worker_arg wargs[POOL_MAX];
+    pthread_t tid[POOL_MAX];
+    int nworkers;
+    pthread_mutex_t job_lock; /* held by the thread that owns the current job */
+    pthread_mutex_t m;        /* protects sleepers and the condition variable */
+    pthread_cond_t cv;
+    int sleepers;
+    atomic_uint gen;     /* bumped to publish a job */
+    atomic_int pending;  /* workers that have not finished the current job */
+    atomic_int stop;
+    /* the current job, written before gen is bumped */
+    blas_task_fn fn;
+    void *arg;
+    int nchunks;
+    int64_t n, align;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Chunk i of nchunks over [0, n), boundaries rounded to multiples of align. */
+static void chunk_bounds(int64_t n, int64_t align, int nchunks, int i, int64_t *b, int64_t *e)
+{
+    int64_t per = (n + nchunks - 1) / nchunks;
+    per = (per + align - 1) / align * align;
+    *b = per * i < n ? per * i : n;
+    *e = per * (i + 1) < n ? per * (i + 1) : n;
+}
+
+
+static void *worker_main(void *varg)
+{
+    worker_arg *wa = varg;
+    blas_pool *p = wa->p;
+    unsigned seen = atomic_load(&p->gen);
+    for (;;) {
+        int spins = 0;
+        while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && !atomic_load(&p->stop)) {
+            if (++spins < POOL_SPIN) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&p->m);
+            p->sleepers++;
+            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->m);
+            p->sleepers--;
+            pthread_mutex_unlock(&p->m);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        if (wa->id < p->nchunks) {
+            int64_t b, e;
+            chunk_bounds(p->n, p->align, p->nchunks, wa->id, &b, &e);
+            if (b < e) p->fn(p->arg, b, e);
+        }
+        /* every worker acknowledges every job, so none can read the next job's fields
+         * while still serving this one */
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+    }
+}
+
+int blas_default_threads(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+blas_pool *blas_pool_create(int nthreads)
+{
+    if (nthreads <= 1) return NULL;
+    if (nthreads > POOL_MAX) nthreads = POOL_MAX;
+    blas_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->nthreads = nthreads;
+    pthread_mutex_init(&p->job_lock, NULL);
+    pthread_mutex_init(&p->m, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    for (int i = 1; i < nthreads; i++) {
+        p->wargs[i] = (worker_arg){p, i};
+        if (pthread_create(&p->tid[p->nworkers], NULL, worker_main, &p->wargs[i]) != 0) break;
+        p->nworkers++;
+    }
+    p->nthreads = p->nworkers + 1;
+    return p;
+}
+
+void blas_pool_destroy(blas_pool *p)
+{
+    if (!p) return;
+    atomic_store(&p->stop, 1);
+    pthread_mutex_lock(&p->m);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->m);
+    for (int i = 0; i < p->nworkers; i++) pthread_join(p->tid[i], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->m);
+    pthread_mutex_destroy(&p->job_lock);
+    free(p);
+}
+
+void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, blas_task_fn fn, void *arg)
+{
+    blas_pool *p = c ? c->pool : NULL;
+    if (n <= 0) return;
+    if (!p || n < min_par || pthread_mutex_trylock(&p->job_lock) != 0) {
+        fn(arg, 0, n);
+        return;
+    }
+    int nchunks = p->nthreads;
+    if (align < 1) align = 1;
+    if (min_par > 0 && n / nchunks < min_par / 2) nchunks = (int)(n / (min_par / 2 > 0 ? min_par / 2 : 1));
+    if (nchunks < 2) {
+        pthread_mutex_unlock(&p->job_lock);
+        fn(arg, 0, n);
+        return;
+    }
+    p->fn = fn;
+    p->arg = arg;
+    p->nchunks = nchunks;
+    p->n = n;
+    p->align = align;
+    atomic_store_explicit(&p->pending, p->nworkers, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    pthread_mutex_lock(&p->m);
+    if (p->sleepers) pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->m);
+
+    int64_t b, e;
+    chunk_bounds(n, align, nchunks, 0, &b, &e);
+    if (b < e) fn(arg, b, e);
+    int spins = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        if (++spins < POOL_SPIN) cpu_relax();
+        else sched_yield();
+    }
+    pthread_mutex_unlock(&p->job_lock);
+}

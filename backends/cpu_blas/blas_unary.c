@@ -1,0 +1,184 @@
+/*
+ * Unary elementwise ops. Supported (op, dtype) exactly as the reference: floats take
+ * every op; I32/I64/U8 take NEG ABS SIGN SQUARE RELU FLOOR CEIL ROUND ISNAN ISINF
+ * LOGICAL_NOT; BOOL the same minus NEG. ISNAN/ISINF/LOGICAL_NOT write BOOL.
+ *
+ * Fast paths: f32 exp/log/tanh/sigmoid/silu through blas_vmath.c, and the exact f32
+ * ops (neg abs relu square sqrt reciprocal) as plain loops the compiler vectorizes;
+ * strided runs go through a small on-stack buffer. Everything else is computed in
+ * double (or int64) per element, the reference's way, so it matches it bit for bit.
+ */
+#include "blas_impl.h"
+
+static int writes_bool(ff_unary_op op)
+{
+    return op == FF_UNARY_ISNAN || op == FF_UNARY_ISINF || op == FF_UNARY_LOGICAL_NOT;
+}
+
+static int int_op(ff_unary_op op)
+{
+    switch (op) {
+    case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU:
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND:
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int blas_unary_supported(ff_unary_op op, ff_dtype t)
+{
+    if ((unsigned)op >= FF_UNARY_COUNT || !blas_dtype_ok(t)) return 0;
+    if (blas_is_float(t)) return 1;
+    if (t == FF_BOOL) return int_op(op) && op != FF_UNARY_NEG;
+    return int_op(op);
+}
+
+static double sigmoid_d(double x)
+{
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+static double unary_d(ff_unary_op op, double x)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return -x;
+    case FF_UNARY_ABS: return fabs(x);
+    case FF_UNARY_SIGN: return x != x ? x : (double)((x > 0) - (x < 0));
+    case FF_UNARY_EXP: return exp(x);
+    case FF_UNARY_LOG: return log(x);
+    case FF_UNARY_LOG1P: return log1p(x);
+    case FF_UNARY_EXPM1: return expm1(x);
+    case FF_UNARY_SQRT: return sqrt(x);
+    case FF_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case FF_UNARY_SQUARE: return x * x;
+    case FF_UNARY_RECIPROCAL: return 1.0 / x;
+    case FF_UNARY_SIN: return sin(x);
+    case FF_UNARY_COS: return cos(x);
+    case FF_UNARY_TANH: return tanh(x);
+    case FF_UNARY_SIGMOID: return sigmoid_d(x);
+    case FF_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
+    case FF_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case FF_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+    case FF_UNARY_SILU: return x * sigmoid_d(x);
+    case FF_UNARY_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x));
+    case FF_UNARY_FLOOR: return floor(x);
+    case FF_UNARY_CEIL: return ceil(x);
+    case FF_UNARY_ROUND: return nearbyint(x); /* half to even in the default mode */
+    case FF_UNARY_ISNAN: return x != x;
+    case FF_UNARY_ISINF: return isinf(x) ? 1.0 : 0.0;
+    case FF_UNARY_LOGICAL_NOT: return x == 0.0;
+    case FF_UNARY_ERF: return erf(x);
+    default: return 0.0;
+    }
+}
+
+static int64_t unary_i(ff_unary_op op, int64_t x)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return blas_u64_to_i64(0u - (uint64_t)x);
+    case FF_UNARY_ABS: return x < 0 ? blas_u64_to_i64(0u - (uint64_t)x) : x;
+    case FF_UNARY_SIGN: return (x > 0) - (x < 0);
+    case FF_UNARY_SQUARE: return blas_u64_to_i64((uint64_t)x * (uint64_t)x);
+    case FF_UNARY_RELU: return x > 0 ? x : 0;
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
+    case FF_UNARY_LOGICAL_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+/* ---- f32 fast kernels over contiguous runs ---------------------------------------- */
+BLAS_CLONES static void neg_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = -x[i]; }
+BLAS_CLONES static void abs_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = fabsf(x[i]); }
+BLAS_CLONES static void square_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i] * x[i]; }
+BLAS_CLONES static void sqrt_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = sqrtf(x[i]); }
+BLAS_CLONES static void recip_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = 1.0f / x[i]; }
+/* relu keeps NaN and maps -0 to +0, like the reference */
+BLAS_CLONES static void relu_f32(int64_t n, float *d, const float *x)
+{
+    for (int64_t i = 0; i < n; i++) d[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
+}
+
+typedef void (*map_f32_fn)(int64_t n, float *d, const float *x);
+
+static map_f32_fn fast_f32(ff_unary_op op)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return neg_f32;
+    case FF_UNARY_ABS: return abs_f32;
+    case FF_UNARY_SQUARE: return square_f32;
+    case FF_UNARY_SQRT: return sqrt_f32;
+    case FF_UNARY_RECIPROCAL: return recip_f32;
+    case FF_UNARY_RELU: return relu_f32;
+    case FF_UNARY_EXP: return blas_vexp_f32;
+    case FF_UNARY_LOG: return blas_vlog_f32;
+    case FF_UNARY_TANH: return blas_vtanh_f32;
+    case FF_UNARY_SIGMOID: return blas_vsigmoid_f32;
+    case FF_UNARY_SILU: return blas_vsilu_f32;
+    default: return NULL;
+    }
+}
+
+typedef struct unary_arg {
+    ff_unary_op op;
+    ff_dtype st, dt;
+    map_f32_fn f32;
+} unary_arg;
+
+static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const unary_arg *a = varg;
+    float *d = (float *)p[0];
+    const float *x = (const float *)p[1];
+    if (s[0] == 1 && s[1] == 1) {
+        a->f32(n, d, x);
+        return;
+    }
+    float buf[512];
+    for (int64_t i = 0; i < n; i += 512) {
+        int64_t m = n - i < 512 ? n - i : 512;
+        for (int64_t j = 0; j < m; j++) buf[j] = x[(i + j) * s[1]];
+        a->f32(m, buf, buf);
+        for (int64_t j = 0; j < m; j++) d[(i + j) * s[0]] = buf[j];
+    }
+}
+
+static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const unary_arg *a = varg;
+    int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), ss = s[1] * (int64_t)ff_dtype_size(a->st);
+    char *d = p[0];
+    const char *x = p[1];
+    if (blas_is_float(a->st)) {
+        for (int64_t i = 0; i < n; i++) blas_st_f(d + i * ds, a->dt, unary_d(a->op, blas_ld_f(x + i * ss, a->st)));
+    } else {
+        for (int64_t i = 0; i < n; i++) blas_st_i(d + i * ds, a->dt, unary_i(a->op, blas_ld_i(x + i * ss, a->st)));
+    }
+}
+
+ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "unary", "dst", dst)) || (st = blas_check_view(ctx, "unary", "src", src))) return st;
+    if ((unsigned)op >= FF_UNARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: invalid op %d", (int)op);
+    if (!blas_unary_supported(op, src->dtype))
+        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas unary: op %d is not supported on %s", (int)op,
+                          blas_dtype_name(src->dtype));
+    ff_dtype want = writes_bool(op) ? FF_BOOL : src->dtype;
+    if (dst->dtype != want)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: op %d on %s writes %s, but dst is %s", (int)op,
+                          blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
+    if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
+
+    unary_arg a = {op, src->dtype, dst->dtype, src->dtype == FF_F32 ? fast_f32(op) : NULL};
+    const ff_view *vs[] = {dst, src};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
+    /* transcendental ops are compute bound: worth threads at a smaller size */
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, a.f32 ? seg_f32 : seg_generic, &a);
+    return FF_OK;
+}

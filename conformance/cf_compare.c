@@ -1,0 +1,134 @@
+/* The tolerance table and the element comparator. Integers, bool, copies and casts
+ * compare exactly; floats compare with |got - want| <= atol + rtol * |want|, NaN
+ * matching NaN and infinities matching exactly. The table is documented in
+ * conformance/README.md: change both together. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cf.h"
+
+const char *cf_tol_class_name(cf_tol_class cls)
+{
+    static const char *const n[CF_TOL_COUNT] = {"exact", "rounded", "transcendental", "accumulate", "product"};
+    return (unsigned)cls < CF_TOL_COUNT ? n[cls] : "?";
+}
+
+cf_tol cf_tolerance(ff_dtype dt, cf_tol_class cls, int64_t k)
+{
+    const bool f32 = dt == FF_F32;
+    const double eps = f32 ? 1.1920929e-7 : 2.220446049250313e-16;
+    double kk = k < 1 ? 1.0 : (double)k;
+    cf_tol t = {0, 0};
+    switch (cls) {
+    case CF_TOL_EXACT: break;
+    case CF_TOL_ROUNDED: t.rtol = 2 * eps; break;
+    case CF_TOL_TRANSCEND:
+        t.rtol = f32 ? 1e-5 : 1e-12;
+        t.atol = f32 ? 1e-6 : 1e-13;
+        break;
+    case CF_TOL_ACCUM:
+        t.rtol = f32 ? 1e-5 : 1e-12;
+        t.atol = 2 * eps * kk;
+        break;
+    case CF_TOL_PROD:
+        t.rtol = 2 * eps * kk + (f32 ? 1e-6 : 1e-13);
+        t.atol = f32 ? 1e-30 : 1e-300;
+        break;
+    default: break;
+    }
+    return t;
+}
+
+static void note(cf_diff *d, int64_t i, double got, double want)
+{
+    if (d->n_bad++ == 0) {
+        d->first = i;
+        d->got = got;
+        d->want = want;
+    }
+}
+
+bool cf_compare(const void *got, const void *want, ff_dtype dt, int64_t n, cf_tol tol, bool exact, cf_diff *d)
+{
+    memset(d, 0, sizeof *d);
+    d->first = -1;
+    if (!ff_dtype_is_float(dt)) {
+        for (int64_t i = 0; i < n; i++) {
+            /* bool compares raw bytes: a byte other than 0/1 is a wrong value */
+            int64_t g = dt == FF_BOOL ? ((const uint8_t *)got)[i] : cf_get_i(got, dt, i);
+            int64_t w = dt == FF_BOOL ? ((const uint8_t *)want)[i] : cf_get_i(want, dt, i);
+            if (g != w) {
+                double ad = fabs((double)g - (double)w);
+                if (ad > d->max_abs) d->max_abs = ad;
+                note(d, i, (double)g, (double)w);
+            }
+        }
+        return d->n_bad == 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double g = cf_get_f(got, dt, i), w = cf_get_f(want, dt, i);
+        bool ok;
+        if (isnan(g) || isnan(w)) ok = isnan(g) && isnan(w);
+        else if (isinf(g) || isinf(w)) ok = g == w;
+        else if (exact) ok = g == w && signbit(g) == signbit(w);
+        else {
+            double ad = fabs(g - w), rd = w != 0 ? ad / fabs(w) : (ad > 0 ? INFINITY : 0);
+            if (ad > d->max_abs) d->max_abs = ad;
+            if (rd > d->max_rel) d->max_rel = rd;
+            ok = ad <= tol.atol + tol.rtol * fabs(w);
+        }
+        if (exact && !isnan(g) && !isnan(w) && !isinf(g) && !isinf(w)) {
+            double ad = fabs(g - w), rd = w != 0 ? ad / fabs(w) : (ad > 0 ? INFINITY : 0);
+            if (ad > d->max_abs) d->max_abs = ad;
+            if (rd > d->max_rel) d->max_rel = rd;
+        }
+        if (!ok) note(d, i, g, w);
+    }
+    return d->n_bad == 0;
+}
+
+void cf_shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && len < n; d++)
+        len += (size_t)snprintf(buf + len, n - len, d ? ",%" PRId64 : "%" PRId64, shape[d]);
+    if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+void cf_index_str(char *buf, size_t n, int ndim, const int64_t *shape, int64_t flat)
+{
+    int64_t idx[FF_MAX_DIMS] = {0};
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] > 0) {
+            idx[d] = flat % shape[d];
+            flat /= shape[d];
+        }
+    }
+    cf_shape_str(buf, n, ndim, idx);
+}
+
+uint64_t cf_case_seed(const cf_ctx *ctx, const cf_case *cs) { return cf_hash_str(ctx->seed, cs->id); }
+
+void cf_rerun_str(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs)
+{
+    snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id, ctx->seed);
+}
+
+void cf_describe(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs, const cf_call *c)
+{
+    size_t len = (size_t)snprintf(buf, n, "op=%s.%s dtype=%s", cs->family, cs->op, ff_dtype_name(cs->dtype));
+    for (int i = 0; c && i < c->nops && len < n; i++) {
+        const cf_operand *o = &c->o[i];
+        char sh[128], st[128];
+        cf_shape_str(sh, sizeof sh, o->ndim, o->shape);
+        cf_shape_str(st, sizeof st, o->ndim, o->strides);
+        len += (size_t)snprintf(buf + len, n - len, " %s:%s%s strides=%s offset=%" PRId64 "%s", o->name,
+                                ff_dtype_name(o->dtype), sh, st, o->offset, o->alias >= 0 ? "(in-place)" : "");
+    }
+    if (c && c->kind == FF_KIND_REDUCE && len < n) len += (size_t)snprintf(buf + len, n - len, " mask=0x%x", (unsigned)c->mask);
+    if (c && (c->kind == FF_KIND_GATHER || c->kind == FF_KIND_SCATTER_ADD || c->kind == FF_KIND_SOFTMAX) && len < n)
+        len += (size_t)snprintf(buf + len, n - len, " axis=%d", c->axis);
+    if (len < n) snprintf(buf + len, n - len, " seed=%" PRIu64, ctx->seed);
+}

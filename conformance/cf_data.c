@@ -1,0 +1,173 @@
+/* Deterministic data: a seeded generator (splitmix64: every case draws from its own
+ * stream, derived from --seed and the case id, so one case reruns alone with the
+ * same numbers) and the value domains inputs are drawn from. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "cf.h"
+
+uint64_t cf_hash_str(uint64_t seed, const char *s)
+{
+    uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull); /* FNV-1a over the id */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+void cf_rng_init(cf_rng *r, uint64_t seed) { r->s = seed; }
+
+uint64_t cf_rng_u64(cf_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double cf_rng_uniform(cf_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(cf_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0));
+}
+
+int64_t cf_rng_int(cf_rng *r, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(cf_rng_u64(r) % (uint64_t)(hi - lo + 1));
+}
+
+/* ---- element access ------------------------------------------------------ */
+double cf_get_f(const void *p, ff_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FF_F32: return ((const float *)p)[i];
+    case FF_F64: return ((const double *)p)[i];
+    case FF_I32: return ((const int32_t *)p)[i];
+    case FF_I64: return (double)((const int64_t *)p)[i];
+    case FF_U8: return ((const uint8_t *)p)[i];
+    case FF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return 0;
+    }
+}
+
+int64_t cf_get_i(const void *p, ff_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FF_I32: return ((const int32_t *)p)[i];
+    case FF_I64: return ((const int64_t *)p)[i];
+    case FF_U8: return ((const uint8_t *)p)[i];
+    case FF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: {
+        double x = cf_get_f(p, dt, i);
+        if (isnan(x)) return 0;
+        if (x >= 9223372036854775808.0) return INT64_MAX;
+        if (x <= -9223372036854775808.0) return INT64_MIN;
+        return (int64_t)x;
+    }
+    }
+}
+
+/* Integer wrap without signed overflow. */
+static int32_t wrap32(int64_t v)
+{
+    uint32_t w = (uint32_t)(uint64_t)v;
+    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
+}
+
+void cf_set_i(void *p, ff_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case FF_F32: ((float *)p)[i] = (float)v; break;
+    case FF_F64: ((double *)p)[i] = (double)v; break;
+    case FF_I32: ((int32_t *)p)[i] = wrap32(v); break;
+    case FF_I64: ((int64_t *)p)[i] = v; break;
+    case FF_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+    case FF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+/* The ABI's conversion of a double into dtype dt (NaN -> 0, truncation toward zero,
+ * saturation to int64, then I32 saturates and U8 wraps; bool is x != 0). */
+void cf_set_f(void *p, ff_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case FF_F32: ((float *)p)[i] = (float)v; break;
+    case FF_F64: ((double *)p)[i] = v; break;
+    case FF_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case FF_I32:
+        ((int32_t *)p)[i] = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
+        break;
+    default: {
+        int64_t x = isnan(v) ? 0 : v >= 9223372036854775808.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+        cf_set_i(p, dt, i, x);
+    }
+    }
+}
+
+/* ---- domains -------------------------------------------------------------- */
+static double special_f(cf_rng *r, ff_dtype dt)
+{
+    const bool f32 = dt == FF_F32;
+    const double vals[] = {
+        NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
+        f32 ? FLT_TRUE_MIN : DBL_TRUE_MIN,   /* smallest subnormal */
+        f32 ? -FLT_TRUE_MIN : -DBL_TRUE_MIN,
+        f32 ? FLT_MIN / 4 : DBL_MIN / 4,     /* a mid-range subnormal */
+        f32 ? FLT_MAX : DBL_MAX, f32 ? -FLT_MAX : -DBL_MAX, 100.0, -100.0, 1e-3};
+    return vals[cf_rng_u64(r) % (sizeof vals / sizeof vals[0])];
+}
+
+static int64_t special_i(cf_rng *r, ff_dtype dt)
+{
+    static const int64_t i32v[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
+    static const int64_t i64v[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3};
+    static const int64_t u8v[] = {0, 255, 1, 128, 127, 254, 2};
+    uint64_t k = cf_rng_u64(r);
+    switch (dt) {
+    case FF_I32: return i32v[k % (sizeof i32v / sizeof i32v[0])];
+    case FF_I64: return i64v[k % (sizeof i64v / sizeof i64v[0])];
+    case FF_U8: return u8v[k % (sizeof u8v / sizeof u8v[0])];
+    default: return (int64_t)(k & 1);
+    }
+}
+
+void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
+{
+    const bool fl = ff_dtype_is_float(dt);
+    for (int64_t i = 0; i < n; i++) {
+        if (dt == FF_BOOL || dom == CF_DOM_BOOL01) {
+            cf_set_i(p, dt, i, (int64_t)(cf_rng_u64(r) & 1));
+            continue;
+        }
+        switch (dom) {
+        case CF_DOM_SIGNED:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 18) : cf_rng_int(r, -9, 9));
+            break;
+        case CF_DOM_POSITIVE:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, 0.1, 3));
+            else cf_set_i(p, dt, i, cf_rng_int(r, 1, 9));
+            break;
+        case CF_DOM_UNIT:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -1, 1));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 3) : cf_rng_int(r, -3, 3));
+            break;
+        case CF_DOM_SMALLINT:
+            if (fl) cf_set_f(p, dt, i, (double)cf_rng_int(r, -5, 5));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 5) : cf_rng_int(r, -5, 5));
+            break;
+        case CF_DOM_OPEN_UNIT:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -0.9, 0.9));
+            else cf_set_i(p, dt, i, cf_rng_int(r, 0, 1));
+            break;
+        case CF_DOM_ROUNDING:
+            if (fl) cf_set_f(p, dt, i, 0.25 * (double)cf_rng_int(r, -16, 16));
+            else cf_set_i(p, dt, i, cf_rng_int(r, 0, 5));
+            break;
+        case CF_DOM_SPECIAL:
+            if (fl) cf_set_f(p, dt, i, special_f(r, dt));
+            else cf_set_i(p, dt, i, special_i(r, dt));
+            break;
+        default: cf_set_i(p, dt, i, 0); break;
+        }
+    }
+}

@@ -1,0 +1,144 @@
+/* ff-conformance: proves a backend behaves like the reference cpu backend.
+ *
+ *   ff-conformance [--backend NAME|PATH] [-o OP] [--dtype D] [--case ID] [--seed S]
+ *                  [--list] [--junit FILE] [-v]
+ *
+ * Without --backend, every backend the loader can find is tested; one that cannot
+ * start (no device) is reported as skipped with its reason. The last line is always
+ * "N passed, M failed, K skipped"; the exit status is non-zero on any failure. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cf.h"
+#include "cf_runner.h"
+
+#define MAX_TARGETS 32
+
+typedef struct targets {
+    int n;
+    char name[MAX_TARGETS][128];
+    char path[MAX_TARGETS][4096];
+} targets;
+
+static void found(const char *name, const char *path, void *user)
+{
+    targets *t = user;
+    if (t->n == MAX_TARGETS) return;
+    snprintf(t->name[t->n], sizeof t->name[0], "%s", name);
+    snprintf(t->path[t->n], sizeof t->path[0], "%s", path);
+    t->n++;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ff-conformance [options]\n"
+            "  --backend NAME|PATH  backend under test (default: every backend found)\n"
+            "  -o OP                only cases whose \"family.op\" contains OP (e.g. -o exp, -o binary)\n"
+            "  --dtype D            only cases of dtype D (f32, f64, i32, i64, u8, bool)\n"
+            "  --case ID            rerun exactly one case\n"
+            "  --seed S             data seed (default 1); failures print the seed to rerun with\n"
+            "  --list               list the selected case ids and exit\n"
+            "  --junit FILE         write JUnit XML\n"
+            "  -v                   print passing and skipped cases too\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *backend = NULL, *junit_path = NULL;
+    cf_filter flt = {0};
+    bool list = false;
+    cf_ctx ctx = {.seed = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define TAKES_VALUE                                                        \
+    if (!v) {                                                              \
+        fprintf(stderr, "ff-conformance: %s needs a value\n", a);          \
+        return 2;                                                          \
+    }                                                                      \
+    i++
+        if (!strcmp(a, "--backend")) { TAKES_VALUE; backend = v; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--op")) { TAKES_VALUE; flt.op = v; }
+        else if (!strcmp(a, "--case")) { TAKES_VALUE; flt.case_id = v; }
+        else if (!strcmp(a, "--seed")) { TAKES_VALUE; ctx.seed = strtoull(v, NULL, 0); }
+        else if (!strcmp(a, "--junit")) { TAKES_VALUE; junit_path = v; }
+        else if (!strcmp(a, "--dtype")) {
+            TAKES_VALUE;
+            if (ff_dtype_from_name(v, &flt.dtype)) {
+                fprintf(stderr, "ff-conformance: unknown dtype '%s'\n", v);
+                return 2;
+            }
+            flt.dtype_set = true;
+        } else if (!strcmp(a, "--list")) list = true;
+        else if (!strcmp(a, "-v")) ctx.verbose = 1;
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else {
+            fprintf(stderr, "ff-conformance: unknown argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef TAKES_VALUE
+    }
+
+    ff_backend *ref = ff_backend_load("cpu");
+    if (!ref) {
+        fprintf(stderr, "ff-conformance: cannot load the reference backend 'cpu': %s\n", ff_last_error());
+        return 2;
+    }
+    cf_generate(ref);
+    if (list) {
+        int n = cf_list(&flt);
+        fprintf(stderr, "%d cases\n", n);
+        cf_free_cases();
+        ff_shutdown();
+        return 0;
+    }
+
+    targets tg = {0};
+    if (backend) found(backend, backend, &tg);
+    else ff_backend_discover(found, &tg);
+
+    FILE *junit = NULL;
+    if (junit_path) {
+        junit = fopen(junit_path, "w");
+        if (!junit) {
+            fprintf(stderr, "ff-conformance: cannot write %s\n", junit_path);
+            return 2;
+        }
+        fprintf(junit, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"ff-conformance\">\n");
+    }
+    cf_totals all = {0};
+    for (int i = 0; i < tg.n; i++) {
+        const char *spec = backend ? backend : tg.path[i];
+        ff_backend *be = ff_backend_load(spec);
+        if (!be) {
+            /* a backend that cannot start (no device) is skipped; one that cannot be
+             * loaded at all (missing file, ABI mismatch) is a failure */
+            bool no_start = strstr(ff_last_error(), "failed to initialize") != NULL;
+            printf("%s backend '%s': %s\n", no_start ? "SKIP" : "FAIL", tg.name[i], ff_last_error());
+            if (no_start) all.skipped++;
+            else all.failed++;
+            continue;
+        }
+        ctx.t = be;
+        ctx.r = ref;
+        ctx.backend_arg = backend ? backend : tg.name[i];
+        cf_totals t = cf_run_backend(&ctx, &flt, junit);
+        printf("backend '%s' (%s): %d passed, %d failed, %d skipped in %.1f s\n", ff_backend_name(be),
+               ff_backend_path(be), t.passed, t.failed, t.skipped, t.seconds);
+        all.passed += t.passed;
+        all.failed += t.failed;
+        all.skipped += t.skipped;
+    }
+    if (junit) {
+        fprintf(junit, "</testsuites>\n");
+        fclose(junit);
+    }
+    printf("%d passed, %d failed, %d skipped\n", all.passed, all.failed, all.skipped);
+    cf_free_cases();
+    ff_shutdown();
+    return all.failed ? 1 : 0;
+}

@@ -1,0 +1,164 @@
+/* The host oracle: an independent, obviously-right scalar implementation of every
+ * unary and binary op code, in double (floats) and wrapping int64 (integers), used
+ * for the closed-form expectations. It follows the ABI comments in backend_abi.h and
+ * the semantics table in conformance/README.md, not the reference's source. */
+#include <math.h>
+
+#include "cf.h"
+
+const char *cf_unary_name(int op)
+{
+    static const char *const n[FF_UNARY_COUNT] = {
+        "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
+        "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf"};
+    return (unsigned)op < FF_UNARY_COUNT ? n[op] : "?";
+}
+
+const char *cf_binary_name(int op)
+{
+    static const char *const n[FF_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum",
+                                                   "minimum", "fmod", "eq", "ne", "lt", "le",
+                                                   "gt", "ge", "logical_and", "logical_or", "logical_xor"};
+    return (unsigned)op < FF_BINARY_COUNT ? n[op] : "?";
+}
+
+const char *cf_reduce_name(int op)
+{
+    static const char *const n[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
+    return (unsigned)op < FF_REDUCE_COUNT ? n[op] : "?";
+}
+
+const char *cf_kind_name(int kind)
+{
+    static const char *const n[FF_KIND_COUNT] = {"fill", "copy", "unary", "binary", "reduce", "matmul",
+                                                 "where", "gather", "scatter_add", "random", "softmax"};
+    return (unsigned)kind < FF_KIND_COUNT ? n[kind] : "?";
+}
+
+static double sigm(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
+
+double cf_unary_ref(ff_unary_op op, double x)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return -x;
+    case FF_UNARY_ABS: return fabs(x);
+    case FF_UNARY_SIGN: return isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
+    case FF_UNARY_EXP: return exp(x);
+    case FF_UNARY_LOG: return log(x);
+    case FF_UNARY_LOG1P: return log1p(x);
+    case FF_UNARY_EXPM1: return expm1(x);
+    case FF_UNARY_SQRT: return sqrt(x);
+    case FF_UNARY_RSQRT: return 1 / sqrt(x);
+    case FF_UNARY_SQUARE: return x * x;
+    case FF_UNARY_RECIPROCAL: return 1 / x;
+    case FF_UNARY_SIN: return sin(x);
+    case FF_UNARY_COS: return cos(x);
+    case FF_UNARY_TANH: return tanh(x);
+    case FF_UNARY_SIGMOID: return sigm(x);
+    case FF_UNARY_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
+    case FF_UNARY_GELU_TANH: return 0.5 * x * (1 + tanh(0.7978845608028654 /* sqrt(2 / pi) */ * (x + 0.044715 * x * x * x)));
+    case FF_UNARY_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case FF_UNARY_SILU: return x * sigm(x);
+    case FF_UNARY_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
+    case FF_UNARY_FLOOR: return floor(x);
+    case FF_UNARY_CEIL: return ceil(x);
+    case FF_UNARY_ROUND: {
+        /* half to even, written out rather than trusting the rounding mode */
+        if (!isfinite(x)) return x;
+        double f = floor(x), d = x - f;
+        double r = d < 0.5 ? f : d > 0.5 ? f + 1 : (fmod(f, 2.0) == 0 ? f : f + 1);
+        return r == 0 ? copysign(0.0, x) : r;
+    }
+    case FF_UNARY_ISNAN: return isnan(x);
+    case FF_UNARY_ISINF: return isinf(x);
+    case FF_UNARY_LOGICAL_NOT: return x == 0;
+    case FF_UNARY_ERF: return erf(x);
+    default: return NAN;
+    }
+}
+
+static int64_t wrap(uint64_t u) { return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - (uint64_t)INT64_MAX - 1) + INT64_MIN; }
+
+int64_t cf_unary_ref_i(ff_unary_op op, int64_t x, ff_dtype dt)
+{
+    (void)dt;
+    switch (op) {
+    case FF_UNARY_NEG: return wrap(0u - (uint64_t)x);
+    case FF_UNARY_ABS: return x < 0 ? wrap(0u - (uint64_t)x) : x;
+    case FF_UNARY_SIGN: return (x > 0) - (x < 0);
+    case FF_UNARY_SQUARE: return wrap((uint64_t)x * (uint64_t)x);
+    case FF_UNARY_RELU: return x > 0 ? x : 0;
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
+    case FF_UNARY_LOGICAL_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+double cf_binary_ref(ff_binary_op op, double x, double y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return x + y;
+    case FF_BINARY_SUB: return x - y;
+    case FF_BINARY_MUL: return x * y;
+    case FF_BINARY_DIV: return x / y;
+    case FF_BINARY_POW: return pow(x, y);
+    case FF_BINARY_MAXIMUM:
+        if (isnan(x) || isnan(y)) return NAN;
+        if (x == y) return signbit(x) ? y : x;
+        return x > y ? x : y;
+    case FF_BINARY_MINIMUM:
+        if (isnan(x) || isnan(y)) return NAN;
+        if (x == y) return signbit(x) ? x : y;
+        return x < y ? x : y;
+    case FF_BINARY_FMOD: return fmod(x, y);
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
+    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return NAN;
+    }
+}
+
+static int64_t ipow(int64_t b, int64_t e)
+{
+    if (e < 0) return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, bb = (uint64_t)b;
+    for (; e; e >>= 1, bb *= bb)
+        if (e & 1) r *= bb;
+    return wrap(r);
+}
+
+int64_t cf_binary_ref_i(ff_binary_op op, int64_t x, int64_t y, ff_dtype dt)
+{
+    if (dt == FF_BOOL) { /* bool arithmetic: add = or, mul = and */
+        if (op == FF_BINARY_ADD || op == FF_BINARY_MAXIMUM) return x || y;
+        if (op == FF_BINARY_MUL || op == FF_BINARY_MINIMUM) return x && y;
+    }
+    switch (op) {
+    case FF_BINARY_ADD: return wrap((uint64_t)x + (uint64_t)y);
+    case FF_BINARY_SUB: return wrap((uint64_t)x - (uint64_t)y);
+    case FF_BINARY_MUL: return wrap((uint64_t)x * (uint64_t)y);
+    case FF_BINARY_DIV: return y == 0 ? 0 : (x == INT64_MIN && y == -1) ? INT64_MIN : x / y;
+    case FF_BINARY_POW: return ipow(x, y);
+    case FF_BINARY_MAXIMUM: return x > y ? x : y;
+    case FF_BINARY_MINIMUM: return x < y ? x : y;
+    case FF_BINARY_FMOD: return y == 0 ? 0 : (y == -1 ? 0 : x % y);
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return x && y;
+    case FF_BINARY_LOGICAL_OR: return x || y;
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return 0;
+    }
+}

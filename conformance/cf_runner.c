@@ -1,0 +1,207 @@
+/* The case registry and the runner: generates every family's cases, filters them,
+ * runs them against one backend, prints one line per failure and writes JUnit XML. */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cf.h"
+#include "cf_runner.h"
+
+static cf_case *cases;
+static int ncases, capcases;
+static ff_backend *reference;
+
+void cf_register(const cf_case *c)
+{
+    if (ncases == capcases) {
+        capcases = capcases ? 2 * capcases : 1024;
+        cases = realloc(cases, (size_t)capcases * sizeof *cases);
+        if (!cases) abort();
+    }
+    cases[ncases++] = *c;
+}
+
+ff_backend *cf_reference(void) { return reference; }
+
+bool cf_ref_supports(int kind, int op, ff_dtype dt) { return ff_backend_supports(reference, (ff_op_kind)kind, op, dt); }
+
+void *cf_sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+
+int cf_generate(ff_backend *ref)
+{
+    reference = ref;
+    cf_gen_fill_copy();
+    cf_gen_unary();
+    cf_gen_binary();
+    cf_gen_reduce();
+    cf_gen_matmul();
+    cf_gen_index();
+    cf_gen_random();
+    cf_gen_softmax();
+    cf_gen_special();
+    cf_gen_ops();
+    cf_gen_grad();
+    /* ids are the rerun handle: they must be unique */
+    for (int i = 1; i < ncases; i++)
+        for (int j = i - 1; j >= 0 && j >= i - 64; j--)
+            if (strcmp(cases[i].id, cases[j].id) == 0) fprintf(stderr, "ff-conformance: duplicate case id %s\n", cases[i].id);
+    return ncases;
+}
+
+void cf_free_cases(void)
+{
+    free(cases);
+    cases = NULL;
+    ncases = capcases = 0;
+}
+
+bool cf_case_selected(const cf_case *c, const cf_filter *f)
+{
+    if (f->case_id && strcmp(f->case_id, c->id) != 0) return false;
+    if (f->dtype_set && c->dtype != f->dtype) return false;
+    if (f->op) {
+        char full[160];
+        snprintf(full, sizeof full, "%s.%s", c->family, c->op);
+        if (!strstr(full, f->op)) return false;
+    }
+    return true;
+}
+
+int cf_list(const cf_filter *f)
+{
+    int n = 0;
+    for (int i = 0; i < ncases; i++)
+        if (cf_case_selected(&cases[i], f)) {
+            printf("%s\n", cases[i].id);
+            n++;
+        }
+    return n;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void xml_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
+        }
+    }
+}
+
+/* Does the backend under test accept the case? Fills rep when it declines. */
+static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
+{
+    if (c->kind < 0) return true;
+    if (c->kind == FF_KIND_SOFTMAX && !ff_backend_has_softmax(ctx->t)) {
+        snprintf(rep->msg, sizeof rep->msg, "backend has no optional softmax entry (the core composes it)");
+        return false;
+    }
+    if (ff_backend_supports(ctx->t, (ff_op_kind)c->kind, c->opcode, c->dtype)) return true;
+    if (c->kind == FF_KIND_COPY)
+        snprintf(rep->msg, sizeof rep->msg, "backend declines copy %s -> %s", ff_dtype_name((ff_dtype)c->opcode),
+                 ff_dtype_name(c->dtype));
+    else
+        snprintf(rep->msg, sizeof rep->msg, "backend declines %s op %d on %s", cf_kind_name(c->kind), c->opcode,
+                 ff_dtype_name(c->dtype));
+    rep->coverage_gap = true;
+    return false;
+}
+
+typedef struct gap {
+    char what[64];
+    int count;
+} gap;
+
+cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit)
+{
+    cf_totals tot = {0};
+    double t0 = now_s();
+    cf_result *res = calloc((size_t)ncases + 1, sizeof *res);
+    char **msgs = calloc((size_t)ncases + 1, sizeof *msgs);
+    double *times = calloc((size_t)ncases + 1, sizeof *times);
+    gap gaps[64];
+    int ngaps = 0, gap_total = 0;
+    if (!res || !msgs || !times) abort();
+    for (int i = 0; i < ncases; i++) {
+        const cf_case *c = &cases[i];
+        if (!cf_case_selected(c, f)) {
+            res[i] = (cf_result)-1;
+            continue;
+        }
+        cf_report rep;
+        memset(&rep, 0, sizeof rep);
+        double c0 = now_s();
+        cf_result r = accepted(ctx, c, &rep) ? c->run(ctx, c, &rep) : CF_SKIP;
+        times[i] = now_s() - c0;
+        res[i] = r;
+        if (r == CF_PASS) {
+            tot.passed++;
+            if (ctx->verbose) printf("PASS %s\n", c->id);
+        } else if (r == CF_FAIL) {
+            tot.failed++;
+            printf("FAIL %s: %s\n", c->id, rep.msg);
+            fflush(stdout);
+        } else {
+            tot.skipped++;
+            if (ctx->verbose) printf("SKIP %s: %s\n", c->id, rep.msg);
+            if (rep.coverage_gap) {
+                char what[64];
+                snprintf(what, sizeof what, "%s.%s", c->family, c->op);
+                int g = 0;
+                while (g < ngaps && strcmp(gaps[g].what, what) != 0) g++;
+                if (g == ngaps && ngaps < 64) snprintf(gaps[ngaps++].what, sizeof gaps[0].what, "%s", what);
+                if (g < ngaps) gaps[g].count++;
+                gap_total++;
+            }
+        }
+        if (r != CF_PASS && (junit || ctx->verbose)) {
+            msgs[i] = malloc(strlen(rep.msg) + 1);
+            if (msgs[i]) strcpy(msgs[i], rep.msg);
+        }
+    }
+    tot.seconds = now_s() - t0;
+    if (gap_total) {
+        printf("coverage gaps on '%s': %d case(s) the reference supports are declined:", ff_backend_name(ctx->t), gap_total);
+        for (int g = 0; g < ngaps; g++) printf(" %s(%d)", gaps[g].what, gaps[g].count);
+        printf("\n");
+    }
+    if (junit) {
+        fprintf(junit, "  <testsuite name=\"ff-conformance.");
+        xml_escaped(junit, ff_backend_name(ctx->t));
+        fprintf(junit, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n",
+                tot.passed + tot.failed + tot.skipped, tot.failed, tot.skipped, tot.seconds);
+        for (int i = 0; i < ncases; i++) {
+            if ((int)res[i] < 0) continue;
+            fprintf(junit, "    <testcase classname=\"%s.%s\" name=\"", ff_backend_name(ctx->t), cases[i].family);
+            xml_escaped(junit, cases[i].id);
+            fprintf(junit, "\" time=\"%.6f\"", times[i]);
+            if (res[i] == CF_PASS) {
+                fprintf(junit, "/>\n");
+                continue;
+            }
+            fprintf(junit, ">\n      <%s message=\"", res[i] == CF_FAIL ? "failure" : "skipped");
+            xml_escaped(junit, msgs[i] ? msgs[i] : "");
+            fprintf(junit, "\"/>\n    </testcase>\n");
+        }
+        fprintf(junit, "  </testsuite>\n");
+    }
+    for (int i = 0; i < ncases; i++) free(msgs[i]);
+    free(msgs);
+    free(res);
+    free(times);
+    return tot;
+}

@@ -1,0 +1,157 @@
+/* The demo's training loop: shuffled mini-batches gathered on the host, forward,
+ * cross-entropy, backward, AdamW step with a per-step cosine schedule. Every tensor
+ * made in a step is released in that step. */
+#define _POSIX_C_SOURCE 200809L /* fileno, isatty */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mnist_train.h"
+
+ff_module *mnist_mlp(uint64_t seed)
+{
+    return ff_sequential_take(5, (ff_module *[]){ff_linear(MNIST_PIXELS, 256, true, seed), ff_relu_module(),
+                                                 ff_linear(256, 128, true, seed + 2), ff_relu_module(),
+                                                 ff_linear(128, MNIST_CLASSES, true, seed + 4)});
+}
+
+/* splitmix64: a tiny seeded generator for the shuffle. */
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(int64_t *perm, int64_t n, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)(next_u64(&s) % (uint64_t)(i + 1));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* One step on rows idx[0..b): returns the loss, or NAN on error. */
+static double train_step(ff_module *net, ff_optimizer *opt, const mnist_split *d, const int64_t *idx, int64_t b,
+                         float *xbuf, int64_t *ybuf)
+{
+    for (int64_t r = 0; r < b; r++) {
+        memcpy(xbuf + r * MNIST_PIXELS, d->images + idx[r] * MNIST_PIXELS, MNIST_PIXELS * sizeof *xbuf);
+        ybuf[r] = d->labels[idx[r]];
+    }
+    int64_t xs[2] = {b, MNIST_PIXELS};
+    ff_tensor *x = ff_from_data(xbuf, 2, xs, FF_F32);
+    ff_tensor *y = x ? ff_from_data(ybuf, 1, &b, FF_I64) : NULL;
+    ff_tensor *logits = y ? ff_module_forward(net, x) : NULL;
+    ff_tensor *loss = logits ? ff_cross_entropy(logits, y) : NULL;
+    double v = NAN;
+    if (loss && !ff_optimizer_zero_grad(opt) && !ff_backward(loss, NULL, NULL) && !ff_optimizer_step(opt) &&
+        ff_tensor_item(loss, &v))
+        v = NAN;
+    ff_tensor_release(x);
+    ff_tensor_release(y);
+    ff_tensor_release(logits);
+    ff_tensor_release(loss);
+    return v;
+}
+
+static void progress(FILE *log, bool tty, int epoch, int epochs, int64_t done, int64_t total, double t0,
+                     double run_loss)
+{
+    const int width = 24;
+    int fill = (int)(width * done / (total ? total : 1));
+    char bar[32];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    double dt = mnist_now() - t0;
+    fprintf(log, "\repoch %d/%d [%s] %3d%%  %6.0f samples/s  loss %.4f", epoch, epochs, bar,
+            (int)(100 * done / (total ? total : 1)), dt > 0 ? done / dt : 0.0, run_loss);
+    if (!tty) fputc('\n', log); /* logs get one line per update instead of a \r soup */
+    fflush(log);
+}
+
+int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg *cfg, double *step_losses,
+                int64_t max_steps, int64_t *n_steps, double *samples_per_s)
+{
+    int64_t n = cfg->limit > 0 && cfg->limit < train->n ? cfg->limit : train->n;
+    int64_t b = cfg->batch, steps_per_epoch = (n + b - 1) / b, total = steps_per_epoch * cfg->epochs;
+    ff_tensor *ps[16];
+    int np = ff_module_parameters(net, ps, 16);
+    ff_adam_opts ao = ff_adam_defaults(cfg->lr);
+    ao.weight_decay = cfg->weight_decay;
+    ff_optimizer *opt = np > 0 && np <= 16 ? ff_adamw(ps, np, &ao) : NULL;
+    int64_t *perm = malloc((size_t)n * sizeof *perm), *ybuf = malloc((size_t)b * sizeof *ybuf);
+    float *xbuf = malloc((size_t)(b * MNIST_PIXELS) * sizeof *xbuf);
+    int rc = opt && perm && ybuf && xbuf ? 0 : -1;
+    bool tty = cfg->log && isatty(fileno(cfg->log));
+    int64_t every = steps_per_epoch / (tty ? 50 : 5) + 1, step = 0;
+    double t_start = mnist_now();
+    ff_module_train(net, true);
+    for (int e = 0; e < cfg->epochs && rc == 0; e++) {
+        shuffle(perm, n, cfg->seed * 1000003u + (uint64_t)e);
+        double t0 = mnist_now(), sum = 0, run = 0;
+        for (int64_t s = 0; s < steps_per_epoch; s++, step++) {
+            ff_optimizer_set_lr(opt, ff_lr_cosine(cfg->lr, step, total, cfg->lr / 100));
+            int64_t lo = s * b, bs = n - lo < b ? n - lo : b;
+            double loss = train_step(net, opt, train, perm + lo, bs, xbuf, ybuf);
+            if (loss != loss) {
+                rc = -1;
+                break;
+            }
+            if (step_losses && step < max_steps) step_losses[step] = loss;
+            sum += loss;
+            run = s == 0 ? loss : 0.95 * run + 0.05 * loss;
+            if (cfg->log && ((s + 1) % every == 0 || s + 1 == steps_per_epoch))
+                progress(cfg->log, tty, e + 1, cfg->epochs, lo + bs, n, t0, run);
+        }
+        if (cfg->log && rc == 0) {
+            double dt = mnist_now() - t0;
+            fprintf(cfg->log, "%sepoch %d/%d: mean loss %.4f, %.1f s, %.0f samples/s, lr %.2e\n", tty ? "\r\033[K" : "",
+                    e + 1, cfg->epochs, sum / (double)steps_per_epoch, dt, n / dt, ff_optimizer_get_lr(opt));
+        }
+    }
+    if (n_steps) *n_steps = step;
+    if (samples_per_s) {
+        double dt = mnist_now() - t_start;
+        *samples_per_s = dt > 0 ? (double)n * cfg->epochs / dt : 0;
+    }
+    ff_optimizer_release(opt);
+    free(perm);
+    free(ybuf);
+    free(xbuf);
+    return rc;
+}
+
+double mnist_evaluate(ff_module *net, const mnist_split *d, int batch)
+{
+    int64_t correct = 0, *pred = malloc((size_t)batch * sizeof *pred);
+    if (!pred) return -1;
+    bool was_training = ff_module_is_training(net);
+    ff_module_train(net, false);
+    bool prev = ff_set_grad_enabled(false);
+    double acc = -1;
+    int64_t lo = 0;
+    for (; lo < d->n; lo += batch) {
+        int64_t bs = d->n - lo < batch ? d->n - lo : batch, xs[2] = {bs, MNIST_PIXELS};
+        ff_tensor *x = ff_from_data(d->images + lo * MNIST_PIXELS, 2, xs, FF_F32);
+        ff_tensor *logits = x ? ff_module_forward(net, x) : NULL;
+        ff_tensor *am = logits ? ff_argmax(logits, 1, false) : NULL;
+        ff_status st = am ? ff_tensor_to_host(am, pred, (size_t)bs * sizeof *pred) : FF_ERR_INVALID;
+        ff_tensor_release(x);
+        ff_tensor_release(logits);
+        ff_tensor_release(am);
+        if (st) break;
+        for (int64_t i = 0; i < bs; i++) correct += pred[i] == d->labels[lo + i];
+    }
+    if (lo >= d->n && d->n > 0) acc = (double)correct / (double)d->n;
+    ff_set_grad_enabled(prev);
+    ff_module_train(net, was_training);
+    free(pred);
+    return acc;
+}

@@ -1,0 +1,74 @@
+/* Private to nn/: the module and optimizer structs. nn is a layer above the op
+ * library: it uses only the public API (ff/ff.h) plus the core's error recorder. */
+#ifndef FF_NN_IMPL_H
+#define FF_NN_IMPL_H
+
+#include "ff/ff.h"
+
+/* The core's thread-local error recorder (core/error.c); returns code. The public API
+ * has no setter yet, so nn declares the one internal service it needs. */
+ff_status ff_error(ff_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+struct ff_module {
+    long refcount;
+    char *type_name;
+    ff_module_forward_fn forward;   /* exactly one of forward / forward2 is set */
+    ff_module_forward2_fn forward2;
+    void *user;
+    ff_module_destroy_fn destroy;
+    bool training;
+    /* parameters and children, in registration order (names owned) */
+    int n_params, cap_params;
+    char **param_names;
+    ff_tensor **params;
+    int n_children, cap_children;
+    char **child_names;
+    ff_module **children;
+};
+
+/* Borrowed parameter i of m (built-in modules know their own layout). */
+static inline ff_tensor *ff_module_param_at(const ff_module *m, int i)
+{
+    return i < m->n_params ? m->params[i] : NULL;
+}
+
+/* Status to return after a call that returned NULL (it set the error). */
+static inline ff_status ff_nn_failed(void)
+{
+    ff_status s = ff_last_status();
+    return s ? s : FF_ERR_INVALID;
+}
+
+/* A 64-bit mix (splitmix64 finalizer) to derive independent seeds from (seed, k). */
+static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
+{
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (k + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* ---- optimizers ---------------------------------------------------------------- */
+#define FF_OPTIM_MAX_STATE 2
+
+struct ff_optimizer {
+    const char *name;
+    ff_status (*step)(ff_optimizer *opt); /* runs under no-grad; increments nothing */
+    int n;
+    ff_tensor **params;                      /* retained */
+    ff_tensor **state[FF_OPTIM_MAX_STATE];   /* per parameter, created lazily, retained */
+    int64_t steps;                           /* completed steps */
+    double lr;
+    ff_sgd_opts sgd;
+    ff_adam_opts adam;
+    bool decoupled_wd; /* AdamW */
+};
+
+/* Allocates an optimizer over params (retained). NULL on error. */
+ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn);
+
+#endif /* FF_NN_IMPL_H */

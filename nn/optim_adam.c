@@ -1,0 +1,110 @@
+/* Adam and AdamW (torch.optim.Adam / AdamW, amsgrad off), at step t:
+ *   Adam:  g = g + wd * p            AdamW: p = p * (1 - lr * wd)   (decoupled)
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * m and v (state slots 0 and 1) live on the parameter's backend. */
+#include <math.h>
+
+#include "nn_impl.h"
+
+static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0, double t)
+{
+    const ff_adam_opts *o = &opt->adam;
+    ff_tensor *p = opt->params[i];
+    ff_tensor *g = ff_tensor_retain(g0), *g2 = NULL, *denom = NULL, *upd = NULL;
+    ff_status st = FF_OK;
+    if (o->weight_decay != 0.0) {
+        if (opt->decoupled_wd) {
+            if ((st = ff_mul_scalar_(p, 1.0 - opt->lr * o->weight_decay))) goto done;
+        } else {
+            ff_tensor *gd = ff_mul_scalar(p, o->weight_decay);
+            if (!gd) {
+                st = ff_nn_failed();
+                goto done;
+            }
+            st = ff_add_(gd, g);
+            ff_tensor_release(g);
+            g = gd;
+            if (st) goto done;
+        }
+    }
+    ff_tensor **m = &opt->state[0][i], **v = &opt->state[1][i];
+    if (!*m && !(*m = ff_zeros_like(p))) {
+        st = ff_nn_failed();
+        goto done;
+    }
+    if (!*v && !(*v = ff_zeros_like(p))) {
+        st = ff_nn_failed();
+        goto done;
+    }
+    if ((st = ff_mul_scalar_(*m, o->beta1)) || (st = ff_axpy_(*m, 1.0 - o->beta1, g))) goto done;
+    if (!(g2 = ff_mul(g, g))) {
+        st = ff_nn_failed();
+        goto done;
+    }
+    if ((st = ff_mul_scalar_(*v, o->beta2)) || (st = ff_axpy_(*v, 1.0 - o->beta2, g2))) goto done;
+    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+    if (!(denom = ff_sqrt(*v))) {
+        st = ff_nn_failed();
+        goto done;
+    }
+    if ((st = ff_mul_scalar_(denom, 1.0 / sqrt(bc2))) || (st = ff_add_scalar_(denom, o->eps))) goto done;
+    if (!(upd = ff_div(*m, denom))) {
+        st = ff_nn_failed();
+        goto done;
+    }
+    st = ff_axpy_(p, -opt->lr / bc1, upd);
+done:
+    ff_tensor_release(g);
+    ff_tensor_release(g2);
+    ff_tensor_release(denom);
+    ff_tensor_release(upd);
+    return st;
+}
+
+static ff_status adam_step(ff_optimizer *opt)
+{
+    double t = (double)(opt->steps + 1);
+    for (int i = 0; i < opt->n; i++) {
+        ff_tensor *g = ff_grad(opt->params[i]);
+        if (!g) continue;
+        ff_status st = adam_param(opt, i, g, t);
+        ff_tensor_release(g);
+        if (st) return st;
+    }
+    return FF_OK;
+}
+
+ff_adam_opts ff_adam_defaults(double lr)
+{
+    return (ff_adam_opts){.lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.0};
+}
+
+static ff_optimizer *adam_new(const char *name, bool decoupled, ff_tensor *const *params, int n,
+                              const ff_adam_opts *o, const char *fn)
+{
+    if (!o) return ff_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_adam_defaults(lr))", fn), NULL;
+    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
+    if (!(o->beta1 >= 0.0 && o->beta1 < 1.0) || !(o->beta2 >= 0.0 && o->beta2 < 1.0))
+        return ff_error(FF_ERR_INVALID, "%s: betas must be in [0, 1), got (%g, %g)", fn, o->beta1, o->beta2), NULL;
+    if (!(o->eps >= 0.0)) return ff_error(FF_ERR_INVALID, "%s: eps must be >= 0, got %g", fn, o->eps), NULL;
+    if (!(o->weight_decay >= 0.0))
+        return ff_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
+    ff_optimizer *opt = ff_optimizer_alloc(name, params, n, fn);
+    if (!opt) return NULL;
+    opt->step = adam_step;
+    opt->lr = o->lr;
+    opt->adam = *o;
+    opt->decoupled_wd = decoupled;
+    return opt;
+}
+
+ff_optimizer *ff_adam(ff_tensor *const *params, int n, const ff_adam_opts *opts)
+{
+    return adam_new("Adam", false, params, n, opts, "ff_adam");
+}
+
+ff_optimizer *ff_adamw(ff_tensor *const *params, int n, const ff_adam_opts *opts)
+{
+    return adam_new("AdamW", true, params, n, opts, "ff_adamw");
+}

@@ -1,0 +1,88 @@
+/* SGD with momentum, dampening, Nesterov and L2 weight decay, step for step the
+ * algorithm of torch.optim.SGD:
+ *   d = g + wd * p
+ *   buf = d (first step) | momentum * buf + (1 - dampening) * d
+ *   d = nesterov ? d + momentum * buf : buf
+ *   p -= lr * d
+ * Temporaries are new tensors; only p and buf are written in place (a .grad may
+ * alias other tensors, so it is never modified). */
+#include <math.h>
+
+#include "nn_impl.h"
+
+static ff_status sgd_param(ff_optimizer *opt, int i, ff_tensor *g)
+{
+    const ff_sgd_opts *o = &opt->sgd;
+    ff_tensor *p = opt->params[i];
+    ff_tensor *d = ff_tensor_retain(g), *tmp = NULL;
+    ff_status st = FF_OK;
+    if (o->weight_decay != 0.0) {
+        if (!(tmp = ff_mul_scalar(p, o->weight_decay))) return ff_tensor_release(d), ff_nn_failed();
+        if ((st = ff_add_(tmp, d))) goto done;
+        ff_tensor_release(d);
+        d = tmp;
+        tmp = NULL;
+    }
+    if (o->momentum != 0.0) {
+        ff_tensor **buf = &opt->state[0][i];
+        if (!*buf) {
+            if (!(*buf = ff_clone(d))) {
+                st = ff_nn_failed();
+                goto done;
+            }
+        } else if ((st = ff_mul_scalar_(*buf, o->momentum)) || (st = ff_axpy_(*buf, 1.0 - o->dampening, d))) {
+            goto done;
+        }
+        if (o->nesterov) {
+            if (!(tmp = ff_mul_scalar(*buf, o->momentum))) {
+                st = ff_nn_failed();
+                goto done;
+            }
+            if ((st = ff_add_(tmp, d))) goto done;
+        } else {
+            tmp = ff_tensor_retain(*buf);
+        }
+        ff_tensor_release(d);
+        d = tmp;
+        tmp = NULL;
+    }
+    st = ff_axpy_(p, -opt->lr, d);
+done:
+    ff_tensor_release(tmp);
+    ff_tensor_release(d);
+    return st;
+}
+
+static ff_status sgd_step(ff_optimizer *opt)
+{
+    for (int i = 0; i < opt->n; i++) {
+        ff_tensor *g = ff_grad(opt->params[i]);
+        if (!g) continue;
+        ff_status st = sgd_param(opt, i, g);
+        ff_tensor_release(g);
+        if (st) return st;
+    }
+    return FF_OK;
+}
+
+ff_sgd_opts ff_sgd_defaults(double lr) { return (ff_sgd_opts){.lr = lr}; }
+
+ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts)
+{
+    static const char fn[] = "ff_sgd";
+    if (!opts) return ff_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_sgd_defaults(lr))", fn), NULL;
+    const ff_sgd_opts *o = opts;
+    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
+    if (!(o->momentum >= 0.0)) return ff_error(FF_ERR_INVALID, "%s: momentum must be >= 0, got %g", fn, o->momentum), NULL;
+    if (!(o->weight_decay >= 0.0))
+        return ff_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
+    if (o->nesterov && (o->momentum <= 0.0 || o->dampening != 0.0))
+        return ff_error(FF_ERR_INVALID, "%s: nesterov needs momentum > 0 and dampening == 0 (got %g, %g)", fn,
+                        o->momentum, o->dampening), NULL;
+    ff_optimizer *opt = ff_optimizer_alloc("SGD", params, n, fn);
+    if (!opt) return NULL;
+    opt->step = sgd_step;
+    opt->lr = o->lr;
+    opt->sgd = *o;
+    return opt;
+}

@@ -1,0 +1,96 @@
+/* What every optimizer shares: the retained parameter list, per-parameter state
+ * slots, the step counter and learning rate, and running step() under no-grad. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn_impl.h"
+
+ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn)
+{
+    if (n <= 0 || !params) {
+        ff_error(FF_ERR_INVALID, "%s: needs at least one parameter (got n = %d)", fn, n);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!params[i]) {
+            ff_error(FF_ERR_INVALID, "%s: parameter %d is NULL", fn, i);
+            return NULL;
+        }
+        if (!ff_is_leaf(params[i])) {
+            ff_error(FF_ERR_INVALID, "%s: parameter %d is not a leaf tensor (made by '%s')", fn, i,
+                     ff_grad_fn_name(params[i]));
+            return NULL;
+        }
+        ff_dtype dt = ff_tensor_dtype(params[i]);
+        if (dt != FF_F32 && dt != FF_F64) {
+            ff_error(FF_ERR_INVALID, "%s: parameter %d has dtype %s; optimizers update f32/f64 tensors", fn, i,
+                     ff_dtype_name(dt));
+            return NULL;
+        }
+        for (int j = 0; j < i; j++)
+            if (params[j] == params[i]) {
+                ff_error(FF_ERR_INVALID, "%s: parameter %d repeats parameter %d (it would be updated twice)", fn, i, j);
+                return NULL;
+            }
+    }
+    ff_optimizer *opt = calloc(1, sizeof *opt);
+    if (opt) opt->params = calloc((size_t)n, sizeof *opt->params);
+    for (int s = 0; opt && opt->params && s < FF_OPTIM_MAX_STATE; s++) {
+        opt->state[s] = calloc((size_t)n, sizeof *opt->state[s]);
+        if (!opt->state[s]) {
+            ff_optimizer_release(opt);
+            opt = NULL;
+        }
+    }
+    if (!opt || !opt->params) {
+        ff_optimizer_release(opt);
+        ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        return NULL;
+    }
+    opt->name = name;
+    opt->n = n;
+    for (int i = 0; i < n; i++) opt->params[i] = ff_tensor_retain(params[i]);
+    return opt;
+}
+
+void ff_optimizer_release(ff_optimizer *opt)
+{
+    if (!opt) return;
+    for (int i = 0; opt->params && i < opt->n; i++) ff_tensor_release(opt->params[i]);
+    for (int s = 0; s < FF_OPTIM_MAX_STATE; s++) {
+        for (int i = 0; opt->state[s] && i < opt->n; i++) ff_tensor_release(opt->state[s][i]);
+        free(opt->state[s]);
+    }
+    free(opt->params);
+    free(opt);
+}
+
+ff_status ff_optimizer_step(ff_optimizer *opt)
+{
+    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_step: optimizer is NULL");
+    /* updates are plain in-place arithmetic on leaves: nothing may be recorded */
+    bool prev = ff_set_grad_enabled(false);
+    ff_status st = opt->step(opt);
+    ff_set_grad_enabled(prev);
+    if (!st) opt->steps++;
+    return st;
+}
+
+ff_status ff_optimizer_zero_grad(ff_optimizer *opt)
+{
+    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_zero_grad: optimizer is NULL");
+    for (int i = 0; i < opt->n; i++) ff_zero_grad(opt->params[i]);
+    return FF_OK;
+}
+
+ff_status ff_optimizer_set_lr(ff_optimizer *opt, double lr)
+{
+    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_set_lr: optimizer is NULL");
+    if (!(lr >= 0.0) || isinf(lr)) return ff_error(FF_ERR_INVALID, "ff_optimizer_set_lr: lr must be finite and >= 0, got %g", lr);
+    opt->lr = lr;
+    return FF_OK;
+}
+
+double ff_optimizer_get_lr(const ff_optimizer *opt) { return opt ? opt->lr : NAN; }
+int64_t ff_optimizer_step_count(const ff_optimizer *opt) { return opt ? opt->steps : -1; }
+const char *ff_optimizer_name(const ff_optimizer *opt) { return opt ? opt->name : NULL; }

@@ -1,0 +1,168 @@
+/* In-place ops: the result is written into x's own storage through its view (the
+ * kernel ABI allows dst == input for the identical view), which bumps the storage
+ * version so autograd notices if x was saved for a backward pass.
+ *
+ * In-place ops are not recorded in the graph, and we do not rebase history (PyTorch
+ * does). So while grad mode is on they refuse to run on a tensor that requires grad
+ * (a leaf: wrap the update in ff_set_grad_enabled(false), as optimizer steps do; a
+ * non-leaf: use the out-of-place op) and with an operand that requires grad.
+ * The result dtype must be x's: x (i32) += y (f32) is refused, as PyTorch refuses it;
+ * a narrower type of the same kind is fine (i32 += i64 computes in i64 and stores
+ * i32). Scalar operands are converted to x's dtype first (so i32 += 2.5 adds 2; PyTorch
+ * refuses this one). */
+#include <string.h>
+
+#include "ops_impl.h"
+
+static int kind(ff_dtype t) { return t == FF_BOOL ? 0 : ff_dtype_is_float(t) ? 2 : 1; }
+
+static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn)
+{
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    if (ff_grad_enabled()) {
+        if (x->requires_grad && !x->grad_fn)
+            return ff_error(FF_ERR_AUTOGRAD,
+                            "%s: a leaf tensor that requires grad is used in an in-place operation; wrap it in "
+                            "ff_set_grad_enabled(false) (optimizer steps do)",
+                            fn);
+        if (x->grad_fn)
+            return ff_error(FF_ERR_AUTOGRAD,
+                            "%s: the tensor is part of an autograd graph (made by '%s'); in-place ops are not "
+                            "recorded, so use the out-of-place op",
+                            fn, x->grad_fn->name);
+        if (y && y->requires_grad)
+            return ff_error(FF_ERR_AUTOGRAD,
+                            "%s: the operand requires grad but in-place ops are not recorded; use the out-of-place op "
+                            "or ff_set_grad_enabled(false)",
+                            fn);
+    }
+    if (!allow_overlap)
+        for (int d = 0; d < x->layout.ndim; d++)
+            if (x->layout.strides[d] == 0 && x->layout.shape[d] > 1)
+                return ff_error(FF_ERR_INVALID,
+                                "%s: the tensor is a broadcast (expanded) view: several elements share one memory "
+                                "location; make it contiguous first",
+                                fn);
+    return FF_OK;
+}
+
+static bool same_layout(const ff_layout *a, const ff_layout *b)
+{
+    if (a->ndim != b->ndim || a->offset != b->offset) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d])) return false;
+    return true;
+}
+
+/* y as an operand for writing into x: converted to dtype, and copied if it shares x's
+ * storage through a different view (the kernel may only alias dst with an identical
+ * view). Also checks y broadcasts to x's shape. */
+static ff_tensor *operand(const ff_tensor *x, const ff_tensor *y, ff_dtype dtype, const char *fn)
+{
+    int nd;
+    int64_t shape[FF_MAX_DIMS];
+    if (ff_broadcast_shapes(x->layout.ndim, x->layout.shape, y->layout.ndim, y->layout.shape, &nd, shape, fn))
+        return NULL;
+    if (nd != x->layout.ndim || memcmp(shape, x->layout.shape, sizeof(int64_t) * (size_t)nd) != 0) {
+        char b1[160], b2[160];
+        return ff_error(FF_ERR_INVALID, "%s: operand of shape %s does not broadcast to the target's shape %s", fn,
+                        ff_shape_str(y->layout.ndim, y->layout.shape, b1, sizeof b1),
+                        ff_shape_str(x->layout.ndim, x->layout.shape, b2, sizeof b2)), NULL;
+    }
+    bool alias = y->storage == x->storage && !same_layout(&x->layout, &y->layout);
+    if (y->dtype == dtype && !alias) return ff_tensor_retain((ff_tensor *)y);
+    ff_tensor *c = ff_tensor_new(y->storage->backend, y->layout.ndim, y->layout.shape, dtype, fn);
+    if (c && ff_kernel_copy(c, y, fn)) {
+        ff_tensor_release(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/* x = x op y; computes in the promoted dtype (through a temporary if it differs from
+ * x's) and stores in x's. */
+static ff_status binary_(ff_binary_op op, ff_tensor *x, const ff_tensor *y, const char *fn)
+{
+    if (check_target(x, y, false, fn)) return ff_last_status();
+    if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
+    const ff_tensor *both[2] = {x, y};
+    if (!ff_common_backend(2, both, fn)) return ff_last_status();
+    ff_dtype pt = ff_dtype_promote(x->dtype, y->dtype);
+    if (op == FF_BINARY_DIV) pt = ff_dtype_to_float(pt);
+    if (kind(pt) > kind(x->dtype))
+        return ff_error(FF_ERR_INVALID, "%s: the result type %s cannot be stored in place into a %s tensor", fn,
+                        ff_dtype_name(pt), ff_dtype_name(x->dtype));
+    ff_tensor *cy = operand(x, y, pt, fn);
+    if (!cy) return ff_last_status();
+    ff_status st;
+    if (pt == x->dtype) {
+        st = ff_kernel_binary(op, x, x, cy, fn);
+    } else {
+        ff_tensor *cx = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, pt, fn);
+        st = !cx ? ff_last_status() : ff_kernel_copy(cx, x, fn);
+        if (!st) st = ff_kernel_binary(op, cx, cx, cy, fn);
+        if (!st) st = ff_kernel_copy(x, cx, fn);
+        ff_tensor_release(cx);
+    }
+    ff_tensor_release(cy);
+    return st;
+}
+
+ff_status ff_add_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_ADD, x, y, "ff_add_"); }
+ff_status ff_sub_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_SUB, x, y, "ff_sub_"); }
+ff_status ff_mul_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_MUL, x, y, "ff_mul_"); }
+ff_status ff_div_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_DIV, x, y, "ff_div_"); }
+
+static ff_status scalar_(ff_binary_op op, ff_tensor *x, double s, const char *fn)
+{
+    if (check_target(x, NULL, false, fn)) return ff_last_status();
+    ff_tensor *st_ = ff_op_scalar_like(x, s, x->dtype); /* the scalar converted to x's dtype */
+    if (!st_) return ff_last_status();
+    ff_status st = ff_kernel_binary(op, x, x, st_, fn);
+    ff_tensor_release(st_);
+    return st;
+}
+
+ff_status ff_add_scalar_(ff_tensor *x, double s) { return scalar_(FF_BINARY_ADD, x, s, "ff_add_scalar_"); }
+ff_status ff_mul_scalar_(ff_tensor *x, double s) { return scalar_(FF_BINARY_MUL, x, s, "ff_mul_scalar_"); }
+
+ff_status ff_fill_(ff_tensor *x, double value)
+{
+    /* filling a broadcast view is harmless: every alias gets the same value */
+    if (check_target(x, NULL, true, "ff_fill_")) return ff_last_status();
+    return ff_kernel_fill(x, value, "ff_fill_");
+}
+
+ff_status ff_zero_(ff_tensor *x)
+{
+    if (check_target(x, NULL, true, "ff_zero_")) return ff_last_status();
+    return ff_kernel_fill(x, 0.0, "ff_zero_");
+}
+
+ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src)
+{
+    static const char fn[] = "ff_copy_";
+    if (check_target(dst, src, false, fn)) return ff_last_status();
+    if (!src) return ff_error(FF_ERR_INVALID, "%s: source is NULL", fn);
+    const ff_tensor *both[2] = {dst, src};
+    if (!ff_common_backend(2, both, fn)) return ff_last_status();
+    ff_tensor *c = operand(dst, src, src->dtype, fn);
+    if (!c) return ff_last_status();
+    ff_status st = ff_kernel_copy(dst, c, fn);
+    ff_tensor_release(c);
+    return st;
+}
+
+ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y)
+{
+    static const char fn[] = "ff_axpy_";
+    if (check_target(x, y, false, fn)) return ff_last_status();
+    if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *ay = ff_mul_scalar(y, alpha);
+    ff_status st = ay ? binary_(FF_BINARY_ADD, x, ay, fn) : ff_last_status();
+    ff_set_grad_enabled(prev);
+    if (!ay) ff_error_prefix(fn);
+    ff_tensor_release(ay);
+    return st;
+}

@@ -1,0 +1,189 @@
+/* Statistics built from the basic reductions: var, std, logsumexp, norm. var, std and
+ * logsumexp are compositions of differentiable ops (so their gradients, higher orders
+ * included, come from the pieces); norm records its own node so the gradient at a zero
+ * norm is 0 rather than NaN, as PyTorch. Integer inputs are promoted to f32. */
+#include <math.h>
+
+#include "expr.h"
+
+/* x as its float compute dtype (a tracked cast, or x itself). */
+static ff_tensor *as_float(ff_expr *e, const ff_tensor *x, const char *fn)
+{
+    return FF_EX(e, ff_op_cast(x, ff_dtype_to_float(x->dtype), fn));
+}
+
+/* Squeezes the axes in mask out of a keepdim-form result (tracked), unless keepdim. */
+static ff_tensor *finish_keepdim(ff_expr *e, ff_tensor *r, const ff_tensor *x, uint32_t mask, bool keepdim)
+{
+    if (keepdim || e->failed) return r;
+    int64_t keep[FF_MAX_DIMS], shape[FF_MAX_DIMS];
+    int nd;
+    ff_reduced_shape(&x->layout, mask, keep, &nd, shape);
+    return FF_EX(e, ff_reshape(r, nd, shape));
+}
+
+/* ---- var / std -------------------------------------------------------------------- */
+/* sum((x - mean)^2) / (N - correction); N - correction <= 0 divides by 0 (inf or NaN),
+ * as PyTorch. */
+ff_tensor *ff_var(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim)
+{
+    static const char fn[] = "ff_var";
+    uint32_t mask;
+    int64_t count;
+    if (ff_reduce_axes(x, naxes, axes, &mask, &count, fn)) return NULL;
+    if (correction < 0) return ff_error(FF_ERR_INVALID, "%s: correction must be >= 0, got %lld", fn, (long long)correction), NULL;
+    ff_expr e = {0};
+    ff_tensor *xf = as_float(&e, x, fn);
+    ff_tensor *mu = FF_EX(&e, ff_mean(xf, naxes, axes, true));
+    ff_tensor *d = FF_EX(&e, ff_sub(xf, mu));
+    d = FF_EX(&e, ff_square(d));
+    ff_tensor *s = FF_EX(&e, ff_sum(d, naxes, axes, keepdim));
+    double denom = count > correction ? (double)(count - correction) : 0.0;
+    ff_tensor *v = FF_EX(&e, ff_div_scalar(s, denom));
+    ff_tensor *r = ff_expr_result(&e, v);
+    ff_expr_free(&e);
+    return r;
+}
+
+ff_tensor *ff_std(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim)
+{
+    ff_tensor *v = ff_var(x, naxes, axes, correction, keepdim);
+    if (!v) {
+        ff_error_prefix("ff_std");
+        return NULL;
+    }
+    ff_tensor *r = ff_sqrt(v);
+    ff_tensor_release(v);
+    return r;
+}
+
+/* ---- logsumexp ------------------------------------------------------------------- */
+/* m + log(sum(exp(x - m))) with m = max(x) held constant (detached): the gradient is
+ * then exactly softmax(x) and no exp overflows. An infinite max is replaced by 0 so
+ * all -inf gives -inf (not NaN); an empty reduction gives log(0) = -inf. */
+ff_tensor *ff_logsumexp(const ff_tensor *x, int naxes, const int *axes, bool keepdim)
+{
+    static const char fn[] = "ff_logsumexp";
+    uint32_t mask;
+    int64_t count;
+    if (ff_reduce_axes(x, naxes, axes, &mask, &count, fn)) return NULL;
+    ff_expr e = {0};
+    ff_tensor *xf = as_float(&e, x, fn);
+    ff_tensor *m = NULL;
+    if (count > 0 && ff_tensor_numel(x) > 0) {
+        bool prev = ff_set_grad_enabled(false);
+        m = FF_EX(&e, ff_amax(xf, naxes, axes, true));
+        ff_tensor *inf = FF_EX(&e, ff_isinf(m));
+        ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(m, 0.0, m ? m->dtype : FF_F32));
+        m = FF_EX(&e, ff_where(inf, zero, m));
+        ff_set_grad_enabled(prev);
+    }
+    ff_tensor *sh = m ? FF_EX(&e, ff_sub(xf, m)) : xf;
+    ff_tensor *ex = FF_EX(&e, ff_exp(sh));
+    ff_tensor *s = FF_EX(&e, ff_sum(ex, naxes, axes, true));
+    ff_tensor *r = FF_EX(&e, ff_log(s));
+    if (m) r = FF_EX(&e, ff_add(r, m));
+    r = finish_keepdim(&e, r, x, mask, keepdim);
+    ff_tensor *out = ff_expr_result(&e, r);
+    ff_expr_free(&e);
+    return out;
+}
+
+/* ---- norm ------------------------------------------------------------------------- */
+/* ||x||_p = (sum |x|^p)^(1/p) over the axes. p = 1, +-inf and 0 are compositions
+ * (sum |x|, max/min |x|, count of non-zeros: no gradient); any other p records "norm"
+ * with d/dx = sign(x) |x|^(p-1) / y^(p-1) (x / y for p = 2), taken as 0 where y = 0. */
+static ff_tensor *norm_forward(const ff_tensor *xf, double p, int naxes, const int *axes, bool keepdim)
+{
+    ff_expr e = {0};
+    ff_tensor *r;
+    if (p == 2.0) {
+        ff_tensor *t = FF_EX(&e, ff_square(xf));
+        t = FF_EX(&e, ff_sum(t, naxes, axes, keepdim));
+        r = FF_EX(&e, ff_sqrt(t));
+    } else {
+        ff_tensor *t = FF_EX(&e, ff_abs(xf));
+        t = FF_EX(&e, ff_pow_scalar(t, p));
+        t = FF_EX(&e, ff_sum(t, naxes, axes, keepdim));
+        r = FF_EX(&e, ff_pow_scalar(t, 1.0 / p));
+    }
+    ff_tensor *out = ff_expr_result(&e, r);
+    ff_expr_free(&e);
+    return out;
+}
+
+static ff_status norm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *x = ff_node_saved(n, 0), *ysaved = ff_node_saved(n, 1);
+    if (!x || !ysaved) return ff_last_status();
+    uint32_t mask = (uint32_t)n->ip[0];
+    double p = n->dp[0];
+    int axes[FF_MAX_DIMS], na = 0;
+    for (int d = 0; d < x->layout.ndim; d++)
+        if (mask & (1u << d)) axes[na++] = d;
+    ff_expr e = {0};
+    /* recorded backward (create_graph): recompute y from x so its dependence counts */
+    ff_tensor *y = ff_grad_enabled() && na ? FF_EX(&e, norm_forward(x, p, na, axes, true))
+                                           : FF_EX(&e, ff_reduce_keepdim(ysaved, x, mask));
+    ff_tensor *ge = FF_EX(&e, ff_reduce_grad_expand(g, n->inputs[0], mask));
+    ff_tensor *num, *den;
+    if (p == 2.0) {
+        num = FF_EX(&e, ff_tensor_retain((ff_tensor *)x));
+        den = y;
+    } else {
+        ff_tensor *a = FF_EX(&e, ff_abs(x));
+        a = FF_EX(&e, ff_pow_scalar(a, p - 1.0));
+        ff_tensor *s = FF_EX(&e, ff_sign(x));
+        num = FF_EX(&e, ff_mul(s, a));
+        den = FF_EX(&e, ff_pow_scalar(y, p - 1.0));
+    }
+    ff_tensor *y0 = FF_EX(&e, ff_binary_scalar(FF_BINARY_EQ, y, 0.0));
+    ff_tensor *one = FF_EX(&e, ff_op_scalar_like(x, 1.0, x->dtype));
+    ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(x, 0.0, x->dtype));
+    ff_tensor *safe = FF_EX(&e, ff_where(y0, one, den));
+    ff_tensor *q = FF_EX(&e, ff_div(num, safe));
+    q = FF_EX(&e, ff_where(y0, zero, q));
+    ff_tensor *r = FF_EX(&e, ff_mul(ge, q));
+    gi[0] = ff_expr_result(&e, r);
+    ff_expr_free(&e);
+    return gi[0] ? FF_OK : ff_last_status();
+}
+
+ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, bool keepdim)
+{
+    static const char fn[] = "ff_norm";
+    uint32_t mask;
+    if (ff_reduce_axes(x, naxes, axes, &mask, NULL, fn)) return NULL;
+    if (isnan(p)) return ff_error(FF_ERR_INVALID, "%s: p is NaN", fn), NULL;
+    ff_expr e = {0};
+    ff_tensor *xf = as_float(&e, x, fn), *r = NULL;
+    if (p == 1.0) {
+        ff_tensor *a = FF_EX(&e, ff_abs(xf));
+        r = FF_EX(&e, ff_sum(a, naxes, axes, keepdim));
+    } else if (isinf(p)) {
+        ff_tensor *a = FF_EX(&e, ff_abs(xf));
+        r = FF_EX(&e, p > 0 ? ff_amax(a, naxes, axes, keepdim) : ff_amin(a, naxes, axes, keepdim));
+    } else if (p == 0.0) {
+        ff_tensor *nz = FF_EX(&e, ff_binary_scalar(FF_BINARY_NE, xf, 0.0));
+        nz = FF_EX(&e, ff_astype(nz, xf ? xf->dtype : FF_F32));
+        r = FF_EX(&e, ff_sum(nz, naxes, axes, keepdim));
+    } else {
+        bool prev = ff_set_grad_enabled(false);
+        r = FF_EX(&e, norm_forward(xf, p, naxes, axes, keepdim));
+        ff_set_grad_enabled(prev);
+        ff_tensor *out = ff_expr_result(&e, r);
+        if (out) {
+            const ff_tensor *save[2] = {xf, out};
+            ff_node *node = ff_op_record_node(&out, "norm", norm_backward, 1, &x, 2, save);
+            if (node) {
+                node->ip[0] = mask;
+                node->dp[0] = p;
+            }
+        }
+        ff_expr_free(&e);
+        return out;
+    }
+    ff_tensor *out = ff_expr_result(&e, r);
+    ff_expr_free(&e);
+    return out;
+}
