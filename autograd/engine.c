@@ -314,6 +314,18 @@ static ff_status run_node(ff_tensor *t, ff_tensor *g)
     return st;
 }
 
+/* The first gradient stored in a leaf's .grad: g itself if nothing else can see it,
+ * else a contiguous copy. g may be a broadcast view (a sum's gradient), a view of
+ * another tensor, or the caller's grad_output; .grad must be the leaf's own dense
+ * tensor, since optimizers update it in place. */
+static ff_tensor *leaf_grad(ff_tensor *g)
+{
+    if (atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && g->layout.offset == 0 &&
+        ff_layout_is_contiguous(&g->layout))
+        return ff_tensor_retain(g);
+    return ff_clone(g); /* recorded under create_graph, so the copy keeps g's history */
+}
+
 static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts,
                               int n_capture, ff_tensor *const *capture, ff_tensor **captured)
 {
@@ -361,7 +373,8 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
                 st = run_node(t, g);
             } else if (n_capture == 0) {
                 ff_tensor *acc = ff_tensor_retain(t->grad);
-                st = accumulate(&acc, ff_tensor_retain(g));
+                ff_tensor *own = acc ? ff_tensor_retain(g) : leaf_grad(g);
+                st = own ? accumulate(&acc, own) : ff_last_status();
                 if (st == FF_OK) {
                     ff_tensor_release(t->grad);
                     t->grad = acc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cf.h"
+#include "cf_families.h"
 #include "cf_scenario.h"
 
 static bool writes_bool(int op) { return op >= FF_BINARY_EQ; }
@@ -23,7 +24,7 @@ static void domains(int op, ff_dtype dt, cf_domain *da, cf_domain *db)
     }
 }
 
-static cf_tol_class tol_class(int op)
+cf_tol_class cf_binary_tol(int op)
 {
     switch (op) {
     case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: case FF_BINARY_DIV: case FF_BINARY_FMOD:
@@ -33,7 +34,6 @@ static cf_tol_class tol_class(int op)
     }
 }
 
-void *cf_binary_expect(const cf_call *c, const void *user);
 void *cf_binary_expect(const cf_call *c, const void *user)
 {
     (void)user;
@@ -68,7 +68,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     cf_operand_init(&c.o[2], "b", dt, s->ndim, s->shape, s->b, false, &rng, db);
     if (s->inplace) cf_operand_alias(&c.o[0], "dst", &c.o[1], 1);
     else cf_operand_init(&c.o[0], "dst", ddt, s->ndim, s->shape, s->dst, true, &rng, CF_DOM_SIGNED);
-    cf_check_opts o = {.cls = tol_class(op), .k = 1, .expect = cf_binary_expect};
+    cf_check_opts o = {.cls = cf_binary_tol(op), .k = 1, .expect = cf_binary_expect};
     cf_result r = cf_check_call(ctx, cs, &c, &o, rep);
     cf_call_free(&c);
     return r;

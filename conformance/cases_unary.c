@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cf.h"
+#include "cf_families.h"
 #include "cf_scenario.h"
 
 static bool writes_bool(int op)
@@ -24,7 +25,6 @@ static cf_domain domain(int op, ff_dtype dt)
     }
 }
 
-cf_tol_class cf_unary_tol(int op);
 cf_tol_class cf_unary_tol(int op)
 {
     switch (op) {
@@ -36,7 +36,6 @@ cf_tol_class cf_unary_tol(int op)
     }
 }
 
-void *cf_unary_expect(const cf_call *c, const void *user);
 void *cf_unary_expect(const cf_call *c, const void *user)
 {
     (void)user;

@@ -26,7 +26,7 @@ typedef enum cf_result { CF_PASS = 0, CF_FAIL = 1, CF_SKIP = 2 } cf_result;
 
 /* What a run writes back: a failure or skip reason (one line). */
 typedef struct cf_report {
-    char msg[1536];
+    char msg[2048];
     bool coverage_gap; /* skipped because T declines what R supports */
 } cf_report;
 
@@ -112,7 +112,9 @@ typedef enum cf_domain {
     CF_DOM_OPEN_UNIT,  /* floats in (-0.9, 0.9) (log1p, ...) */
     CF_DOM_ROUNDING,   /* floats on multiples of 0.25 in [-4, 4]: round/floor ties */
     CF_DOM_SPECIAL,    /* NaN, +-Inf, +-0, subnormals, extremes; int edge values */
-    CF_DOM_BOOL01      /* 0/1 of any dtype */
+    CF_DOM_BOOL01,     /* 0/1 of any dtype */
+    CF_DOM_NEAR1,      /* floats of magnitude in [0.8, 1.25], random sign (products); ints [-2, 2] */
+    CF_DOM_WIDE        /* floats in [-30, 30] (softmax stability) */
 } cf_domain;
 
 /* Writes n elements of dtype dt from the domain into p. */

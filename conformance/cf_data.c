@@ -167,6 +167,14 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             if (fl) cf_set_f(p, dt, i, special_f(r, dt));
             else cf_set_i(p, dt, i, special_i(r, dt));
             break;
+        case CF_DOM_NEAR1:
+            if (fl) cf_set_f(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * cf_rng_uniform(r, 0.8, 1.25));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 2) : cf_rng_int(r, -2, 2));
+            break;
+        case CF_DOM_WIDE:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -30, 30));
+            else cf_set_i(p, dt, i, cf_rng_int(r, -30, 30));
+            break;
         default: cf_set_i(p, dt, i, 0); break;
         }
     }

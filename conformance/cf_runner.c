@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* RTLD_DEFAULT, clock_gettime */
 /* The case registry and the runner: generates every family's cases, filters them,
  * runs them against one backend, prints one line per failure and writes JUnit XML. */
 #include <dlfcn.h>

@@ -72,18 +72,17 @@ int main(int argc, char **argv)
     char err[1024];
     double mean = 0, std = 0;
     mnist_split train, test;
-    if (mnist_load(dir, "train", &mean, &std, &train, err, sizeof err)) {
+    if (mnist_load(dir, "train", cfg.limit, &mean, &std, &train, err, sizeof err)) {
         fprintf(stderr, "fashion_mnist: %s\n", err);
         return 1;
     }
-    if (mnist_load(dir, "t10k", &mean, &std, &test, err, sizeof err)) {
+    if (mnist_load(dir, "t10k", 0, &mean, &std, &test, err, sizeof err)) {
         fprintf(stderr, "fashion_mnist: %s\n", err);
         mnist_free(&train);
         return 1;
     }
     ff_module *net = mnist_mlp(cfg.seed);
-    int64_t n_train = cfg.limit > 0 && cfg.limit < train.n ? cfg.limit : train.n;
-    printf("Fashion-MNIST: %lld train / %lld test images from %s; backend %s\n", (long long)n_train,
+    printf("Fashion-MNIST: %lld train / %lld test images from %s; backend %s\n", (long long)train.n,
            (long long)test.n, dir, ff_backend_name(be));
     printf("MLP 784-256-128-10 (%lld parameters), AdamW lr %g wd %g, batch %d, %d epochs, seed %llu\n",
            (long long)ff_module_num_parameters(net), cfg.lr, cfg.weight_decay, cfg.batch, cfg.epochs,

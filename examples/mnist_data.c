@@ -60,8 +60,8 @@ bool mnist_available(const char *dir)
     return true;
 }
 
-int mnist_load(const char *dir, const char *prefix, double *mean, double *std, mnist_split *out, char *err,
-               size_t errlen)
+int mnist_load(const char *dir, const char *prefix, int64_t max_n, double *mean, double *std, mnist_split *out,
+               char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     idx_array img, lab;
@@ -87,8 +87,9 @@ int mnist_load(const char *dir, const char *prefix, double *mean, double *std, m
                      MNIST_CLASSES);
             goto done;
         }
-    out->n = img.dims[0];
-    out->images = malloc(img.size * sizeof *out->images);
+    out->n = max_n > 0 && max_n < img.dims[0] ? max_n : img.dims[0];
+    size_t npix = (size_t)out->n * MNIST_PIXELS;
+    out->images = malloc(npix * sizeof *out->images);
     out->labels = malloc((size_t)out->n * sizeof *out->labels);
     if (!out->images || !out->labels) {
         snprintf(err, errlen, "%s/%s: out of memory", dir, prefix);
@@ -96,16 +97,16 @@ int mnist_load(const char *dir, const char *prefix, double *mean, double *std, m
     }
     if (*std <= 0) { /* statistics of this split, in double to keep 47M terms exact enough */
         double s = 0, s2 = 0;
-        for (size_t i = 0; i < img.size; i++) {
+        for (size_t i = 0; i < npix; i++) {
             double v = img.data[i] / 255.0;
             s += v;
             s2 += v * v;
         }
-        *mean = s / (double)img.size;
-        *std = sqrt(s2 / (double)img.size - *mean * *mean);
+        *mean = s / (double)npix;
+        *std = sqrt(s2 / (double)npix - *mean * *mean);
         if (!(*std > 1e-12)) *std = 1.0; /* constant images: only center them */
     }
-    for (size_t i = 0; i < img.size; i++) out->images[i] = (float)((img.data[i] / 255.0 - *mean) / *std);
+    for (size_t i = 0; i < npix; i++) out->images[i] = (float)((img.data[i] / 255.0 - *mean) / *std);
     for (int64_t i = 0; i < out->n; i++) out->labels[i] = lab.data[i];
     rc = 0;
 done:

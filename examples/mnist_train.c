@@ -70,7 +70,7 @@ static void progress(FILE *log, bool tty, int epoch, int epochs, int64_t done, i
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
     double dt = mnist_now() - t0;
-    fprintf(log, "\repoch %d/%d [%s] %3d%%  %6.0f samples/s  loss %.4f", epoch, epochs, bar,
+    fprintf(log, "%sepoch %d/%d [%s] %3d%%  %6.0f samples/s  loss %.4f", tty ? "\r" : "", epoch, epochs, bar,
             (int)(100 * done / (total ? total : 1)), dt > 0 ? done / dt : 0.0, run_loss);
     if (!tty) fputc('\n', log); /* logs get one line per update instead of a \r soup */
     fflush(log);
@@ -81,11 +81,12 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
 {
     int64_t n = cfg->limit > 0 && cfg->limit < train->n ? cfg->limit : train->n;
     int64_t b = cfg->batch, steps_per_epoch = (n + b - 1) / b, total = steps_per_epoch * cfg->epochs;
-    ff_tensor *ps[16];
-    int np = ff_module_parameters(net, ps, 16);
+    int np = ff_module_parameters(net, NULL, 0);
+    ff_tensor **ps = np > 0 ? malloc((size_t)np * sizeof *ps) : NULL;
     ff_adam_opts ao = ff_adam_defaults(cfg->lr);
     ao.weight_decay = cfg->weight_decay;
-    ff_optimizer *opt = np > 0 && np <= 16 ? ff_adamw(ps, np, &ao) : NULL;
+    ff_optimizer *opt = ps && ff_module_parameters(net, ps, np) == np ? ff_adamw(ps, np, &ao) : NULL;
+    free(ps); /* the optimizer retains what it needs */
     int64_t *perm = malloc((size_t)n * sizeof *perm), *ybuf = malloc((size_t)b * sizeof *ybuf);
     float *xbuf = malloc((size_t)(b * MNIST_PIXELS) * sizeof *xbuf);
     int rc = opt && perm && ybuf && xbuf ? 0 : -1;

@@ -21,11 +21,11 @@ typedef struct mnist_split {
 } mnist_split;
 
 /* Loads "<dir>/<prefix>-images-idx3-ubyte[.gz]" and the matching labels (prefix
- * "train" or "t10k"), checking shapes agree. mean/std normalize the pixels (scaled to
- * [0, 1] first); pass std <= 0 to compute both from this split (written back).
- * Returns 0, or -1 with a message in err. */
-int mnist_load(const char *dir, const char *prefix, double *mean, double *std, mnist_split *out, char *err,
-               size_t errlen);
+ * "train" or "t10k"), checking shapes agree; keeps the first max_n samples (0: all).
+ * mean/std normalize the pixels (scaled to [0, 1] first); pass std <= 0 to compute
+ * both from the kept samples (written back). Returns 0, or -1 with a message in err. */
+int mnist_load(const char *dir, const char *prefix, int64_t max_n, double *mean, double *std, mnist_split *out,
+               char *err, size_t errlen);
 void mnist_free(mnist_split *s);
 /* True if dir holds the four files (used to skip the test cleanly). */
 bool mnist_available(const char *dir);

@@ -13,7 +13,7 @@ int main(void)
     ff_tensor *params[2];
     int np = ff_module_parameters(model, params, 2);
     ff_sgd_opts so = ff_sgd_defaults(0.1);
-    so.momentum = 0.9;
+    so.momentum = 0.5;
     ff_optimizer *opt = np == 2 ? ff_sgd(params, np, &so) : NULL;
     int rc = opt && y && mse ? 0 : 1;
     for (int epoch = 0; epoch < 100 && !rc; epoch++) {

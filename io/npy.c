@@ -283,6 +283,13 @@ ff_status ff_npy_save(const char *path, const ff_tensor *t)
     else if (t->layout.ndim == 1) shape[k - 1] = '\0';
     int n = snprintf(head + 10, sizeof head - 10, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
                      descr[t->dtype], shape);
+    /* numpy.save leaves room for the first dim to grow to 21 digits (in-place appends);
+     * doing the same makes our files byte-identical to NumPy's. */
+    if (t->layout.ndim > 0) {
+        char first[24];
+        int digits = snprintf(first, sizeof first, "%lld", (long long)t->layout.shape[0]);
+        for (int k2 = digits; k2 < 21; k2++) head[10 + n++] = ' ';
+    }
     size_t total = 10 + (size_t)n + 1; /* + '\n' */
     total = (total + 63) / 64 * 64;
     memset(head + 10 + n, ' ', total - 10 - (size_t)n - 1);

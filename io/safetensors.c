@@ -34,7 +34,7 @@ static const struct {
 static const char *st_dtype_name(ff_dtype t)
 {
     for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
-        if (st_dtypes[i].dtype == t) return st_dtypes[i].name;
+        if (st_dtypes[i].dtype == t && t != FF_DTYPE_COUNT) return st_dtypes[i].name;
     return NULL;
 }
 
@@ -408,7 +408,7 @@ static ff_status check_names(int n, const char *const *names, ff_tensor *const *
     }
     const char **sorted = malloc((size_t)(n ? n : 1) * sizeof *sorted);
     if (!sorted) return ff_error(FF_ERR_OOM, "%s: out of memory", SAVE_FN);
-    memcpy(sorted, names, (size_t)n * sizeof *sorted);
+    if (n) memcpy(sorted, names, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, str_cmp);
     ff_status st = FF_OK;
     for (int i = 1; i < n && !st; i++)

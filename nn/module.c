@@ -25,7 +25,7 @@ static ff_module *module_alloc(const char *type_name, void *user, ff_module_dest
         ff_error(FF_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
-    m->refcount = 1;
+    atomic_init(&m->refcount, 1);
     m->type_name = tn;
     m->user = user;
     m->destroy = destroy;
@@ -60,13 +60,13 @@ ff_module *ff_module_new2(const char *type_name, ff_module_forward2_fn forward2,
 
 ff_module *ff_module_retain(ff_module *m)
 {
-    if (m) m->refcount++;
+    if (m) atomic_fetch_add(&m->refcount, 1);
     return m;
 }
 
 void ff_module_release(ff_module *m)
 {
-    if (!m || --m->refcount > 0) return;
+    if (!m || atomic_fetch_sub(&m->refcount, 1) > 1) return;
     for (int i = 0; i < m->n_params; i++) {
         ff_tensor_release(m->params[i]);
         free(m->param_names[i]);

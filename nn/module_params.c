@@ -187,7 +187,7 @@ ff_status ff_module_to(ff_module *m, ff_backend *be)
     static const char fn[] = "ff_module_to";
     if (!m || !be) return ff_error(FF_ERR_INVALID, "%s: %s is NULL", fn, m ? "backend" : "module");
     int n = ff_module_parameters(m, NULL, 0);
-    if (n <= 0) return n < 0 ? FF_ERR_INVALID : FF_OK;
+    if (n <= 0) return n < 0 ? ff_nn_failed() : FF_OK;
     ff_tensor **old = malloc(sizeof *old * (size_t)n), **moved = calloc((size_t)n, sizeof *moved);
     ff_status st = FF_OK;
     if (!old || !moved) st = ff_error(FF_ERR_OOM, "%s: out of memory", fn);

@@ -3,6 +3,8 @@
 #ifndef FF_NN_IMPL_H
 #define FF_NN_IMPL_H
 
+#include <stdatomic.h>
+
 #include "ff/ff.h"
 
 /* The core's thread-local error recorder (core/error.c); returns code. The public API
@@ -14,7 +16,7 @@ ff_status ff_error(ff_status code, const char *fmt, ...)
     ;
 
 struct ff_module {
-    long refcount;
+    atomic_long refcount;
     char *type_name;
     ff_module_forward_fn forward;   /* exactly one of forward / forward2 is set */
     ff_module_forward2_fn forward2;
@@ -62,6 +64,7 @@ struct ff_optimizer {
     ff_tensor **params;                      /* retained */
     ff_tensor **state[FF_OPTIM_MAX_STATE];   /* per parameter, created lazily, retained */
     int64_t steps;                           /* completed steps */
+    int64_t *param_steps;                    /* steps that updated parameter i (Adam's t) */
     double lr;
     ff_sgd_opts sgd;
     ff_adam_opts adam;

@@ -2,7 +2,8 @@
  *   Adam:  g = g + wd * p            AdamW: p = p * (1 - lr * wd)   (decoupled)
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
- * m and v (state slots 0 and 1) live on the parameter's backend. */
+ * m and v (state slots 0 and 1) live on the parameter's backend; t counts the steps
+ * that updated this parameter, as PyTorch's per-parameter state['step']. */
 #include <math.h>
 
 #include "nn_impl.h"
@@ -64,13 +65,13 @@ done:
 
 static ff_status adam_step(ff_optimizer *opt)
 {
-    double t = (double)(opt->steps + 1);
     for (int i = 0; i < opt->n; i++) {
         ff_tensor *g = ff_grad(opt->params[i]);
         if (!g) continue;
-        ff_status st = adam_param(opt, i, g, t);
+        ff_status st = adam_param(opt, i, g, (double)(opt->param_steps[i] + 1));
         ff_tensor_release(g);
         if (st) return st;
+        opt->param_steps[i]++;
     }
     return FF_OK;
 }

@@ -35,6 +35,10 @@ ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int
     }
     ff_optimizer *opt = calloc(1, sizeof *opt);
     if (opt) opt->params = calloc((size_t)n, sizeof *opt->params);
+    if (opt && opt->params && !(opt->param_steps = calloc((size_t)n, sizeof *opt->param_steps))) {
+        free(opt->params);
+        opt->params = NULL;
+    }
     for (int s = 0; opt && opt->params && s < FF_OPTIM_MAX_STATE; s++) {
         opt->state[s] = calloc((size_t)n, sizeof *opt->state[s]);
         if (!opt->state[s]) {
@@ -62,6 +66,7 @@ void ff_optimizer_release(ff_optimizer *opt)
         free(opt->state[s]);
     }
     free(opt->params);
+    free(opt->param_steps);
     free(opt);
 }
 

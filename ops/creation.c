@@ -75,7 +75,7 @@ ff_tensor *ff_linspace(double start, double stop, int64_t num, ff_dtype dtype)
     double step = num > 1 ? (stop - start) / (double)(num - 1) : 0.0;
     /* from both ends (as PyTorch), so the last element is exactly stop */
     for (int64_t i = 0; i < num; i++)
-        v[i] = i < num / 2 ? start + (double)i * step : stop - (double)(num - 1 - i) * step;
+        v[i] = num == 1 ? start : i < num / 2 ? start + (double)i * step : stop - (double)(num - 1 - i) * step;
     return from_doubles(v, num, dtype, fn);
 }
 

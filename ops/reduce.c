@@ -65,7 +65,7 @@ static ff_status check_nonempty(const ff_tensor *x, uint32_t mask, const char *f
 {
     for (int d = 0; d < x->layout.ndim; d++)
         if ((mask & (1u << d)) && x->layout.shape[d] == 0)
-            return ff_error(FF_ERR_INVALID, "%s: reduction over an empty axis (dim %d has size 0) has no identity", fn,
+            return ff_error(FF_ERR_INVALID, "%s: reduction over an empty axis has no identity (dim %d has size 0)", fn,
                             d);
     return FF_OK;
 }

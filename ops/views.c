@@ -18,7 +18,7 @@ static ff_tensor *make_view(const ff_tensor *t, const ff_layout *l, const char *
             ff_tensor_release(r);
             return NULL;
         }
-        memcpy(node->ip, ip, sizeof(int64_t) * (size_t)nip);
+        if (nip) memcpy(node->ip, ip, sizeof(int64_t) * (size_t)nip); /* ip may be NULL when nip == 0 */
         node->nip = nip;
     }
     return r;

@@ -38,7 +38,10 @@ ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
     cpu_iter it;
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, vs); !it.done; cpu_iter_next(&it)) {
         int64_t n = it.len, od = it.off[0], sd = it.step[0], os = it.off[1], ss = it.step[1];
-        if (dt == tsrc) {
+        if (dt == tsrc && sd == 1 && ss == 1) { /* contiguous rows: one block move */
+            size_t sz = ff_dtype_size(dt);
+            memmove((char *)db + (size_t)od * sz, (const char *)sb + (size_t)os * sz, (size_t)n * sz);
+        } else if (dt == tsrc) {
             for (int64_t j = 0; j < n; j++) cpu_move_elem(db, od + j * sd, sb, os + j * ss, dt);
         } else if (cpu_is_float(tsrc)) {
             for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, cpu_load_f64(sb, tsrc, os + j * ss));

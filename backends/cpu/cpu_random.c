@@ -30,8 +30,9 @@ ff_status cpu_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it)) {
         for (int64_t j = 0; j < it.len; j++) {
             uint64_t n = counter_base + (uint64_t)(it.n + j); /* row-major logical index */
-            double v = dist == FF_RANDOM_UNIFORM ? p0 + (p1 - p0) * ff_random_uniform01(seed, n)
-                                                 : p0 + p1 * ff_random_normal01(seed, n);
+            double v = dist == FF_RANDOM_NORMAL ? p0 + p1 * ff_random_normal01(seed, n)
+                       : dst->dtype == FF_F32 ? (double)ff_random_uniform_f32(seed, n, p0, p1)
+                                              : p0 + (p1 - p0) * ff_random_uniform01(seed, n);
             cpu_store_f64(dst->buf, dst->dtype, it.off[0] + j * it.step[0], v);
         }
     }

@@ -36,29 +36,29 @@ typedef double v8d __attribute__((vector_size(64)));
  * no ABI differences between the clones). */
 #define VEXP(out, xin)                                                                        \
     do {                                                                                      \
-        v16f x_ = (xin);                                                                      \
-        v16i nan_ = x_ != x_;                                                                 \
-        x_ = SEL(x_ > SPLAT(88.8f), SPLAT(88.8f), x_);                                        \
-        x_ = SEL(x_ < SPLAT(-104.0f), SPLAT(-104.0f), x_);                                    \
-        v16f t_ = x_ * SPLAT(1.44269504088896341f) + SPLAT(12582912.0f);                      \
-        v16f kf_ = t_ - SPLAT(12582912.0f);                                                   \
-        v16u k_ = (v16u)t_ - (v16u)SPLAT(12582912.0f); /* k as two's complement */            \
-        v16f r_ = x_ - kf_ * SPLAT(0.693359375f);                                             \
-        r_ = r_ - kf_ * SPLAT(-2.12194440e-4f);                                               \
-        v16f p_ = SPLAT(1.9875691500e-4f);                                                    \
-        p_ = p_ * r_ + SPLAT(1.3981999507e-3f);                                               \
-        p_ = p_ * r_ + SPLAT(8.3334519073e-3f);                                               \
-        p_ = p_ * r_ + SPLAT(4.1665795894e-2f);                                               \
-        p_ = p_ * r_ + SPLAT(1.6666665459e-1f);                                               \
-        p_ = p_ * r_ + SPLAT(5.0000001201e-1f);                                               \
-        p_ = p_ * (r_ * r_) + r_ + SPLAT(1.0f);                                               \
+        v16f Ex_ = (xin);                                                                      \
+        v16i Enan_ = Ex_ != Ex_;                                                                 \
+        Ex_ = SEL(Ex_ > SPLAT(88.8f), SPLAT(88.8f), Ex_);                                        \
+        Ex_ = SEL(Ex_ < SPLAT(-104.0f), SPLAT(-104.0f), Ex_);                                    \
+        v16f Et_ = Ex_ * SPLAT(1.44269504088896341f) + SPLAT(12582912.0f);                      \
+        v16f Ekf_ = Et_ - SPLAT(12582912.0f);                                                   \
+        v16u Ek_ = (v16u)Et_ - (v16u)SPLAT(12582912.0f); /* k as two's complement */            \
+        v16f Er_ = Ex_ - Ekf_ * SPLAT(0.693359375f);                                             \
+        Er_ = Er_ - Ekf_ * SPLAT(-2.12194440e-4f);                                               \
+        v16f Ep_ = SPLAT(1.9875691500e-4f);                                                    \
+        Ep_ = Ep_ * Er_ + SPLAT(1.3981999507e-3f);                                               \
+        Ep_ = Ep_ * Er_ + SPLAT(8.3334519073e-3f);                                               \
+        Ep_ = Ep_ * Er_ + SPLAT(4.1665795894e-2f);                                               \
+        Ep_ = Ep_ * Er_ + SPLAT(1.6666665459e-1f);                                               \
+        Ep_ = Ep_ * Er_ + SPLAT(5.0000001201e-1f);                                               \
+        Ep_ = Ep_ * (Er_ * Er_) + Er_ + SPLAT(1.0f);                                               \
         /* 2^k = 2^k1 * 2^k2 with k1 = k >> 1 (arithmetic), both in the normal range */       \
-        v16u k1_ = (v16u)((v16i)k_ >> 1);                                                     \
-        v16u k2_ = k_ - k1_;                                                                  \
-        v16f s1_ = (v16f)((k1_ + SPLATU(127u)) << 23);                                        \
-        v16f s2_ = (v16f)((k2_ + SPLATU(127u)) << 23);                                        \
-        p_ = p_ * s1_ * s2_;                                                                  \
-        (out) = SEL(nan_, (xin), p_);                                                         \
+        v16u Ek1_ = (v16u)((v16i)Ek_ >> 1);                                                     \
+        v16u Ek2_ = Ek_ - Ek1_;                                                                  \
+        v16f Es1_ = (v16f)((Ek1_ + SPLATU(127u)) << 23);                                        \
+        v16f Es2_ = (v16f)((Ek2_ + SPLATU(127u)) << 23);                                        \
+        Ep_ = Ep_ * Es1_ * Es2_;                                                                  \
+        (out) = SEL(Enan_, (xin), Ep_);                                                         \
     } while (0)
 
 /* Applies BODY(out, in) to n floats 16 at a time; the tail goes through a padded copy. */

@@ -2,7 +2,8 @@
  * FusionFlow backend plugin ABI.
  *
  * This is the only header a backend author needs. It is self-contained (C11 +
- * <stddef.h>/<stdint.h>), includes nothing else from FusionFlow, and defines:
+ * <stddef.h>, <stdint.h>, <math.h>: link plugins with -lm), includes nothing else
+ * from FusionFlow, and defines:
  *   - the dtype and op-code enums shared with the core,
  *   - ff_view: an already-resolved strided view the core hands to every kernel,
  *   - ff_backend_vtable: the versioned struct of function pointers a plugin fills,
@@ -164,7 +165,11 @@ typedef enum ff_random_dist {
     FF_RANDOM_COUNT
 } ff_random_dist;
 
-/* Which vtable entry a supports() query is about. */
+/* Which vtable entry a supports() query is about, and which dtype the query names:
+ *   FILL: dst   COPY: dst (op = src dtype)   UNARY: src   BINARY: a (== b)
+ *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
+ *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
+ *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -271,7 +276,8 @@ typedef struct ff_backend_vtable {
                                  uint64_t counter_base, double p0, double p1);
 
     /* ---- optional (NULL = the core composes it from required entries) ---- */
-    /* softmax (or log_softmax if log != 0) along axis; float dtypes only. */
+    /* softmax (or log_softmax if log != 0) along axis (0 <= axis < ndim; the core never
+ * sends 0-d views); float dtypes only; dst may be the identical view as src. */
     ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
     /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
     ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
@@ -279,14 +285,17 @@ typedef struct ff_backend_vtable {
     ff_status (*empty_cache)(void *ctx);
 } ff_backend_vtable;
 
-/* The size of version 1 of the struct: the loader refuses anything smaller. */
-#define FF_BACKEND_V1_SIZE ((uint32_t)sizeof(ff_backend_vtable))
+/* The size of version 1 of the struct (everything up to and including empty_cache):
+ * the loader refuses anything smaller. Frozen: entries appended in later versions do
+ * not change it, so older plugins keep loading (their missing tail reads as NULL). */
+#define FF_BACKEND_V1_SIZE ((uint32_t)(offsetof(ff_backend_vtable, empty_cache) + sizeof(void (*)(void))))
 
 /* flags */
 #define FF_BACKEND_HOST_MEMORY 0x1u /* buffers are plain host pointers (DLPack kDLCPU) */
 
-/* The entry point every plugin exports. */
+/* The entry point every plugin exports (define it with FF_PLUGIN_EXPORT). */
 typedef const ff_backend_vtable *(*ff_backend_entry_fn)(void);
+FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
 
 /* ---- shared helpers ------------------------------------------------------ */
 static inline size_t ff_dtype_size(ff_dtype t)
@@ -339,13 +348,22 @@ static inline ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
 }
 
 /* Uniform in [0, 1) with 53 random bits, from counter n. Every backend must compute
- * uniform samples exactly as p0 + (p1 - p0) * ff_random_uniform01(seed, n), rounded
- * once to the destination dtype. */
+ * uniform samples exactly as p0 + (p1 - p0) * ff_random_uniform01(seed, n) in double,
+ * rounded once to the destination dtype; ff_random_uniform_f32 does the f32 case,
+ * keeping the result inside [p0, p1). */
 static inline double ff_random_uniform01(uint64_t seed, uint64_t n)
 {
     ff_philox_out o = ff_philox4x32(seed, n);
     uint64_t bits = ((uint64_t)o.v[0] << 21) ^ ((uint64_t)o.v[1] >> 11);
     return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/* Rounding to f32 can carry a value just below p1 up to p1; step it back inside. */
+static inline float ff_random_uniform_f32(uint64_t seed, uint64_t n, double p0, double p1)
+{
+    float v = (float)(p0 + (p1 - p0) * ff_random_uniform01(seed, n));
+    if ((double)v >= p1 && p1 > p0) v = nextafterf((float)p1, (float)p0);
+    return v;
 }
 
 /* Standard normal sample from counter n (Box-Muller on the same Philox block, using

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* setenv, mkdtemp */
 /* The plugin loader's failure paths, each with a deliberately bad plugin built by
  * tests/plugins, and its search rules (FF_BACKEND, FF_BACKEND_PATH, the core's dir). */
 #include <stdlib.h>

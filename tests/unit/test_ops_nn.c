@@ -28,6 +28,10 @@ static void check_softmax_values(void)
     ff_tensor *y0 = ff_softmax(x, 0);
     double a = 1 / (1 + exp(-1.0)), b = 1 / (1 + exp(-2.0)), c = 1 / (1 + exp(-3.0));
     CHECK_TENSOR(y0, 2, SHAPE(2, 3), VALS(a, b, c, 1 - a, 1 - b, 1 - c), 1e-6);
+    ff_tensor *xt = ff_mT(x), *yt = xt ? ff_softmax(xt, -1) : NULL; /* non-contiguous rows */
+    CHECK_TENSOR(yt, 2, SHAPE(3, 2), VALS(a, 1 - a, b, 1 - b, c, 1 - c), 1e-6);
+    ff_tensor_release(xt);
+    ff_tensor_release(yt);
     ff_tensor *ls = ff_log_softmax(x, 1);
     double lse = log(s);
     CHECK_TENSOR(ls, 2, SHAPE(2, 3), VALS(1 - lse, 2 - lse, 3 - lse, -log(3), -log(3), -log(3)), 1e-5);

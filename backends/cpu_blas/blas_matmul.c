@@ -1,0 +1,206 @@
+/*
+ * Batched matmul: dst[..., M, N] = a[..., M, K] @ b[..., K, N].
+ *
+ * F32/F64 go to OpenBLAS sgemm/dgemm, one call per batch element. An operand whose
+ * matrix is row-major (column stride 1) is passed as is with its row stride as the
+ * leading dimension; one that is column-major (row stride 1: a transposed view) is
+ * passed with the transpose flag, no copy. Any other layout (broadcast rows, steps)
+ * is first copied to a contiguous scratch matrix. A column-major dst is handled by
+ * computing dst^T = b^T a^T. Very small products skip BLAS (its call overhead is
+ * larger than the work) and use a direct i-k-j loop accumulating in double.
+ *
+ * I32/I64/U8 use their own i-k-j kernel, accumulating in uint64 (wrap-around, as the
+ * reference). BOOL is unsupported, as in the reference.
+ */
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "blas_impl.h"
+
+/* Below this many multiply-adds the direct loop wins over a BLAS call. */
+#define SMALL_MNK 4096
+
+static ff_status check_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "matmul", "dst", dst)) || (st = blas_check_view(ctx, "matmul", "a", a)) ||
+        (st = blas_check_view(ctx, "matmul", "b", b)))
+        return st;
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: dtypes differ (dst %s, a %s, b %s)",
+                          blas_dtype_name(dst->dtype), blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
+    if (dst->dtype == FF_BOOL)
+        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas matmul: not supported on bool");
+    int r = dst->ndim;
+    if (r < 2 || a->ndim != r || b->ndim != r)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: ranks must be equal and >= 2 (dst %d, a %d, b %d)",
+                          (int)dst->ndim, (int)a->ndim, (int)b->ndim);
+    for (int d = 0; d < r - 2; d++)
+        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d])
+            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: batch dim %d differs (dst %lld, a %lld, b %lld)", d,
+                              (long long)dst->shape[d], (long long)a->shape[d], (long long)b->shape[d]);
+    if (a->shape[r - 2] != dst->shape[r - 2] || b->shape[r - 1] != dst->shape[r - 1] ||
+        a->shape[r - 1] != b->shape[r - 2])
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: [%lld x %lld] @ [%lld x %lld] cannot give [%lld x %lld]",
+                          (long long)a->shape[r - 2], (long long)a->shape[r - 1], (long long)b->shape[r - 2],
+                          (long long)b->shape[r - 1], (long long)dst->shape[r - 2], (long long)dst->shape[r - 1]);
+    return FF_OK;
+}
+
+/* A matrix operand as BLAS sees it. */
+typedef struct mat {
+    const char *p;  /* first element */
+    int64_t rs, cs; /* element strides of rows and columns */
+} mat;
+
+/* How BLAS can read a rows x cols matrix: 0 = row-major (ld = *ld), 1 = column-major
+ * (transposed, ld = *ld), -1 = needs a copy. */
+static int blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld)
+{
+    if (cols == 1) cs = 1;    /* a stride over one element is meaningless */
+    if (rows == 1) rs = cols; /* likewise */
+    if (cs == 1 && rs >= (cols > 1 ? cols : 1)) { *ld = rs; return 0; }
+    if (rs == 1 && cs >= (rows > 1 ? rows : 1)) { *ld = cs; return 1; }
+    return -1;
+}
+
+/* Copies a strided rows x cols matrix into a dense row-major buffer. */
+static void pack(char *out, const mat *m, int64_t rows, int64_t cols, int64_t es)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) memcpy(out + (i * cols + j) * es, m->p + (i * m->rs + j * m->cs) * es, (size_t)es);
+}
+
+static void gemm(ff_dtype t, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
+                 const void *B, int64_t ldb, void *C, int64_t ldc)
+{
+    enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    if (t == FF_F32)
+        cblas_sgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0f, A, (blasint)lda, B, (blasint)ldb,
+                    0.0f, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0, A, (blasint)lda, B, (blasint)ldb,
+                    0.0, C, (blasint)ldc);
+}
+
+/* Direct i-k-j product, any strides; floats accumulate in double, integers in uint64. */
+static void small_kernel(ff_dtype t, int64_t M, int64_t N, int64_t K, const mat *a, const mat *b, char *d,
+                         int64_t drs, int64_t dcs, void *row)
+{
+    int64_t es = (int64_t)ff_dtype_size(t);
+    for (int64_t i = 0; i < M; i++) {
+        if (blas_is_float(t)) {
+            double *acc = row;
+            for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                double aik = blas_ld_f(a->p + (i * a->rs + k * a->cs) * es, t);
+                const char *brow = b->p + k * b->rs * es;
+                if (t == FF_F32 && b->cs == 1) {
+                    const float *bf = (const float *)brow;
+                    for (int64_t j = 0; j < N; j++) acc[j] += aik * bf[j];
+                } else {
+                    for (int64_t j = 0; j < N; j++) acc[j] += aik * blas_ld_f(brow + j * b->cs * es, t);
+                }
+            }
+            for (int64_t j = 0; j < N; j++) blas_st_f(d + (i * drs + j * dcs) * es, t, acc[j]);
+        } else {
+            uint64_t *acc = row;
+            for (int64_t j = 0; j < N; j++) acc[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                uint64_t aik = (uint64_t)blas_ld_i(a->p + (i * a->rs + k * a->cs) * es, t);
+                const char *brow = b->p + k * b->rs * es;
+                for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint64_t)blas_ld_i(brow + j * b->cs * es, t);
+            }
+            for (int64_t j = 0; j < N; j++) blas_st_i(d + (i * drs + j * dcs) * es, t, blas_u64_to_i64(acc[j]));
+        }
+    }
+}
+
+typedef struct mm_scratch {
+    char *a, *b, *d; /* packed copies when needed */
+    void *row;       /* N accumulators for the direct kernel */
+} mm_scratch;
+
+/* One product C = A B of M x K by K x N; returns non-zero on OOM. */
+static int matmul_one(ff_dtype t, int64_t M, int64_t N, int64_t K, mat A, mat B, char *dp, int64_t drs, int64_t dcs,
+                      mm_scratch *s)
+{
+    int64_t es = (int64_t)ff_dtype_size(t);
+    if (!blas_is_float(t) || M * N * K <= SMALL_MNK) {
+        small_kernel(t, M, N, K, &A, &B, dp, drs, dcs, s->row);
+        return 0;
+    }
+    int64_t lda, ldb, ldd;
+    int la = blas_layout(M, K, A.rs, A.cs, &lda), lb = blas_layout(K, N, B.rs, B.cs, &ldb);
+    if (la < 0) {
+        pack(s->a, &A, M, K, es);
+        A = (mat){s->a, K, 1}, la = 0, lda = K;
+    }
+    if (lb < 0) {
+        pack(s->b, &B, K, N, es);
+        B = (mat){s->b, N, 1}, lb = 0, ldb = N;
+    }
+    int lt = blas_layout(M, N, drs, dcs, &ldd);
+    if (lt == 0) {
+        gemm(t, la, lb, M, N, K, A.p, lda, B.p, ldb, dp, ldd);
+    } else if (lt == 1) { /* dst column-major: dst^T (N x M, row-major) = B^T A^T */
+        gemm(t, !lb, !la, N, M, K, B.p, ldb, A.p, lda, dp, ldd);
+    } else {
+        gemm(t, la, lb, M, N, K, A.p, lda, B.p, ldb, s->d, N);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) memcpy(dp + (i * drs + j * dcs) * es, s->d + (i * N + j) * es, (size_t)es);
+    }
+    return 0;
+}
+
+ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    ff_status st = check_matmul(ctx, dst, a, b);
+    if (st) return st;
+    if (ff_view_numel(dst) == 0) return FF_OK;
+    int r = dst->ndim;
+    ff_dtype t = dst->dtype;
+    int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1], es = (int64_t)ff_dtype_size(t);
+    if (K == 0) {
+        ff_scalar zero = {0.0, 0};
+        return blas_fill(ctx, dst, zero);
+    }
+    /* the layout is the same for every batch element: size the scratch once */
+    int64_t lda, ldb, ldd;
+    int small = !blas_is_float(t) || M * N * K <= SMALL_MNK;
+    int pa = !small && blas_layout(M, K, a->strides[r - 2], a->strides[r - 1], &lda) < 0;
+    int pb = !small && blas_layout(K, N, b->strides[r - 2], b->strides[r - 1], &ldb) < 0;
+    int pd = !small && blas_layout(M, N, dst->strides[r - 2], dst->strides[r - 1], &ldd) < 0;
+    size_t need_a = pa ? (size_t)(M * K * es) : 0, need_b = pb ? (size_t)(K * N * es) : 0;
+    size_t need_d = pd ? (size_t)(M * N * es) : 0, need_r = small ? (size_t)N * 8 : 0;
+    size_t total = need_a + need_b + need_d + need_r;
+    mm_scratch s = {0};
+    char *mem = NULL;
+    if (total) {
+        mem = blas_scratch(ctx, total);
+        if (!mem) return FF_ERR_OOM;
+        s.a = mem, s.b = mem + need_a, s.d = s.b + need_b, s.row = s.d + need_d;
+    }
+
+    /* walk the batch dims in row-major order (none: once) */
+    int nb = r - 2;
+    int64_t idx[FF_MAX_DIMS] = {0}, ao = a->offset, bo = b->offset, dof = dst->offset, nbatch = 1;
+    for (int d = 0; d < nb; d++) nbatch *= dst->shape[d];
+    for (int64_t n = 0; n < nbatch; n++) {
+        mat A = {(const char *)a->buf + ao * es, a->strides[r - 2], a->strides[r - 1]};
+        mat B = {(const char *)b->buf + bo * es, b->strides[r - 2], b->strides[r - 1]};
+        matmul_one(t, M, N, K, A, B, (char *)dst->buf + dof * es, dst->strides[r - 2], dst->strides[r - 1], &s);
+        for (int d = nb - 1; d >= 0; d--) {
+            if (++idx[d] < dst->shape[d]) {
+                ao += a->strides[d], bo += b->strides[d], dof += dst->strides[d];
+                break;
+            }
+            idx[d] = 0;
+            ao -= a->strides[d] * (a->shape[d] - 1);
+            bo -= b->strides[d] * (b->shape[d] - 1);
+            dof -= dst->strides[d] * (dst->shape[d] - 1);
+        }
+    }
+    blas_free(ctx, mem);
+    return FF_OK;
+}

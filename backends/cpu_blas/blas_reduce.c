@@ -1,0 +1,333 @@
+/*
+ * Reductions over the axes in axes_mask; dst is in keepdim form. Semantics are the
+ * reference's (backends/cpu/cpu_reduce.c): float SUM/PROD accumulate in double, integer
+ * ones wrap in 64 bits; MAX/MIN propagate the first NaN; ARG* return the first index of
+ * the extreme (NaN counts as the extreme); ANY/ALL write BOOL; empty SUM 0, PROD 1.
+ *
+ * Fast paths (f32/f64 source, SUM/MAX/MIN, dense source and dense dst):
+ *   - inner: the reduced axes are the trailing ones (a row sum, or everything): each
+ *     row is summed by blas_vsum_* (32 double lanes, pairwise over blocks); one row is
+ *     split across threads, many rows are distributed over them;
+ *   - outer: the reduced axes are the leading ones (a column sum): rows are added into
+ *     a vector of double accumulators, threads split the columns.
+ * Everything else takes the general path: one accumulator per output, one row-major
+ * pass over src.
+ */
+#include <stdlib.h>
+
+#include "blas_impl.h"
+
+static int is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+
+static ff_status check_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
+                              int *axis)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, "reduce", "dst", dst)) || (st = blas_check_view(ctx, "reduce", "src", src))) return st;
+    if ((unsigned)op >= FF_REDUCE_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: invalid op %d", (int)op);
+    ff_dtype want = dst->dtype;
+    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
+    if (is_arg(op)) want = FF_I64;
+    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
+    if (dst->dtype != want)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: op %d of %s writes %s, but dst is %s", (int)op,
+                          blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
+    if (src->ndim < 32 && (mask >> src->ndim) != 0)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: axes mask 0x%x names axes beyond rank %d",
+                          (unsigned)mask, (int)src->ndim);
+    if (dst->ndim != src->ndim)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: dst rank %d != src rank %d (keepdim form)",
+                          (int)dst->ndim, (int)src->ndim);
+    int naxes = 0;
+    *axis = -1;
+    for (int d = 0; d < src->ndim; d++) {
+        int r = (mask >> d) & 1u;
+        if (r) naxes++, *axis = d;
+        if (dst->shape[d] != (r ? 1 : src->shape[d]))
+            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: dst size %lld at dim %d, expected %lld",
+                              (long long)dst->shape[d], d, r ? 1LL : (long long)src->shape[d]);
+    }
+    if (is_arg(op) && naxes > 1)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: op %d reduces exactly one axis, mask 0x%x has %d",
+                          (int)op, (unsigned)mask, naxes);
+    return FF_OK;
+}
+
+/* ---- fast paths ---------------------------------------------------------------------- */
+/* Row-major dense, ignoring size-1 dims (their strides are meaningless). */
+static int dense(const ff_view *v)
+{
+    int64_t expect = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] == 1) continue;
+        if (v->strides[d] != expect) return 0;
+        expect *= v->shape[d];
+    }
+    return 1;
+}
+
+typedef struct red_arg {
+    ff_reduce_op op;
+    ff_dtype t, dt;
+    const char *src; /* first element */
+    char *dst;       /* first element */
+    int64_t rows, len;
+    double *acc;     /* outer: len accumulators */
+    double partial[64];
+} red_arg;
+
+/* One contiguous run of n values reduced to a double (NaN kept for MAX/MIN). */
+static double reduce_run(ff_reduce_op op, ff_dtype t, const char *p, int64_t n)
+{
+    if (t == FF_F32) {
+        const float *x = (const float *)p;
+        if (op == FF_REDUCE_SUM) return blas_vsum_f32(n, x);
+        return op == FF_REDUCE_MAX ? blas_vmax_f32(n, x) : blas_vmin_f32(n, x);
+    }
+    const double *x = (const double *)p;
+    if (op == FF_REDUCE_SUM) return blas_vsum_f64(n, x);
+    double best = x[0];
+    for (int64_t i = 0; i < n; i++) {
+        if (x[i] != x[i]) return x[i];
+        if (op == FF_REDUCE_MAX ? x[i] > best : x[i] < best) best = x[i];
+    }
+    return best;
+}
+
+static double combine(ff_reduce_op op, double a, double b)
+{
+    if (op == FF_REDUCE_SUM) return a + b;
+    if (a != a) return a;
+    if (b != b) return b;
+    return op == FF_REDUCE_MAX ? (b > a ? b : a) : (b < a ? b : a);
+}
+
+static void rows_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt);
+    for (int64_t r = begin; r < end; r++)
+        blas_st_f(a->dst + r * ds, a->dt, reduce_run(a->op, a->t, a->src + r * a->len * es, a->len));
+}
+
+/* One long row split in chunks; chunk i's result goes to partial[i]. */
+static void chunks_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    int64_t es = (int64_t)ff_dtype_size(a->t);
+    int64_t per = (a->len + 63) / 64;
+    for (int64_t c = begin; c < end; c++) {
+        int64_t b = c * per, e = b + per < a->len ? b + per : a->len;
+        a->partial[c] = b < e ? reduce_run(a->op, a->t, a->src + b * es, e - b) : (a->op == FF_REDUCE_SUM ? 0.0 : NAN);
+    }
+}
+
+/* Columns [begin, end) of a rows x len block, accumulated over the rows. */
+static void cols_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    double *acc = a->acc;
+    int is_max = a->op == FF_REDUCE_MAX;
+    for (int64_t r = 0; r < a->rows; r++) {
+        if (a->t == FF_F32) {
+            const float *x = (const float *)a->src + r * a->len;
+            if (a->op == FF_REDUCE_SUM) {
+                for (int64_t j = begin; j < end; j++) acc[j] += x[j];
+            } else {
+                for (int64_t j = begin; j < end; j++) {
+                    double v = x[j];
+                    if (r == 0 || (acc[j] == acc[j] && (v != v || (is_max ? v > acc[j] : v < acc[j])))) acc[j] = v;
+                }
+            }
+        } else {
+            const double *x = (const double *)a->src + r * a->len;
+            if (a->op == FF_REDUCE_SUM) {
+                for (int64_t j = begin; j < end; j++) acc[j] += x[j];
+            } else {
+                for (int64_t j = begin; j < end; j++) {
+                    double v = x[j];
+                    if (r == 0 || (acc[j] == acc[j] && (v != v || (is_max ? v > acc[j] : v < acc[j])))) acc[j] = v;
+                }
+            }
+        }
+    }
+    int64_t ds = (int64_t)ff_dtype_size(a->dt);
+    for (int64_t j = begin; j < end; j++) blas_st_f(a->dst + j * ds, a->dt, acc[j]);
+}
+
+/* Returns 1 if handled. */
+static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
+{
+    if (!blas_is_float(src->dtype) || !(op == FF_REDUCE_SUM || op == FF_REDUCE_MAX || op == FF_REDUCE_MIN)) return 0;
+    if (!blas_is_float(dst->dtype) || !dense(src) || !dense(dst)) return 0;
+    /* classify the non-trivial dims: kept ones must all precede reduced ones (inner) or
+     * all follow them (outer) */
+    int seen_red = 0, seen_keep = 0, inner = 1, outer = 1;
+    int64_t rows = 1, len = 1, numel = 1;
+    for (int d = 0; d < src->ndim; d++) {
+        if (src->shape[d] == 1) continue;
+        numel *= src->shape[d];
+        if ((mask >> d) & 1u) {
+            seen_red = 1;
+            if (seen_keep) outer = 0;
+        } else {
+            seen_keep = 1;
+            if (seen_red) inner = 0;
+        }
+    }
+    int64_t es = (int64_t)ff_dtype_size(src->dtype);
+    red_arg a = {.op = op, .t = src->dtype, .dt = dst->dtype,
+                 .src = (const char *)src->buf + src->offset * es,
+                 .dst = (char *)dst->buf + dst->offset * (int64_t)ff_dtype_size(dst->dtype)};
+    int64_t nout = ff_view_numel(dst);
+    if (inner) {
+        rows = nout;
+        len = numel / nout;
+        a.rows = rows, a.len = len;
+        if (rows == 1 && len >= 2 * BLAS_PAR_MIN && c->nthreads > 1) {
+            /* one long row: 64 chunks spread over the threads, combined in order */
+            blas_parallel_for(c, 64, 2, 1, chunks_task, &a);
+            double r = a.partial[0];
+            for (int i = 1; i < 64; i++) r = combine(op, r, a.partial[i]);
+            blas_st_f(a.dst, a.dt, r);
+        } else {
+            int64_t min_rows = len >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + len - 1) / len;
+            blas_parallel_for(c, rows, min_rows, 1, rows_task, &a);
+        }
+        return 1;
+    }
+    if (outer) {
+        len = nout;
+        rows = numel / nout;
+        a.rows = rows, a.len = len;
+        a.acc = calloc((size_t)len, sizeof(double));
+        if (!a.acc) return 0; /* the general path reports OOM */
+        int64_t min_cols = rows >= BLAS_PAR_MIN ? 64 : (BLAS_PAR_MIN + rows - 1) / rows;
+        blas_parallel_for(c, len, min_cols, 16, cols_task, &a);
+        free(a.acc);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- general path -------------------------------------------------------------------- */
+typedef struct acc_t {
+    double f;
+    uint64_t u;
+    int64_t i, arg;
+} acc_t;
+
+static void acc_float(acc_t *a, ff_reduce_op op, double x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->f += x; break;
+    case FF_REDUCE_PROD: a->f *= x; break;
+    case FF_REDUCE_MAX: if (a->f == a->f && (x != x || x > a->f)) a->f = x; break;
+    case FF_REDUCE_MIN: if (a->f == a->f && (x != x || x < a->f)) a->f = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (a->f == a->f && (x != x || (op == FF_REDUCE_ARGMAX ? x > a->f : x < a->f))))
+            a->f = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0.0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0.0; break;
+    default: break;
+    }
+}
+
+static void acc_int(acc_t *a, ff_reduce_op op, int64_t x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
+    case FF_REDUCE_PROD: a->u *= (uint64_t)x; break;
+    case FF_REDUCE_MAX: if (x > a->i) a->i = x; break;
+    case FF_REDUCE_MIN: if (x < a->i) a->i = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (op == FF_REDUCE_ARGMAX ? x > a->i : x < a->i)) a->i = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0; break;
+    default: break;
+    }
+}
+
+static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
+                                int axis)
+{
+    int64_t nout = ff_view_numel(dst);
+    acc_t *acc = malloc((size_t)nout * sizeof *acc);
+    if (!acc) return blas_error(c, FF_ERR_OOM, "cpu_blas reduce: out of memory for %lld accumulators", (long long)nout);
+    for (int64_t j = 0; j < nout; j++) {
+        acc[j].f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
+        acc[j].u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
+        acc[j].i = op == FF_REDUCE_MAX ? INT64_MIN : INT64_MAX;
+        acc[j].arg = -1;
+    }
+    /* accumulator index strides: row-major over dst's shape, 0 on reduced axes */
+    int nd = src->ndim;
+    int64_t astr[FF_MAX_DIMS], stride = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        astr[d] = ((mask >> d) & 1u) ? 0 : stride;
+        stride *= dst->shape[d];
+    }
+    int float_acc = blas_is_float(src->dtype) ||
+                    ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && blas_is_float(dst->dtype));
+    int64_t es = (int64_t)ff_dtype_size(src->dtype);
+    const char *sbase = (const char *)src->buf + src->offset * es;
+    int64_t numel = ff_view_numel(src);
+    int64_t idx[FF_MAX_DIMS] = {0}, so = 0, ao = 0;
+    for (int64_t n = 0; n < numel; n++) {
+        int64_t k = axis >= 0 ? idx[axis] : 0;
+        if (float_acc) acc_float(&acc[ao], op, blas_ld_f(sbase + so * es, src->dtype), k);
+        else acc_int(&acc[ao], op, blas_ld_i(sbase + so * es, src->dtype), k);
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++idx[d] < src->shape[d]) {
+                so += src->strides[d];
+                ao += astr[d];
+                break;
+            }
+            idx[d] = 0;
+            so -= src->strides[d] * (src->shape[d] - 1);
+            ao -= astr[d] * (src->shape[d] - 1);
+        }
+    }
+    /* write out in dst's row-major order */
+    int64_t ds = (int64_t)ff_dtype_size(dst->dtype);
+    char *dbase = (char *)dst->buf + dst->offset * ds;
+    int64_t didx[FF_MAX_DIMS] = {0}, doff = 0;
+    for (int64_t j = 0; j < nout; j++) {
+        const acc_t *a = &acc[j];
+        char *p = dbase + doff * ds;
+        if (is_arg(op)) blas_st_i(p, dst->dtype, a->arg);
+        else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) blas_st_i(p, dst->dtype, (int64_t)a->u);
+        else if (float_acc) blas_st_f(p, dst->dtype, a->f);
+        else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) blas_st_i(p, dst->dtype, blas_u64_to_i64(a->u));
+        else blas_st_i(p, dst->dtype, a->i);
+        for (int d = nd - 1; d >= 0; d--) {
+            if (++didx[d] < dst->shape[d]) {
+                doff += dst->strides[d];
+                break;
+            }
+            didx[d] = 0;
+            doff -= dst->strides[d] * (dst->shape[d] - 1);
+        }
+    }
+    free(acc);
+    return FF_OK;
+}
+
+ff_status blas_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
+{
+    int axis = -1;
+    ff_status st = check_reduce(ctx, op, dst, src, axes_mask, &axis);
+    if (st) return st;
+    if (ff_view_numel(dst) == 0) return FF_OK;
+    if (ff_view_numel(src) == 0) {
+        if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || is_arg(op))
+            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: op %d of an empty set", (int)op);
+        return reduce_general(ctx, op, dst, src, axes_mask, axis);
+    }
+    if (reduce_fast(ctx, op, dst, src, axes_mask)) return FF_OK;
+    return reduce_general(ctx, op, dst, src, axes_mask, axis);
+}

@@ -1,0 +1,347 @@
+/* The public-op table (see cf_optable.h) and the helpers that build op inputs as
+ * views with the public view ops. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cf_optable.h"
+
+/* ---- resolving ops at run time ------------------------------------------------ */
+static _Thread_local bool missing;
+bool cf_op_missing(void) { return missing; }
+void cf_op_missing_reset(void) { missing = false; }
+
+static ff_tensor *op_missing(const char *name)
+{
+    missing = true;
+    ff_error(FF_ERR_UNSUPPORTED, "%s is not in this libfusionflow", name);
+    return NULL;
+}
+
+/* Calls public op fn if libfusionflow has it. __typeof__ keeps the call type-checked
+ * against include/ff/ops.h without creating a link-time reference. */
+#define CALL(fn, ...) (cf_sym(#fn) ? ((__typeof__(&fn))cf_sym(#fn))(__VA_ARGS__) : op_missing(#fn))
+
+static const int ax0[] = {0}, ax1[] = {1}, ax02[] = {0, 2}, axm1[] = {-1};
+
+#define W(name, expr) \
+    static ff_tensor *name(ff_tensor *const *x) { (void)x; return expr; }
+W(w_add, CALL(ff_add, x[0], x[1]))
+W(w_sub, CALL(ff_sub, x[0], x[1]))
+W(w_mul, CALL(ff_mul, x[0], x[1]))
+W(w_div, CALL(ff_div, x[0], x[1]))
+W(w_pow, CALL(ff_pow, x[0], x[1]))
+W(w_maximum, CALL(ff_maximum, x[0], x[1]))
+W(w_minimum, CALL(ff_minimum, x[0], x[1]))
+W(w_mul_scalar, CALL(ff_mul_scalar, x[0], 2.5))
+W(w_add_scalar, CALL(ff_add_scalar, x[0], -1.25))
+W(w_rsub_scalar, CALL(ff_rbinary_scalar, FF_BINARY_SUB, 3.0, x[0]))
+W(w_pow_scalar, CALL(ff_pow_scalar, x[0], 3.0))
+W(w_clip, CALL(ff_clip, x[0], -0.5, 0.5))
+W(w_lerp, CALL(ff_lerp, x[0], x[1], 0.3))
+W(w_where, CALL(ff_where, x[2], x[0], x[1]))
+W(w_eq, CALL(ff_eq, x[0], x[1]))
+W(w_lt, CALL(ff_lt, x[0], x[1]))
+W(w_exp, CALL(ff_exp, x[0]))
+W(w_log, CALL(ff_log, x[0]))
+W(w_log1p, CALL(ff_log1p, x[0]))
+W(w_expm1, CALL(ff_expm1, x[0]))
+W(w_sqrt, CALL(ff_sqrt, x[0]))
+W(w_rsqrt, CALL(ff_rsqrt, x[0]))
+W(w_square, CALL(ff_square, x[0]))
+W(w_reciprocal, CALL(ff_reciprocal, x[0]))
+W(w_sin, CALL(ff_sin, x[0]))
+W(w_cos, CALL(ff_cos, x[0]))
+W(w_tanh, CALL(ff_tanh, x[0]))
+W(w_sigmoid, CALL(ff_sigmoid, x[0]))
+W(w_relu, CALL(ff_relu, x[0]))
+W(w_gelu, CALL(ff_gelu, x[0], false))
+W(w_gelu_tanh, CALL(ff_gelu, x[0], true))
+W(w_silu, CALL(ff_silu, x[0]))
+W(w_softplus, CALL(ff_softplus, x[0]))
+W(w_erf, CALL(ff_erf, x[0]))
+W(w_abs, CALL(ff_abs, x[0]))
+W(w_neg, CALL(ff_neg, x[0]))
+W(w_floor, CALL(ff_floor, x[0]))
+W(w_round, CALL(ff_round, x[0]))
+W(w_sum1k, CALL(ff_sum, x[0], 1, ax1, true))
+W(w_sum_all, CALL(ff_sum, x[0], 0, NULL, false))
+W(w_mean02, CALL(ff_mean, x[0], 2, ax02, false))
+W(w_prod1, CALL(ff_prod, x[0], 1, ax1, false))
+W(w_amax1k, CALL(ff_amax, x[0], 1, ax1, true))
+W(w_amin0, CALL(ff_amin, x[0], 1, ax0, false))
+W(w_argmax1k, CALL(ff_argmax, x[0], 1, true))
+W(w_argmin0, CALL(ff_argmin, x[0], 0, false))
+W(w_var1, CALL(ff_var, x[0], 1, ax1, 1, false))
+W(w_std0k, CALL(ff_std, x[0], 1, ax0, 1, true))
+W(w_logsumexp1, CALL(ff_logsumexp, x[0], 1, ax1, false))
+W(w_norm2, CALL(ff_norm, x[0], 2.0, 0, NULL, false))
+W(w_any1, CALL(ff_any, x[0], 1, ax1, false))
+W(w_all0k, CALL(ff_all, x[0], 1, ax0, true))
+W(w_matmul, CALL(ff_matmul, x[0], x[1]))
+W(w_outer, CALL(ff_outer, x[0], x[1]))
+W(w_softmax, CALL(ff_softmax, x[0], -1))
+W(w_log_softmax, CALL(ff_log_softmax, x[0], 0))
+W(w_cross_entropy, CALL(ff_cross_entropy, x[0], x[1]))
+W(w_mse, CALL(ff_mse_loss, x[0], x[1]))
+W(w_gather, CALL(ff_gather, x[0], 1, x[1]))
+W(w_scatter_add, CALL(ff_scatter_add, x[0], 0, x[1], x[2]))
+W(w_index_select, CALL(ff_index_select, x[0], 0, x[1]))
+W(w_embedding, CALL(ff_embedding, x[0], x[1]))
+W(w_one_hot, CALL(ff_one_hot, x[0], 4))
+W(w_concat, CALL(ff_concat, 2, x, 1))
+W(w_stack, CALL(ff_stack, 2, x, 0))
+W(w_flip, CALL(ff_flip, x[0], 1, axm1))
+W(w_tril, CALL(ff_tril, x[0], 0))
+W(w_triu, CALL(ff_triu, x[0], 1))
+W(w_contiguous, CALL(ff_contiguous, x[0]))
+W(w_clone, CALL(ff_clone, x[0]))
+W(w_astype_f64, CALL(ff_astype, x[0], FF_F64))
+W(w_dropout, CALL(ff_dropout, x[0], 0.5, true, 7))
+
+static ff_tensor *w_pad(ff_tensor *const *x)
+{
+    static const int64_t pads[] = {1, 0, 0, 2};
+    return CALL(ff_pad, x[0], pads, 0.5);
+}
+static ff_tensor *w_repeat(ff_tensor *const *x)
+{
+    static const int64_t reps[] = {2, 1};
+    return CALL(ff_repeat, x[0], 2, reps);
+}
+static ff_tensor *w_tile(ff_tensor *const *x)
+{
+    static const int64_t reps[] = {3};
+    return CALL(ff_tile, x[0], 1, reps);
+}
+static ff_tensor *w_reshape(ff_tensor *const *x)
+{
+    static const int64_t shape[] = {5, -1};
+    return CALL(ff_reshape, x[0], 2, shape);
+}
+
+/* ---- closed forms ------------------------------------------------------------- */
+static void c_sum_all(const double *const *in, double *out)
+{
+    long double s = 0;
+    for (int i = 0; i < 20; i++) s += in[0][i];
+    out[0] = (double)s;
+}
+
+static void c_mean02(const double *const *in, double *out) /* [3,4,5] over axes 0, 2 */
+{
+    for (int j = 0; j < 4; j++) {
+        long double s = 0;
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 5; k++) s += in[0][(i * 4 + j) * 5 + k];
+        out[j] = (double)(s / 15);
+    }
+}
+
+static void c_matmul(const double *const *in, double *out) /* [4,3] @ [3,5] */
+{
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) {
+            long double s = 0;
+            for (int p = 0; p < 3; p++) s += (long double)in[0][i * 3 + p] * in[1][p * 5 + j];
+            out[i * 5 + j] = (double)s;
+        }
+}
+
+static void c_softmax(const double *const *in, double *out) /* [4,5] over the last axis */
+{
+    for (int i = 0; i < 4; i++) {
+        double m = -INFINITY;
+        long double s = 0;
+        for (int j = 0; j < 5; j++) m = fmax(m, in[0][i * 5 + j]);
+        for (int j = 0; j < 5; j++) s += expl(in[0][i * 5 + j] - m);
+        for (int j = 0; j < 5; j++) out[i * 5 + j] = (double)(expl(in[0][i * 5 + j] - m) / s);
+    }
+}
+
+static void c_cross_entropy(const double *const *in, double *out) /* logits [6,5], targets [6] */
+{
+    long double total = 0;
+    for (int i = 0; i < 6; i++) {
+        double m = -INFINITY;
+        long double s = 0;
+        for (int j = 0; j < 5; j++) m = fmax(m, in[0][i * 5 + j]);
+        for (int j = 0; j < 5; j++) s += expl(in[0][i * 5 + j] - m);
+        total += m + logl(s) - in[0][i * 5 + (int)in[1][i]];
+    }
+    out[0] = (double)(total / 6);
+}
+
+static void c_mse(const double *const *in, double *out) /* [4,5] */
+{
+    long double s = 0;
+    for (int i = 0; i < 20; i++) s += (long double)(in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
+    out[0] = (double)(s / 20);
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+#define F FF_DTYPE_COUNT /* "the case dtype" */
+#define S CF_DOM_SIGNED
+#define P CF_DOM_POSITIVE
+#define U CF_DOM_UNIT
+#define I CF_DOM_SMALLINT
+/* name, nin, ndims, shapes, dtypes, domains, index ranges, call, tol, k, ints, grad, closed */
+const cf_opdef cf_optable[] = {
+    {"add_bcast", 2, {3, 2}, {{3, 1, 5}, {4, 1}}, {F, F}, {S, S}, {0}, w_add, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"sub", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_sub, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"mul_bcast", 2, {2, 1}, {{4, 5}, {5}}, {F, F}, {S, S}, {0}, w_mul, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"div", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, P}, {0}, w_div, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"pow", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {P, S}, {0}, w_pow, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"maximum", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_maximum, CF_TOL_EXACT, 1, true, true, NULL},
+    {"minimum", 2, {2, 1}, {{4, 5}, {5}}, {F, F}, {S, S}, {0}, w_minimum, CF_TOL_EXACT, 1, true, true, NULL},
+    {"mul_scalar", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_mul_scalar, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"add_scalar", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_add_scalar, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"rsub_scalar", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_rsub_scalar, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"pow_scalar", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_pow_scalar, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"clip", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_clip, CF_TOL_EXACT, 1, false, true, NULL},
+    {"lerp", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_lerp, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"where", 3, {2, 2, 2}, {{4, 5}, {4, 5}, {4, 5}}, {F, F, FF_BOOL}, {S, S, CF_DOM_BOOL01}, {0}, w_where,
+     CF_TOL_EXACT, 1, true, true, NULL},
+    {"eq", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {I, I}, {0}, w_eq, CF_TOL_EXACT, 1, true, false, NULL},
+    {"lt_bcast", 2, {2, 1}, {{4, 5}, {5}}, {F, F}, {I, I}, {0}, w_lt, CF_TOL_EXACT, 1, true, false, NULL},
+    {"exp", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_exp, CF_TOL_TRANSCEND, 1, true, true, NULL},
+    {"log", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_log, CF_TOL_TRANSCEND, 1, true, true, NULL},
+    {"log1p", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_log1p, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"expm1", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_expm1, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"sqrt", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_sqrt, CF_TOL_TRANSCEND, 1, true, true, NULL},
+    {"rsqrt", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_rsqrt, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"square", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_square, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"reciprocal", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_reciprocal, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"sin", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_sin, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"cos", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_cos, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"tanh", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_tanh, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"sigmoid", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_sigmoid, CF_TOL_TRANSCEND, 1, true, true, NULL},
+    {"relu", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_relu, CF_TOL_EXACT, 1, true, true, NULL},
+    {"gelu", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_gelu, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"gelu_tanh", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_gelu_tanh, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"silu", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_silu, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"softplus", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_softplus, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"erf", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_erf, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"abs", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_abs, CF_TOL_EXACT, 1, true, true, NULL},
+    {"neg", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_neg, CF_TOL_EXACT, 1, true, true, NULL},
+    {"floor", 1, {2}, {{4, 5}}, {F}, {CF_DOM_ROUNDING}, {0}, w_floor, CF_TOL_EXACT, 1, true, false, NULL},
+    {"round", 1, {2}, {{4, 5}}, {F}, {CF_DOM_ROUNDING}, {0}, w_round, CF_TOL_EXACT, 1, true, false, NULL},
+    {"sum_axis1_keepdim", 1, {2}, {{4, 5}}, {F}, {U}, {0}, w_sum1k, CF_TOL_ACCUM, 5, true, true, NULL},
+    {"sum_all", 1, {2}, {{4, 5}}, {F}, {U}, {0}, w_sum_all, CF_TOL_ACCUM, 20, true, true, c_sum_all},
+    {"mean_axes02", 1, {3}, {{3, 4, 5}}, {F}, {U}, {0}, w_mean02, CF_TOL_ACCUM, 15, false, true, c_mean02},
+    {"prod_axis1", 1, {2}, {{4, 5}}, {F}, {CF_DOM_NEAR1}, {0}, w_prod1, CF_TOL_PROD, 5, true, true, NULL},
+    {"amax_axis1_keepdim", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_amax1k, CF_TOL_EXACT, 1, true, true, NULL},
+    {"amin_axis0", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_amin0, CF_TOL_EXACT, 1, true, true, NULL},
+    {"argmax_axis1_keepdim", 1, {2}, {{4, 5}}, {F}, {I}, {0}, w_argmax1k, CF_TOL_EXACT, 1, true, false, NULL},
+    {"argmin_axis0", 1, {2}, {{4, 5}}, {F}, {I}, {0}, w_argmin0, CF_TOL_EXACT, 1, true, false, NULL},
+    {"var_axis1", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_var1, CF_TOL_ACCUM, 5, false, true, NULL},
+    {"std_axis0_keepdim", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_std0k, CF_TOL_ACCUM, 4, false, true, NULL},
+    {"logsumexp_axis1", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_logsumexp1, CF_TOL_TRANSCEND, 5, false, true, NULL},
+    {"norm2", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_norm2, CF_TOL_ACCUM, 20, false, true, NULL},
+    {"any_axis1", 1, {2}, {{4, 5}}, {F}, {I}, {0}, w_any1, CF_TOL_EXACT, 1, true, false, NULL},
+    {"all_axis0_keepdim", 1, {2}, {{4, 5}}, {F}, {I}, {0}, w_all0k, CF_TOL_EXACT, 1, true, false, NULL},
+    {"matmul_2d", 2, {2, 2}, {{4, 3}, {3, 5}}, {F, F}, {U, U}, {0}, w_matmul, CF_TOL_ACCUM, 3, true, true, c_matmul},
+    {"matmul_1d_2d", 2, {1, 2}, {{3}, {3, 5}}, {F, F}, {U, U}, {0}, w_matmul, CF_TOL_ACCUM, 3, true, true, NULL},
+    {"matmul_2d_1d", 2, {2, 1}, {{4, 3}, {3}}, {F, F}, {U, U}, {0}, w_matmul, CF_TOL_ACCUM, 3, true, true, NULL},
+    {"matmul_1d_1d", 2, {1, 1}, {{6}, {6}}, {F, F}, {U, U}, {0}, w_matmul, CF_TOL_ACCUM, 6, true, true, NULL},
+    {"matmul_batched_bcast", 2, {4, 3}, {{2, 1, 3, 4}, {5, 4, 2}}, {F, F}, {U, U}, {0}, w_matmul, CF_TOL_ACCUM, 4,
+     true, true, NULL},
+    {"outer", 2, {1, 1}, {{4}, {5}}, {F, F}, {S, S}, {0}, w_outer, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"softmax_last", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_softmax, CF_TOL_TRANSCEND, 5, false, true, c_softmax},
+    {"log_softmax_axis0", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_log_softmax, CF_TOL_TRANSCEND, 4, false, true, NULL},
+    {"cross_entropy", 2, {2, 1}, {{6, 5}, {6}}, {F, FF_I64}, {S, I}, {0, 5}, w_cross_entropy, CF_TOL_TRANSCEND, 30,
+     false, true, c_cross_entropy},
+    {"mse_loss", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_mse, CF_TOL_ACCUM, 20, false, true, c_mse},
+    {"gather_axis1", 2, {2, 2}, {{4, 5}, {4, 3}}, {F, FF_I64}, {S, I}, {0, 5}, w_gather, CF_TOL_EXACT, 1, true, true,
+     NULL},
+    {"scatter_add_axis0", 3, {2, 2, 2}, {{4, 3}, {5, 3}, {5, 3}}, {F, FF_I64, F}, {S, I, S}, {0, 4, 0},
+     w_scatter_add, CF_TOL_ACCUM, 6, true, true, NULL},
+    {"index_select", 2, {2, 1}, {{5, 4}, {3}}, {F, FF_I64}, {S, I}, {0, 5}, w_index_select, CF_TOL_EXACT, 1, true,
+     true, NULL},
+    {"embedding", 2, {2, 1}, {{6, 3}, {4}}, {F, FF_I64}, {S, I}, {0, 6}, w_embedding, CF_TOL_EXACT, 1, false, true,
+     NULL},
+    {"one_hot", 1, {1}, {{5}}, {FF_I64}, {I}, {4}, w_one_hot, CF_TOL_EXACT, 1, false, false, NULL},
+    {"concat_axis1", 2, {2, 2}, {{3, 2}, {3, 4}}, {F, F}, {S, S}, {0}, w_concat, CF_TOL_EXACT, 1, true, true, NULL},
+    {"stack_axis0", 2, {2, 2}, {{3, 4}, {3, 4}}, {F, F}, {S, S}, {0}, w_stack, CF_TOL_EXACT, 1, true, true, NULL},
+    {"pad", 1, {2}, {{3, 4}}, {F}, {S}, {0}, w_pad, CF_TOL_EXACT, 1, true, true, NULL},
+    {"flip_last", 1, {2}, {{3, 4}}, {F}, {S}, {0}, w_flip, CF_TOL_EXACT, 1, true, true, NULL},
+    {"tril", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_tril, CF_TOL_EXACT, 1, true, true, NULL},
+    {"triu_1", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_triu, CF_TOL_EXACT, 1, true, true, NULL},
+    {"repeat", 1, {2}, {{2, 3}}, {F}, {S}, {0}, w_repeat, CF_TOL_EXACT, 1, true, true, NULL},
+    {"tile", 1, {2}, {{2, 3}}, {F}, {S}, {0}, w_tile, CF_TOL_EXACT, 1, true, true, NULL},
+    {"reshape", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_reshape, CF_TOL_EXACT, 1, true, true, NULL},
+    {"contiguous", 1, {3}, {{2, 3, 4}}, {F}, {S}, {0}, w_contiguous, CF_TOL_EXACT, 1, true, true, NULL},
+    {"clone", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_clone, CF_TOL_EXACT, 1, true, true, NULL},
+    {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
+    {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
+};
+const int cf_noptable = (int)(sizeof cf_optable / sizeof cf_optable[0]);
+
+/* ---- inputs ------------------------------------------------------------------- */
+const char *cf_variant_name(cf_variant v)
+{
+    static const char *const n[CF_V_COUNT] = {"contig", "transposed", "stepped", "offset"};
+    return (unsigned)v < CF_V_COUNT ? n[v] : "?";
+}
+
+ff_dtype cf_op_input_dtype(const cf_opdef *def, int i, ff_dtype dt)
+{
+    return def->fixed[i] == FF_DTYPE_COUNT ? dt : def->fixed[i];
+}
+
+void *cf_op_input_values(const cf_opdef *def, int i, ff_dtype dt, cf_rng *rng)
+{
+    ff_dtype t = cf_op_input_dtype(def, i, dt);
+    int64_t n = cf_numel(def->ndim[i], def->shape[i]);
+    void *v = calloc((size_t)(n ? n : 1), ff_dtype_size(t));
+    if (!v) abort();
+    if (def->index_range[i] > 0)
+        for (int64_t j = 0; j < n; j++) cf_set_i(v, t, j, cf_rng_int(rng, 0, def->index_range[i] - 1));
+    else cf_fill_values(rng, v, t, n, def->dom[i]);
+    return v;
+}
+
+ff_tensor *cf_make_input(ff_backend *be, const void *vals, int ndim, const int64_t *shape, ff_dtype dt,
+                         cf_variant v, ff_tensor **base)
+{
+    *base = NULL;
+    if (ndim == 0 || (v == CF_V_TRANSPOSED && ndim < 2)) v = CF_V_CONTIG;
+    size_t sz = ff_dtype_size(dt);
+    int64_t n = cf_numel(ndim, shape), ps[FF_MAX_DIMS];
+    memcpy(ps, shape, sizeof(int64_t) * (size_t)ndim);
+    int last = ndim - 1;
+    if (v == CF_V_TRANSPOSED) ps[last] = shape[last - 1], ps[last - 1] = shape[last];
+    if (v == CF_V_STEPPED) ps[last] = 2 * shape[last];
+    if (v == CF_V_OFFSET) ps[0] = shape[0] + 1;
+    int64_t pn = cf_numel(ndim, ps);
+    unsigned char *phys = calloc((size_t)(pn ? pn : 1), sz);
+    if (!phys) abort();
+    const unsigned char *src = vals;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t o = i;
+        if (v == CF_V_TRANSPOSED) {
+            int64_t r = shape[last - 1], c = shape[last], inner = (i % (r * c)), outer = i / (r * c);
+            o = outer * r * c + (inner % c) * r + inner / c;
+        } else if (v == CF_V_STEPPED) {
+            o = (i / shape[last]) * ps[last] + 2 * (i % shape[last]);
+        } else if (v == CF_V_OFFSET) {
+            o = i + n / (shape[0] ? shape[0] : 1);
+        }
+        memcpy(phys + (size_t)o * sz, src + (size_t)i * sz, sz);
+    }
+    *base = ff_from_data_on(be, phys, ndim, ps, dt);
+    free(phys);
+    return *base ? cf_view_of(*base, v) : NULL;
+}
+
+ff_tensor *cf_view_of(ff_tensor *base, cf_variant v)
+{
+    int ndim = ff_tensor_ndim(base);
+    if (ndim == 0 || (v == CF_V_TRANSPOSED && ndim < 2)) v = CF_V_CONTIG;
+    switch (v) {
+    case CF_V_TRANSPOSED: return ff_transpose(base, -1, -2);
+    case CF_V_STEPPED: return ff_slice(base, -1, 0, ff_tensor_dim(base, -1), 2);
+    case CF_V_OFFSET: return ff_slice(base, 0, 1, ff_tensor_dim(base, 0), 1);
+    default: return ff_tensor_retain(base);
+    }
+}

@@ -1,0 +1,56 @@
+"""FusionFlow: tensors with autograd over a C11 runtime, through ctypes.
+
+    import fusionflow as ff
+    x = ff.randn(4, 3, requires_grad=True)
+    y = (x @ ff.ones(3, 2)).relu().sum()
+    y.backward()
+    x.grad.numpy()
+"""
+from ._lib import FusionFlowError, library_path
+from ._dtype import DType, float32, float64, int32, int64, uint8, bool_
+from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, empty, eye, arange,
+                      linspace, rand, randn, uniform, normal, zeros_like, ones_like, full_like, empty_like,
+                      where, cat, concat, stack, split, chunk, no_grad, enable_grad, set_grad_enabled,
+                      is_grad_enabled)
+from ._dlpack import from_dlpack
+from ._io import save, load, save_npy, load_npy, load_metadata
+from ._backend import backends, default_backend, set_default_backend
+from ._lib import C as _C
+from . import autograd, nn, optim  # noqa: E402
+
+float = float32
+double = float64
+long = int64
+int = int32
+bool = bool_
+
+__version__ = "0.1.0"
+
+
+def manual_seed(seed):
+    """Seeds the global generator used by rand/randn/dropout/init."""
+    _C.ff_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)
+
+
+def _debug_live_tensors():
+    """Number of C tensor headers alive (leak tests)."""
+    return _C.ff_debug_live_tensors()
+
+
+def _unary_fn(name):
+    def f(x, *args, **kwargs):
+        return getattr(as_tensor(x), name)(*args, **kwargs)
+    f.__name__ = name
+    return f
+
+
+for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tanh",
+           "sigmoid", "relu", "abs", "sign", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf",
+           "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp", "any", "all",
+           "norm", "softmax", "log_softmax", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
+           "permute", "clamp", "clip", "matmul", "outer", "max", "min", "maximum", "minimum", "flip", "tril",
+           "triu", "gather", "index_select", "broadcast_to", "narrow", "clone", "detach", "numel", "pow",
+           "add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "lerp", "silu", "softplus", "gelu",
+           "tile", "repeat", "unbind", "scatter_add", "logical_and", "logical_or", "logical_xor", "fmod"):
+    globals()[_n] = _unary_fn(_n)
+del _n

@@ -1,0 +1,78 @@
+"""DLPack exchange through PyCapsules (the legacy protocol of NumPy 1.24 / PyTorch 1.13).
+
+Export: __dlpack__ returns a capsule named "dltensor" holding an ff_to_dlpack() result.
+A consumer takes ownership by renaming it "used_dltensor" and later calls the deleter;
+if nobody consumes it, the capsule's destructor calls the deleter instead - exactly one
+of the two happens.
+Import: from_dlpack(x) calls x.__dlpack__(), wraps the DLManagedTensor without copying
+(ff_from_dlpack) and renames the capsule, so the producer's deleter runs once, when the
+last FusionFlow tensor over that memory is released.
+"""
+import ctypes
+
+from ._lib import C, FusionFlowError, error
+
+__all__ = ["to_capsule", "from_dlpack"]
+
+_api = ctypes.pythonapi
+_api.PyCapsule_New.restype = ctypes.py_object
+_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+# The destructor receives the dying capsule as a raw PyObject *: use c_void_p-typed
+# twins of the capsule functions so no reference is taken on an object being freed.
+_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
+_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api))
+
+_DLTENSOR = b"dltensor"
+_USED = b"used_dltensor"
+_dlpack_free = C.ff_dlpack_free
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    # Renamed (consumed) capsules are the consumer's business; ours call the deleter.
+    if _is_valid_raw(capsule, _DLTENSOR):
+        _dlpack_free(_get_pointer_raw(capsule, _DLTENSOR))
+
+
+_DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
+
+
+def to_capsule(t):
+    m = C.ff_to_dlpack(t._ptr)
+    if not m:
+        raise BufferError(str(error()))
+    try:
+        return _api.PyCapsule_New(m, _DLTENSOR, _DESTRUCTOR)
+    except BaseException:
+        _dlpack_free(m)
+        raise
+
+
+def from_dlpack(x):
+    """A Tensor viewing the memory of x (anything with __dlpack__, or a "dltensor" capsule)."""
+    from ._tensor import Tensor, wrap
+    if isinstance(x, Tensor):
+        return x.detach()
+    if hasattr(x, "__dlpack__"):
+        dev = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else (1, 0)
+        if dev[0] != 1:
+            raise BufferError("from_dlpack: device type %d is not kDLCPU" % dev[0])
+        capsule = x.__dlpack__()
+    else:
+        capsule = x
+    if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+        raise TypeError("from_dlpack expects an object with __dlpack__ or an unconsumed 'dltensor' capsule")
+    m = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    p = C.ff_from_dlpack(m)
+    if not p:
+        raise error()  # the capsule keeps ownership; its destructor frees it
+    _api.PyCapsule_SetName(capsule, _USED)
+    return wrap(p)

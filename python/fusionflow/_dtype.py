@@ -1,0 +1,70 @@
+"""dtypes: Python objects for the C ff_dtype enum, with their NumPy equivalents."""
+import numpy as np
+
+__all__ = ["DType", "float32", "float64", "int32", "int64", "uint8", "bool_", "to_dtype", "from_code",
+           "from_numpy_dtype"]
+
+
+class DType:
+    __slots__ = ("name", "code", "np", "is_floating_point", "itemsize")
+
+    def __init__(self, name, code, npdt, is_float):
+        self.name = name
+        self.code = code
+        self.np = np.dtype(npdt)
+        self.is_floating_point = is_float
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self):
+        return "fusionflow." + self.name
+
+    def __reduce__(self):
+        return (from_code, (self.code,))
+
+
+# Codes are the C enum (include/ff/backend_abi.h); they are ABI and never change.
+float32 = DType("float32", 0, np.float32, True)
+float64 = DType("float64", 1, np.float64, True)
+int32 = DType("int32", 2, np.int32, False)
+int64 = DType("int64", 3, np.int64, False)
+uint8 = DType("uint8", 4, np.uint8, False)
+bool_ = DType("bool", 5, np.bool_, False)
+float16 = None  # reserved in the C enum; not computable
+
+_BY_CODE = {d.code: d for d in (float32, float64, int32, int64, uint8, bool_)}
+_BY_NP = {d.np: d for d in _BY_CODE.values()}
+_ALIASES = {"float": float32, "float32": float32, "f32": float32, "double": float64, "float64": float64,
+            "f64": float64, "int": int32, "int32": int32, "i32": int32, "long": int64, "int64": int64,
+            "i64": int64, "uint8": uint8, "u8": uint8, "bool": bool_}
+
+
+def from_code(code):
+    try:
+        return _BY_CODE[code]
+    except KeyError:
+        raise TypeError("unsupported FusionFlow dtype code %d" % code) from None
+
+
+def from_numpy_dtype(npdt):
+    d = _BY_NP.get(np.dtype(npdt))
+    if d is None:
+        raise TypeError("NumPy dtype %s has no FusionFlow equivalent (supported: float32, float64, int32, "
+                        "int64, uint8, bool)" % np.dtype(npdt))
+    return d
+
+
+def to_dtype(x):
+    """Accepts a DType, a name ('float32', 'f32', 'long', ...), a NumPy dtype or Python type."""
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        if x in _ALIASES:
+            return _ALIASES[x]
+        raise TypeError("unknown dtype %r" % x)
+    if x is float:
+        return float32
+    if x is int:
+        return int64
+    if x is bool:
+        return bool_
+    return from_numpy_dtype(x)

@@ -1,0 +1,295 @@
+"""Loading libfusionflow and declaring the C functions the package calls.
+
+The library is searched, in order, at $FUSIONFLOW_LIB (a file path), next to this
+package (an installed copy), and in the source tree's build directory
+(<repo>/build/lib). Every function used is declared here with argtypes and restype;
+C errors become FusionFlowError carrying the C message (ff_last_error()).
+"""
+import ctypes
+import os
+from ctypes import (POINTER, c_bool, c_char_p, c_double, c_int, c_int64, c_long, c_uint32,
+                    c_uint64, c_void_p)
+
+__all__ = ["lib", "FusionFlowError", "check_ptr", "check_status", "library_path"]
+
+# ff_status codes (include/ff/backend_abi.h)
+FF_OK, FF_ERR_INVALID, FF_ERR_OOM, FF_ERR_OVERFLOW, FF_ERR_UNSUPPORTED = 0, 1, 2, 3, 4
+FF_ERR_BACKEND, FF_ERR_INDEX, FF_ERR_AUTOGRAD, FF_ERR_IO = 5, 6, 7, 8
+
+
+class FusionFlowError(RuntimeError):
+    """An error reported by the C library; .status is the ff_status code."""
+
+    def __init__(self, message, status=FF_ERR_INVALID):
+        super().__init__(message)
+        self.status = status
+
+
+class FusionFlowIndexError(FusionFlowError, IndexError):
+    pass
+
+
+class FusionFlowValueError(FusionFlowError, ValueError):
+    pass
+
+
+def _candidates():
+    env = os.environ.get("FUSIONFLOW_LIB")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libfusionflow.so")
+    repo = os.path.dirname(os.path.dirname(here))
+    yield os.path.join(repo, "build", "lib", "libfusionflow.so")
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.path.exists(path):
+            return ctypes.CDLL(path), path
+        tried.append(path)
+    raise ImportError("fusionflow: libfusionflow.so not found (tried %s); build it with "
+                      "`cmake -S . -B build && cmake --build build` or set FUSIONFLOW_LIB" % ", ".join(tried))
+
+
+lib, library_path = _load()
+
+T = c_void_p  # ff_tensor *
+P64 = POINTER(c_int64)
+PINT = POINTER(c_int)
+
+
+class BackwardOpts(ctypes.Structure):
+    _fields_ = [("retain_graph", c_bool), ("create_graph", c_bool)]
+
+
+# name: (restype, argtypes)
+_PROTOS = {
+    # errors, dtypes
+    "ff_last_error": (c_char_p, []),
+    "ff_last_status": (c_int, []),
+    "ff_clear_error": (None, []),
+    # lifecycle, queries
+    "ff_tensor_retain": (T, [T]),
+    "ff_tensor_release": (None, [T]),
+    "ff_tensor_ndim": (c_int, [T]),
+    "ff_tensor_shape": (P64, [T]),
+    "ff_tensor_strides": (P64, [T]),
+    "ff_tensor_offset": (c_int64, [T]),
+    "ff_tensor_numel": (c_int64, [T]),
+    "ff_tensor_dtype": (c_int, [T]),
+    "ff_tensor_backend": (c_void_p, [T]),
+    "ff_tensor_is_contiguous": (c_bool, [T]),
+    "ff_tensor_shares_storage": (c_bool, [T, T]),
+    "ff_tensor_data_ptr": (c_void_p, [T]),
+    "ff_tensor_to_host": (c_int, [T, c_void_p, ctypes.c_size_t]),
+    "ff_tensor_item": (c_int, [T, POINTER(c_double)]),
+    "ff_tensor_item_i64": (c_int, [T, P64]),
+    # factories
+    "ff_empty": (T, [c_int, P64, c_int]),
+    "ff_zeros": (T, [c_int, P64, c_int]),
+    "ff_ones": (T, [c_int, P64, c_int]),
+    "ff_full": (T, [c_int, P64, c_int, c_double]),
+    "ff_full_on": (T, [c_void_p, c_int, P64, c_int, c_double]),
+    "ff_scalar_tensor": (T, [c_double, c_int]),
+    "ff_from_data": (T, [c_void_p, c_int, P64, c_int]),
+    "ff_from_data_on": (T, [c_void_p, c_void_p, c_int, P64, c_int]),
+    "ff_empty_like": (T, [T]),
+    "ff_zeros_like": (T, [T]),
+    "ff_ones_like": (T, [T]),
+    "ff_full_like": (T, [T, c_double]),
+    "ff_eye": (T, [c_int64, c_int64, c_int]),
+    "ff_arange": (T, [c_double, c_double, c_double, c_int]),
+    "ff_linspace": (T, [c_double, c_double, c_int64, c_int]),
+    "ff_rand_uniform": (T, [c_int, P64, c_int, c_double, c_double, c_uint64]),
+    "ff_rand_normal": (T, [c_int, P64, c_int, c_double, c_double, c_uint64]),
+    "ff_rand": (T, [c_int, P64, c_int]),
+    "ff_randn": (T, [c_int, P64, c_int]),
+    "ff_astype": (T, [T, c_int]),
+    "ff_clone": (T, [T]),
+    "ff_detach": (T, [T]),
+    "ff_manual_seed": (None, [c_uint64]),
+    # views
+    "ff_reshape": (T, [T, c_int, P64]),
+    "ff_reshape_view": (T, [T, c_int, P64]),
+    "ff_permute": (T, [T, PINT]),
+    "ff_transpose": (T, [T, c_int, c_int]),
+    "ff_mT": (T, [T]),
+    "ff_slice": (T, [T, c_int, c_int64, c_int64, c_int64]),
+    "ff_select": (T, [T, c_int, c_int64]),
+    "ff_narrow": (T, [T, c_int, c_int64, c_int64]),
+    "ff_expand": (T, [T, c_int, P64]),
+    "ff_broadcast_to": (T, [T, c_int, P64]),
+    "ff_squeeze": (T, [T, c_int]),
+    "ff_squeeze_all": (T, [T]),
+    "ff_unsqueeze": (T, [T, c_int]),
+    "ff_flatten": (T, [T, c_int, c_int]),
+    "ff_contiguous": (T, [T]),
+    # elementwise
+    "ff_unary": (T, [c_int, T]),
+    "ff_gelu": (T, [T, c_bool]),
+    "ff_binary": (T, [c_int, T, T]),
+    "ff_add": (T, [T, T]),
+    "ff_sub": (T, [T, T]),
+    "ff_mul": (T, [T, T]),
+    "ff_div": (T, [T, T]),
+    "ff_neg": (T, [T]),
+    "ff_binary_scalar": (T, [c_int, T, c_double]),
+    "ff_rbinary_scalar": (T, [c_int, c_double, T]),
+    "ff_clip": (T, [T, c_double, c_double]),
+    "ff_where": (T, [T, T, T]),
+    "ff_lerp": (T, [T, T, c_double]),
+    # reductions
+    "ff_sum": (T, [T, c_int, PINT, c_bool]),
+    "ff_mean": (T, [T, c_int, PINT, c_bool]),
+    "ff_prod": (T, [T, c_int, PINT, c_bool]),
+    "ff_amax": (T, [T, c_int, PINT, c_bool]),
+    "ff_amin": (T, [T, c_int, PINT, c_bool]),
+    "ff_argmax": (T, [T, c_int, c_bool]),
+    "ff_argmin": (T, [T, c_int, c_bool]),
+    "ff_var": (T, [T, c_int, PINT, c_int64, c_bool]),
+    "ff_std": (T, [T, c_int, PINT, c_int64, c_bool]),
+    "ff_logsumexp": (T, [T, c_int, PINT, c_bool]),
+    "ff_any": (T, [T, c_int, PINT, c_bool]),
+    "ff_all": (T, [T, c_int, PINT, c_bool]),
+    "ff_norm": (T, [T, c_double, c_int, PINT, c_bool]),
+    # linear algebra, nn ops
+    "ff_matmul": (T, [T, T]),
+    "ff_outer": (T, [T, T]),
+    "ff_softmax": (T, [T, c_int]),
+    "ff_log_softmax": (T, [T, c_int]),
+    "ff_cross_entropy": (T, [T, T]),
+    "ff_mse_loss": (T, [T, T]),
+    "ff_one_hot": (T, [T, c_int64]),
+    "ff_embedding": (T, [T, T]),
+    "ff_gather": (T, [T, c_int, T]),
+    "ff_scatter_add": (T, [T, c_int, T, T]),
+    "ff_index_select": (T, [T, c_int, T]),
+    "ff_dropout": (T, [T, c_double, c_bool, c_uint64]),
+    # shape ops
+    "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
+    "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),
+    "ff_split": (c_int, [T, c_int64, c_int, POINTER(c_void_p), c_int]),
+    "ff_chunk": (c_int, [T, c_int, c_int, POINTER(c_void_p), c_int]),
+    "ff_pad": (T, [T, P64, c_double]),
+    "ff_flip": (T, [T, c_int, PINT]),
+    "ff_tril": (T, [T, c_int64]),
+    "ff_triu": (T, [T, c_int64]),
+    "ff_repeat": (T, [T, c_int, P64]),
+    "ff_tile": (T, [T, c_int, P64]),
+    # in place
+    "ff_add_": (c_int, [T, T]),
+    "ff_sub_": (c_int, [T, T]),
+    "ff_mul_": (c_int, [T, T]),
+    "ff_div_": (c_int, [T, T]),
+    "ff_add_scalar_": (c_int, [T, c_double]),
+    "ff_mul_scalar_": (c_int, [T, c_double]),
+    "ff_fill_": (c_int, [T, c_double]),
+    "ff_zero_": (c_int, [T]),
+    "ff_copy_": (c_int, [T, T]),
+    "ff_axpy_": (c_int, [T, c_double, T]),
+    # autograd
+    "ff_set_requires_grad": (c_int, [T, c_bool]),
+    "ff_requires_grad": (c_bool, [T]),
+    "ff_is_leaf": (c_bool, [T]),
+    "ff_grad": (T, [T]),
+    "ff_set_grad": (c_int, [T, T]),
+    "ff_zero_grad": (c_int, [T]),
+    "ff_grad_fn_name": (c_char_p, [T]),
+    "ff_backward": (c_int, [T, T, POINTER(BackwardOpts)]),
+    "ff_autograd_grad": (c_int, [T, T, c_int, POINTER(c_void_p), POINTER(c_void_p), POINTER(BackwardOpts)]),
+    "ff_grad_enabled": (c_bool, []),
+    "ff_set_grad_enabled": (c_bool, [c_bool]),
+    # backends
+    "ff_backend_load": (c_void_p, [c_char_p]),
+    "ff_backend_default": (c_void_p, []),
+    "ff_backend_set_default": (c_int, [c_void_p]),
+    "ff_backend_name": (c_char_p, [c_void_p]),
+    "ff_backend_flags": (c_uint32, [c_void_p]),
+    "ff_backend_count": (c_int, []),
+    "ff_backend_at": (c_void_p, [c_int]),
+    "ff_to": (T, [T, c_void_p]),
+    # io
+    "ff_tensor_dict_new": (c_void_p, []),
+    "ff_tensor_dict_free": (None, [c_void_p]),
+    "ff_tensor_dict_count": (c_int, [c_void_p]),
+    "ff_tensor_dict_name": (c_char_p, [c_void_p, c_int]),
+    "ff_tensor_dict_tensor": (T, [c_void_p, c_int]),
+    "ff_tensor_dict_meta_count": (c_int, [c_void_p]),
+    "ff_tensor_dict_meta_key": (c_char_p, [c_void_p, c_int]),
+    "ff_tensor_dict_meta_value": (c_char_p, [c_void_p, c_int]),
+    "ff_safetensors_save": (c_int, [c_char_p, c_int, POINTER(c_char_p), POINTER(c_void_p), POINTER(c_char_p)]),
+    "ff_safetensors_load": (c_void_p, [c_char_p, c_uint32]),
+    "ff_safetensors_load_on": (c_void_p, [c_void_p, c_char_p, c_uint32]),
+    "ff_npy_save": (c_int, [c_char_p, T]),
+    "ff_npy_load": (T, [c_char_p]),
+    "ff_npy_load_on": (T, [c_void_p, c_char_p]),
+    "ff_to_dlpack": (c_void_p, [T]),
+    "ff_from_dlpack": (T, [c_void_p]),
+    "ff_from_dlpack_on": (T, [c_void_p, c_void_p]),
+    "ff_dlpack_free": (None, [c_void_p]),
+    "ff_debug_live_tensors": (c_long, []),
+}
+
+missing = []
+
+
+def _missing(name):
+    def stub(*args):
+        raise FusionFlowError("%s is not available in %s (this build of the library lacks it)"
+                              % (name, library_path), 4)
+    return stub
+
+
+class _Funcs:
+    """Namespace of declared C functions (attribute access is cheaper than dict lookups)."""
+
+
+C = _Funcs()
+for _name, (_res, _args) in _PROTOS.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        missing.append(_name)
+        setattr(C, _name, _missing(_name))
+        continue
+    _f.restype = _res
+    _f.argtypes = _args
+    setattr(C, _name, _f)
+
+_last_error = C.ff_last_error
+_last_status = C.ff_last_status
+
+
+def error():
+    """The FusionFlowError for the calling thread's last C error."""
+    msg = (_last_error() or b"").decode("utf-8", "replace") or "unknown FusionFlow error"
+    st = _last_status()
+    if st == FF_ERR_INDEX:
+        return FusionFlowIndexError(msg, st)
+    if st == FF_ERR_INVALID:
+        return FusionFlowValueError(msg, st)
+    return FusionFlowError(msg, st)
+
+
+def check_ptr(p):
+    if not p:
+        raise error()
+    return p
+
+
+def check_status(st):
+    if st:
+        raise error()
+
+
+def shape_array(shape):
+    n = len(shape)
+    return n, (c_int64 * max(n, 1))(*shape)
+
+
+def int_array(vals):
+    n = len(vals)
+    return n, (c_int * max(n, 1))(*vals)

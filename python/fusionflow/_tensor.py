@@ -1,0 +1,1177 @@
+"""The Tensor class: a Python handle on one C ff_tensor reference.
+
+Lifetime: a Tensor owns exactly one reference to its C tensor, taken when it is
+created (every C function returning ff_tensor * returns a new reference) and dropped
+by __del__ (ff_tensor_release), as the RFC specifies. Views, gradients and DLPack
+exchanges are new C references wrapped in new Tensors, so Python's garbage collector
+drives the C refcounts and nothing is freed twice.
+
+Rule for every call below: never pass `temporary()._ptr` to C. CPython frees the
+temporary (and so releases the C tensor) before the call runs; bind it to a name first.
+"""
+import builtins
+import collections
+import ctypes
+import math
+import numbers
+
+import numpy as np
+
+from . import _dtype
+from ._dtype import DType, float32, float64, int64, bool_, to_dtype, from_code
+from ._lib import C, BackwardOpts, FusionFlowError, check_ptr, check_status, error, shape_array, int_array
+
+__all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+
+# op codes (include/ff/backend_abi.h)
+U_NEG, U_ABS, U_SIGN, U_EXP, U_LOG, U_LOG1P, U_EXPM1, U_SQRT, U_RSQRT, U_SQUARE, U_RECIPROCAL = range(11)
+U_SIN, U_COS, U_TANH, U_SIGMOID, U_RELU, U_GELU_TANH, U_GELU_ERF, U_SILU, U_SOFTPLUS = range(11, 20)
+U_FLOOR, U_CEIL, U_ROUND, U_ISNAN, U_ISINF, U_LOGICAL_NOT, U_ERF = range(20, 27)
+B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_FMOD = range(8)
+B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_AND, B_OR, B_XOR = range(8, 17)
+
+_release = C.ff_tensor_release
+_new = object.__new__
+_ff_add, _ff_sub, _ff_mul, _ff_div = C.ff_add, C.ff_sub, C.ff_mul, C.ff_div
+_ff_binary, _ff_bs, _ff_rbs, _ff_unary = C.ff_binary, C.ff_binary_scalar, C.ff_rbinary_scalar, C.ff_unary
+
+ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def wrap(ptr, cls=None):
+    """Takes ownership of a new C reference (raises on NULL)."""
+    if not ptr:
+        raise error()
+    t = _new(cls or Tensor)
+    t._ptr = ptr
+    return t
+
+
+def _scalar_ok(x):
+    return isinstance(x, (int, float, bool, np.number, np.bool_))
+
+
+def as_tensor(x, dtype=None, like=None):
+    """A Tensor from x (Tensor returned as is, unless a dtype conversion is asked)."""
+    if isinstance(x, Tensor):
+        return x if dtype is None or x.dtype is to_dtype(dtype) else x.to(dtype)
+    return tensor(x, dtype=dtype)
+
+
+def _axes(dim, ndim=None):
+    if dim is None:
+        return 0, None
+    if isinstance(dim, int):
+        dim = (dim,)
+    return int_array([int(d) for d in dim])
+
+
+def _shape_args(shape):
+    """Accepts f(2, 3), f((2, 3)), f([2, 3])."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+class Tensor:
+    """An n-dimensional array on a FusionFlow backend, with autograd."""
+
+    __slots__ = ("_ptr", "__weakref__", "__dict__")
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # numpy operators defer to ours (ndarray + Tensor -> Tensor.__radd__)
+
+    def __init__(self, data=None, dtype=None, requires_grad=False):
+        src = tensor(data if data is not None else [], dtype=dtype)
+        self._ptr = src._ptr
+        src._ptr = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __del__(self):
+        p = self._ptr if hasattr(self, "_ptr") else None
+        if p and _release is not None:
+            _release(p)
+
+    # ---- properties -------------------------------------------------------------
+    @property
+    def shape(self):
+        p = self._ptr
+        n = C.ff_tensor_ndim(p)
+        s = C.ff_tensor_shape(p)
+        return tuple(s[i] for i in range(n))
+
+    def size(self, dim=None):
+        s = self.shape
+        return s if dim is None else s[dim]
+
+    def stride(self, dim=None):
+        n = C.ff_tensor_ndim(self._ptr)
+        st = C.ff_tensor_strides(self._ptr)
+        s = tuple(st[i] for i in range(n))
+        return s if dim is None else s[dim]
+
+    def storage_offset(self):
+        return C.ff_tensor_offset(self._ptr)
+
+    @property
+    def ndim(self):
+        return C.ff_tensor_ndim(self._ptr)
+
+    def dim(self):
+        return C.ff_tensor_ndim(self._ptr)
+
+    def numel(self):
+        return C.ff_tensor_numel(self._ptr)
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return from_code(C.ff_tensor_dtype(self._ptr))
+
+    @property
+    def device(self):
+        """The backend's name ('cpu', 'cpu_blas', ...)."""
+        return C.ff_backend_name(C.ff_tensor_backend(self._ptr)).decode()
+
+    @property
+    def is_leaf(self):
+        return C.ff_is_leaf(self._ptr)
+
+    @property
+    def grad_fn(self):
+        n = C.ff_grad_fn_name(self._ptr)
+        return n.decode() if n else None
+
+    @property
+    def requires_grad(self):
+        return C.ff_requires_grad(self._ptr)
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        check_status(C.ff_set_requires_grad(self._ptr, bool(value)))
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        g = C.ff_grad(self._ptr)
+        return wrap(g) if g else None
+
+    @grad.setter
+    def grad(self, value):
+        check_status(C.ff_set_grad(self._ptr, value._ptr if value is not None else None))
+
+    @property
+    def data(self):
+        """A detached alias (shares memory, no history), as torch's .data."""
+        return self.detach()
+
+    def is_contiguous(self):
+        return C.ff_tensor_is_contiguous(self._ptr)
+
+    def data_ptr(self):
+        return C.ff_tensor_data_ptr(self._ptr) or 0
+
+    def shares_memory_with(self, other):
+        return C.ff_tensor_shares_storage(self._ptr, other._ptr)
+
+    @property
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    # ---- conversion ---------------------------------------------------------------
+    def numpy(self):
+        """A NumPy copy of the values (row-major)."""
+        dt = self.dtype
+        out = np.empty(self.shape, dtype=dt.np)
+        check_status(C.ff_tensor_to_host(self._ptr, out.ctypes.data, out.nbytes))
+        return out
+
+    def __array__(self, dtype=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def item(self):
+        dt = C.ff_tensor_dtype(self._ptr)
+        if dt in (2, 3, 4):  # integers: exact through int64
+            v = ctypes.c_int64()
+            check_status(C.ff_tensor_item_i64(self._ptr, ctypes.byref(v)))
+            return v.value
+        v = ctypes.c_double()
+        check_status(C.ff_tensor_item(self._ptr, ctypes.byref(v)))
+        return bool(v.value) if dt == 5 else v.value
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise ValueError("the truth value of a tensor with %d elements is ambiguous" % self.numel())
+        return bool(self.item())
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __repr__(self):
+        arr = self.numpy()
+        body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
+        extra = []
+        if self.dtype not in (float32, int64, bool_):
+            extra.append("dtype=" + repr(self.dtype))
+        if self.device != "cpu":
+            extra.append("device='%s'" % self.device)
+        gf = self.grad_fn
+        if gf:
+            extra.append("grad_fn=<%s>" % gf)
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extra) + ")"
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        return (tensor, (self.numpy(), self.dtype, self.requires_grad))
+
+    # ---- dtype / backend --------------------------------------------------------------
+    def to(self, *args, dtype=None, device=None, copy=False):
+        """to(dtype), to(backend_name), to(other_tensor) or to(device=..., dtype=...)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str) and a in _dtype._ALIASES:
+                dtype = a
+            elif isinstance(a, str):
+                device = a
+            else:
+                dtype = a
+        t = self
+        if device is not None and device != t.device:
+            from ._backend import backend_handle
+            t = wrap(C.ff_to(t._ptr, backend_handle(device)))
+        if dtype is not None and to_dtype(dtype) is not t.dtype:
+            t = wrap(C.ff_astype(t._ptr, to_dtype(dtype).code))
+        elif copy and t is self:
+            t = t.clone()
+        return t
+
+    def astype(self, dtype):
+        return wrap(C.ff_astype(self._ptr, to_dtype(dtype).code))
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def float(self):
+        return self.to(float32)
+
+    def double(self):
+        return self.to(float64)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(bool_)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    # ---- autograd ----------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        opts = BackwardOpts(bool(create_graph if retain_graph is None else retain_graph), bool(create_graph))
+        g = None
+        if gradient is not None:
+            g = as_tensor(gradient, dtype=self.dtype)
+        check_status(C.ff_backward(self._ptr, g._ptr if g is not None else None, ctypes.byref(opts)))
+
+    def detach(self):
+        return wrap(C.ff_detach(self._ptr))
+
+    def detach_(self):
+        raise FusionFlowError("detach_() is not supported; use detach()")
+
+    def zero_grad_(self):
+        check_status(C.ff_zero_grad(self._ptr))
+
+    def retain_grad(self):
+        raise FusionFlowError("retain_grad() is not supported: only leaves accumulate .grad")
+
+    # ---- DLPack ------------------------------------------------------------------------
+    def __dlpack__(self, stream=None):
+        from ._dlpack import to_capsule
+        return to_capsule(self)
+
+    def __dlpack_device__(self):
+        if not C.ff_backend_flags(C.ff_tensor_backend(self._ptr)) & 1:
+            raise BufferError("tensor lives on backend '%s', whose memory is not host memory" % self.device)
+        return (1, 0)  # (kDLCPU, 0)
+
+    # ---- binary operators -------------------------------------------------------------
+    def _binop(self, other, op):
+        if isinstance(other, Tensor):
+            return wrap(_ff_binary(op, self._ptr, other._ptr))
+        if _scalar_ok(other):
+            return wrap(_ff_bs(op, self._ptr, float(other)))
+        if isinstance(other, (list, tuple, np.ndarray)):
+            o = tensor(other)  # keep the temporary alive across the call
+            return wrap(_ff_binary(op, self._ptr, o._ptr))
+        return NotImplemented
+
+    def _rbinop(self, other, op):
+        if _scalar_ok(other):
+            return wrap(_ff_rbs(op, float(other), self._ptr))
+        if isinstance(other, (list, tuple, np.ndarray)):
+            o = tensor(other)
+            return wrap(_ff_binary(op, o._ptr, self._ptr))
+        return NotImplemented
+
+    def __add__(self, other):
+        if other.__class__ is Tensor:
+            p = _ff_add(self._ptr, other._ptr)
+            if not p:
+                raise error()
+            t = _new(Tensor)
+            t._ptr = p
+            return t
+        return self._binop(other, B_ADD)
+
+    def __sub__(self, other):
+        if other.__class__ is Tensor:
+            return wrap(_ff_sub(self._ptr, other._ptr))
+        return self._binop(other, B_SUB)
+
+    def __mul__(self, other):
+        if other.__class__ is Tensor:
+            return wrap(_ff_mul(self._ptr, other._ptr))
+        return self._binop(other, B_MUL)
+
+    def __truediv__(self, other):
+        if other.__class__ is Tensor:
+            return wrap(_ff_div(self._ptr, other._ptr))
+        return self._binop(other, B_DIV)
+
+    def __pow__(self, other):
+        return self._binop(other, B_POW)
+
+    def __mod__(self, other):
+        """Python's %: the result has the divisor's sign (fmod() has the dividend's)."""
+        if not (isinstance(other, Tensor) or _scalar_ok(other)):
+            return NotImplemented
+        r = self - (self / other).floor() * other
+        return r if r.dtype is self.dtype or self.dtype.is_floating_point else r.to(self.dtype)
+
+    def __radd__(self, other):
+        return self._rbinop(other, B_ADD)
+
+    def __rsub__(self, other):
+        return self._rbinop(other, B_SUB)
+
+    def __rmul__(self, other):
+        return self._rbinop(other, B_MUL)
+
+    def __rtruediv__(self, other):
+        return self._rbinop(other, B_DIV)
+
+    def __rpow__(self, other):
+        return self._rbinop(other, B_POW)
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            if isinstance(other, (list, tuple, np.ndarray)):
+                other = tensor(other)
+            else:
+                return NotImplemented
+        return wrap(C.ff_matmul(self._ptr, other._ptr))
+
+    def __rmatmul__(self, other):
+        if isinstance(other, (list, tuple, np.ndarray)):
+            o = tensor(other)
+            return wrap(C.ff_matmul(o._ptr, self._ptr))
+        return NotImplemented
+
+    def __eq__(self, other):
+        r = self._binop(other, B_EQ)
+        return False if r is NotImplemented else r
+
+    def __ne__(self, other):
+        r = self._binop(other, B_NE)
+        return True if r is NotImplemented else r
+
+    def __lt__(self, other):
+        return self._binop(other, B_LT)
+
+    def __le__(self, other):
+        return self._binop(other, B_LE)
+
+    def __gt__(self, other):
+        return self._binop(other, B_GT)
+
+    def __ge__(self, other):
+        return self._binop(other, B_GE)
+
+    def __and__(self, other):
+        return self._binop(other, B_AND)
+
+    def __or__(self, other):
+        return self._binop(other, B_OR)
+
+    def __xor__(self, other):
+        return self._binop(other, B_XOR)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __neg__(self):
+        return wrap(C.ff_neg(self._ptr))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self._unary(U_ABS)
+
+    def __invert__(self):
+        if self.dtype is not bool_:
+            raise TypeError("~ is defined for bool tensors only")
+        return self._unary(U_LOGICAL_NOT)
+
+    # ---- in-place operators (C in-place ops: checked by autograd) ----------------------
+    def _inplace(self, other, fn_t, fn_s, scalar_map=None):
+        if isinstance(other, Tensor):
+            check_status(fn_t(self._ptr, other._ptr))
+        elif _scalar_ok(other):
+            check_status(fn_s(self._ptr, float(scalar_map(other) if scalar_map else other)))
+        else:
+            o = tensor(other)
+            check_status(fn_t(self._ptr, o._ptr))
+        return self
+
+    def add_(self, other, alpha=1):
+        if alpha != 1:
+            if isinstance(other, Tensor):
+                check_status(C.ff_axpy_(self._ptr, float(alpha), other._ptr))
+                return self
+            other = other * alpha
+        return self._inplace(other, C.ff_add_, C.ff_add_scalar_)
+
+    def sub_(self, other, alpha=1):
+        if isinstance(other, Tensor):
+            check_status(C.ff_axpy_(self._ptr, -float(alpha), other._ptr))
+            return self
+        return self._inplace(other * alpha, C.ff_sub_, C.ff_add_scalar_, lambda s: -s)
+
+    def mul_(self, other):
+        return self._inplace(other, C.ff_mul_, C.ff_mul_scalar_)
+
+    def div_(self, other):
+        if _scalar_ok(other):
+            if not self.dtype.is_floating_point:
+                raise FusionFlowError("div_: result of true division is float; it cannot be stored in-place "
+                                      "in a %s tensor" % self.dtype.name)
+            return self._inplace(other, C.ff_div_, C.ff_mul_scalar_, lambda s: 1.0 / s)
+        return self._inplace(other, C.ff_div_, C.ff_mul_scalar_)
+
+    def pow_(self, other):
+        return self.copy_(self ** other)
+
+    def copy_(self, src):
+        s = as_tensor(src)
+        check_status(C.ff_copy_(self._ptr, s._ptr))
+        return self
+
+    def fill_(self, value):
+        check_status(C.ff_fill_(self._ptr, float(value)))
+        return self
+
+    def zero_(self):
+        check_status(C.ff_zero_(self._ptr))
+        return self
+
+    def clamp_(self, min=None, max=None):
+        return self.copy_(self.clamp(min, max))
+
+    def uniform_(self, a=0.0, b=1.0):
+        return self.copy_(rand(*self.shape, dtype=self.dtype) * (b - a) + a)
+
+    def normal_(self, mean=0.0, std=1.0):
+        return self.copy_(randn(*self.shape, dtype=self.dtype) * std + mean)
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+    __ipow__ = pow_
+
+    # ---- elementwise methods -------------------------------------------------------------
+    def _unary(self, op):
+        return wrap(_ff_unary(op, self._ptr))
+
+    def neg(self): return wrap(C.ff_neg(self._ptr))
+    def abs(self): return self._unary(U_ABS)
+    def sign(self): return self._unary(U_SIGN)
+    def exp(self): return self._unary(U_EXP)
+    def log(self): return self._unary(U_LOG)
+    def log1p(self): return self._unary(U_LOG1P)
+    def expm1(self): return self._unary(U_EXPM1)
+    def sqrt(self): return self._unary(U_SQRT)
+    def rsqrt(self): return self._unary(U_RSQRT)
+    def square(self): return self._unary(U_SQUARE)
+    def reciprocal(self): return self._unary(U_RECIPROCAL)
+    def sin(self): return self._unary(U_SIN)
+    def cos(self): return self._unary(U_COS)
+    def tanh(self): return self._unary(U_TANH)
+    def sigmoid(self): return self._unary(U_SIGMOID)
+    def relu(self): return self._unary(U_RELU)
+    def silu(self): return self._unary(U_SILU)
+    def softplus(self): return self._unary(U_SOFTPLUS)
+    def erf(self): return self._unary(U_ERF)
+    def floor(self): return self._unary(U_FLOOR)
+    def ceil(self): return self._unary(U_CEIL)
+    def round(self): return self._unary(U_ROUND)
+    def isnan(self): return self._unary(U_ISNAN)
+    def isinf(self): return self._unary(U_ISINF)
+    def logical_not(self): return self._unary(U_LOGICAL_NOT)
+
+    def gelu(self, approximate="none"):
+        return wrap(C.ff_gelu(self._ptr, approximate == "tanh"))
+
+    def pow(self, other): return self ** other
+    def add(self, other, alpha=1): return self + (other * alpha if alpha != 1 else other)
+    def sub(self, other, alpha=1): return self - (other * alpha if alpha != 1 else other)
+    def mul(self, other): return self * other
+    def div(self, other): return self / other
+    def maximum(self, other): return self._binop(as_tensor(other), B_MAXIMUM)
+    def minimum(self, other): return self._binop(as_tensor(other), B_MINIMUM)
+    def fmod(self, other): return self._binop(other, B_FMOD)
+    def eq(self, other): return self._binop(other, B_EQ)
+    def ne(self, other): return self._binop(other, B_NE)
+    def lt(self, other): return self._binop(other, B_LT)
+    def le(self, other): return self._binop(other, B_LE)
+    def gt(self, other): return self._binop(other, B_GT)
+    def ge(self, other): return self._binop(other, B_GE)
+    def logical_and(self, other): return self._binop(other, B_AND)
+    def logical_or(self, other): return self._binop(other, B_OR)
+    def logical_xor(self, other): return self._binop(other, B_XOR)
+
+    def clamp(self, min=None, max=None):
+        lo = -math.inf if min is None else float(min)
+        hi = math.inf if max is None else float(max)
+        return wrap(C.ff_clip(self._ptr, lo, hi))
+
+    clip = clamp
+
+    def lerp(self, end, weight):
+        e = as_tensor(end)
+        return wrap(C.ff_lerp(self._ptr, e._ptr, float(weight)))
+
+    def where(self, condition, other):
+        return where(condition, self, other)
+
+    # ---- reductions --------------------------------------------------------------------
+    def _reduce(self, fn, dim, keepdim):
+        n, axes = _axes(dim)
+        return wrap(fn(self._ptr, n, axes, bool(keepdim)))
+
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        t = self if dtype is None else self.to(dtype)
+        return t._reduce(C.ff_sum, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_mean, dim, keepdim)
+
+    def prod(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_prod, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_amax, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_amin, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """max() -> tensor; max(dim) -> (values, indices), as torch; max(other_tensor) -> maximum."""
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
+        if dim is None:
+            return self.amax()
+        return ValuesIndices(self.amax(dim, keepdim), self.argmax(dim, keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        if dim is None:
+            return self.amin()
+        return ValuesIndices(self.amin(dim, keepdim), self.argmin(dim, keepdim))
+
+    def argmax(self, dim=None, keepdim=False):
+        if dim is None:
+            flat = self.reshape(-1)
+            return wrap(C.ff_argmax(flat._ptr, 0, False))
+        return wrap(C.ff_argmax(self._ptr, int(dim), bool(keepdim)))
+
+    def argmin(self, dim=None, keepdim=False):
+        if dim is None:
+            flat = self.reshape(-1)
+            return wrap(C.ff_argmin(flat._ptr, 0, False))
+        return wrap(C.ff_argmin(self._ptr, int(dim), bool(keepdim)))
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        n, axes = _axes(dim)
+        corr = int(correction) if correction is not None else (1 if unbiased else 0)
+        return wrap(C.ff_var(self._ptr, n, axes, corr, bool(keepdim)))
+
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        n, axes = _axes(dim)
+        corr = int(correction) if correction is not None else (1 if unbiased else 0)
+        return wrap(C.ff_std(self._ptr, n, axes, corr, bool(keepdim)))
+
+    def logsumexp(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_logsumexp, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_any, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return self._reduce(C.ff_all, dim, keepdim)
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        n, axes = _axes(dim)
+        return wrap(C.ff_norm(self._ptr, float(p), n, axes, bool(keepdim)))
+
+    # ---- nn-flavoured ----------------------------------------------------------------------
+    def softmax(self, dim=-1):
+        return wrap(C.ff_softmax(self._ptr, int(dim)))
+
+    def log_softmax(self, dim=-1):
+        return wrap(C.ff_log_softmax(self._ptr, int(dim)))
+
+    def matmul(self, other):
+        return self @ other
+
+    def mm(self, other):
+        return self @ other
+
+    def dot(self, other):
+        return self @ other
+
+    def outer(self, other):
+        return wrap(C.ff_outer(self._ptr, other._ptr))
+
+    def gather(self, dim, index):
+        return wrap(C.ff_gather(self._ptr, int(dim), index._ptr))
+
+    def scatter_add(self, dim, index, src):
+        return wrap(C.ff_scatter_add(self._ptr, int(dim), index._ptr, src._ptr))
+
+    def index_select(self, dim, index):
+        idx = as_tensor(index, dtype=int64)
+        return wrap(C.ff_index_select(self._ptr, int(dim), idx._ptr))
+
+    # ---- shape -------------------------------------------------------------------------------
+    def reshape(self, *shape):
+        n, arr = shape_array(_shape_args(shape))
+        return wrap(C.ff_reshape(self._ptr, n, arr))
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (DType, str, type)):
+            raise FusionFlowError("view(dtype) is not supported; use to(dtype)")
+        n, arr = shape_array(_shape_args(shape))
+        return wrap(C.ff_reshape_view(self._ptr, n, arr))
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return wrap(C.ff_flatten(self._ptr, int(start_dim), int(end_dim)))
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return wrap(C.ff_squeeze_all(self._ptr))
+        return wrap(C.ff_squeeze(self._ptr, int(dim)))
+
+    def unsqueeze(self, dim):
+        return wrap(C.ff_unsqueeze(self._ptr, int(dim)))
+
+    def transpose(self, dim0, dim1):
+        return wrap(C.ff_transpose(self._ptr, int(dim0), int(dim1)))
+
+    swapaxes = transpose
+
+    def t(self):
+        if self.ndim > 2:
+            raise FusionFlowError("t() expects a tensor with <= 2 dims, got %d; use transpose()" % self.ndim)
+        return self if self.ndim < 2 else self.transpose(0, 1)
+
+    @property
+    def T(self):
+        nd = self.ndim
+        return self if nd < 2 else self.permute(*range(nd - 1, -1, -1))
+
+    @property
+    def mT(self):
+        return wrap(C.ff_mT(self._ptr))
+
+    def permute(self, *dims):
+        dims = _shape_args(dims)
+        if len(dims) != self.ndim:
+            raise FusionFlowError("permute: %d dims given for a tensor with %d" % (len(dims), self.ndim))
+        _, arr = int_array(dims)
+        return wrap(C.ff_permute(self._ptr, arr))
+
+    def expand(self, *sizes):
+        n, arr = shape_array(_shape_args(sizes))
+        return wrap(C.ff_expand(self._ptr, n, arr))
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape):
+        n, arr = shape_array(tuple(shape))
+        return wrap(C.ff_broadcast_to(self._ptr, n, arr))
+
+    def narrow(self, dim, start, length):
+        return wrap(C.ff_narrow(self._ptr, int(dim), int(start), int(length)))
+
+    def contiguous(self):
+        return wrap(C.ff_contiguous(self._ptr))
+
+    def clone(self):
+        return wrap(C.ff_clone(self._ptr))
+
+    def flip(self, dims):
+        n, arr = _axes(dims)
+        return wrap(C.ff_flip(self._ptr, n, arr))
+
+    def tril(self, diagonal=0):
+        return wrap(C.ff_tril(self._ptr, int(diagonal)))
+
+    def triu(self, diagonal=0):
+        return wrap(C.ff_triu(self._ptr, int(diagonal)))
+
+    def repeat(self, *reps):
+        n, arr = shape_array(_shape_args(reps))
+        return wrap(C.ff_repeat(self._ptr, n, arr))
+
+    def tile(self, *reps):
+        n, arr = shape_array(_shape_args(reps))
+        return wrap(C.ff_tile(self._ptr, n, arr))
+
+    def split(self, split_size, dim=0):
+        return split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return chunk(self, chunks, dim)
+
+    def unbind(self, dim=0):
+        return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+
+    def select(self, dim, index):
+        return wrap(C.ff_select(self._ptr, int(dim), int(index)))
+
+    # ---- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, key):
+        return _index(self, key)
+
+    def __setitem__(self, key, value):
+        view = _index(self, key, for_write=True)
+        src = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=self.dtype, device=self.device)
+        check_status(C.ff_copy_(view._ptr, src._ptr))
+
+
+# ---- indexing ---------------------------------------------------------------------------------
+def _index(t, key, for_write=False):
+    if not isinstance(key, tuple):
+        key = (key,)
+    # advanced indices: tensors / lists / arrays of ints or bools
+    adv = [i for i, k in enumerate(key) if isinstance(k, (Tensor, list, np.ndarray))]
+    if len(adv) > 1:
+        raise FusionFlowError("indexing with more than one index tensor is not supported")
+    nspec = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if adv:
+        k = key[adv[0]]
+        if isinstance(k, Tensor) and k.dtype is bool_ or (not isinstance(k, Tensor) and np.asarray(k).dtype == bool):
+            nspec += (k.ndim if isinstance(k, Tensor) else np.asarray(k).ndim) - 1
+    if builtins.sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if nspec > t.ndim:
+        raise IndexError("too many indices for tensor of dimension %d" % t.ndim)
+    out = t
+    axis = 0
+    adv_axis = None
+    adv_key = None
+    for k in key:
+        if k is Ellipsis:
+            axis += t.ndim - nspec
+        elif k is None:
+            out = wrap(C.ff_unsqueeze(out._ptr, axis))
+            axis += 1
+        elif isinstance(k, slice):
+            step = 1 if k.step is None else int(k.step)
+            if step <= 0:
+                raise ValueError("slice step must be positive (got %d)" % step)
+            n = out.shape[axis]
+            start, stop, _ = slice(k.start, k.stop, step).indices(n)
+            if not (k.start is None and k.stop is None and step == 1):
+                out = wrap(C.ff_slice(out._ptr, axis, start, builtins.max(stop, start), step))
+            axis += 1
+        elif isinstance(k, (Tensor, list, np.ndarray)):
+            adv_axis, adv_key = axis, k
+            kd = k.ndim if isinstance(k, Tensor) else np.asarray(k).ndim
+            is_bool = (k.dtype is bool_) if isinstance(k, Tensor) else np.asarray(k).dtype == bool
+            axis += kd if is_bool else 1
+        else:
+            try:
+                i = int(k) if not isinstance(k, Tensor) else k.__index__()
+            except TypeError:
+                raise TypeError("invalid index %r" % (k,)) from None
+            n = out.shape[axis]
+            if i < -n or i >= n:
+                raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, n))
+            out = wrap(C.ff_select(out._ptr, axis, i % n if n else i))
+    if adv_key is None:
+        return out
+    if for_write:
+        raise FusionFlowError("assignment through an index tensor is not supported; use basic indexing")
+    return _advanced(out, adv_axis, adv_key)
+
+
+def _advanced(t, axis, key):
+    """One index tensor on axis: integers -> index_select (the index's shape replaces the
+    axis); a bool mask over dims [axis, axis + mask.ndim) -> the selected elements."""
+    if isinstance(key, Tensor):
+        karr = key.numpy() if key.dtype is bool_ else None
+        kt = key
+    else:
+        karr = np.asarray(key)
+        kt = None
+    if karr is not None and karr.dtype == bool:
+        md = karr.ndim
+        if t.shape[axis:axis + md] != karr.shape:
+            raise IndexError("boolean mask of shape %s does not match the indexed dims %s"
+                             % (karr.shape, t.shape[axis:axis + md]))
+        flat = t.flatten(axis, axis + md - 1) if md > 0 else t.unsqueeze(axis)
+        idx = np.flatnonzero(karr.reshape(-1)).astype(np.int64)
+        it = tensor(idx)
+        return wrap(C.ff_index_select(flat._ptr, axis, it._ptr))
+    if kt is None:
+        kt = tensor(karr.astype(np.int64))
+    if kt.dtype.is_floating_point:
+        raise IndexError("tensors used as indices must be integer or bool")
+    n = t.shape[axis]
+    kt = kt.to(int64)
+    kt = where(kt < 0, kt + n, kt)
+    kflat = kt.reshape(-1)
+    r = wrap(C.ff_index_select(t._ptr, axis, kflat._ptr))
+    if kt.ndim != 1:
+        shp = t.shape[:axis] + kt.shape + t.shape[axis + 1:]
+        r = r.reshape(shp)
+    return r
+
+
+# ---- grad mode ---------------------------------------------------------------------------------
+class set_grad_enabled:
+    """Context manager (and decorator) setting grad mode; restores the previous mode."""
+
+    def __init__(self, mode):
+        self.mode = bool(mode)
+        self.prev = C.ff_set_grad_enabled(self.mode)  # takes effect at once, as torch's
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        C.ff_set_grad_enabled(self.prev)
+        return False
+
+
+class _GradMode:
+    _mode = None
+
+    def __enter__(self):
+        self._prev_stack = getattr(self, "_prev_stack", [])
+        self._prev_stack.append(C.ff_set_grad_enabled(self._mode))
+        return self
+
+    def __exit__(self, *exc):
+        C.ff_set_grad_enabled(self._prev_stack.pop())
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with self.__class__():
+                return fn(*a, **k)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """with fusionflow.no_grad(): ...  (or @fusionflow.no_grad())"""
+    _mode = False
+
+
+class enable_grad(_GradMode):
+    _mode = True
+
+
+def is_grad_enabled():
+    return C.ff_grad_enabled()
+
+
+# ---- factories ---------------------------------------------------------------------------------
+def _finish(t, requires_grad, device):
+    if device is not None and device != t.device:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _on(device):
+    if device is None:
+        return None
+    from ._backend import backend_handle
+    return backend_handle(device)
+
+
+def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    if dtype is None:
+        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
+    n, arr = shape_array(tuple(int(s) for s in shape))
+    be = _on(device)
+    if be:
+        t = wrap(C.ff_full_on(be, n, arr, to_dtype(dtype).code, float(fill_value)))
+    else:
+        t = wrap(C.ff_full(n, arr, to_dtype(dtype).code, float(fill_value)))
+    return _finish(t, requires_grad, None)
+
+
+def zeros(*shape, dtype=float32, requires_grad=False, device=None):
+    return full(_shape_args(shape), 0, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def ones(*shape, dtype=float32, requires_grad=False, device=None):
+    return full(_shape_args(shape), 1, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def empty(*shape, dtype=float32, requires_grad=False, device=None):
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return full(t.shape, 0, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return full(t.shape, 1, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=float32, requires_grad=False, device=None):
+    t = wrap(C.ff_eye(int(n), int(n if m is None else m), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
+    t = wrap(C.ff_arange(float(start), float(end), float(step), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def linspace(start, end, steps, dtype=float32, requires_grad=False, device=None):
+    t = wrap(C.ff_linspace(float(start), float(end), int(steps), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
+    """U[0, 1) from the global generator (manual_seed), or from `seed` if given."""
+    return uniform(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+                   seed=seed)
+
+
+def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    n, arr = shape_array(tuple(shape))
+    code = to_dtype(dtype).code
+    if seed is not None:
+        t = wrap(C.ff_rand_uniform(n, arr, code, float(low), float(high), int(seed)))
+    else:
+        t = wrap(C.ff_rand(n, arr, code))
+        if low != 0.0 or high != 1.0:
+            with no_grad():
+                t = t * (high - low) + low
+    return _finish(t, requires_grad, device)
+
+
+def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
+    return normal(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+                  seed=seed)
+
+
+def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    n, arr = shape_array(tuple(shape))
+    code = to_dtype(dtype).code
+    if seed is not None:
+        t = wrap(C.ff_rand_normal(n, arr, code, float(mean), float(std), int(seed)))
+    else:
+        t = wrap(C.ff_randn(n, arr, code))
+        if mean != 0.0 or std != 1.0:
+            with no_grad():
+                t = t * std + mean
+    return _finish(t, requires_grad, device)
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    """A new tensor copying data (nested lists, scalars, NumPy arrays, Tensors).
+
+    Python floats give float32 and ints int64, as torch.tensor; NumPy arrays keep their
+    dtype."""
+    if isinstance(data, Tensor):
+        t = data.detach().to(dtype or data.dtype, copy=True)
+        return _finish(t.clone() if t.shares_memory_with(data) else t, requires_grad, device)
+    if isinstance(data, np.ndarray):
+        arr = data
+        dt = to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype) \
+            if arr.dtype in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_) \
+            else (float32 if arr.dtype.kind == "f" else int64 if arr.dtype.kind in "iu" else None)
+        if dt is None:
+            raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+            data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+        arr = np.asarray(data)
+        if dtype is not None:
+            dt = to_dtype(dtype)
+        elif arr.dtype.kind == "b":
+            dt = bool_
+        elif arr.dtype.kind in "iu":
+            dt = int64
+        elif arr.dtype.kind == "f":
+            dt = float32
+        elif arr.size == 0:
+            dt = float32
+        else:
+            raise TypeError("cannot make a tensor from %r" % (type(data).__name__,))
+    arr = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    n, shp = shape_array(arr.shape)
+    be = _on(device)
+    if be:
+        t = wrap(C.ff_from_data_on(be, arr.ctypes.data, n, shp, dt.code))
+    else:
+        t = wrap(C.ff_from_data(arr.ctypes.data, n, shp, dt.code))
+    return _finish(t, requires_grad, None)
+
+
+def from_numpy(arr):
+    """A tensor sharing arr's memory (zero-copy through DLPack), like torch.from_numpy.
+
+    Needs a writeable, aligned array of a supported dtype (float32/64, int32/64, uint8)
+    with non-negative strides; bool arrays (no DLPack 0.6 type) and other cases raise.
+    Use tensor(arr) for a copy."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
+    _dtype.from_numpy_dtype(arr.dtype)
+    if arr.dtype == np.bool_:
+        raise TypeError("from_numpy: bool arrays cannot be shared through DLPack 0.6; use tensor(arr) to copy")
+    from ._dlpack import from_dlpack
+    return from_dlpack(arr)
+
+
+def where(condition, input, other):
+    cond = as_tensor(condition, dtype=bool_)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input, other = tensor(input), tensor(other)
+    ref = input if isinstance(input, Tensor) else other
+    a = input if isinstance(input, Tensor) else full((), input, dtype=ref.dtype, device=ref.device)
+    b = other if isinstance(other, Tensor) else full((), other, dtype=ref.dtype, device=ref.device)
+    return wrap(C.ff_where(cond._ptr, a._ptr, b._ptr))
+
+
+def _ptr_array(ts):
+    ts = [as_tensor(t) for t in ts]
+    return ts, (ctypes.c_void_p * max(len(ts), 1))(*[t._ptr for t in ts])
+
+
+def cat(tensors, dim=0):
+    ts, arr = _ptr_array(tensors)
+    return wrap(C.ff_concat(len(ts), arr, int(dim)))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    ts, arr = _ptr_array(tensors)
+    return wrap(C.ff_stack(len(ts), arr, int(dim)))
+
+
+def _pieces(fn, t, arg, dim, maxn):
+    out = (ctypes.c_void_p * builtins.max(maxn, 1))()
+    n = fn(t._ptr, arg, int(dim), out, maxn)
+    if n < 0:
+        raise error()
+    return tuple(wrap(out[i]) for i in range(n))
+
+
+def split(t, split_size, dim=0):
+    if isinstance(split_size, (list, tuple)):
+        out, start = [], 0
+        for s in split_size:
+            out.append(t.narrow(dim, start, s))
+            start += s
+        if start != t.shape[dim]:
+            raise FusionFlowError("split sizes %s do not add up to %d" % (list(split_size), t.shape[dim]))
+        return tuple(out)
+    n = t.shape[dim]
+    maxn = builtins.max(1, -(-n // builtins.max(int(split_size), 1)))
+    return _pieces(C.ff_split, t, int(split_size), dim, maxn)
+
+
+def chunk(t, chunks, dim=0):
+    return _pieces(C.ff_chunk, t, int(chunks), dim, builtins.max(int(chunks), 1))
+

@@ -1,0 +1,21 @@
+"""Makes `import fusionflow` work from a source checkout: the package comes from
+<repo>/python, the library from $FUSIONFLOW_LIB (set by ctest) or <repo>/build/lib."""
+import gc
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+
+@pytest.fixture
+def live_counter():
+    """Asserts the test leaves no C tensor alive that it created."""
+    import fusionflow as ff
+    gc.collect()
+    base = ff._debug_live_tensors()
+    yield base
+    gc.collect()
+    assert ff._debug_live_tensors() == base

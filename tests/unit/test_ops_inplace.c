@@ -1,0 +1,121 @@
+/* In-place ops: values through strided views, broadcasting and casting rules,
+ * aliasing operands, refusals under autograd, and the version counter. */
+#include "ff_test.h"
+
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define VALS(...) ((const double[]){__VA_ARGS__})
+
+static void rel(ff_tensor **ts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
+}
+#define RELEASE(...)                                  \
+    do {                                              \
+        ff_tensor *rl_[] = {__VA_ARGS__};             \
+        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
+    } while (0)
+
+static void test_binary_inplace_values(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F32, 2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6));
+    ff_tensor *row = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(10, 20, 30));
+    CHECK(ff_add_(x, row) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(11, 22, 33, 14, 25, 36), 0);
+    ff_tensor *col = ff_test_tensor(FF_F64, 2, SHAPE(2, 1), VALS(1, 2)); /* f64 operand into f32: fine */
+    CHECK(ff_sub_(x, col) == FF_OK && ff_tensor_dtype(x) == FF_F32);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(10, 21, 32, 12, 23, 34), 0);
+    CHECK(ff_mul_(x, row) == FF_OK);
+    CHECK(ff_div_(x, row) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(10, 21, 32, 12, 23, 34), 1e-5);
+    CHECK(ff_add_scalar_(x, 0.5) == FF_OK && ff_mul_scalar_(x, 2) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(21, 43, 65, 25, 47, 69), 0);
+    /* x's shape is the result's: y must broadcast to it, not the other way */
+    ff_tensor *big = ff_ones(2, SHAPE(3, 3), FF_F32);
+    CHECK_ERROR(ff_add_(row, big) != FF_OK, FF_ERR_INVALID, "does not broadcast");
+    RELEASE(x, row, col, big);
+}
+
+static void test_views_and_aliasing(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F64, 2, SHAPE(3, 3), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9));
+    /* through a transposed view */
+    ff_tensor *t = ff_transpose(x, 0, 1), *r = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(100, 200, 300));
+    CHECK(ff_add_(t, r) == FF_OK); /* t[i][j] += r[j] -> x[j][i] += r[j] */
+    CHECK_TENSOR(x, 2, SHAPE(3, 3), VALS(101, 102, 103, 204, 205, 206, 307, 308, 309), 0);
+    /* operand aliasing the target through another view: x += x^T must read the old x */
+    ff_tensor *y = ff_test_tensor(FF_F64, 2, SHAPE(2, 2), VALS(1, 2, 3, 4)), *yt = ff_transpose(y, 0, 1);
+    CHECK(ff_add_(y, yt) == FF_OK);
+    CHECK_TENSOR(y, 2, SHAPE(2, 2), VALS(2, 5, 5, 8), 0);
+    CHECK(ff_mul_(y, y) == FF_OK); /* identical view: allowed directly */
+    CHECK_TENSOR(y, 2, SHAPE(2, 2), VALS(4, 25, 25, 64), 0);
+    /* a slice: only the viewed elements change */
+    ff_tensor *s = ff_slice(x, 1, 0, 3, 2);
+    CHECK(ff_fill_(s, -1) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(3, 3), VALS(-1, 102, -1, -1, 205, -1, -1, 308, -1), 0);
+    CHECK(ff_zero_(s) == FF_OK);
+    CHECK_TENSOR(s, 2, SHAPE(3, 2), VALS(0, 0, 0, 0, 0, 0), 0);
+    /* a broadcast view has several elements per location: refused for arithmetic */
+    ff_tensor *one = ff_test_tensor(FF_F64, 2, SHAPE(1, 3), VALS(1, 2, 3)), *e = ff_expand(one, 2, SHAPE(2, 3));
+    CHECK_ERROR(ff_add_scalar_(e, 1) != FF_OK, FF_ERR_INVALID, "broadcast");
+    RELEASE(x, t, r, y, yt, s, one, e);
+}
+
+static void test_dtype_rules(void)
+{
+    ff_tensor *i = ff_test_tensor(FF_I32, 1, SHAPE(3), VALS(1, 2, 3));
+    ff_tensor *f = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(0.5, 0.5, 0.5));
+    ff_tensor *l = ff_test_tensor(FF_I64, 1, SHAPE(3), VALS(10, 20, 30));
+    CHECK_ERROR(ff_add_(i, f) != FF_OK, FF_ERR_INVALID, "f32");
+    CHECK_ERROR(ff_div_(i, l) != FF_OK, FF_ERR_INVALID, "cannot be stored");
+    CHECK(ff_add_(i, l) == FF_OK && ff_tensor_dtype(i) == FF_I32); /* same kind, narrower: allowed */
+    CHECK_TENSOR(i, 1, SHAPE(3), VALS(11, 22, 33), 0);
+    CHECK(ff_add_scalar_(i, 2.9) == FF_OK); /* the scalar is converted to i32: + 2 */
+    CHECK_TENSOR(i, 1, SHAPE(3), VALS(13, 24, 35), 0);
+    CHECK(ff_copy_(i, f) == FF_OK); /* copy_ casts (truncates) */
+    CHECK_TENSOR(i, 1, SHAPE(3), VALS(0, 0, 0), 0);
+    ff_tensor *b = ff_zeros(2, SHAPE(2, 3), FF_BOOL);
+    CHECK(ff_copy_(b, l) == FF_OK); /* broadcast [3] into [2, 3], cast to bool */
+    CHECK_TENSOR(b, 2, SHAPE(2, 3), VALS(1, 1, 1, 1, 1, 1), 0);
+    CHECK_ERROR(ff_add_(b, i) != FF_OK, FF_ERR_INVALID, "bool");
+    ff_tensor *x = ff_zeros(1, SHAPE(3), FF_F64);
+    CHECK(ff_axpy_(x, -2, f) == FF_OK);
+    CHECK_TENSOR(x, 1, SHAPE(3), VALS(-1, -1, -1), 0);
+    RELEASE(i, f, l, b, x);
+}
+
+static void test_autograd_refusals(void)
+{
+    ff_tensor *w = ff_ones(1, SHAPE(2), FF_F32), *g = ff_ones(1, SHAPE(2), FF_F32);
+    ff_set_requires_grad(w, true);
+    CHECK_ERROR(ff_add_(w, g) != FF_OK, FF_ERR_AUTOGRAD, "leaf tensor that requires grad");
+    CHECK(strstr(ff_last_error(), "ff_add_") != NULL);
+    CHECK_ERROR(ff_axpy_(w, 0.1, g) != FF_OK, FF_ERR_AUTOGRAD, "ff_set_grad_enabled(false)");
+    CHECK_ERROR(ff_zero_(w) != FF_OK, FF_ERR_AUTOGRAD, "leaf");
+    ff_tensor *v = ff_slice(w, 0, 0, 1, 1); /* a view of it is part of the graph */
+    CHECK_ERROR(ff_fill_(v, 3) != FF_OK, FF_ERR_AUTOGRAD, "graph");
+    ff_tensor *plain = ff_zeros(1, SHAPE(2), FF_F32);
+    CHECK_ERROR(ff_add_(plain, w) != FF_OK, FF_ERR_AUTOGRAD, "operand requires grad");
+    /* an optimizer step: allowed under no_grad, bumps nothing the graph cares about */
+    FF_NO_GRAD_BEGIN
+    CHECK(ff_axpy_(w, -0.5, g) == FF_OK);
+    FF_NO_GRAD_END
+    CHECK_TENSOR(w, 1, SHAPE(2), VALS(0.5, 0.5), 0);
+    CHECK(ff_requires_grad(w) && ff_is_leaf(w));
+    RELEASE(w, g, v, plain);
+}
+
+/* The storage version catches a saved input modified through another view. */
+static void test_saved_input_modified_through_alias(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(1, 2, 3));
+    ff_tensor *w = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(1, 1, 1));
+    ff_set_requires_grad(w, true);
+    ff_tensor *y = ff_mul(w, x), *s = ff_sum(y, 0, NULL, false); /* mul saves x */
+    ff_tensor *alias = ff_slice(x, 0, 1, 2, 1);
+    CHECK(ff_fill_(alias, 7) == FF_OK); /* x does not require grad: allowed */
+    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified in place");
+    RELEASE(x, w, y, s, alias);
+}
+
+FF_TEST_MAIN("ops_inplace", TEST(test_binary_inplace_values), TEST(test_views_and_aliasing), TEST(test_dtype_rules),
+             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias))

@@ -1,0 +1,103 @@
+/* where (broadcasting, cond casting, promotion, gradient), clip (bounds, ints, NaN,
+ * gradient at the bounds) and lerp. */
+#include <math.h>
+
+#include "ff_test.h"
+
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define VALS(...) ((const double[]){__VA_ARGS__})
+
+static void rel(ff_tensor **ts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
+}
+#define RELEASE(...)                                  \
+    do {                                              \
+        ff_tensor *rl_[] = {__VA_ARGS__};             \
+        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
+    } while (0)
+
+static void test_where_values(void)
+{
+    ff_tensor *c = ff_test_tensor(FF_BOOL, 2, SHAPE(2, 1), VALS(1, 0));
+    ff_tensor *a = ff_test_tensor(FF_I32, 1, SHAPE(3), VALS(1, 2, 3));
+    ff_tensor *b = ff_test_tensor(FF_F32, 0, NULL, VALS(-1));
+    ff_tensor *w = ff_where(c, a, b);
+    CHECK(w && ff_tensor_dtype(w) == FF_F32);
+    CHECK_TENSOR(w, 2, SHAPE(2, 3), VALS(1, 2, 3, -1, -1, -1), 0);
+    /* a non-bool condition is cast: non-zero is true, NaN is true */
+    ff_tensor *cf = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(0, 2.5, NAN));
+    ff_tensor *w2 = ff_where(cf, a, b);
+    CHECK_TENSOR(w2, 1, SHAPE(3), VALS(-1, 2, 3), 0);
+    ff_tensor *bad = ff_ones(1, SHAPE(4), FF_F32);
+    CHECK_ERROR(ff_where(c, a, bad) == NULL, FF_ERR_INVALID, "ff_where");
+    CHECK_ERROR(ff_where(NULL, a, b) == NULL, FF_ERR_INVALID, "NULL");
+    RELEASE(c, a, b, w, cf, w2, bad);
+}
+
+static ff_tensor *apply_where(int n, ff_tensor *const *in, void *user)
+{
+    (void)n, (void)user;
+    ff_tensor *c = ff_gt(in[0], in[1]), *r = c ? ff_where(c, in[0], in[1]) : NULL;
+    ff_tensor_release(c);
+    return r;
+}
+
+static void test_where_gradient(void)
+{
+    ff_tensor *a = ff_test_tensor(FF_F64, 2, SHAPE(2, 3), VALS(0.5, -1, 2, 3, -0.2, 0.1));
+    ff_tensor *b = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(0.3, 0.4, 0.7));
+    ff_tensor *in[2] = {a, b};
+    CHECK(ff_gradcheck(apply_where, NULL, 2, in, NULL) == FF_OK);
+    ff_set_requires_grad(a, true);
+    ff_set_requires_grad(b, true);
+    ff_tensor *m = apply_where(2, in, NULL), *s = ff_sum(m, 0, NULL, false);
+    CHECK(ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *ga = ff_grad(a), *gb = ff_grad(b);
+    CHECK_TENSOR(ga, 2, SHAPE(2, 3), VALS(1, 0, 1, 1, 0, 0), 0);
+    CHECK_TENSOR(gb, 1, SHAPE(3), VALS(0, 2, 1), 0); /* summed over the broadcast rows */
+    RELEASE(a, b, m, s, ga, gb);
+}
+
+static void test_clip(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F32, 1, SHAPE(6), VALS(-3, -1, 0, 1, 4, NAN));
+    ff_tensor *c = ff_clip(x, -1, 2), *lo = ff_clip(x, 0, INFINITY), *sw = ff_clip(x, 2, -1);
+    CHECK_TENSOR(c, 1, SHAPE(6), VALS(-1, -1, 0, 1, 2, NAN), 0);
+    CHECK_TENSOR(lo, 1, SHAPE(6), VALS(0, 0, 0, 1, 4, NAN), 0);
+    CHECK_TENSOR(sw, 1, SHAPE(6), VALS(-1, -1, -1, -1, -1, NAN), 0); /* lo > hi: hi (min(max(x, lo), hi)) */
+    ff_tensor *i = ff_test_tensor(FF_I32, 1, SHAPE(3), VALS(-5, 3, 9));
+    ff_tensor *ci = ff_clip(i, 0, 5), *cf = ff_clip(i, 0.5, 5), *cinf = ff_clip(i, -INFINITY, 4);
+    CHECK(ci && ff_tensor_dtype(ci) == FF_I32);
+    CHECK_TENSOR(ci, 1, SHAPE(3), VALS(0, 3, 5), 0);
+    CHECK(cf && ff_tensor_dtype(cf) == FF_F32);
+    CHECK_TENSOR(cf, 1, SHAPE(3), VALS(0.5, 3, 5), 0);
+    CHECK(cinf && ff_tensor_dtype(cinf) == FF_I32);
+    CHECK_TENSOR(cinf, 1, SHAPE(3), VALS(-5, 3, 4), 0);
+    /* gradient passes where lo <= x <= hi, bounds included (PyTorch clamp) */
+    ff_tensor *g = ff_test_tensor(FF_F64, 1, SHAPE(5), VALS(-2, -1, 0.5, 2, 3));
+    ff_set_requires_grad(g, true);
+    ff_tensor *gc = ff_clip(g, -1, 2), *s = ff_sum(gc, 0, NULL, false);
+    CHECK(ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *gg = ff_grad(g);
+    CHECK_TENSOR(gg, 1, SHAPE(5), VALS(0, 1, 1, 1, 0), 0);
+    RELEASE(x, c, lo, sw, i, ci, cf, cinf, g, gc, s, gg);
+}
+
+static ff_tensor *apply_lerp(int n, ff_tensor *const *in, void *user)
+{
+    (void)n, (void)user;
+    return ff_lerp(in[0], in[1], 0.3);
+}
+
+static void test_lerp(void)
+{
+    ff_tensor *a = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(0, 10)), *b = ff_test_tensor(FF_F64, 2, SHAPE(2, 2), VALS(1, 20, -1, 0));
+    ff_tensor *l = ff_lerp(a, b, 0.25);
+    CHECK_TENSOR(l, 2, SHAPE(2, 2), VALS(0.25, 12.5, -0.25, 7.5), 1e-15);
+    ff_tensor *in[2] = {a, b};
+    CHECK(ff_gradcheck(apply_lerp, NULL, 2, in, NULL) == FF_OK);
+    RELEASE(a, b, l);
+}
+
+FF_TEST_MAIN("ops_where", TEST(test_where_values), TEST(test_where_gradient), TEST(test_clip), TEST(test_lerp))
