@@ -241,7 +241,5 @@ const char *cf_binary_name(int op);
 const char *cf_reduce_name(int op);
 const char *cf_kind_name(int kind);
 
-/* ---- public API resolved at run time (ops land while the suite is written) ---- */
-void *cf_sym(const char *name);
 
 #endif /* FF_CONFORMANCE_CF_H */

@@ -121,6 +121,14 @@ int main(int argc, char **argv)
             printf("%s backend '%s': %s\n", no_start ? "SKIP" : "FAIL", tg.name[i], ff_last_error());
             if (no_start) all.skipped++;
             else all.failed++;
+            if (junit) {
+                fprintf(junit, "  <testsuite name=\"ff-conformance.%s\" tests=\"1\" failures=\"%d\" skipped=\"%d\">\n"
+                               "    <testcase classname=\"%s\" name=\"load\"><%s message=\"",
+                        tg.name[i], !no_start, no_start, tg.name[i], no_start ? "skipped" : "failure");
+                for (const char *m = ff_last_error(); *m; m++) /* the message may hold quotes or brackets */
+                    if (*m != '"' && *m != '<' && *m != '>' && *m != '&') fputc(*m, junit);
+                fprintf(junit, "\"/></testcase>\n  </testsuite>\n");
+            }
             continue;
         }
         ctx.t = be;

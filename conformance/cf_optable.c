@@ -6,21 +6,7 @@
 
 #include "cf_optable.h"
 
-/* ---- resolving ops at run time ------------------------------------------------ */
-static _Thread_local bool missing;
-bool cf_op_missing(void) { return missing; }
-void cf_op_missing_reset(void) { missing = false; }
-
-static ff_tensor *op_missing(const char *name)
-{
-    missing = true;
-    ff_error(FF_ERR_UNSUPPORTED, "%s is not in this libfusionflow", name);
-    return NULL;
-}
-
-/* Calls public op fn if libfusionflow has it. __typeof__ keeps the call type-checked
- * against include/ff/ops.h without creating a link-time reference. */
-#define CALL(fn, ...) (cf_sym(#fn) ? ((__typeof__(&fn))cf_sym(#fn))(__VA_ARGS__) : op_missing(#fn))
+#define CALL(fn, ...) fn(__VA_ARGS__)
 
 static const int ax0[] = {0}, ax1[] = {1}, ax02[] = {0, 2}, axm1[] = {-1};
 

@@ -1,7 +1,6 @@
 /* The public-op table shared by the op-level ("op") and gradient ("grad") families:
  * each entry names a public op, its inputs (shape, dtype, value domain) and how to
- * call it. Ops are resolved at run time (cf_sym) so the suite builds while the op
- * library grows; an op missing from libfusionflow makes its cases skip. */
+ * call it. */
 #ifndef FF_CONFORMANCE_CF_OPTABLE_H
 #define FF_CONFORMANCE_CF_OPTABLE_H
 
@@ -46,7 +45,5 @@ ff_tensor *cf_make_input(ff_backend *be, const void *vals, int ndim, const int64
 /* The variant's view of a base tensor built by cf_make_input. */
 ff_tensor *cf_view_of(ff_tensor *base, cf_variant v);
 /* True if the last op call failed because the op is not in libfusionflow. */
-bool cf_op_missing(void);
-void cf_op_missing_reset(void);
 
 #endif /* FF_CONFORMANCE_CF_OPTABLE_H */

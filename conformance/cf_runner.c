@@ -1,7 +1,6 @@
 #define _GNU_SOURCE /* RTLD_DEFAULT, clock_gettime */
 /* The case registry and the runner: generates every family's cases, filters them,
  * runs them against one backend, prints one line per failure and writes JUnit XML. */
-#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +28,6 @@ ff_backend *cf_reference(void) { return reference; }
 
 bool cf_ref_supports(int kind, int op, ff_dtype dt) { return ff_backend_supports(reference, (ff_op_kind)kind, op, dt); }
 
-void *cf_sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
 int cf_generate(ff_backend *ref)
 {

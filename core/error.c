@@ -55,6 +55,16 @@ ff_status ff_error(ff_status code, const char *fmt, ...)
     return code;
 }
 
+ff_status ff_set_error(ff_status code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(fmt, ap);
+    va_end(ap);
+    tl_status = code;
+    return code;
+}
+
 void ff_error_set_message(const char *fmt, ...)
 {
     va_list ap;

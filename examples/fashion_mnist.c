@@ -11,7 +11,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fashion_mnist [--epochs N] [--limit N] [--batch N] [--lr X] [--wd X] [--seed N] [--data DIR]\n"
-            "  --epochs N  passes over the training set (default 8)\n"
+            "  --epochs N  passes over the training set (default 6)\n"
             "  --limit N   train on the first N samples only (default: all 60000)\n"
             "  --batch N   mini-batch size (default 128)\n"
             "  --lr X      peak AdamW learning rate, cosine-annealed per step (default 2e-3)\n"
@@ -57,7 +57,7 @@ static int parse_args(int argc, char **argv, mnist_train_cfg *cfg, const char **
 
 int main(int argc, char **argv)
 {
-    mnist_train_cfg cfg = {.epochs = 8, .batch = 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = stdout};
+    mnist_train_cfg cfg = {.epochs = 6, .batch = 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = stdout};
     const char *dir = MNIST_DEFAULT_DIR;
     int pa = parse_args(argc, argv, &cfg, &dir);
     if (pa) {

@@ -111,6 +111,11 @@ ff_tensor *ff_tensor_dict_get(const ff_tensor_dict *d, const char *name)
     return ff_tensor_retain(d->tensors[i]);
 }
 
+bool ff_tensor_dict_contains(const ff_tensor_dict *d, const char *name)
+{
+    return d && name && find(d->names, d->n, name) >= 0;
+}
+
 ff_status ff_tensor_dict_set_meta(ff_tensor_dict *d, const char *key, const char *value)
 {
     if (!d || !key || !value) return ff_error(FF_ERR_INVALID, "ff_tensor_dict_set_meta: NULL argument");

@@ -16,7 +16,7 @@ static ff_tensor *softmax_fw(ff_module *m, const ff_tensor *x, void *u) { return
 static ff_tensor *flatten_fw(ff_module *m, const ff_tensor *x, void *u)
 {
     if (ff_tensor_ndim(x) < 2) {
-        ff_error(FF_ERR_INVALID, "ff_module_forward: Flatten expects [N, ...] with at least 2 dims, got %d",
+        ff_set_error(FF_ERR_INVALID, "ff_module_forward: Flatten expects [N, ...] with at least 2 dims, got %d",
                  ff_tensor_ndim(x));
         return NULL;
     }
@@ -56,12 +56,12 @@ static void free_state(void *p) { free(p); }
 ff_module *ff_dropout_module(double p, uint64_t seed)
 {
     if (!(p >= 0.0 && p <= 1.0)) {
-        ff_error(FF_ERR_INVALID, "ff_dropout_module: p must be in [0, 1], got %g", p);
+        ff_set_error(FF_ERR_INVALID, "ff_dropout_module: p must be in [0, 1], got %g", p);
         return NULL;
     }
     dropout_state *d = malloc(sizeof *d);
     if (!d) {
-        ff_error(FF_ERR_OOM, "ff_dropout_module: out of memory");
+        ff_set_error(FF_ERR_OOM, "ff_dropout_module: out of memory");
         return NULL;
     }
     *d = (dropout_state){p, seed, 0};

@@ -19,14 +19,14 @@ static ff_status grad_sq_sum(const ff_tensor *g, double *out)
 ff_status ff_clip_grad_norm(ff_tensor *const *params, int n, double max_norm, double *total_norm_out)
 {
     static const char fn[] = "ff_clip_grad_norm";
-    if (n < 0 || (n > 0 && !params)) return ff_error(FF_ERR_INVALID, "%s: bad parameter list (n = %d)", fn, n);
-    if (!(max_norm >= 0.0)) return ff_error(FF_ERR_INVALID, "%s: max_norm must be >= 0, got %g", fn, max_norm);
+    if (n < 0 || (n > 0 && !params)) return ff_set_error(FF_ERR_INVALID, "%s: bad parameter list (n = %d)", fn, n);
+    if (!(max_norm >= 0.0)) return ff_set_error(FF_ERR_INVALID, "%s: max_norm must be >= 0, got %g", fn, max_norm);
     bool prev = ff_set_grad_enabled(false);
     double total = 0.0;
     ff_status st = FF_OK;
     for (int i = 0; i < n && !st; i++) {
         if (!params[i]) {
-            st = ff_error(FF_ERR_INVALID, "%s: parameter %d is NULL", fn, i);
+            st = ff_set_error(FF_ERR_INVALID, "%s: parameter %d is NULL", fn, i);
             break;
         }
         ff_tensor *g = ff_grad(params[i]);

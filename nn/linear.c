@@ -15,7 +15,7 @@ static ff_tensor *linear_forward(ff_module *m, const ff_tensor *x, void *user)
     const linear_info *li = user;
     int nd = ff_tensor_ndim(x);
     if (nd < 1 || ff_tensor_dim(x, -1) != li->in) {
-        ff_error(FF_ERR_INVALID, "ff_module_forward: Linear(%lld, %lld) expects an input whose last dim is %lld, got %s%lld",
+        ff_set_error(FF_ERR_INVALID, "ff_module_forward: Linear(%lld, %lld) expects an input whose last dim is %lld, got %s%lld",
                  (long long)li->in, (long long)li->out, (long long)li->in, nd < 1 ? "a 0-d tensor" : "",
                  nd < 1 ? 0LL : (long long)ff_tensor_dim(x, -1));
         return NULL;
@@ -36,13 +36,13 @@ ff_module *ff_linear(int64_t in_features, int64_t out_features, bool bias, uint6
 {
     static const char fn[] = "ff_linear";
     if (in_features <= 0 || out_features <= 0) {
-        ff_error(FF_ERR_INVALID, "%s: in_features (%lld) and out_features (%lld) must be > 0", fn,
+        ff_set_error(FF_ERR_INVALID, "%s: in_features (%lld) and out_features (%lld) must be > 0", fn,
                  (long long)in_features, (long long)out_features);
         return NULL;
     }
     linear_info *li = malloc(sizeof *li);
     if (!li) {
-        ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
     *li = (linear_info){in_features, out_features, bias};

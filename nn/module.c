@@ -22,7 +22,7 @@ static ff_module *module_alloc(const char *type_name, void *user, ff_module_dest
         free(m);
         free(tn);
         if (destroy) destroy(user);
-        ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
     atomic_init(&m->refcount, 1);
@@ -37,7 +37,7 @@ ff_module *ff_module_new(const char *type_name, ff_module_forward_fn forward, vo
 {
     if (!forward) {
         if (destroy) destroy(user);
-        ff_error(FF_ERR_INVALID, "ff_module_new: forward callback is NULL");
+        ff_set_error(FF_ERR_INVALID, "ff_module_new: forward callback is NULL");
         return NULL;
     }
     ff_module *m = module_alloc(type_name, user, destroy, "ff_module_new");
@@ -50,7 +50,7 @@ ff_module *ff_module_new2(const char *type_name, ff_module_forward2_fn forward2,
 {
     if (!forward2) {
         if (destroy) destroy(user);
-        ff_error(FF_ERR_INVALID, "ff_module_new2: forward callback is NULL");
+        ff_set_error(FF_ERR_INVALID, "ff_module_new2: forward callback is NULL");
         return NULL;
     }
     ff_module *m = module_alloc(type_name, user, destroy, "ff_module_new2");
@@ -89,15 +89,15 @@ const char *ff_module_type_name(const ff_module *m) { return m ? m->type_name : 
 /* ---- registration ------------------------------------------------------------ */
 static ff_status check_name(const ff_module *m, const char *name, const char *fn)
 {
-    if (!m) return ff_error(FF_ERR_INVALID, "%s: module is NULL", fn);
+    if (!m) return ff_set_error(FF_ERR_INVALID, "%s: module is NULL", fn);
     if (!name || !name[0] || strchr(name, '.'))
-        return ff_error(FF_ERR_INVALID, "%s: name '%s' must be non-empty and contain no '.'", fn, name ? name : "(null)");
+        return ff_set_error(FF_ERR_INVALID, "%s: name '%s' must be non-empty and contain no '.'", fn, name ? name : "(null)");
     for (int i = 0; i < m->n_params; i++)
         if (strcmp(m->param_names[i], name) == 0)
-            return ff_error(FF_ERR_INVALID, "%s: '%s' is already a parameter of this %s", fn, name, m->type_name);
+            return ff_set_error(FF_ERR_INVALID, "%s: '%s' is already a parameter of this %s", fn, name, m->type_name);
     for (int i = 0; i < m->n_children; i++)
         if (strcmp(m->child_names[i], name) == 0)
-            return ff_error(FF_ERR_INVALID, "%s: '%s' is already a child of this %s", fn, name, m->type_name);
+            return ff_set_error(FF_ERR_INVALID, "%s: '%s' is already a child of this %s", fn, name, m->type_name);
     return FF_OK;
 }
 
@@ -121,16 +121,16 @@ ff_status ff_module_register_parameter(ff_module *m, const char *name, ff_tensor
     static const char fn[] = "ff_module_register_parameter";
     ff_status st = check_name(m, name, fn);
     if (st) return st;
-    if (!param) return ff_error(FF_ERR_INVALID, "%s: parameter '%s' is NULL", fn, name);
+    if (!param) return ff_set_error(FF_ERR_INVALID, "%s: parameter '%s' is NULL", fn, name);
     if (!ff_is_leaf(param))
-        return ff_error(FF_ERR_INVALID, "%s: parameter '%s' is not a leaf tensor (made by '%s'); pass ff_detach(t)", fn,
+        return ff_set_error(FF_ERR_INVALID, "%s: parameter '%s' is not a leaf tensor (made by '%s'); pass ff_detach(t)", fn,
                         name, ff_grad_fn_name(param));
     st = ff_set_requires_grad(param, true);
     if (st) return st;
     char *nm = dup_str(name);
     if (!nm || !grow(m->n_params, &m->cap_params, &m->param_names, (void ***)&m->params)) {
         free(nm);
-        return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        return ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
     }
     m->param_names[m->n_params] = nm;
     m->params[m->n_params++] = ff_tensor_retain(param);
@@ -150,13 +150,13 @@ ff_status ff_module_register_module(ff_module *m, const char *name, ff_module *c
     static const char fn[] = "ff_module_register_module";
     ff_status st = check_name(m, name, fn);
     if (st) return st;
-    if (!child) return ff_error(FF_ERR_INVALID, "%s: child '%s' is NULL", fn, name);
+    if (!child) return ff_set_error(FF_ERR_INVALID, "%s: child '%s' is NULL", fn, name);
     if (contains_module(child, m))
-        return ff_error(FF_ERR_INVALID, "%s: registering '%s' would make a cycle", fn, name);
+        return ff_set_error(FF_ERR_INVALID, "%s: registering '%s' would make a cycle", fn, name);
     char *nm = dup_str(name);
     if (!nm || !grow(m->n_children, &m->cap_children, &m->child_names, (void ***)&m->children)) {
         free(nm);
-        return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        return ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
     }
     m->child_names[m->n_children] = nm;
     m->children[m->n_children++] = ff_module_retain(child);
@@ -167,11 +167,11 @@ ff_status ff_module_register_module(ff_module *m, const char *name, ff_module *c
 ff_tensor *ff_module_forward(ff_module *m, const ff_tensor *x)
 {
     if (!m || !x) {
-        ff_error(FF_ERR_INVALID, "ff_module_forward: %s is NULL", m ? "input" : "module");
+        ff_set_error(FF_ERR_INVALID, "ff_module_forward: %s is NULL", m ? "input" : "module");
         return NULL;
     }
     if (!m->forward) {
-        ff_error(FF_ERR_INVALID, "ff_module_forward: %s takes two inputs; use ff_loss_forward", m->type_name);
+        ff_set_error(FF_ERR_INVALID, "ff_module_forward: %s takes two inputs; use ff_loss_forward", m->type_name);
         return NULL;
     }
     return m->forward(m, x, m->user);
@@ -180,11 +180,11 @@ ff_tensor *ff_module_forward(ff_module *m, const ff_tensor *x)
 ff_tensor *ff_loss_forward(ff_module *m, const ff_tensor *pred, const ff_tensor *target)
 {
     if (!m || !pred || !target) {
-        ff_error(FF_ERR_INVALID, "ff_loss_forward: %s is NULL", !m ? "module" : !pred ? "pred" : "target");
+        ff_set_error(FF_ERR_INVALID, "ff_loss_forward: %s is NULL", !m ? "module" : !pred ? "pred" : "target");
         return NULL;
     }
     if (!m->forward2) {
-        ff_error(FF_ERR_INVALID, "ff_loss_forward: %s takes one input; use ff_module_forward", m->type_name);
+        ff_set_error(FF_ERR_INVALID, "ff_loss_forward: %s takes one input; use ff_module_forward", m->type_name);
         return NULL;
     }
     return m->forward2(m, pred, target, m->user);
@@ -192,7 +192,7 @@ ff_tensor *ff_loss_forward(ff_module *m, const ff_tensor *pred, const ff_tensor 
 
 ff_status ff_module_train(ff_module *m, bool training)
 {
-    if (!m) return ff_error(FF_ERR_INVALID, "ff_module_train: module is NULL");
+    if (!m) return ff_set_error(FF_ERR_INVALID, "ff_module_train: module is NULL");
     m->training = training;
     for (int i = 0; i < m->n_children; i++) ff_module_train(m->children[i], training);
     return FF_OK;

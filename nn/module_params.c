@@ -26,7 +26,7 @@ static bool seen_add(walk_ctx *c, ff_tensor *t)
         int nc = c->cap ? 2 * c->cap : 32;
         ff_tensor **ns = realloc(c->seen, sizeof *ns * (size_t)nc);
         if (!ns) {
-            c->st = ff_error(FF_ERR_OOM, "%s: out of memory", c->api);
+            c->st = ff_set_error(FF_ERR_OOM, "%s: out of memory", c->api);
             return false;
         }
         c->seen = ns;
@@ -43,7 +43,7 @@ static void walk(const ff_module *m, char *name, size_t len, walk_ctx *c)
     for (int i = 0; i < m->n_params && !c->st; i++) {
         size_t k = strlen(m->param_names[i]);
         if (len + k + 1 > NAME_MAX_LEN) {
-            c->st = ff_error(FF_ERR_INVALID, "%s: parameter name longer than %d characters", c->api, NAME_MAX_LEN - 1);
+            c->st = ff_set_error(FF_ERR_INVALID, "%s: parameter name longer than %d characters", c->api, NAME_MAX_LEN - 1);
             return;
         }
         memcpy(name + len, m->param_names[i], k + 1);
@@ -55,7 +55,7 @@ static void walk(const ff_module *m, char *name, size_t len, walk_ctx *c)
     for (int i = 0; i < m->n_children && !c->st; i++) {
         size_t k = strlen(m->child_names[i]);
         if (len + k + 2 > NAME_MAX_LEN) {
-            c->st = ff_error(FF_ERR_INVALID, "%s: module name longer than %d characters", c->api, NAME_MAX_LEN - 1);
+            c->st = ff_set_error(FF_ERR_INVALID, "%s: module name longer than %d characters", c->api, NAME_MAX_LEN - 1);
             return;
         }
         memcpy(name + len, m->child_names[i], k);
@@ -70,7 +70,7 @@ static void walk(const ff_module *m, char *name, size_t len, walk_ctx *c)
 static int run_walk(const ff_module *m, walk_ctx *c)
 {
     if (!m) {
-        ff_error(FF_ERR_INVALID, "%s: module is NULL", c->api);
+        ff_set_error(FF_ERR_INVALID, "%s: module is NULL", c->api);
         return -1;
     }
     char name[NAME_MAX_LEN] = "";
@@ -96,7 +96,7 @@ int64_t ff_module_num_parameters(const ff_module *m)
     int n = ff_module_parameters(m, NULL, 0);
     if (n <= 0) return n;
     ff_tensor **ps = malloc(sizeof *ps * (size_t)n);
-    if (!ps) return ff_error(FF_ERR_OOM, "ff_module_num_parameters: out of memory"), -1;
+    if (!ps) return ff_set_error(FF_ERR_OOM, "ff_module_num_parameters: out of memory"), -1;
     ff_module_parameters(m, ps, n);
     int64_t total = 0;
     for (int i = 0; i < n; i++) total += ff_tensor_numel(ps[i]);
@@ -108,7 +108,7 @@ ff_tensor *ff_module_get_parameter(const ff_module *m, const char *dotted_name)
 {
     static const char fn[] = "ff_module_get_parameter";
     if (!m || !dotted_name) {
-        ff_error(FF_ERR_INVALID, "%s: %s is NULL", fn, m ? "name" : "module");
+        ff_set_error(FF_ERR_INVALID, "%s: %s is NULL", fn, m ? "name" : "module");
         return NULL;
     }
     const ff_module *cur = m;
@@ -129,13 +129,13 @@ ff_tensor *ff_module_get_parameter(const ff_module *m, const char *dotted_name)
         cur = next;
         p = dot + 1;
     }
-    ff_error(FF_ERR_INVALID, "%s: %s has no parameter '%s'", fn, m->type_name, dotted_name);
+    ff_set_error(FF_ERR_INVALID, "%s: %s has no parameter '%s'", fn, m->type_name, dotted_name);
     return NULL;
 }
 
 ff_status ff_module_zero_grad(ff_module *m)
 {
-    if (!m) return ff_error(FF_ERR_INVALID, "ff_module_zero_grad: module is NULL");
+    if (!m) return ff_set_error(FF_ERR_INVALID, "ff_module_zero_grad: module is NULL");
     for (int i = 0; i < m->n_params; i++) ff_zero_grad(m->params[i]);
     for (int i = 0; i < m->n_children; i++) ff_module_zero_grad(m->children[i]);
     return FF_OK;
@@ -185,12 +185,12 @@ static ff_tensor *move_one(ff_tensor *p, ff_backend *be)
 ff_status ff_module_to(ff_module *m, ff_backend *be)
 {
     static const char fn[] = "ff_module_to";
-    if (!m || !be) return ff_error(FF_ERR_INVALID, "%s: %s is NULL", fn, m ? "backend" : "module");
+    if (!m || !be) return ff_set_error(FF_ERR_INVALID, "%s: %s is NULL", fn, m ? "backend" : "module");
     int n = ff_module_parameters(m, NULL, 0);
     if (n <= 0) return n < 0 ? ff_nn_failed() : FF_OK;
     ff_tensor **old = malloc(sizeof *old * (size_t)n), **moved = calloc((size_t)n, sizeof *moved);
     ff_status st = FF_OK;
-    if (!old || !moved) st = ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    if (!old || !moved) st = ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
     bool prev = ff_set_grad_enabled(false); /* the copy must be a fresh leaf, not a node */
     if (!st) {
         ff_module_parameters(m, old, n);

@@ -7,13 +7,6 @@
 
 #include "ff/ff.h"
 
-/* The core's thread-local error recorder (core/error.c); returns code. The public API
- * has no setter yet, so nn declares the one internal service it needs. */
-ff_status ff_error(ff_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 struct ff_module {
     atomic_long refcount;

@@ -84,13 +84,13 @@ ff_adam_opts ff_adam_defaults(double lr)
 static ff_optimizer *adam_new(const char *name, bool decoupled, ff_tensor *const *params, int n,
                               const ff_adam_opts *o, const char *fn)
 {
-    if (!o) return ff_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_adam_defaults(lr))", fn), NULL;
-    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
+    if (!o) return ff_set_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_adam_defaults(lr))", fn), NULL;
+    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_set_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
     if (!(o->beta1 >= 0.0 && o->beta1 < 1.0) || !(o->beta2 >= 0.0 && o->beta2 < 1.0))
-        return ff_error(FF_ERR_INVALID, "%s: betas must be in [0, 1), got (%g, %g)", fn, o->beta1, o->beta2), NULL;
-    if (!(o->eps >= 0.0)) return ff_error(FF_ERR_INVALID, "%s: eps must be >= 0, got %g", fn, o->eps), NULL;
+        return ff_set_error(FF_ERR_INVALID, "%s: betas must be in [0, 1), got (%g, %g)", fn, o->beta1, o->beta2), NULL;
+    if (!(o->eps >= 0.0)) return ff_set_error(FF_ERR_INVALID, "%s: eps must be >= 0, got %g", fn, o->eps), NULL;
     if (!(o->weight_decay >= 0.0))
-        return ff_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
+        return ff_set_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
     ff_optimizer *opt = ff_optimizer_alloc(name, params, n, fn);
     if (!opt) return NULL;
     opt->step = adam_step;

@@ -70,14 +70,14 @@ ff_sgd_opts ff_sgd_defaults(double lr) { return (ff_sgd_opts){.lr = lr}; }
 ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts)
 {
     static const char fn[] = "ff_sgd";
-    if (!opts) return ff_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_sgd_defaults(lr))", fn), NULL;
+    if (!opts) return ff_set_error(FF_ERR_INVALID, "%s: opts is NULL (use ff_sgd_defaults(lr))", fn), NULL;
     const ff_sgd_opts *o = opts;
-    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
-    if (!(o->momentum >= 0.0)) return ff_error(FF_ERR_INVALID, "%s: momentum must be >= 0, got %g", fn, o->momentum), NULL;
+    if (!(o->lr >= 0.0) || isinf(o->lr)) return ff_set_error(FF_ERR_INVALID, "%s: lr must be finite and >= 0, got %g", fn, o->lr), NULL;
+    if (!(o->momentum >= 0.0)) return ff_set_error(FF_ERR_INVALID, "%s: momentum must be >= 0, got %g", fn, o->momentum), NULL;
     if (!(o->weight_decay >= 0.0))
-        return ff_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
+        return ff_set_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
     if (o->nesterov && (o->momentum <= 0.0 || o->dampening != 0.0))
-        return ff_error(FF_ERR_INVALID, "%s: nesterov needs momentum > 0 and dampening == 0 (got %g, %g)", fn,
+        return ff_set_error(FF_ERR_INVALID, "%s: nesterov needs momentum > 0 and dampening == 0 (got %g, %g)", fn,
                         o->momentum, o->dampening), NULL;
     ff_optimizer *opt = ff_optimizer_alloc("SGD", params, n, fn);
     if (!opt) return NULL;

@@ -8,28 +8,28 @@
 ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn)
 {
     if (n <= 0 || !params) {
-        ff_error(FF_ERR_INVALID, "%s: needs at least one parameter (got n = %d)", fn, n);
+        ff_set_error(FF_ERR_INVALID, "%s: needs at least one parameter (got n = %d)", fn, n);
         return NULL;
     }
     for (int i = 0; i < n; i++) {
         if (!params[i]) {
-            ff_error(FF_ERR_INVALID, "%s: parameter %d is NULL", fn, i);
+            ff_set_error(FF_ERR_INVALID, "%s: parameter %d is NULL", fn, i);
             return NULL;
         }
         if (!ff_is_leaf(params[i])) {
-            ff_error(FF_ERR_INVALID, "%s: parameter %d is not a leaf tensor (made by '%s')", fn, i,
+            ff_set_error(FF_ERR_INVALID, "%s: parameter %d is not a leaf tensor (made by '%s')", fn, i,
                      ff_grad_fn_name(params[i]));
             return NULL;
         }
         ff_dtype dt = ff_tensor_dtype(params[i]);
         if (dt != FF_F32 && dt != FF_F64) {
-            ff_error(FF_ERR_INVALID, "%s: parameter %d has dtype %s; optimizers update f32/f64 tensors", fn, i,
+            ff_set_error(FF_ERR_INVALID, "%s: parameter %d has dtype %s; optimizers update f32/f64 tensors", fn, i,
                      ff_dtype_name(dt));
             return NULL;
         }
         for (int j = 0; j < i; j++)
             if (params[j] == params[i]) {
-                ff_error(FF_ERR_INVALID, "%s: parameter %d repeats parameter %d (it would be updated twice)", fn, i, j);
+                ff_set_error(FF_ERR_INVALID, "%s: parameter %d repeats parameter %d (it would be updated twice)", fn, i, j);
                 return NULL;
             }
     }
@@ -48,7 +48,7 @@ ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int
     }
     if (!opt || !opt->params) {
         ff_optimizer_release(opt);
-        ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
         return NULL;
     }
     opt->name = name;
@@ -72,7 +72,7 @@ void ff_optimizer_release(ff_optimizer *opt)
 
 ff_status ff_optimizer_step(ff_optimizer *opt)
 {
-    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_step: optimizer is NULL");
+    if (!opt) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_step: optimizer is NULL");
     /* updates are plain in-place arithmetic on leaves: nothing may be recorded */
     bool prev = ff_set_grad_enabled(false);
     ff_status st = opt->step(opt);
@@ -83,15 +83,15 @@ ff_status ff_optimizer_step(ff_optimizer *opt)
 
 ff_status ff_optimizer_zero_grad(ff_optimizer *opt)
 {
-    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_zero_grad: optimizer is NULL");
+    if (!opt) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_zero_grad: optimizer is NULL");
     for (int i = 0; i < opt->n; i++) ff_zero_grad(opt->params[i]);
     return FF_OK;
 }
 
 ff_status ff_optimizer_set_lr(ff_optimizer *opt, double lr)
 {
-    if (!opt) return ff_error(FF_ERR_INVALID, "ff_optimizer_set_lr: optimizer is NULL");
-    if (!(lr >= 0.0) || isinf(lr)) return ff_error(FF_ERR_INVALID, "ff_optimizer_set_lr: lr must be finite and >= 0, got %g", lr);
+    if (!opt) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_set_lr: optimizer is NULL");
+    if (!(lr >= 0.0) || isinf(lr)) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_set_lr: lr must be finite and >= 0, got %g", lr);
     opt->lr = lr;
     return FF_OK;
 }

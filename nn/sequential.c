@@ -19,12 +19,12 @@ ff_module *ff_sequential(int n, ff_module *const *modules)
 {
     static const char fn[] = "ff_sequential";
     if (n < 0 || (n > 0 && !modules)) {
-        ff_error(FF_ERR_INVALID, "%s: bad module list (n = %d)", fn, n);
+        ff_set_error(FF_ERR_INVALID, "%s: bad module list (n = %d)", fn, n);
         return NULL;
     }
     for (int i = 0; i < n; i++)
         if (!modules[i]) {
-            ff_error(FF_ERR_INVALID, "%s: module %d is NULL", fn, i);
+            ff_set_error(FF_ERR_INVALID, "%s: module %d is NULL", fn, i);
             return NULL;
         }
     ff_module *seq = ff_module_new("Sequential", sequential_fw, NULL, NULL);
@@ -45,7 +45,7 @@ ff_module *ff_sequential_take(int n, ff_module *const *modules)
         if (!modules[i]) {
             /* a constructor failed: its error is the useful one, so keep it */
             for (int j = 0; j < n; j++) ff_module_release(modules[j]);
-            if (!ff_last_status()) ff_error(FF_ERR_INVALID, "ff_sequential_take: module %d is NULL", i);
+            if (!ff_last_status()) ff_set_error(FF_ERR_INVALID, "ff_sequential_take: module %d is NULL", i);
             return NULL;
         }
     ff_module *seq = ff_sequential(n, modules);

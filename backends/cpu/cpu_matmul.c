@@ -46,24 +46,20 @@ static ff_status check_matmul(void *ctx, const ff_view *dst, const ff_view *a, c
     return FF_OK;
 }
 
-/* acc[j] += x * b[bo + j * sb] for j < n, b of float dtype t. The unit-stride cases
- * are spelled out so the compiler can vectorize them; the result is the same. */
-static void axpy_f(double *acc, double x, const void *b, ff_dtype t, int64_t bo, int64_t sb, int64_t n)
+/* Copies b's K x N matrix at offset bo into packed (row-major doubles), so the inner
+ * loop below is a unit-stride axpy whatever b's layout (a transposed weight, a
+ * broadcast row, ...). Packing costs K*N loads against the product's M*K*N. */
+static void pack_b(double *packed, const void *b, ff_dtype t, int64_t bo, int64_t sbk, int64_t sbn, int64_t K,
+                   int64_t N)
 {
-    if (t == FF_F32 && sb == 1) {
-        const float *p = (const float *)b + bo;
-        for (int64_t j = 0; j < n; j++) acc[j] += x * (double)p[j];
-    } else if (t == FF_F64 && sb == 1) {
-        const double *p = (const double *)b + bo;
-        for (int64_t j = 0; j < n; j++) acc[j] += x * p[j];
-    } else {
-        for (int64_t j = 0; j < n; j++) acc[j] += x * cpu_load_f64(b, t, bo + j * sb);
-    }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) packed[k * N + j] = cpu_load_f64(b, t, bo + k * sbk + j * sbn);
 }
 
-/* One matrix product at element offsets (ao, bo, dofs); row is N accumulators. */
+/* One matrix product at element offsets (ao, bo, dofs); row holds N accumulators and
+ * packed K * N doubles (float dtypes only). */
 static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, int64_t dofs, int64_t ao, int64_t bo,
-                       void *row)
+                       void *row, double *packed)
 {
     int r = dst->ndim;
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
@@ -74,11 +70,13 @@ static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, i
 
     if (cpu_is_float(t)) {
         double *acc = row;
+        pack_b(packed, b->buf, t, bo, sbk, sbn, K, N);
         for (int64_t i = 0; i < M; i++) {
             for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
             for (int64_t k = 0; k < K; k++) {
                 double aik = cpu_load_f64(a->buf, t, ao + i * sam + k * sak);
-                axpy_f(acc, aik, b->buf, t, bo + k * sbk, sbn, N);
+                const double *bk = packed + k * N;
+                for (int64_t j = 0; j < N; j++) acc[j] += aik * bk[j];
             }
             for (int64_t j = 0; j < N; j++) cpu_store_f64(dst->buf, t, dofs + i * sdm + j * sdn, acc[j]);
         }
@@ -104,10 +102,16 @@ ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_v
     if (ff_view_numel(dst) == 0) return FF_OK;
 
     int r = dst->ndim;
-    int64_t N = dst->shape[r - 1];
+    int64_t N = dst->shape[r - 1], K = a->shape[r - 1];
     _Static_assert(sizeof(double) == sizeof(uint64_t), "the row buffer holds doubles or uint64s");
     void *row = malloc((size_t)N * sizeof(double));
-    if (!row) return cpu_error(ctx, FF_ERR_OOM, "cpu matmul: out of memory for a row of %lld", (long long)N);
+    double *packed = cpu_is_float(dst->dtype) && K > 0 ? malloc((size_t)(K * N) * sizeof(double)) : NULL;
+    if (!row || (cpu_is_float(dst->dtype) && K > 0 && !packed)) {
+        free(row);
+        free(packed);
+        return cpu_error(ctx, FF_ERR_OOM, "cpu matmul: out of memory for a %lld x %lld work buffer", (long long)K,
+                         (long long)N);
+    }
 
     /* walk the batch dims (possibly none: one row of one matrix) */
     const ff_view *vs[] = {dst, a, b};
@@ -115,7 +119,8 @@ ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_v
     for (cpu_iter_init(&it, r - 2, dst->shape, 3, vs); !it.done; cpu_iter_next(&it))
         for (int64_t j = 0; j < it.len; j++)
             matmul_one(dst, a, b, it.off[0] + j * it.step[0], it.off[1] + j * it.step[1], it.off[2] + j * it.step[2],
-                       row);
+                       row, packed);
     free(row);
+    free(packed);
     return FF_OK;
 }

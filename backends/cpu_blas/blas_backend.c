@@ -2,9 +2,9 @@
  * The cpu_blas backend: vtable, lifecycle, supports(), host transfers and messages.
  *
  * Thread count: FF_NUM_THREADS (default: the cores this process may run on), read at
- * init. OpenBLAS is told the same number, so a matmul uses as many cores as an
- * elementwise op and the two pools never run at once (every entry returns only when
- * its work is done).
+ * init. There is one pool: matmul splits C across it and each thread calls a
+ * single-threaded OpenBLAS gemm (openblas_set_num_threads(1)), so OpenBLAS's own
+ * threads never run and never spin against ours between ops.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,7 +113,8 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     }
     c->pool = blas_pool_create(n);
     c->nthreads = c->pool ? n : 1;
-    openblas_set_num_threads(c->nthreads);
+    /* matmul splits its work across our pool and calls single-threaded gemms */
+    openblas_set_num_threads(1);
     if (host->log) host->log("cpu_blas: %d thread(s)", c->nthreads);
     *ctx = c;
     return FF_OK;

@@ -121,36 +121,69 @@ typedef struct mm_scratch {
     void *row;       /* N accumulators for the direct kernel */
 } mm_scratch;
 
-/* One product C = A B of M x K by K x N; returns non-zero on OOM. */
-static int matmul_one(ff_dtype t, int64_t M, int64_t N, int64_t K, mat A, mat B, char *dp, int64_t drs, int64_t dcs,
-                      mm_scratch *s)
+/* A BLAS-ready product, split across the pool by rows of C (or by columns when C is
+ * wide): every thread calls a single-threaded gemm on its slice. One pool for every
+ * entry means OpenBLAS's own threads never run, so they never spin against ours. */
+typedef struct gemm_job {
+    ff_dtype t;
+    int la, lb, lt, by_rows;
+    int64_t M, N, K, es, lda, ldb, ldc;
+    mat A, B;
+    char *C;
+    int64_t crs, ccs; /* element strides of C's rows and columns */
+} gemm_job;
+
+static void gemm_slice(void *arg, int64_t b, int64_t e)
+{
+    const gemm_job *j = arg;
+    const char *A = j->A.p, *B = j->B.p;
+    char *C = j->C;
+    int64_t m = j->M, n = j->N;
+    if (j->by_rows) {
+        m = e - b;
+        A += b * j->A.rs * j->es, C += b * j->crs * j->es;
+    } else {
+        n = e - b;
+        B += b * j->B.cs * j->es, C += b * j->ccs * j->es;
+    }
+    if (j->lt == 1) /* C column-major: C^T (n x m, row-major) = B^T A^T */
+        gemm(j->t, !j->lb, !j->la, n, m, j->K, B, j->ldb, A, j->lda, C, j->ldc);
+    else
+        gemm(j->t, j->la, j->lb, m, n, j->K, A, j->lda, B, j->ldb, C, j->ldc);
+}
+
+/* One product C = A B of M x K by K x N. */
+static void matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, mat A, mat B, char *dp, int64_t drs,
+                       int64_t dcs, mm_scratch *s)
 {
     int64_t es = (int64_t)ff_dtype_size(t);
     if (!blas_is_float(t) || M * N * K <= SMALL_MNK) {
         small_kernel(t, M, N, K, &A, &B, dp, drs, dcs, s->row);
-        return 0;
+        return;
     }
-    int64_t lda, ldb, ldd;
-    int la = blas_layout(M, K, A.rs, A.cs, &lda), lb = blas_layout(K, N, B.rs, B.cs, &ldb);
-    if (la < 0) {
+    gemm_job j = {.t = t, .M = M, .N = N, .K = K, .es = es};
+    j.la = blas_layout(M, K, A.rs, A.cs, &j.lda);
+    j.lb = blas_layout(K, N, B.rs, B.cs, &j.ldb);
+    if (j.la < 0) {
         pack(s->a, &A, M, K, es);
-        A = (mat){s->a, K, 1}, la = 0, lda = K;
+        A = (mat){s->a, K, 1}, j.la = 0, j.lda = K;
     }
-    if (lb < 0) {
+    if (j.lb < 0) {
         pack(s->b, &B, K, N, es);
-        B = (mat){s->b, N, 1}, lb = 0, ldb = N;
+        B = (mat){s->b, N, 1}, j.lb = 0, j.ldb = N;
     }
-    int lt = blas_layout(M, N, drs, dcs, &ldd);
-    if (lt == 0) {
-        gemm(t, la, lb, M, N, K, A.p, lda, B.p, ldb, dp, ldd);
-    } else if (lt == 1) { /* dst column-major: dst^T (N x M, row-major) = B^T A^T */
-        gemm(t, !lb, !la, N, M, K, B.p, ldb, A.p, lda, dp, ldd);
-    } else {
-        gemm(t, la, lb, M, N, K, A.p, lda, B.p, ldb, s->d, N);
+    j.A = A, j.B = B;
+    j.lt = blas_layout(M, N, drs, dcs, &j.ldc);
+    j.C = j.lt < 0 ? s->d : dp;
+    j.crs = j.lt < 0 ? N : drs, j.ccs = j.lt < 0 ? 1 : dcs;
+    if (j.lt < 0) j.lt = 0, j.ldc = N;
+    /* split the longer side of C; a slice of at least 32 rows/columns, 16-aligned */
+    j.by_rows = M >= N;
+    int64_t len = j.by_rows ? M : N, min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
+    blas_parallel_for(c, len, min_par, 16, gemm_slice, &j);
+    if (j.C == s->d)
         for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) memcpy(dp + (i * drs + j * dcs) * es, s->d + (i * N + j) * es, (size_t)es);
-    }
-    return 0;
+            for (int64_t q = 0; q < N; q++) memcpy(dp + (i * drs + q * dcs) * es, s->d + (i * N + q) * es, (size_t)es);
 }
 
 ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
@@ -189,7 +222,7 @@ ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_
     for (int64_t n = 0; n < nbatch; n++) {
         mat A = {(const char *)a->buf + ao * es, a->strides[r - 2], a->strides[r - 1]};
         mat B = {(const char *)b->buf + bo * es, b->strides[r - 2], b->strides[r - 1]};
-        matmul_one(t, M, N, K, A, B, (char *)dst->buf + dof * es, dst->strides[r - 2], dst->strides[r - 1], &s);
+        matmul_one(ctx, t, M, N, K, A, B, (char *)dst->buf + dof * es, dst->strides[r - 2], dst->strides[r - 1], &s);
         for (int d = nb - 1; d >= 0; d--) {
             if (++idx[d] < dst->shape[d]) {
                 ao += a->strides[d], bo += b->strides[d], dof += dst->strides[d];

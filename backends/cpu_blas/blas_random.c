@@ -2,7 +2,8 @@
  * Random fill with the ABI's Philox4x32-10: the element with row-major logical index n
  * takes counter counter_base + n, so the numbers are the reference backend's, for any
  * layout and any split across threads. Values are computed in double exactly as the
- * ABI header prescribes and rounded once. UNIFORM and NORMAL on F32/F64.
+ * ABI header prescribes and rounded once (f32 uniforms through ff_random_uniform_f32, so
+ * they stay below p1). UNIFORM and NORMAL on F32/F64.
  */
 #include "blas_impl.h"
 
@@ -25,10 +26,15 @@ static void seg_random(void *varg, int64_t n, char *const *p, const int64_t *s)
     const rand_job *j = r->job;
     for (int64_t i = 0; i < n; i++, r->n++) {
         uint64_t ctr = j->base + r->n;
-        double v = j->dist == FF_RANDOM_UNIFORM ? j->p0 + (j->p1 - j->p0) * ff_random_uniform01(j->seed, ctr)
-                                                : j->p0 + j->p1 * ff_random_normal01(j->seed, ctr);
-        if (j->t == FF_F32) ((float *)p[0])[i * s[0]] = (float)v;
-        else ((double *)p[0])[i * s[0]] = v;
+        if (j->dist == FF_RANDOM_NORMAL) {
+            double v = j->p0 + j->p1 * ff_random_normal01(j->seed, ctr);
+            if (j->t == FF_F32) ((float *)p[0])[i * s[0]] = (float)v;
+            else ((double *)p[0])[i * s[0]] = v;
+        } else if (j->t == FF_F32) { /* stays below p1 after rounding, as the ABI says */
+            ((float *)p[0])[i * s[0]] = ff_random_uniform_f32(j->seed, ctr, j->p0, j->p1);
+        } else {
+            ((double *)p[0])[i * s[0]] = j->p0 + (j->p1 - j->p0) * ff_random_uniform01(j->seed, ctr);
+        }
     }
 }
 

@@ -64,7 +64,7 @@ static void *worker_main(void *varg)
 {
     worker_arg *wa = varg;
     blas_pool *p = wa->p;
-    unsigned seen = atomic_load(&p->gen);
+    unsigned seen = 0; /* gen when the pool was created: a job may be published before this thread runs */
     for (;;) {
         int spins = 0;
         while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && !atomic_load(&p->stop)) {

@@ -7,6 +7,7 @@
  *   ff/autograd.h  reverse-mode autograd, no_grad, gradcheck
  *   ff/nn.h        modules, losses, optimizers
  *   ff/io.h        safetensors, .npy, DLPack
+ *   ff/debug.h     live-object counters for leak tests
  * Backend authors need only ff/backend_abi.h.
  */
 #ifndef FF_FF_H
@@ -24,5 +25,6 @@
 #include "ff/autograd.h"
 #include "ff/nn.h"
 #include "ff/io.h"
+#include "ff/debug.h"
 
 #endif /* FF_FF_H */

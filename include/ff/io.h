@@ -20,6 +20,7 @@
 #define FF_IO_H
 
 #include "ff/tensor.h"
+#include "ff/nn.h"
 #include "ff/debug.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,7 @@ int ff_tensor_dict_count(const ff_tensor_dict *d);
 const char *ff_tensor_dict_name(const ff_tensor_dict *d, int i);       /* borrowed */
 ff_tensor *ff_tensor_dict_tensor(const ff_tensor_dict *d, int i);      /* new reference */
 ff_tensor *ff_tensor_dict_get(const ff_tensor_dict *d, const char *name); /* new reference; NULL + FF_ERR_INDEX if absent */
+bool ff_tensor_dict_contains(const ff_tensor_dict *d, const char *name);
 /* String metadata ("__metadata__" in safetensors). */
 ff_status ff_tensor_dict_set_meta(ff_tensor_dict *d, const char *key, const char *value);
 int ff_tensor_dict_meta_count(const ff_tensor_dict *d);
@@ -66,6 +68,18 @@ ff_status ff_safetensors_save_dict(const char *path, const ff_tensor_dict *d);
 /* Loads every tensor of the file onto the default backend (or be), in file order. */
 ff_tensor_dict *ff_safetensors_load(const char *path, uint32_t flags);
 ff_tensor_dict *ff_safetensors_load_on(ff_backend *be, const char *path, uint32_t flags);
+
+/* ---- module state dicts ------------------------------------------------ */
+/* A module's parameters by dotted name ("0.weight", "fc1.bias"), sharing memory with
+ * them, as PyTorch's state_dict(): saved with these names, a model loads across. */
+ff_tensor_dict *ff_module_state_dict(const ff_module *m);
+/* Copies each entry of d into the parameter of the same name (shapes must match;
+ * dtypes are converted), without recording autograd history. strict: every parameter
+ * must be in d and every entry of d must name a parameter. */
+ff_status ff_module_load_state_dict(ff_module *m, const ff_tensor_dict *d, bool strict);
+/* The two above through a safetensors file. */
+ff_status ff_module_save_safetensors(const ff_module *m, const char *path);
+ff_status ff_module_load_safetensors(ff_module *m, const char *path, bool strict);
 
 /* ---- .npy ---------------------------------------------------------------- */
 /* Writes t (any strides/backend) as C-order .npy; dtypes f32 f64 i32 i64 u8 bool. */

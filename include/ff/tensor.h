@@ -28,6 +28,13 @@ typedef struct ff_backend ff_backend;
 const char *ff_last_error(void);
 ff_status ff_last_status(void);
 void ff_clear_error(void);
+/* Records an error for this thread and returns code, for code built on FusionFlow
+ * (custom modules, callbacks) that reports errors the same way the library does. */
+ff_status ff_set_error(ff_status code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 const char *ff_status_name(ff_status s);
 
 /* ---- dtypes ------------------------------------------------------------- */

@@ -15,37 +15,38 @@ import numpy as np  # noqa: E402
 import fusionflow as ff  # noqa: E402
 
 
-def median_us(stmt, setup_globals, number=20000, repeat=15):
-    t = timeit.Timer(stmt, globals=setup_globals)
-    runs = t.repeat(repeat=repeat, number=number)
-    return statistics.median(runs) / number * 1e6
-
-
-def main():
-    rows = []
+def main(rounds=21, number=20000):
     a, b = ff.ones(4), ff.ones(4)
-    g = {"a": a, "b": b, "C": ff._C, "pa": a._ptr, "pb": b._ptr, "rel": ff._C.ff_tensor_release}
-    rows.append(("fusionflow a + b", median_us("a + b", g)))
-    rows.append(("fusionflow a + 1.0", median_us("a + 1.0", g)))
-    rows.append(("fusionflow a.exp()", median_us("a.exp()", g)))
-    rows.append(("  raw ctypes ff_add + release", median_us("rel(C.ff_add(pa, pb))", g)))
     ga = ff.ones(4, requires_grad=True)
-    rows.append(("fusionflow a + b (a requires grad)", median_us("a + b", {"a": ga, "b": b})))
+    cases = [
+        ("fusionflow a + b", "a + b", {"a": a, "b": b}),
+        ("fusionflow a + 1.0", "a + 1.0", {"a": a}),
+        ("fusionflow a.exp()", "a.exp()", {"a": a}),
+        ("fusionflow a + b (a requires grad)", "a + b", {"a": ga, "b": b}),
+        ("  C ff_add + ff_tensor_release via ctypes", "rel(add(pa, pb))",
+         {"add": ff._C.ff_add, "rel": ff._C.ff_tensor_release, "pa": a._ptr, "pb": b._ptr}),
+    ]
     try:
         import torch
         torch.set_num_threads(1)
         ta, tb = torch.ones(4), torch.ones(4)
-        rows.append(("torch a + b", median_us("a + b", {"a": ta, "b": tb})))
-        rows.append(("torch a + 1.0", median_us("a + 1.0", {"a": ta})))
-        rows.append(("torch a.exp()", median_us("a.exp()", {"a": ta})))
-        rows.append(("torch a + b (a requires grad)",
-                     median_us("a + b", {"a": torch.ones(4, requires_grad=True), "b": tb})))
+        cases += [
+            ("torch a + b", "a + b", {"a": ta, "b": tb}),
+            ("torch a + 1.0", "a + 1.0", {"a": ta}),
+            ("torch a.exp()", "a.exp()", {"a": ta}),
+            ("torch a + b (a requires grad)", "a + b", {"a": torch.ones(4, requires_grad=True), "b": tb}),
+        ]
     except ImportError:
         pass
     na, nb = np.ones(4, np.float32), np.ones(4, np.float32)
-    rows.append(("numpy a + b", median_us("a + b", {"a": na, "b": nb})))
-    for name, us in rows:
-        print("%-38s %7.2f us" % (name, us))
+    cases.append(("numpy a + b", "a + b", {"a": na, "b": nb}))
+    timers = [(name, timeit.Timer(stmt, globals=g)) for name, stmt, g in cases]
+    samples = {name: [] for name, _ in timers}
+    for _ in range(rounds):  # interleaved, so every case sees the same machine load
+        for name, t in timers:
+            samples[name].append(t.timeit(number) / number * 1e6)
+    for name, _ in timers:
+        print("%-42s %6.2f us (median of %d x %d)" % (name, statistics.median(samples[name]), rounds, number))
 
 
 if __name__ == "__main__":

@@ -145,3 +145,19 @@ def test_numpy_interop_operators():
     assert isinstance(r, ff.Tensor) and r.tolist() == [2.0, 3.0]
     assert (t + [1, 1]).tolist() == [2.0, 3.0]
     assert math.isclose((2 ** t).tolist()[1], 4.0)
+
+
+def test_to_another_backend_is_differentiable():
+    try:
+        ff._backend.backend_handle("cpu_blas")
+    except FusionFlowError:
+        pytest.skip("the cpu_blas backend is not built")
+    x = ff.randn(3, 4, seed=1, requires_grad=True)
+    y = x.to("cpu_blas")
+    assert y.device == "cpu_blas" and np.array_equal(y.numpy(), x.numpy())
+    (y @ y.T).sum().backward()
+    xn = x.detach().numpy()
+    # loose tolerance: this checks routing through ff_to, not cpu_blas's arithmetic
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.ones((3, 3)) @ xn, rtol=1e-3, atol=1e-3)
+    assert x.grad.device == "cpu"
+    assert np.array_equal(np.from_dlpack(y), xn)  # cpu_blas memory is host memory too

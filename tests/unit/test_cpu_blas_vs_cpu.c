@@ -300,11 +300,12 @@ static void test_reduce(void)
 static void test_matmul(void)
 {
     static const ff_dtype mt[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8};
-    static const int64_t sizes[][4] = {{2, 3, 4, 5}, {3, 40, 70, 50}, {1, 128, 96, 64}};
+    static const int64_t sizes[][4] = {{2, 3, 4, 5}, {3, 40, 70, 50}, {1, 128, 96, 64}, {2, 160, 100, 130}, {1, 40, 300, 200}};
     for (int ti = 0; ti < 5; ti++)
-        for (int si = 0; si < 3; si++)
+        for (int si = 0; si < 5; si++)
             for (int mode = 0; mode < 4; mode++) {
                 ff_dtype t = mt[ti];
+                if (si >= 3 && !ff_dtype_is_float(t)) continue; /* threaded gemm paths: floats only */
                 int64_t B = sizes[si][0], M = sizes[si][1], K = sizes[si][2], N = sizes[si][3];
                 int64_t sa[3] = {B, M, K}, sb[3] = {B, K, N}, sd[3] = {B, M, N};
                 /* a: contiguous / transposed / stepped; b: contiguous / batch-broadcast / transposed */

@@ -386,10 +386,8 @@ static void test_non_host_backend(void)
     ff_backend fake = {.vt = &vt, .ctx = cpu->ctx, .name = (char *)"fake_device", .path = (char *)"none"};
     int64_t s[] = {2, 3};
     double v[] = {1, 2, 3, 4, 5, 6};
-    ff_tensor *h = ff_test_tensor(FF_F64, 2, s, v);
-    ff_tensor *t = ff_empty_on(&fake, 2, s, FF_F64);
-    CHECK(t && ff_kernel_copy(t, h, "test") == FF_OK);
-    CHECK(ff_tensor_data_ptr(t) == NULL);
+    ff_tensor *t = ff_from_data_on(&fake, v, 2, s, FF_F64);
+    CHECK(t && ff_tensor_data_ptr(t) == NULL);
     ff_tensor *tt = ff_transpose(t, 0, 1);
     const char *names[] = {"t", "tt"};
     ff_tensor *ts[] = {t, tt};
@@ -407,9 +405,74 @@ static void test_non_host_backend(void)
     CHECK_ERROR(ff_to_dlpack(t) == NULL, FF_ERR_UNSUPPORTED, "fake_device");
     ff_tensor_release(tt);
     ff_tensor_release(t);
-    ff_tensor_release(h);
     CHECK(ff_debug_live_tensors() == base);
 }
 
-FF_TEST_MAIN("io_safetensors", TEST(test_non_host_backend), TEST(test_round_trip), TEST(test_exact_bytes), TEST(test_foreign_file),
+static ff_module *make_net(uint64_t seed)
+{
+    return ff_sequential_take(3, (ff_module *[]){ff_linear(4, 3, true, seed), ff_relu_module(),
+                                                 ff_linear(3, 2, true, seed + 1)});
+}
+
+static bool same_values(const ff_tensor *a, const ff_tensor *b)
+{
+    double x[64], y[64];
+    int64_t n = ff_tensor_numel(a);
+    return n == ff_tensor_numel(b) && n <= 64 && ff_test_values(a, x, 64) == 0 && ff_test_values(b, y, 64) == 0 &&
+           memcmp(x, y, (size_t)n * sizeof(double)) == 0;
+}
+
+static void test_module_state_dict(void)
+{
+    setup();
+    long base = ff_debug_live_tensors();
+    ff_module *a = make_net(1), *b = make_net(7);
+    CHECK(a && b);
+    ff_tensor_dict *sd = ff_module_state_dict(a);
+    CHECK(sd && ff_tensor_dict_count(sd) == 4);
+    CHECK(sd && strcmp(ff_tensor_dict_name(sd, 0), "0.weight") == 0 && strcmp(ff_tensor_dict_name(sd, 3), "2.bias") == 0);
+    ff_tensor *w = ff_tensor_dict_get(sd, "0.weight"), *pw = ff_module_get_parameter(a, "0.weight");
+    CHECK(ff_tensor_shares_storage(w, pw)); /* a state dict aliases the parameters */
+    CHECK(ff_module_save_safetensors(a, path) == FF_OK);
+    ff_tensor *bw = ff_module_get_parameter(b, "0.weight");
+    CHECK(!same_values(bw, pw));
+    CHECK(ff_module_load_safetensors(b, path, true) == FF_OK);
+    CHECK(same_values(bw, pw));
+    int64_t s[] = {2, 4};
+    double v[] = {1, -2, 3, 0.5, -1, 2, 0, 1};
+    ff_tensor *x = ff_test_tensor(FF_F32, 2, s, v);
+    ff_tensor *ya = ff_module_forward(a, x), *yb = ff_module_forward(b, x);
+    CHECK(ya && yb && same_values(ya, yb));
+    /* mismatches are refused before anything is written */
+    ff_tensor_dict *bad = ff_tensor_dict_new();
+    ff_tensor *wrong = ff_zeros(2, s, FF_F32);
+    CHECK(ff_tensor_dict_set(bad, "0.weight", wrong) == FF_OK);
+    CHECK_ERROR(ff_module_load_state_dict(b, bad, false) != FF_OK, FF_ERR_INVALID, "has shape [2, 4]");
+    CHECK(same_values(bw, pw));
+    ff_tensor_dict_free(bad);
+    bad = ff_tensor_dict_new();
+    CHECK(ff_tensor_dict_set(bad, "0.weight", w) == FF_OK);
+    CHECK_ERROR(ff_module_load_state_dict(b, bad, true) != FF_OK, FF_ERR_INVALID, "'0.bias' is missing");
+    CHECK(ff_module_load_state_dict(b, bad, false) == FF_OK); /* non-strict: a partial load */
+    CHECK(ff_tensor_dict_set(bad, "head.weight", w) == FF_OK);
+    CHECK(ff_module_load_state_dict(b, bad, false) == FF_OK); /* non-strict ignores unknown names */
+    ff_tensor_dict_free(bad);
+    ff_tensor_dict *extra = ff_module_state_dict(a);
+    CHECK(ff_tensor_dict_set(extra, "head.weight", w) == FF_OK);
+    CHECK_ERROR(ff_module_load_state_dict(b, extra, true) != FF_OK, FF_ERR_INVALID, "'head.weight' names no parameter");
+    ff_tensor_dict_free(extra);
+    ff_tensor_release(wrong);
+    ff_tensor_release(x);
+    ff_tensor_release(ya);
+    ff_tensor_release(yb);
+    ff_tensor_release(w);
+    ff_tensor_release(pw);
+    ff_tensor_release(bw);
+    ff_tensor_dict_free(sd);
+    ff_module_release(a);
+    ff_module_release(b);
+    CHECK(ff_debug_live_tensors() == base);
+}
+
+FF_TEST_MAIN("io_safetensors", TEST(test_module_state_dict), TEST(test_non_host_backend), TEST(test_round_trip), TEST(test_exact_bytes), TEST(test_foreign_file),
              TEST(test_corrupt), TEST(test_save_errors))
