@@ -36,6 +36,7 @@ typedef struct bench_opts {
     double budget_s; /* time per measurement (default 0.3) */
     bool quick;      /* smaller sizes, shorter budget (CI smoke run) */
     bool mnist;      /* Fashion-MNIST epoch time */
+    bool big;        /* matmul n = 4096 too */
     const char *filter; /* only workloads containing this */
 } bench_opts;
 

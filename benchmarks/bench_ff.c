@@ -16,7 +16,7 @@ const int bench_mm_count = (int)(sizeof bench_mm_sizes / sizeof bench_mm_sizes[0
 int bench_mm_max(const bench_opts *o, bool reference)
 {
     if (reference) return o->quick ? 128 : 512;
-    return o->quick ? 512 : 4096;
+    return o->quick ? 512 : o->big ? 4096 : 2048;
 }
 
 typedef struct ff_state {

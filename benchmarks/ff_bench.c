@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include "bench.h"
 
 #define MAX_RESULTS 1024
@@ -21,7 +23,7 @@
 typedef struct args {
     const char *json, *baselines, *backends, *threads, *filter;
     double budget;
-    bool quick, mnist;
+    bool quick, mnist, big;
     int child; /* > 0: run as the child for this many threads */
 } args;
 
@@ -29,12 +31,13 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ff-bench [--json FILE] [--threads LIST] [--backends LIST] [--baselines-json FILE]\n"
-            "                [--filter SUBSTR] [--budget S] [--quick] [--mnist]\n"
+            "                [--filter SUBSTR] [--budget S] [--quick] [--big] [--mnist]\n"
             "  --threads LIST   thread counts (default 1,2); each runs in a child process\n"
             "  --backends LIST  backends to measure (default cpu,cpu_blas)\n"
             "  --baselines-json FILE  merge NumPy/PyTorch results from benchmarks/baselines.py\n"
             "  --budget S       seconds per measurement (default 0.3)\n"
             "  --quick          small sizes (a smoke run)\n"
+            "  --big            also matmul n = 4096 (minutes on 2 cores)\n"
             "  --mnist          also time one Fashion-MNIST epoch per backend\n");
 }
 
@@ -46,6 +49,7 @@ static int parse(int argc, char **argv, args *a)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "--quick")) a->quick = true;
         else if (!strcmp(s, "--mnist")) a->mnist = true;
+        else if (!strcmp(s, "--big")) a->big = true;
         else if (!v) return -1;
         else if (!strcmp(s, "--json")) a->json = v, i++;
         else if (!strcmp(s, "--baselines-json")) a->baselines = v, i++;
@@ -60,13 +64,25 @@ static int parse(int argc, char **argv, args *a)
 }
 
 /* ---- child: measure everything at one thread count ------------------------------- */
+/* 0.3 s of sgemm before the first measurement: clocks up, OpenBLAS's start-up done. */
+static void warm_up(void)
+{
+    enum { N = 256 };
+    static float a[N * N], b[N * N], c[N * N];
+    for (int i = 0; i < N * N; i++) a[i] = b[i] = 1e-3f * (float)(i % 101);
+    double t0 = bench_now();
+    while (bench_now() - t0 < 0.3)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+}
+
 static int run_child(const args *a)
 {
     char n[16];
     snprintf(n, sizeof n, "%d", a->child);
     setenv("FF_NUM_THREADS", n, 1);
-    bench_opts o = {.budget_s = a->quick ? a->budget / 3 : a->budget, .quick = a->quick, .mnist = a->mnist,
+    bench_opts o = {.budget_s = a->quick ? a->budget / 3 : a->budget, .quick = a->quick, .mnist = a->mnist, .big = a->big,
                     .filter = a->filter};
+    warm_up();
     char *list = strdup(a->backends), *save = NULL;
     for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
         ff_backend *be = ff_backend_load(name);
@@ -96,9 +112,13 @@ static void add_result(const bench_result *r)
 static int collect(const char *exe, const args *a, int threads)
 {
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' --child %d --backends '%s' --budget %g%s%s%s%s%s", exe, threads, a->backends,
-             a->budget, a->quick ? " --quick" : "", a->mnist ? " --mnist" : "", a->filter ? " --filter '" : "",
+    snprintf(cmd, sizeof cmd, "'%s' --child %d --backends '%s' --budget %g%s%s%s%s%s%s", exe, threads, a->backends,
+             a->budget, a->quick ? " --quick" : "", a->big ? " --big" : "", a->mnist ? " --mnist" : "", a->filter ? " --filter '" : "",
              a->filter ? a->filter : "", a->filter ? "'" : "");
+    /* the child's OpenBLAS (the cblas baseline) starts with the same thread count */
+    char n[16];
+    snprintf(n, sizeof n, "%d", threads);
+    setenv("OPENBLAS_NUM_THREADS", n, 1);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     char line[1024];
@@ -231,8 +251,10 @@ static int write_json(const char *path, const args *a)
     char host[128] = "";
     gethostname(host, sizeof host - 1);
     const char *coretype = getenv("OPENBLAS_CORETYPE");
-    fprintf(f, "{\n  \"tool\": \"ff-bench\",\n  \"host\": \"%s\",\n  \"openblas_coretype\": \"%s\",\n  \"quick\": %s,\n",
-            host, coretype ? coretype : "", a->quick ? "true" : "false");
+    fprintf(f,
+            "{\n  \"tool\": \"ff-bench\",\n  \"host\": \"%s\",\n  \"openblas_coretype\": \"%s\",\n"
+            "  \"openblas_kernel\": \"%s\",\n  \"quick\": %s,\n",
+            host, coretype ? coretype : "", openblas_get_corename(), a->quick ? "true" : "false");
     fprintf(f, "  \"results\": [\n");
     for (int i = 0; i < nresults; i++) {
         const bench_result *r = &results[i];

@@ -1,7 +1,8 @@
 /* Vtable family "random": uniform and normal fills for every dtype the reference
  * accepts x layouts. The ABI fixes the numbers: element n (row-major logical index,
  * whatever the strides) takes Philox counter counter_base + n, so the closed form
- * is p0 + (p1 - p0) * ff_random_uniform01(seed, base + n), which must match exactly,
+ * is p0 + (p1 - p0) * ff_random_uniform01(seed, base + n) (ff_random_uniform_f32 for f32),
+ * which must match exactly,
  * and p0 + p1 * ff_random_normal01(seed, base + n), compared with the libm tolerance. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,9 @@ static void *expect(const cf_call *c, const void *user)
     if (!out) abort();
     for (int64_t i = 0; i < n; i++) {
         uint64_t ctr = c->rcounter + (uint64_t)i;
-        double v = c->op == FF_RANDOM_UNIFORM ? c->p0 + (c->p1 - c->p0) * ff_random_uniform01(c->rseed, ctr)
-                                              : c->p0 + c->p1 * ff_random_normal01(c->rseed, ctr);
+        double v = c->op == FF_RANDOM_NORMAL ? c->p0 + c->p1 * ff_random_normal01(c->rseed, ctr)
+                   : d->dtype == FF_F32   ? (double)ff_random_uniform_f32(c->rseed, ctr, c->p0, c->p1)
+                                          : c->p0 + (c->p1 - c->p0) * ff_random_uniform01(c->rseed, ctr);
         cf_set_f(out, d->dtype, i, v);
     }
     return out;

@@ -115,7 +115,8 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     c->nthreads = c->pool ? n : 1;
     /* matmul splits its work across our pool and calls single-threaded gemms */
     openblas_set_num_threads(1);
-    if (host->log) host->log("cpu_blas: %d thread(s)", c->nthreads);
+    c->own_gemm = blas_gemm_pick();
+    if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, c->own_gemm ? "own AVX-512" : "OpenBLAS");
     *ctx = c;
     return FF_OK;
 }

@@ -205,9 +205,14 @@ typedef struct binary_arg {
 
 static void seg_fast(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const kern *k = ((const binary_arg *)varg)->k;
-    if (s[0] == 1 && s[1] == 1 && s[2] == 1) k->vv(n, p[0], p[1], p[2]);
-    else if (s[0] == 1 && s[1] == 1 && s[2] == 0) k->vs(n, p[0], p[1], p[2]);
+    const binary_arg *arg = varg;
+    const kern *k = arg->k;
+    int streamed = 0;
+    if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+        if (arg->t == FF_F32)
+            streamed = blas_stream_binary_f32(arg->op, n, (float *)p[0], (const float *)p[1], (const float *)p[2]);
+        if (!streamed) k->vv(n, p[0], p[1], p[2]);
+    } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) k->vs(n, p[0], p[1], p[2]);
     else if (s[0] == 1 && s[1] == 0 && s[2] == 1) k->sv(n, p[0], p[1], p[2]);
     else k->gg(n, p[0], s[0], p[1], s[1], p[2], s[2]);
 }

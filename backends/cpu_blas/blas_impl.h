@@ -45,6 +45,7 @@ typedef struct blas_ctx {
     int nthreads;            /* FF_NUM_THREADS, default: cores available */
     blas_pool *pool;         /* NULL when nthreads == 1 */
     blas_alloc_state *alloc; /* the caching allocator */
+    int own_gemm;            /* f32 matmul through blas_gemm.c instead of OpenBLAS */
 } blas_ctx;
 
 /* Formats a message for host->set_error and returns st. NULL ctx: returns st only. */
@@ -202,6 +203,22 @@ double blas_vsum_f64(int64_t n, const double *x);
 /* NaN-propagating max/min of n >= 1 contiguous values. */
 float blas_vmax_f32(int64_t n, const float *x);
 float blas_vmin_f32(int64_t n, const float *x);
+
+/* ---- streaming stores (blas_stream.c) ------------------------------------------- */
+/* Runs of at least this many elements whose output aliases no input are written with
+ * non-temporal stores (AVX-512F only); the functions return 0 when they decline. */
+#define BLAS_STREAM_MIN ((int64_t)1 << 20)
+int blas_stream_binary_f32(ff_binary_op op, int64_t n, float *d, const float *a, const float *b);
+int blas_stream_map_f32(int64_t n, float *d, const float *x, void (*fn)(int64_t, float *, const float *));
+
+/* ---- own AVX-512 sgemm (blas_gemm.c) ------------------------------------------------ */
+/* 1 if f32 matmul should use blas_sgemm_own: AVX-512F present and OpenBLAS running a
+ * generic (pre-AVX2) kernel, or FF_GEMM=own; FF_GEMM=openblas forces OpenBLAS. */
+int blas_gemm_pick(void);
+/* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.
+ * Returns 0, or -1 on OOM (error set). */
+int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
+                   const float *B, int64_t brs, int64_t bcs, float *C, int64_t crs, int64_t ccs);
 
 /* ---- entries, one file per family ----------------------------------------------- */
 int blas_unary_supported(ff_unary_op op, ff_dtype t);

@@ -1,7 +1,8 @@
 /*
  * Batched matmul: dst[..., M, N] = a[..., M, K] @ b[..., K, N].
  *
- * F32/F64 go to OpenBLAS sgemm/dgemm, one call per batch element. An operand whose
+ * F32/F64 go to OpenBLAS sgemm/dgemm, one call per batch element (f32 to blas_gemm.c
+ * instead when OpenBLAS runs a generic kernel, see there), C split across the pool. An operand whose
  * matrix is row-major (column stride 1) is passed as is with its row stride as the
  * leading dimension; one that is column-major (row stride 1: a transposed view) is
  * passed with the transpose flag, no copy. Any other layout (broadcast rows, steps)
@@ -16,6 +17,9 @@
 #include <stdlib.h>
 
 #include "blas_impl.h"
+
+/* Row slices for the own sgemm are multiples of its 12-row micro-tile. */
+#define MR_ALIGN 12
 
 /* Below this many multiply-adds the direct loop wins over a BLAS call. */
 #define SMALL_MNK 4096
@@ -88,6 +92,21 @@ static void small_kernel(ff_dtype t, int64_t M, int64_t N, int64_t K, const mat 
                          int64_t drs, int64_t dcs, void *row)
 {
     int64_t es = (int64_t)ff_dtype_size(t);
+    if (t == FF_F32) { /* the tiny-model case: typed loads, same double accumulation */
+        double *acc = row;
+        const float *ap = (const float *)a->p, *bp = (const float *)b->p;
+        float *dp = (float *)d;
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                double aik = ap[i * a->rs + k * a->cs];
+                const float *brow = bp + k * b->rs;
+                for (int64_t j = 0; j < N; j++) acc[j] += aik * (double)brow[j * b->cs];
+            }
+            for (int64_t j = 0; j < N; j++) dp[i * drs + j * dcs] = (float)acc[j];
+        }
+        return;
+    }
     for (int64_t i = 0; i < M; i++) {
         if (blas_is_float(t)) {
             double *acc = row;
@@ -125,8 +144,10 @@ typedef struct mm_scratch {
  * wide): every thread calls a single-threaded gemm on its slice. One pool for every
  * entry means OpenBLAS's own threads never run, so they never spin against ours. */
 typedef struct gemm_job {
+    blas_ctx *ctx;
     ff_dtype t;
-    int la, lb, lt, by_rows;
+    int la, lb, lt, by_rows, own;
+    atomic_int failed; /* a slice ran out of memory */
     int64_t M, N, K, es, lda, ldb, ldc;
     mat A, B;
     char *C;
@@ -146,22 +167,35 @@ static void gemm_slice(void *arg, int64_t b, int64_t e)
         n = e - b;
         B += b * j->B.cs * j->es, C += b * j->ccs * j->es;
     }
+    if (j->own) {
+        if (blas_sgemm_own(j->ctx, m, n, j->K, (const float *)A, j->A.rs, j->A.cs, (const float *)B, j->B.rs, j->B.cs,
+                           (float *)C, j->crs, j->ccs))
+            atomic_store(&((gemm_job *)j)->failed, 1);
+        return;
+    }
     if (j->lt == 1) /* C column-major: C^T (n x m, row-major) = B^T A^T */
         gemm(j->t, !j->lb, !j->la, n, m, j->K, B, j->ldb, A, j->lda, C, j->ldc);
     else
         gemm(j->t, j->la, j->lb, m, n, j->K, A, j->lda, B, j->ldb, C, j->ldc);
 }
 
-/* One product C = A B of M x K by K x N. */
-static void matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, mat A, mat B, char *dp, int64_t drs,
+/* One product C = A B of M x K by K x N; returns non-zero on OOM. */
+static int matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, mat A, mat B, char *dp, int64_t drs,
                        int64_t dcs, mm_scratch *s)
 {
     int64_t es = (int64_t)ff_dtype_size(t);
     if (!blas_is_float(t) || M * N * K <= SMALL_MNK) {
         small_kernel(t, M, N, K, &A, &B, dp, drs, dcs, s->row);
-        return;
+        return 0;
     }
-    gemm_job j = {.t = t, .M = M, .N = N, .K = K, .es = es};
+    gemm_job j = {.ctx = c, .t = t, .M = M, .N = N, .K = K, .es = es};
+    if (t == FF_F32 && c->own_gemm) { /* any strides: the kernel packs them itself */
+        j.own = 1, j.A = A, j.B = B, j.C = dp, j.crs = drs, j.ccs = dcs;
+        j.by_rows = M >= N;
+        int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
+        blas_parallel_for(c, j.by_rows ? M : N, min_par, j.by_rows ? MR_ALIGN : 32, gemm_slice, &j);
+        return atomic_load(&j.failed);
+    }
     j.la = blas_layout(M, K, A.rs, A.cs, &j.lda);
     j.lb = blas_layout(K, N, B.rs, B.cs, &j.ldb);
     if (j.la < 0) {
@@ -184,6 +218,7 @@ static void matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K,
     if (j.C == s->d)
         for (int64_t i = 0; i < M; i++)
             for (int64_t q = 0; q < N; q++) memcpy(dp + (i * drs + q * dcs) * es, s->d + (i * N + q) * es, (size_t)es);
+    return 0;
 }
 
 ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
@@ -201,9 +236,10 @@ ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_
     /* the layout is the same for every batch element: size the scratch once */
     int64_t lda, ldb, ldd;
     int small = !blas_is_float(t) || M * N * K <= SMALL_MNK;
-    int pa = !small && blas_layout(M, K, a->strides[r - 2], a->strides[r - 1], &lda) < 0;
-    int pb = !small && blas_layout(K, N, b->strides[r - 2], b->strides[r - 1], &ldb) < 0;
-    int pd = !small && blas_layout(M, N, dst->strides[r - 2], dst->strides[r - 1], &ldd) < 0;
+    int own = !small && t == FF_F32 && ((blas_ctx *)ctx)->own_gemm; /* packs by itself */
+    int pa = !small && !own && blas_layout(M, K, a->strides[r - 2], a->strides[r - 1], &lda) < 0;
+    int pb = !small && !own && blas_layout(K, N, b->strides[r - 2], b->strides[r - 1], &ldb) < 0;
+    int pd = !small && !own && blas_layout(M, N, dst->strides[r - 2], dst->strides[r - 1], &ldd) < 0;
     size_t need_a = pa ? (size_t)(M * K * es) : 0, need_b = pb ? (size_t)(K * N * es) : 0;
     size_t need_d = pd ? (size_t)(M * N * es) : 0, need_r = small ? (size_t)N * 8 : 0;
     size_t total = need_a + need_b + need_d + need_r;
@@ -222,7 +258,10 @@ ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_
     for (int64_t n = 0; n < nbatch; n++) {
         mat A = {(const char *)a->buf + ao * es, a->strides[r - 2], a->strides[r - 1]};
         mat B = {(const char *)b->buf + bo * es, b->strides[r - 2], b->strides[r - 1]};
-        matmul_one(ctx, t, M, N, K, A, B, (char *)dst->buf + dof * es, dst->strides[r - 2], dst->strides[r - 1], &s);
+        if (matmul_one(ctx, t, M, N, K, A, B, (char *)dst->buf + dof * es, dst->strides[r - 2], dst->strides[r - 1], &s)) {
+            blas_free(ctx, mem);
+            return blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for packing buffers");
+        }
         for (int d = nb - 1; d >= 0; d--) {
             if (++idx[d] < dst->shape[d]) {
                 ao += a->strides[d], bo += b->strides[d], dof += dst->strides[d];

@@ -16,8 +16,8 @@
 #include "blas_impl.h"
 
 #define POOL_MAX 256
-/* ~20-50 us of spinning depending on the pause latency of the core */
-#define POOL_SPIN 4000
+/* ~5-40 us of spinning, depending on the pause latency of the core */
+#define POOL_SPIN 1000
 
 typedef struct worker_arg {
     struct blas_pool *p;

@@ -135,7 +135,7 @@ static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
     float *d = (float *)p[0];
     const float *x = (const float *)p[1];
     if (s[0] == 1 && s[1] == 1) {
-        a->f32(n, d, x);
+        if (!blas_stream_map_f32(n, d, x, a->f32)) a->f32(n, d, x);
         return;
     }
     float buf[512];

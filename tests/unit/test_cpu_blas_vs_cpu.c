@@ -255,6 +255,17 @@ static void test_fill_copy_where(void)
             arr_free(&src);
             arr_free(&dst);
         }
+        { /* a large transposed 2-D copy: the tiled path */
+            lay ls = make_lay(2, big2, 1), ld = make_lay(2, big2, 0);
+            arr src = arr_new(ls.span, t, 0), dst = arr_new(ld.span, t, 0);
+            for (int s = 0; s < 2; s++) {
+                ff_view vd = view_of(&dst, s, &ld), vs = view_of(&src, s, &ls);
+                CHECK(be_of(s)->vt->copy(be_of(s)->ctx, &vd, &vs) == FF_OK);
+            }
+            CHECK(same_storage(&dst, 0, 0, "transposed copy"));
+            arr_free(&src);
+            arr_free(&dst);
+        }
         lay lc = make_lay(2, big2, 3), la = make_lay(2, big2, 1), lb = make_lay(2, big2, 0);
         arr c = arr_new(lc.span, FF_BOOL, 0), a = arr_new(la.span, t, 0), b = arr_new(lb.span, t, 0);
         arr dst = arr_new(lb.span, t, 0);

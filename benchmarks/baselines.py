@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""NumPy and PyTorch baselines for ff-bench: the same workloads, names and thread counts.
+
+    /usr/bin/python3 benchmarks/baselines.py --threads 1,2 --json benchmarks/results/baselines.json
+
+Each thread count runs in a child process whose OMP/OpenBLAS/MKL thread variables are set
+before NumPy or PyTorch is imported (torch.set_num_threads too). Missing libraries are
+skipped with a message. Output: JSON with a top-level "results" array, one record per
+line (workload, backend = "numpy" | "torch", threads, median_s, min_s, runs), which
+`ff-bench --baselines-json FILE` merges into its own table.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+MM_SIZES = [64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def measure(fn, budget):
+    """Median seconds per call: warm-up, batched tiny calls, 3..200 samples."""
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    if first < 0.05:
+        fn()
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-9)
+    inner = 1 if one >= 1e-3 else int(1e-3 / one) + 1
+    samples = int(budget / (one * inner))
+    samples = max(3, min(200, samples))
+    if one * inner > 2.0:
+        samples = 3
+    ts = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        ts.append((time.perf_counter() - t0) / inner)
+    ts.sort()
+    mid = len(ts) // 2
+    med = ts[mid] if len(ts) % 2 else 0.5 * (ts[mid - 1] + ts[mid])
+    return med, ts[0], samples
+
+
+def numpy_workloads(np, quick, max_mm):
+    rng = np.random.default_rng(0)
+    w = {}
+    for n in MM_SIZES:
+        if n > max_mm:
+            break
+        a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        w["matmul_f32_%d" % n] = (lambda a=a, b=b: a @ b)
+    for tag, n in (("1M", 1 << 20), ("16M", 1 << 24)):
+        n = n // 16 if quick else n
+        a = rng.uniform(-5, 5, n).astype(np.float32)
+        b = rng.uniform(-5, 5, n).astype(np.float32)
+        ones = np.ones(n, np.float32)
+        out = np.empty(n, np.float32)
+        w["add_f32_%s" % tag] = (lambda a=a, b=b: a + b)
+        w["add_f32_%s_inplace" % tag] = (lambda a=a, b=b: np.add(a, b, out=a))
+        w["mul_f32_%s" % tag] = (lambda a=a, b=b: a * b)
+        w["mul_f32_%s_inplace" % tag] = (lambda a=a, o=ones: np.multiply(a, o, out=a))
+        e = rng.uniform(-5, 5, n).astype(np.float32)
+        w["exp_f32_%s" % tag] = (lambda e=e: np.exp(e))
+        w["exp_f32_%s_out" % tag] = (lambda e=e, o=out: np.exp(e, out=o))
+        if tag == "16M":
+            w["sum_f32_16M"] = (lambda a=e: a.sum())
+            x = rng.uniform(-5, 5, (256 if quick else 4096, 4096)).astype(np.float32)
+
+            def softmax(x=x):
+                m = x.max(axis=-1, keepdims=True)
+                y = np.exp(x - m)
+                return y / y.sum(axis=-1, keepdims=True)
+
+            w["softmax_f32_16M"] = softmax
+    t4a = rng.uniform(-1, 1, 4).astype(np.float32)
+    t4b = rng.uniform(-1, 1, 4).astype(np.float32)
+    w["add_f32_4"] = (lambda: t4a + t4b)
+    w.update(numpy_mlp(np, rng))
+    return w
+
+
+def numpy_mlp(np, rng):
+    """Hand-written forward/backward/SGD: what a NumPy user would write."""
+    def make(i, h, o, batch, ce):
+        p = {"w1": rng.uniform(-1, 1, (h, i)).astype(np.float32) / np.sqrt(i),
+             "b1": np.zeros(h, np.float32),
+             "w2": rng.uniform(-1, 1, (o, h)).astype(np.float32) / np.sqrt(h),
+             "b2": np.zeros(o, np.float32)}
+        x = rng.uniform(-1, 1, (batch, i)).astype(np.float32)
+        y = (np.arange(batch) * 7) % o if ce else rng.uniform(-1, 1, (batch, o)).astype(np.float32)
+        return p, x, y
+
+    def forward(p, x):
+        z = x @ p["w1"].T + p["b1"]
+        h = np.maximum(z, 0)
+        return z, h, h @ p["w2"].T + p["b2"]
+
+    def step(p, x, y, ce, lr=0.01):
+        z, h, out = forward(p, x)
+        n = x.shape[0]
+        if ce:
+            m = out.max(axis=1, keepdims=True)
+            e = np.exp(out - m)
+            s = e / e.sum(axis=1, keepdims=True)
+            g = s
+            g[np.arange(n), y] -= 1
+            g /= n
+        else:
+            g = 2.0 * (out - y) / out.size
+        gw2 = g.T @ h
+        gb2 = g.sum(axis=0)
+        gh = g @ p["w2"]
+        gz = gh * (z > 0)
+        gw1 = gz.T @ x
+        gb1 = gz.sum(axis=0)
+        p["w1"] -= lr * gw1
+        p["b1"] -= lr * gb1
+        p["w2"] -= lr * gw2
+        p["b2"] -= lr * gb2
+
+    w = {}
+    p, x, y = make(784, 256, 10, 64, True)
+    w["mlp_784_256_10_fwd"] = (lambda: forward(p, x))
+    w["mlp_784_256_10_step"] = (lambda: step(p, x, y, True))
+    q, xq, yq = make(4, 16, 1, 8, False)
+    w["mlp_4_16_1_step"] = (lambda: step(q, xq, yq, False))
+    return w
+
+
+def torch_workloads(torch, quick, max_mm):
+    g = torch.Generator().manual_seed(0)
+
+    def u(*shape, lo=-1.0, hi=1.0):
+        return torch.rand(*shape, generator=g) * (hi - lo) + lo
+
+    w = {}
+    for n in MM_SIZES:
+        if n > max_mm:
+            break
+        a, b = u(n, n), u(n, n)
+        w["matmul_f32_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))
+    for tag, n in (("1M", 1 << 20), ("16M", 1 << 24)):
+        n = n // 16 if quick else n
+        a, b = u(n, lo=-5, hi=5), u(n, lo=-5, hi=5)
+        ones, out = torch.ones(n), torch.empty(n)
+        w["add_f32_%s" % tag] = (lambda a=a, b=b: a + b)
+        w["add_f32_%s_inplace" % tag] = (lambda a=a, b=b: a.add_(b))
+        w["mul_f32_%s" % tag] = (lambda a=a, b=b: a * b)
+        w["mul_f32_%s_inplace" % tag] = (lambda a=a, o=ones: a.mul_(o))
+        e = u(n, lo=-5, hi=5)
+        w["exp_f32_%s" % tag] = (lambda e=e: torch.exp(e))
+        w["exp_f32_%s_out" % tag] = (lambda e=e, o=out: torch.exp(e, out=o))
+        if tag == "16M":
+            w["sum_f32_16M"] = (lambda e=e: torch.sum(e))
+            x = u(256 if quick else 4096, 4096, lo=-5, hi=5)
+            w["softmax_f32_16M"] = (lambda x=x: torch.softmax(x, -1))
+    t4a, t4b = u(4), u(4)
+    w["add_f32_4"] = (lambda: t4a + t4b)
+    nn, F = torch.nn, torch.nn.functional
+
+    def mlp(i, h, o):
+        torch.manual_seed(11)
+        return nn.Sequential(nn.Linear(i, h), nn.ReLU(), nn.Linear(h, o))
+
+    net = mlp(784, 256, 10)
+    x = u(64, 784)
+    y = (torch.arange(64) * 7) % 10
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+    def fwd():
+        with torch.no_grad():
+            return net(x)
+
+    def step_ce():
+        loss = F.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    small = mlp(4, 16, 1)
+    xs, ys = u(8, 4), u(8, 1)
+    opt2 = torch.optim.SGD(small.parameters(), lr=0.01)
+
+    def step_mse():
+        loss = F.mse_loss(small(xs), ys)
+        opt2.zero_grad()
+        loss.backward()
+        opt2.step()
+
+    w["mlp_784_256_10_fwd"] = fwd
+    w["mlp_784_256_10_step"] = step_ce
+    w["mlp_4_16_1_step"] = step_mse
+    return w
+
+
+def torch_mnist_epoch(torch, data_dir):
+    """One epoch of the demo's model (MLP 784-256-128-10, AdamW, batch 128) in PyTorch."""
+    import gzip
+    import numpy as np
+
+    def idx(name):
+        with gzip.open(os.path.join(data_dir, name), "rb") as f:
+            raw = f.read()
+        nd = raw[3]
+        dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(nd)]
+        return np.frombuffer(raw, np.uint8, offset=4 + 4 * nd).reshape(dims)
+
+    x = torch.from_numpy(idx("train-images-idx3-ubyte.gz").reshape(-1, 784).astype(np.float32) / 255.0)
+    x = (x - x.mean()) / x.std()
+    y = torch.from_numpy(idx("train-labels-idx1-ubyte.gz").astype(np.int64))
+    nn = torch.nn
+    torch.manual_seed(42)
+    net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=1e-4)
+    perm = torch.randperm(x.shape[0])
+    t0 = time.perf_counter()
+    for i in range(0, x.shape[0], 128):
+        j = perm[i:i + 128]
+        loss = nn.functional.cross_entropy(net(x[j]), y[j])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return time.perf_counter() - t0
+
+
+def child(args):
+    results = []
+    max_mm = 512 if args.quick else (4096 if args.big else 2048)
+
+    def run(lib, workloads):
+        for name, fn in workloads.items():
+            if args.filter and args.filter not in name:
+                continue
+            med, mn, runs = measure(fn, args.budget)
+            results.append({"workload": name, "backend": lib, "threads": args.child,
+                            "median_s": med, "min_s": mn, "runs": runs})
+            print("  %-24s %-6s %dT %12.6f ms" % (name, lib, args.child, med * 1e3), file=sys.stderr)
+
+    try:
+        import numpy as np
+        run("numpy", numpy_workloads(np, args.quick, max_mm))
+    except ImportError as e:
+        print("baselines: NumPy missing, skipped (%s)" % e, file=sys.stderr)
+    try:
+        import torch
+        torch.set_num_threads(args.child)
+        run("torch", torch_workloads(torch, args.quick, max_mm))
+        if args.mnist and os.path.isdir(args.data):
+            t = torch_mnist_epoch(torch, args.data)
+            results.append({"workload": "fashion_mnist_epoch", "backend": "torch", "threads": args.child,
+                            "median_s": t, "min_s": t, "runs": 1})
+    except ImportError as e:
+        print("baselines: PyTorch missing, skipped (%s)" % e, file=sys.stderr)
+    json.dump(results, sys.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--json", default=None, help="output file (default: stdout)")
+    ap.add_argument("--budget", type=float, default=0.3, help="seconds per measurement")
+    ap.add_argument("--filter", default=None)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--big", action="store_true", help="include matmul n=4096")
+    ap.add_argument("--mnist", action="store_true", help="time one Fashion-MNIST epoch in PyTorch")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return 0
+    results = []
+    for t in [int(s) for s in args.threads.split(",") if s]:
+        env = dict(os.environ)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = str(t)
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", str(t), "--budget", str(args.budget),
+               "--data", args.data]
+        cmd += ["--quick"] if args.quick else []
+        cmd += ["--big"] if args.big else []
+        cmd += ["--mnist"] if args.mnist else []
+        cmd += ["--filter", args.filter] if args.filter else []
+        print("baselines: %d thread(s)" % t, file=sys.stderr)
+        out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=True).stdout
+        results += json.loads(out or b"[]")
+    text = '{\n  "tool": "baselines.py",\n  "results": [\n'
+    text += ",\n".join("    " + json.dumps(r) for r in results)
+    text += "\n  ]\n}\n"
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
