@@ -35,6 +35,18 @@ static ff_status finish(ff_status st, const ff_tensor *dst, const char *fn)
     return ff_error(st, "%s", ff_last_error());
 }
 
+/* t's layout stretched to dst's shape with stride-0 dims (a plain copy when the shapes
+ * already agree, the common case for tiny ops). */
+static ff_status broadcast_to_dst(const ff_tensor *t, const ff_tensor *dst, ff_layout *out, const char *fn)
+{
+    const ff_layout *l = &t->layout;
+    if (l->ndim == dst->layout.ndim && memcmp(l->shape, dst->layout.shape, sizeof(int64_t) * (size_t)l->ndim) == 0) {
+        *out = *l;
+        return FF_OK;
+    }
+    return ff_layout_expand(l, dst->layout.ndim, dst->layout.shape, out, fn);
+}
+
 #define BEGIN_KERNEL(n, ...)                                                 \
     const ff_tensor *ts_[] = {__VA_ARGS__};                                  \
     ff_backend *be = ff_common_backend(n, ts_, fn);                          \
@@ -63,7 +75,7 @@ ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char 
         return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' cannot copy %s to %s", fn, be->name,
                         ff_dtype_name(src->dtype), ff_dtype_name(dst->dtype));
     ff_layout sl;
-    if (ff_layout_expand(&src->layout, dst->layout.ndim, dst->layout.shape, &sl, fn)) return ff_last_status();
+    if (broadcast_to_dst(src, dst, &sl, fn)) return ff_last_status();
     ff_view vd, vs;
     ff_tensor_view(dst, &vd);
     ff_tensor_view_layout(src, &sl, &vs);
@@ -93,9 +105,7 @@ ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tenso
     if (!be->vt->supports(be->ctx, FF_KIND_BINARY, (int)op, a->dtype))
         return unsupported(be, fn, "this binary op", a->dtype);
     ff_layout la, lb;
-    if (ff_layout_expand(&a->layout, dst->layout.ndim, dst->layout.shape, &la, fn) ||
-        ff_layout_expand(&b->layout, dst->layout.ndim, dst->layout.shape, &lb, fn))
-        return ff_last_status();
+    if (broadcast_to_dst(a, dst, &la, fn) || broadcast_to_dst(b, dst, &lb, fn)) return ff_last_status();
     ff_view vd, va, vb;
     ff_tensor_view(dst, &vd);
     ff_tensor_view_layout(a, &la, &va);
@@ -134,9 +144,7 @@ ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_
     BEGIN_KERNEL(4, dst, cond, a, b);
     if (!be->vt->supports(be->ctx, FF_KIND_WHERE, 0, dst->dtype)) return unsupported(be, fn, "where", dst->dtype);
     ff_layout lc, la, lb;
-    if (ff_layout_expand(&cond->layout, dst->layout.ndim, dst->layout.shape, &lc, fn) ||
-        ff_layout_expand(&a->layout, dst->layout.ndim, dst->layout.shape, &la, fn) ||
-        ff_layout_expand(&b->layout, dst->layout.ndim, dst->layout.shape, &lb, fn))
+    if (broadcast_to_dst(cond, dst, &lc, fn) || broadcast_to_dst(a, dst, &la, fn) || broadcast_to_dst(b, dst, &lb, fn))
         return ff_last_status();
     ff_view vd, vc, va, vb;
     ff_tensor_view(dst, &vd);

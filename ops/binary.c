@@ -5,9 +5,11 @@
 
 #include "ops_impl.h"
 
+/* Public names ("ff_add"); a node is named without the prefix ("add"). */
 static const char *const binary_names[FF_BINARY_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor",
+    "ff_add", "ff_sub", "ff_mul", "ff_div", "ff_pow", "ff_maximum", "ff_minimum",
+    "ff_fmod", "ff_eq", "ff_ne", "ff_lt", "ff_le", "ff_gt", "ff_ge",
+    "ff_logical_and", "ff_logical_or", "ff_logical_xor",
 };
 
 static bool writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
@@ -184,7 +186,7 @@ static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tens
     ff_backward_fn bw = backward_for(op);
     if (out && bw && ff_dtype_is_float(cdt)) {
         const ff_tensor *save[2] = {ca, cb};
-        ff_node *node = ff_op_record_node(&out, binary_names[op], bw, 2, in, saves_inputs(op) ? 2 : 0, save);
+        ff_node *node = ff_op_record_node(&out, binary_names[op] + 3, bw, 2, in, saves_inputs(op) ? 2 : 0, save);
         if (node) node->ip[0] = op;
     }
     ff_tensor_release(ca);
@@ -196,12 +198,9 @@ ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b)
 {
     static const char fn[] = "ff_binary";
     if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op), NULL;
-    if (!a || !b) return ff_error(FF_ERR_INVALID, "ff_%s: NULL operand", binary_names[op]), NULL;
+    if (!a || !b) return ff_error(FF_ERR_INVALID, "%s: NULL operand", binary_names[op]), NULL;
     ff_dtype cdt = compute_dtype(op, ff_dtype_promote(a->dtype, b->dtype));
-    char name[32];
-    snprintf(name, sizeof name, "ff_%s", binary_names[op]);
-    ff_tensor *r = binary_impl(op, a, b, cdt, name);
-    return r;
+    return binary_impl(op, a, b, cdt, binary_names[op]);
 }
 
 ff_tensor *ff_binary_scalar(ff_binary_op op, const ff_tensor *a, double s)

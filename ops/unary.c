@@ -7,10 +7,12 @@
 
 #include "expr.h"
 
+/* Public names ("ff_exp"); a node is named without the prefix ("exp"). */
 static const char *const unary_names[FF_UNARY_COUNT] = {
-    "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos",
-    "tanh", "sigmoid", "relu", "gelu_tanh", "gelu", "silu", "softplus", "floor", "ceil", "round", "isnan", "isinf",
-    "logical_not", "erf",
+    "ff_neg", "ff_abs", "ff_sign", "ff_exp", "ff_log", "ff_log1p", "ff_expm1",
+    "ff_sqrt", "ff_rsqrt", "ff_square", "ff_reciprocal", "ff_sin", "ff_cos", "ff_tanh",
+    "ff_sigmoid", "ff_relu", "ff_gelu_tanh", "ff_gelu", "ff_silu", "ff_softplus", "ff_floor",
+    "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf",
 };
 
 static bool writes_bool(ff_unary_op op)
@@ -162,8 +164,7 @@ static ff_status unary_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
 {
     if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "ff_unary: invalid op %d", (int)op), NULL;
-    char fn[32];
-    snprintf(fn, sizeof fn, "ff_%s", unary_names[op]);
+    const char *fn = unary_names[op];
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
     if (op == FF_UNARY_NEG && x->dtype == FF_BOOL)
         return ff_error(FF_ERR_INVALID, "%s: negation of a bool tensor is not supported; use ff_logical_not", fn),
@@ -179,7 +180,7 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
     }
     if (out && !writes_bool(op) && ff_dtype_is_float(cdt)) {
         const ff_tensor *save[2] = {cx, out};
-        ff_node *node = ff_op_record_node(&out, unary_names[op], unary_backward, 1, &x, uses_output(op) ? 2 : 1, save);
+        ff_node *node = ff_op_record_node(&out, unary_names[op] + 3, unary_backward, 1, &x, uses_output(op) ? 2 : 1, save);
         if (node) node->ip[0] = op;
     }
     ff_tensor_release(cx);

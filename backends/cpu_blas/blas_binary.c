@@ -231,6 +231,22 @@ static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
     }
 }
 
+/* Row-major contiguous (size-1 dims may have any stride); 0-d counts. */
+static int is_contiguous(const ff_view *v)
+{
+    int64_t expect = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != expect) return 0;
+        expect *= v->shape[d];
+    }
+    return 1;
+}
+
+static char *first_element(const ff_view *v)
+{
+    return (char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype);
+}
+
 ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     ff_status st;
@@ -252,6 +268,14 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "binary", dst, b);
 
     binary_arg arg = {op, a->dtype, dst->dtype, fast_kernel(op, a->dtype)};
+    int64_t n = ff_view_numel(dst);
+    if (arg.k && n <= BLAS_PAR_MIN && is_contiguous(dst) && is_contiguous(a) && is_contiguous(b)) {
+        /* small and dense, the per-op overhead case: one call, no walk, no pool */
+        char *p[3] = {first_element(dst), first_element(a), first_element(b)};
+        const int64_t s1[3] = {1, 1, 1};
+        seg_fast(&arg, n, p, s1);
+        return FF_OK;
+    }
     const ff_view *vs[] = {dst, a, b};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
