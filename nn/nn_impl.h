@@ -48,7 +48,7 @@ static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
 }
 
 /* ---- optimizers ---------------------------------------------------------------- */
-#define FF_OPTIM_MAX_STATE 2
+#define FF_OPTIM_MAX_STATE 3
 
 struct ff_optimizer {
     const char *name;
@@ -61,6 +61,7 @@ struct ff_optimizer {
     double lr;
     ff_sgd_opts sgd;
     ff_adam_opts adam;
+    ff_rmsprop_opts rmsprop;
     bool decoupled_wd; /* AdamW */
 };
 

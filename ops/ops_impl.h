@@ -44,4 +44,14 @@ ff_tensor *ff_reduce_keepdim(const ff_tensor *r, const ff_tensor *x, uint32_t ma
 ff_tensor *ff_reduce_raw(ff_reduce_op op, const ff_tensor *x, uint32_t mask, ff_dtype dtype, bool keepdim,
                          const char *fn);
 
+/* ---- sliding windows (ops/conv.c, shared with ops/pool.c) ---- */
+/* x [N, C, H, W] padded by (ph, pw) on both sides with pad_value, then every
+ * (kh, kw) window offset taken as a strided slice view and stacked into
+ * [N, C, KH * KW, OH, OW] (window element i * KW + j at output (oh, ow) is
+ * xpad[:, :, i + sh * oh, j + sw * ow]). Checks kernel, stride >= 1, pad >= 0 and that
+ * the window fits; *oh, *ow get the output size (floor mode). Differentiable: the
+ * gradient flows back through stack, slice and pad. */
+ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                           int64_t pw, double pad_value, int64_t *oh, int64_t *ow, const char *fn);
+
 #endif /* FF_OPS_IMPL_H */

@@ -100,6 +100,25 @@ ff_module *ff_flatten_module(void);
  * identity in eval mode. Each call draws a fresh mask from (seed, call counter), so a
  * run is reproducible and successive steps differ. */
 ff_module *ff_dropout_module(double p, uint64_t seed);
+/* Conv2d: ff_conv2d with weight [out, in, kh, kw] and bias [out] (f32), the same
+ * stride and zero padding on both spatial dims. PyTorch's default init: weight and
+ * bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in * kh * kw, drawn with seed
+ * and seed + 1. */
+ff_module *ff_conv2d_module(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw, int64_t stride,
+                            int64_t pad, bool bias, uint64_t seed);
+/* MaxPool2d: k x k windows, no padding; stride 0 means k (PyTorch's default). */
+ff_module *ff_max_pool2d_module(int64_t k, int64_t stride);
+/* LayerNorm over the last dim (of size normalized_size): parameters "weight" (ones)
+ * and "bias" (zeros), f32. */
+ff_module *ff_layer_norm_module(int64_t normalized_size, double eps);
+/* BatchNorm over x [N, C] or [N, C, ...] (C = num_features): parameters "weight"
+ * (ones) and "bias" (zeros); running_mean (zeros) and running_var (ones) are state, not
+ * parameters, updated by training-mode forwards (see ff_batch_norm) and used in eval
+ * mode (ff_module_train). PyTorch's defaults are eps 1e-5, momentum 0.1. */
+ff_module *ff_batch_norm_module(int64_t num_features, double eps, double momentum);
+/* New references to a BatchNorm module's running statistics (live: later forwards
+ * update them in place). */
+ff_status ff_batch_norm_module_running_stats(const ff_module *m, ff_tensor **running_mean, ff_tensor **running_var);
 /* Children "0", "1", ...; forward chains them. ff_sequential retains the modules;
  * ff_sequential_take steals the references (also on failure, and NULL entries are
  * allowed then: it fails, releasing the others), so constructors can be inlined. */
@@ -132,19 +151,30 @@ typedef struct ff_adam_opts {
     double weight_decay; /* Adam: L2 added to the gradient; AdamW: decoupled p -= lr*wd*p */
 } ff_adam_opts;
 
+typedef struct ff_rmsprop_opts {
+    double lr;
+    double alpha;        /* smoothing constant of the squared-gradient average */
+    double eps;          /* added after the square root */
+    double weight_decay; /* L2, added to the gradient */
+    double momentum;     /* 0: no momentum buffer */
+    bool centered;       /* normalize by the estimated variance (subtracts the mean's square) */
+} ff_rmsprop_opts;
+
 ff_sgd_opts ff_sgd_defaults(double lr);   /* momentum 0, dampening 0, wd 0, no nesterov */
 ff_adam_opts ff_adam_defaults(double lr); /* betas (0.9, 0.999), eps 1e-8, wd 0 */
+ff_rmsprop_opts ff_rmsprop_defaults(double lr); /* alpha 0.99, eps 1e-8, wd 0, momentum 0, not centered */
 
 ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts);
 ff_optimizer *ff_adam(ff_tensor *const *params, int n, const ff_adam_opts *opts);
 ff_optimizer *ff_adamw(ff_tensor *const *params, int n, const ff_adam_opts *opts);
+ff_optimizer *ff_rmsprop(ff_tensor *const *params, int n, const ff_rmsprop_opts *opts);
 
 ff_status ff_optimizer_step(ff_optimizer *opt);
 ff_status ff_optimizer_zero_grad(ff_optimizer *opt); /* drops every .grad */
 ff_status ff_optimizer_set_lr(ff_optimizer *opt, double lr);
 double ff_optimizer_get_lr(const ff_optimizer *opt); /* NaN if opt is NULL */
 int64_t ff_optimizer_step_count(const ff_optimizer *opt); /* steps taken so far */
-const char *ff_optimizer_name(const ff_optimizer *opt);   /* "SGD", "Adam", "AdamW" */
+const char *ff_optimizer_name(const ff_optimizer *opt);   /* "SGD", "Adam", "AdamW", "RMSprop" */
 void ff_optimizer_release(ff_optimizer *opt);             /* NULL-safe */
 
 /* ---- learning-rate schedules: pure functions of the step/epoch ---------------- */

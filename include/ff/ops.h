@@ -142,6 +142,36 @@ ff_tensor *ff_triu(const ff_tensor *x, int64_t diagonal);
 ff_tensor *ff_repeat(const ff_tensor *x, int nreps, const int64_t *reps); /* torch.Tensor.repeat */
 ff_tensor *ff_tile(const ff_tensor *x, int nreps, const int64_t *reps);   /* numpy.tile */
 
+/* ---- convolution, pooling, normalization ------------------------------- */
+/* Compositions of the differentiable ops above (im2col from strided slice views,
+ * reductions, elementwise), so autograd and every backend come for free. All take
+ * floating inputs of one dtype and follow PyTorch (dilation 1, groups 1, floor mode). */
+/* x [N, C, H, W], w [O, C, KH, KW], bias [O] or NULL -> [N, O, OH, OW] with
+ * OH = (H + 2 pad_h - KH) / stride_h + 1 (likewise OW); padding is zeros. */
+ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, int64_t stride_h,
+                     int64_t stride_w, int64_t pad_h, int64_t pad_w);
+/* Max over each window of x [N, C, H, W], padded with -inf; pad <= kernel / 2 as in
+ * PyTorch, so every window holds an input element. The gradient of a window with tied
+ * maxima is split evenly among them (ff_amax); PyTorch routes it all to one. */
+ff_tensor *ff_max_pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                         int64_t pad_h, int64_t pad_w);
+/* Mean over each window, zero padding counted (PyTorch's count_include_pad=True). */
+ff_tensor *ff_avg_pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                         int64_t pad_h, int64_t pad_w);
+/* Normalizes over the last nnorm dims: (x - mean) / sqrt(var + eps) (biased var), then
+ * * weight + bias; weight and bias (each may be NULL) have x's last nnorm dims. */
+ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight, const ff_tensor *bias,
+                         double eps);
+/* x [N, C] or [N, C, ...], normalized per channel over every dim but 1; running_mean,
+ * running_var, weight, bias are [C] (each may be NULL; the running pair both or
+ * neither). training: batch statistics (biased variance) normalize, and the running
+ * pair, if given, is updated in place under no-grad: r = (1 - momentum) r + momentum s,
+ * with the unbiased variance, as PyTorch. Needs more than one value per channel.
+ * Eval: the running pair (then required) normalizes. */
+ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor *running_var,
+                         const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum,
+                         double eps);
+
 /* ---- in place ----------------------------------------------------------- */
 /* Refused (FF_ERR_AUTOGRAD) on a leaf that requires grad while grad mode is on, and
  * detected at backward time if a tensor saved for backward was modified. */

@@ -1,6 +1,7 @@
 /* Optimizers against closed-form numbers: SGD (momentum, dampening, Nesterov, weight
  * decay), Adam (bias correction, sign-like first step, a 3-step scalar reference),
- * AdamW's decoupled decay; LR schedules; clip_grad_norm. */
+ * AdamW's decoupled decay, RMSprop (plain, momentum, centered, weight decay); LR
+ * schedules; clip_grad_norm. */
 #include "ff_test.h"
 
 /* A leaf parameter from values. */
@@ -49,6 +50,7 @@ static double run_scalar(ff_optimizer *(*make)(ff_tensor *const *, int, const vo
 
 static ff_optimizer *make_sgd(ff_tensor *const *p, int n, const void *o) { return ff_sgd(p, n, o); }
 static ff_optimizer *make_adam(ff_tensor *const *p, int n, const void *o) { return ff_adam(p, n, o); }
+static ff_optimizer *make_rmsprop(ff_tensor *const *p, int n, const void *o) { return ff_rmsprop(p, n, o); }
 
 static void test_sgd_closed_form(void)
 {
@@ -176,6 +178,110 @@ static void test_adamw_decouples_weight_decay(void)
     ff_tensor_release(pw), ff_tensor_release(pa);
 }
 
+/* torch.optim.RMSprop's recursion in doubles for `steps` steps from x0 = 1 on
+ * f = x^2 (quadratic) or f = x (linear), the gradient plus wd * x. */
+static double rmsprop_ref(const ff_rmsprop_opts *o, bool quadratic, int steps)
+{
+    double x = 1, v = 0, ga = 0, buf = 0;
+    for (int t = 0; t < steps; t++) {
+        double g = (quadratic ? 2 * x : 1.0) + o->weight_decay * x, avg;
+        v = o->alpha * v + (1 - o->alpha) * g * g;
+        if (o->centered) {
+            ga = o->alpha * ga + (1 - o->alpha) * g;
+            avg = sqrt(v - ga * ga) + o->eps;
+        } else {
+            avg = sqrt(v) + o->eps;
+        }
+        if (o->momentum > 0) {
+            buf = o->momentum * buf + g / avg;
+            x -= o->lr * buf;
+        } else {
+            x -= o->lr * g / avg;
+        }
+    }
+    return x;
+}
+
+static void test_rmsprop_closed_form(void)
+{
+    /* f = x^2 from 1, lr .01, alpha .99: step 1 has v = .01 * 4, avg = .2, so x moves by
+     * lr * 2 / .2 = .1 to .9; step 2: g 1.8, v = .0396 + .0324 = .072, x = .9 - .018 /
+     * sqrt(.072) = .832918; step 3: .779982 */
+    ff_rmsprop_opts o = ff_rmsprop_defaults(0.01);
+    CHECK(o.alpha == 0.99 && o.eps == 1e-8 && o.momentum == 0 && o.weight_decay == 0 && !o.centered);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 1), 0.9, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 2), 0.832918, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), 0.779982, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), rmsprop_ref(&o, true, 3), 1e-6);
+    /* momentum .9: buf 10, x .9; buf = 9 + 1.8 / sqrt(.072) = 15.7082, x .742918; .552915 */
+    o.momentum = 0.9;
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 2), 0.742918, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), 0.552915, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), rmsprop_ref(&o, true, 3), 1e-6);
+    /* centered: ga = .02, avg = sqrt(.04 - .0004) = .198997, x = 1 - .02 / .198997 */
+    o = ff_rmsprop_defaults(0.01);
+    o.centered = true;
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 1), 0.899496, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), 0.778068, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), rmsprop_ref(&o, true, 3), 1e-6);
+    o.momentum = 0.5; /* centered and momentum together */
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), 0.671221, 1e-6);
+    CHECK_NEAR(run_scalar(make_rmsprop, &o, 3), rmsprop_ref(&o, true, 3), 1e-6);
+}
+
+static void test_rmsprop_weight_decay(void)
+{
+    /* f = x from 1 with wd .5 (on x^2 an L2 term only rescales the gradient, which
+     * RMSprop normalizes away): g 1.5, v .0225, x .9; g 1.45, v = .022275 + .021025 =
+     * .0433, x = .9 - .0145 / sqrt(.0433) = .830317; .773889 */
+    ff_rmsprop_opts o = ff_rmsprop_defaults(0.01);
+    o.weight_decay = 0.5;
+    const double want[3] = {0.9, 0.830317, 0.773889};
+    ff_tensor *p = param(1, (double[]){1.0});
+    ff_optimizer *opt = ff_rmsprop(&p, 1, &o);
+    CHECK(opt != NULL);
+    for (int t = 0; t < 3 && opt; t++) {
+        CHECK(ff_optimizer_zero_grad(opt) == FF_OK);
+        backward_linear(p, 1, (double[]){1.0});
+        CHECK(ff_optimizer_step(opt) == FF_OK);
+        double x = NAN;
+        CHECK(ff_tensor_item(p, &x) == FF_OK);
+        CHECK_NEAR(x, want[t], 1e-6);
+        CHECK_NEAR(x, rmsprop_ref(&o, false, t + 1), 1e-6);
+    }
+    CHECK(opt && !strcmp(ff_optimizer_name(opt), "RMSprop"));
+    ff_optimizer_release(opt);
+    ff_tensor_release(p);
+}
+
+static void test_rmsprop_vector_and_errors(void)
+{
+    /* elementwise on a vector; q has no grad and is skipped. First step moves each
+     * element by lr * g / (sqrt(.01) |g|) = 10 lr * sign(g) */
+    ff_tensor *p = param(3, (double[]){0.5, -1.0, 2.0}), *q = param(1, (double[]){7.0});
+    ff_tensor *ps[2] = {p, q};
+    ff_rmsprop_opts o = ff_rmsprop_defaults(0.001);
+    ff_optimizer *opt = ff_rmsprop(ps, 2, &o);
+    CHECK(opt != NULL);
+    backward_linear(p, 3, (double[]){3.0, -0.5, 1e-2});
+    CHECK(ff_optimizer_step(opt) == FF_OK);
+    CHECK_TENSOR(p, 1, ((int64_t[]){3}), ((double[]){0.49, -0.99, 1.99}), 1e-6);
+    CHECK_TENSOR(q, 1, ((int64_t[]){1}), ((double[]){7.0}), 0);
+    ff_optimizer_release(opt);
+    o.alpha = 1.5;
+    CHECK_ERROR(ff_rmsprop(&p, 1, &o) == NULL, FF_ERR_INVALID, "alpha");
+    o = ff_rmsprop_defaults(0.01);
+    o.momentum = -0.1;
+    CHECK_ERROR(ff_rmsprop(&p, 1, &o) == NULL, FF_ERR_INVALID, "momentum");
+    o = ff_rmsprop_defaults(0.01);
+    o.eps = -1;
+    CHECK_ERROR(ff_rmsprop(&p, 1, &o) == NULL, FF_ERR_INVALID, "eps");
+    o = ff_rmsprop_defaults(NAN);
+    CHECK_ERROR(ff_rmsprop(&p, 1, &o) == NULL, FF_ERR_INVALID, "lr must be");
+    CHECK_ERROR(ff_rmsprop(&p, 1, NULL) == NULL, FF_ERR_INVALID, "opts is NULL");
+    ff_tensor_release(p), ff_tensor_release(q);
+}
+
 static void test_lr_schedules(void)
 {
     CHECK_NEAR(ff_lr_step(1.0, 0, 2, 0.5), 1.0, 0);
@@ -253,5 +359,6 @@ static void test_module_training_reduces_loss(void)
 
 FF_TEST_MAIN("nn_optim", TEST(test_sgd_closed_form), TEST(test_sgd_handles_broadcast_grad_and_skips_gradless),
              TEST(test_optimizer_argument_errors), TEST(test_adam_first_steps_move_by_lr_sign),
-             TEST(test_adam_matches_scalar_reference), TEST(test_adamw_decouples_weight_decay), TEST(test_lr_schedules),
+             TEST(test_adam_matches_scalar_reference), TEST(test_adamw_decouples_weight_decay), TEST(test_rmsprop_closed_form),
+             TEST(test_rmsprop_weight_decay), TEST(test_rmsprop_vector_and_errors), TEST(test_lr_schedules),
              TEST(test_clip_grad_norm), TEST(test_module_training_reduces_loss))
