@@ -38,8 +38,11 @@ test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
+# Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
+# python3-torch when it can), then plots and the table in benchmarks/README.md.
 bench: build
-	$(BUILD)/bin/ff-bench --json $(BUILD)/bench.json
+	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
+	benchmarks/run_all.sh $(BUILD)/bin/ff-bench
 
 install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
