@@ -39,7 +39,8 @@ static bool core_dir(char *out, size_t n)
 {
     Dl_info info;
     if (!dladdr((void *)&core_dir, &info) || !info.dli_fname) return false;
-    snprintf(out, n, "%s", info.dli_fname);
+    char resolved[4096]; /* the loader may have found us as build/bin/../lib/...: tidy it */
+    snprintf(out, n, "%s", realpath(info.dli_fname, resolved) ? resolved : info.dli_fname);
     char *slash = strrchr(out, '/');
     if (!slash) return false;
     *slash = '\0';
