@@ -3,7 +3,9 @@
  * checks, dtype conversion rules and the per-family entry points.
  *
  * The cpu backend is the oracle every other backend is compared against, so each
- * rule below is written once, here, and every kernel uses it:
+ * rule below is written once and every kernel uses it. The scalar rules themselves
+ * (conversions, wrap-around, per-element op formulas) live in
+ * backends/common/ff_backend_scalar.h, shared with the other in-tree backends:
  *   - Elements are read as double (float dtypes) or int64_t (integer and bool dtypes)
  *     and written back through cpu_store_f64 / cpu_store_i64, which hold all of the
  *     conversion rules. f32 math is done in double and rounded once at the store.
@@ -15,7 +17,8 @@
  *     x86: -1.0 -> 255). Any value -> BOOL is (x != 0), so NaN -> true.
  *   - Storing an int64 into a narrower integer dtype wraps modulo 2^32 / 2^8.
  *
- * Depends only on include/ff/backend_abi.h and the C library.
+ * Depends only on include/ff/backend_abi.h (+ the header-only backends/common/) and
+ * the C library.
  */
 #ifndef FF_CPU_IMPL_H
 #define FF_CPU_IMPL_H
@@ -27,6 +30,7 @@
 #include <string.h>
 
 #include "ff/backend_abi.h"
+#include "ff_backend_scalar.h"
 
 /* ---- context ---------------------------------------------------------- */
 
@@ -47,7 +51,7 @@ ff_status cpu_error(void *ctx, ff_status st, const char *fmt, ...)
     ;
 
 /* ---- names for messages ------------------------------------------------ */
-const char *cpu_dtype_name(ff_dtype t);
+static inline const char *cpu_dtype_name(ff_dtype t) { return ffb_dtype_name(t); }
 const char *cpu_unary_name(ff_unary_op op);
 const char *cpu_binary_name(ff_binary_op op);
 const char *cpu_reduce_name(ff_reduce_op op);
@@ -56,12 +60,9 @@ const char *cpu_reduce_name(ff_reduce_op op);
 
 /* The dtypes this backend computes on: F32, F64, I32, I64, U8, BOOL.
  * F16/BF16 are storage-only formats in ABI v1. */
-static inline int cpu_dtype_ok(ff_dtype t)
-{
-    return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
-}
+static inline int cpu_dtype_ok(ff_dtype t) { return ffb_dtype_ok(t); }
 
-static inline int cpu_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+static inline int cpu_is_float(ff_dtype t) { return ffb_is_float(t); }
 
 /* ---- view checks ------------------------------------------------------- */
 
@@ -78,97 +79,41 @@ int cpu_same_shape(const ff_view *a, const ff_view *b);
 ff_status cpu_shape_error(void *ctx, const char *entry, const char *what_a, const ff_view *a,
                           const char *what_b, const ff_view *b);
 
-/* ---- wrap-around integer helpers --------------------------------------- */
-
-/* uint64 -> int64 modulo 2^64 without implementation-defined conversions. */
-static inline int64_t cpu_u64_to_i64(uint64_t u)
-{
-    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
-}
-
-/* Low 32 bits of v as a signed int32 (two's complement wrap). */
-static inline int32_t cpu_wrap_i32(int64_t v)
-{
-    uint32_t w = (uint32_t)(uint64_t)v;
-    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
-}
-
-/* double -> int64: NaN -> 0, truncate toward zero, saturate. */
-static inline int64_t cpu_f64_to_i64(double x)
-{
-    if (isnan(x)) return 0;
-    if (x >= 9223372036854775808.0) return INT64_MAX;
-    if (x <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)x;
-}
-
-/* double -> int32: NaN -> 0, truncate toward zero, saturate. */
-static inline int32_t cpu_f64_to_i32(double x)
-{
-    if (isnan(x)) return 0;
-    if (x >= 2147483647.0) return INT32_MAX;
-    if (x <= -2147483648.0) return INT32_MIN;
-    return (int32_t)x;
-}
+/* ---- wrap-around integer helpers and conversions ---------------------- */
+/* ffb_u64_to_i64, ffb_wrap_i32, ffb_f64_to_i64, ffb_f64_to_i32 (ff_backend_scalar.h). */
 
 /* ---- element loads and stores ------------------------------------------ */
-/* i is an element offset (view offset + sum of index * stride). */
+/* i is an element offset (view offset + sum of index * stride); the conversion rules
+ * are ffb_ld_f64 / ffb_ld_i64 / ffb_st_f64 / ffb_st_i64 (ff_backend_scalar.h). */
+
+static inline const char *cpu_elem(const void *buf, ff_dtype t, int64_t i)
+{
+    return (const char *)buf + i * (int64_t)ff_dtype_size(t);
+}
 
 /* Element as double. Exact for every dtype except I64 beyond 2^53. */
 static inline double cpu_load_f64(const void *buf, ff_dtype t, int64_t i)
 {
-    switch (t) {
-    case FF_F32: return (double)((const float *)buf)[i];
-    case FF_F64: return ((const double *)buf)[i];
-    case FF_I32: return (double)((const int32_t *)buf)[i];
-    case FF_I64: return (double)((const int64_t *)buf)[i];
-    case FF_U8: return (double)((const uint8_t *)buf)[i];
-    case FF_BOOL: return ((const uint8_t *)buf)[i] != 0 ? 1.0 : 0.0;
-    default: return 0.0;
-    }
+    return ffb_ld_f64(cpu_elem(buf, t, i), t);
 }
 
 /* Element as int64. Bool bytes read as 0/1 (any non-zero byte is true); float
- * elements convert with cpu_f64_to_i64. */
+ * elements convert with ffb_f64_to_i64 (NaN -> 0, truncate, saturate). */
 static inline int64_t cpu_load_i64(const void *buf, ff_dtype t, int64_t i)
 {
-    switch (t) {
-    case FF_F32: return cpu_f64_to_i64((double)((const float *)buf)[i]);
-    case FF_F64: return cpu_f64_to_i64(((const double *)buf)[i]);
-    case FF_I32: return ((const int32_t *)buf)[i];
-    case FF_I64: return ((const int64_t *)buf)[i];
-    case FF_U8: return ((const uint8_t *)buf)[i];
-    case FF_BOOL: return ((const uint8_t *)buf)[i] != 0;
-    default: return 0;
-    }
+    return ffb_ld_i64(cpu_elem(buf, t, i), t);
 }
 
 /* Stores a double with the conversion rules at the top of this file. */
 static inline void cpu_store_f64(void *buf, ff_dtype t, int64_t i, double v)
 {
-    switch (t) {
-    case FF_F32: ((float *)buf)[i] = (float)v; break;
-    case FF_F64: ((double *)buf)[i] = v; break;
-    case FF_I32: ((int32_t *)buf)[i] = cpu_f64_to_i32(v); break;
-    case FF_I64: ((int64_t *)buf)[i] = cpu_f64_to_i64(v); break;
-    case FF_U8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)cpu_f64_to_i64(v); break;
-    case FF_BOOL: ((uint8_t *)buf)[i] = v != 0.0; break;
-    default: break;
-    }
+    ffb_st_f64((char *)cpu_elem(buf, t, i), t, v);
 }
 
 /* Stores an int64: wraps into I32/U8, rounds to nearest into floats, != 0 for BOOL. */
 static inline void cpu_store_i64(void *buf, ff_dtype t, int64_t i, int64_t v)
 {
-    switch (t) {
-    case FF_F32: ((float *)buf)[i] = (float)v; break;
-    case FF_F64: ((double *)buf)[i] = (double)v; break;
-    case FF_I32: ((int32_t *)buf)[i] = cpu_wrap_i32(v); break;
-    case FF_I64: ((int64_t *)buf)[i] = v; break;
-    case FF_U8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
-    case FF_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
-    default: break;
-    }
+    ffb_st_i64((char *)cpu_elem(buf, t, i), t, v);
 }
 
 /* Copies one element between buffers of the same dtype, bit for bit (so NaN

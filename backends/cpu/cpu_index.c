@@ -20,17 +20,6 @@
 #include "cpu_impl.h"
 #include "cpu_iter.h"
 
-/* A 0-d view as a rank-1 view of one element; other views pass through. */
-static const ff_view *as_rank1(const ff_view *v, ff_view *tmp)
-{
-    if (v->ndim != 0) return v;
-    *tmp = *v;
-    tmp->ndim = 1;
-    tmp->shape[0] = 1;
-    tmp->strides[0] = 0;
-    return tmp;
-}
-
 static ff_status check_index(void *ctx, const char *entry, const ff_view *dst, const ff_view *src,
                              const ff_view *index, int axis)
 {
@@ -77,7 +66,7 @@ ff_status cpu_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
     ff_status st = check_index(ctx, "gather", dst, src, index, axis);
     if (st) return st;
     ff_view t0, t1, t2;
-    dst = as_rank1(dst, &t0), src = as_rank1(src, &t1), index = as_rank1(index, &t2);
+    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if (!cpu_same_shape(dst, index)) return cpu_shape_error(ctx, "gather", "dst", dst, "index", index);
     if ((st = check_fits(ctx, "gather", index, src, "src", axis, 1))) return st;
 
@@ -103,7 +92,7 @@ ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
     ff_status st = check_index(ctx, "scatter_add", dst, src, index, axis);
     if (st) return st;
     ff_view t0, t1, t2;
-    dst = as_rank1(dst, &t0), src = as_rank1(src, &t1), index = as_rank1(index, &t2);
+    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if ((st = check_fits(ctx, "scatter_add", index, src, "src", axis, 0)) ||
         (st = check_fits(ctx, "scatter_add", index, dst, "dst", axis, 1)))
         return st;
@@ -132,7 +121,7 @@ ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
                 cpu_store_f64(dst->buf, t, at, cpu_load_f64(dst->buf, t, at) + cpu_load_f64(src->buf, t, from));
             } else {
                 uint64_t sum = (uint64_t)cpu_load_i64(dst->buf, t, at) + (uint64_t)cpu_load_i64(src->buf, t, from);
-                cpu_store_i64(dst->buf, t, at, cpu_u64_to_i64(sum)); /* wraps; bool: or */
+                cpu_store_i64(dst->buf, t, at, ffb_u64_to_i64(sum)); /* wraps; bool: or */
             }
         }
     }

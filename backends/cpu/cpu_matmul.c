@@ -90,7 +90,7 @@ static void matmul_one(const ff_view *dst, const ff_view *a, const ff_view *b, i
                 for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint64_t)cpu_load_i64(b->buf, t, brow + j * sbn);
             }
             for (int64_t j = 0; j < N; j++)
-                cpu_store_i64(dst->buf, t, dofs + i * sdm + j * sdn, cpu_u64_to_i64(acc[j]));
+                cpu_store_i64(dst->buf, t, dofs + i * sdm + j * sdn, ffb_u64_to_i64(acc[j]));
         }
     }
 }

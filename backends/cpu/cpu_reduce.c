@@ -24,19 +24,16 @@
 #include "cpu_impl.h"
 #include "cpu_iter.h"
 
-typedef struct reduce_acc {
-    double f;    /* float accumulator / float extreme */
-    uint64_t u;  /* wrapping integer accumulator, or the ANY/ALL flag */
-    int64_t i;   /* integer extreme */
-    int64_t arg; /* ARG*: index of the extreme so far, -1 before the first element */
-} reduce_acc;
+/* One accumulator per dst element; its fields, initial values, folding rules and
+ * final store are the shared ones (ffb_reduce_acc in backends/common/ff_backend_scalar.h). */
+typedef ffb_reduce_acc reduce_acc;
 
 int cpu_reduce_supported(ff_reduce_op op, ff_dtype src)
 {
     return (unsigned)op < FF_REDUCE_COUNT && cpu_dtype_ok(src);
 }
 
-static int is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+static int is_arg(ff_reduce_op op) { return ffb_reduce_is_arg(op); }
 
 /* Validates dtypes, the mask and the keepdim shape. On success *axis is the one
  * reduced axis for ARG* (-1 when the mask is empty). */
@@ -75,65 +72,6 @@ static ff_status check_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, co
     return FF_OK;
 }
 
-static void acc_init(reduce_acc *acc, int64_t n, ff_reduce_op op)
-{
-    for (int64_t j = 0; j < n; j++) {
-        reduce_acc *a = &acc[j];
-        a->f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
-        a->u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
-        a->i = op == FF_REDUCE_MAX ? INT64_MIN : INT64_MAX;
-        a->arg = -1;
-    }
-}
-
-/* Folds one float element x at index k (along the reduced axis) into a. */
-static void acc_float(reduce_acc *a, ff_reduce_op op, double x, int64_t k)
-{
-    switch (op) {
-    case FF_REDUCE_SUM: a->f += x; break;
-    case FF_REDUCE_PROD: a->f *= x; break;
-    case FF_REDUCE_MAX: if (!isnan(a->f) && (isnan(x) || x > a->f)) a->f = x; break;
-    case FF_REDUCE_MIN: if (!isnan(a->f) && (isnan(x) || x < a->f)) a->f = x; break;
-    case FF_REDUCE_ARGMAX:
-    case FF_REDUCE_ARGMIN:
-        if (a->arg < 0 || (!isnan(a->f) && (isnan(x) || (op == FF_REDUCE_ARGMAX ? x > a->f : x < a->f))))
-            a->f = x, a->arg = k;
-        break;
-    case FF_REDUCE_ANY: a->u |= x != 0.0; break;
-    case FF_REDUCE_ALL: a->u &= x != 0.0; break;
-    default: break;
-    }
-}
-
-/* Folds one integer (or bool) element x at index k into a. */
-static void acc_int(reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
-{
-    switch (op) {
-    case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
-    case FF_REDUCE_PROD: a->u *= (uint64_t)x; break;
-    case FF_REDUCE_MAX: if (x > a->i) a->i = x; break;
-    case FF_REDUCE_MIN: if (x < a->i) a->i = x; break;
-    case FF_REDUCE_ARGMAX:
-    case FF_REDUCE_ARGMIN:
-        if (a->arg < 0 || (op == FF_REDUCE_ARGMAX ? x > a->i : x < a->i)) a->i = x, a->arg = k;
-        break;
-    case FF_REDUCE_ANY: a->u |= x != 0; break;
-    case FF_REDUCE_ALL: a->u &= x != 0; break;
-    default: break;
-    }
-}
-
-static void acc_store(const reduce_acc *a, ff_reduce_op op, int float_acc, const ff_view *dst, int64_t off)
-{
-    void *db = dst->buf;
-    ff_dtype dt = dst->dtype;
-    if (is_arg(op)) cpu_store_i64(db, dt, off, a->arg);
-    else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) cpu_store_i64(db, dt, off, (int64_t)a->u);
-    else if (float_acc) cpu_store_f64(db, dt, off, a->f);
-    else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) cpu_store_i64(db, dt, off, cpu_u64_to_i64(a->u));
-    else cpu_store_i64(db, dt, off, a->i);
-}
-
 ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
 {
     int axis = -1;
@@ -146,7 +84,7 @@ ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
 
     reduce_acc *acc = malloc((size_t)nout * sizeof *acc);
     if (!acc) return cpu_error(ctx, FF_ERR_OOM, "cpu reduce: out of memory for %lld accumulators", (long long)nout);
-    acc_init(acc, nout, op);
+    for (int64_t j = 0; j < nout; j++) ffb_reduce_acc_init(&acc[j], op);
 
     /* accumulator j for dst's row-major index; stride 0 on reduced axes maps every
      * src element onto the accumulator of its output */
@@ -172,15 +110,16 @@ ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
         int64_t k0 = axis >= 0 && !row_axis ? it.idx[axis] : 0; /* index along the ARG* axis */
         for (int64_t j = 0; j < n; j++) {
             int64_t k = row_axis ? j : k0;
-            if (float_acc) acc_float(&acc[oa + j * sa], op, cpu_load_f64(sb, t, os + j * ss), k);
-            else acc_int(&acc[oa + j * sa], op, cpu_load_i64(sb, t, os + j * ss), k);
+            if (float_acc) ffb_reduce_acc_float(&acc[oa + j * sa], op, cpu_load_f64(sb, t, os + j * ss), k);
+            else ffb_reduce_acc_int(&acc[oa + j * sa], op, cpu_load_i64(sb, t, os + j * ss), k);
         }
     }
 
     const ff_view *out[] = {dst, &accv};
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 2, out); !it.done; cpu_iter_next(&it))
         for (int64_t j = 0; j < it.len; j++)
-            acc_store(&acc[it.off[1] + j * it.step[1]], op, float_acc, dst, it.off[0] + j * it.step[0]);
+            ffb_reduce_acc_store(&acc[it.off[1] + j * it.step[1]], op, float_acc,
+                                 (char *)cpu_elem(dst->buf, dst->dtype, it.off[0] + j * it.step[0]), dst->dtype);
     free(acc);
     return FF_OK;
 }

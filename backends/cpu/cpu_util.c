@@ -6,20 +6,11 @@
 ff_status cpu_error(void *ctx, ff_status st, const char *fmt, ...)
 {
     cpu_ctx *c = ctx;
-    if (!c || !c->host || !c->host->set_error) return st;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = ffb_verror(c ? c->host : NULL, st, fmt, ap);
     va_end(ap);
-    c->host->set_error("%s", msg);
     return st;
-}
-
-const char *cpu_dtype_name(ff_dtype t)
-{
-    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
-    return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
 }
 
 const char *cpu_unary_name(ff_unary_op op)

@@ -18,20 +18,11 @@ void openblas_set_num_threads(int num_threads);
 ff_status blas_error(void *ctx, ff_status st, const char *fmt, ...)
 {
     blas_ctx *c = ctx;
-    if (!c || !c->host || !c->host->set_error) return st;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    st = ffb_verror(c ? c->host : NULL, st, fmt, ap);
     va_end(ap);
-    c->host->set_error("%s", msg);
     return st;
-}
-
-const char *blas_dtype_name(ff_dtype t)
-{
-    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
-    return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
 }
 
 ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)

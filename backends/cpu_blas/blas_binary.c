@@ -13,14 +13,7 @@
  */
 #include "blas_impl.h"
 
-int blas_binary_supported(ff_binary_op op, ff_dtype t)
-{
-    if ((unsigned)op >= FF_BINARY_COUNT || !blas_dtype_ok(t)) return 0;
-    if (t == FF_BOOL) return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
-    return 1;
-}
-
-static int writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+int blas_binary_supported(ff_binary_op op, ff_dtype t) { return ffb_binary_supported(op, t); }
 
 /* ---- typed kernels ------------------------------------------------------------------- */
 typedef void (*vv_fn)(int64_t n, void *d, const void *a, const void *b);
@@ -130,72 +123,7 @@ static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
     return NULL;
 }
 
-/* ---- the reference rules, per element -------------------------------------------------- */
-static double binary_d(ff_binary_op op, double x, double y)
-{
-    switch (op) {
-    case FF_BINARY_ADD: return x + y;
-    case FF_BINARY_SUB: return x - y;
-    case FF_BINARY_MUL: return x * y;
-    case FF_BINARY_DIV: return x / y;
-    case FF_BINARY_POW: return pow(x, y);
-    case FF_BINARY_MAXIMUM: return FMAX(x, y);
-    case FF_BINARY_MINIMUM: return FMIN(x, y);
-    case FF_BINARY_FMOD: return fmod(x, y);
-    case FF_BINARY_EQ: return x == y;
-    case FF_BINARY_NE: return x != y;
-    case FF_BINARY_LT: return x < y;
-    case FF_BINARY_LE: return x <= y;
-    case FF_BINARY_GT: return x > y;
-    case FF_BINARY_GE: return x >= y;
-    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
-    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
-    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
-    default: return 0.0;
-    }
-}
-
-static int64_t ipow(int64_t base, int64_t e)
-{
-    if (e < 0) {
-        if (base == 1) return 1;
-        if (base == -1) return e % 2 != 0 ? -1 : 1;
-        return 0;
-    }
-    uint64_t r = 1, b = (uint64_t)base;
-    for (; e > 0; e >>= 1) {
-        if (e & 1) r *= b;
-        b *= b;
-    }
-    return blas_u64_to_i64(r);
-}
-
-static int64_t binary_i(ff_binary_op op, int64_t x, int64_t y)
-{
-    switch (op) {
-    case FF_BINARY_ADD: return blas_u64_to_i64((uint64_t)x + (uint64_t)y);
-    case FF_BINARY_SUB: return blas_u64_to_i64((uint64_t)x - (uint64_t)y);
-    case FF_BINARY_MUL: return blas_u64_to_i64((uint64_t)x * (uint64_t)y);
-    case FF_BINARY_DIV:
-        if (y == 0) return 0;
-        if (y == -1) return blas_u64_to_i64(0u - (uint64_t)x);
-        return x / y;
-    case FF_BINARY_POW: return ipow(x, y);
-    case FF_BINARY_MAXIMUM: return x > y ? x : y;
-    case FF_BINARY_MINIMUM: return x < y ? x : y;
-    case FF_BINARY_FMOD: return (y == 0 || y == -1) ? 0 : x % y;
-    case FF_BINARY_EQ: return x == y;
-    case FF_BINARY_NE: return x != y;
-    case FF_BINARY_LT: return x < y;
-    case FF_BINARY_LE: return x <= y;
-    case FF_BINARY_GT: return x > y;
-    case FF_BINARY_GE: return x >= y;
-    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
-    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
-    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
-    default: return 0;
-    }
-}
+/* ---- the reference rules, per element: ffb_binary_f64 / ffb_binary_i64 (ff_backend_scalar.h) ---- */
 
 typedef struct binary_arg {
     ff_binary_op op;
@@ -224,10 +152,10 @@ static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
     int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), as = s[1] * es, bs = s[2] * es;
     if (blas_is_float(a->t)) {
         for (int64_t i = 0; i < n; i++)
-            blas_st_f(p[0] + i * ds, a->dt, binary_d(a->op, blas_ld_f(p[1] + i * as, a->t), blas_ld_f(p[2] + i * bs, a->t)));
+            ffb_st_f64(p[0] + i * ds, a->dt, ffb_binary_f64(a->op, ffb_ld_f64(p[1] + i * as, a->t), ffb_ld_f64(p[2] + i * bs, a->t)));
     } else {
         for (int64_t i = 0; i < n; i++)
-            blas_st_i(p[0] + i * ds, a->dt, binary_i(a->op, blas_ld_i(p[1] + i * as, a->t), blas_ld_i(p[2] + i * bs, a->t)));
+            ffb_st_i64(p[0] + i * ds, a->dt, ffb_binary_i64(a->op, ffb_ld_i64(p[1] + i * as, a->t), ffb_ld_i64(p[2] + i * bs, a->t)));
     }
 }
 
@@ -260,7 +188,7 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     if (!blas_binary_supported(op, a->dtype))
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas binary: op %d is not supported on %s", (int)op,
                           blas_dtype_name(a->dtype));
-    ff_dtype want = writes_bool(op) ? FF_BOOL : a->dtype;
+    ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
     if (dst->dtype != want)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: op %d on %s writes %s, but dst is %s", (int)op,
                           blas_dtype_name(a->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));

@@ -54,8 +54,8 @@ ff_status blas_fill(void *ctx, const ff_view *dst, ff_scalar value)
     ff_status st = blas_check_view(ctx, "fill", "dst", dst);
     if (st) return st;
     fill_arg a = {{0}, (int64_t)ff_dtype_size(dst->dtype), 1};
-    if (blas_is_float(dst->dtype)) blas_st_f((char *)a.pat, dst->dtype, value.f);
-    else blas_st_i((char *)a.pat, dst->dtype, value.i);
+    if (blas_is_float(dst->dtype)) ffb_st_f64((char *)a.pat, dst->dtype, value.f);
+    else ffb_st_i64((char *)a.pat, dst->dtype, value.i);
     for (int i = 0; i < 8; i++) a.zero &= a.pat[i] == 0;
     const ff_view *vs[] = {dst};
     blas_walk w;
@@ -109,9 +109,9 @@ static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *
     }
     int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
     if (blas_is_float(a->st)) {
-        for (int64_t i = 0; i < n; i++) blas_st_f(p[0] + i * ds, a->dt, blas_ld_f(p[1] + i * ss, a->st));
+        for (int64_t i = 0; i < n; i++) ffb_st_f64(p[0] + i * ds, a->dt, ffb_ld_f64(p[1] + i * ss, a->st));
     } else {
-        for (int64_t i = 0; i < n; i++) blas_st_i(p[0] + i * ds, a->dt, blas_ld_i(p[1] + i * ss, a->st));
+        for (int64_t i = 0; i < n; i++) ffb_st_i64(p[0] + i * ds, a->dt, ffb_ld_i64(p[1] + i * ss, a->st));
     }
 }
 

@@ -13,7 +13,11 @@
  * a generic path with the same rules, so supports() can answer "yes" for every dtype
  * the reference computes on.
  *
- * Depends only on include/ff/backend_abi.h, libc/libm, pthreads and (matmul) CBLAS.
+ * The scalar rules (conversions, wrap-around, per-element formulas) are the shared ones
+ * in backends/common/ff_backend_scalar.h (ffb_*), so they cannot drift from the reference.
+ *
+ * Depends only on include/ff/backend_abi.h (+ the header-only backends/common/),
+ * libc/libm, pthreads and (matmul) CBLAS.
  */
 #ifndef FF_BLAS_IMPL_H
 #define FF_BLAS_IMPL_H
@@ -24,10 +28,14 @@
 #include <string.h>
 
 #include "ff/backend_abi.h"
+#include "ff_backend_scalar.h"
 
 /* Compile a function three times (AVX-512, AVX2+FMA, baseline x86-64) and pick one at
- * load time through an ifunc: one binary, full speed on the machine it runs on. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(FF_BLAS_NO_CLONES)
+ * load time through an ifunc: one binary, full speed on the machine it runs on. gcc
+ * only: clang 14 names the dispatcher "f.ifunc", so calls from other files to "f" stay
+ * unresolved and the plugin fails to load; clang builds get the baseline code. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(FF_BLAS_NO_CLONES)
 #define BLAS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define BLAS_CLONES
@@ -55,93 +63,18 @@ ff_status blas_error(void *ctx, ff_status st, const char *fmt, ...)
 #endif
     ;
 
-const char *blas_dtype_name(ff_dtype t);
-
-static inline int blas_dtype_ok(ff_dtype t)
-{
-    return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
-}
-static inline int blas_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+static inline const char *blas_dtype_name(ff_dtype t) { return ffb_dtype_name(t); }
+static inline int blas_dtype_ok(ff_dtype t) { return ffb_dtype_ok(t); }
+static inline int blas_is_float(ff_dtype t) { return ffb_is_float(t); }
 
 /* Well-formed view of a computable dtype (FF_ERR_UNSUPPORTED for F16/BF16). */
 ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v);
 int blas_same_shape(const ff_view *a, const ff_view *b);
 ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b);
 
-/* ---- conversion rules (identical to the reference backend) ------------------- */
-static inline int64_t blas_u64_to_i64(uint64_t u)
-{
-    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
-}
-static inline int32_t blas_wrap_i32(int64_t v)
-{
-    uint32_t w = (uint32_t)(uint64_t)v;
-    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
-}
-static inline int64_t blas_f64_to_i64(double x)
-{
-    if (x != x) return 0;
-    if (x >= 9223372036854775808.0) return INT64_MAX;
-    if (x <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)x;
-}
-static inline int32_t blas_f64_to_i32(double x)
-{
-    if (x != x) return 0;
-    if (x >= 2147483647.0) return INT32_MAX;
-    if (x <= -2147483648.0) return INT32_MIN;
-    return (int32_t)x;
-}
-
-/* p points at the element (byte address). */
-static inline double blas_ld_f(const char *p, ff_dtype t)
-{
-    switch (t) {
-    case FF_F32: { float v; memcpy(&v, p, 4); return v; }
-    case FF_F64: { double v; memcpy(&v, p, 8); return v; }
-    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case FF_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case FF_U8: return *(const uint8_t *)p;
-    case FF_BOOL: return *(const uint8_t *)p != 0;
-    default: return 0.0;
-    }
-}
-static inline int64_t blas_ld_i(const char *p, ff_dtype t)
-{
-    switch (t) {
-    case FF_F32: { float v; memcpy(&v, p, 4); return blas_f64_to_i64(v); }
-    case FF_F64: { double v; memcpy(&v, p, 8); return blas_f64_to_i64(v); }
-    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case FF_I64: { int64_t v; memcpy(&v, p, 8); return v; }
-    case FF_U8: return *(const uint8_t *)p;
-    case FF_BOOL: return *(const uint8_t *)p != 0;
-    default: return 0;
-    }
-}
-static inline void blas_st_f(char *p, ff_dtype t, double v)
-{
-    switch (t) {
-    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-    case FF_F64: memcpy(p, &v, 8); break;
-    case FF_I32: { int32_t i = blas_f64_to_i32(v); memcpy(p, &i, 4); break; }
-    case FF_I64: { int64_t i = blas_f64_to_i64(v); memcpy(p, &i, 8); break; }
-    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)blas_f64_to_i64(v); break;
-    case FF_BOOL: *(uint8_t *)p = v != 0.0; break;
-    default: break;
-    }
-}
-static inline void blas_st_i(char *p, ff_dtype t, int64_t v)
-{
-    switch (t) {
-    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-    case FF_F64: { double d = (double)v; memcpy(p, &d, 8); break; }
-    case FF_I32: { int32_t i = blas_wrap_i32(v); memcpy(p, &i, 4); break; }
-    case FF_I64: memcpy(p, &v, 8); break;
-    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
-    case FF_BOOL: *(uint8_t *)p = v != 0; break;
-    default: break;
-    }
-}
+/* ---- conversion rules: ffb_u64_to_i64, ffb_wrap_i32, ffb_f64_to_i64/i32 and the
+ * element loads/stores ffb_ld_f64, ffb_ld_i64, ffb_st_f64, ffb_st_i64 (p is the byte
+ * address of the element), all from ff_backend_scalar.h. */
 
 /* ---- strided segment walker (blas_walk.c) ------------------------------------- */
 /* Up to 4 views walked together over one shape. blas_walk_init drops size-1 dims and

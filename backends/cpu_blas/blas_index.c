@@ -12,16 +12,6 @@
  */
 #include "blas_impl.h"
 
-static const ff_view *as_rank1(const ff_view *v, ff_view *tmp)
-{
-    if (v->ndim != 0) return v;
-    *tmp = *v;
-    tmp->ndim = 1;
-    tmp->shape[0] = 1;
-    tmp->strides[0] = 0;
-    return tmp;
-}
-
 static ff_status check_index(void *ctx, const char *entry, const ff_view *dst, const ff_view *src,
                              const ff_view *index, int axis)
 {
@@ -96,7 +86,7 @@ ff_status blas_gather(void *ctx, const ff_view *dst, const ff_view *src, const f
     ff_status st = check_index(ctx, "gather", dst, src, index, axis);
     if (st) return st;
     ff_view t0, t1, t2;
-    dst = as_rank1(dst, &t0), src = as_rank1(src, &t1), index = as_rank1(index, &t2);
+    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if (!blas_same_shape(dst, index)) return blas_shape_error(ctx, "gather", dst, index);
     if ((st = check_fits(ctx, "gather", index, src, axis, 1))) return st;
     ff_view src0 = *src;
@@ -120,7 +110,7 @@ ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, 
     ff_status st = check_index(ctx, "scatter_add", dst, src, index, axis);
     if (st) return st;
     ff_view t0, t1, t2;
-    dst = as_rank1(dst, &t0), src = as_rank1(src, &t1), index = as_rank1(index, &t2);
+    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if ((st = check_fits(ctx, "scatter_add", index, src, axis, 0)) ||
         (st = check_fits(ctx, "scatter_add", index, dst, axis, 1)))
         return st;
@@ -151,9 +141,9 @@ ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, 
             x = (float)((double)x + (double)y);
             memcpy(at, &x, 4);
         } else if (blas_is_float(t)) {
-            blas_st_f(at, t, blas_ld_f(at, t) + blas_ld_f(from, t));
+            ffb_st_f64(at, t, ffb_ld_f64(at, t) + ffb_ld_f64(from, t));
         } else {
-            blas_st_i(at, t, blas_u64_to_i64((uint64_t)blas_ld_i(at, t) + (uint64_t)blas_ld_i(from, t)));
+            ffb_st_i64(at, t, ffb_u64_to_i64((uint64_t)ffb_ld_i64(at, t) + (uint64_t)ffb_ld_i64(from, t)));
         }
     }
     return FF_OK;

@@ -112,25 +112,25 @@ static void small_kernel(ff_dtype t, int64_t M, int64_t N, int64_t K, const mat 
             double *acc = row;
             for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
             for (int64_t k = 0; k < K; k++) {
-                double aik = blas_ld_f(a->p + (i * a->rs + k * a->cs) * es, t);
+                double aik = ffb_ld_f64(a->p + (i * a->rs + k * a->cs) * es, t);
                 const char *brow = b->p + k * b->rs * es;
                 if (t == FF_F32 && b->cs == 1) {
                     const float *bf = (const float *)brow;
                     for (int64_t j = 0; j < N; j++) acc[j] += aik * bf[j];
                 } else {
-                    for (int64_t j = 0; j < N; j++) acc[j] += aik * blas_ld_f(brow + j * b->cs * es, t);
+                    for (int64_t j = 0; j < N; j++) acc[j] += aik * ffb_ld_f64(brow + j * b->cs * es, t);
                 }
             }
-            for (int64_t j = 0; j < N; j++) blas_st_f(d + (i * drs + j * dcs) * es, t, acc[j]);
+            for (int64_t j = 0; j < N; j++) ffb_st_f64(d + (i * drs + j * dcs) * es, t, acc[j]);
         } else {
             uint64_t *acc = row;
             for (int64_t j = 0; j < N; j++) acc[j] = 0;
             for (int64_t k = 0; k < K; k++) {
-                uint64_t aik = (uint64_t)blas_ld_i(a->p + (i * a->rs + k * a->cs) * es, t);
+                uint64_t aik = (uint64_t)ffb_ld_i64(a->p + (i * a->rs + k * a->cs) * es, t);
                 const char *brow = b->p + k * b->rs * es;
-                for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint64_t)blas_ld_i(brow + j * b->cs * es, t);
+                for (int64_t j = 0; j < N; j++) acc[j] += aik * (uint64_t)ffb_ld_i64(brow + j * b->cs * es, t);
             }
-            for (int64_t j = 0; j < N; j++) blas_st_i(d + (i * drs + j * dcs) * es, t, blas_u64_to_i64(acc[j]));
+            for (int64_t j = 0; j < N; j++) ffb_st_i64(d + (i * drs + j * dcs) * es, t, ffb_u64_to_i64(acc[j]));
         }
     }
 }

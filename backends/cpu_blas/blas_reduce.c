@@ -17,7 +17,7 @@
 
 #include "blas_impl.h"
 
-static int is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+static int is_arg(ff_reduce_op op) { return ffb_reduce_is_arg(op); }
 
 static ff_status check_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
                               int *axis)
@@ -107,7 +107,7 @@ static void rows_task(void *varg, int64_t begin, int64_t end)
     red_arg *a = varg;
     int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt);
     for (int64_t r = begin; r < end; r++)
-        blas_st_f(a->dst + r * ds, a->dt, reduce_run(a->op, a->t, a->src + r * a->len * es, a->len));
+        ffb_st_f64(a->dst + r * ds, a->dt, reduce_run(a->op, a->t, a->src + r * a->len * es, a->len));
 }
 
 /* One long row split in chunks; chunk i's result goes to partial[i]. */
@@ -152,7 +152,7 @@ static void cols_task(void *varg, int64_t begin, int64_t end)
         }
     }
     int64_t ds = (int64_t)ff_dtype_size(a->dt);
-    for (int64_t j = begin; j < end; j++) blas_st_f(a->dst + j * ds, a->dt, acc[j]);
+    for (int64_t j = begin; j < end; j++) ffb_st_f64(a->dst + j * ds, a->dt, acc[j]);
 }
 
 /* Returns 1 if handled. */
@@ -189,7 +189,7 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
             blas_parallel_for(c, 64, 2, 1, chunks_task, &a);
             double r = a.partial[0];
             for (int i = 1; i < 64; i++) r = combine(op, r, a.partial[i]);
-            blas_st_f(a.dst, a.dt, r);
+            ffb_st_f64(a.dst, a.dt, r);
         } else {
             int64_t min_rows = len >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + len - 1) / len;
             blas_parallel_for(c, rows, min_rows, 1, rows_task, &a);
@@ -211,46 +211,8 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
 }
 
 /* ---- general path -------------------------------------------------------------------- */
-typedef struct acc_t {
-    double f;
-    uint64_t u;
-    int64_t i, arg;
-} acc_t;
-
-static void acc_float(acc_t *a, ff_reduce_op op, double x, int64_t k)
-{
-    switch (op) {
-    case FF_REDUCE_SUM: a->f += x; break;
-    case FF_REDUCE_PROD: a->f *= x; break;
-    case FF_REDUCE_MAX: if (a->f == a->f && (x != x || x > a->f)) a->f = x; break;
-    case FF_REDUCE_MIN: if (a->f == a->f && (x != x || x < a->f)) a->f = x; break;
-    case FF_REDUCE_ARGMAX:
-    case FF_REDUCE_ARGMIN:
-        if (a->arg < 0 || (a->f == a->f && (x != x || (op == FF_REDUCE_ARGMAX ? x > a->f : x < a->f))))
-            a->f = x, a->arg = k;
-        break;
-    case FF_REDUCE_ANY: a->u |= x != 0.0; break;
-    case FF_REDUCE_ALL: a->u &= x != 0.0; break;
-    default: break;
-    }
-}
-
-static void acc_int(acc_t *a, ff_reduce_op op, int64_t x, int64_t k)
-{
-    switch (op) {
-    case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
-    case FF_REDUCE_PROD: a->u *= (uint64_t)x; break;
-    case FF_REDUCE_MAX: if (x > a->i) a->i = x; break;
-    case FF_REDUCE_MIN: if (x < a->i) a->i = x; break;
-    case FF_REDUCE_ARGMAX:
-    case FF_REDUCE_ARGMIN:
-        if (a->arg < 0 || (op == FF_REDUCE_ARGMAX ? x > a->i : x < a->i)) a->i = x, a->arg = k;
-        break;
-    case FF_REDUCE_ANY: a->u |= x != 0; break;
-    case FF_REDUCE_ALL: a->u &= x != 0; break;
-    default: break;
-    }
-}
+/* accumulators, their folding rules and the final store: ffb_reduce_acc (ff_backend_scalar.h) */
+typedef ffb_reduce_acc acc_t;
 
 static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
                                 int axis)
@@ -258,12 +220,7 @@ static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst
     int64_t nout = ff_view_numel(dst);
     acc_t *acc = malloc((size_t)nout * sizeof *acc);
     if (!acc) return blas_error(c, FF_ERR_OOM, "cpu_blas reduce: out of memory for %lld accumulators", (long long)nout);
-    for (int64_t j = 0; j < nout; j++) {
-        acc[j].f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
-        acc[j].u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
-        acc[j].i = op == FF_REDUCE_MAX ? INT64_MIN : INT64_MAX;
-        acc[j].arg = -1;
-    }
+    for (int64_t j = 0; j < nout; j++) ffb_reduce_acc_init(&acc[j], op);
     /* accumulator index strides: row-major over dst's shape, 0 on reduced axes */
     int nd = src->ndim;
     int64_t astr[FF_MAX_DIMS], stride = 1;
@@ -279,8 +236,8 @@ static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst
     int64_t idx[FF_MAX_DIMS] = {0}, so = 0, ao = 0;
     for (int64_t n = 0; n < numel; n++) {
         int64_t k = axis >= 0 ? idx[axis] : 0;
-        if (float_acc) acc_float(&acc[ao], op, blas_ld_f(sbase + so * es, src->dtype), k);
-        else acc_int(&acc[ao], op, blas_ld_i(sbase + so * es, src->dtype), k);
+        if (float_acc) ffb_reduce_acc_float(&acc[ao], op, ffb_ld_f64(sbase + so * es, src->dtype), k);
+        else ffb_reduce_acc_int(&acc[ao], op, ffb_ld_i64(sbase + so * es, src->dtype), k);
         for (int d = nd - 1; d >= 0; d--) {
             if (++idx[d] < src->shape[d]) {
                 so += src->strides[d];
@@ -297,13 +254,7 @@ static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst
     char *dbase = (char *)dst->buf + dst->offset * ds;
     int64_t didx[FF_MAX_DIMS] = {0}, doff = 0;
     for (int64_t j = 0; j < nout; j++) {
-        const acc_t *a = &acc[j];
-        char *p = dbase + doff * ds;
-        if (is_arg(op)) blas_st_i(p, dst->dtype, a->arg);
-        else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) blas_st_i(p, dst->dtype, (int64_t)a->u);
-        else if (float_acc) blas_st_f(p, dst->dtype, a->f);
-        else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) blas_st_i(p, dst->dtype, blas_u64_to_i64(a->u));
-        else blas_st_i(p, dst->dtype, a->i);
+        ffb_reduce_acc_store(&acc[j], op, float_acc, dbase + doff * ds, dst->dtype);
         for (int d = nd - 1; d >= 0; d--) {
             if (++didx[d] < dst->shape[d]) {
                 doff += dst->strides[d];

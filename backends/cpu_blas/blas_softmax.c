@@ -57,16 +57,16 @@ static void row_generic(const sm_arg *a, int64_t so, int64_t dof)
     int64_t n = a->len, xs = a->ss * es, dstep = a->ds * es;
     double m = -INFINITY;
     for (int64_t j = 0; j < n; j++) {
-        double v = blas_ld_f(x + j * xs, t);
+        double v = ffb_ld_f64(x + j * xs, t);
         if (v != v || v > m) m = v;
         if (m != m) break;
     }
     double s = 0.0;
-    for (int64_t j = 0; j < n; j++) s += exp(blas_ld_f(x + j * xs, t) - m);
+    for (int64_t j = 0; j < n; j++) s += exp(ffb_ld_f64(x + j * xs, t) - m);
     double logs = log(s);
     for (int64_t j = 0; j < n; j++) {
-        double v = blas_ld_f(x + j * xs, t);
-        blas_st_f(d + j * dstep, t, a->want_log ? v - m - logs : exp(v - m) / s);
+        double v = ffb_ld_f64(x + j * xs, t);
+        ffb_st_f64(d + j * dstep, t, a->want_log ? v - m - logs : exp(v - m) / s);
     }
 }
 

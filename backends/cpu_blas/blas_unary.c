@@ -10,86 +10,9 @@
  */
 #include "blas_impl.h"
 
-static int writes_bool(ff_unary_op op)
-{
-    return op == FF_UNARY_ISNAN || op == FF_UNARY_ISINF || op == FF_UNARY_LOGICAL_NOT;
-}
-
-static int int_op(ff_unary_op op)
-{
-    switch (op) {
-    case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU:
-    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND:
-    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int blas_unary_supported(ff_unary_op op, ff_dtype t)
-{
-    if ((unsigned)op >= FF_UNARY_COUNT || !blas_dtype_ok(t)) return 0;
-    if (blas_is_float(t)) return 1;
-    if (t == FF_BOOL) return int_op(op) && op != FF_UNARY_NEG;
-    return int_op(op);
-}
-
-static double sigmoid_d(double x)
-{
-    if (x >= 0) return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-static double unary_d(ff_unary_op op, double x)
-{
-    switch (op) {
-    case FF_UNARY_NEG: return -x;
-    case FF_UNARY_ABS: return fabs(x);
-    case FF_UNARY_SIGN: return x != x ? x : (double)((x > 0) - (x < 0));
-    case FF_UNARY_EXP: return exp(x);
-    case FF_UNARY_LOG: return log(x);
-    case FF_UNARY_LOG1P: return log1p(x);
-    case FF_UNARY_EXPM1: return expm1(x);
-    case FF_UNARY_SQRT: return sqrt(x);
-    case FF_UNARY_RSQRT: return 1.0 / sqrt(x);
-    case FF_UNARY_SQUARE: return x * x;
-    case FF_UNARY_RECIPROCAL: return 1.0 / x;
-    case FF_UNARY_SIN: return sin(x);
-    case FF_UNARY_COS: return cos(x);
-    case FF_UNARY_TANH: return tanh(x);
-    case FF_UNARY_SIGMOID: return sigmoid_d(x);
-    case FF_UNARY_RELU: return x != x ? x : (x > 0 ? x : 0.0);
-    case FF_UNARY_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case FF_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
-    case FF_UNARY_SILU: return x * sigmoid_d(x);
-    case FF_UNARY_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x));
-    case FF_UNARY_FLOOR: return floor(x);
-    case FF_UNARY_CEIL: return ceil(x);
-    case FF_UNARY_ROUND: return nearbyint(x); /* half to even in the default mode */
-    case FF_UNARY_ISNAN: return x != x;
-    case FF_UNARY_ISINF: return isinf(x) ? 1.0 : 0.0;
-    case FF_UNARY_LOGICAL_NOT: return x == 0.0;
-    case FF_UNARY_ERF: return erf(x);
-    default: return 0.0;
-    }
-}
-
-static int64_t unary_i(ff_unary_op op, int64_t x)
-{
-    switch (op) {
-    case FF_UNARY_NEG: return blas_u64_to_i64(0u - (uint64_t)x);
-    case FF_UNARY_ABS: return x < 0 ? blas_u64_to_i64(0u - (uint64_t)x) : x;
-    case FF_UNARY_SIGN: return (x > 0) - (x < 0);
-    case FF_UNARY_SQUARE: return blas_u64_to_i64((uint64_t)x * (uint64_t)x);
-    case FF_UNARY_RELU: return x > 0 ? x : 0;
-    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
-    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
-    case FF_UNARY_LOGICAL_NOT: return x == 0;
-    default: return 0;
-    }
-}
+/* The supported set and the generic per-element formulas are the reference's, shared
+ * through ff_backend_scalar.h (ffb_unary_supported, ffb_unary_f64, ffb_unary_i64). */
+int blas_unary_supported(ff_unary_op op, ff_dtype t) { return ffb_unary_supported(op, t); }
 
 /* ---- f32 fast kernels over contiguous runs ---------------------------------------- */
 BLAS_CLONES static void neg_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = -x[i]; }
@@ -154,9 +77,9 @@ static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
     char *d = p[0];
     const char *x = p[1];
     if (blas_is_float(a->st)) {
-        for (int64_t i = 0; i < n; i++) blas_st_f(d + i * ds, a->dt, unary_d(a->op, blas_ld_f(x + i * ss, a->st)));
+        for (int64_t i = 0; i < n; i++) ffb_st_f64(d + i * ds, a->dt, ffb_unary_f64(a->op, ffb_ld_f64(x + i * ss, a->st)));
     } else {
-        for (int64_t i = 0; i < n; i++) blas_st_i(d + i * ds, a->dt, unary_i(a->op, blas_ld_i(x + i * ss, a->st)));
+        for (int64_t i = 0; i < n; i++) ffb_st_i64(d + i * ds, a->dt, ffb_unary_i64(a->op, ffb_ld_i64(x + i * ss, a->st)));
     }
 }
 
@@ -168,7 +91,7 @@ ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_vie
     if (!blas_unary_supported(op, src->dtype))
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas unary: op %d is not supported on %s", (int)op,
                           blas_dtype_name(src->dtype));
-    ff_dtype want = writes_bool(op) ? FF_BOOL : src->dtype;
+    ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
     if (dst->dtype != want)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: op %d on %s writes %s, but dst is %s", (int)op,
                           blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));

@@ -1,0 +1,432 @@
+/*
+ * Scalar semantics shared by the in-tree backends (header-only: everything is static
+ * inline, so a plugin that includes it still depends only on include/ff/backend_abi.h
+ * and the C library). These are the rules the ABI fixes; writing them once here keeps
+ * every backend bit-for-bit in agreement with the reference (backends/cpu):
+ *   - Integer arithmetic wraps around (two's complement), computed through uint64_t so
+ *     that no signed overflow (undefined behaviour in C) ever happens.
+ *   - double -> integer: NaN -> 0, truncate toward zero, saturate to the int64 range;
+ *     I32 then clamps to its own range; U8 wraps modulo 256 from that int64 (like the C
+ *     cast (uint8_t)(int64_t)x, and like PyTorch on x86: -1.0 -> 255). Any value ->
+ *     BOOL is (x != 0), so NaN -> true.
+ *   - int64 -> narrower integer wraps modulo 2^32 / 2^8; int64 -> float rounds to nearest.
+ *   - Per-element op formulas (unary, binary, reduction accumulators) for the generic,
+ *     non-vectorized paths: floats in double (f32 rounded once at the store), integers
+ *     and bool widened to int64 (U8 as 0..255, bool as 0/1).
+ *
+ * The functions are compiled in each including file with that file's flags. An
+ * out-of-tree backend may copy this file.
+ */
+#ifndef FF_BACKEND_SCALAR_H
+#define FF_BACKEND_SCALAR_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ff/backend_abi.h"
+
+/* ---- dtypes ------------------------------------------------------------------ */
+
+/* The dtypes the CPU backends compute on: F32, F64, I32, I64, U8, BOOL.
+ * F16/BF16 are storage-only formats in ABI v1. */
+static inline int ffb_dtype_ok(ff_dtype t)
+{
+    return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
+}
+
+static inline int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+
+/* Name of a dtype for messages. */
+static inline const char *ffb_dtype_name(ff_dtype t)
+{
+    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+    return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
+}
+
+/* ---- error reporting ----------------------------------------------------------- */
+
+/* Formats a message, hands it to host->set_error (when there is one) and returns st. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 0)))
+#endif
+static inline ff_status ffb_verror(const ff_host_api *host, ff_status st, const char *fmt, va_list ap)
+{
+    if (!host || !host->set_error) return st;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    host->set_error("%s", msg);
+    return st;
+}
+
+/* ---- wrap-around integers and saturating conversions ---------------------------- */
+
+/* uint64 -> int64 modulo 2^64 without implementation-defined conversions. */
+static inline int64_t ffb_u64_to_i64(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
+}
+
+/* Low 32 bits of v as a signed int32 (two's complement wrap). */
+static inline int32_t ffb_wrap_i32(int64_t v)
+{
+    uint32_t w = (uint32_t)(uint64_t)v;
+    return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
+}
+
+/* double -> int64: NaN -> 0, truncate toward zero, saturate. */
+static inline int64_t ffb_f64_to_i64(double x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
+/* double -> int32: NaN -> 0, truncate toward zero, saturate. */
+static inline int32_t ffb_f64_to_i32(double x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 2147483647.0) return INT32_MAX;
+    if (x <= -2147483648.0) return INT32_MIN;
+    return (int32_t)x;
+}
+
+/* ---- element loads and stores ------------------------------------------------------ */
+/* p is the byte address of the element (any alignment). */
+
+/* Element as double. Exact for every dtype except I64 beyond 2^53. */
+static inline double ffb_ld_f64(const char *p, ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: { float v; memcpy(&v, p, 4); return v; }
+    case FF_F64: { double v; memcpy(&v, p, 8); return v; }
+    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case FF_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case FF_U8: return *(const uint8_t *)p;
+    case FF_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0.0;
+    }
+}
+
+/* Element as int64. Bool bytes read as 0/1 (any non-zero byte is true); float
+ * elements convert with ffb_f64_to_i64. */
+static inline int64_t ffb_ld_i64(const char *p, ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: { float v; memcpy(&v, p, 4); return ffb_f64_to_i64(v); }
+    case FF_F64: { double v; memcpy(&v, p, 8); return ffb_f64_to_i64(v); }
+    case FF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case FF_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case FF_U8: return *(const uint8_t *)p;
+    case FF_BOOL: return *(const uint8_t *)p != 0;
+    default: return 0;
+    }
+}
+
+/* Stores a double with the conversion rules at the top of this file. */
+static inline void ffb_st_f64(char *p, ff_dtype t, double v)
+{
+    switch (t) {
+    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case FF_F64: memcpy(p, &v, 8); break;
+    case FF_I32: { int32_t i = ffb_f64_to_i32(v); memcpy(p, &i, 4); break; }
+    case FF_I64: { int64_t i = ffb_f64_to_i64(v); memcpy(p, &i, 8); break; }
+    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ffb_f64_to_i64(v); break;
+    case FF_BOOL: *(uint8_t *)p = v != 0.0; break;
+    default: break;
+    }
+}
+
+/* Stores an int64: wraps into I32/U8, rounds to nearest into floats, != 0 for BOOL. */
+static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
+{
+    switch (t) {
+    case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case FF_F64: { double d = (double)v; memcpy(p, &d, 8); break; }
+    case FF_I32: { int32_t i = ffb_wrap_i32(v); memcpy(p, &i, 4); break; }
+    case FF_I64: memcpy(p, &v, 8); break;
+    case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case FF_BOOL: *(uint8_t *)p = v != 0; break;
+    default: break;
+    }
+}
+
+/* ---- unary ops ----------------------------------------------------------------------- */
+/* Supported (op, src dtype): F32/F64 every op; I32/I64/U8 NEG ABS SIGN SQUARE RELU FLOOR
+ * CEIL ROUND ISNAN ISINF LOGICAL_NOT; BOOL the same minus NEG. ISNAN, ISINF and
+ * LOGICAL_NOT write BOOL, every other op writes src's dtype. */
+
+static inline int ffb_unary_writes_bool(ff_unary_op op)
+{
+    return op == FF_UNARY_ISNAN || op == FF_UNARY_ISINF || op == FF_UNARY_LOGICAL_NOT;
+}
+
+/* The ops defined on integers and bool. */
+static inline int ffb_unary_int_op(ff_unary_op op)
+{
+    switch (op) {
+    case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU:
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND:
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static inline int ffb_unary_supported(ff_unary_op op, ff_dtype t)
+{
+    if ((unsigned)op >= FF_UNARY_COUNT || !ffb_dtype_ok(t)) return 0;
+    if (ffb_is_float(t)) return 1;
+    if (t == FF_BOOL) return ffb_unary_int_op(op) && op != FF_UNARY_NEG;
+    return ffb_unary_int_op(op);
+}
+
+static inline double ffb_sigmoid(double x)
+{
+    /* never exp() of a large positive number: exact 0/1 limits, no overflow */
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* A unary op on a float value, in double. */
+static inline double ffb_unary_f64(ff_unary_op op, double x)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return -x;
+    case FF_UNARY_ABS: return fabs(x);
+    case FF_UNARY_SIGN: return isnan(x) ? x : (double)((x > 0) - (x < 0)); /* sign(+-0) = 0 */
+    case FF_UNARY_EXP: return exp(x);
+    case FF_UNARY_LOG: return log(x);
+    case FF_UNARY_LOG1P: return log1p(x);
+    case FF_UNARY_EXPM1: return expm1(x);
+    case FF_UNARY_SQRT: return sqrt(x);
+    case FF_UNARY_RSQRT: return 1.0 / sqrt(x);
+    case FF_UNARY_SQUARE: return x * x;
+    case FF_UNARY_RECIPROCAL: return 1.0 / x;
+    case FF_UNARY_SIN: return sin(x);
+    case FF_UNARY_COS: return cos(x);
+    case FF_UNARY_TANH: return tanh(x);
+    case FF_UNARY_SIGMOID: return ffb_sigmoid(x);
+    case FF_UNARY_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
+    case FF_UNARY_GELU_TANH: {
+        const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case FF_UNARY_GELU_ERF: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); /* x / sqrt(2) */
+    case FF_UNARY_SILU: return x * ffb_sigmoid(x);
+    case FF_UNARY_SOFTPLUS: return x > 20.0 ? x : log1p(exp(x)); /* torch's threshold */
+    case FF_UNARY_FLOOR: return floor(x);
+    case FF_UNARY_CEIL: return ceil(x);
+    case FF_UNARY_ROUND: return nearbyint(x); /* default rounding mode: half to even */
+    case FF_UNARY_ISNAN: return isnan(x) ? 1.0 : 0.0;
+    case FF_UNARY_ISINF: return isinf(x) ? 1.0 : 0.0;
+    case FF_UNARY_LOGICAL_NOT: return x == 0.0 ? 1.0 : 0.0;
+    case FF_UNARY_ERF: return erf(x);
+    default: return 0.0;
+    }
+}
+
+/* A unary op on an integer or bool value widened to int64, wrapping through uint64
+ * (ABS(INT_MIN) = INT_MIN); the store into dst wraps I32/U8 and maps bool to != 0.
+ * FLOOR/CEIL/ROUND are the identity, ISNAN/ISINF false. */
+static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return ffb_u64_to_i64(0u - (uint64_t)x);
+    case FF_UNARY_ABS: return x < 0 ? ffb_u64_to_i64(0u - (uint64_t)x) : x;
+    case FF_UNARY_SIGN: return (x > 0) - (x < 0);
+    case FF_UNARY_SQUARE: return ffb_u64_to_i64((uint64_t)x * (uint64_t)x);
+    case FF_UNARY_RELU: return x > 0 ? x : 0;
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
+    case FF_UNARY_LOGICAL_NOT: return x == 0;
+    default: return 0;
+    }
+}
+
+/* ---- binary ops ---------------------------------------------------------------------- */
+/* a and b share one dtype. Every op on F32/F64/I32/I64/U8; BOOL refuses SUB, DIV, POW,
+ * FMOD. Comparisons and logical ops (EQ and after) write BOOL, arithmetic a's dtype. */
+
+static inline int ffb_binary_writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+
+static inline int ffb_binary_supported(ff_binary_op op, ff_dtype t)
+{
+    if ((unsigned)op >= FF_BINARY_COUNT || !ffb_dtype_ok(t)) return 0;
+    if (t == FF_BOOL)
+        return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
+    return 1;
+}
+
+/* A binary op on float values, in double. MAXIMUM/MINIMUM propagate NaN; comparisons
+ * with NaN are false except NE; logical ops treat any non-zero (NaN included) as true. */
+static inline double ffb_binary_f64(ff_binary_op op, double x, double y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return x + y;
+    case FF_BINARY_SUB: return x - y;
+    case FF_BINARY_MUL: return x * y;
+    case FF_BINARY_DIV: return x / y;
+    case FF_BINARY_POW: return pow(x, y);
+    case FF_BINARY_MAXIMUM:
+        if (isnan(x) || isnan(y)) return isnan(x) ? x : y;
+        if (x == y) return signbit(x) ? y : x; /* maximum(-0, +0) = +0 */
+        return x > y ? x : y;
+    case FF_BINARY_MINIMUM:
+        if (isnan(x) || isnan(y)) return isnan(x) ? x : y;
+        if (x == y) return signbit(x) ? x : y; /* minimum(-0, +0) = -0 */
+        return x < y ? x : y;
+    case FF_BINARY_FMOD: return fmod(x, y);
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
+    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return 0.0;
+    }
+}
+
+/* base^e by repeated squaring, wrapping modulo 2^64 (and so modulo 2^32 / 2^8 once
+ * the store narrows it, since multiplication commutes with the reduction). A negative
+ * exponent gives 1 for base 1, +-1 for base -1, else 0. */
+static inline int64_t ffb_ipow(int64_t base, int64_t e)
+{
+    if (e < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return e % 2 != 0 ? -1 : 1;
+        return 0;
+    }
+    uint64_t r = 1, b = (uint64_t)base;
+    while (e > 0) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return ffb_u64_to_i64(r);
+}
+
+/* A binary op on integer or bool values widened to int64. ADD/SUB/MUL/POW wrap; DIV
+ * truncates toward zero, x / 0 = 0, INT_MIN / -1 = INT_MIN; FMOD has the sign of the
+ * dividend, x % 0 = 0. Results wrap when the store narrows them to dst's dtype. */
+static inline int64_t ffb_binary_i64(ff_binary_op op, int64_t x, int64_t y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return ffb_u64_to_i64((uint64_t)x + (uint64_t)y);
+    case FF_BINARY_SUB: return ffb_u64_to_i64((uint64_t)x - (uint64_t)y);
+    case FF_BINARY_MUL: return ffb_u64_to_i64((uint64_t)x * (uint64_t)y);
+    case FF_BINARY_DIV:
+        if (y == 0) return 0;
+        if (y == -1) return ffb_u64_to_i64(0u - (uint64_t)x); /* INT64_MIN / -1 wraps */
+        return x / y;
+    case FF_BINARY_POW: return ffb_ipow(x, y);
+    case FF_BINARY_MAXIMUM: return x > y ? x : y;
+    case FF_BINARY_MINIMUM: return x < y ? x : y;
+    case FF_BINARY_FMOD:
+        if (y == 0 || y == -1) return 0; /* INT64_MIN % -1 is undefined in C */
+        return x % y;
+    case FF_BINARY_EQ: return x == y;
+    case FF_BINARY_NE: return x != y;
+    case FF_BINARY_LT: return x < y;
+    case FF_BINARY_LE: return x <= y;
+    case FF_BINARY_GT: return x > y;
+    case FF_BINARY_GE: return x >= y;
+    case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
+    case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
+    case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    default: return 0;
+    }
+}
+
+/* ---- reduction accumulators ----------------------------------------------------------- */
+/* SUM/PROD accumulate in double when src or dst is a float dtype, else in a wrapping
+ * 64-bit integer. MAX/MIN: NaN propagates. ARGMAX/ARGMIN: the first index of the
+ * extreme wins, NaN counts as the extreme. ANY/ALL: any non-zero (NaN included) is true.
+ * Empty sets: SUM 0, PROD 1, ANY false, ALL true. */
+
+typedef struct ffb_reduce_acc {
+    double f;    /* float accumulator / float extreme */
+    uint64_t u;  /* wrapping integer accumulator, or the ANY/ALL flag */
+    int64_t i;   /* integer extreme */
+    int64_t arg; /* ARG*: index of the extreme so far, -1 before the first element */
+} ffb_reduce_acc;
+
+static inline int ffb_reduce_is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+
+static inline void ffb_reduce_acc_init(ffb_reduce_acc *a, ff_reduce_op op)
+{
+    a->f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
+    a->u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
+    a->i = op == FF_REDUCE_MAX ? INT64_MIN : INT64_MAX;
+    a->arg = -1;
+}
+
+/* Folds one float element x at index k (along the reduced axis) into a. */
+static inline void ffb_reduce_acc_float(ffb_reduce_acc *a, ff_reduce_op op, double x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->f += x; break;
+    case FF_REDUCE_PROD: a->f *= x; break;
+    case FF_REDUCE_MAX: if (!isnan(a->f) && (isnan(x) || x > a->f)) a->f = x; break;
+    case FF_REDUCE_MIN: if (!isnan(a->f) && (isnan(x) || x < a->f)) a->f = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (!isnan(a->f) && (isnan(x) || (op == FF_REDUCE_ARGMAX ? x > a->f : x < a->f))))
+            a->f = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0.0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0.0; break;
+    default: break;
+    }
+}
+
+/* Folds one integer (or bool) element x at index k into a. */
+static inline void ffb_reduce_acc_int(ffb_reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
+{
+    switch (op) {
+    case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
+    case FF_REDUCE_PROD: a->u *= (uint64_t)x; break;
+    case FF_REDUCE_MAX: if (x > a->i) a->i = x; break;
+    case FF_REDUCE_MIN: if (x < a->i) a->i = x; break;
+    case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN:
+        if (a->arg < 0 || (op == FF_REDUCE_ARGMAX ? x > a->i : x < a->i)) a->i = x, a->arg = k;
+        break;
+    case FF_REDUCE_ANY: a->u |= x != 0; break;
+    case FF_REDUCE_ALL: a->u &= x != 0; break;
+    default: break;
+    }
+}
+
+/* Writes the result held in a to the element at p (dtype t). float_acc: a->f holds it. */
+static inline void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op, int float_acc, char *p, ff_dtype t)
+{
+    if (ffb_reduce_is_arg(op)) ffb_st_i64(p, t, a->arg);
+    else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) ffb_st_i64(p, t, (int64_t)a->u);
+    else if (float_acc) ffb_st_f64(p, t, a->f);
+    else if (op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) ffb_st_i64(p, t, ffb_u64_to_i64(a->u));
+    else ffb_st_i64(p, t, a->i);
+}
+
+/* ---- gather / scatter_add ---------------------------------------------------------------- */
+
+/* A 0-d view as a rank-1 view of one element (in *tmp); other views pass through. */
+static inline const ff_view *ffb_as_rank1(const ff_view *v, ff_view *tmp)
+{
+    if (v->ndim != 0) return v;
+    *tmp = *v;
+    tmp->ndim = 1;
+    tmp->shape[0] = 1;
+    tmp->strides[0] = 0;
+    return tmp;
+}
+
+#endif /* FF_BACKEND_SCALAR_H */
