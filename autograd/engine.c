@@ -35,13 +35,13 @@ ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn bac
         ff_error(FF_ERR_INVALID, "%s: internal: %d inputs exceed FF_NODE_MAX_INPUTS", name, n);
         return NULL;
     }
-    ff_node *node = calloc(1, sizeof *node);
+    ff_node *node = malloc(sizeof *node); /* not calloc: it skips glibc's per-thread cache */
     if (!node) {
         ff_error(FF_ERR_OOM, "%s: out of memory recording the autograd node", name);
         return NULL;
     }
+    *node = (ff_node){.name = name};
     atomic_init(&node->refcount, 1);
-    node->name = name;
     node->backward = backward;
     node->n_inputs = n;
     for (int i = 0; i < n; i++) {
