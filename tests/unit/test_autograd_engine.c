@@ -3,25 +3,12 @@
  * Hessian-vector product), in-place modification of saved values, gradcheck itself. */
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
 static ff_tensor *leaf(ff_dtype dt, int nd, const int64_t *shape, const double *v)
 {
     ff_tensor *t = ff_test_tensor(dt, nd, shape, v);
     ff_set_requires_grad(t, true);
     return t;
 }
-
-static void release_all(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                         \
-    do {                                                     \
-        ff_tensor *rl_[] = {__VA_ARGS__};                    \
-        release_all(rl_, sizeof rl_ / sizeof rl_[0]);        \
-    } while (0)
 
 static void test_fan_out_accumulates(void)
 {

@@ -4,19 +4,6 @@
 
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
-static void rel(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                  \
-    do {                                              \
-        ff_tensor *rl_[] = {__VA_ARGS__};             \
-        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
-    } while (0)
-
 static void test_promotion(void)
 {
     ff_tensor *i32 = ff_test_tensor(FF_I32, 1, SHAPE(2), VALS(7, -7));

@@ -4,19 +4,6 @@
 
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
-static void rel(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                  \
-    do {                                              \
-        ff_tensor *rl_[] = {__VA_ARGS__};             \
-        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
-    } while (0)
-
 static void test_eye(void)
 {
     ff_tensor *a = ff_eye(3, 3, FF_F32), *b = ff_eye(2, 3, FF_I64), *c = ff_eye(3, 2, FF_BOOL), *e = ff_eye(0, 2, FF_F32);

@@ -2,19 +2,6 @@
  * aliasing operands, refusals under autograd, and the version counter. */
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
-static void rel(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                  \
-    do {                                              \
-        ff_tensor *rl_[] = {__VA_ARGS__};             \
-        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
-    } while (0)
-
 static void test_binary_inplace_values(void)
 {
     ff_tensor *x = ff_test_tensor(FF_F32, 2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6));

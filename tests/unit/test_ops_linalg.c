@@ -2,19 +2,6 @@
  * operands, errors) and outer, with gradients. */
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
-static void rel(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                  \
-    do {                                              \
-        ff_tensor *rl_[] = {__VA_ARGS__};             \
-        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
-    } while (0)
-
 static void test_matmul_2d_and_1d(void)
 {
     ff_tensor *a = ff_test_tensor(FF_F32, 2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6));

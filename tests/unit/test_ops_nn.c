@@ -4,9 +4,6 @@
 #include "ff_impl.h" /* to hide the backend's fused softmax and test the composed path */
 #include "ff_test.h"
 
-#define SHAPE(...) ((int64_t[]){__VA_ARGS__})
-#define VALS(...) ((double[]){__VA_ARGS__})
-
 static ff_tensor *T(ff_dtype dt, int nd, const int64_t *shape, const double *v) { return ff_test_tensor(dt, nd, shape, v); }
 
 static ff_gradcheck_opts gc_opts(void)

@@ -5,19 +5,7 @@
 
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
 #define AXES(...) ((const int[]){__VA_ARGS__})
-
-static void rel(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                  \
-    do {                                              \
-        ff_tensor *rl_[] = {__VA_ARGS__};             \
-        rel(rl_, sizeof rl_ / sizeof rl_[0]);         \
-    } while (0)
 
 /* x = [[[0,1,2,3],[4,5,6,7],[8,9,10,11]], [[12..15],[16..19],[20..23]]] */
 static ff_tensor *iota234(ff_dtype dt)

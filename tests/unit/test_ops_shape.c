@@ -3,9 +3,6 @@
  * non-contiguous inputs; gradients by ff_gradcheck (f64). */
 #include "ff_test.h"
 
-#define SHAPE(...) ((int64_t[]){__VA_ARGS__})
-#define VALS(...) ((double[]){__VA_ARGS__})
-
 static ff_tensor *T(ff_dtype dt, int nd, const int64_t *shape, const double *v) { return ff_test_tensor(dt, nd, shape, v); }
 
 static ff_gradcheck_opts gc_opts(void)
@@ -13,16 +10,6 @@ static ff_gradcheck_opts gc_opts(void)
     ff_gradcheck_opts o = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
     return o;
 }
-
-static void release_all(ff_tensor **ts, size_t n)
-{
-    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
-}
-#define RELEASE(...)                                                  \
-    do {                                                              \
-        ff_tensor *ts_[] = {__VA_ARGS__};                             \
-        release_all(ts_, sizeof ts_ / sizeof *ts_);                   \
-    } while (0)
 
 /* ---- concat / stack / split / chunk ------------------------------------------------- */
 static void check_concat(void)

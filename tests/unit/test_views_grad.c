@@ -3,9 +3,6 @@
  * checked by ff_gradcheck and, where the answer is simple, by value. */
 #include "ff_test.h"
 
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-
 /* f(x) = square(view(x)), so the check sees both the routing and the values. */
 typedef ff_tensor *(*view_fn)(const ff_tensor *);
 

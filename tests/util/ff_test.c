@@ -22,15 +22,17 @@ int ff_test_run(const char *suite, const ff_test_case *cases, int n)
     return failed_cases ? 1 : 0;
 }
 
+void ff_test_release_all(ff_tensor **ts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ff_tensor_release(ts[i]);
+}
+
 ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values)
 {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
     ff_tensor *f = ff_from_data(values, ndim, shape, FF_F64);
     if (!f) return NULL;
     ff_tensor *r = ff_astype(f, dtype);
     ff_tensor_release(f);
-    (void)n;
     return r;
 }
 

@@ -56,6 +56,18 @@ typedef struct {
 /* Runs the cases, then ff_shutdown(); prints a summary; returns the exit status. */
 int ff_test_run(const char *suite, const ff_test_case *cases, int n);
 
+/* Literal shapes and values: CHECK_TENSOR(t, 2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6), 0). */
+#define SHAPE(...) ((int64_t[]){__VA_ARGS__})
+#define VALS(...) ((double[]){__VA_ARGS__})
+
+/* Releases every tensor listed (NULLs are fine): RELEASE(a, b, c). */
+void ff_test_release_all(ff_tensor **ts, size_t n);
+#define RELEASE(...)                                                      \
+    do {                                                                  \
+        ff_tensor *rl_[] = {__VA_ARGS__};                                 \
+        ff_test_release_all(rl_, sizeof rl_ / sizeof rl_[0]);             \
+    } while (0)
+
 /* Helpers: a tensor from a double list (converted to dtype), and its values back. */
 ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values);
 /* Reads all elements (row-major) as doubles into out (numel entries). */
