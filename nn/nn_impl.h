@@ -52,7 +52,8 @@ static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
 
 struct ff_optimizer {
     const char *name;
-    ff_status (*step)(ff_optimizer *opt); /* runs under no-grad; increments nothing */
+    /* Updates parameter i from its gradient g; runs under no-grad, counts nothing. */
+    ff_status (*step_param)(ff_optimizer *opt, int i, ff_tensor *g);
     int n;
     ff_tensor **params;                      /* retained */
     ff_tensor **state[FF_OPTIM_MAX_STATE];   /* per parameter, created lazily, retained */
@@ -64,6 +65,9 @@ struct ff_optimizer {
     ff_rmsprop_opts rmsprop;
     bool decoupled_wd; /* AdamW */
 };
+
+/* *slot (an optimizer state tensor), created as zeros like p on first use. */
+ff_status ff_optimizer_state_zeros(ff_tensor **slot, const ff_tensor *p);
 
 /* Allocates an optimizer over params (retained). NULL on error. */
 ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn);

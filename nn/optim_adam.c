@@ -8,8 +8,9 @@
 
 #include "nn_impl.h"
 
-static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0, double t)
+static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0)
 {
+    double t = (double)(opt->param_steps[i] + 1);
     const ff_adam_opts *o = &opt->adam;
     ff_tensor *p = opt->params[i];
     ff_tensor *g = ff_tensor_retain(g0), *g2 = NULL, *denom = NULL, *upd = NULL;
@@ -30,14 +31,7 @@ static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0, double t)
         }
     }
     ff_tensor **m = &opt->state[0][i], **v = &opt->state[1][i];
-    if (!*m && !(*m = ff_zeros_like(p))) {
-        st = ff_nn_failed();
-        goto done;
-    }
-    if (!*v && !(*v = ff_zeros_like(p))) {
-        st = ff_nn_failed();
-        goto done;
-    }
+    if ((st = ff_optimizer_state_zeros(m, p)) || (st = ff_optimizer_state_zeros(v, p))) goto done;
     if ((st = ff_mul_scalar_(*m, o->beta1)) || (st = ff_axpy_(*m, 1.0 - o->beta1, g))) goto done;
     if (!(g2 = ff_mul(g, g))) {
         st = ff_nn_failed();
@@ -63,19 +57,6 @@ done:
     return st;
 }
 
-static ff_status adam_step(ff_optimizer *opt)
-{
-    for (int i = 0; i < opt->n; i++) {
-        ff_tensor *g = ff_grad(opt->params[i]);
-        if (!g) continue;
-        ff_status st = adam_param(opt, i, g, (double)(opt->param_steps[i] + 1));
-        ff_tensor_release(g);
-        if (st) return st;
-        opt->param_steps[i]++;
-    }
-    return FF_OK;
-}
-
 ff_adam_opts ff_adam_defaults(double lr)
 {
     return (ff_adam_opts){.lr = lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.0};
@@ -93,7 +74,7 @@ static ff_optimizer *adam_new(const char *name, bool decoupled, ff_tensor *const
         return ff_set_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
     ff_optimizer *opt = ff_optimizer_alloc(name, params, n, fn);
     if (!opt) return NULL;
-    opt->step = adam_step;
+    opt->step_param = adam_param;
     opt->lr = o->lr;
     opt->adam = *o;
     opt->decoupled_wd = decoupled;

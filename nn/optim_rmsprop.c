@@ -12,13 +12,6 @@
 
 #include "nn_impl.h"
 
-/* *slot, created as zeros like p on first use. */
-static ff_status state_zeros(ff_tensor **slot, const ff_tensor *p)
-{
-    if (!*slot && !(*slot = ff_zeros_like(p))) return ff_nn_failed();
-    return FF_OK;
-}
-
 static ff_status rmsprop_param(ff_optimizer *opt, int i, ff_tensor *g0)
 {
     const ff_rmsprop_opts *o = &opt->rmsprop;
@@ -37,14 +30,14 @@ static ff_status rmsprop_param(ff_optimizer *opt, int i, ff_tensor *g0)
         g = gd;
         if (st) goto done;
     }
-    if ((st = state_zeros(v, p))) goto done;
+    if ((st = ff_optimizer_state_zeros(v, p))) goto done;
     if (!(g2 = ff_mul(g, g))) {
         st = ff_nn_failed();
         goto done;
     }
     if ((st = ff_mul_scalar_(*v, o->alpha)) || (st = ff_axpy_(*v, 1.0 - o->alpha, g2))) goto done;
     if (o->centered) {
-        if ((st = state_zeros(ga, p))) goto done;
+        if ((st = ff_optimizer_state_zeros(ga, p))) goto done;
         if ((st = ff_mul_scalar_(*ga, o->alpha)) || (st = ff_axpy_(*ga, 1.0 - o->alpha, g))) goto done;
         if (!(tmp = ff_mul(*ga, *ga)) || !(upd = ff_sub(*v, tmp))) {
             st = ff_nn_failed();
@@ -66,7 +59,7 @@ static ff_status rmsprop_param(ff_optimizer *opt, int i, ff_tensor *g0)
         goto done;
     }
     if (o->momentum > 0.0) {
-        if ((st = state_zeros(buf, p))) goto done;
+        if ((st = ff_optimizer_state_zeros(buf, p))) goto done;
         if ((st = ff_mul_scalar_(*buf, o->momentum)) || (st = ff_add_(*buf, upd))) goto done;
         st = ff_axpy_(p, -opt->lr, *buf);
     } else {
@@ -79,19 +72,6 @@ done:
     ff_tensor_release(tmp);
     ff_tensor_release(upd);
     return st;
-}
-
-static ff_status rmsprop_step(ff_optimizer *opt)
-{
-    for (int i = 0; i < opt->n; i++) {
-        ff_tensor *g = ff_grad(opt->params[i]);
-        if (!g) continue;
-        ff_status st = rmsprop_param(opt, i, g);
-        ff_tensor_release(g);
-        if (st) return st;
-        opt->param_steps[i]++;
-    }
-    return FF_OK;
 }
 
 ff_rmsprop_opts ff_rmsprop_defaults(double lr)
@@ -114,7 +94,7 @@ ff_optimizer *ff_rmsprop(ff_tensor *const *params, int n, const ff_rmsprop_opts 
         return ff_set_error(FF_ERR_INVALID, "%s: weight_decay must be >= 0, got %g", fn, o->weight_decay), NULL;
     ff_optimizer *opt = ff_optimizer_alloc("RMSprop", params, n, fn);
     if (!opt) return NULL;
-    opt->step = rmsprop_step;
+    opt->step_param = rmsprop_param;
     opt->lr = o->lr;
     opt->rmsprop = *o;
     return opt;

@@ -53,18 +53,6 @@ done:
     return st;
 }
 
-static ff_status sgd_step(ff_optimizer *opt)
-{
-    for (int i = 0; i < opt->n; i++) {
-        ff_tensor *g = ff_grad(opt->params[i]);
-        if (!g) continue;
-        ff_status st = sgd_param(opt, i, g);
-        ff_tensor_release(g);
-        if (st) return st;
-    }
-    return FF_OK;
-}
-
 ff_sgd_opts ff_sgd_defaults(double lr) { return (ff_sgd_opts){.lr = lr}; }
 
 ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts)
@@ -81,7 +69,7 @@ ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts)
                         o->momentum, o->dampening), NULL;
     ff_optimizer *opt = ff_optimizer_alloc("SGD", params, n, fn);
     if (!opt) return NULL;
-    opt->step = sgd_step;
+    opt->step_param = sgd_param;
     opt->lr = o->lr;
     opt->sgd = *o;
     return opt;

@@ -70,12 +70,25 @@ void ff_optimizer_release(ff_optimizer *opt)
     free(opt);
 }
 
+ff_status ff_optimizer_state_zeros(ff_tensor **slot, const ff_tensor *p)
+{
+    if (!*slot && !(*slot = ff_zeros_like(p))) return ff_nn_failed();
+    return FF_OK;
+}
+
 ff_status ff_optimizer_step(ff_optimizer *opt)
 {
     if (!opt) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_step: optimizer is NULL");
     /* updates are plain in-place arithmetic on leaves: nothing may be recorded */
     bool prev = ff_set_grad_enabled(false);
-    ff_status st = opt->step(opt);
+    ff_status st = FF_OK;
+    for (int i = 0; i < opt->n && !st; i++) {
+        ff_tensor *g = ff_grad(opt->params[i]);
+        if (!g) continue; /* a parameter without a gradient keeps its value and its state */
+        st = opt->step_param(opt, i, g);
+        ff_tensor_release(g);
+        if (!st) opt->param_steps[i]++;
+    }
     ff_set_grad_enabled(prev);
     if (!st) opt->steps++;
     return st;
