@@ -45,16 +45,6 @@ static void set_message(const char *fmt, va_list ap)
     memcpy(tl_msg, tmp, sizeof tl_msg);
 }
 
-ff_status ff_error(ff_status code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    set_message(fmt, ap);
-    va_end(ap);
-    tl_status = code;
-    return code;
-}
-
 ff_status ff_set_error(ff_status code, const char *fmt, ...)
 {
     va_list ap;

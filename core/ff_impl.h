@@ -113,12 +113,9 @@ void ff_storage_bump_version(ff_storage *s);
 extern atomic_long ff_live_tensor_count;
 
 /* ---- errors ------------------------------------------------------------- */
-/* Records a message for this thread and returns code (so `return ff_error(...)` works). */
-ff_status ff_error(ff_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+/* Records a message for this thread and returns code (so `return ff_error(...)` works):
+ * the public ff_set_error under the short name the core has always used. */
+#define ff_error ff_set_error
 /* Used as the backend's host->set_error: keeps the status the core sets afterwards. */
 void ff_error_set_message(const char *fmt, ...);
 /* Prefixes the current message with "fn: " unless it already starts with it. */
