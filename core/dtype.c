@@ -58,14 +58,37 @@ ff_dtype ff_dtype_promote(ff_dtype a, ff_dtype b)
     return width_rank(a) >= width_rank(b) ? a : b;
 }
 
-ff_dtype ff_dtype_promote_scalar(ff_dtype t, double s)
+/* A number counts only when its kind is of a higher category than t (see tensor.h). */
+ff_dtype ff_dtype_promote_number(ff_dtype t, ff_number s)
 {
-    /* A Python-style scalar only matters if it is of a higher category than t. */
-    bool s_is_int = isfinite(s) && floor(s) == s;
-    if (ff_dtype_is_float(t)) return t;
-    if (!s_is_int) return FF_F32;
-    if (t == FF_BOOL) return FF_I64; /* bool + 2 -> integer, as PyTorch (int64) */
-    return t;
+    int cs = s.kind == FF_NUMBER_FLOAT ? 2 : s.kind == FF_NUMBER_INT ? 1 : 0;
+    if (cs <= category(t)) return t;
+    return cs == 2 ? FF_F32 : FF_I64; /* the default dtype of the number's kind */
+}
+
+ff_dtype ff_result_type_n(int n, const ff_tensor *const *ts)
+{
+    bool have_dim = false, have_zero = false;
+    ff_dtype dim = FF_BOOL, zero = FF_BOOL;
+    for (int k = 0; k < n; k++) {
+        if (ts[k]->layout.ndim > 0) {
+            dim = have_dim ? ff_dtype_promote(dim, ts[k]->dtype) : ts[k]->dtype;
+            have_dim = true;
+        } else {
+            zero = have_zero ? ff_dtype_promote(zero, ts[k]->dtype) : ts[k]->dtype;
+            have_zero = true;
+        }
+    }
+    if (!have_dim) return zero;
+    if (!have_zero) return dim;
+    return category(zero) > category(dim) ? zero : dim;
+}
+
+ff_dtype ff_result_type(const ff_tensor *a, const ff_tensor *b)
+{
+    if (a->layout.ndim > 0 && b->layout.ndim > 0) return ff_dtype_promote(a->dtype, b->dtype); /* the common case */
+    const ff_tensor *ts[2] = {a, b};
+    return ff_result_type_n(2, ts);
 }
 
 ff_dtype ff_dtype_to_float(ff_dtype t)

@@ -38,6 +38,21 @@ ff_tensor *ff_ones(int ndim, const int64_t *shape, ff_dtype dtype) { return ff_f
 ff_tensor *ff_scalar_tensor(double value, ff_dtype dtype) { return ff_full(0, NULL, dtype, value); }
 ff_tensor *ff_scalar_on(ff_backend *be, double value, ff_dtype dtype) { return ff_full_on(be, 0, NULL, dtype, value); }
 
+ff_tensor *ff_number_tensor_on(ff_backend *be, ff_number n, ff_dtype dtype)
+{
+    static const char fn[] = "ff_number_tensor_on";
+    if (!be) be = ff_backend_default();
+    if (!be) return NULL;
+    if (n.kind != FF_NUMBER_BOOL && n.kind != FF_NUMBER_INT && n.kind != FF_NUMBER_FLOAT)
+        return ff_error(FF_ERR_INVALID, "%s: invalid number kind %d", fn, (int)n.kind), NULL;
+    ff_tensor *t = ff_tensor_new(be, 0, NULL, dtype, fn);
+    if (t && ff_kernel_fill_number(t, n, fn)) {
+        ff_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
 static ff_tensor *like(const ff_tensor *t, bool fill, double value, const char *fn)
 {
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;

@@ -138,6 +138,8 @@ static inline bool ff_add_overflow_i64(int64_t a, int64_t b, int64_t *out)
  * checks supports(), calls the entry and turns a failure into an error naming fn.
  * Shapes must already be resolved by the caller. dst is written, never reallocated. */
 ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn);
+/* The same for a number: an INT keeps all 64 bits into integer dtypes. */
+ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const char *fn);
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn); /* same shape */
 ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn);
 /* a and b are broadcast to dst's shape here (stride 0), so they may have any
@@ -213,8 +215,8 @@ ff_tensor *ff_sum_to_shape(const ff_tensor *grad, int ndim, const int64_t *shape
 /* ---- creation helpers ---------------------------------------------------- */
 /* A 0-d tensor of dtype on be holding value. */
 ff_tensor *ff_scalar_on(ff_backend *be, double value, ff_dtype dtype);
-/* Result dtype of "tensor op weak-scalar" (see ff_binary_scalar). */
-ff_dtype ff_dtype_promote_scalar(ff_dtype t, double s);
+/* ff_result_type over n tensors (all non-NULL). */
+ff_dtype ff_result_type_n(int n, const ff_tensor *const *ts);
 /* Float dtype ops on integers compute in (f32 for ints/bool, same for floats). */
 ff_dtype ff_dtype_to_float(ff_dtype t);
 

@@ -53,19 +53,37 @@ static ff_status broadcast_to_dst(const ff_tensor *t, const ff_tensor *dst, ff_l
     if (!be) return ff_last_status();                                        \
     ff_clear_error()
 
-ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn)
+/* The backend's fill value for dst's dtype: f for floats; i for integers (NaN -> 0 and
+ * out-of-range doubles saturated, since that conversion is UB in C) and bool (any
+ * non-zero value, NaN included, is true: the same rule as copy). */
+static ff_scalar fill_value(ff_dtype dt, ff_number n)
+{
+    ff_scalar s = {.f = n.kind == FF_NUMBER_FLOAT ? n.f : (double)n.i, .i = n.i};
+    if (n.kind != FF_NUMBER_FLOAT) {
+        if (dt == FF_BOOL) s.i = n.i != 0;
+        return s;
+    }
+    double v = n.f;
+    if (dt == FF_BOOL) s.i = v != 0.0; /* true for NaN */
+    else if (v != v) s.i = 0;
+    else if (v >= 9.2233720368547758e18) s.i = INT64_MAX;
+    else if (v <= -9.2233720368547758e18) s.i = INT64_MIN;
+    else s.i = (int64_t)v;
+    return s;
+}
+
+ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const char *fn)
 {
     BEGIN_KERNEL(1, dst);
     if (!be->vt->supports(be->ctx, FF_KIND_FILL, 0, dst->dtype)) return unsupported(be, fn, "fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
-    ff_scalar s = {.f = value, .i = 0};
-    /* int conversion of NaN/out-of-range doubles is UB in C: clamp first */
-    if (value != value) s.i = 0;
-    else if (value >= 9.2233720368547758e18) s.i = INT64_MAX;
-    else if (value <= -9.2233720368547758e18) s.i = INT64_MIN;
-    else s.i = (int64_t)value;
-    return finish(be->vt->fill(be->ctx, &v, s), dst, fn);
+    return finish(be->vt->fill(be->ctx, &v, fill_value(dst->dtype, value)), dst, fn);
+}
+
+ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn)
+{
+    return ff_kernel_fill_number(dst, ff_number_float(value), fn);
 }
 
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn)

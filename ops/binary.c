@@ -9,10 +9,12 @@
 static const char *const binary_names[FF_BINARY_COUNT] = {
     "ff_add", "ff_sub", "ff_mul", "ff_div", "ff_pow", "ff_maximum", "ff_minimum",
     "ff_fmod", "ff_eq", "ff_ne", "ff_lt", "ff_le", "ff_gt", "ff_ge",
-    "ff_logical_and", "ff_logical_or", "ff_logical_xor",
+    "ff_logical_and", "ff_logical_or", "ff_logical_xor", "ff_bitwise_and", "ff_bitwise_or", "ff_bitwise_xor",
 };
 
-static bool writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+static bool writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
+
+static bool is_bitwise(ff_binary_op op) { return op >= FF_BINARY_BITWISE_AND && op <= FF_BINARY_BITWISE_XOR; }
 
 /* The dtype the kernel computes in, given the promoted input dtype. */
 static ff_dtype compute_dtype(ff_binary_op op, ff_dtype promoted)
@@ -66,12 +68,12 @@ static ff_status div_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     if (!a || !b) return ff_last_status();
     ff_status st = FF_OK;
     if (n->needs_grad[0]) st = put(n, 0, ff_div(g, b), gi);
-    if (!st && n->needs_grad[1]) { /* -g * a / b^2 */
-        ff_tensor *ga = ff_mul(g, a), *b2 = ff_square(b), *q = ga && b2 ? ff_div(ga, b2) : NULL;
-        st = put(n, 1, q ? ff_neg(q) : NULL, gi);
-        ff_tensor_release(ga);
-        ff_tensor_release(b2);
+    if (!st && n->needs_grad[1]) { /* -g * (a / b) / b: b * b would underflow for tiny b (PyTorch's order) */
+        ff_tensor *ab = ff_div(a, b), *q = ab ? ff_div(ab, b) : NULL, *gq = q ? ff_mul(g, q) : NULL;
+        st = put(n, 1, gq ? ff_neg(gq) : NULL, gi);
+        ff_tensor_release(ab);
         ff_tensor_release(q);
+        ff_tensor_release(gq);
     }
     return st;
 }
@@ -81,13 +83,17 @@ static ff_status pow_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
     if (!a || !b) return ff_last_status();
     ff_status st = FF_OK;
-    if (n->needs_grad[0]) { /* g * b * a^(b-1) */
+    if (n->needs_grad[0]) { /* g * b * a^(b-1), taken as 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch) */
         ff_tensor *bm1 = ff_sub_scalar(b, 1.0), *p = bm1 ? ff_pow(a, bm1) : NULL;
-        ff_tensor *bp = p ? ff_mul(b, p) : NULL;
-        st = put(n, 0, bp ? ff_mul(g, bp) : NULL, gi);
+        ff_tensor *bp = p ? ff_mul(b, p) : NULL, *b0 = bp ? ff_binary_scalar(FF_BINARY_EQ, b, 0.0) : NULL;
+        ff_tensor *z = b0 ? ff_zeros_like(bp) : NULL, *safe = z ? ff_where(b0, z, bp) : NULL;
+        st = put(n, 0, safe ? ff_mul(g, safe) : NULL, gi);
         ff_tensor_release(bm1);
         ff_tensor_release(p);
         ff_tensor_release(bp);
+        ff_tensor_release(b0);
+        ff_tensor_release(z);
+        ff_tensor_release(safe);
     }
     if (!st && n->needs_grad[1]) { /* g * a^b * log(a), taken as 0 where a == 0 (as PyTorch) */
         ff_tensor *p = ff_pow(a, b), *la = ff_log(a), *t = p && la ? ff_mul(p, la) : NULL;
@@ -177,6 +183,9 @@ static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tens
     int64_t shape[FF_MAX_DIMS];
     if (ff_broadcast_shapes(a->layout.ndim, a->layout.shape, b->layout.ndim, b->layout.shape, &nd, shape, fn))
         return NULL;
+    if (is_bitwise(op) && ff_dtype_is_float(cdt))
+        return ff_error(FF_ERR_INVALID, "%s: bitwise ops take integer or bool tensors, got %s and %s", fn,
+                        ff_dtype_name(a->dtype), ff_dtype_name(b->dtype)), NULL;
     ff_tensor *ca = ff_op_cast(a, cdt, fn), *cb = ca ? ff_op_cast(b, cdt, fn) : NULL;
     ff_tensor *out = cb ? ff_tensor_new(be, nd, shape, writes_bool(op) ? FF_BOOL : cdt, fn) : NULL;
     if (out && ff_kernel_binary(op, out, ca, cb, fn)) {
@@ -194,35 +203,49 @@ static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tens
     return out;
 }
 
+ff_tensor *ff_op_binary_in(ff_binary_op op, const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn)
+{
+    return binary_impl(op, a, b, cdt, fn);
+}
+
 ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b)
 {
     static const char fn[] = "ff_binary";
     if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op), NULL;
     if (!a || !b) return ff_error(FF_ERR_INVALID, "%s: NULL operand", binary_names[op]), NULL;
-    ff_dtype cdt = compute_dtype(op, ff_dtype_promote(a->dtype, b->dtype));
-    return binary_impl(op, a, b, cdt, binary_names[op]);
+    return binary_impl(op, a, b, compute_dtype(op, ff_result_type(a, b)), binary_names[op]);
+}
+
+ff_tensor *ff_binary_number(ff_binary_op op, const ff_tensor *a, ff_number s)
+{
+    if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "ff_binary_number: invalid op %d", (int)op), NULL;
+    if (!a) return ff_error(FF_ERR_INVALID, "%s: NULL operand", binary_names[op]), NULL;
+    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_number(a->dtype, s));
+    ff_tensor *st = ff_number_tensor_on(a->storage->backend, s, cdt);
+    ff_tensor *r = st ? binary_impl(op, a, st, cdt, binary_names[op]) : NULL;
+    ff_tensor_release(st);
+    return r;
+}
+
+ff_tensor *ff_rbinary_number(ff_binary_op op, ff_number s, const ff_tensor *b)
+{
+    if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "ff_rbinary_number: invalid op %d", (int)op), NULL;
+    if (!b) return ff_error(FF_ERR_INVALID, "%s: NULL operand", binary_names[op]), NULL;
+    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_number(b->dtype, s));
+    ff_tensor *st = ff_number_tensor_on(b->storage->backend, s, cdt);
+    ff_tensor *r = st ? binary_impl(op, st, b, cdt, binary_names[op]) : NULL;
+    ff_tensor_release(st);
+    return r;
 }
 
 ff_tensor *ff_binary_scalar(ff_binary_op op, const ff_tensor *a, double s)
 {
-    if (!a) return ff_error(FF_ERR_INVALID, "ff_binary_scalar: NULL operand"), NULL;
-    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_scalar(a->dtype, s));
-    ff_tensor *st = ff_op_scalar_like(a, s, cdt);
-    if (!st) return NULL;
-    ff_tensor *r = binary_impl(op, a, st, cdt, "ff_binary_scalar");
-    ff_tensor_release(st);
-    return r;
+    return ff_binary_number(op, a, ff_number_float(s));
 }
 
 ff_tensor *ff_rbinary_scalar(ff_binary_op op, double s, const ff_tensor *b)
 {
-    if (!b) return ff_error(FF_ERR_INVALID, "ff_rbinary_scalar: NULL operand"), NULL;
-    ff_dtype cdt = compute_dtype(op, ff_dtype_promote_scalar(b->dtype, s));
-    ff_tensor *st = ff_op_scalar_like(b, s, cdt);
-    if (!st) return NULL;
-    ff_tensor *r = binary_impl(op, st, b, cdt, "ff_rbinary_scalar");
-    ff_tensor_release(st);
-    return r;
+    return ff_rbinary_number(op, ff_number_float(s), b);
 }
 
 #define BINARY_FN(name, OP)                                                                                   \
@@ -244,6 +267,9 @@ BINARY_FN(ge, FF_BINARY_GE)
 BINARY_FN(logical_and, FF_BINARY_LOGICAL_AND)
 BINARY_FN(logical_or, FF_BINARY_LOGICAL_OR)
 BINARY_FN(logical_xor, FF_BINARY_LOGICAL_XOR)
+BINARY_FN(bitwise_and, FF_BINARY_BITWISE_AND)
+BINARY_FN(bitwise_or, FF_BINARY_BITWISE_OR)
+BINARY_FN(bitwise_xor, FF_BINARY_BITWISE_XOR)
 
 ff_tensor *ff_add_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_ADD, a, s); }
 ff_tensor *ff_sub_scalar(const ff_tensor *a, double s) { return ff_binary_scalar(FF_BINARY_SUB, a, s); }

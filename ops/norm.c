@@ -1,6 +1,8 @@
 /* layer_norm and batch_norm, composed from mean, sub, square, rsqrt, mul and add, so
  * their gradients (including through the batch statistics) come from autograd. The
- * variance is the two-pass mean((x - mean)^2), biased, as PyTorch normalizes with. */
+ * variance is the two-pass mean((x - mean)^2), biased, as PyTorch normalizes with.
+ * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
+ * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). */
 #include <stdio.h>
 
 #include "expr.h"
@@ -23,6 +25,12 @@ static const char *shape_str(const ff_tensor *t, char *buf, size_t cap)
         used += (size_t)snprintf(buf + used, cap - used, "%s%lld", d ? ", " : "", (long long)t->layout.shape[d]);
     if (used < cap) snprintf(buf + used, cap - used, "]");
     return buf;
+}
+
+/* x in the dtype its statistics are computed in: f64 for f32 (tracked cast). */
+static ff_tensor *widen(const ff_tensor *x, const char *fn)
+{
+    return ff_op_cast(x, x->dtype == FF_F32 ? FF_F64 : x->dtype, fn);
 }
 
 static ff_status check_float(const ff_tensor *x, const ff_tensor *const *others, int n, const char *fn)
@@ -56,13 +64,15 @@ ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight,
     int axes[FF_MAX_DIMS];
     for (int k = 0; k < nnorm; k++) axes[k] = nd - nnorm + k;
     ff_expr e = {0};
-    ff_tensor *mean = FF_EX(&e, ff_mean(x, nnorm, axes, true));
-    ff_tensor *xc = FF_EX(&e, ff_sub(x, mean));
+    ff_tensor *xs = FF_EX(&e, widen(x, fn));
+    ff_tensor *mean = FF_EX(&e, ff_mean(xs, nnorm, axes, true));
+    ff_tensor *xc = FF_EX(&e, ff_sub(xs, mean));
     ff_tensor *sq = FF_EX(&e, ff_square(xc));
     ff_tensor *var = FF_EX(&e, ff_mean(sq, nnorm, axes, true));
     ff_tensor *ve = FF_EX(&e, ff_add_scalar(var, eps));
     ff_tensor *inv = FF_EX(&e, ff_rsqrt(ve));
     ff_tensor *y = FF_EX(&e, ff_mul(xc, inv));
+    y = FF_EX(&e, ff_op_cast(y, x->dtype, fn));
     if (weight) y = FF_EX(&e, ff_mul(y, weight));
     if (bias) y = FF_EX(&e, ff_add(y, bias));
     ff_tensor *r = ff_expr_result(&e, y);
@@ -72,7 +82,9 @@ ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight,
 }
 
 /* Blends the batch statistics (keepdim form) into the running pair, in place, under
- * no-grad. The new values are computed first so a failure leaves both untouched. */
+ * no-grad: r = (1 - momentum) r + momentum s, PyTorch's formula (an infinite running
+ * value stays infinite; lerp's r + m (s - r) would make it NaN). The new values are
+ * computed first so a failure leaves both untouched. */
 static ff_status update_running(ff_tensor *rm, ff_tensor *rv, const ff_tensor *mean, const ff_tensor *var,
                                 int64_t count, double momentum)
 {
@@ -82,8 +94,10 @@ static ff_status update_running(ff_tensor *rm, ff_tensor *rv, const ff_tensor *m
     ff_tensor *m1 = FF_EX(&e, ff_reshape(mean, 1, &c));
     ff_tensor *v1 = FF_EX(&e, ff_reshape(var, 1, &c));
     ff_tensor *vu = FF_EX(&e, ff_mul_scalar(v1, (double)count / (double)(count - 1))); /* unbiased */
-    ff_tensor *nm = FF_EX(&e, ff_lerp(rm, m1, momentum));
-    ff_tensor *nv = FF_EX(&e, ff_lerp(rv, vu, momentum));
+    ff_tensor *km = FF_EX(&e, ff_mul_scalar(rm, 1.0 - momentum)), *sm = FF_EX(&e, ff_mul_scalar(m1, momentum));
+    ff_tensor *kv = FF_EX(&e, ff_mul_scalar(rv, 1.0 - momentum)), *sv = FF_EX(&e, ff_mul_scalar(vu, momentum));
+    ff_tensor *nm = FF_EX(&e, ff_add(km, sm));
+    ff_tensor *nv = FF_EX(&e, ff_add(kv, sv));
     ff_status st = e.failed ? ff_last_status() : ff_copy_(rm, nm);
     if (!st) st = ff_copy_(rv, nv);
     ff_expr_free(&e);
@@ -127,20 +141,21 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         if (d != 1) axes[na++] = d;
     }
     ff_expr e = {0};
-    ff_tensor *mean, *var;
+    ff_tensor *mean, *var, *xs = FF_EX(&e, widen(x, fn));
     if (training) {
-        mean = FF_EX(&e, ff_mean(x, na, axes, true));
-        ff_tensor *xc0 = FF_EX(&e, ff_sub(x, mean));
+        mean = FF_EX(&e, ff_mean(xs, na, axes, true));
+        ff_tensor *xc0 = FF_EX(&e, ff_sub(xs, mean));
         ff_tensor *sq = FF_EX(&e, ff_square(xc0));
         var = FF_EX(&e, ff_mean(sq, na, axes, true));
     } else {
         mean = FF_EX(&e, ff_reshape(running_mean, nd, bshape));
         var = FF_EX(&e, ff_reshape(running_var, nd, bshape));
     }
-    ff_tensor *xc = FF_EX(&e, ff_sub(x, mean));
+    ff_tensor *xc = FF_EX(&e, ff_sub(xs, mean));
     ff_tensor *ve = FF_EX(&e, ff_add_scalar(var, eps));
     ff_tensor *inv = FF_EX(&e, ff_rsqrt(ve));
     ff_tensor *y = FF_EX(&e, ff_mul(xc, inv));
+    y = FF_EX(&e, ff_op_cast(y, x->dtype, fn));
     if (weight) {
         ff_tensor *wb = FF_EX(&e, ff_reshape(weight, nd, bshape));
         y = FF_EX(&e, ff_mul(y, wb));

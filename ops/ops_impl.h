@@ -27,6 +27,10 @@ ff_status ff_axes_mask(int ndim, int naxes, const int *axes, uint32_t *mask, con
 /* Shape of a reduction: keepdim form (size 1 on reduced axes) and the squeezed form. */
 void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, int *out_ndim, int64_t *out_shape);
 
+/* a op b computed in dtype cdt (both cast to it; comparisons write bool), skipping
+ * ff_binary's promotion: e.g. integer DIV, which truncates, for floor_divide. */
+ff_tensor *ff_op_binary_in(ff_binary_op op, const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn);
+
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
 

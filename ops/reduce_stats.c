@@ -1,7 +1,11 @@
 /* Statistics built from the basic reductions: var, std, logsumexp, norm. var, std and
  * logsumexp are compositions of differentiable ops (so their gradients, higher orders
  * included, come from the pieces); norm records its own node so the gradient at a zero
- * norm is 0 rather than NaN, as PyTorch. Integer inputs are promoted to f32. */
+ * norm is 0 rather than NaN, as PyTorch. Integer inputs give f32 results.
+ *
+ * var, std and norm accumulate f32 (and integer) inputs in f64, as PyTorch's CPU
+ * kernels do: the squares of f32 values overflow f32 (std of [1e20, -1e20, 0] would be
+ * inf) long before the statistic does. The result is rounded once to f32. */
 #include <math.h>
 
 #include "expr.h"
@@ -10,6 +14,12 @@
 static ff_tensor *as_float(ff_expr *e, const ff_tensor *x, const char *fn)
 {
     return FF_EX(e, ff_op_cast(x, ff_dtype_to_float(x->dtype), fn));
+}
+
+/* x as f64 for accumulation (a tracked cast, or x itself). */
+static ff_tensor *as_f64(ff_expr *e, const ff_tensor *x, const char *fn)
+{
+    return FF_EX(e, ff_op_cast(x, FF_F64, fn));
 }
 
 /* Squeezes the axes in mask out of a keepdim-form result (tracked), unless keepdim. */
@@ -23,37 +33,57 @@ static ff_tensor *finish_keepdim(ff_expr *e, ff_tensor *r, const ff_tensor *x, u
 }
 
 /* ---- var / std -------------------------------------------------------------------- */
-/* sum((x - mean)^2) / (N - correction); N - correction <= 0 divides by 0 (inf or NaN),
- * as PyTorch. */
+/* sum((x - mean)^2) / (N - correction) in f64; N - correction <= 0 divides by 0 (inf or
+ * NaN), as PyTorch. */
+static ff_tensor *var_f64(ff_expr *e, const ff_tensor *x, int naxes, const int *axes, int64_t correction,
+                          bool keepdim, const char *fn)
+{
+    uint32_t mask;
+    int64_t count;
+    if (ff_reduce_axes(x, naxes, axes, &mask, &count, fn)) return e->failed = true, NULL;
+    if (correction < 0) {
+        ff_error(FF_ERR_INVALID, "%s: correction must be >= 0, got %lld", fn, (long long)correction);
+        return e->failed = true, NULL;
+    }
+    ff_tensor *xd = as_f64(e, x, fn);
+    ff_tensor *mu = FF_EX(e, ff_mean(xd, naxes, axes, true));
+    ff_tensor *d = FF_EX(e, ff_sub(xd, mu));
+    d = FF_EX(e, ff_square(d));
+    ff_tensor *s = FF_EX(e, ff_sum(d, naxes, axes, keepdim));
+    double denom = count > correction ? (double)(count - correction) : 0.0;
+    return FF_EX(e, ff_div_scalar(s, denom));
+}
+
 ff_tensor *ff_var(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim)
 {
     static const char fn[] = "ff_var";
-    uint32_t mask;
-    int64_t count;
-    if (ff_reduce_axes(x, naxes, axes, &mask, &count, fn)) return NULL;
-    if (correction < 0) return ff_error(FF_ERR_INVALID, "%s: correction must be >= 0, got %lld", fn, (long long)correction), NULL;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
     ff_expr e = {0};
-    ff_tensor *xf = as_float(&e, x, fn);
-    ff_tensor *mu = FF_EX(&e, ff_mean(xf, naxes, axes, true));
-    ff_tensor *d = FF_EX(&e, ff_sub(xf, mu));
-    d = FF_EX(&e, ff_square(d));
-    ff_tensor *s = FF_EX(&e, ff_sum(d, naxes, axes, keepdim));
-    double denom = count > correction ? (double)(count - correction) : 0.0;
-    ff_tensor *v = FF_EX(&e, ff_div_scalar(s, denom));
+    ff_tensor *v = var_f64(&e, x, naxes, axes, correction, keepdim, fn);
+    v = FF_EX(&e, ff_op_cast(v, ff_dtype_to_float(x->dtype), fn));
     ff_tensor *r = ff_expr_result(&e, v);
     ff_expr_free(&e);
     return r;
 }
 
+/* sqrt(var), with the gradient taken as 0 where var == 0 (a constant row), as PyTorch:
+ * sqrt's derivative is infinite there and var's is 0, and 0 * inf would poison every
+ * gradient upstream with NaN. */
 ff_tensor *ff_std(const ff_tensor *x, int naxes, const int *axes, int64_t correction, bool keepdim)
 {
-    ff_tensor *v = ff_var(x, naxes, axes, correction, keepdim);
-    if (!v) {
-        ff_error_prefix("ff_std");
-        return NULL;
-    }
-    ff_tensor *r = ff_sqrt(v);
-    ff_tensor_release(v);
+    static const char fn[] = "ff_std";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    ff_expr e = {0};
+    ff_tensor *v = var_f64(&e, x, naxes, axes, correction, keepdim, fn);
+    ff_tensor *v0 = FF_EX(&e, ff_binary_scalar(FF_BINARY_EQ, v, 0.0));
+    ff_tensor *one = FF_EX(&e, ff_op_scalar_like(x, 1.0, FF_F64));
+    ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(x, 0.0, FF_F64));
+    ff_tensor *safe = FF_EX(&e, ff_where(v0, one, v));
+    ff_tensor *sd = FF_EX(&e, ff_sqrt(safe));
+    sd = FF_EX(&e, ff_where(v0, zero, sd));
+    sd = FF_EX(&e, ff_op_cast(sd, ff_dtype_to_float(x->dtype), fn));
+    ff_tensor *r = ff_expr_result(&e, sd);
+    ff_expr_free(&e);
     return r;
 }
 
@@ -92,7 +122,8 @@ ff_tensor *ff_logsumexp(const ff_tensor *x, int naxes, const int *axes, bool kee
 /* ---- norm ------------------------------------------------------------------------- */
 /* ||x||_p = (sum |x|^p)^(1/p) over the axes. p = 1, +-inf and 0 are compositions
  * (sum |x|, max/min |x|, count of non-zeros: no gradient); any other p records "norm"
- * with d/dx = sign(x) |x|^(p-1) / y^(p-1) (x / y for p = 2), taken as 0 where y = 0. */
+ * with d/dx = sign(x) |x|^(p-1) / y^(p-1) (x / y for p = 2), taken as 0 where y = 0
+ * and, for p != 2, where x = 0. Computed in f64, rounded once to the result dtype. */
 static ff_tensor *norm_forward(const ff_tensor *xf, double p, int naxes, const int *axes, bool keepdim)
 {
     ff_expr e = {0};
@@ -135,6 +166,10 @@ static ff_status norm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         a = FF_EX(&e, ff_pow_scalar(a, p - 1.0));
         ff_tensor *s = FF_EX(&e, ff_sign(x));
         num = FF_EX(&e, ff_mul(s, a));
+        /* 0 where x == 0: |0|^(p-1) is inf for p < 1, and sign(0) * inf is NaN (PyTorch masks it) */
+        ff_tensor *x0 = FF_EX(&e, ff_binary_scalar(FF_BINARY_EQ, x, 0.0));
+        ff_tensor *z = FF_EX(&e, ff_op_scalar_like(x, 0.0, x->dtype));
+        num = FF_EX(&e, ff_where(x0, z, num));
         den = FF_EX(&e, ff_pow_scalar(y, p - 1.0));
     }
     ff_tensor *y0 = FF_EX(&e, ff_binary_scalar(FF_BINARY_EQ, y, 0.0));
@@ -156,7 +191,8 @@ ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, boo
     if (ff_reduce_axes(x, naxes, axes, &mask, NULL, fn)) return NULL;
     if (isnan(p)) return ff_error(FF_ERR_INVALID, "%s: p is NaN", fn), NULL;
     ff_expr e = {0};
-    ff_tensor *xf = as_float(&e, x, fn), *r = NULL;
+    ff_dtype out_dt = ff_dtype_to_float(x->dtype);
+    ff_tensor *xf = as_f64(&e, x, fn), *r = NULL;
     if (p == 1.0) {
         ff_tensor *a = FF_EX(&e, ff_abs(xf));
         r = FF_EX(&e, ff_sum(a, naxes, axes, keepdim));
@@ -171,18 +207,18 @@ ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, boo
         bool prev = ff_set_grad_enabled(false);
         r = FF_EX(&e, norm_forward(xf, p, naxes, axes, keepdim));
         ff_set_grad_enabled(prev);
-        ff_tensor *out = ff_expr_result(&e, r);
-        if (out) {
-            const ff_tensor *save[2] = {xf, out};
-            ff_node *node = ff_op_record_node(&out, "norm", norm_backward, 1, &x, 2, save);
+        if (r) {
+            const ff_tensor *save[2] = {xf, r};
+            ff_tensor *rn = ff_tensor_retain(r);
+            ff_node *node = ff_op_record_node(&rn, "norm", norm_backward, 1, (const ff_tensor *const *)&xf, 2, save);
             if (node) {
                 node->ip[0] = mask;
                 node->dp[0] = p;
             }
+            r = FF_EX(&e, rn);
         }
-        ff_expr_free(&e);
-        return out;
     }
+    r = FF_EX(&e, ff_op_cast(r, out_dt, fn));
     ff_tensor *out = ff_expr_result(&e, r);
     ff_expr_free(&e);
     return out;

@@ -12,7 +12,7 @@ static const char *const unary_names[FF_UNARY_COUNT] = {
     "ff_neg", "ff_abs", "ff_sign", "ff_exp", "ff_log", "ff_log1p", "ff_expm1",
     "ff_sqrt", "ff_rsqrt", "ff_square", "ff_reciprocal", "ff_sin", "ff_cos", "ff_tanh",
     "ff_sigmoid", "ff_relu", "ff_gelu_tanh", "ff_gelu", "ff_silu", "ff_softplus", "ff_floor",
-    "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf",
+    "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf", "ff_bitwise_not",
 };
 
 static bool writes_bool(ff_unary_op op)
@@ -25,7 +25,7 @@ static bool keeps_dtype(ff_unary_op op)
 {
     switch (op) {
     case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU:
-    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND:
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_BITWISE_NOT:
         return true;
     default:
         return writes_bool(op);
@@ -69,7 +69,13 @@ static ff_tensor *local_derivative(ff_expr *e, ff_node *n, ff_unary_op op, const
 {
     ff_tensor *y = uses_output(op) ? node_output(e, n, op, x) : NULL, *t, *u;
     switch (op) {
-    case FF_UNARY_ABS: return FF_EX(e, ff_sign(x));
+    case FF_UNARY_ABS: { /* sign(x), with 0 at NaN as well as at 0 (PyTorch's sgn) */
+        ff_tensor *pos = FF_EX(e, ff_binary_scalar(FF_BINARY_GT, x, 0.0));
+        ff_tensor *neg = FF_EX(e, ff_binary_scalar(FF_BINARY_LT, x, 0.0));
+        pos = FF_EX(e, ff_astype(pos, x->dtype));
+        neg = FF_EX(e, ff_astype(neg, x->dtype));
+        return FF_EX(e, ff_sub(pos, neg));
+    }
     case FF_UNARY_EXP: return y;
     case FF_UNARY_LOG: return FF_EX(e, ff_reciprocal(x));
     case FF_UNARY_LOG1P: t = FF_EX(e, ff_add_scalar(x, 1.0)); return FF_EX(e, ff_reciprocal(t));
@@ -143,10 +149,10 @@ static ff_status unary_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         r = FF_EX(&e, ff_zeros_like(x));
         break;
     case FF_UNARY_NEG: r = FF_EX(&e, ff_neg(g)); break;
-    case FF_UNARY_RELU: { /* g where x > 0, else 0 (also 0 at x == 0, as PyTorch) */
-        ff_tensor *pos = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, x, 0.0));
+    case FF_UNARY_RELU: { /* 0 where x <= 0 (x == 0 included), else g (NaN included), as PyTorch */
+        ff_tensor *off = FF_EX(&e, ff_binary_scalar(FF_BINARY_LE, x, 0.0));
         ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(g, 0.0, g->dtype));
-        r = FF_EX(&e, ff_where(pos, g, zero));
+        r = FF_EX(&e, ff_where(off, zero, g));
         break;
     }
     default: {
@@ -169,6 +175,9 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
     if (op == FF_UNARY_NEG && x->dtype == FF_BOOL)
         return ff_error(FF_ERR_INVALID, "%s: negation of a bool tensor is not supported; use ff_logical_not", fn),
                NULL;
+    if (op == FF_UNARY_BITWISE_NOT && ff_dtype_is_float(x->dtype))
+        return ff_error(FF_ERR_INVALID, "%s: bitwise not takes an integer or bool tensor, got %s", fn,
+                        ff_dtype_name(x->dtype)), NULL;
     ff_dtype cdt = keeps_dtype(op) ? x->dtype : ff_dtype_to_float(x->dtype);
     ff_tensor *cx = ff_op_cast(x, cdt, fn);
     if (!cx) return NULL;
@@ -214,6 +223,7 @@ UNARY_FN(round, FF_UNARY_ROUND)
 UNARY_FN(isnan, FF_UNARY_ISNAN)
 UNARY_FN(isinf, FF_UNARY_ISINF)
 UNARY_FN(logical_not, FF_UNARY_LOGICAL_NOT)
+UNARY_FN(bitwise_not, FF_UNARY_BITWISE_NOT)
 
 ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx)
 {

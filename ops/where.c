@@ -1,5 +1,6 @@
-/* where, clip, lerp. where is a backend kernel with its own gradient; clip and lerp
- * are compositions of differentiable ops. */
+/* where, clamp/clip, lerp. where is a backend kernel with its own gradient; clamp is a
+ * composition of where with its own gradient (PyTorch's masks); lerp is a composition
+ * of differentiable ops. */
 #include <math.h>
 
 #include "expr.h"
@@ -34,7 +35,7 @@ ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *
     if (ff_broadcast_shapes(cond->layout.ndim, cond->layout.shape, a->layout.ndim, a->layout.shape, &n1, s1, fn) ||
         ff_broadcast_shapes(n1, s1, b->layout.ndim, b->layout.shape, &nd, shape, fn))
         return NULL;
-    ff_dtype dt = ff_dtype_promote(a->dtype, b->dtype);
+    ff_dtype dt = ff_result_type(a, b);
     ff_tensor *cc = ff_op_cast(cond, FF_BOOL, fn);
     ff_tensor *ca = cc ? ff_op_cast(a, dt, fn) : NULL, *cb = ca ? ff_op_cast(b, dt, fn) : NULL;
     ff_tensor *out = cb ? ff_tensor_new(be, nd, shape, dt, fn) : NULL;
@@ -52,46 +53,132 @@ ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *
     return out;
 }
 
-/* x clamped to [lo, hi]: where(x < lo, lo, x), then where(> hi, hi, .). The gradient
- * passes exactly where lo <= x <= hi (PyTorch's clamp); lo > hi gives hi everywhere
- * (as min(max(x, lo), hi)); NaN stays NaN; an infinite bound is no bound (so it does
- * not promote an integer tensor to float). */
+/* The gradient of clamp, PyTorch's masks: x gets g where lo <= x <= hi (so nowhere
+ * for NaN x); lo where x < lo and lo < hi; hi where x > hi or hi < lo. Saved: x, then
+ * lo and hi when given (ip[0], ip[1]), all in the compute dtype. */
+static ff_status clamp_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *x = ff_node_saved(n, 0);
+    const ff_tensor *lo = n->ip[0] ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *hi = n->ip[1] ? ff_node_saved(n, n->ip[0] ? 2 : 1) : NULL;
+    if (!x || (n->ip[0] && !lo) || (n->ip[1] && !hi)) return ff_last_status();
+    ff_expr e = {0};
+    ff_tensor *mask[3] = {NULL, NULL, NULL}; /* for x, lo, hi */
+    ff_tensor *ge_lo = lo ? FF_EX(&e, ff_ge(x, lo)) : NULL, *le_hi = hi ? FF_EX(&e, ff_le(x, hi)) : NULL;
+    mask[0] = ge_lo && le_hi ? FF_EX(&e, ff_logical_and(ge_lo, le_hi)) : ge_lo ? ge_lo : le_hi;
+    if (lo) {
+        mask[1] = FF_EX(&e, ff_lt(x, lo));
+        if (hi) {
+            ff_tensor *ordered = FF_EX(&e, ff_lt(lo, hi));
+            mask[1] = FF_EX(&e, ff_logical_and(mask[1], ordered));
+        }
+    }
+    if (hi) {
+        mask[2] = FF_EX(&e, ff_gt(x, hi));
+        if (lo) {
+            ff_tensor *crossed = FF_EX(&e, ff_lt(hi, lo));
+            mask[2] = FF_EX(&e, ff_logical_or(mask[2], crossed));
+        }
+    }
+    ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(g, 0.0, g->dtype));
+    for (int k = 0, input = 0; k < 3; k++) {
+        if (k > 0 && !n->ip[k - 1]) continue;
+        const ff_tensor *inp = n->inputs[input];
+        if (n->needs_grad[input++]) {
+            ff_tensor *w = FF_EX(&e, ff_where(mask[k], g, zero));
+            ff_tensor *r = FF_EX(&e, ff_sum_to_shape(w, inp->layout.ndim, inp->layout.shape));
+            gi[input - 1] = ff_expr_result(&e, r);
+        }
+    }
+    ff_status st = e.failed ? ff_last_status() : FF_OK;
+    ff_expr_free(&e);
+    return st;
+}
+
+/* min(max(x, lo), hi) with where(), so NaN in x stays NaN: where(x < lo, lo, x), then
+ * where(. > hi, hi, .). Bounds are tensors that broadcast with x (NULL: none); the
+ * dtype is the result type of all three (0-d bounds are weak, see ff_result_type). */
+ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi)
+{
+    static const char fn[] = "ff_clamp";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    const ff_tensor *all[3] = {x, lo, hi};
+    int nall = 0;
+    const ff_tensor *given[3];
+    for (int k = 0; k < 3; k++)
+        if (all[k]) given[nall++] = all[k];
+    if (!ff_common_backend(nall, given, fn)) return NULL;
+    ff_dtype dt = ff_result_type_n(nall, given);
+    bool prev = ff_set_grad_enabled(false); /* the forward is a composition; clamp_backward is the gradient */
+    ff_expr e = {0};
+    ff_tensor *r = FF_EX(&e, ff_op_cast(x, dt, fn));
+    ff_tensor *xs = r, *los = NULL, *his = NULL;
+    if (lo) {
+        los = FF_EX(&e, ff_op_cast(lo, dt, fn));
+        ff_tensor *below = FF_EX(&e, ff_lt(r, los));
+        r = FF_EX(&e, ff_where(below, los, r));
+    }
+    if (hi) {
+        his = FF_EX(&e, ff_op_cast(hi, dt, fn));
+        ff_tensor *above = FF_EX(&e, ff_gt(r, his));
+        r = FF_EX(&e, ff_where(above, his, r));
+    }
+    if (!lo && !hi) r = FF_EX(&e, ff_clone(r)); /* still a new tensor, as every op returns */
+    ff_set_grad_enabled(prev);
+    ff_tensor *out = ff_expr_result(&e, r);
+    if (out && ff_dtype_is_float(dt)) {
+        const ff_tensor *ins[3], *save[3];
+        int ni = 0;
+        save[0] = xs;
+        ins[ni++] = x;
+        if (lo) { ins[ni] = lo; save[ni++] = los; }
+        if (hi) { ins[ni] = hi; save[ni++] = his; }
+        ff_node *node = ff_op_record_node(&out, "clamp", clamp_backward, ni, ins, ni, save);
+        if (node) {
+            node->ip[0] = lo != NULL;
+            node->ip[1] = hi != NULL;
+        }
+    }
+    ff_expr_free(&e);
+    return out;
+}
+
+/* Float bounds (float numbers: an integer x gives f32, as PyTorch's clamp with float
+ * bounds); an infinite bound clamps nothing. */
 ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi)
 {
     static const char fn[] = "ff_clip";
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
     if (isnan(lo) || isnan(hi)) return ff_error(FF_ERR_INVALID, "%s: NaN bound", fn), NULL;
-    bool has_lo = !isinf(lo) || lo > 0, has_hi = !isinf(hi) || hi < 0;
-    ff_dtype dt = x->dtype;
-    if (has_lo) dt = ff_dtype_promote_scalar(dt, lo);
-    if (has_hi) dt = ff_dtype_promote_scalar(dt, hi);
-    ff_expr e = {0};
-    ff_tensor *r = FF_EX(&e, ff_op_cast(x, dt, fn));
-    if (has_lo) {
-        ff_tensor *below = FF_EX(&e, ff_binary_scalar(FF_BINARY_LT, r, lo));
-        ff_tensor *sl = FF_EX(&e, ff_op_scalar_like(x, lo, dt));
-        r = FF_EX(&e, ff_where(below, sl, r));
+    ff_dtype dt = ff_dtype_promote_number(x->dtype, ff_number_float(lo));
+    ff_backend *be = x->storage->backend;
+    ff_tensor *tl = isinf(lo) && lo < 0 ? NULL : ff_number_tensor_on(be, ff_number_float(lo), dt);
+    ff_tensor *th = isinf(hi) && hi > 0 ? NULL : ff_number_tensor_on(be, ff_number_float(hi), dt);
+    ff_tensor *out = NULL;
+    if ((tl || (isinf(lo) && lo < 0)) && (th || (isinf(hi) && hi > 0))) {
+        ff_tensor *xc = ff_op_cast(x, dt, fn);
+        out = xc ? ff_clamp(xc, tl, th) : NULL;
+        ff_tensor_release(xc);
     }
-    if (has_hi) {
-        ff_tensor *above = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, r, hi));
-        ff_tensor *sh = FF_EX(&e, ff_op_scalar_like(x, hi, dt));
-        r = FF_EX(&e, ff_where(above, sh, r));
-    }
-    /* no bound at all: still a new tensor (every op returns one) */
-    if (!has_lo && !has_hi) r = FF_EX(&e, ff_clone(r));
-    ff_tensor *out = ff_expr_result(&e, r);
-    ff_expr_free(&e);
+    ff_tensor_release(tl);
+    ff_tensor_release(th);
     return out;
 }
 
-/* a + w (b - a) */
+/* a + w (b - a) for |w| < 0.5, else b - (b - a)(1 - w): exact at both ends (w = 1
+ * gives b), PyTorch's formula. */
 ff_tensor *ff_lerp(const ff_tensor *a, const ff_tensor *b, double weight)
 {
     if (!a || !b) return ff_error(FF_ERR_INVALID, "ff_lerp: NULL operand"), NULL;
     ff_expr e = {0};
-    ff_tensor *d = FF_EX(&e, ff_sub(b, a));
-    d = FF_EX(&e, ff_mul_scalar(d, weight));
-    ff_tensor *r = FF_EX(&e, ff_add(a, d));
+    ff_tensor *d = FF_EX(&e, ff_sub(b, a)), *r;
+    if (fabs(weight) < 0.5) {
+        d = FF_EX(&e, ff_mul_scalar(d, weight));
+        r = FF_EX(&e, ff_add(a, d));
+    } else {
+        d = FF_EX(&e, ff_mul_scalar(d, 1.0 - weight));
+        r = FF_EX(&e, ff_sub(b, d));
+    }
     ff_tensor *out = ff_expr_result(&e, r);
     ff_expr_free(&e);
     return out;

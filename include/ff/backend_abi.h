@@ -112,11 +112,13 @@ typedef enum ff_unary_op {
     FF_UNARY_ISINF,
     FF_UNARY_LOGICAL_NOT,
     FF_UNARY_ERF,
+    /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
+    FF_UNARY_BITWISE_NOT, /* integers: ~x; bool: logical not. Never sent for floats. */
     FF_UNARY_COUNT
 } ff_unary_op;
 
 /* Binary: a and b have the same dtype. dst has that dtype, except comparisons and
- * logical ops, which write FF_BOOL. Integer DIV truncates toward zero and integer
+ * logical ops (FF_BINARY_EQ ... FF_BINARY_LOGICAL_XOR), which write FF_BOOL. Integer DIV truncates toward zero and integer
  * division by zero yields 0 (the core never sends integer DIV from ff_div, which
  * promotes to float); FMOD has C fmod sign semantics (sign of the dividend). */
 typedef enum ff_binary_op {
@@ -137,8 +139,24 @@ typedef enum ff_binary_op {
     FF_BINARY_LOGICAL_AND,
     FF_BINARY_LOGICAL_OR,
     FF_BINARY_LOGICAL_XOR,
+    /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
+    FF_BINARY_BITWISE_AND, /* integers and bool, in the operands' dtype; never floats */
+    FF_BINARY_BITWISE_OR,
+    FF_BINARY_BITWISE_XOR,
     FF_BINARY_COUNT
 } ff_binary_op;
+
+/* Growing the op enums. New op codes are appended before *_COUNT and never
+ * renumbered, so the ABI version stays 1: a plugin built against an older header
+ * sees an op value it does not know, and supports() must answer 0 for it (answer
+ * only for the ops you implement, never "everything below some bound" you did not
+ * check). The core then reports "backend X does not support ..." for that op.
+ *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
+ *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR. */
+static inline int ff_binary_op_writes_bool(ff_binary_op op)
+{
+    return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;
+}
 
 /* Reduce over the axes set in axes_mask (bit d = dim d). dst has src's rank, with
  * size 1 on reduced axes (keepdim form). SUM/PROD of integers accumulate in dst's

@@ -60,6 +60,7 @@ ff_tensor *ff_round(const ff_tensor *x);
 ff_tensor *ff_isnan(const ff_tensor *x);
 ff_tensor *ff_isinf(const ff_tensor *x);
 ff_tensor *ff_logical_not(const ff_tensor *x);
+ff_tensor *ff_bitwise_not(const ff_tensor *x); /* integers: ~x; bool: logical not */
 
 /* ---- elementwise binary (broadcasting) ---------------------------------- */
 ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b);
@@ -80,8 +81,23 @@ ff_tensor *ff_ge(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_logical_and(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_logical_or(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_logical_xor(const ff_tensor *a, const ff_tensor *b);
-/* Scalar operand: a "weak" scalar that does not widen the tensor's dtype within its
- * category (f32 + 2.0 -> f32; i32 + 2 -> i32; i32 + 2.5 -> f32), as NumPy/PyTorch. */
+/* Integer and bool tensors: bitwise ops in their own dtype (bool: logical). */
+ff_tensor *ff_bitwise_and(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_bitwise_or(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_bitwise_xor(const ff_tensor *a, const ff_tensor *b);
+/* Python's % and //: remainder has the divisor's sign, floor_divide rounds toward -inf;
+ * exact for integers of every width, PyTorch's formulas for floats. Integer division
+ * by zero gives 0 for both (PyTorch raises). floor_divide has no gradient (a step
+ * function: zero almost everywhere, as floor). */
+ff_tensor *ff_remainder(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_floor_divide(const ff_tensor *a, const ff_tensor *b);
+/* Scalar operand: a "weak" number that does not widen the tensor's dtype within its
+ * category (f32 + 2.0 -> f32; i32 + 2 -> i32; i32 + 2.5 -> f32), as PyTorch (see
+ * ff_number in tensor.h). */
+ff_tensor *ff_binary_number(ff_binary_op op, const ff_tensor *a, ff_number s);
+ff_tensor *ff_rbinary_number(ff_binary_op op, ff_number s, const ff_tensor *b); /* s op b */
+/* The double forms take s as a float number (i64 tensor * 2.0 -> f32, as PyTorch);
+ * use the _number forms for int and bool scalars. */
 ff_tensor *ff_binary_scalar(ff_binary_op op, const ff_tensor *a, double s);
 ff_tensor *ff_rbinary_scalar(ff_binary_op op, double s, const ff_tensor *b); /* s op b */
 ff_tensor *ff_add_scalar(const ff_tensor *a, double s);
@@ -89,9 +105,14 @@ ff_tensor *ff_sub_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_mul_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_div_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_pow_scalar(const ff_tensor *a, double s);
+/* min(max(x, lo), hi); lo and hi are tensors broadcasting with x, or NULL for no bound;
+ * gradients reach all three (PyTorch's clamp). NaN in x stays NaN. */
+ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi);
+/* clamp with float bounds (an integer x gives f32); an infinite bound clamps nothing. */
 ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi);
 ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b);
-ff_tensor *ff_lerp(const ff_tensor *a, const ff_tensor *b, double weight); /* a + w (b - a) */
+/* a + w (b - a), as b - (b - a)(1 - w) when |w| >= 0.5 so w = 1 gives b exactly. */
+ff_tensor *ff_lerp(const ff_tensor *a, const ff_tensor *b, double weight);
 
 /* ---- reductions --------------------------------------------------------- */
 /* axes: naxes entries (negative allowed, no duplicates); naxes == 0 reduces all. */

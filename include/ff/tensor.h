@@ -42,6 +42,29 @@ const char *ff_dtype_name(ff_dtype t);            /* "f32", "i64", ... */
 ff_status ff_dtype_from_name(const char *name, ff_dtype *out);
 ff_dtype ff_dtype_promote(ff_dtype a, ff_dtype b); /* see docs/semantics.md */
 
+/* ---- numbers: scalars that know their kind ------------------------------ */
+/* A scalar operand as Python and PyTorch see it: its kind (bool, int or float), not
+ * its value, decides type promotion. A number is "weak": it never widens a tensor of
+ * its own category or above (i32 tensor + int -> i32, f32 tensor + float -> f32) and
+ * lifts a lower one to the default dtype of its kind (int tensor * 2.0 -> f32, bool
+ * tensor + 1 -> i64). Ints carry all 64 bits. */
+typedef enum ff_number_kind { FF_NUMBER_BOOL = 0, FF_NUMBER_INT = 1, FF_NUMBER_FLOAT = 2 } ff_number_kind;
+typedef struct ff_number {
+    ff_number_kind kind;
+    int64_t i; /* the value for BOOL (0/1) and INT */
+    double f;  /* the value for FLOAT */
+} ff_number;
+static inline ff_number ff_number_float(double v) { ff_number n = {FF_NUMBER_FLOAT, 0, v}; return n; }
+static inline ff_number ff_number_int(int64_t v) { ff_number n = {FF_NUMBER_INT, v, (double)v}; return n; }
+static inline ff_number ff_number_bool(bool v) { ff_number n = {FF_NUMBER_BOOL, v ? 1 : 0, v ? 1.0 : 0.0}; return n; }
+/* The dtype of "tensor of dtype t op number s". */
+ff_dtype ff_dtype_promote_number(ff_dtype t, ff_number s);
+/* The dtype of "a op b" for tensors (torch.result_type): NumPy/PyTorch promotion,
+ * except that a 0-d tensor does not widen a tensor with dimensions of the same or a
+ * higher category (i32[3] - i64 0-d -> i32; i32[3] * f64 0-d -> f64, its category
+ * being higher). */
+ff_dtype ff_result_type(const ff_tensor *a, const ff_tensor *b);
+
 /* ---- lifecycle ---------------------------------------------------------- */
 ff_tensor *ff_tensor_retain(ff_tensor *t); /* returns t; NULL-safe */
 void ff_tensor_release(ff_tensor *t);      /* NULL-safe */
@@ -67,6 +90,9 @@ ff_tensor *ff_zeros(int ndim, const int64_t *shape, ff_dtype dtype);
 ff_tensor *ff_ones(int ndim, const int64_t *shape, ff_dtype dtype);
 ff_tensor *ff_full(int ndim, const int64_t *shape, ff_dtype dtype, double value);
 ff_tensor *ff_scalar_tensor(double value, ff_dtype dtype); /* 0-d */
+/* A 0-d tensor holding number n converted to dtype (all 64 bits of an int survive
+ * into i64; NaN into bool is true); on be, or the default backend when be is NULL. */
+ff_tensor *ff_number_tensor_on(ff_backend *be, ff_number n, ff_dtype dtype);
 ff_tensor *ff_empty_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype);
 ff_tensor *ff_full_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, double value);
 /* Copies nbytes = numel * dtype size from host memory (row-major). */

@@ -32,6 +32,18 @@ def manual_seed(seed):
     _C.ff_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)
 
 
+def result_type(a, b):
+    """torch.result_type: the dtype of a op b (numbers are weak, 0-d tensors weaker than
+    tensors with dimensions)."""
+    from ._tensor import _operand
+    from ._dtype import from_code
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a, b = tensor(a), tensor(b)
+    ref = a if isinstance(a, Tensor) else b
+    a, b = _operand(a, ref), _operand(b, ref)
+    return from_code(_C.ff_result_type(a._ptr, b._ptr))
+
+
 def _debug_live_tensors():
     """Number of C tensor headers alive (leak tests)."""
     return _C.ff_debug_live_tensors()
@@ -51,6 +63,7 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
            "permute", "clamp", "clip", "matmul", "outer", "max", "min", "maximum", "minimum", "flip", "tril",
            "triu", "gather", "index_select", "broadcast_to", "narrow", "clone", "detach", "numel", "pow",
            "add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "lerp", "silu", "softplus", "gelu",
-           "tile", "repeat", "unbind", "scatter_add", "logical_and", "logical_or", "logical_xor", "fmod"):
+           "tile", "repeat", "unbind", "scatter_add", "logical_and", "logical_or", "logical_xor", "fmod",
+           "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
     globals()[_n] = _unary_fn(_n)
 del _n

@@ -56,8 +56,15 @@ def to_capsule(t):
         raise
 
 
-def from_dlpack(x):
-    """A Tensor viewing the memory of x (anything with __dlpack__, or a "dltensor" capsule)."""
+_DLTENSOR_DTYPE_CODE = 20  # offsetof(DLManagedTensor, dl_tensor.dtype.code): data, device, ndim before it
+_KDLBOOL = 6  # DLPack >= 0.8; ff_from_dlpack reads it as bool
+
+
+def from_dlpack(x, _as_bool=False):
+    """A Tensor viewing the memory of x (anything with __dlpack__, or a "dltensor" capsule).
+
+    _as_bool: x exports one-byte 0/1 values as uint8 (DLPack 0.6, and so NumPy 1.24, has no
+    bool type); tag them kDLBool so they are shared as a bool tensor."""
     from ._tensor import Tensor, wrap
     if isinstance(x, Tensor):
         return x.detach()
@@ -71,6 +78,11 @@ def from_dlpack(x):
     if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
         raise TypeError("from_dlpack expects an object with __dlpack__ or an unconsumed 'dltensor' capsule")
     m = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    if _as_bool:
+        code = ctypes.c_uint8.from_address(m + _DLTENSOR_DTYPE_CODE)
+        if code.value != 1 or ctypes.c_uint8.from_address(m + _DLTENSOR_DTYPE_CODE + 1).value != 8:
+            raise TypeError("from_dlpack: a bool share needs uint8 data")
+        code.value = _KDLBOOL
     p = C.ff_from_dlpack(m)
     if not p:
         raise error()  # the capsule keeps ownership; its destructor frees it

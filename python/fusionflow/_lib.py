@@ -65,6 +65,11 @@ class BackwardOpts(ctypes.Structure):
     _fields_ = [("retain_graph", c_bool), ("create_graph", c_bool)]
 
 
+class Number(ctypes.Structure):
+    """ff_number (include/ff/tensor.h): a scalar with its kind, 0 bool, 1 int, 2 float."""
+    _fields_ = [("kind", c_int), ("i", c_int64), ("f", c_double)]
+
+
 # name: (restype, argtypes)
 _PROTOS = {
     # errors, dtypes
@@ -138,6 +143,18 @@ _PROTOS = {
     "ff_neg": (T, [T]),
     "ff_binary_scalar": (T, [c_int, T, c_double]),
     "ff_rbinary_scalar": (T, [c_int, c_double, T]),
+    "ff_binary_number": (T, [c_int, T, Number]),
+    "ff_rbinary_number": (T, [c_int, Number, T]),
+    "ff_number_tensor_on": (T, [c_void_p, Number, c_int]),
+    "ff_dtype_promote_number": (c_int, [c_int, Number]),
+    "ff_result_type": (c_int, [T, T]),
+    "ff_remainder": (T, [T, T]),
+    "ff_floor_divide": (T, [T, T]),
+    "ff_bitwise_and": (T, [T, T]),
+    "ff_bitwise_or": (T, [T, T]),
+    "ff_bitwise_xor": (T, [T, T]),
+    "ff_bitwise_not": (T, [T]),
+    "ff_clamp": (T, [T, T, T]),
     "ff_clip": (T, [T, c_double, c_double]),
     "ff_where": (T, [T, T, T]),
     "ff_lerp": (T, [T, T, c_double]),
@@ -168,6 +185,7 @@ _PROTOS = {
     "ff_scatter_add": (T, [T, c_int, T, T]),
     "ff_index_select": (T, [T, c_int, T]),
     "ff_dropout": (T, [T, c_double, c_bool, c_uint64]),
+    "ff_layer_norm": (T, [T, c_int, T, T, c_double]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

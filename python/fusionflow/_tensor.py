@@ -19,7 +19,7 @@ import numpy as np
 
 from . import _dtype
 from ._dtype import DType, float32, float64, int64, bool_, to_dtype, from_code
-from ._lib import C, BackwardOpts, FusionFlowError, check_ptr, check_status, error, shape_array, int_array
+from ._lib import C, BackwardOpts, FusionFlowError, Number, check_ptr, check_status, error, shape_array, int_array
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
@@ -33,7 +33,9 @@ B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_AND, B_OR, B_XOR = range(8, 17)
 _release = C.ff_tensor_release
 _new = object.__new__
 _ff_add, _ff_sub, _ff_mul, _ff_div = C.ff_add, C.ff_sub, C.ff_mul, C.ff_div
-_ff_binary, _ff_bs, _ff_rbs, _ff_unary = C.ff_binary, C.ff_binary_scalar, C.ff_rbinary_scalar, C.ff_unary
+_ff_binary, _ff_bs, _ff_rbs, _ff_unary = C.ff_binary, C.ff_binary_number, C.ff_rbinary_number, C.ff_unary
+B_BITAND, B_BITOR, B_BITXOR = 17, 18, 19
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
 
@@ -49,6 +51,38 @@ def wrap(ptr, cls=None):
 
 def _scalar_ok(x):
     return isinstance(x, (int, float, bool, np.number, np.bool_))
+
+
+def _number(x):
+    """x as an ff_number: its kind (bool, int, float), not its value, decides promotion,
+    as for PyTorch's wrapped numbers (int64 * 2.0 is float32, int64 * 2 stays int64)."""
+    if isinstance(x, (bool, np.bool_)):
+        return Number(0, int(bool(x)), float(bool(x)))
+    if isinstance(x, (int, np.integer)):
+        v = int(x)
+        if not _INT64_MIN <= v <= _INT64_MAX:
+            raise OverflowError("integer %d does not fit in int64" % v)
+        return Number(1, v, float(v))
+    return Number(2, 0, float(x))
+
+
+def _number_tensor(value, like):
+    """value as a 0-d tensor on like's backend, of the dtype the number promotes like's
+    dtype to; a 0-d operand never widens like within its category (ff_result_type), so
+    an op on the pair gives what the op with the number would."""
+    n = _number(value)
+    code = C.ff_dtype_promote_number(like.dtype.code, n)
+    return wrap(C.ff_number_tensor_on(C.ff_tensor_backend(like._ptr), n, code))
+
+
+def _operand(x, like):
+    """A Tensor for an operand of an op with like: tensors as they are, numbers as weak
+    0-d tensors, lists/arrays as new tensors."""
+    if isinstance(x, Tensor):
+        return x
+    if _scalar_ok(x):
+        return _number_tensor(x, like)
+    return tensor(x)
 
 
 def as_tensor(x, dtype=None, like=None):
@@ -338,7 +372,7 @@ class Tensor:
         if isinstance(other, Tensor):
             return wrap(_ff_binary(op, self._ptr, other._ptr))
         if _scalar_ok(other):
-            return wrap(_ff_bs(op, self._ptr, float(other)))
+            return wrap(_ff_bs(op, self._ptr, _number(other)))
         if isinstance(other, (list, tuple, np.ndarray)):
             o = tensor(other)  # keep the temporary alive across the call
             return wrap(_ff_binary(op, self._ptr, o._ptr))
@@ -346,7 +380,7 @@ class Tensor:
 
     def _rbinop(self, other, op):
         if _scalar_ok(other):
-            return wrap(_ff_rbs(op, float(other), self._ptr))
+            return wrap(_ff_rbs(op, _number(other), self._ptr))
         if isinstance(other, (list, tuple, np.ndarray)):
             o = tensor(other)
             return wrap(_ff_binary(op, o._ptr, self._ptr))
@@ -380,12 +414,32 @@ class Tensor:
     def __pow__(self, other):
         return self._binop(other, B_POW)
 
+    def _divmod(self, other, fn, reflected=False):
+        if not (isinstance(other, (Tensor, list, tuple, np.ndarray)) or _scalar_ok(other)):
+            return NotImplemented
+        o = _operand(other, self)
+        a, b = (o, self) if reflected else (self, o)
+        return wrap(fn(a._ptr, b._ptr))
+
     def __mod__(self, other):
         """Python's %: the result has the divisor's sign (fmod() has the dividend's)."""
-        if not (isinstance(other, Tensor) or _scalar_ok(other)):
-            return NotImplemented
-        r = self - (self / other).floor() * other
-        return r if r.dtype is self.dtype or self.dtype.is_floating_point else r.to(self.dtype)
+        return self._divmod(other, C.ff_remainder)
+
+    def __rmod__(self, other):
+        return self._divmod(other, C.ff_remainder, reflected=True)
+
+    def __floordiv__(self, other):
+        """Python's //: rounds toward -inf (integers stay integers and exact)."""
+        return self._divmod(other, C.ff_floor_divide)
+
+    def __rfloordiv__(self, other):
+        return self._divmod(other, C.ff_floor_divide, reflected=True)
+
+    def remainder(self, other):
+        return self % other
+
+    def floor_divide(self, other):
+        return self // other
 
     def __radd__(self, other):
         return self._rbinop(other, B_ADD)
@@ -437,13 +491,19 @@ class Tensor:
         return self._binop(other, B_GE)
 
     def __and__(self, other):
-        return self._binop(other, B_AND)
+        """Bitwise on integers, logical on bool (PyTorch's &)."""
+        return self._binop(other, B_BITAND)
 
     def __or__(self, other):
-        return self._binop(other, B_OR)
+        return self._binop(other, B_BITOR)
 
     def __xor__(self, other):
-        return self._binop(other, B_XOR)
+        return self._binop(other, B_BITXOR)
+
+    def bitwise_and(self, other): return self._binop(other, B_BITAND)
+    def bitwise_or(self, other): return self._binop(other, B_BITOR)
+    def bitwise_xor(self, other): return self._binop(other, B_BITXOR)
+    def bitwise_not(self): return wrap(C.ff_bitwise_not(self._ptr))
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
@@ -457,9 +517,8 @@ class Tensor:
         return self._unary(U_ABS)
 
     def __invert__(self):
-        if self.dtype is not bool_:
-            raise TypeError("~ is defined for bool tensors only")
-        return self._unary(U_LOGICAL_NOT)
+        """Bitwise not on integers, logical not on bool (PyTorch's ~)."""
+        return wrap(C.ff_bitwise_not(self._ptr))
 
     # ---- in-place operators (C in-place ops: checked by autograd) ----------------------
     def _inplace(self, other, fn_t, fn_s, scalar_map=None):
@@ -494,7 +553,8 @@ class Tensor:
             if not self.dtype.is_floating_point:
                 raise FusionFlowError("div_: result of true division is float; it cannot be stored in-place "
                                       "in a %s tensor" % self.dtype.name)
-            return self._inplace(other, C.ff_div_, C.ff_mul_scalar_, lambda s: 1.0 / s)
+            # divide, not multiply by 1/s: x /= 0 gives inf/nan as PyTorch, and x / 3 rounds once
+            other = full((), other, dtype=self.dtype, device=self.device)
         return self._inplace(other, C.ff_div_, C.ff_mul_scalar_)
 
     def pow_(self, other):
@@ -580,9 +640,13 @@ class Tensor:
     def logical_xor(self, other): return self._binop(other, B_XOR)
 
     def clamp(self, min=None, max=None):
-        lo = -math.inf if min is None else float(min)
-        hi = math.inf if max is None else float(max)
-        return wrap(C.ff_clip(self._ptr, lo, hi))
+        """min/max: numbers or tensors (broadcasting, differentiable), as torch.clamp."""
+        if min is None and max is None:
+            raise ValueError("clamp: at least one of min and max must be given")
+        lo = None if min is None else _operand(min, self)
+        hi = None if max is None else _operand(max, self)
+        return wrap(C.ff_clamp(self._ptr, lo._ptr if lo is not None else None,
+                               hi._ptr if hi is not None else None))
 
     clip = clamp
 
@@ -971,7 +1035,9 @@ def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
     n, arr = shape_array(tuple(int(s) for s in shape))
     be = _on(device)
-    if be:
+    if n == 0 and _scalar_ok(fill_value):  # exact for every int64 and NaN-to-bool rules alike
+        t = wrap(C.ff_number_tensor_on(be, _number(fill_value), to_dtype(dtype).code))
+    elif be:
         t = wrap(C.ff_full_on(be, n, arr, to_dtype(dtype).code, float(fill_value)))
     else:
         t = wrap(C.ff_full(n, arr, to_dtype(dtype).code, float(fill_value)))
@@ -1110,25 +1176,26 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
 def from_numpy(arr):
     """A tensor sharing arr's memory (zero-copy through DLPack), like torch.from_numpy.
 
-    Needs a writeable, aligned array of a supported dtype (float32/64, int32/64, uint8)
-    with non-negative strides; bool arrays (no DLPack 0.6 type) and other cases raise.
-    Use tensor(arr) for a copy."""
+    Needs a writeable, aligned array of a supported dtype (float32/64, int32/64, uint8,
+    bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
     _dtype.from_numpy_dtype(arr.dtype)
-    if arr.dtype == np.bool_:
-        raise TypeError("from_numpy: bool arrays cannot be shared through DLPack 0.6; use tensor(arr) to copy")
     from ._dlpack import from_dlpack
+    if arr.dtype == np.bool_:
+        # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout
+        # (one byte, 0 or 1), so the bytes are shared as uint8 and tagged bool.
+        return from_dlpack(arr.view(np.uint8), _as_bool=True)
     return from_dlpack(arr)
 
 
 def where(condition, input, other):
+    """Numbers are weak, as in PyTorch: where(c, 2.5, int_tensor) is float32."""
     cond = as_tensor(condition, dtype=bool_)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input, other = tensor(input), tensor(other)
     ref = input if isinstance(input, Tensor) else other
-    a = input if isinstance(input, Tensor) else full((), input, dtype=ref.dtype, device=ref.device)
-    b = other if isinstance(other, Tensor) else full((), other, dtype=ref.dtype, device=ref.device)
+    a, b = _operand(input, ref), _operand(other, ref)
     return wrap(C.ff_where(cond._ptr, a._ptr, b._ptr))
 
 

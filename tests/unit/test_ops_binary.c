@@ -28,9 +28,11 @@ static void test_promotion(void)
     CHECK(r5 && ff_tensor_dtype(r5) == FF_F64);
     ff_tensor *r6 = ff_add(i32, i64);
     CHECK(r6 && ff_tensor_dtype(r6) == FF_I64);
-    /* weak scalars */
-    ff_tensor *s1 = ff_add_scalar(f32, 2.0), *s2 = ff_add_scalar(i32, 2.0), *s3 = ff_add_scalar(i32, 2.5);
-    ff_tensor *s4 = ff_add_scalar(b, 2.0), *s5 = ff_mul_scalar(u8, 2.0), *s6 = ff_div_scalar(i32, 2.0);
+    /* weak numbers: the kind decides, not the value */
+    ff_tensor *s1 = ff_add_scalar(f32, 2.0), *s2 = ff_binary_number(FF_BINARY_ADD, i32, ff_number_int(2));
+    ff_tensor *s3 = ff_add_scalar(i32, 2.5);
+    ff_tensor *s4 = ff_binary_number(FF_BINARY_ADD, b, ff_number_int(2));
+    ff_tensor *s5 = ff_binary_number(FF_BINARY_MUL, u8, ff_number_int(2)), *s6 = ff_div_scalar(i32, 2.0);
     CHECK(s1 && ff_tensor_dtype(s1) == FF_F32);
     CHECK(s2 && ff_tensor_dtype(s2) == FF_I32);
     CHECK_TENSOR(s2, 1, SHAPE(2), VALS(9, -5), 0);
@@ -44,7 +46,31 @@ static void test_promotion(void)
     CHECK_TENSOR(s6, 1, SHAPE(2), VALS(3.5, -3.5), 0);
     ff_tensor *rs = ff_rbinary_scalar(FF_BINARY_SUB, 1.0, f32);
     CHECK_TENSOR(rs, 1, SHAPE(2), VALS(0.5, 0.75), 0);
-    RELEASE(i32, f32, u8, b, i64, f64, r1, r2, r3, r4, r5, r6, s1, s2, s3, s4, s5, s6, rs);
+    /* an integral float is still a float (i32 * 2.0 -> f32), and a huge one does not wrap */
+    ff_tensor *f1 = ff_mul_scalar(i32, 2.0), *f2 = ff_mul_scalar(i64, 1e30);
+    CHECK(f1 && ff_tensor_dtype(f1) == FF_F32);
+    CHECK_TENSOR(f1, 1, SHAPE(2), VALS(14, -14), 0);
+    CHECK(f2 && ff_tensor_dtype(f2) == FF_F32);
+    /* bool with a bool number stays bool; an int number gives i64 */
+    ff_tensor *bb = ff_binary_number(FF_BINARY_MUL, b, ff_number_bool(true));
+    CHECK(bb && ff_tensor_dtype(bb) == FF_BOOL);
+    CHECK_TENSOR(bb, 1, SHAPE(2), VALS(1, 0), 0);
+    /* all 64 bits of an int number survive */
+    ff_tensor *big = ff_binary_number(FF_BINARY_ADD, i64, ff_number_int(INT64_C(4611686018427387905)));
+    int64_t got[2] = {0, 0};
+    CHECK(big && ff_tensor_to_host(big, got, sizeof got) == FF_OK && got[0] == INT64_C(4611686018427387907));
+    /* a 0-d tensor does not widen a dimensioned one of its category; a higher category does */
+    ff_tensor *z64 = ff_scalar_tensor(1, FF_I64), *zf64 = ff_scalar_tensor(1, FF_F64);
+    ff_tensor *d1 = ff_sub(i32, z64), *d2 = ff_mul(i32, zf64), *d3 = ff_mul(f32, zf64), *d4 = ff_sub(z64, i32);
+    CHECK(d1 && ff_tensor_dtype(d1) == FF_I32);
+    CHECK_TENSOR(d1, 1, SHAPE(2), VALS(6, -8), 0);
+    CHECK(d2 && ff_tensor_dtype(d2) == FF_F64);
+    CHECK(d3 && ff_tensor_dtype(d3) == FF_F32);
+    CHECK(d4 && ff_tensor_dtype(d4) == FF_I32);
+    ff_tensor *zz = ff_add(z64, zf64); /* both 0-d: ordinary promotion */
+    CHECK(zz && ff_tensor_dtype(zz) == FF_F64);
+    RELEASE(i32, f32, u8, b, i64, f64, r1, r2, r3, r4, r5, r6, s1, s2, s3, s4, s5, s6, rs, f1, f2, bb, big, z64,
+            zf64, d1, d2, d3, d4, zz);
 }
 
 static void test_broadcast_and_errors(void)

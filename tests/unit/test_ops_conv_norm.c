@@ -374,6 +374,22 @@ static void check_norm_modules(void)
     ff_module_release(bn);
 }
 
+/* f32 statistics in f64: (x - mean)^2 of 1e30 would overflow f32 and zero the output.
+ * The running mean blends as (1 - m) r + m s: an infinite one stays infinite (lerp's
+ * r + m (s - r) made it NaN). */
+static void check_norm_extremes(void)
+{
+    ff_tensor *x = T(FF_F32, 1, SHAPE(3), VALS(1e30, 1, 2));
+    ff_tensor *y = ff_layer_norm(x, 1, NULL, NULL, 0.0);
+    CHECK_TENSOR(y, 1, SHAPE(3), VALS(sqrt(2.0), -1 / sqrt(2.0), -1 / sqrt(2.0)), 1e-5);
+    ff_tensor *xb = T(FF_F32, 2, SHAPE(2, 2), VALS(1e30, 1, -1e30, 3));
+    ff_tensor *rm = T(FF_F32, 1, SHAPE(2), VALS(INFINITY, -INFINITY)), *rv = ff_ones(1, SHAPE(2), FF_F32);
+    ff_tensor *yb = ff_batch_norm(xb, rm, rv, NULL, NULL, true, 0.1, 0.0);
+    CHECK_TENSOR(yb, 2, SHAPE(2, 2), VALS(1, -1, -1, 1), 1e-5);
+    CHECK_TENSOR(rm, 1, SHAPE(2), VALS(INFINITY, -INFINITY), 0);
+    RELEASE(x, y, xb, rm, rv, yb);
+}
+
 /* A small CNN end to end: conv -> relu -> pool -> batch norm -> flatten -> linear. */
 static void check_cnn_backward(void)
 {
@@ -397,4 +413,4 @@ FF_TEST_MAIN("ops_conv_norm", TEST(check_conv_known), TEST(check_conv_naive), TE
              TEST(check_conv_grad), TEST(check_pool_values), TEST(check_max_pool_ties), TEST(check_pool_grad),
              TEST(check_layer_norm_values), TEST(check_layer_norm_grad), TEST(check_batch_norm_values),
              TEST(check_batch_norm_grad), TEST(check_conv_module), TEST(check_norm_modules),
-             TEST(check_cnn_backward))
+             TEST(check_cnn_backward), TEST(check_norm_extremes))

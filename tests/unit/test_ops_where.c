@@ -54,13 +54,18 @@ static void test_clip(void)
     CHECK_TENSOR(lo, 1, SHAPE(6), VALS(0, 0, 0, 1, 4, NAN), 0);
     CHECK_TENSOR(sw, 1, SHAPE(6), VALS(-1, -1, -1, -1, -1, NAN), 0); /* lo > hi: hi (min(max(x, lo), hi)) */
     ff_tensor *i = ff_test_tensor(FF_I32, 1, SHAPE(3), VALS(-5, 3, 9));
-    ff_tensor *ci = ff_clip(i, 0, 5), *cf = ff_clip(i, 0.5, 5), *cinf = ff_clip(i, -INFINITY, 4);
+    /* integer bounds (0-d integer tensors) keep the dtype; float bounds give f32, an
+     * infinite one included (PyTorch: u8.clamp(-inf, 0.0) is f32) */
+    ff_tensor *z0 = ff_scalar_tensor(0, FF_I64), *z5 = ff_scalar_tensor(5, FF_I64);
+    ff_tensor *ci = ff_clamp(i, z0, z5), *cf = ff_clip(i, 0.5, 5), *cinf = ff_clip(i, -INFINITY, 4);
     CHECK(ci && ff_tensor_dtype(ci) == FF_I32);
     CHECK_TENSOR(ci, 1, SHAPE(3), VALS(0, 3, 5), 0);
     CHECK(cf && ff_tensor_dtype(cf) == FF_F32);
     CHECK_TENSOR(cf, 1, SHAPE(3), VALS(0.5, 3, 5), 0);
-    CHECK(cinf && ff_tensor_dtype(cinf) == FF_I32);
+    CHECK(cinf && ff_tensor_dtype(cinf) == FF_F32);
     CHECK_TENSOR(cinf, 1, SHAPE(3), VALS(-5, 3, 4), 0);
+    ff_tensor_release(z0);
+    ff_tensor_release(z5);
     /* gradient passes where lo <= x <= hi, bounds included (PyTorch clamp) */
     ff_tensor *g = ff_test_tensor(FF_F64, 1, SHAPE(5), VALS(-2, -1, 0.5, 2, 3));
     ff_set_requires_grad(g, true);

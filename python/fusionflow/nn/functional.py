@@ -96,15 +96,12 @@ def embedding(indices, weight):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    dims = tuple(range(-len(normalized_shape), 0))
-    mu = x.mean(dims, keepdim=True)
-    var = x.var(dims, keepdim=True, correction=0)
-    y = (x - mu) * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    """The C layer norm: statistics of f32 inputs in f64, so huge values do not overflow."""
+    n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    w = None if weight is None else as_tensor(weight)
+    b = None if bias is None else as_tensor(bias)
+    return wrap(C.ff_layer_norm(x._ptr, n, w._ptr if w is not None else None,
+                                b._ptr if b is not None else None, float(eps)))
 
 
 def pad(x, pad, value=0.0):
