@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build demo test test-release test-asan bench install clean
+.PHONY: all deps deps-test build demo test test-release test-asan bench install clean
 
 all: build
 
@@ -23,11 +23,15 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	$(BUILD)/bin/fashion_mnist
 
-# Every test: unit tests, conformance on every backend, mutation tests, Python tests,
-# then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Every test: unit tests, conformance on every backend, mutation tests, Python tests
+# (with PyTorch, the semantic reference, installed for the differential tests), then the
+# unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-release test-asan
 
-test-release: build
+deps-test:
+	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
+
+test-release: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 $(ASAN_BUILD)/CMakeCache.txt:
