@@ -171,5 +171,31 @@ static void test_gradient_dtype_and_ties(void)
     RELEASE(a, b, m, s, ga, gb, lt);
 }
 
+/* Python's % and // on integers: exact (i64 values past 2^53), divisor's sign; bitwise ops
+ * in the integer dtype, logical on bool, refused on floats. */
+static void test_divmod_and_bitwise(void)
+{
+    int64_t av[4] = {INT64_C(9007199254740993), -7, 7, INT64_MIN}, bv[4] = {7, 2, -2, 7};
+    ff_tensor *a = ff_from_data(av, 1, SHAPE(4), FF_I64), *b = ff_from_data(bv, 1, SHAPE(4), FF_I64);
+    ff_tensor *r = ff_remainder(a, b), *q = ff_floor_divide(a, b);
+    int64_t rv[4], qv[4];
+    CHECK(r && ff_tensor_dtype(r) == FF_I64 && ff_tensor_to_host(r, rv, sizeof rv) == FF_OK);
+    CHECK(q && ff_tensor_dtype(q) == FF_I64 && ff_tensor_to_host(q, qv, sizeof qv) == FF_OK);
+    CHECK(rv[0] == 5 && rv[1] == 1 && rv[2] == -1 && rv[3] == 6);
+    CHECK(qv[0] == INT64_C(1286742750677284) && qv[1] == -4 && qv[2] == -4 && qv[3] == INT64_C(-1317624576693539402));
+    ff_tensor *f = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(1, -7, 7)), *d = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(0.1, 0, 0));
+    ff_tensor *fq = ff_floor_divide(f, d);
+    CHECK_TENSOR(fq, 1, SHAPE(3), VALS(9, -INFINITY, INFINITY), 0); /* 1 // 0.1 is 9 in Python */
+    ff_tensor *i6 = ff_test_tensor(FF_I64, 1, SHAPE(2), VALS(6, -8)), *i3 = ff_test_tensor(FF_I64, 1, SHAPE(2), VALS(3, 7));
+    ff_tensor *band = ff_bitwise_and(i6, i3), *bor = ff_bitwise_or(i6, i3), *bnot = ff_bitwise_not(i6);
+    CHECK(band && ff_tensor_dtype(band) == FF_I64);
+    CHECK_TENSOR(band, 1, SHAPE(2), VALS(2, 0), 0);
+    CHECK_TENSOR(bor, 1, SHAPE(2), VALS(7, -1), 0);
+    CHECK_TENSOR(bnot, 1, SHAPE(2), VALS(-7, 7), 0);
+    CHECK_ERROR(ff_bitwise_xor(f, f) == NULL, FF_ERR_INVALID, "bitwise");
+    RELEASE(a, b, r, q, f, d, fq, i6, i3, band, bor, bnot);
+}
+
 FF_TEST_MAIN("ops_binary", TEST(test_promotion), TEST(test_broadcast_and_errors), TEST(test_comparisons_nan_fmod_pow),
-             TEST(test_strided_operands), TEST(test_gradcheck_broadcasting), TEST(test_gradient_dtype_and_ties))
+             TEST(test_strided_operands), TEST(test_gradcheck_broadcasting), TEST(test_gradient_dtype_and_ties),
+             TEST(test_divmod_and_bitwise))

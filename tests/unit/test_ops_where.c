@@ -92,4 +92,26 @@ static void test_lerp(void)
     RELEASE(a, b, l);
 }
 
-FF_TEST_MAIN("ops_where", TEST(test_where_values), TEST(test_where_gradient), TEST(test_clip), TEST(test_lerp))
+/* Tensor bounds broadcast and get PyTorch's masks: lo where x < lo < hi, hi where x > hi
+ * or hi < lo, x where lo <= x <= hi (never for NaN). */
+static void test_clamp_tensor_bounds(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(5), VALS(-2, 0.5, 3, 1, NAN));
+    ff_tensor *lo = ff_test_tensor(FF_F64, 2, SHAPE(2, 1), VALS(0, 1)), *hi = ff_test_tensor(FF_F64, 1, SHAPE(5), VALS(2, 2, 2, 0, 2));
+    ff_set_requires_grad(x, true);
+    ff_set_requires_grad(lo, true);
+    ff_set_requires_grad(hi, true);
+    ff_tensor *y = ff_clamp(x, lo, hi), *s = y ? ff_sum(y, 0, NULL, false) : NULL;
+    CHECK_TENSOR(y, 2, SHAPE(2, 5), VALS(0, 0.5, 2, 0, NAN, 1, 1, 2, 0, NAN), 0);
+    CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *gx = ff_grad(x), *gl = ff_grad(lo), *gh = ff_grad(hi);
+    CHECK_TENSOR(gx, 1, SHAPE(5), VALS(0, 1, 0, 0, 0), 0);
+    CHECK_TENSOR(gl, 2, SHAPE(2, 1), VALS(1, 2), 0);
+    CHECK_TENSOR(gh, 1, SHAPE(5), VALS(0, 0, 2, 2, 0), 0);
+    ff_tensor *none = ff_clamp(x, NULL, NULL);
+    CHECK(none && !ff_tensor_shares_storage(none, x));
+    RELEASE(x, lo, hi, y, s, gx, gl, gh, none);
+}
+
+FF_TEST_MAIN("ops_where", TEST(test_where_values), TEST(test_where_gradient), TEST(test_clip), TEST(test_lerp),
+             TEST(test_clamp_tensor_bounds))
