@@ -16,6 +16,24 @@
 
 static int kind(ff_dtype t) { return t == FF_BOOL ? 0 : ff_dtype_is_float(t) ? 2 : 1; }
 
+static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn);
+
+static ff_status check_not_broadcast(const ff_tensor *x, const char *fn)
+{
+    for (int d = 0; d < x->layout.ndim; d++)
+        if (x->layout.strides[d] == 0 && x->layout.shape[d] > 1)
+            return ff_error(FF_ERR_INVALID,
+                            "%s: the tensor is a broadcast (expanded) view: several elements share one memory "
+                            "location; make it contiguous first",
+                            fn);
+    return FF_OK;
+}
+
+ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn)
+{
+    return check_target(x, y, false, fn);
+}
+
 static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn)
 {
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
@@ -36,14 +54,7 @@ static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow
                             "or ff_set_grad_enabled(false)",
                             fn);
     }
-    if (!allow_overlap)
-        for (int d = 0; d < x->layout.ndim; d++)
-            if (x->layout.strides[d] == 0 && x->layout.shape[d] > 1)
-                return ff_error(FF_ERR_INVALID,
-                                "%s: the tensor is a broadcast (expanded) view: several elements share one memory "
-                                "location; make it contiguous first",
-                                fn);
-    return FF_OK;
+    return allow_overlap ? FF_OK : check_not_broadcast(x, fn);
 }
 
 static bool same_layout(const ff_layout *a, const ff_layout *b)
@@ -165,4 +176,39 @@ ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y)
     if (!ay) ff_error_prefix(fn);
     ff_tensor_release(ay);
     return st;
+}
+
+/* ---- assignment with history --------------------------------------------------------- */
+static ff_status assign_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *src = n->inputs[0];
+    gi[0] = ff_sum_to_shape(g, src->layout.ndim, src->layout.shape);
+    return gi[0] ? FF_OK : ff_last_status();
+}
+
+/* What in-place ops cannot do here (they do not rebase history, see the top of this
+ * file), done by returning a new header instead: dst's memory gets src's values, and
+ * the result views that same memory with src's history. The old header dst keeps its
+ * own history, so nodes that already took dst as an input are not disturbed; a node
+ * that saved dst's old values notices the write through the storage version. Python's
+ * in-place ops with autograd (t[mask] = v) compute out of place and then point the
+ * Python object at this header. */
+ff_tensor *ff_assign(ff_tensor *dst, const ff_tensor *src)
+{
+    static const char fn[] = "ff_assign";
+    if (!dst || !src) return ff_error(FF_ERR_INVALID, "%s: NULL tensor", fn), NULL;
+    if (ff_grad_enabled() && dst->requires_grad && !dst->grad_fn)
+        return ff_error(FF_ERR_AUTOGRAD, "%s: a leaf tensor that requires grad is used in an in-place operation; wrap "
+                        "it in ff_set_grad_enabled(false)", fn), NULL;
+    if (check_not_broadcast(dst, fn)) return NULL;
+    const ff_tensor *both[2] = {dst, src};
+    if (!ff_common_backend(2, both, fn)) return NULL;
+    ff_tensor *c = operand(dst, src, src->dtype, fn);
+    if (!c) return NULL;
+    ff_status st = ff_kernel_copy(dst, c, fn);
+    ff_tensor_release(c);
+    if (st) return NULL;
+    ff_tensor *out = ff_tensor_new_view(dst, &dst->layout);
+    if (out && ff_dtype_is_float(dst->dtype)) out = ff_op_record(out, "assign", assign_backward, 1, &src, 0, NULL);
+    return out;
 }

@@ -31,6 +31,11 @@ void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, in
  * ff_binary's promotion: e.g. integer DIV, which truncates, for floor_divide. */
 ff_tensor *ff_op_binary_in(ff_binary_op op, const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn);
 
+/* The rules every in-place op checks before writing x (ops/inplace.c): autograd (x a
+ * leaf requiring grad, x with history, an operand y requiring grad, while grad mode is
+ * on) and no broadcast (stride-0) target. y may be NULL. */
+ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn);
+
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
 

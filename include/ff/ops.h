@@ -145,6 +145,30 @@ ff_tensor *ff_embedding(const ff_tensor *weight, const ff_tensor *indices);
 ff_tensor *ff_gather(const ff_tensor *x, int axis, const ff_tensor *index);
 ff_tensor *ff_scatter_add(const ff_tensor *x, int axis, const ff_tensor *index, const ff_tensor *src);
 ff_tensor *ff_index_select(const ff_tensor *x, int axis, const ff_tensor *index);
+/* ---- indexing with several index tensors (ops/index_put.c) ----------------- */
+/* PyTorch's advanced indexing. indices[k] indexes dim k of t: NULL is the whole dim
+ * (':'), an integer tensor picks positions (negative count from the end), a bool mask
+ * of rank m covers dims k..k+m-1 (its true elements' coordinates). The integer tensors
+ * broadcast together to a shape B; t[indices] has shape B in place of the indexed dims
+ * when those are adjacent, else B followed by the other dims. Every index is checked
+ * before anything is computed (out of range: FF_ERR_INDEX naming the dim, the index
+ * and the size). Index values are read back to the host once (shapes depend on them). */
+ff_tensor *ff_index(const ff_tensor *t, int nidx, const ff_tensor *const *indices);
+/* t with t[indices] = values (values broadcast to t[indices]'s shape, cast to t's
+ * dtype); accumulate adds instead (duplicates add up). Without accumulate, duplicate
+ * positions take the value of their last occurrence. Gradients: to t where not
+ * overwritten, to values gathered at the indices (every occurrence). */
+ff_tensor *ff_index_put(const ff_tensor *t, int nidx, const ff_tensor *const *indices, const ff_tensor *values,
+                        bool accumulate);
+/* t[..., index[i], ...] (dim) += alpha * src[..., i, ...] / = src[..., i, ...]. */
+ff_tensor *ff_index_add(const ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src, double alpha);
+ff_tensor *ff_index_copy(const ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src);
+/* where(mask, value, t) with the bool mask broadcast to t's shape; value (0-d, or any
+ * shape broadcasting to t's) is cast to t's dtype. */
+ff_tensor *ff_masked_fill(const ff_tensor *t, const ff_tensor *mask, const ff_tensor *value);
+/* src's elements, in order, into t where mask (broadcast to t) holds. */
+ff_tensor *ff_masked_scatter(const ff_tensor *t, const ff_tensor *mask, const ff_tensor *src);
+
 /* Identity when !training or p == 0; else zeroes with probability p, scales by 1/(1-p). */
 ff_tensor *ff_dropout(const ff_tensor *x, double p, bool training, uint64_t seed);
 
@@ -207,6 +231,18 @@ ff_status ff_zero_(ff_tensor *x);
 ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src); /* broadcasting, casting */
 /* x += alpha * y, a common optimizer step. */
 ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y);
+/* In place forms of the indexed writes above: t's own memory (through its view, so a
+ * view writes into its base) gets the result; nothing is written when an index is bad. */
+ff_status ff_index_put_(ff_tensor *t, int nidx, const ff_tensor *const *indices, const ff_tensor *values,
+                        bool accumulate);
+ff_status ff_index_add_(ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src, double alpha);
+ff_status ff_index_copy_(ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src);
+ff_status ff_masked_fill_(ff_tensor *t, const ff_tensor *mask, const ff_tensor *value);
+ff_status ff_masked_scatter_(ff_tensor *t, const ff_tensor *mask, const ff_tensor *src);
+/* In-place ops are not recorded; this is the one that keeps history: dst's memory gets
+ * src's values (broadcast, cast), and the returned new header views that memory with
+ * src's history (dst itself keeps its own). Refused on a leaf that requires grad. */
+ff_tensor *ff_assign(ff_tensor *dst, const ff_tensor *src);
 
 #ifdef __cplusplus
 }

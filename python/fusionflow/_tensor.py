@@ -753,6 +753,72 @@ class Tensor:
     def scatter_add(self, dim, index, src):
         return wrap(C.ff_scatter_add(self._ptr, int(dim), index._ptr, src._ptr))
 
+    # ---- indexed writes (PyTorch's names; the _ forms write in place, with autograd) -------
+    def _rebase_(self, result):
+        """Writes result into self's memory and takes result's history (see ff_assign)."""
+        p = C.ff_assign(self._ptr, result._ptr)
+        if not p:
+            raise error()
+        old, self._ptr = self._ptr, p
+        C.ff_tensor_release(old)
+        return self
+
+    def _needs_history(self, *others):
+        return is_grad_enabled() and (self.requires_grad or builtins.any(
+            isinstance(o, Tensor) and o.requires_grad for o in others))
+
+    def index_put(self, indices, values, accumulate=False):
+        entries = [None if i is None else _as_index(i, self.device) for i in indices]
+        v = _operand(values, self) if not isinstance(values, Tensor) else values
+        return wrap(C.ff_index_put(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
+
+    def index_put_(self, indices, values, accumulate=False):
+        if self._needs_history(values):
+            return self._rebase_(self.index_put(indices, values, accumulate))
+        entries = [None if i is None else _as_index(i, self.device) for i in indices]
+        v = _operand(values, self) if not isinstance(values, Tensor) else values
+        check_status(C.ff_index_put_(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
+        return self
+
+    def index_add(self, dim, index, source, alpha=1):
+        return wrap(C.ff_index_add(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
+
+    def index_add_(self, dim, index, source, alpha=1):
+        if self._needs_history(source):
+            return self._rebase_(self.index_add(dim, index, source, alpha))
+        check_status(C.ff_index_add_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr,
+                                     float(alpha)))
+        return self
+
+    def index_copy(self, dim, index, source):
+        return wrap(C.ff_index_copy(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+
+    def index_copy_(self, dim, index, source):
+        if self._needs_history(source):
+            return self._rebase_(self.index_copy(dim, index, source))
+        check_status(C.ff_index_copy_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+        return self
+
+    def masked_fill(self, mask, value):
+        v = value if isinstance(value, Tensor) else _number_tensor(value, self)
+        return wrap(C.ff_masked_fill(self._ptr, as_tensor(mask)._ptr, v._ptr))
+
+    def masked_fill_(self, mask, value):
+        if self._needs_history(value):
+            return self._rebase_(self.masked_fill(mask, value))
+        v = value if isinstance(value, Tensor) else _number_tensor(value, self)
+        check_status(C.ff_masked_fill_(self._ptr, as_tensor(mask)._ptr, v._ptr))
+        return self
+
+    def masked_scatter(self, mask, source):
+        return wrap(C.ff_masked_scatter(self._ptr, as_tensor(mask)._ptr, source._ptr))
+
+    def masked_scatter_(self, mask, source):
+        if self._needs_history(source):
+            return self._rebase_(self.masked_scatter(mask, source))
+        check_status(C.ff_masked_scatter_(self._ptr, as_tensor(mask)._ptr, source._ptr))
+        return self
+
     def index_select(self, dim, index):
         idx = as_tensor(index, dtype=int64)
         return wrap(C.ff_index_select(self._ptr, int(dim), idx._ptr))
@@ -863,40 +929,60 @@ class Tensor:
 
     # ---- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key):
-        return _index(self, key)
+        return _getitem(self, key)
 
     def __setitem__(self, key, value):
-        view = _index(self, key, for_write=True)
-        src = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=self.dtype, device=self.device)
-        check_status(C.ff_copy_(view._ptr, src._ptr))
+        _setitem(self, key, value)
 
 
 # ---- indexing ---------------------------------------------------------------------------------
-def _index(t, key, for_write=False):
+def _as_index(k, device):
+    """An advanced index (Tensor, list, array) as a Tensor of int64 or bool on device."""
+    if isinstance(k, Tensor):
+        kt = k
+    else:
+        arr = np.asarray(k)
+        if arr.dtype != bool:
+            if arr.size and arr.dtype.kind not in "iu":
+                raise IndexError("tensors used as indices must be integer or bool")
+            arr = arr.astype(np.int64)
+        kt = tensor(arr)
+    if kt.dtype.is_floating_point:
+        raise IndexError("tensors used as indices must be integer or bool")
+    return kt if kt.device == device else kt.to(device)
+
+
+def _index(t, key):
+    """PyTorch's indexing split in two: the basic part (ints, slices, None, ...) as a view
+    V of t, and the advanced part as one entry per dim of V (None for ':', an integer or
+    bool tensor), or None when there is no advanced index."""
     if not isinstance(key, tuple):
         key = (key,)
-    # advanced indices: tensors / lists / arrays of ints or bools
-    adv = [i for i, k in enumerate(key) if isinstance(k, (Tensor, list, np.ndarray))]
-    if len(adv) > 1:
-        raise FusionFlowError("indexing with more than one index tensor is not supported")
-    nspec = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
-    if adv:
-        k = key[adv[0]]
-        if isinstance(k, Tensor) and k.dtype is bool_ or (not isinstance(k, Tensor) and np.asarray(k).dtype == bool):
-            nspec += (k.ndim if isinstance(k, Tensor) else np.asarray(k).ndim) - 1
+    is_adv = [isinstance(k, (Tensor, list, np.ndarray)) for k in key]
+    nspec = 0
+    for k, adv in zip(key, is_adv):
+        if k is None or k is Ellipsis:
+            continue
+        if adv:
+            a = k if isinstance(k, Tensor) else np.asarray(k)
+            nspec += a.ndim if (a.dtype is bool_ if isinstance(k, Tensor) else a.dtype == bool) else 1
+        else:
+            nspec += 1
     if builtins.sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if nspec > t.ndim:
         raise IndexError("too many indices for tensor of dimension %d" % t.ndim)
     out = t
     axis = 0
-    adv_axis = None
-    adv_key = None
-    for k in key:
+    entries = []
+    for k, adv in zip(key, is_adv):
         if k is Ellipsis:
-            axis += t.ndim - nspec
+            n = t.ndim - nspec
+            entries += [None] * n
+            axis += n
         elif k is None:
             out = wrap(C.ff_unsqueeze(out._ptr, axis))
+            entries.append(None)
             axis += 1
         elif isinstance(k, slice):
             step = 1 if k.step is None else int(k.step)
@@ -906,12 +992,14 @@ def _index(t, key, for_write=False):
             start, stop, _ = slice(k.start, k.stop, step).indices(n)
             if not (k.start is None and k.stop is None and step == 1):
                 out = wrap(C.ff_slice(out._ptr, axis, start, builtins.max(stop, start), step))
+            entries.append(None)
             axis += 1
-        elif isinstance(k, (Tensor, list, np.ndarray)):
-            adv_axis, adv_key = axis, k
-            kd = k.ndim if isinstance(k, Tensor) else np.asarray(k).ndim
-            is_bool = (k.dtype is bool_) if isinstance(k, Tensor) else np.asarray(k).dtype == bool
-            axis += kd if is_bool else 1
+        elif adv:
+            kt = _as_index(k, t.device)
+            entries.append(kt)
+            span = kt.ndim if kt.dtype is bool_ else 1
+            entries += [_SPANNED] * (span - 1)
+            axis += span
         else:
             try:
                 i = int(k) if not isinstance(k, Tensor) else k.__index__()
@@ -921,44 +1009,51 @@ def _index(t, key, for_write=False):
             if i < -n or i >= n:
                 raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, n))
             out = wrap(C.ff_select(out._ptr, axis, i % n if n else i))
-    if adv_key is None:
-        return out
-    if for_write:
-        raise FusionFlowError("assignment through an index tensor is not supported; use basic indexing")
-    return _advanced(out, adv_axis, adv_key)
+    entries = [e for e in entries if e is not _SPANNED]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return out, (entries or None)
 
 
-def _advanced(t, axis, key):
-    """One index tensor on axis: integers -> index_select (the index's shape replaces the
-    axis); a bool mask over dims [axis, axis + mask.ndim) -> the selected elements."""
-    if isinstance(key, Tensor):
-        karr = key.numpy() if key.dtype is bool_ else None
-        kt = key
+_SPANNED = object()  # the dims a bool mask covers after its first
+
+
+def _entries_array(entries):
+    """ctypes array of ff_tensor * (NULL for None) and the tensors to keep alive."""
+    arr = (ctypes.c_void_p * len(entries))(*[e._ptr if e is not None else None for e in entries])
+    return arr
+
+
+def _getitem(t, key):
+    view, entries = _index(t, key)
+    if entries is None:
+        return view
+    return wrap(C.ff_index(view._ptr, len(entries), _entries_array(entries)))
+
+
+def _setitem(t, key, value):
+    """t[key] = value. Without autograd it writes through the view; with autograd (grad
+    mode on and t or value requiring grad) it computes t with the region replaced, out of
+    place and differentiably, writes that into t's memory and points t at the new history
+    (ff_assign), as PyTorch's in-place ops rebase theirs."""
+    v = value if isinstance(value, Tensor) else None
+    if is_grad_enabled() and (t.requires_grad or (v is not None and v.requires_grad)):
+        # The flat positions of t[key], found by indexing a tensor of positions with the
+        # same key: one index_put on t's flat view then writes exactly PyTorch's places.
+        if not isinstance(value, Tensor):
+            value = full((), value, dtype=t.dtype, device=t.device)
+        pos = _getitem(arange(t.numel(), dtype=int64, device=t.device).reshape(t.shape), key)
+        flat = t.reshape(-1)
+        entries = _entries_array([pos])
+        t._rebase_(wrap(C.ff_index_put(flat._ptr, 1, entries, value._ptr, False)).reshape(t.shape))
+        return
+    view, entries = _index(t, key)
+    if not isinstance(value, Tensor):
+        value = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=t.dtype, device=t.device)
+    if entries is None:
+        check_status(C.ff_copy_(view._ptr, value._ptr))
     else:
-        karr = np.asarray(key)
-        kt = None
-    if karr is not None and karr.dtype == bool:
-        md = karr.ndim
-        if t.shape[axis:axis + md] != karr.shape:
-            raise IndexError("boolean mask of shape %s does not match the indexed dims %s"
-                             % (karr.shape, t.shape[axis:axis + md]))
-        flat = t.flatten(axis, axis + md - 1) if md > 0 else t.unsqueeze(axis)
-        idx = np.flatnonzero(karr.reshape(-1)).astype(np.int64)
-        it = tensor(idx)
-        return wrap(C.ff_index_select(flat._ptr, axis, it._ptr))
-    if kt is None:
-        kt = tensor(karr.astype(np.int64))
-    if kt.dtype.is_floating_point:
-        raise IndexError("tensors used as indices must be integer or bool")
-    n = t.shape[axis]
-    kt = kt.to(int64)
-    kt = where(kt < 0, kt + n, kt)
-    kflat = kt.reshape(-1)
-    r = wrap(C.ff_index_select(t._ptr, axis, kflat._ptr))
-    if kt.ndim != 1:
-        shp = t.shape[:axis] + kt.shape + t.shape[axis + 1:]
-        r = r.reshape(shp)
-    return r
+        check_status(C.ff_index_put_(view._ptr, len(entries), _entries_array(entries), value._ptr, False))
 
 
 # ---- grad mode ---------------------------------------------------------------------------------
