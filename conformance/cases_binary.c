@@ -8,7 +8,7 @@
 #include "cf_families.h"
 #include "cf_scenario.h"
 
-static bool writes_bool(int op) { return op >= FF_BINARY_EQ; }
+static bool writes_bool(int op) { return ff_binary_op_writes_bool((ff_binary_op)op); }
 
 static void domains(int op, ff_dtype dt, cf_domain *da, cf_domain *db)
 {

@@ -57,7 +57,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         c.kind = FF_KIND_BINARY, c.nops = 3;
         cf_operand_init(&c.o[1], "a", dt, 1, pairs, CF_L_CONTIG, false, &rng, CF_DOM_SPECIAL);
         cf_operand_init(&c.o[2], "b", dt, 1, pairs, CF_L_OFFSET, false, &rng, CF_DOM_SPECIAL);
-        cf_operand_init(&c.o[0], "dst", op >= FF_BINARY_EQ ? FF_BOOL : dt, 1, pairs, CF_L_CONTIG, true, &rng,
+        cf_operand_init(&c.o[0], "dst", ff_binary_op_writes_bool((ff_binary_op)op) ? FF_BOOL : dt, 1, pairs, CF_L_CONTIG, true, &rng,
                         CF_DOM_SIGNED);
         o.cls = cf_binary_tol(op), o.expect = cf_binary_expect;
         break;

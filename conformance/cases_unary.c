@@ -30,6 +30,7 @@ cf_tol_class cf_unary_tol(int op)
     switch (op) {
     case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_RELU: case FF_UNARY_FLOOR:
     case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
+    case FF_UNARY_BITWISE_NOT:
         return CF_TOL_EXACT;
     case FF_UNARY_SQUARE: case FF_UNARY_SQRT: case FF_UNARY_RECIPROCAL: return CF_TOL_ROUNDED;
     default: return CF_TOL_TRANSCEND;

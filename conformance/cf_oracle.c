@@ -11,7 +11,7 @@ const char *cf_unary_name(int op)
     static const char *const n[FF_UNARY_COUNT] = {
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf"};
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not"};
     return (unsigned)op < FF_UNARY_COUNT ? n[op] : "?";
 }
 
@@ -19,7 +19,8 @@ const char *cf_binary_name(int op)
 {
     static const char *const n[FF_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum",
                                                    "minimum", "fmod", "eq", "ne", "lt", "le",
-                                                   "gt", "ge", "logical_and", "logical_or", "logical_xor"};
+                                                   "gt", "ge", "logical_and", "logical_or", "logical_xor",
+                                                   "bitwise_and", "bitwise_or", "bitwise_xor"};
     return (unsigned)op < FF_BINARY_COUNT ? n[op] : "?";
 }
 
@@ -92,6 +93,7 @@ int64_t cf_unary_ref_i(ff_unary_op op, int64_t x, ff_dtype dt)
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
     case FF_UNARY_LOGICAL_NOT: return x == 0;
+    case FF_UNARY_BITWISE_NOT: return x < 0 ? -(x + 1) : -x - 1; /* two's complement ~x, without overflow */
     default: return 0;
     }
 }
@@ -159,6 +161,9 @@ int64_t cf_binary_ref_i(ff_binary_op op, int64_t x, int64_t y, ff_dtype dt)
     case FF_BINARY_LOGICAL_AND: return x && y;
     case FF_BINARY_LOGICAL_OR: return x || y;
     case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    case FF_BINARY_BITWISE_AND: return x & y; /* C's & on int64 is two's complement on every target we build for */
+    case FF_BINARY_BITWISE_OR: return x | y;
+    case FF_BINARY_BITWISE_XOR: return x ^ y;
     default: return 0;
     }
 }

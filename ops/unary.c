@@ -178,6 +178,7 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
     if (op == FF_UNARY_BITWISE_NOT && ff_dtype_is_float(x->dtype))
         return ff_error(FF_ERR_INVALID, "%s: bitwise not takes an integer or bool tensor, got %s", fn,
                         ff_dtype_name(x->dtype)), NULL;
+    if (op == FF_UNARY_BITWISE_NOT && x->dtype == FF_BOOL) op = FF_UNARY_LOGICAL_NOT; /* ~ on bool is logical */
     ff_dtype cdt = keeps_dtype(op) ? x->dtype : ff_dtype_to_float(x->dtype);
     ff_tensor *cx = ff_op_cast(x, cdt, fn);
     if (!cx) return NULL;

@@ -155,9 +155,9 @@ static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
 }
 
 /* ---- unary ops ----------------------------------------------------------------------- */
-/* Supported (op, src dtype): F32/F64 every op; I32/I64/U8 NEG ABS SIGN SQUARE RELU FLOOR
- * CEIL ROUND ISNAN ISINF LOGICAL_NOT; BOOL the same minus NEG. ISNAN, ISINF and
- * LOGICAL_NOT write BOOL, every other op writes src's dtype. */
+/* Supported (op, src dtype): F32/F64 every op but BITWISE_NOT; I32/I64/U8 NEG ABS SIGN
+ * SQUARE RELU FLOOR CEIL ROUND ISNAN ISINF LOGICAL_NOT BITWISE_NOT; BOOL the same minus
+ * NEG and BITWISE_NOT (the core sends LOGICAL_NOT for ~bool). ISNAN, ISINF and LOGICAL_NOT write BOOL, every other op writes src's dtype. */
 
 static inline int ffb_unary_writes_bool(ff_unary_op op)
 {
@@ -170,7 +170,7 @@ static inline int ffb_unary_int_op(ff_unary_op op)
     switch (op) {
     case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU:
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND:
-    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
+    case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT: case FF_UNARY_BITWISE_NOT:
         return 1;
     default:
         return 0;
@@ -180,8 +180,8 @@ static inline int ffb_unary_int_op(ff_unary_op op)
 static inline int ffb_unary_supported(ff_unary_op op, ff_dtype t)
 {
     if ((unsigned)op >= FF_UNARY_COUNT || !ffb_dtype_ok(t)) return 0;
-    if (ffb_is_float(t)) return 1;
-    if (t == FF_BOOL) return ffb_unary_int_op(op) && op != FF_UNARY_NEG;
+    if (ffb_is_float(t)) return op != FF_UNARY_BITWISE_NOT;
+    if (t == FF_BOOL) return ffb_unary_int_op(op) && op != FF_UNARY_NEG && op != FF_UNARY_BITWISE_NOT;
     return ffb_unary_int_op(op);
 }
 
@@ -245,6 +245,7 @@ static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
     case FF_UNARY_LOGICAL_NOT: return x == 0;
+    case FF_UNARY_BITWISE_NOT: return ffb_u64_to_i64(~(uint64_t)x); /* integers only (bool: LOGICAL_NOT) */
     default: return 0;
     }
 }
@@ -253,11 +254,17 @@ static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
 /* a and b share one dtype. Every op on F32/F64/I32/I64/U8; BOOL refuses SUB, DIV, POW,
  * FMOD. Comparisons and logical ops (EQ and after) write BOOL, arithmetic a's dtype. */
 
-static inline int ffb_binary_writes_bool(ff_binary_op op) { return op >= FF_BINARY_EQ; }
+static inline int ffb_binary_writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
+
+static inline int ffb_binary_is_bitwise(ff_binary_op op)
+{
+    return op == FF_BINARY_BITWISE_AND || op == FF_BINARY_BITWISE_OR || op == FF_BINARY_BITWISE_XOR;
+}
 
 static inline int ffb_binary_supported(ff_binary_op op, ff_dtype t)
 {
     if ((unsigned)op >= FF_BINARY_COUNT || !ffb_dtype_ok(t)) return 0;
+    if (ffb_binary_is_bitwise(op)) return !ffb_is_float(t); /* integers and bool only */
     if (t == FF_BOOL)
         return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
     return 1;
@@ -342,6 +349,10 @@ static inline int64_t ffb_binary_i64(ff_binary_op op, int64_t x, int64_t y)
     case FF_BINARY_LOGICAL_AND: return (x != 0) && (y != 0);
     case FF_BINARY_LOGICAL_OR: return (x != 0) || (y != 0);
     case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
+    /* two's complement bits; on bool (0/1) these are the logical ops */
+    case FF_BINARY_BITWISE_AND: return ffb_u64_to_i64((uint64_t)x & (uint64_t)y);
+    case FF_BINARY_BITWISE_OR: return ffb_u64_to_i64((uint64_t)x | (uint64_t)y);
+    case FF_BINARY_BITWISE_XOR: return ffb_u64_to_i64((uint64_t)x ^ (uint64_t)y);
     default: return 0;
     }
 }

@@ -18,7 +18,7 @@ const char *cpu_unary_name(ff_unary_op op)
     static const char *const names[FF_UNARY_COUNT] = {
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf"};
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not"};
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
 }
 
@@ -26,7 +26,8 @@ const char *cpu_binary_name(ff_binary_op op)
 {
     static const char *const names[FF_BINARY_COUNT] = {
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq",
-        "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"};
+        "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+        "bitwise_xor"};
     return (unsigned)op < FF_BINARY_COUNT ? names[op] : "invalid binary op";
 }
 

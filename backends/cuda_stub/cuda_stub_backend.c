@@ -68,7 +68,9 @@ static void stub_shutdown(void *ctx) { (void)ctx; }
  * `dtype` mean per kind is documented at ff_op_kind (e.g. COPY: op = source dtype,
  * dtype = destination; REDUCE/UNARY: dtype = source dtype; SOFTMAX: op = log flag).
  * Start by returning 1 only for what you have written and tested; the core refuses
- * the rest with a clear message instead of computing garbage. */
+ * the rest with a clear message instead of computing garbage. New op codes are
+ * appended to the enums as the ABI grows: name the ops you implement (a switch), never
+ * "op < FF_BINARY_COUNT", so a newer core's op codes are declined, not miscomputed. */
 static int stub_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx, (void)kind, (void)op, (void)dtype;
@@ -135,7 +137,8 @@ static ff_status stub_copy(void *ctx, const ff_view *dst, const ff_view *src)
 }
 
 /* unary: dst = op(src), same shape. dst has src's dtype except ISNAN, ISINF and
- * LOGICAL_NOT, which write BOOL. ROUND is half-to-even. See ff_unary_op. */
+ * LOGICAL_NOT, which write BOOL. ROUND is half-to-even; BITWISE_NOT is ~x on integers
+ * (never sent for floats or bool). See ff_unary_op. */
 static ff_status stub_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
 {
     (void)ctx, (void)op, (void)dst, (void)src;
@@ -143,8 +146,9 @@ static ff_status stub_unary(void *ctx, ff_unary_op op, const ff_view *dst, const
 }
 
 /* binary: dst = a op b, all of dst's shape (broadcasts are stride-0 views). a and b
- * share a dtype; dst has it too, except comparisons and logical ops (BOOL).
- * MAXIMUM/MINIMUM propagate NaN; integer DIV truncates, x / 0 = 0. See ff_binary_op. */
+ * share a dtype; dst has it too, except comparisons and logical ops (BOOL:
+ * ff_binary_op_writes_bool). MAXIMUM/MINIMUM propagate NaN; integer DIV truncates,
+ * x / 0 = 0; BITWISE_AND/OR/XOR on integers and bool only. See ff_binary_op. */
 static ff_status stub_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     (void)ctx, (void)op, (void)dst, (void)a, (void)b;

@@ -113,7 +113,8 @@ typedef enum ff_unary_op {
     FF_UNARY_LOGICAL_NOT,
     FF_UNARY_ERF,
     /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
-    FF_UNARY_BITWISE_NOT, /* integers: ~x; bool: logical not. Never sent for floats. */
+    FF_UNARY_BITWISE_NOT, /* I32/I64/U8: ~x in the dtype. Never sent for floats or bool
+                           * (the core sends LOGICAL_NOT for ~bool). */
     FF_UNARY_COUNT
 } ff_unary_op;
 
@@ -140,7 +141,8 @@ typedef enum ff_binary_op {
     FF_BINARY_LOGICAL_OR,
     FF_BINARY_LOGICAL_XOR,
     /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
-    FF_BINARY_BITWISE_AND, /* integers and bool, in the operands' dtype; never floats */
+    FF_BINARY_BITWISE_AND, /* I32/I64/U8/BOOL, bitwise in the operands' dtype (on bool's 0/1
+                            * that is logical); never sent for floats */
     FF_BINARY_BITWISE_OR,
     FF_BINARY_BITWISE_XOR,
     FF_BINARY_COUNT

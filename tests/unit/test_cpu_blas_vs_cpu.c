@@ -202,7 +202,7 @@ static void test_binary(void)
         for (int op = 0; op < FF_BINARY_COUNT; op++) {
             ff_dtype t = all_dtypes[ti];
             if (!ref_be->vt->supports(ref_be->ctx, FF_KIND_BINARY, op, t)) continue;
-            ff_dtype dt = op >= FF_BINARY_EQ ? FF_BOOL : t;
+            ff_dtype dt = ff_binary_op_writes_bool((ff_binary_op)op) ? FF_BOOL : t;
             /* a, b layouts: contiguous/contiguous, strided/broadcast, transposed/contig,
              * contiguous/scalar (b broadcast on every dim) */
             for (int mode = 0; mode < 4; mode++) {
