@@ -57,7 +57,7 @@ double cf_unary_ref(ff_unary_op op, double x)
     case FF_UNARY_COS: return cos(x);
     case FF_UNARY_TANH: return tanh(x);
     case FF_UNARY_SIGMOID: return sigm(x);
-    case FF_UNARY_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
+    case FF_UNARY_RELU: return isnan(x) ? x : x == 0 ? x : x > 0 ? x : 0.0; /* relu(-0) = -0 (PyTorch) */
     case FF_UNARY_GELU_TANH: return 0.5 * x * (1 + tanh(0.7978845608028654 /* sqrt(2 / pi) */ * (x + 0.044715 * x * x * x)));
     case FF_UNARY_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
     case FF_UNARY_SILU: return x * sigm(x);

@@ -212,7 +212,7 @@ static inline double ffb_unary_f64(ff_unary_op op, double x)
     case FF_UNARY_COS: return cos(x);
     case FF_UNARY_TANH: return tanh(x);
     case FF_UNARY_SIGMOID: return ffb_sigmoid(x);
-    case FF_UNARY_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
+    case FF_UNARY_RELU: return x < 0 ? 0.0 : x; /* keeps NaN and -0, as PyTorch */
     case FF_UNARY_GELU_TANH: {
         const double k = 0.7978845608028654; /* sqrt(2 / pi) */
         return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));

@@ -20,10 +20,10 @@ BLAS_CLONES static void abs_f32(int64_t n, float *d, const float *x) { for (int6
 BLAS_CLONES static void square_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i] * x[i]; }
 BLAS_CLONES static void sqrt_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = sqrtf(x[i]); }
 BLAS_CLONES static void recip_f32(int64_t n, float *d, const float *x) { for (int64_t i = 0; i < n; i++) d[i] = 1.0f / x[i]; }
-/* relu keeps NaN and maps -0 to +0, like the reference */
+/* relu keeps NaN and -0 (x < 0 ? 0 : x, PyTorch's clamp_min), like the reference */
 BLAS_CLONES static void relu_f32(int64_t n, float *d, const float *x)
 {
-    for (int64_t i = 0; i < n; i++) d[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) d[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
 typedef void (*map_f32_fn)(int64_t n, float *d, const float *x);

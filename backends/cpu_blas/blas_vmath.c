@@ -139,6 +139,7 @@ BLAS_CLONES void blas_vlog_f32(int64_t n, float *dst, const float *src) { MAP16(
         v16f big_ = SPLAT(1.0f) - SPLAT(2.0f) / (e_ + SPLAT(1.0f));                           \
         big_ = (v16f)((v16u)big_ | ((v16u)x_ & SPLATU(0x80000000u))); /* sign of x */         \
         v16f r_ = SEL(ax_ < SPLAT(0.625f), small_, big_);                                     \
+        r_ = SEL(ax_ == SPLAT(0.0f), x_, r_); /* +-0 -> +-0: -0 + (-0 * z * p) would be +0 */ \
         (out) = SEL(x_ != x_, x_, r_);                                                        \
     } while (0)
 

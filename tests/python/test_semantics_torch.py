@@ -347,3 +347,20 @@ def test_from_numpy_shares_bool():
     if torch is not None:
         tt = torch.from_numpy(np.array([True, False]))
         assert tt.dtype == torch.bool
+
+
+# ---- 12. signed zeros survive vectorized math ----------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_signed_zeros(device, dtype):
+    vals = [-0.0, 0.0] * 40  # long enough for every vector path
+    x = T(vals, dtype, device)
+    # the sign f(-0) has (IEEE and PyTorch): odd functions and sqrt keep it, neg and abs drop it
+    negative = {"tanh": True, "sin": True, "expm1": True, "erf": True, "relu": True, "sqrt": True,
+                "neg": False, "abs": False}
+    for name, neg in negative.items():
+        got = getattr(x, name)().numpy()
+        assert (np.signbit(got[0::2]) == neg).all(), (name, got[:2])
+        if torch is not None:
+            want = getattr(TT(vals, dtype), name)().numpy()
+            assert (np.signbit(got) == np.signbit(want)).all(), (name, got[:2], want[:2])
