@@ -32,6 +32,8 @@ static const sm_scen scens[] = {
     {"inplace6x5", 2, {6, 5}, 1, CF_L_CONTIG, CF_L_CONTIG, true, CF_DOM_SIGNED},
     {"empty3x0", 2, {3, 0}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_SIGNED},
     {"big_rows64x4096", 2, {64, 4096}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_WIDE},
+    {"huge_ties9x13", 2, {9, 13}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_HUGE_TIES},
+    {"huge_ties_strided9x13", 2, {9, 13}, 1, CF_L_TRANSPOSED, CF_L_STEPPED, false, CF_DOM_HUGE_TIES},
 };
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 

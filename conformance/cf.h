@@ -114,7 +114,10 @@ typedef enum cf_domain {
     CF_DOM_SPECIAL,    /* NaN, +-Inf, +-0, subnormals, extremes; int edge values */
     CF_DOM_BOOL01,     /* 0/1 of any dtype */
     CF_DOM_NEAR1,      /* floats of magnitude in [0.8, 1.25], random sign (products); ints [-2, 2] */
-    CF_DOM_WIDE        /* floats in [-30, 30] (softmax stability) */
+    CF_DOM_WIDE,       /* floats in [-30, 30] (softmax stability) */
+    CF_DOM_HUGE_TIES   /* floats within a few ulps of 0.9 * the dtype's max, ties likely, and
+                        * some far below (-max, 100): softmax must subtract the max and keep
+                        * log(sum) apart from it; ints as WIDE */
 } cf_domain;
 
 /* Writes n elements of dtype dt from the domain into p. */

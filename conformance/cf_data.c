@@ -175,6 +175,18 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -30, 30));
             else cf_set_i(p, dt, i, cf_rng_int(r, -30, 30));
             break;
+        case CF_DOM_HUGE_TIES:
+            if (fl) {
+                double top = 0.9 * (dt == FF_F32 ? FLT_MAX : DBL_MAX);
+                int64_t k = cf_rng_int(r, 0, 5);
+                double v = k < 4 ? top : k == 4 ? -top : 100.0;
+                for (int64_t s = cf_rng_int(r, 0, 2); s > 0 && k < 4; s--) /* 0-2 ulps below: ties and near ties */
+                    v = dt == FF_F32 ? (double)nextafterf((float)v, 0.0f) : nextafter(v, 0.0);
+                cf_set_f(p, dt, i, v);
+            } else {
+                cf_set_i(p, dt, i, cf_rng_int(r, -30, 30));
+            }
+            break;
         default: cf_set_i(p, dt, i, 0); break;
         }
     }

@@ -1,7 +1,7 @@
 /*
  * softmax / log_softmax along one axis (the optional entry), F32 and F64, threaded
  * over rows. Same definition as the reference: m = max(x), s = sum exp(x - m) (in
- * double), softmax = exp(x - m) / s, log_softmax = x - m - log(s); a NaN anywhere in a
+ * double), softmax = exp(x - m) / s, log_softmax = (x - m) - log(s); a NaN anywhere in a
  * row makes the whole row NaN; dst may be src itself.
  *
  * Fast path (f32, the axis contiguous in src and dst): vectorized max, then
@@ -44,8 +44,10 @@ static void row_f32(const sm_arg *a, const float *x, float *d)
     float buf[1024];
     double s = 0.0;
     for (int64_t i = 0; i < n; i += 1024) s += blas_vexp_shift_sum_f32(n - i < 1024 ? n - i : 1024, buf, x + i, m);
-    double shift = (double)m + log(s);
-    for (int64_t i = 0; i < n; i++) d[i] = (float)((double)x[i] - shift);
+    /* (x - m) - log(s), in this order: m + log(s) first would drop log(s) next to a huge
+     * m (logits near 3e38 tied at the max gave 0 instead of -log(ties)) */
+    double logs = log(s);
+    for (int64_t i = 0; i < n; i++) d[i] = (float)(((double)x[i] - (double)m) - logs);
 }
 
 static void row_generic(const sm_arg *a, int64_t so, int64_t dof)
