@@ -364,3 +364,43 @@ def test_signed_zeros(device, dtype):
         if torch is not None:
             want = getattr(TT(vals, dtype), name)().numpy()
             assert (np.signbit(got) == np.signbit(want)).all(), (name, got[:2], want[:2])
+
+
+# ---- 13. cpu and cpu_blas agree (and agree with PyTorch) on the two programs that differed ----
+@pytest.mark.parametrize("device", DEVICES)
+def test_cross_entropy_with_huge_tied_logits(device):
+    logits = np.array([[3e38, 3e38, 3e38, 2.9999e38], [3e38, -3e38, 1.0, 3e38]], dtype=np.float32)
+    tgt = np.array([0, 3])
+    got = ff.nn.functional.cross_entropy(T(logits, device=device), T(tgt, device=device)).item()
+    want = (math.log(3) + math.log(2)) / 2  # ties at the max: log(number of ties)
+    assert abs(got - want) < 1e-6, got
+    if torch is not None:
+        assert abs(torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(tgt)).item()
+                   - want) < 1e-6
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_index_select_then_list_index_gradient(device):
+    rng = np.random.default_rng(13)
+    for trial in range(30):
+        shape = tuple(int(v) for v in rng.integers(1, 6, size=rng.integers(1, 4)))
+        x0 = rng.normal(size=shape).astype(np.float32)
+        dim = int(rng.integers(0, len(shape)))
+        idx = rng.integers(0, shape[dim], size=rng.integers(1, 6))
+        x = T(x0, device=device, requires_grad=True)
+        y = x.index_select(dim, T(idx, device=device))
+        lst = [int(v) for v in rng.integers(-y.shape[0], y.shape[0], size=int(rng.integers(1, 5)))]
+        (y[lst] ** 2).mean().backward()
+        # NumPy: the same chain by hand (np.add.at accumulates duplicates)
+        yn = np.take(x0.astype(np.float64), idx, axis=dim)
+        z = yn[lst]
+        gy = np.zeros_like(yn)
+        np.add.at(gy, lst, 2 * z / z.size)
+        gx = np.zeros(shape)
+        np.add.at(np.moveaxis(gx, dim, 0), idx, np.moveaxis(gy, dim, 0))
+        same(x.grad, gx, rtol=1e-5, atol=1e-6)
+        if torch is not None:
+            tx = torch.from_numpy(x0.copy()).requires_grad_()
+            ty = tx.index_select(dim, torch.from_numpy(idx))
+            (ty[lst] ** 2).mean().backward()
+            same(tx.grad, gx, rtol=1e-5, atol=1e-6)
