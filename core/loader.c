@@ -233,19 +233,42 @@ ff_backend *ff_backend_load(const char *name_or_path)
     return be;
 }
 
+/* Caller holds registry_lock. True if a plugin named name is loaded or on the search path. */
+static bool available_locked(const char *name)
+{
+    if (find_loaded(name, false)) return true;
+    char file[300];
+    snprintf(file, sizeof file, "libff_backend_%s.so", name);
+    find_ctx c = {.file = file};
+    return for_each_search_dir(try_dir, &c);
+}
+
+/* With FF_BACKEND unset, the fastest backend that was built: cpu_blas when its plugin
+ * is there, else the reference cpu (a build with -DFF_BUILD_CPU_BLAS=OFF). Device
+ * backends are never picked unasked. A cpu_blas that is there but fails to load is an
+ * error, not a silent fall back to cpu. */
+static const char *default_spec_locked(void)
+{
+    const char *env = getenv("FF_BACKEND");
+    if (env && *env) return env;
+    return available_locked("cpu_blas") ? "cpu_blas" : "cpu";
+}
+
 ff_backend *ff_backend_default(void)
 {
     pthread_mutex_lock(&registry_lock);
     ff_backend *be = default_backend;
     if (!be) {
         const char *env = getenv("FF_BACKEND");
-        const char *spec = env && *env ? env : "cpu";
+        const char *spec = default_spec_locked();
         be = load_locked(spec);
         if (be) default_backend = be;
         else {
-            char msg[1024];
+            char msg[1024], why[300];
             snprintf(msg, sizeof msg, "%s", ff_last_error());
-            ff_error(FF_ERR_BACKEND, "default backend (FF_BACKEND=%s): %s", env && *env ? env : "unset, so 'cpu'", msg);
+            snprintf(why, sizeof why, "%s", env && *env ? env : spec);
+            ff_error(FF_ERR_BACKEND, "default backend (FF_BACKEND=%s%s): %s", why,
+                     env && *env ? "" : ", unset: the best one built", msg);
         }
     }
     pthread_mutex_unlock(&registry_lock);

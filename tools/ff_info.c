@@ -74,13 +74,14 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: ff-info [-v|--verbose] [--default-only]\n"
                             "  Lists backend plugins on the search path (FF_BACKEND_PATH, then the core's\n"
-                            "  directory), loads the default one (FF_BACKEND, default cpu) and reports it.\n");
+                            "  directory), loads the default one (FF_BACKEND; unset: cpu_blas if it was built,\n"
+                            "  else the reference cpu) and reports it.\n");
             return 2;
         }
     }
     printf("FusionFlow %s, backend ABI %d, max rank %d\n", FF_VERSION_STRING, FF_ABI_VERSION, FF_MAX_DIMS);
     const char *env = getenv("FF_BACKEND");
-    printf("FF_BACKEND=%s  FF_BACKEND_PATH=%s\n", env ? env : "(unset: cpu)",
+    printf("FF_BACKEND=%s  FF_BACKEND_PATH=%s\n", env && *env ? env : "(unset: the fastest built, cpu_blas, else cpu)",
            getenv("FF_BACKEND_PATH") ? getenv("FF_BACKEND_PATH") : "(unset)");
     printf("available backends:\n");
     if (ff_backend_discover(print_found, NULL) == 0) printf("  (none found)\n");

@@ -274,7 +274,7 @@ class Tensor:
         extra = []
         if self.dtype not in (float32, int64, bool_):
             extra.append("dtype=" + repr(self.dtype))
-        if self.device != "cpu":
+        if C.ff_tensor_backend(self._ptr) != C.ff_backend_default():  # as PyTorch omits the default device
             extra.append("device='%s'" % self.device)
         gf = self.grad_fn
         if gf:

@@ -116,18 +116,25 @@ static void test_backend_path_resolution(void)
     rmdir(dir);
 }
 
-static void test_default_is_cpu_and_supports(void)
+/* FF_BACKEND unset: the fastest backend built (cpu_blas here, when it was built), never
+ * the reference unless it is all there is. */
+static void test_default_is_fastest_and_supports(void)
 {
-    ff_backend *be = ff_backend_default();
+    ff_backend *def = ff_backend_default();
+    const char *want = FF_TEST_HAVE_CPU_BLAS ? "cpu_blas" : "cpu";
+    CHECK(def && strcmp(ff_backend_name(def), want) == 0);
+    ff_backend *be = ff_backend_load("cpu");
     CHECK(be && strcmp(ff_backend_name(be), "cpu") == 0);
-    CHECK(ff_backend_load("cpu") == be);
     CHECK(ff_backend_abi_version(be) == FF_ABI_VERSION);
     CHECK(ff_backend_supports(be, FF_KIND_BINARY, FF_BINARY_ADD, FF_F32));
     CHECK(!ff_backend_supports(be, FF_KIND_UNARY, FF_UNARY_EXP, FF_I32)); /* the core promotes ints first */
-    ff_tensor *t = ff_ones(1, (int64_t[]){3}, FF_F32);
-    ff_tensor *same = ff_to(t, be);
+    ff_tensor *t = ff_ones(1, (int64_t[]){3}, FF_F32); /* on the default backend */
+    CHECK(t && ff_tensor_backend(t) == def);
+    ff_tensor *same = ff_to(t, def), *moved = ff_to(t, be);
     CHECK(same == t);
+    CHECK(moved && ff_tensor_backend(moved) == be && (def == be) == (moved == t));
     ff_tensor_release(same);
+    ff_tensor_release(moved);
     ff_tensor_release(t);
 }
 
@@ -141,4 +148,4 @@ FF_TEST_MAIN("loader", TEST(setup), TEST(test_missing_file), TEST(test_not_a_plu
              TEST(test_wrong_abi_version), TEST(test_wrong_struct_size), TEST(test_init_fails),
              TEST(test_null_entry_and_missing_required), TEST(test_cuda_stub_reports_no_device),
              TEST(test_default_from_env_fails_loudly), TEST(test_backend_path_resolution),
-             TEST(test_default_is_cpu_and_supports))
+             TEST(test_default_is_fastest_and_supports))
