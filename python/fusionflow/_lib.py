@@ -65,6 +65,10 @@ class BackwardOpts(ctypes.Structure):
     _fields_ = [("retain_graph", c_bool), ("create_graph", c_bool)]
 
 
+# void (*)(const char *name, const char *path, void *user): ff_backend_discover's callback
+DiscoverFn = ctypes.CFUNCTYPE(None, c_char_p, c_char_p, c_void_p)
+
+
 class Number(ctypes.Structure):
     """ff_number (include/ff/tensor.h): a scalar with its kind, 0 bool, 1 int, 2 float."""
     _fields_ = [("kind", c_int), ("i", c_int64), ("f", c_double)]
@@ -237,6 +241,10 @@ _PROTOS = {
     "ff_backend_default": (c_void_p, []),
     "ff_backend_set_default": (c_int, [c_void_p]),
     "ff_backend_name": (c_char_p, [c_void_p]),
+    "ff_backend_version": (c_char_p, [c_void_p]),
+    "ff_backend_description": (c_char_p, [c_void_p]),
+    "ff_backend_path": (c_char_p, [c_void_p]),
+    "ff_backend_discover": (c_int, [DiscoverFn, c_void_p]),
     "ff_backend_flags": (c_uint32, [c_void_p]),
     "ff_backend_count": (c_int, []),
     "ff_backend_at": (c_void_p, [c_int]),
