@@ -84,6 +84,15 @@ W(w_contiguous, CALL(ff_contiguous, x[0]))
 W(w_clone, CALL(ff_clone, x[0]))
 W(w_astype_f64, CALL(ff_astype, x[0], FF_F64))
 W(w_dropout, CALL(ff_dropout, x[0], 0.5, true, 7))
+W(w_remainder, CALL(ff_remainder, x[0], x[1]))
+W(w_floor_divide, CALL(ff_floor_divide, x[0], x[1]))
+W(w_clamp_tensors, CALL(ff_clamp, x[0], x[1], x[2]))
+W(w_index_2d, CALL(ff_index, x[0], 2, (const ff_tensor *[]){x[1], x[2]}))
+W(w_index_put_acc, CALL(ff_index_put, x[0], 1, (const ff_tensor *[]){x[1]}, x[2], true))
+W(w_index_put_last, CALL(ff_index_put, x[0], 2, (const ff_tensor *[]){NULL, x[1]}, x[2], false))
+W(w_index_add, CALL(ff_index_add, x[0], 1, x[1], x[2], 2.0))
+W(w_masked_fill, CALL(ff_masked_fill, x[0], x[1], x[2]))
+W(w_masked_scatter, CALL(ff_masked_scatter, x[0], x[1], x[2]))
 
 static ff_tensor *w_pad(ff_tensor *const *x)
 {
@@ -258,6 +267,25 @@ const cf_opdef cf_optable[] = {
     {"reshape", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_reshape, CF_TOL_EXACT, 1, true, true, NULL},
     {"contiguous", 1, {3}, {{2, 3, 4}}, {F}, {S}, {0}, w_contiguous, CF_TOL_EXACT, 1, true, true, NULL},
     {"clone", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_clone, CF_TOL_EXACT, 1, true, true, NULL},
+    /* Python's % and //, clamp with tensor bounds, advanced indexing and indexed writes:
+     * compositions of the entries, checked on every backend like the rest */
+    {"remainder", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, P}, {0}, w_remainder, CF_TOL_ROUNDED, 1, true, true, NULL},
+    {"floor_divide", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, P}, {0}, w_floor_divide, CF_TOL_EXACT, 1, true, false,
+     NULL},
+    {"clamp_tensor_bounds", 3, {2, 1, 2}, {{4, 5}, {5}, {4, 1}}, {F, F, F}, {S, U, P}, {0}, w_clamp_tensors,
+     CF_TOL_EXACT, 1, true, true, NULL},
+    {"index_2d", 3, {2, 1, 1}, {{4, 5}, {3}, {3}}, {F, FF_I64, FF_I64}, {S, I, I}, {0, 4, 5}, w_index_2d,
+     CF_TOL_EXACT, 1, true, true, NULL},
+    {"index_put_accumulate", 3, {2, 1, 2}, {{4, 5}, {6}, {6, 5}}, {F, FF_I64, F}, {S, I, S}, {0, 4, 0},
+     w_index_put_acc, CF_TOL_ACCUM, 3, true, true, NULL},
+    {"index_put_last_wins", 3, {2, 1, 2}, {{4, 5}, {7}, {4, 7}}, {F, FF_I64, F}, {S, I, S}, {0, 5, 0},
+     w_index_put_last, CF_TOL_EXACT, 1, true, false, NULL},
+    {"index_add_axis1", 3, {2, 1, 2}, {{4, 5}, {3}, {4, 3}}, {F, FF_I64, F}, {S, I, S}, {0, 5, 0}, w_index_add,
+     CF_TOL_ACCUM, 3, true, true, NULL},
+    {"masked_fill", 3, {2, 2, 1}, {{4, 5}, {4, 5}, {5}}, {F, FF_BOOL, F}, {S, CF_DOM_BOOL01, S}, {0}, w_masked_fill,
+     CF_TOL_EXACT, 1, true, true, NULL},
+    {"masked_scatter", 3, {2, 2, 2}, {{4, 5}, {4, 5}, {4, 5}}, {F, FF_BOOL, F}, {S, CF_DOM_BOOL01, S}, {0},
+     w_masked_scatter, CF_TOL_EXACT, 1, true, true, NULL},
     {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
     {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
 };
