@@ -230,3 +230,23 @@ def test_int_tensor_assignment_and_one_hot():
     ids = ff.tensor([5, 6, 7], dtype=ff.int64)
     ids[ids > 5] = -1
     assert ids.tolist() == [5, -1, -1]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_version_counter_catches_a_saved_tensor_written_in_place(device):
+    x = ff.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    y = x.exp()  # exp saves its output for backward
+    y[ff.tensor([True, False, True], device=device)] = 0.0
+    with pytest.raises(ff.FusionFlowError, match="modified"):
+        y.sum().backward()
+    if torch is not None:
+        tx = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        ty = tx.exp()
+        ty[torch.tensor([True, False, True])] = 0.0
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            ty.sum().backward()
+    # a tensor whose saved values are not needed is fine: y = 2x, then y[mask] = 0
+    z = x * 2.0
+    z[ff.tensor([True, False, False], device=device)] = 0.0
+    z.sum().backward()
+    assert x.grad.tolist() == [0.0, 2.0, 2.0]
