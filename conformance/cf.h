@@ -28,6 +28,7 @@ typedef enum cf_result { CF_PASS = 0, CF_FAIL = 1, CF_SKIP = 2 } cf_result;
 typedef struct cf_report {
     char msg[2048];
     bool coverage_gap; /* skipped because T declines what R supports */
+    bool crashed;      /* failed by killing its worker (a signal) or by running out of time */
 } cf_report;
 
 /* ---- tolerances: see the table in conformance/README.md ------------------- */

@@ -1,17 +1,20 @@
 /* ff-conformance: proves a backend behaves like the reference cpu backend.
  *
  *   ff-conformance [--backend NAME|PATH] [-o OP] [--dtype D] [--case ID] [--seed S]
- *                  [--list] [--junit FILE] [-v]
+ *                  [--list] [--junit FILE] [--timeout S] [--no-fork] [-v]
  *
  * Without --backend, every backend the loader can find is tested; one that cannot
- * start (no device) is reported as skipped with its reason. The last line is always
- * "N passed, M failed, K skipped"; the exit status is non-zero on any failure. */
+ * start (no device) is reported as skipped with its reason. The backend under test runs
+ * in a worker process (cf_isolate.c), so a crash or a hang is a failure naming its case.
+ * The last line is always "N passed, M failed, K skipped"; the exit status is non-zero
+ * on any failure, crash included. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cf.h"
+#include "cf_isolate.h"
 #include "cf_runner.h"
 
 #define MAX_TARGETS 32
@@ -37,11 +40,14 @@ static void usage(FILE *f)
             "usage: ff-conformance [options]\n"
             "  --backend NAME|PATH  backend under test (default: every backend found)\n"
             "  -o OP                only cases whose \"family.op\" contains OP (e.g. -o exp, -o binary)\n"
+            "  --exclude OP         leave out cases whose \"family.op\" contains OP\n"
             "  --dtype D            only cases of dtype D (f32, f64, i32, i64, u8, bool)\n"
             "  --case ID            rerun exactly one case\n"
             "  --seed S             data seed (default 1); failures print the seed to rerun with\n"
             "  --list               list the selected case ids and exit\n"
             "  --junit FILE         write JUnit XML\n"
+            "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
+            "  --no-fork            run the backend in this process (for gdb; a crash ends the run)\n"
             "  -v                   print passing and skipped cases too\n");
 }
 
@@ -49,7 +55,8 @@ int main(int argc, char **argv)
 {
     const char *backend = NULL, *junit_path = NULL;
     cf_filter flt = {0};
-    bool list = false;
+    bool list = false, no_fork = false;
+    double timeout_s = 120;
     cf_ctx ctx = {.seed = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -63,8 +70,11 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--backend")) { TAKES_VALUE; backend = v; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--op")) { TAKES_VALUE; flt.op = v; }
         else if (!strcmp(a, "--case")) { TAKES_VALUE; flt.case_id = v; }
+        else if (!strcmp(a, "--exclude")) { TAKES_VALUE; flt.exclude = v; }
         else if (!strcmp(a, "--seed")) { TAKES_VALUE; ctx.seed = strtoull(v, NULL, 0); }
         else if (!strcmp(a, "--junit")) { TAKES_VALUE; junit_path = v; }
+        else if (!strcmp(a, "--timeout")) { TAKES_VALUE; timeout_s = strtod(v, NULL); }
+        else if (!strcmp(a, "--no-fork")) no_fork = true;
         else if (!strcmp(a, "--dtype")) {
             TAKES_VALUE;
             if (ff_dtype_from_name(v, &flt.dtype)) {
@@ -89,6 +99,15 @@ int main(int argc, char **argv)
         return 2;
     }
     cf_generate(ref);
+    int nselected = 0;
+    for (int i = 0; i < cf_case_count(); i++) nselected += cf_case_selected(cf_case_at(i), &flt);
+    if (!nselected) { /* a typo in -o must not pass as "0 passed, 0 failed" */
+        fprintf(stderr, "ff-conformance: no case matches the filter (see --list)\n");
+        printf("0 passed, 1 failed, 0 skipped\n");
+        cf_free_cases();
+        ff_shutdown();
+        return 2;
+    }
     if (list) {
         int n = cf_list(&flt);
         fprintf(stderr, "%d cases\n", n);
@@ -113,33 +132,56 @@ int main(int argc, char **argv)
     cf_totals all = {0};
     for (int i = 0; i < tg.n; i++) {
         const char *spec = backend ? backend : tg.path[i];
-        ff_backend *be = ff_backend_load(spec);
-        if (!be) {
+        char name[128], path[4096], err[2048];
+        bool no_start = false, loaded;
+        ff_backend *be = NULL;
+        if (no_fork) {
+            be = ff_backend_load(spec);
+            loaded = be != NULL;
+            if (be) {
+                snprintf(name, sizeof name, "%s", ff_backend_name(be));
+                snprintf(path, sizeof path, "%s", ff_backend_path(be));
+            } else {
+                snprintf(err, sizeof err, "%s", ff_last_error());
+                no_start = strstr(err, "failed to initialize") != NULL;
+            }
+        } else {
+            loaded = cf_probe_backend(spec, name, sizeof name, path, sizeof path, err, sizeof err, &no_start);
+        }
+        if (!loaded) {
             /* a backend that cannot start (no device) is skipped; one that cannot be
              * loaded at all (missing file, ABI mismatch) is a failure */
-            bool no_start = strstr(ff_last_error(), "failed to initialize") != NULL;
-            printf("%s backend '%s': %s\n", no_start ? "SKIP" : "FAIL", tg.name[i], ff_last_error());
+            printf("%s backend '%s': %s\n", no_start ? "SKIP" : "FAIL", tg.name[i], err);
             if (no_start) all.skipped++;
             else all.failed++;
             if (junit) {
                 fprintf(junit, "  <testsuite name=\"ff-conformance.%s\" tests=\"1\" failures=\"%d\" skipped=\"%d\">\n"
                                "    <testcase classname=\"%s\" name=\"load\"><%s message=\"",
                         tg.name[i], !no_start, no_start, tg.name[i], no_start ? "skipped" : "failure");
-                for (const char *m = ff_last_error(); *m; m++) /* the message may hold quotes or brackets */
+                for (const char *m = err; *m; m++) /* the message may hold quotes or brackets */
                     if (*m != '"' && *m != '<' && *m != '>' && *m != '&') fputc(*m, junit);
                 fprintf(junit, "\"/></testcase>\n  </testsuite>\n");
             }
             continue;
         }
-        ctx.t = be;
+        ctx.t = be; /* NULL in the parent when the backend runs in a worker */
         ctx.r = ref;
         ctx.backend_arg = backend ? backend : tg.name[i];
-        cf_totals t = cf_run_backend(&ctx, &flt, junit);
-        printf("backend '%s' (%s): %d passed, %d failed, %d skipped in %.1f s\n", ff_backend_name(be),
-               ff_backend_path(be), t.passed, t.failed, t.skipped, t.seconds);
+        cf_worker w = {.spec = spec, .flt = &flt, .timeout_s = timeout_s};
+        cf_totals t = no_fork ? cf_run_backend(&ctx, &flt, junit, name, cf_exec_inprocess, NULL)
+                              : cf_run_backend(&ctx, &flt, junit, name, cf_exec_isolated, &w);
+        if (!no_fork && !cf_worker_finish(&w, err, sizeof err)) {
+            printf("FAIL backend '%s': %s\n", name, err);
+            t.failed++;
+        }
+        if (t.crashed)
+            printf("%d of the failures crashed the backend or hung: rerun one with --no-fork under gdb\n", t.crashed);
+        printf("backend '%s' (%s): %d passed, %d failed, %d skipped in %.1f s\n", name, path, t.passed, t.failed,
+               t.skipped, t.seconds);
         all.passed += t.passed;
         all.failed += t.failed;
         all.skipped += t.skipped;
+        all.crashed += t.crashed;
     }
     if (junit) {
         fprintf(junit, "</testsuites>\n");

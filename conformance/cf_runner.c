@@ -61,10 +61,11 @@ bool cf_case_selected(const cf_case *c, const cf_filter *f)
 {
     if (f->case_id && strcmp(f->case_id, c->id) != 0) return false;
     if (f->dtype_set && c->dtype != f->dtype) return false;
-    if (f->op) {
+    if (f->op || f->exclude) {
         char full[160];
         snprintf(full, sizeof full, "%s.%s", c->family, c->op);
-        if (!strstr(full, f->op)) return false;
+        if (f->op && !strstr(full, f->op)) return false;
+        if (f->exclude && strstr(full, f->exclude)) return false;
     }
     return true;
 }
@@ -120,12 +121,28 @@ static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
     return false;
 }
 
+int cf_case_count(void) { return ncases; }
+const cf_case *cf_case_at(int i) { return &cases[i]; }
+
+cf_result cf_run_case(cf_ctx *ctx, int i, cf_report *rep)
+{
+    const cf_case *c = &cases[i];
+    return accepted(ctx, c, rep) ? c->run(ctx, c, rep) : CF_SKIP;
+}
+
+cf_result cf_exec_inprocess(void *state, cf_ctx *ctx, int i, cf_report *rep)
+{
+    (void)state;
+    return cf_run_case(ctx, i, rep);
+}
+
 typedef struct gap {
     char what[64];
     int count;
 } gap;
 
-cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit)
+cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const char *name, cf_exec_fn exec,
+                         void *exec_state)
 {
     cf_totals tot = {0};
     double t0 = now_s();
@@ -144,7 +161,7 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit)
         cf_report rep;
         memset(&rep, 0, sizeof rep);
         double c0 = now_s();
-        cf_result r = accepted(ctx, c, &rep) ? c->run(ctx, c, &rep) : CF_SKIP;
+        cf_result r = exec(exec_state, ctx, i, &rep);
         times[i] = now_s() - c0;
         res[i] = r;
         if (r == CF_PASS) {
@@ -152,7 +169,8 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit)
             if (ctx->verbose) printf("PASS %s\n", c->id);
         } else if (r == CF_FAIL) {
             tot.failed++;
-            printf("FAIL %s: %s\n", c->id, rep.msg);
+            tot.crashed += rep.crashed;
+            printf("%s %s: %s\n", rep.crashed ? "CRASH" : "FAIL", c->id, rep.msg);
             fflush(stdout);
         } else {
             tot.skipped++;
@@ -174,18 +192,18 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit)
     }
     tot.seconds = now_s() - t0;
     if (gap_total) {
-        printf("coverage gaps on '%s': %d case(s) the reference supports are declined:", ff_backend_name(ctx->t), gap_total);
+        printf("coverage gaps on '%s': %d case(s) the reference supports are declined:", name, gap_total);
         for (int g = 0; g < ngaps; g++) printf(" %s(%d)", gaps[g].what, gaps[g].count);
         printf("\n");
     }
     if (junit) {
         fprintf(junit, "  <testsuite name=\"ff-conformance.");
-        xml_escaped(junit, ff_backend_name(ctx->t));
+        xml_escaped(junit, name);
         fprintf(junit, "\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n",
                 tot.passed + tot.failed + tot.skipped, tot.failed, tot.skipped, tot.seconds);
         for (int i = 0; i < ncases; i++) {
             if ((int)res[i] < 0) continue;
-            fprintf(junit, "    <testcase classname=\"%s.%s\" name=\"", ff_backend_name(ctx->t), cases[i].family);
+            fprintf(junit, "    <testcase classname=\"%s.%s\" name=\"", name, cases[i].family);
             xml_escaped(junit, cases[i].id);
             fprintf(junit, "\" time=\"%.6f\"", times[i]);
             if (res[i] == CF_PASS) {
