@@ -1,17 +1,61 @@
-/* File plumbing for the io layer: crash-safe writes (temp file + fsync + rename) and
- * exact reads that turn short files into clear errors. */
-#define _XOPEN_SOURCE 700
+/* File plumbing for the io layer: crash-safe writes and exact reads that turn short
+ * files into clear errors.
+ *
+ * A save must never corrupt the old file and never leave litter, even when the process
+ * is killed mid-write. The data goes to an unnamed file in the target's directory
+ * (O_TMPFILE: if the process dies, the kernel frees it), which commit fsyncs, links
+ * under a temporary name and renames over the target: the target is always either
+ * the old file or the whole new one, and a name exists only for the instant between
+ * link and rename. Where the file system has no O_TMPFILE, the data goes to a named
+ * "<path>.tmp.XXXXXX". Either way the writer holds a lock on its file, and every save
+ * first removes the unlocked "<path>.tmp.*" files, whose writers died. */
+#define _GNU_SOURCE /* O_TMPFILE, linkat */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io_impl.h"
 
 #define IO_CHUNK ((size_t)1 << 24) /* bounded staging memory for non-host tensors */
+#define TMP_SUFFIX ".tmp."
+
+/* The directory part of path ("." when there is none); malloc'd. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+/* Removes "<base>.tmp.*" files in dir that nobody holds a lock on: leftovers of
+ * writers that died (fallback path only). */
+static void remove_stale_temps(const char *path)
+{
+    char *dir = dir_of(path);
+    if (!dir) return;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t nb = strlen(base);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, base, nb) != 0 || strncmp(e->d_name + nb, TMP_SUFFIX, sizeof TMP_SUFFIX - 1) != 0)
+            continue;
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) unlink(full); /* its writer is gone */
+        close(fd);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
 
 ff_status ff_io_writer_open(ff_io_writer *w, const char *path, const char *fn)
 {
@@ -19,11 +63,27 @@ ff_status ff_io_writer_open(ff_io_writer *w, const char *path, const char *fn)
     w->tmp_path = NULL;
     w->path = path;
     if (!path || !*path) return ff_error(FF_ERR_INVALID, "%s: path is NULL or empty", fn);
+    remove_stale_temps(path);
+    const char *no_tmpfile = getenv("FF_IO_NO_O_TMPFILE"); /* tests of the fallback path */
+    if (!(no_tmpfile && *no_tmpfile == '1')) {
+        char *dir = dir_of(path);
+        if (!dir) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+        w->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+        int e = errno;
+        free(dir);
+        if (w->fd >= 0) {
+            (void)flock(w->fd, LOCK_EX); /* the lock follows the file once it has a name */
+            return FF_OK;
+        }
+        if (e != EOPNOTSUPP && e != EISDIR && e != EINVAL && e != ENOENT)
+            return ff_error(FF_ERR_IO, "%s: cannot create a file next to '%s': %s", fn, path, strerror(e));
+        /* ENOENT can also mean "no such directory": the fallback reports that clearly */
+    }
     size_t n = strlen(path);
-    w->tmp_path = malloc(n + sizeof ".tmp.XXXXXX");
+    w->tmp_path = malloc(n + sizeof TMP_SUFFIX "XXXXXX");
     if (!w->tmp_path) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
     memcpy(w->tmp_path, path, n);
-    memcpy(w->tmp_path + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    memcpy(w->tmp_path + n, TMP_SUFFIX "XXXXXX", sizeof TMP_SUFFIX "XXXXXX");
     w->fd = mkstemp(w->tmp_path);
     if (w->fd < 0) {
         int e = errno;
@@ -31,6 +91,7 @@ ff_status ff_io_writer_open(ff_io_writer *w, const char *path, const char *fn)
         w->tmp_path = NULL;
         return ff_error(FF_ERR_IO, "%s: cannot create a temporary file next to '%s': %s", fn, path, strerror(e));
     }
+    (void)flock(w->fd, LOCK_EX); /* alive: the next save leaves this one alone */
     (void)fchmod(w->fd, 0644); /* mkstemp makes 0600; a saved model is meant to be shared */
     return FF_OK;
 }
@@ -42,7 +103,7 @@ ff_status ff_io_writer_write(ff_io_writer *w, const void *p, size_t n, const cha
         ssize_t k = write(w->fd, c, n > IO_CHUNK ? IO_CHUNK : n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return ff_error(FF_ERR_IO, "%s: writing '%s' failed: %s", fn, w->tmp_path,
+            return ff_error(FF_ERR_IO, "%s: writing the new '%s' failed: %s", fn, w->path,
                             k < 0 ? strerror(errno) : "no progress");
         c += k;
         n -= (size_t)k;
@@ -59,10 +120,37 @@ void ff_io_writer_abort(ff_io_writer *w)
     w->tmp_path = NULL;
 }
 
+/* Gives the unnamed O_TMPFILE file a unique temporary name next to the target. */
+static ff_status name_tmpfile(ff_io_writer *w, const char *fn)
+{
+    size_t n = strlen(w->path);
+    w->tmp_path = malloc(n + sizeof TMP_SUFFIX "0123456789abcdef");
+    if (!w->tmp_path) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", w->fd);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long r = ((unsigned long long)ts.tv_nsec << 20) ^ (unsigned long long)getpid() ^
+                               ((unsigned long long)attempt << 48);
+        snprintf(w->tmp_path, n + sizeof TMP_SUFFIX "0123456789abcdef", "%s" TMP_SUFFIX "%016llx", w->path, r);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, w->tmp_path, AT_SYMLINK_FOLLOW) == 0) return FF_OK;
+        if (errno != EEXIST) break;
+    }
+    int e = errno;
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    return ff_error(FF_ERR_IO, "%s: cannot link the new file next to '%s': %s", fn, w->path, strerror(e));
+}
+
 ff_status ff_io_writer_commit(ff_io_writer *w, const char *fn)
 {
     if (fsync(w->fd) != 0) {
-        ff_error(FF_ERR_IO, "%s: fsync of '%s' failed: %s", fn, w->tmp_path, strerror(errno));
+        ff_error(FF_ERR_IO, "%s: fsync of the new '%s' failed: %s", fn, w->path, strerror(errno));
+        ff_io_writer_abort(w);
+        return FF_ERR_IO;
+    }
+    if (!w->tmp_path && name_tmpfile(w, fn)) { /* the O_TMPFILE path */
         ff_io_writer_abort(w);
         return FF_ERR_IO;
     }
@@ -75,8 +163,7 @@ ff_status ff_io_writer_commit(ff_io_writer *w, const char *fn)
     }
     /* Make the rename itself durable. Best effort: some filesystems refuse fsync on
      * directories, and the data is already safe under the new name. */
-    const char *slash = strrchr(w->path, '/');
-    char *dir = slash ? strndup(w->path, slash == w->path ? 1 : (size_t)(slash - w->path)) : strdup(".");
+    char *dir = dir_of(w->path);
     if (dir) {
         int dfd = open(dir, O_RDONLY);
         if (dfd >= 0) {

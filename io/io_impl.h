@@ -47,8 +47,10 @@ size_t ff_json_quote(const char *s, char *buf, size_t cap);
 bool ff_utf8_valid(const char *s, size_t n);
 
 /* ---- files (io_file.c) ---------------------------------------------------- */
-/* Atomic writer: writes go to "<path>.tmp.XXXXXX" in the same directory; commit
- * fsyncs it, renames it over path and fsyncs the directory; abort removes it. */
+/* Atomic writer: writes go to an unnamed O_TMPFILE file in path's directory (or, where
+ * the file system has none, to a locked "<path>.tmp.XXXXXX"); commit fsyncs it, names it,
+ * renames it over path and fsyncs the directory; abort removes it. A killed writer
+ * leaves nothing behind (fallback: the next save of path removes its file). */
 typedef struct ff_io_writer {
     int fd;
     char *tmp_path;
