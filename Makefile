@@ -2,10 +2,13 @@
 # Debian machine: missing packages (when root), configure, build, run.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo test test-release test-asan bench install clean
+.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build bench install clean
 
 all: build
 
@@ -25,8 +28,9 @@ demo: build
 
 # Every test: unit tests, conformance on every backend, mutation tests, Python tests
 # (with PyTorch, the semantic reference, installed for the differential tests), then the
-# unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-release test-asan
+# unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, the threaded ones
+# under ThreadSanitizer, and each libFuzzer harness for FUZZ_SECONDS.
+test: test-release test-asan test-tsan test-fuzz
 
 deps-test:
 	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
@@ -42,6 +46,30 @@ test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
+# ThreadSanitizer: cpu_blas's thread pool and ops run from several threads at once.
+$(TSAN_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_SANITIZE_THREAD=ON $(CMAKE_ARGS)
+
+test-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ctest --output-on-failure -j $(JOBS) -L threads
+
+# libFuzzer (clang): safetensors, .npy, DLPack and op-program harnesses (tests/fuzz).
+# `make test` runs each for FUZZ_SECONDS; `make fuzz` for 10 minutes each.
+$(FUZZ_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_FUZZ=ON \
+		-DFF_BUILD_TESTS=OFF $(CMAKE_ARGS)
+
+fuzz-build: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_safetensors fuzz_npy fuzz_dlpack fuzz_ops
+
+test-fuzz: fuzz-build
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(or $(SECONDS_EACH),600)
+
 # Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
 # python3-torch when it can), then plots and the table in benchmarks/README.md.
 bench: build
@@ -52,4 +80,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

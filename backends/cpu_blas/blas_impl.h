@@ -35,6 +35,7 @@
  * only: clang 14 names the dispatcher "f.ifunc", so calls from other files to "f" stay
  * unresolved and the plugin fails to load; clang builds get the baseline code. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__) && /* ifunc resolvers run before the sanitizer runtime */ \
     !defined(FF_BLAS_NO_CLONES)
 #define BLAS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
