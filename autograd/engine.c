@@ -49,6 +49,7 @@ ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn bac
         node->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
     }
     if (out->grad_fn) ff_node_release(out->grad_fn);
+    ff_tensor_set_history_release(ff_node_release); /* the core drops nodes through this */
     out->grad_fn = node;
     out->requires_grad = true;
     return node;

@@ -1,13 +1,12 @@
 /*
  * FusionFlow workloads, through the public API (as a user would call it), on one
- * backend. The exception is *_out ("into an existing buffer", torch's out=): the op
- * library has no out= form, so it calls the backend's kernel entry directly.
+ * backend; *_out ("into an existing buffer", torch's out=) uses the destination-passing
+ * forms (ff_unary_out).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "ff_impl.h" /* *_out workloads: the vtable and tensor internals */
 #include "mnist_train.h"
 
 const int bench_mm_sizes[] = {64, 128, 256, 512, 1024, 2048, 4096};
@@ -50,24 +49,11 @@ static int run_mul_ip(void *v) { ff_state *s = v; return ff_mul_(s->a, s->c) ? -
 static int run_sum(void *v) { ff_state *s = v; return done(ff_sum(s->a, 0, NULL, false)); }
 static int run_softmax(void *v) { ff_state *s = v; return done(ff_softmax(s->a, -1)); }
 
-static void view_of(const ff_tensor *t, ff_view *v)
-{
-    memset(v, 0, sizeof *v);
-    v->buf = t->storage->buf;
-    v->offset = t->layout.offset;
-    v->dtype = t->dtype;
-    v->ndim = t->layout.ndim;
-    for (int d = 0; d < v->ndim; d++) v->shape[d] = t->layout.shape[d], v->strides[d] = t->layout.strides[d];
-}
-
+/* exp into an existing buffer (torch's out=): the public destination-passing form */
 static int run_exp_out(void *v)
 {
     ff_state *s = v;
-    ff_backend *be = ff_tensor_backend(s->a);
-    ff_view vs, vd;
-    view_of(s->a, &vs);
-    view_of(s->b, &vd);
-    return be->vt->unary(be->ctx, FF_UNARY_EXP, &vd, &vs) ? -1 : 0;
+    return ff_unary_out(FF_UNARY_EXP, s->b, s->a) ? -1 : 0;
 }
 
 static int run_forward(void *v)

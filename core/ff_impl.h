@@ -103,6 +103,9 @@ struct ff_tensor {
 
 /* New contiguous tensor with uninitialized storage on be. */
 ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, const char *fn);
+/* How a tensor drops its grad_fn when it dies: installed by autograd (which owns nodes)
+ * before it attaches the first one, so the core never calls into autograd. */
+void ff_tensor_set_history_release(void (*release)(struct ff_node *node));
 /* New tensor object viewing src's storage with layout l (no autograd history). */
 ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
 /* The ff_view a kernel sees for t (or for t with another layout). */

@@ -495,3 +495,33 @@ ff_status ff_safetensors_save(const char *path, int n, const char *const *names,
     }
     return ff_io_writer_commit(&w, SAVE_FN);
 }
+
+/* The dict form, through the dict's public accessors: tensor_dict.c knows nothing of
+ * safetensors (the dependency runs one way). */
+ff_status ff_safetensors_save_dict(const char *path, const ff_tensor_dict *d)
+{
+    static const char fn[] = "ff_safetensors_save_dict";
+    if (!d) return ff_error(FF_ERR_INVALID, "%s: dict is NULL", fn);
+    int n = ff_tensor_dict_count(d), nmeta = ff_tensor_dict_meta_count(d);
+    const char **names = malloc(((size_t)n + 1) * sizeof *names);
+    ff_tensor **ts = calloc((size_t)n + 1, sizeof *ts);
+    const char **meta = malloc(((size_t)nmeta * 2 + 1) * sizeof *meta);
+    ff_status st = names && ts && meta ? FF_OK : ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    for (int i = 0; i < n && !st; i++) {
+        names[i] = ff_tensor_dict_name(d, i);
+        if (!(ts[i] = ff_tensor_dict_get(d, names[i]))) st = ff_last_status();
+    }
+    for (int i = 0; i < nmeta && !st; i++) {
+        meta[2 * i] = ff_tensor_dict_meta_key(d, i);
+        meta[2 * i + 1] = ff_tensor_dict_meta_value(d, i);
+    }
+    if (!st) {
+        meta[2 * nmeta] = NULL;
+        st = ff_safetensors_save(path, n, names, ts, meta);
+    }
+    for (int i = 0; ts && i < n; i++) ff_tensor_release(ts[i]);
+    free(names);
+    free(ts);
+    free(meta);
+    return st;
+}

@@ -155,18 +155,3 @@ const char *ff_tensor_dict_meta_get(const ff_tensor_dict *d, const char *key)
     int i = d && key ? find(d->keys, d->nmeta, key) : -1;
     return i >= 0 ? d->values[i] : NULL;
 }
-
-ff_status ff_safetensors_save_dict(const char *path, const ff_tensor_dict *d)
-{
-    if (!d) return ff_error(FF_ERR_INVALID, "ff_safetensors_save_dict: dict is NULL");
-    const char **meta = malloc(((size_t)d->nmeta * 2 + 1) * sizeof *meta);
-    if (!meta) return ff_error(FF_ERR_OOM, "ff_safetensors_save_dict: out of memory");
-    for (int i = 0; i < d->nmeta; i++) {
-        meta[2 * i] = d->keys[i];
-        meta[2 * i + 1] = d->values[i];
-    }
-    meta[2 * d->nmeta] = NULL;
-    ff_status st = ff_safetensors_save(path, d->n, (const char *const *)d->names, d->tensors, meta);
-    free(meta);
-    return st;
-}

@@ -2,6 +2,7 @@
  * gradients (reduced over broadcast axes by ff_sum_to_shape). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ops_impl.h"
 
@@ -214,6 +215,48 @@ ff_tensor *ff_binary(ff_binary_op op, const ff_tensor *a, const ff_tensor *b)
     if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op), NULL;
     if (!a || !b) return ff_error(FF_ERR_INVALID, "%s: NULL operand", binary_names[op]), NULL;
     return binary_impl(op, a, b, compute_dtype(op, ff_result_type(a, b)), binary_names[op]);
+}
+
+ff_status ff_binary_out(ff_binary_op op, ff_tensor *out, const ff_tensor *a, const ff_tensor *b)
+{
+    static const char fn[] = "ff_binary_out";
+    if ((unsigned)op >= FF_BINARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op);
+    if (!a || !b) return ff_error(FF_ERR_INVALID, "%s: NULL operand", fn);
+    const ff_tensor *in[2] = {a, b};
+    if (ff_op_check_out(out, 2, in, fn) || !ff_common_backend(2, in, fn)) return ff_last_status();
+    ff_dtype cdt = compute_dtype(op, ff_result_type(a, b)), rdt = writes_bool(op) ? FF_BOOL : cdt;
+    if (is_bitwise(op) && ff_dtype_is_float(cdt))
+        return ff_error(FF_ERR_INVALID, "%s: bitwise ops take integer or bool tensors, got %s and %s", fn,
+                        ff_dtype_name(a->dtype), ff_dtype_name(b->dtype));
+    int nd;
+    int64_t shape[FF_MAX_DIMS];
+    char s1[160], s2[160];
+    if (ff_broadcast_shapes(a->layout.ndim, a->layout.shape, b->layout.ndim, b->layout.shape, &nd, shape, fn))
+        return ff_last_status();
+    if (out->dtype != rdt || out->layout.ndim != nd || memcmp(out->layout.shape, shape, sizeof(int64_t) * (size_t)nd))
+        return ff_error(FF_ERR_INVALID, "%s: out is %s %s, %s gives %s %s", fn, ff_dtype_name(out->dtype),
+                        ff_shape_str(out->layout.ndim, out->layout.shape, s1, sizeof s1), binary_names[op],
+                        ff_dtype_name(rdt), ff_shape_str(nd, shape, s2, sizeof s2));
+    ff_tensor *ca = ff_op_cast(a, cdt, fn), *cb = ca ? ff_op_cast(b, cdt, fn) : NULL;
+    if (!cb) {
+        ff_tensor_release(ca);
+        return ff_last_status();
+    }
+    /* out may be an operand's identical view (x = x + y); any other overlap goes through a temporary */
+    bool alias = (ca->storage == out->storage && memcmp(&ca->layout, &out->layout, sizeof out->layout)) ||
+                 (cb->storage == out->storage && memcmp(&cb->layout, &out->layout, sizeof out->layout));
+    ff_status st;
+    if (!alias) {
+        st = ff_kernel_binary(op, out, ca, cb, fn);
+    } else {
+        ff_tensor *tmp = ff_tensor_new(out->storage->backend, nd, shape, rdt, fn);
+        st = tmp ? ff_kernel_binary(op, tmp, ca, cb, fn) : ff_last_status();
+        if (!st) st = ff_kernel_copy(out, tmp, fn);
+        ff_tensor_release(tmp);
+    }
+    ff_tensor_release(ca);
+    ff_tensor_release(cb);
+    return st;
 }
 
 ff_tensor *ff_binary_number(ff_binary_op op, const ff_tensor *a, ff_number s)

@@ -34,6 +34,17 @@ ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char
     return check_target(x, y, false, fn);
 }
 
+ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *inputs, const char *fn)
+{
+    if (!out) return ff_error(FF_ERR_INVALID, "%s: out is NULL", fn);
+    if (ff_grad_enabled() && (out->requires_grad || ff_autograd_needed(n, inputs)))
+        return ff_error(FF_ERR_AUTOGRAD,
+                        "%s: destination-passing forms are not recorded by autograd (as PyTorch's out=); use the "
+                        "plain op, or ff_set_grad_enabled(false)",
+                        fn);
+    return check_not_broadcast(out, fn);
+}
+
 static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn)
 {
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);

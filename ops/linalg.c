@@ -74,7 +74,35 @@ static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 }
 
 /* ---- forward ------------------------------------------------------------------------ */
-static ff_tensor *matmul_impl(const ff_tensor *a, const ff_tensor *b, ff_dtype dt, const char *fn)
+/* into: NULL for a new result, else the destination-passing form's out (checked here:
+ * the result's shape and dtype, no storage shared with a or b; not recorded). */
+/* out seen with the dims matmul_impl computes in ([batch..., m, n], with m or n of size 1
+ * for a 1-D operand), after checking it is the result the product has. */
+static ff_tensor *into_view(ff_tensor *out, const ff_tensor *a, const ff_tensor *b, int nbatch, const int64_t *shape,
+                            ff_dtype dt, const char *fn)
+{
+    char s1[160], s2[160];
+    int64_t want[FF_MAX_DIMS];
+    int nw = 0;
+    for (int d = 0; d < nbatch; d++) want[nw++] = shape[d];
+    if (a->layout.ndim != 1) want[nw++] = shape[nbatch];
+    if (b->layout.ndim != 1) want[nw++] = shape[nbatch + 1];
+    if (out->dtype != dt || out->layout.ndim != nw || memcmp(out->layout.shape, want, sizeof(int64_t) * (size_t)nw))
+        return ff_error(FF_ERR_INVALID, "%s: out is %s %s, the product is %s %s", fn, ff_dtype_name(out->dtype),
+                        ff_shape_str(out->layout.ndim, out->layout.shape, s1, sizeof s1), ff_dtype_name(dt),
+                        ff_shape_str(nw, want, s2, sizeof s2)), NULL;
+    if (out->storage == a->storage || out->storage == b->storage)
+        return ff_error(FF_ERR_INVALID, "%s: out shares memory with an operand", fn), NULL;
+    ff_layout l = out->layout;
+    l.ndim = nbatch + 2;
+    for (int d = 0; d < nbatch; d++) l.shape[d] = out->layout.shape[d], l.strides[d] = out->layout.strides[d];
+    int k = nbatch;
+    l.shape[nbatch] = shape[nbatch], l.strides[nbatch] = a->layout.ndim != 1 ? out->layout.strides[k++] : 0;
+    l.shape[nbatch + 1] = shape[nbatch + 1], l.strides[nbatch + 1] = b->layout.ndim != 1 ? out->layout.strides[k] : 0;
+    return ff_tensor_new_view(out, &l);
+}
+
+static ff_tensor *matmul_impl(const ff_tensor *a, const ff_tensor *b, ff_dtype dt, ff_tensor *into, const char *fn)
 {
     char sa[160], sb[160];
     const ff_tensor *in[2] = {a, b};
@@ -116,8 +144,17 @@ static ff_tensor *matmul_impl(const ff_tensor *a, const ff_tensor *b, ff_dtype d
         if (ff_layout_expand(&la, nd, ea, &xa, fn) == FF_OK && ff_layout_expand(&lb, nd, eb, &xb, fn) == FF_OK) {
             va = ff_tensor_new_view(ca, &xa);
             vb = va ? ff_tensor_new_view(cb, &xb) : NULL;
-            dst = vb ? ff_tensor_new(be, nd, shape, dt, fn) : NULL;
+            dst = !vb ? NULL : into ? into_view(into, a, b, nbatch, shape, dt, fn) : ff_tensor_new(be, nd, shape, dt, fn);
         }
+    }
+    if (dst && into) {
+        ff_status st = ff_kernel_matmul(dst, va, vb, fn);
+        ff_tensor_release(va);
+        ff_tensor_release(vb);
+        ff_tensor_release(dst);
+        ff_tensor_release(ca);
+        ff_tensor_release(cb);
+        return st ? NULL : ff_tensor_retain(into);
     }
     if (dst && ff_kernel_matmul(dst, va, vb, fn) == FF_OK) {
         /* drop the dims added for 1-D operands: a view of the contiguous result */
@@ -150,7 +187,22 @@ ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b)
                         a->layout.ndim, b->layout.ndim), NULL;
     ff_dtype dt = ff_dtype_promote(a->dtype, b->dtype);
     if (dt == FF_BOOL) return ff_error(FF_ERR_INVALID, "%s: bool operands are not supported", fn), NULL;
-    return matmul_impl(a, b, dt, fn);
+    return matmul_impl(a, b, dt, NULL, fn);
+}
+
+ff_status ff_matmul_out(ff_tensor *out, const ff_tensor *a, const ff_tensor *b)
+{
+    static const char fn[] = "ff_matmul_out";
+    if (!out || !a || !b) return ff_error(FF_ERR_INVALID, "%s: NULL tensor", fn);
+    if (ff_op_check_out(out, 2, (const ff_tensor *[]){a, b}, fn)) return ff_last_status();
+    if (a->layout.ndim == 0 || b->layout.ndim == 0)
+        return ff_error(FF_ERR_INVALID, "%s: both operands need at least 1 dim, got ranks %d and %d", fn,
+                        a->layout.ndim, b->layout.ndim);
+    ff_dtype dt = ff_dtype_promote(a->dtype, b->dtype);
+    if (dt == FF_BOOL) return ff_error(FF_ERR_INVALID, "%s: bool operands are not supported", fn);
+    ff_tensor *r = matmul_impl(a, b, dt, out, fn);
+    ff_tensor_release(r);
+    return r ? FF_OK : ff_last_status();
 }
 
 ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b)

@@ -36,6 +36,10 @@ ff_tensor *ff_op_binary_in(ff_binary_op op, const ff_tensor *a, const ff_tensor 
  * on) and no broadcast (stride-0) target. y may be NULL. */
 ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn);
 
+/* The rules of the destination-passing forms (ff_*_out): no autograd involved while
+ * grad mode is on, and out is not a broadcast view. */
+ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *inputs, const char *fn);
+
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
 

@@ -4,6 +4,7 @@
  * Gradient formulas are ff ops, so create_graph records them (higher orders). */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "expr.h"
 
@@ -195,6 +196,39 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
     }
     ff_tensor_release(cx);
     return out;
+}
+
+ff_status ff_unary_out(ff_unary_op op, ff_tensor *out, const ff_tensor *x)
+{
+    static const char fn[] = "ff_unary_out";
+    if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid op %d", fn, (int)op);
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    if (ff_op_check_out(out, 1, &x, fn)) return ff_last_status();
+    if (op == FF_UNARY_BITWISE_NOT && x->dtype == FF_BOOL) op = FF_UNARY_LOGICAL_NOT;
+    if ((op == FF_UNARY_NEG && x->dtype == FF_BOOL) || (op == FF_UNARY_BITWISE_NOT && ff_dtype_is_float(x->dtype)))
+        return ff_error(FF_ERR_INVALID, "%s: %s is not defined on %s", fn, unary_names[op], ff_dtype_name(x->dtype));
+    ff_dtype cdt = keeps_dtype(op) ? x->dtype : ff_dtype_to_float(x->dtype), rdt = writes_bool(op) ? FF_BOOL : cdt;
+    char s1[160], s2[160];
+    if (out->dtype != rdt || out->layout.ndim != x->layout.ndim ||
+        memcmp(out->layout.shape, x->layout.shape, sizeof(int64_t) * (size_t)x->layout.ndim))
+        return ff_error(FF_ERR_INVALID, "%s: out is %s %s, %s gives %s %s", fn, ff_dtype_name(out->dtype),
+                        ff_shape_str(out->layout.ndim, out->layout.shape, s1, sizeof s1), unary_names[op],
+                        ff_dtype_name(rdt), ff_shape_str(x->layout.ndim, x->layout.shape, s2, sizeof s2));
+    ff_tensor *cx = ff_op_cast(x, cdt, fn);
+    if (!cx) return ff_last_status();
+    /* the kernel may write in place only through the identical view: else a temporary */
+    bool alias = cx->storage == out->storage && memcmp(&cx->layout, &out->layout, sizeof cx->layout) != 0;
+    ff_status st;
+    if (!alias) {
+        st = ff_kernel_unary(op, out, cx, fn);
+    } else {
+        ff_tensor *tmp = ff_tensor_new(out->storage->backend, out->layout.ndim, out->layout.shape, rdt, fn);
+        st = tmp ? ff_kernel_unary(op, tmp, cx, fn) : ff_last_status();
+        if (!st) st = ff_kernel_copy(out, tmp, fn);
+        ff_tensor_release(tmp);
+    }
+    ff_tensor_release(cx);
+    return st;
 }
 
 #define UNARY_FN(name, OP) \

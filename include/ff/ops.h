@@ -217,6 +217,16 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
                          const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum,
                          double eps);
 
+/* ---- destination-passing forms (PyTorch's out=) ------------------------- */
+/* The result goes into out's memory (any strides; it must have the result's shape and
+ * dtype), allocating nothing when the operands already have the compute dtype: for
+ * loops that reuse buffers. out may be an operand's identical view (x = exp(x)); other
+ * overlaps are computed through a temporary. Not recorded by autograd: refused while
+ * grad mode is on and an operand or out requires grad. */
+ff_status ff_unary_out(ff_unary_op op, ff_tensor *out, const ff_tensor *x);
+ff_status ff_binary_out(ff_binary_op op, ff_tensor *out, const ff_tensor *a, const ff_tensor *b);
+ff_status ff_matmul_out(ff_tensor *out, const ff_tensor *a, const ff_tensor *b); /* out shares no memory with a, b */
+
 /* ---- in place ----------------------------------------------------------- */
 /* Refused (FF_ERR_AUTOGRAD) on a leaf that requires grad while grad mode is on, and
  * detected at backward time if a tensor saved for backward was modified. */

@@ -104,5 +104,32 @@ static void test_saved_input_modified_through_alias(void)
     RELEASE(x, w, y, s, alias);
 }
 
+/* Destination-passing forms: results into an existing buffer (a strided view too),
+ * aliasing the identical view, shape/dtype checks, and the autograd refusal. */
+static void test_out_forms(void)
+{
+    ff_tensor *a = ff_test_tensor(FF_F32, 2, SHAPE(2, 3), VALS(0, 1, 2, 3, 4, 5));
+    ff_tensor *b = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(10, 20, 30));
+    ff_tensor *out = ff_zeros(2, SHAPE(2, 3), FF_F32);
+    CHECK(ff_binary_out(FF_BINARY_ADD, out, a, b) == FF_OK); /* broadcasting */
+    CHECK_TENSOR(out, 2, SHAPE(2, 3), VALS(10, 21, 32, 13, 24, 35), 0);
+    ff_tensor *big = ff_zeros(2, SHAPE(3, 2), FF_F32), *view = ff_mT(big); /* a transposed destination */
+    CHECK(ff_unary_out(FF_UNARY_NEG, view, a) == FF_OK);
+    CHECK_TENSOR(big, 2, SHAPE(3, 2), VALS(0, -3, -1, -4, -2, -5), 0);
+    CHECK(ff_unary_out(FF_UNARY_SQUARE, out, out) == FF_OK); /* the identical view */
+    CHECK_TENSOR(out, 2, SHAPE(2, 3), VALS(100, 441, 1024, 169, 576, 1225), 0);
+    CHECK(ff_binary_out(FF_BINARY_SUB, view, a, view) == FF_OK); /* view and out are the same view */
+    CHECK_TENSOR(view, 2, SHAPE(2, 3), VALS(0, 2, 4, 6, 8, 10), 0);
+    ff_tensor *m = ff_zeros(1, SHAPE(2), FF_F32);
+    CHECK(ff_matmul_out(m, a, b) == FF_OK); /* [2,3] @ [3] */
+    CHECK_TENSOR(m, 1, SHAPE(2), VALS(80, 260), 0);
+    ff_tensor *i = ff_zeros(2, SHAPE(2, 3), FF_I32);
+    CHECK_ERROR(ff_binary_out(FF_BINARY_ADD, i, a, b) != FF_OK, FF_ERR_INVALID, "out is i32 [2, 3], ff_add gives f32 [2, 3]");
+    CHECK_ERROR(ff_matmul_out(m, a, a) != FF_OK, FF_ERR_INVALID, "not aligned");
+    ff_set_requires_grad(b, true);
+    CHECK_ERROR(ff_binary_out(FF_BINARY_ADD, out, a, b) != FF_OK, FF_ERR_AUTOGRAD, "not recorded by autograd");
+    RELEASE(a, b, out, big, view, m, i);
+}
+
 FF_TEST_MAIN("ops_inplace", TEST(test_binary_inplace_values), TEST(test_views_and_aliasing), TEST(test_dtype_rules),
-             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias))
+             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias), TEST(test_out_forms))
