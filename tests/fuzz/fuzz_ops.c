@@ -141,7 +141,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static ff_backend *cpu, *blas;
     if (!cpu) cpu = ff_backend_load("cpu"), blas = ff_backend_load("cpu_blas");
-    if (!cpu) __builtin_trap();
+    if (!cpu) {
+        fprintf(stderr, "fuzz_ops: cannot load the cpu backend: %s\n", ff_last_error());
+        __builtin_trap();
+    }
     trace a, c;
     run(data, size, cpu, &a);
     if (!blas) return 0;
