@@ -110,15 +110,19 @@ ff_tensor *ff_tensor_retain(ff_tensor *t)
 
 /* The core knows nothing of the tape: autograd, which is the only code that sets
  * grad_fn, hands over how to drop one when it attaches the first node. */
-static void (*history_release)(struct ff_node *node);
+typedef void (*history_release_fn)(struct ff_node *node);
+static _Atomic(history_release_fn) history_release; /* set from any thread that records */
 
-void ff_tensor_set_history_release(void (*release)(struct ff_node *node)) { history_release = release; }
+void ff_tensor_set_history_release(void (*release)(struct ff_node *node))
+{
+    atomic_store_explicit(&history_release, release, memory_order_relaxed);
+}
 
 void ff_tensor_release(ff_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     ff_tensor_release(t->grad);
-    if (t->grad_fn) history_release(t->grad_fn);
+    if (t->grad_fn) atomic_load_explicit(&history_release, memory_order_relaxed)(t->grad_fn);
     storage_release(t->storage);
     free(t);
     atomic_fetch_sub(&ff_live_tensor_count, 1);
