@@ -211,6 +211,23 @@ static ff_backend *load_locked(const char *spec)
         return ff_error(FF_ERR_BACKEND, "%s: too many backends loaded (max %d)", fn, FF_MAX_BACKENDS), NULL;
     be = open_plugin(resolved);
     if (!be) return NULL;
+    /* the file name promises a backend: libff_backend_x.so that says it is "other" would
+     * load under a name nobody asked for */
+    const char *base = strrchr(resolved, '/');
+    base = base ? base + 1 : resolved;
+    size_t nb = strlen(base), np = sizeof "libff_backend_" - 1;
+    if (nb > np + 3 && !strncmp(base, "libff_backend_", np) && !strcmp(base + nb - 3, ".so") &&
+        (strlen(be->name) != nb - np - 3 || strncmp(base + np, be->name, nb - np - 3) != 0)) {
+        ff_error(FF_ERR_BACKEND, "%s: '%s' provides backend '%s', not '%.*s' as its file name says: name the file "
+                 "libff_backend_%s.so (or the backend '%.*s')", fn, resolved, be->name, (int)(nb - np - 3), base + np,
+                 be->name, (int)(nb - np - 3), base + np);
+        be->vt->shutdown(be->ctx);
+        dlclose(be->dl_handle);
+        free(be->path);
+        free(be->name);
+        free(be);
+        return NULL;
+    }
     if (find_loaded(be->name, false)) {
         ff_error(FF_ERR_BACKEND, "%s: '%s' provides backend '%s', which is already loaded from %s", fn, resolved,
                  be->name, find_loaded(be->name, false)->path);

@@ -82,15 +82,8 @@ static void test_default_from_env_fails_loudly(void)
 }
 
 /* An out-of-tree backend dropped into a directory on FF_BACKEND_PATH loads by name. */
-static void test_backend_path_resolution(void)
+static void copy_file(const char *src, const char *dst)
 {
-    char dir[] = "/tmp/ff_loader_test_XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    ff_backend *cpu_probe = NULL;
-    char src[4096], dst[4096];
-    /* copy the built cpu plugin under another file name */
-    snprintf(src, sizeof src, "%s/../lib/libff_backend_cpu.so", plugin_dir);
-    snprintf(dst, sizeof dst, "%s/libff_backend_outoftree.so", dir);
     FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
     CHECK(in && out);
     if (in && out) {
@@ -100,11 +93,29 @@ static void test_backend_path_resolution(void)
     }
     if (in) fclose(in);
     if (out) fclose(out);
+}
+
+static void test_backend_path_resolution(void)
+{
+    char dir[] = "/tmp/ff_loader_test_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    ff_shutdown(); /* nothing loaded: the copy below is the only "cpu" */
+    ff_backend *cpu_probe = NULL;
+    char src[4096], dst[4096], wrong[4096];
+    /* the built cpu plugin copied out of the tree: found through FF_BACKEND_PATH first */
+    snprintf(src, sizeof src, "%s/../lib/libff_backend_cpu.so", plugin_dir);
+    snprintf(dst, sizeof dst, "%s/libff_backend_cpu.so", dir);
+    copy_file(src, dst);
+    /* and under a file name that promises another backend: refused, naming both */
+    snprintf(wrong, sizeof wrong, "%s/libff_backend_outoftree.so", dir);
+    copy_file(src, wrong);
     setenv("FF_BACKEND_PATH", dir, 1);
-    cpu_probe = ff_backend_load("outoftree");
+    CHECK_ERROR(ff_backend_load("outoftree") == NULL, FF_ERR_BACKEND, "provides backend 'cpu', not 'outoftree'");
+    CHECK_ERROR(ff_backend_load(wrong) == NULL, FF_ERR_BACKEND, "name the file libff_backend_cpu.so");
+    cpu_probe = ff_backend_load("cpu");
     CHECK(cpu_probe != NULL);
     CHECK(cpu_probe && strcmp(ff_backend_name(cpu_probe), "cpu") == 0);
-    CHECK(cpu_probe && strstr(ff_backend_path(cpu_probe), "libff_backend_outoftree.so") != NULL);
+    CHECK(cpu_probe && strncmp(ff_backend_path(cpu_probe), dir, strlen(dir)) == 0);
     /* loading the same file again returns the same backend */
     CHECK(ff_backend_load(dst) == cpu_probe);
     /* discovery lists it */
@@ -113,6 +124,7 @@ static void test_backend_path_resolution(void)
     ff_shutdown();
     CHECK(ff_backend_count() == 0);
     unlink(dst);
+    unlink(wrong);
     rmdir(dir);
 }
 
