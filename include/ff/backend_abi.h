@@ -21,10 +21,53 @@
  *     operands arrive as views with stride 0; transposes arrive as permuted strides.
  *   - Strides and offsets are in elements (not bytes) and may be 0; they are never
  *     negative. Views may alias for reading; dst never overlaps an input unless dst
- *     and that input are the identical view (in-place elementwise ops).
- *   - Zero-size views may arrive; a kernel then does nothing and returns FF_OK.
+ *     and that input are the identical view (in-place elementwise ops): for binary
+ *     and where, dst may be the identical view of either operand, not only the first.
+ *   - Rank-0 views (one element at offset) and zero-size views may arrive, to every
+ *     entry (softmax included); on a zero-size view a kernel does nothing, returns FF_OK.
  *   - On failure, call host->set_error() with a message and return a non-zero ff_status.
  *   - A kernel never aborts or exits.
+ *   - Entries are called from any thread, and from several at once on different views
+ *     (the core holds no lock around them): keep per-call state on the stack or make
+ *     shared state thread-safe.
+ *   - A backend never changes the floating-point environment (rounding mode, flush-to-
+ *     zero, denormals-are-zero, exception masks) as seen by its caller: the suite checks
+ *     the environment around every call, and subnormal inputs and results must survive.
+ *
+ * Dtypes. Every backend must take F32 for every kind, and say in supports() what else
+ * it takes; I32/I64/U8/BOOL indices, masks and casts are what the core sends for
+ * integer work. F16/BF16 are reserved.
+ *
+ * Values: the semantics a backend must reproduce (the reference backend, backends/cpu,
+ * is the executable form; ff-conformance checks each rule):
+ *   - Conversions (copy and every store): float -> integer is NaN -> 0 and truncation
+ *     toward zero saturating to the int64 range, then I32 clamps to its range while U8
+ *     wraps modulo 256 (-1.0 -> 255, 300.0 -> 44, as PyTorch on x86); integer ->
+ *     narrower integer wraps; anything -> BOOL is x != 0, so NaN -> true; BOOL -> number
+ *     is 0 or 1. i64 -> f32 and f64 -> f32 round once, to nearest even.
+ *   - Integer arithmetic wraps (two's complement: compute through uint64): ADD, SUB, MUL,
+ *     POW, NEG and ABS of INT_MIN. DIV truncates, x / 0 = 0, INT_MIN / -1 = INT_MIN;
+ *     FMOD has the dividend's sign, x % 0 = 0. POW with a negative exponent: 1 for base
+ *     1, +-1 for base -1, else 0. Products past 2^53 stay exact (integer, not double).
+ *   - BOOL arithmetic: ADD = or, MUL = and, MAXIMUM = or, MINIMUM = and.
+ *   - Floats: MAXIMUM/MINIMUM and the MAX/MIN reductions propagate NaN, and
+ *     maximum(-0, +0) = +0, minimum(-0, +0) = -0. SIGN(NaN) = NaN, SIGN(+-0) = 0.
+ *     RELU(x) = x < 0 ? 0 : x (NaN and -0 stay). ROUND is half to even, and keeps the
+ *     sign of zero (round(-0.4) = -0). Every op that maps 0 to 0 keeps its sign
+ *     (tanh(-0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
+ *     SOFTPLUS are stable for large |x|. Comparisons with NaN are false except NE.
+ *   - Accumulation: float SUM/PROD/matmul must be at least as accurate as f32 pairwise
+ *     summation (the reference accumulates in double; the suite's tolerances are in
+ *     conformance/README.md and include sums no f32 running sum meets); integer SUM and
+ *     PROD wrap in 64 bits.
+ *   - Reductions over an empty set: SUM 0, PROD 1, ANY false, ALL true (the core refuses
+ *     MAX/MIN/ARG* of one). ARGMAX/ARGMIN return the first index of the extreme, NaN
+ *     counting as the extreme; with no axis in the mask every index is 0.
+ *   - gather/scatter_add: an index outside [0, size) (negative ones too: the core has
+ *     already wrapped what the user wrote) is FF_ERR_INDEX, and scatter_add checks every
+ *     index before it writes.
+ *   - softmax: subtract the row maximum, then exp(x - max) / sum and (x - max) - log(sum)
+ *     for the log form; logits near the dtype's maximum must work.
  */
 #ifndef FF_BACKEND_ABI_H
 #define FF_BACKEND_ABI_H
@@ -296,8 +339,9 @@ typedef struct ff_backend_vtable {
                                  uint64_t counter_base, double p0, double p1);
 
     /* ---- optional (NULL = the core composes it from required entries) ---- */
-    /* softmax (or log_softmax if log != 0) along axis (0 <= axis < ndim; the core never
- * sends 0-d views); float dtypes only; dst may be the identical view as src. */
+    /* softmax (or log_softmax if log != 0) along axis (0 <= axis < ndim, or axis 0 of a
+     * 0-d view: one element, softmax 1 and log_softmax 0); float dtypes only; dst may be
+     * the identical view as src. */
     ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
     /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
     ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
