@@ -202,6 +202,10 @@ _PROTOS = {
     "ff_assign": (T, [T, T]),
     "ff_dropout": (T, [T, c_double, c_bool, c_uint64]),
     "ff_layer_norm": (T, [T, c_int, T, T, c_double]),
+    "ff_conv2d": (T, [T, T, T, c_int64, c_int64, c_int64, c_int64]),
+    "ff_max_pool2d": (T, [T, c_int64, c_int64, c_int64, c_int64, c_int64, c_int64]),
+    "ff_avg_pool2d": (T, [T, c_int64, c_int64, c_int64, c_int64, c_int64, c_int64]),
+    "ff_batch_norm": (T, [T, T, T, T, T, c_bool, c_double, c_double]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

@@ -189,12 +189,16 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves/casts every parameter (in place of the registered objects)."""
+        """Moves/casts every parameter and buffer (in place of the registered objects)."""
         for m in self.modules():
             for name, p in list(m._parameters.items()):
                 if p is not None:
                     q = p.detach().to(*args, **kwargs)
                     m._parameters[name] = Parameter(q, requires_grad=p.requires_grad)
+            for name, b in list(m._buffers.items()):
+                if b is not None:
+                    dev = [a for a in args if isinstance(a, str)] or ([kwargs["device"]] if "device" in kwargs else [])
+                    m._buffers[name] = b.to(device=dev[0]) if dev else b  # buffers keep their dtype
         return self
 
     def forward(self, *args, **kwargs):
@@ -364,6 +368,99 @@ class LayerNorm(Module):
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class Conv2d(Module):
+    """PyTorch's Conv2d (groups 1, dilation 1, zero padding): weight [out, in, kh, kw] and
+    bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in * kh * kw (PyTorch's default
+    kaiming_uniform_(a=sqrt(5)) comes to that bound); seeded by manual_seed() or `seed`."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", dtype=_dtype.float32, seed=None):
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError("Conv2d: padding_mode=%r is not supported (zeros only)" % (padding_mode,))
+        F._no_dilation(dilation, groups, "Conv2d")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = F._pair(kernel_size, "kernel_size")
+        self.stride, self.padding = stride, padding
+        fan_in = in_channels * self.kernel_size[0] * self.kernel_size[1]
+        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        self.weight = Parameter(uniform((out_channels, in_channels) + self.kernel_size, -bound, bound, dtype=dtype,
+                                        seed=seed))
+        self.bias = Parameter(uniform((out_channels,), -bound, bound, dtype=dtype,
+                                      seed=None if seed is None else seed + 1)) if bias else None
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+
+    def extra_repr(self):
+        return "%d, %d, kernel_size=%s, stride=%s, padding=%s" % (self.in_channels, self.out_channels,
+                                                                 self.kernel_size, self.stride, self.padding)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self):
+        return "kernel_size=%s, stride=%s, padding=%s" % (self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(MaxPool2d):
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class _BatchNorm(Module):
+    """PyTorch's BatchNorm: affine weight (ones) and bias (zeros), running_mean/running_var
+    buffers updated in training with the unbiased batch variance, used in eval."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 dtype=_dtype.float32):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.track_running_stats = track_running_stats
+        self.weight = Parameter(ones(num_features, dtype=dtype)) if affine else None
+        self.bias = Parameter(zeros(num_features, dtype=dtype)) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0))
+        else:
+            self.running_mean = self.running_var = None
+
+    def _check(self, x):
+        pass
+
+    def forward(self, x):
+        self._check(x)
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+        return F.batch_norm(x, self.running_mean if self.track_running_stats else None,
+                            self.running_var if self.track_running_stats else None, self.weight, self.bias,
+                            use_batch, self.momentum, self.eps)
+
+    def extra_repr(self):
+        return "%d, eps=%g, momentum=%g" % (self.num_features, self.eps, self.momentum)
+
+
+class BatchNorm1d(_BatchNorm):
+    def _check(self, x):
+        if x.ndim not in (2, 3):
+            raise ValueError("BatchNorm1d: expected a 2-D or 3-D input, got %d-D" % x.ndim)
+
+
+class BatchNorm2d(_BatchNorm):
+    def _check(self, x):
+        if x.ndim != 4:
+            raise ValueError("BatchNorm2d: expected a 4-D input [N, C, H, W], got %d-D" % x.ndim)
 
 
 class Embedding(Module):

@@ -116,3 +116,76 @@ def pad(x, pad, value=0.0):
         pads[2 * d], pads[2 * d + 1] = int(pad[2 * i]), int(pad[2 * i + 1])
     arr = (ctypes.c_int64 * len(pads))(*pads)
     return wrap(C.ff_pad(x._ptr, arr, float(value)))
+
+
+# ---- convolution, pooling, batch norm (the C compositions; PyTorch's argument names) ----------
+def _pair(v, name):
+    if isinstance(v, int):
+        return v, v
+    v = tuple(v)
+    if len(v) != 2:
+        raise ValueError("%s must be an int or a pair, got %r" % (name, v))
+    return int(v[0]), int(v[1])
+
+
+def _no_dilation(dilation, groups, fn):
+    if _pair(dilation, "dilation") != (1, 1):
+        raise NotImplementedError("%s: dilation other than 1 is not supported" % fn)
+    if groups != 1:
+        raise NotImplementedError("%s: groups other than 1 are not supported" % fn)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """input [N, C, H, W] (or [C, H, W]), weight [O, C, KH, KW] -> [N, O, OH, OW]."""
+    _no_dilation(dilation, groups, "conv2d")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        elif padding == "same":
+            if _pair(stride, "stride") != (1, 1):
+                raise ValueError("conv2d: padding='same' needs stride 1")
+            kh, kw = weight.shape[2], weight.shape[3]
+            if kh % 2 == 0 or kw % 2 == 0:
+                raise NotImplementedError("conv2d: padding='same' with an even kernel size is not supported")
+            padding = (kh // 2, kw // 2)
+        else:
+            raise ValueError("conv2d: padding must be 'valid', 'same', an int or a pair, got %r" % (padding,))
+    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    b = None if bias is None else as_tensor(bias)
+    y = wrap(C.ff_conv2d(x._ptr, weight._ptr, b._ptr if b is not None else None, sh, sw, ph, pw))
+    return y.squeeze(0) if unbatched else y
+
+
+def _pool(fn, input, kernel_size, stride, padding, name):
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(stride if stride is not None else kernel_size, "stride")  # PyTorch: stride defaults to the kernel
+    ph, pw = _pair(padding, "padding")
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    y = wrap(fn(x._ptr, kh, kw, sh, sw, ph, pw))
+    return y.squeeze(0) if unbatched else y
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if _pair(dilation, "dilation") != (1, 1) or ceil_mode or return_indices:
+        raise NotImplementedError("max_pool2d: dilation, ceil_mode and return_indices are not supported")
+    return _pool(C.ff_max_pool2d, input, kernel_size, stride, padding, "max_pool2d")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    if ceil_mode or not count_include_pad or divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: ceil_mode, count_include_pad=False and divisor_override are not "
+                                  "supported")
+    return _pool(C.ff_avg_pool2d, input, kernel_size, stride, padding, "avg_pool2d")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """PyTorch's F.batch_norm: training normalizes with the batch statistics and updates the
+    running pair in place (unbiased variance); eval uses the running pair."""
+    args = [None if t is None else as_tensor(t) for t in (running_mean, running_var, weight, bias)]
+    ptrs = [t._ptr if t is not None else None for t in args]
+    return wrap(C.ff_batch_norm(input._ptr, ptrs[0], ptrs[1], ptrs[2], ptrs[3], bool(training),
+                                0.1 if momentum is None else float(momentum), float(eps)))
