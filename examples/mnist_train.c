@@ -16,6 +16,26 @@ ff_module *mnist_mlp(uint64_t seed)
                                                  ff_linear(128, MNIST_CLASSES, true, seed + 4)});
 }
 
+/* [N, 784] rows as [N, 1, 28, 28] images (a view). */
+static ff_tensor *as_images(ff_module *m, const ff_tensor *x, void *user)
+{
+    (void)m, (void)user;
+    int64_t shape[4] = {ff_tensor_dim(x, 0), 1, 28, 28};
+    return ff_reshape(x, 4, shape);
+}
+
+ff_module *mnist_cnn(uint64_t seed)
+{
+    return ff_sequential_take(
+        13, (ff_module *[]){ff_module_new("AsImages", as_images, NULL, NULL),
+                            ff_conv2d_module(1, 16, 3, 3, 1, 1, false, seed), ff_batch_norm_module(16, 1e-5, 0.1),
+                            ff_relu_module(), ff_max_pool2d_module(2, 0),
+                            ff_conv2d_module(16, 32, 3, 3, 1, 1, false, seed + 2), ff_batch_norm_module(32, 1e-5, 0.1),
+                            ff_relu_module(), ff_max_pool2d_module(2, 0), ff_flatten_module(),
+                            ff_linear(32 * 7 * 7, 128, true, seed + 4), ff_relu_module(),
+                            ff_linear(128, MNIST_CLASSES, true, seed + 6)});
+}
+
 /* splitmix64: a tiny seeded generator for the shuffle. */
 static uint64_t next_u64(uint64_t *s)
 {

@@ -42,6 +42,9 @@ typedef struct mnist_train_cfg {
 
 /* The MLP 784-256-128-10 with ReLU. */
 ff_module *mnist_mlp(uint64_t seed);
+/* A small CNN on the same [N, 784] rows: two conv3x3(pad 1)-BatchNorm-ReLU-maxpool2 blocks
+ * (16 and 32 channels), then 1568-128-10. */
+ff_module *mnist_cnn(uint64_t seed);
 
 /* Trains net with AdamW on train. If step_losses is non-NULL it receives up to
  * max_steps per-step losses; *n_steps (may be NULL) the number of steps taken.
