@@ -20,6 +20,9 @@ static void domains(int op, ff_dtype dt, cf_domain *da, cf_domain *db)
         else *da = CF_DOM_SMALLINT, *db = CF_DOM_POSITIVE;
         break;
     case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: break;
+    case FF_BINARY_BITWISE_AND: case FF_BINARY_BITWISE_OR: case FF_BINARY_BITWISE_XOR:
+        *da = *db = CF_DOM_BITS; /* sign bits and high bits, not only small values */
+        break;
     default: *da = *db = CF_DOM_SMALLINT; break; /* comparisons and logic: ties and zeros happen */
     }
 }
@@ -68,7 +71,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     cf_operand_init(&c.o[2], "b", dt, s->ndim, s->shape, s->b, false, &rng, db);
     if (s->inplace) cf_operand_alias(&c.o[0], "dst", &c.o[1], 1);
     else cf_operand_init(&c.o[0], "dst", ddt, s->ndim, s->shape, s->dst, true, &rng, CF_DOM_SIGNED);
-    cf_check_opts o = {.cls = cf_binary_tol(op), .k = 1, .expect = cf_binary_expect};
+    cf_check_opts o = {.cls = cf_binary_tol(op), .k = 1, .expect = cf_binary_expect, .zero_sign = true};
     cf_result r = cf_check_call(ctx, cs, &c, &o, rep);
     cf_call_free(&c);
     return r;

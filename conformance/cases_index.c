@@ -1,7 +1,9 @@
 /* Vtable families "gather" and "scatter_add" (torch.gather / Tensor.scatter_add_
  * along one axis) for every data dtype x axis x layouts, plus out-of-range indices,
  * which must fail with FF_ERR_INDEX. scatter_add indices repeat on purpose: the ABI
- * says duplicates add up. Closed form: host loops. */
+ * says duplicates add up; some scenarios send every index to one or two positions, on
+ * every layout, broadcast (stride-0) indices and data as index_select and its gradient
+ * do, and sizes past any threading threshold. Closed form: host loops. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,28 +19,48 @@ typedef struct ix_scen {
     int axis;
     cf_layout_kind ldata, lindex, lout;
     bool out_of_range;
+    int dup; /* index values: 0 random, 1 all the same, 2 only the first and last position */
 } ix_scen;
 
 static const ix_scen scens[] = {
-    {"axis0_5x7", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
-    {"axis1_5x7", 2, {5, 7}, {5, 4}, 1, CF_L_CONTIG, CF_L_CONTIG, CF_L_OFFSET, false},
-    {"axis1_narrow5x7", 2, {5, 7}, {2, 9}, 1, CF_L_OFFSET, CF_L_CONTIG, CF_L_CONTIG, false},
-    {"transposed_axis0_6x4", 2, {6, 4}, {8, 3}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_STEPPED, false},
-    {"stepped_axis2_3x4x5", 3, {3, 4, 5}, {2, 3, 6}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_TRANSPOSED, false},
-    {"n1", 1, {1}, {3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
-    {"n67", 1, {67}, {31}, 0, CF_L_CONTIG, CF_L_STEPPED, CF_L_CONTIG, false},
-    {"empty_index", 2, {4, 3}, {0, 3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
-    {"out_of_range", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, true},
+    {"axis0_5x7", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
+    {"axis1_5x7", 2, {5, 7}, {5, 4}, 1, CF_L_CONTIG, CF_L_CONTIG, CF_L_OFFSET, false, 0},
+    {"axis1_narrow5x7", 2, {5, 7}, {2, 9}, 1, CF_L_OFFSET, CF_L_CONTIG, CF_L_CONTIG, false, 0},
+    {"transposed_axis0_6x4", 2, {6, 4}, {8, 3}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_STEPPED, false, 0},
+    {"stepped_axis2_3x4x5", 3, {3, 4, 5}, {2, 3, 6}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_TRANSPOSED, false, 0},
+    {"n1", 1, {1}, {3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
+    {"n67", 1, {67}, {31}, 0, CF_L_CONTIG, CF_L_STEPPED, CF_L_CONTIG, false, 0},
+    {"empty_index", 2, {4, 3}, {0, 3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
+    {"out_of_range", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, true, 0},
+    /* duplicates on purpose (scatter_add must add every one, in any order), on every
+     * layout: every index the same, or only two targets */
+    {"dup_all_axis0_6x5", 2, {6, 5}, {9, 5}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 1},
+    {"dup_two_axis1_4x7", 2, {4, 7}, {4, 12}, 1, CF_L_OFFSET, CF_L_STEPPED, CF_L_TRANSPOSED, false, 2},
+    {"dup_two_transposed_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_OFFSET, false, 2},
+    {"dup_all_stepped_axis2_3x4x5", 3, {3, 4, 5}, {3, 4, 7}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_STEPPED, false, 1},
+    /* the index broadcast over the other axis (stride 0), as index_select and embedding
+     * send it, and its gradient: one index per row, duplicated rows */
+    {"bcast_index_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, false, 2},
+    {"bcast_index_axis1_6x5", 2, {6, 5}, {6, 8}, 1, CF_L_TRANSPOSED, CF_L_BCAST0, CF_L_STEPPED, false, 0},
+    /* a broadcast data operand (a gradient of a sum arrives as stride 0) */
+    {"bcast_data_axis0_5x6", 2, {5, 6}, {7, 6}, 0, CF_L_BCAST0, CF_L_CONTIG, CF_L_OFFSET, false, 2},
+    /* past the threading threshold, heavy duplicates */
+    {"big_dup_axis0_64x600", 2, {64, 600}, {96, 600}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 2},
+    {"big_bcast_index_axis0_50x700", 2, {50, 700}, {60, 700}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, false, 0},
 };
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 
-/* Index values in [0, size along axis) (one set to size when out_of_range). */
-static void make_index(cf_operand *ix, cf_rng *rng, int64_t size, bool oor)
+/* Index values in [0, size along axis) (one set to size when out_of_range), drawn as
+ * the scenario's dup mode says. A broadcast index view keeps one value per buffer
+ * element: the closed forms read the values back from the operand. */
+static void make_index(cf_operand *ix, cf_rng *rng, int64_t size, bool oor, int dup)
 {
     int64_t n = cf_numel(ix->ndim, ix->shape);
     int64_t *v = calloc((size_t)(n ? n : 1), sizeof *v);
     if (!v) abort();
-    for (int64_t i = 0; i < n; i++) v[i] = cf_rng_int(rng, 0, size - 1);
+    int64_t same = cf_rng_int(rng, 0, size - 1);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = dup == 1 ? same : dup == 2 ? (cf_rng_u64(rng) & 1 ? size - 1 : 0) : cf_rng_int(rng, 0, size - 1);
     if (oor && n) v[n / 2] = size;
     cf_operand_scatter(ix, v);
     free(v);
@@ -112,7 +134,7 @@ static cf_result run_gather(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     cf_call c = {.kind = FF_KIND_GATHER, .axis = s->axis, .nops = 3};
     cf_operand_init(&c.o[1], "src", cs->dtype, s->ndim, s->data, s->ldata, false, &rng, CF_DOM_SIGNED);
     cf_operand_init(&c.o[2], "index", FF_I64, s->ndim, s->index, s->lindex, false, &rng, CF_DOM_SMALLINT);
-    make_index(&c.o[2], &rng, s->data[s->axis], s->out_of_range);
+    make_index(&c.o[2], &rng, s->data[s->axis], s->out_of_range, s->dup);
     cf_operand_init(&c.o[0], "dst", cs->dtype, s->ndim, s->index, s->lout, true, &rng, CF_DOM_SIGNED);
     cf_check_opts o = {.cls = CF_TOL_EXACT, .expect = s->out_of_range ? NULL : gather_expect,
                        .want_status = s->out_of_range ? FF_ERR_INDEX : FF_OK};
@@ -132,7 +154,7 @@ static cf_result run_scatter(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     for (int d = 0; d < s->ndim; d++) ish[d] = d == s->axis || s->index[d] <= s->data[d] ? s->index[d] : s->data[d];
     cf_call c = {.kind = FF_KIND_SCATTER_ADD, .axis = s->axis, .nops = 3};
     cf_operand_init(&c.o[1], "index", FF_I64, s->ndim, ish, s->lindex, false, &rng, CF_DOM_SMALLINT);
-    make_index(&c.o[1], &rng, s->data[s->axis], s->out_of_range);
+    make_index(&c.o[1], &rng, s->data[s->axis], s->out_of_range, s->dup);
     cf_operand_init(&c.o[2], "src", cs->dtype, s->ndim, ish, s->ldata, false, &rng, CF_DOM_SIGNED);
     cf_operand_init(&c.o[0], "dst", cs->dtype, s->ndim, s->data, s->lout, true, &rng, CF_DOM_SIGNED);
     int64_t n = cf_numel(s->ndim, s->data);

@@ -14,7 +14,10 @@ static bool writes_bool(int op)
 
 static cf_domain domain(int op, ff_dtype dt)
 {
-    if (!ff_dtype_is_float(dt)) return op == FF_UNARY_LOGICAL_NOT ? CF_DOM_SMALLINT : CF_DOM_SIGNED;
+    if (!ff_dtype_is_float(dt)) {
+        if (op == FF_UNARY_BITWISE_NOT) return CF_DOM_BITS; /* every bit, the sign bit too */
+        return op == FF_UNARY_LOGICAL_NOT ? CF_DOM_SMALLINT : CF_DOM_SIGNED;
+    }
     switch (op) {
     case FF_UNARY_LOG: case FF_UNARY_SQRT: case FF_UNARY_RSQRT: case FF_UNARY_RECIPROCAL: return CF_DOM_POSITIVE;
     case FF_UNARY_LOG1P: return CF_DOM_OPEN_UNIT;
@@ -64,7 +67,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     cf_operand_init(&c.o[1], "src", dt, s->ndim, s->shape, s->a, false, &rng, domain(op, dt));
     if (s->inplace) cf_operand_alias(&c.o[0], "dst", &c.o[1], 1);
     else cf_operand_init(&c.o[0], "dst", ddt, s->ndim, s->shape, s->dst, true, &rng, CF_DOM_SIGNED);
-    cf_check_opts o = {.cls = cf_unary_tol(op), .k = 1, .expect = cf_unary_expect};
+    cf_check_opts o = {.cls = cf_unary_tol(op), .k = 1, .expect = cf_unary_expect, .zero_sign = true};
     cf_result r = cf_check_call(ctx, cs, &c, &o, rep);
     cf_call_free(&c);
     return r;

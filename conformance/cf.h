@@ -43,6 +43,8 @@ typedef enum cf_tol_class {
 
 typedef struct cf_tol {
     double rtol, atol;
+    bool zero_sign; /* elementwise ops: a zero, expected or got, must have the other's sign
+                     * (f(-0) = +1e-30 or expm1(-1e-45) = +0 lose a sign, whatever the atol) */
 } cf_tol;
 
 /* Tolerance for a float dtype, class and reduced length k (1 for elementwise). */
@@ -116,13 +118,23 @@ typedef enum cf_domain {
     CF_DOM_BOOL01,     /* 0/1 of any dtype */
     CF_DOM_NEAR1,      /* floats of magnitude in [0.8, 1.25], random sign (products); ints [-2, 2] */
     CF_DOM_WIDE,       /* floats in [-30, 30] (softmax stability) */
-    CF_DOM_HUGE_TIES   /* floats within a few ulps of 0.9 * the dtype's max, ties likely, and
+    CF_DOM_HUGE_TIES,  /* floats within a few ulps of 0.9 * the dtype's max, ties likely, and
                         * some far below (-max, 100): softmax must subtract the max and keep
                         * log(sum) apart from it; ints as WIDE */
+    CF_DOM_BITS,       /* integers with every bit random (sign bits, high bits: bitwise ops);
+                        * floats as SIGNED */
+    CF_DOM_ZEROS_BELOW, /* floats: +0, -0 and negatives (a max that is a zero of either sign);
+                         * ints as SIGNED */
+    CF_DOM_ZEROS_ABOVE  /* floats: +0, -0 and positives (a min that is a zero) */
 } cf_domain;
 
 /* Writes n elements of dtype dt from the domain into p. */
 void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom);
+/* The edge values of dtype dt (what CF_DOM_SPECIAL draws from): NaN, +-Inf, +-0, +-1,
+ * the smallest subnormals of both signs, a mid subnormal, +-max, ... for floats;
+ * INT_MIN/MAX, 0, -1, ... for integers. Element i of p = edge value k (mod the count). */
+int cf_edge_count(ff_dtype dt);
+void cf_set_edge(void *p, ff_dtype dt, int64_t i, int k);
 /* Element i of a host array as double / int64 (bool: 0/1). */
 double cf_get_f(const void *p, ff_dtype dt, int64_t i);
 int64_t cf_get_i(const void *p, ff_dtype dt, int64_t i);
@@ -210,6 +222,7 @@ typedef struct cf_check_opts {
     cf_expect_fn expect;     /* optional closed form */
     const void *expect_user;
     ff_status want_status;   /* FF_OK, or the error a bad call must return */
+    bool zero_sign;          /* cf_tol.zero_sign: elementwise unary/binary ops */
 } cf_check_opts;
 
 /* Runs the call on T and R and checks everything; fills rep on failure. */

@@ -71,6 +71,7 @@ static bool values_ok(const cf_call *c, const void *got, const void *want, const
     const cf_operand *d = &c->o[0];
     int64_t cnt = cf_numel(d->ndim, d->shape);
     cf_tol tol = cf_tolerance(d->dtype, opts->cls, opts->k);
+    tol.zero_sign = opts->zero_sign;
     cf_diff df;
     if (cf_compare(got, want, d->dtype, cnt, tol, opts->cls == CF_TOL_EXACT, &df)) return true;
     char idx[128];

@@ -104,29 +104,45 @@ void cf_set_f(void *p, ff_dtype dt, int64_t i, double v)
 }
 
 /* ---- domains -------------------------------------------------------------- */
-static double special_f(cf_rng *r, ff_dtype dt)
+/* The edge values of each dtype: CF_DOM_SPECIAL draws from them at random, the
+ * special family's "_edges" cases lay every one of them out in order. */
+static const double f32_edges[] = {
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
+    FLT_TRUE_MIN, -FLT_TRUE_MIN, /* the smallest subnormals, +-1.4e-45 */
+    FLT_MIN / 4,                 /* a mid-range subnormal */
+    FLT_MAX, -FLT_MAX, 100.0, -100.0, 1e-3};
+static const double f64_edges[] = {
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
+    DBL_TRUE_MIN, -DBL_TRUE_MIN, /* +-4.9e-324 */
+    DBL_MIN / 4,
+    DBL_MAX, -DBL_MAX, 100.0, -100.0, 1e-3};
+static const int64_t i32_edges[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
+static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3};
+static const int64_t u8_edges[] = {0, 255, 1, 128, 127, 254, 2};
+static const int64_t bool_edges[] = {0, 1};
+#define NELEMS(a) ((int)(sizeof a / sizeof a[0]))
+
+int cf_edge_count(ff_dtype dt)
 {
-    const bool f32 = dt == FF_F32;
-    const double vals[] = {
-        NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
-        f32 ? FLT_TRUE_MIN : DBL_TRUE_MIN,   /* smallest subnormal */
-        f32 ? -FLT_TRUE_MIN : -DBL_TRUE_MIN,
-        f32 ? FLT_MIN / 4 : DBL_MIN / 4,     /* a mid-range subnormal */
-        f32 ? FLT_MAX : DBL_MAX, f32 ? -FLT_MAX : -DBL_MAX, 100.0, -100.0, 1e-3};
-    return vals[cf_rng_u64(r) % (sizeof vals / sizeof vals[0])];
+    switch (dt) {
+    case FF_F32: return NELEMS(f32_edges);
+    case FF_F64: return NELEMS(f64_edges);
+    case FF_I32: return NELEMS(i32_edges);
+    case FF_I64: return NELEMS(i64_edges);
+    case FF_U8: return NELEMS(u8_edges);
+    default: return NELEMS(bool_edges);
+    }
 }
 
-static int64_t special_i(cf_rng *r, ff_dtype dt)
+void cf_set_edge(void *p, ff_dtype dt, int64_t i, int k)
 {
-    static const int64_t i32v[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
-    static const int64_t i64v[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3};
-    static const int64_t u8v[] = {0, 255, 1, 128, 127, 254, 2};
-    uint64_t k = cf_rng_u64(r);
     switch (dt) {
-    case FF_I32: return i32v[k % (sizeof i32v / sizeof i32v[0])];
-    case FF_I64: return i64v[k % (sizeof i64v / sizeof i64v[0])];
-    case FF_U8: return u8v[k % (sizeof u8v / sizeof u8v[0])];
-    default: return (int64_t)(k & 1);
+    case FF_F32: cf_set_f(p, dt, i, f32_edges[k % NELEMS(f32_edges)]); break;
+    case FF_F64: cf_set_f(p, dt, i, f64_edges[k % NELEMS(f64_edges)]); break;
+    case FF_I32: cf_set_i(p, dt, i, i32_edges[k % NELEMS(i32_edges)]); break;
+    case FF_I64: cf_set_i(p, dt, i, i64_edges[k % NELEMS(i64_edges)]); break;
+    case FF_U8: cf_set_i(p, dt, i, u8_edges[k % NELEMS(u8_edges)]); break;
+    default: cf_set_i(p, dt, i, bool_edges[k % NELEMS(bool_edges)]); break;
     }
 }
 
@@ -163,10 +179,26 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             if (fl) cf_set_f(p, dt, i, 0.25 * (double)cf_rng_int(r, -16, 16));
             else cf_set_i(p, dt, i, cf_rng_int(r, 0, 5));
             break;
-        case CF_DOM_SPECIAL:
-            if (fl) cf_set_f(p, dt, i, special_f(r, dt));
-            else cf_set_i(p, dt, i, special_i(r, dt));
+        case CF_DOM_SPECIAL: cf_set_edge(p, dt, i, (int)(cf_rng_u64(r) % (uint64_t)cf_edge_count(dt))); break;
+        case CF_DOM_ZEROS_BELOW:
+        case CF_DOM_ZEROS_ABOVE:
+            if (fl) {
+                /* zeros a quarter of the time: the first zero of a row sits anywhere */
+                static const double v[] = {0.0, -0.0, 1.0, 2.5, 1e-3, 0.5, 3.0, 7.0};
+                double x = v[cf_rng_u64(r) % 8];
+                cf_set_f(p, dt, i, dom == CF_DOM_ZEROS_BELOW ? -x : x);
+            } else {
+                cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 18) : cf_rng_int(r, -9, 9));
+            }
             break;
+        case CF_DOM_BITS: {
+            uint64_t u = cf_rng_u64(r);
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
+            else if (dt == FF_I32) cf_set_i(p, dt, i, (int32_t)(uint32_t)u);
+            else if (dt == FF_U8) cf_set_i(p, dt, i, (int64_t)(u & 0xffu));
+            else cf_set_i(p, dt, i, (int64_t)u); /* two's complement on every target we build for */
+            break;
+        }
         case CF_DOM_NEAR1:
             if (fl) cf_set_f(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * cf_rng_uniform(r, 0.8, 1.25));
             else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 2) : cf_rng_int(r, -2, 2));

@@ -93,6 +93,39 @@ W(w_index_put_last, CALL(ff_index_put, x[0], 2, (const ff_tensor *[]){NULL, x[1]
 W(w_index_add, CALL(ff_index_add, x[0], 1, x[1], x[2], 2.0))
 W(w_masked_fill, CALL(ff_masked_fill, x[0], x[1], x[2]))
 W(w_masked_scatter, CALL(ff_masked_scatter, x[0], x[1], x[2]))
+W(w_bitwise_and, CALL(ff_bitwise_and, x[0], x[1]))
+W(w_bitwise_or, CALL(ff_bitwise_or, x[0], x[1]))
+W(w_bitwise_xor, CALL(ff_bitwise_xor, x[0], x[1]))
+W(w_bitwise_not, CALL(ff_bitwise_not, x[0]))
+
+/* index_select with duplicated indices, then a list index with duplicates (y[[...]]):
+ * the gradient adds up every occurrence through both (cpu and cpu_blas once disagreed
+ * by a factor of 2 on such a program) */
+static ff_tensor *w_index_select_list(ff_tensor *const *x)
+{
+    ff_tensor *y = CALL(ff_index_select, x[0], 0, x[1]);
+    ff_tensor *z = y ? CALL(ff_index, y, 1, (const ff_tensor *[]){x[2]}) : NULL;
+    ff_tensor_release(y);
+    return z;
+}
+static ff_tensor *w_index_select_list_axis1(ff_tensor *const *x)
+{
+    ff_tensor *y = CALL(ff_index_select, x[0], 1, x[1]);
+    ff_tensor *z = y ? CALL(ff_index, y, 2, (const ff_tensor *[]){NULL, x[2]}) : NULL;
+    ff_tensor_release(y);
+    return z;
+}
+
+/* cross-entropy whose targets are each row's (first) maximum: with logits tied near
+ * the dtype's largest value the loss is the mean of log(number of ties), which
+ * x - (max + log(sum)) loses entirely */
+static ff_tensor *w_cross_entropy_at_max(ff_tensor *const *x)
+{
+    ff_tensor *t = CALL(ff_argmax, x[0], 1, false);
+    ff_tensor *r = t ? CALL(ff_cross_entropy, x[0], t) : NULL;
+    ff_tensor_release(t);
+    return r;
+}
 
 static ff_tensor *w_pad(ff_tensor *const *x)
 {
@@ -162,7 +195,20 @@ static void c_cross_entropy(const double *const *in, double *out) /* logits [6,5
         long double s = 0;
         for (int j = 0; j < 5; j++) m = fmax(m, in[0][i * 5 + j]);
         for (int j = 0; j < 5; j++) s += expl(in[0][i * 5 + j] - m);
-        total += m + logl(s) - in[0][i * 5 + (int)in[1][i]];
+        total += (m - in[0][i * 5 + (int)in[1][i]]) + logl(s); /* m + logl(s) first loses the log next to 3e38 */
+    }
+    out[0] = (double)(total / 6);
+}
+
+static void c_cross_entropy_at_max(const double *const *in, double *out) /* logits [6,5], target = argmax */
+{
+    long double total = 0;
+    for (int i = 0; i < 6; i++) {
+        double m = -INFINITY;
+        long double s = 0;
+        for (int j = 0; j < 5; j++) m = fmax(m, in[0][i * 5 + j]);
+        for (int j = 0; j < 5; j++) s += expl((long double)in[0][i * 5 + j] - m);
+        total += logl(s); /* (m - x_target) = 0 */
     }
     out[0] = (double)(total / 6);
 }
@@ -180,6 +226,7 @@ static void c_mse(const double *const *in, double *out) /* [4,5] */
 #define P CF_DOM_POSITIVE
 #define U CF_DOM_UNIT
 #define I CF_DOM_SMALLINT
+#define B CF_DOM_BITS
 /* name, nin, ndims, shapes, dtypes, domains, index ranges, call, tol, k, ints, grad, closed */
 const cf_opdef cf_optable[] = {
     {"add_bcast", 2, {3, 2}, {{3, 1, 5}, {4, 1}}, {F, F}, {S, S}, {0}, w_add, CF_TOL_ROUNDED, 1, true, true, NULL},
@@ -286,6 +333,28 @@ const cf_opdef cf_optable[] = {
      CF_TOL_EXACT, 1, true, true, NULL},
     {"masked_scatter", 3, {2, 2, 2}, {{4, 5}, {4, 5}, {4, 5}}, {F, FF_BOOL, F}, {S, CF_DOM_BOOL01, S}, {0},
      w_masked_scatter, CF_TOL_EXACT, 1, true, true, NULL},
+    /* the bitwise ops (integers and bool; ~bool is the logical not), full-width bits */
+    {"bitwise_and_i32", 2, {2, 2}, {{4, 5}, {4, 5}}, {FF_I32, FF_I32}, {B, B}, {0}, w_bitwise_and, CF_TOL_EXACT, 1,
+     false, false, NULL},
+    {"bitwise_or_bcast_i64", 2, {2, 1}, {{4, 5}, {5}}, {FF_I64, FF_I64}, {B, B}, {0}, w_bitwise_or, CF_TOL_EXACT, 1,
+     false, false, NULL},
+    {"bitwise_xor_u8", 2, {2, 2}, {{4, 5}, {4, 5}}, {FF_U8, FF_U8}, {B, B}, {0}, w_bitwise_xor, CF_TOL_EXACT, 1, false,
+     false, NULL},
+    {"bitwise_and_bool", 2, {2, 2}, {{4, 5}, {4, 5}}, {FF_BOOL, FF_BOOL}, {B, B}, {0}, w_bitwise_and, CF_TOL_EXACT, 1,
+     false, false, NULL},
+    {"bitwise_not_i64", 1, {2}, {{4, 5}}, {FF_I64}, {B}, {0}, w_bitwise_not, CF_TOL_EXACT, 1, false, false, NULL},
+    {"bitwise_not_u8", 1, {2}, {{4, 5}}, {FF_U8}, {B}, {0}, w_bitwise_not, CF_TOL_EXACT, 1, false, false, NULL},
+    {"bitwise_not_bool", 1, {2}, {{4, 5}}, {FF_BOOL}, {B}, {0}, w_bitwise_not, CF_TOL_EXACT, 1, false, false, NULL},
+    /* gradients through duplicated indices: 7 picks of 3 rows, then 9 picks of those 7 */
+    {"index_select_then_list_index", 3, {2, 1, 1}, {{3, 4}, {7}, {9}}, {F, FF_I64, FF_I64}, {S, I, I}, {0, 3, 7},
+     w_index_select_list, CF_TOL_EXACT, 1, true, true, NULL},
+    {"index_select_axis1_then_list_index", 3, {2, 1, 1}, {{4, 3}, {7}, {9}}, {F, FF_I64, FF_I64}, {S, I, I},
+     {0, 3, 7}, w_index_select_list_axis1, CF_TOL_EXACT, 1, true, true, NULL},
+    /* logits tied within a few ulps of 0.9 x the dtype's max */
+    {"cross_entropy_at_max_huge_ties", 1, {2}, {{6, 5}}, {F}, {CF_DOM_HUGE_TIES}, {0}, w_cross_entropy_at_max,
+     CF_TOL_TRANSCEND, 30, false, false, c_cross_entropy_at_max},
+    {"log_softmax_huge_ties", 1, {2}, {{4, 5}}, {F}, {CF_DOM_HUGE_TIES}, {0}, w_log_softmax, CF_TOL_TRANSCEND, 4,
+     false, false, NULL},
     {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
     {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
 };

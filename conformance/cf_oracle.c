@@ -83,7 +83,6 @@ static int64_t wrap(uint64_t u) { return u <= (uint64_t)INT64_MAX ? (int64_t)u :
 
 int64_t cf_unary_ref_i(ff_unary_op op, int64_t x, ff_dtype dt)
 {
-    (void)dt;
     switch (op) {
     case FF_UNARY_NEG: return wrap(0u - (uint64_t)x);
     case FF_UNARY_ABS: return x < 0 ? wrap(0u - (uint64_t)x) : x;
@@ -93,7 +92,10 @@ int64_t cf_unary_ref_i(ff_unary_op op, int64_t x, ff_dtype dt)
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
     case FF_UNARY_LOGICAL_NOT: return x == 0;
-    case FF_UNARY_BITWISE_NOT: return x < 0 ? -(x + 1) : -x - 1; /* two's complement ~x, without overflow */
+    case FF_UNARY_BITWISE_NOT: /* PyTorch's ~: not on bool, 255 - x on u8, two's complement -x - 1 else */
+        if (dt == FF_BOOL) return x == 0;
+        if (dt == FF_U8) return 255 - x;
+        return x < 0 ? -(x + 1) : -x - 1; /* without overflow: ~INT_MIN = INT_MAX, ~INT_MAX = INT_MIN */
     default: return 0;
     }
 }
@@ -161,9 +163,12 @@ int64_t cf_binary_ref_i(ff_binary_op op, int64_t x, int64_t y, ff_dtype dt)
     case FF_BINARY_LOGICAL_AND: return x && y;
     case FF_BINARY_LOGICAL_OR: return x || y;
     case FF_BINARY_LOGICAL_XOR: return (x != 0) != (y != 0);
-    case FF_BINARY_BITWISE_AND: return x & y; /* C's & on int64 is two's complement on every target we build for */
-    case FF_BINARY_BITWISE_OR: return x | y;
-    case FF_BINARY_BITWISE_XOR: return x ^ y;
+    /* C's & | ^ on int64 act on two's complement bits on every target we build for; the
+     * i32/u8 operands arrive sign-/zero-extended, so the low bits are the dtype's. On
+     * bool (0/1) they are the logical and, or, xor. */
+    case FF_BINARY_BITWISE_AND: return dt == FF_BOOL ? (x && y) : x & y;
+    case FF_BINARY_BITWISE_OR: return dt == FF_BOOL ? (x || y) : x | y;
+    case FF_BINARY_BITWISE_XOR: return dt == FF_BOOL ? (x != 0) != (y != 0) : x ^ y;
     default: return 0;
     }
 }

@@ -114,6 +114,12 @@ static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
     if (c->kind == FF_KIND_COPY)
         snprintf(rep->msg, sizeof rep->msg, "backend declines copy %s -> %s", ff_dtype_name((ff_dtype)c->opcode),
                  ff_dtype_name(c->dtype));
+    else if (c->kind == FF_KIND_UNARY || c->kind == FF_KIND_BINARY || c->kind == FF_KIND_REDUCE)
+        snprintf(rep->msg, sizeof rep->msg, "backend declines %s %s (op %d) on %s", cf_kind_name(c->kind),
+                 c->kind == FF_KIND_UNARY    ? cf_unary_name(c->opcode)
+                 : c->kind == FF_KIND_BINARY ? cf_binary_name(c->opcode)
+                                             : cf_reduce_name(c->opcode),
+                 c->opcode, ff_dtype_name(c->dtype));
     else
         snprintf(rep->msg, sizeof rep->msg, "backend declines %s op %d on %s", cf_kind_name(c->kind), c->opcode,
                  ff_dtype_name(c->dtype));
@@ -180,7 +186,10 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
                 snprintf(what, sizeof what, "%s.%s", c->family, c->op);
                 int g = 0;
                 while (g < ngaps && strcmp(gaps[g].what, what) != 0) g++;
-                if (g == ngaps && ngaps < 64) snprintf(gaps[ngaps++].what, sizeof gaps[0].what, "%s", what);
+                if (g == ngaps && ngaps < 64) {
+                    snprintf(gaps[ngaps].what, sizeof gaps[0].what, "%s", what);
+                    gaps[ngaps++].count = 0;
+                }
                 if (g < ngaps) gaps[g].count++;
                 gap_total++;
             }

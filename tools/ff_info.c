@@ -9,10 +9,11 @@
 static const char *const unary_names[FF_UNARY_COUNT] = {
     "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos",
     "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu", "softplus", "floor", "ceil", "round", "isnan",
-    "isinf", "logical_not", "erf"};
+    "isinf", "logical_not", "erf", "bitwise_not"};
 static const char *const binary_names[FF_BINARY_COUNT] = {
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor"};
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                                                 "bitwise_xor"};
 static const char *const reduce_names[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
 static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define NDT ((int)(sizeof dtypes / sizeof dtypes[0]))

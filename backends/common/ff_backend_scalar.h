@@ -157,7 +157,12 @@ static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
 /* ---- unary ops ----------------------------------------------------------------------- */
 /* Supported (op, src dtype): F32/F64 every op but BITWISE_NOT; I32/I64/U8 NEG ABS SIGN
  * SQUARE RELU FLOOR CEIL ROUND ISNAN ISINF LOGICAL_NOT BITWISE_NOT; BOOL the same minus
- * NEG and BITWISE_NOT (the core sends LOGICAL_NOT for ~bool). ISNAN, ISINF and LOGICAL_NOT write BOOL, every other op writes src's dtype. */
+ * NEG (BITWISE_NOT on bool is the logical not, as PyTorch's ~ on a bool tensor; the core
+ * sends LOGICAL_NOT for it, but a backend that accepts it must not compute ~1 = -2).
+ * ISNAN, ISINF and LOGICAL_NOT write BOOL, every other op writes src's dtype.
+ *
+ * Every predicate below names the op codes it accepts: an op code appended to the ABI
+ * after this file was written is declined (see "Growing the op enums" in backend_abi.h). */
 
 static inline int ffb_unary_writes_bool(ff_unary_op op)
 {
@@ -177,12 +182,35 @@ static inline int ffb_unary_int_op(ff_unary_op op)
     }
 }
 
+/* The ops defined on floats: every op code of ABI 1's first release (NEG..ERF). */
+static inline int ffb_unary_float_op(ff_unary_op op)
+{
+    switch (op) {
+    case FF_UNARY_NEG: case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_EXP: case FF_UNARY_LOG:
+    case FF_UNARY_LOG1P: case FF_UNARY_EXPM1: case FF_UNARY_SQRT: case FF_UNARY_RSQRT: case FF_UNARY_SQUARE:
+    case FF_UNARY_RECIPROCAL: case FF_UNARY_SIN: case FF_UNARY_COS: case FF_UNARY_TANH: case FF_UNARY_SIGMOID:
+    case FF_UNARY_RELU: case FF_UNARY_GELU_TANH: case FF_UNARY_GELU_ERF: case FF_UNARY_SILU: case FF_UNARY_SOFTPLUS:
+    case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF:
+    case FF_UNARY_LOGICAL_NOT: case FF_UNARY_ERF:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static inline int ffb_unary_supported(ff_unary_op op, ff_dtype t)
 {
-    if ((unsigned)op >= FF_UNARY_COUNT || !ffb_dtype_ok(t)) return 0;
-    if (ffb_is_float(t)) return op != FF_UNARY_BITWISE_NOT;
-    if (t == FF_BOOL) return ffb_unary_int_op(op) && op != FF_UNARY_NEG && op != FF_UNARY_BITWISE_NOT;
+    if (!ffb_dtype_ok(t)) return 0;
+    if (ffb_is_float(t)) return ffb_unary_float_op(op);
+    if (t == FF_BOOL) return ffb_unary_int_op(op) && op != FF_UNARY_NEG;
     return ffb_unary_int_op(op);
+}
+
+/* The op a kernel computes for (op, src dtype): BITWISE_NOT on bool is LOGICAL_NOT
+ * (ffb_unary_i64 sees bool as 0/1 and ~1 would store as true). */
+static inline ff_unary_op ffb_unary_effective(ff_unary_op op, ff_dtype t)
+{
+    return op == FF_UNARY_BITWISE_NOT && t == FF_BOOL ? FF_UNARY_LOGICAL_NOT : op;
 }
 
 static inline double ffb_sigmoid(double x)
@@ -245,14 +273,16 @@ static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return x;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return 0;
     case FF_UNARY_LOGICAL_NOT: return x == 0;
-    case FF_UNARY_BITWISE_NOT: return ffb_u64_to_i64(~(uint64_t)x); /* integers only (bool: LOGICAL_NOT) */
+    case FF_UNARY_BITWISE_NOT: return ffb_u64_to_i64(~(uint64_t)x); /* integers (bool: ffb_unary_effective) */
     default: return 0;
     }
 }
 
 /* ---- binary ops ---------------------------------------------------------------------- */
-/* a and b share one dtype. Every op on F32/F64/I32/I64/U8; BOOL refuses SUB, DIV, POW,
- * FMOD. Comparisons and logical ops (EQ and after) write BOOL, arithmetic a's dtype. */
+/* a and b share one dtype. ADD..LOGICAL_XOR on F32/F64/I32/I64/U8, and on BOOL all but
+ * SUB, DIV, POW, FMOD; BITWISE_AND/OR/XOR on I32/I64/U8/BOOL only (two's complement bits;
+ * on bool's 0/1 the logical ops). Comparisons and logical ops (ff_binary_op_writes_bool)
+ * write BOOL, everything else a's dtype. */
 
 static inline int ffb_binary_writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
 
@@ -261,10 +291,25 @@ static inline int ffb_binary_is_bitwise(ff_binary_op op)
     return op == FF_BINARY_BITWISE_AND || op == FF_BINARY_BITWISE_OR || op == FF_BINARY_BITWISE_XOR;
 }
 
+/* The op codes of ABI 1's first release (ADD..LOGICAL_XOR), named one by one. */
+static inline int ffb_binary_arith_or_compare(ff_binary_op op)
+{
+    switch (op) {
+    case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: case FF_BINARY_DIV: case FF_BINARY_POW:
+    case FF_BINARY_MAXIMUM: case FF_BINARY_MINIMUM: case FF_BINARY_FMOD: case FF_BINARY_EQ: case FF_BINARY_NE:
+    case FF_BINARY_LT: case FF_BINARY_LE: case FF_BINARY_GT: case FF_BINARY_GE: case FF_BINARY_LOGICAL_AND:
+    case FF_BINARY_LOGICAL_OR: case FF_BINARY_LOGICAL_XOR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static inline int ffb_binary_supported(ff_binary_op op, ff_dtype t)
 {
-    if ((unsigned)op >= FF_BINARY_COUNT || !ffb_dtype_ok(t)) return 0;
+    if (!ffb_dtype_ok(t)) return 0;
     if (ffb_binary_is_bitwise(op)) return !ffb_is_float(t); /* integers and bool only */
+    if (!ffb_binary_arith_or_compare(op)) return 0;
     if (t == FF_BOOL)
         return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
     return 1;
@@ -369,6 +414,19 @@ typedef struct ffb_reduce_acc {
     int64_t i;   /* integer extreme */
     int64_t arg; /* ARG*: index of the extreme so far, -1 before the first element */
 } ffb_reduce_acc;
+
+/* Every reduce op on every computable dtype; op codes named one by one. */
+static inline int ffb_reduce_supported(ff_reduce_op op, ff_dtype t)
+{
+    if (!ffb_dtype_ok(t)) return 0;
+    switch (op) {
+    case FF_REDUCE_SUM: case FF_REDUCE_PROD: case FF_REDUCE_MAX: case FF_REDUCE_MIN: case FF_REDUCE_ARGMAX:
+    case FF_REDUCE_ARGMIN: case FF_REDUCE_ANY: case FF_REDUCE_ALL:
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 static inline int ffb_reduce_is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
 

@@ -31,23 +31,26 @@ static void cpu_shutdown(void *ctx) { free(ctx); }
 
 /* The single source of truth for what this backend computes. Each family's
  * predicate lives next to its kernel, and the kernel refuses exactly what the
- * predicate refuses. See README.md for the table. */
+ * predicate refuses. See README.md for the table. Op codes are named, never bounded
+ * ("op < COUNT"): a code appended to the ABI later is declined until it is written
+ * (backend_abi.h, "Growing the op enums"); kinds whose op argument means nothing
+ * accept only the 0 the core sends. */
 static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
     if (!cpu_dtype_ok(dtype)) return 0;
     switch (kind) {
-    case FF_KIND_FILL: return 1;
-    case FF_KIND_COPY: return cpu_dtype_ok((ff_dtype)op); /* op = source dtype */
+    case FF_KIND_FILL: return op == 0;
+    case FF_KIND_COPY: return op >= 0 && op < FF_DTYPE_COUNT && cpu_dtype_ok((ff_dtype)op); /* op = source dtype */
     case FF_KIND_UNARY: return cpu_unary_supported((ff_unary_op)op, dtype);
     case FF_KIND_BINARY: return cpu_binary_supported((ff_binary_op)op, dtype);
     case FF_KIND_REDUCE: return cpu_reduce_supported((ff_reduce_op)op, dtype);
-    case FF_KIND_MATMUL: return cpu_matmul_supported(dtype);
-    case FF_KIND_WHERE: return 1;
-    case FF_KIND_GATHER: return 1;
-    case FF_KIND_SCATTER_ADD: return 1;
+    case FF_KIND_MATMUL: return op == 0 && cpu_matmul_supported(dtype);
+    case FF_KIND_WHERE: return op == 0;
+    case FF_KIND_GATHER: return op == 0;
+    case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return cpu_random_supported((ff_random_dist)op, dtype);
-    case FF_KIND_SOFTMAX: return cpu_softmax_supported(dtype); /* op = log flag, either value */
+    case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
     default: return 0;
     }
 }

@@ -1,17 +1,21 @@
 /*
  * Binary elementwise ops. a and b share one dtype; dst has it too for arithmetic
- * (ADD..FMOD) and is BOOL for comparisons and logical ops.
+ * (ADD..FMOD) and the bitwise ops, and is BOOL for comparisons and logical ops
+ * (ff_binary_op_writes_bool).
  *
  * Supported (op, dtype):
- *   F32, F64: every op (f32 computed in double, rounded once: exact for + - * /).
+ *   F32, F64: every op but the bitwise ones (f32 computed in double, rounded once:
+ *     exact for + - * /).
  *     MAXIMUM/MINIMUM propagate NaN; comparisons with NaN are false except NE;
  *     logical ops treat any non-zero (NaN included) as true.
- *   I32, I64, U8: every op. ADD/SUB/MUL/POW wrap around. DIV truncates toward zero,
+ *   I32, I64, U8: every op. ADD/SUB/MUL/POW wrap around. BITWISE_AND/OR/XOR work on
+ *     the two's complement bits in the operands' dtype. DIV truncates toward zero,
  *     x / 0 = 0, INT_MIN / -1 = INT_MIN. FMOD has the sign of the dividend, x % 0 = 0.
  *     POW with a negative exponent: 1 for base 1, +-1 for base -1, else 0 (PyTorch
  *     refuses this case; we define it rather than fail).
  *   BOOL: ADD (or), MUL (and), MAXIMUM (or), MINIMUM (and), comparisons (false <
- *     true) and logical ops. SUB, DIV, POW, FMOD are unsupported.
+ *     true), logical ops and BITWISE_AND/OR/XOR (and, or, xor of 0/1, writing BOOL).
+ *     SUB, DIV, POW, FMOD are unsupported.
  */
 #include "cpu_impl.h"
 #include "cpu_iter.h"

@@ -28,10 +28,7 @@
  * final store are the shared ones (ffb_reduce_acc in backends/common/ff_backend_scalar.h). */
 typedef ffb_reduce_acc reduce_acc;
 
-int cpu_reduce_supported(ff_reduce_op op, ff_dtype src)
-{
-    return (unsigned)op < FF_REDUCE_COUNT && cpu_dtype_ok(src);
-}
+int cpu_reduce_supported(ff_reduce_op op, ff_dtype src) { return ffb_reduce_supported(op, src); }
 
 static int is_arg(ff_reduce_op op) { return ffb_reduce_is_arg(op); }
 

@@ -2,12 +2,13 @@
  * Unary elementwise ops.
  *
  * Supported (op, src dtype):
- *   F32, F64: every op. f32 is computed in double and rounded once.
+ *   F32, F64: every op but BITWISE_NOT. f32 is computed in double and rounded once.
  *   I32, I64, U8: NEG, ABS, SIGN, SQUARE, RELU, FLOOR, CEIL, ROUND, ISNAN, ISINF,
- *     LOGICAL_NOT. NEG/ABS/SQUARE wrap around (ABS(INT_MIN) = INT_MIN, NEG on U8 is
- *     modulo 256); FLOOR/CEIL/ROUND are the identity; ISNAN/ISINF are false.
+ *     LOGICAL_NOT, BITWISE_NOT. NEG/ABS/SQUARE wrap around (ABS(INT_MIN) = INT_MIN, NEG
+ *     on U8 is modulo 256); FLOOR/CEIL/ROUND are the identity; ISNAN/ISINF are false;
+ *     BITWISE_NOT is ~x in the dtype (two's complement; U8: 255 - x).
  *   BOOL: the integer set except NEG. On {0, 1} every one of those is the identity
- *     except ISNAN/ISINF (false) and LOGICAL_NOT.
+ *     except ISNAN/ISINF (false), LOGICAL_NOT and BITWISE_NOT (both the logical not).
  *   Transcendental ops on integers or bool: unsupported (the core promotes first).
  * dst is BOOL for ISNAN, ISINF and LOGICAL_NOT, and src's dtype otherwise.
  */
@@ -34,6 +35,7 @@ ff_status cpu_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view
                          cpu_dtype_name(src->dtype), cpu_dtype_name(want), cpu_dtype_name(dst->dtype));
     if (!cpu_same_shape(dst, src)) return cpu_shape_error(ctx, "unary", "dst", dst, "src", src);
 
+    op = ffb_unary_effective(op, src->dtype); /* ~bool is the logical not */
     void *db = dst->buf;
     const void *sb = src->buf;
     ff_dtype dt = dst->dtype, t = src->dtype;

@@ -106,8 +106,10 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     c->nthreads = c->pool ? n : 1;
     /* matmul splits its work across our pool and calls single-threaded gemms */
     openblas_set_num_threads(1);
-    c->own_gemm = blas_gemm_pick();
-    if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, c->own_gemm ? "own AVX-512" : "OpenBLAS");
+    blas_gemm_kind g = blas_gemm_pick();
+    c->own_gemm = g == BLAS_GEMM_OWN;
+    c->dnnl_gemm = g == BLAS_GEMM_DNNL;
+    if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, blas_gemm_name(g));
     *ctx = c;
     return FF_OK;
 }
@@ -122,23 +124,26 @@ static void blas_shutdown(void *ctx)
 }
 
 /* The same table as the reference backend: every family's predicate, and the kernels
- * refuse exactly what it refuses. */
+ * refuse exactly what it refuses. Op codes are named, never bounded by a *_COUNT: an op
+ * code appended to the ABI after this backend was written is declined
+ * (backend_abi.h, "Growing the op enums"); kinds whose op argument means nothing
+ * accept only the 0 the core sends. */
 static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
-    case FF_KIND_FILL: return 1;
-    case FF_KIND_COPY: return blas_dtype_ok((ff_dtype)op);
+    case FF_KIND_FILL: return op == 0;
+    case FF_KIND_COPY: return op >= 0 && op < FF_DTYPE_COUNT && blas_dtype_ok((ff_dtype)op); /* op = source dtype */
     case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);
     case FF_KIND_BINARY: return blas_binary_supported((ff_binary_op)op, dtype);
-    case FF_KIND_REDUCE: return (unsigned)op < FF_REDUCE_COUNT;
-    case FF_KIND_MATMUL: return dtype != FF_BOOL;
-    case FF_KIND_WHERE: return 1;
-    case FF_KIND_GATHER: return 1;
-    case FF_KIND_SCATTER_ADD: return 1;
+    case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, dtype);
+    case FF_KIND_MATMUL: return op == 0 && dtype != FF_BOOL;
+    case FF_KIND_WHERE: return op == 0;
+    case FF_KIND_GATHER: return op == 0;
+    case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
-    case FF_KIND_SOFTMAX: return blas_is_float(dtype);
+    case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     default: return 0;
     }
 }

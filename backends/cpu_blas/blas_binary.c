@@ -1,13 +1,14 @@
 /*
- * Binary elementwise ops. Supported (op, dtype) exactly as the reference: every op on
- * F32/F64/I32/I64/U8; BOOL refuses SUB, DIV, POW, FMOD. Comparisons and logical ops
- * write BOOL.
+ * Binary elementwise ops. Supported (op, dtype) exactly as the reference: ADD..LOGICAL_XOR
+ * on F32/F64/I32/I64/U8 and on BOOL but SUB, DIV, POW, FMOD; BITWISE_AND/OR/XOR on
+ * I32/I64/U8/BOOL (bits of the two's complement value; on bool the logical and/or/xor).
+ * Comparisons and logical ops write BOOL (ff_binary_op_writes_bool).
  *
  * Fast paths, per run of the coalesced innermost dim, in three shapes: all contiguous,
  * "contiguous op scalar" (b's stride 0: a broadcast scalar or a column broadcast) and
  * "scalar op contiguous"; a row broadcast arrives as contiguous runs. Typed loops:
  * f32/f64 add sub mul div maximum minimum and comparisons, i32/i64 add sub mul
- * (wrapping through unsigned arithmetic). f32 + - * / in float equal the reference's
+ * (wrapping through unsigned arithmetic), bitwise and/or/xor on i32/i64/u8/bool. f32 + - * / in float equal the reference's
  * double-then-round results exactly (double rounding is innocuous for these).
  * Everything else goes through the reference's per-element double/int64 rules.
  */
@@ -96,6 +97,18 @@ KERNEL(mul_i32, int32_t, int32_t, (uint32_t)x * (uint32_t)y)
 KERNEL(add_i64, int64_t, int64_t, (uint64_t)x + (uint64_t)y)
 KERNEL(sub_i64, int64_t, int64_t, (uint64_t)x - (uint64_t)y)
 KERNEL(mul_i64, int64_t, int64_t, (uint64_t)x * (uint64_t)y)
+/* bitwise ops on the bits (unsigned types: the same bits as two's complement); bool
+ * reads any non-zero byte as true, like the reference, and writes 0/1 */
+#define BITWISE_KERNELS(S, T)                   \
+    KERNEL(band_##S, T, T, x & y)               \
+    KERNEL(bor_##S, T, T, x | y)                \
+    KERNEL(bxor_##S, T, T, x ^ y)
+BITWISE_KERNELS(i32, uint32_t)
+BITWISE_KERNELS(i64, uint64_t)
+BITWISE_KERNELS(u8, uint8_t)
+KERNEL(band_b, uint8_t, uint8_t, (x != 0) & (y != 0))
+KERNEL(bor_b, uint8_t, uint8_t, (x != 0) | (y != 0))
+KERNEL(bxor_b, uint8_t, uint8_t, (x != 0) ^ (y != 0))
 
 static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
 {
@@ -118,8 +131,24 @@ static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
     if (t == FF_F32) FLOAT_CASES(f32)
     if (t == FF_F64) FLOAT_CASES(f64)
 #undef FLOAT_CASES
-    if (t == FF_I32) return op == FF_BINARY_ADD ? &add_i32 : op == FF_BINARY_SUB ? &sub_i32 : op == FF_BINARY_MUL ? &mul_i32 : NULL;
-    if (t == FF_I64) return op == FF_BINARY_ADD ? &add_i64 : op == FF_BINARY_SUB ? &sub_i64 : op == FF_BINARY_MUL ? &mul_i64 : NULL;
+#define BITWISE_CASES(S)                                                            \
+    switch (op) {                                                                   \
+    case FF_BINARY_BITWISE_AND: return &band_##S;                                   \
+    case FF_BINARY_BITWISE_OR: return &bor_##S;                                     \
+    case FF_BINARY_BITWISE_XOR: return &bxor_##S;                                   \
+    default: break;                                                                 \
+    }
+    if (t == FF_I32) {
+        BITWISE_CASES(i32)
+        return op == FF_BINARY_ADD ? &add_i32 : op == FF_BINARY_SUB ? &sub_i32 : op == FF_BINARY_MUL ? &mul_i32 : NULL;
+    }
+    if (t == FF_I64) {
+        BITWISE_CASES(i64)
+        return op == FF_BINARY_ADD ? &add_i64 : op == FF_BINARY_SUB ? &sub_i64 : op == FF_BINARY_MUL ? &mul_i64 : NULL;
+    }
+    if (t == FF_U8) BITWISE_CASES(u8)
+    if (t == FF_BOOL) BITWISE_CASES(b)
+#undef BITWISE_CASES
     return NULL;
 }
 

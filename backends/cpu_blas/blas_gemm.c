@@ -27,19 +27,55 @@ typedef float v16f __attribute__((vector_size(64)));
 /* OpenBLAS's name for its kernel (openblas_get_corename, declared in cblas.h). */
 char *openblas_get_corename(void);
 
-int blas_gemm_pick(void)
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dlfcn.h>
+#include <dnnl.h>
+
+/* oneDNN parallelizes with OpenMP from the calling thread; our pool already splits the
+ * product, so each call runs on one OpenMP thread. The setting is per thread, hence
+ * set on every call (a thread-local store); libgomp comes with libdnnl. */
+static void (*omp_set_threads)(int);
+
+void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float *C, int64_t ldc)
+{
+    if (omp_set_threads) omp_set_threads(1);
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+}
+#else
+void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float *C, int64_t ldc)
+{
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+}
+#endif
+
+const char *blas_gemm_name(blas_gemm_kind k)
+{
+    return k == BLAS_GEMM_DNNL ? "oneDNN" : k == BLAS_GEMM_OWN ? "own AVX-512" : "OpenBLAS";
+}
+
+blas_gemm_kind blas_gemm_pick(void)
 {
     const char *env = getenv("FF_GEMM");
     __builtin_cpu_init();
     int avx512 = __builtin_cpu_supports("avx512f");
-    if (env && !strcmp(env, "openblas")) return 0;
-    if (env && !strcmp(env, "own")) return avx512;
-    if (!avx512) return 0;
-    static const char *const fast[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"};
+    int dnnl = 0;
+#ifdef FF_BLAS_HAVE_DNNL
+    void *gomp = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (gomp) *(void **)&omp_set_threads = dlsym(gomp, "omp_set_num_threads"); /* the handle stays: libdnnl holds it */
+    dnnl = 1;
+#endif
+    if (env && !strcmp(env, "openblas")) return BLAS_GEMM_OPENBLAS;
+    if (env && !strcmp(env, "own")) return avx512 ? BLAS_GEMM_OWN : BLAS_GEMM_OPENBLAS;
+    if (env && !strcmp(env, "dnnl")) return dnnl ? BLAS_GEMM_DNNL : BLAS_GEMM_OPENBLAS;
+    if (dnnl) return BLAS_GEMM_DNNL;
+    if (!avx512) return BLAS_GEMM_OPENBLAS;
+    static const char *const avx512_cores[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
     const char *core = openblas_get_corename();
-    for (size_t i = 0; core && i < sizeof fast / sizeof fast[0]; i++)
-        if (!strcmp(core, fast[i])) return 0;
-    return 1;
+    for (size_t i = 0; core && i < sizeof avx512_cores / sizeof avx512_cores[0]; i++)
+        if (!strcmp(core, avx512_cores[i])) return BLAS_GEMM_OPENBLAS;
+    return BLAS_GEMM_OWN; /* generic, Haswell or Zen kernels: half this CPU's FMA width */
 }
 
 /* B[k0.., j0..] (kc x nc) into strips of NR columns, k-major, zero-padded. Reads run

@@ -55,6 +55,7 @@ typedef struct blas_ctx {
     blas_pool *pool;         /* NULL when nthreads == 1 */
     blas_alloc_state *alloc; /* the caching allocator */
     int own_gemm;            /* f32 matmul through blas_gemm.c instead of OpenBLAS */
+    int dnnl_gemm;           /* f32 matmul through oneDNN's dnnl_sgemm (blas_gemm_pick) */
 } blas_ctx;
 
 /* Formats a message for host->set_error and returns st. NULL ctx: returns st only. */
@@ -146,9 +147,16 @@ int blas_stream_binary_f32(ff_binary_op op, int64_t n, float *d, const float *a,
 int blas_stream_map_f32(int64_t n, float *d, const float *x, void (*fn)(int64_t, float *, const float *));
 
 /* ---- own AVX-512 sgemm (blas_gemm.c) ------------------------------------------------ */
-/* 1 if f32 matmul should use blas_sgemm_own: AVX-512F present and OpenBLAS running a
- * generic (pre-AVX2) kernel, or FF_GEMM=own; FF_GEMM=openblas forces OpenBLAS. */
-int blas_gemm_pick(void);
+/* Which sgemm f32 matmul uses (FF_GEMM=dnnl|own|openblas forces one). Unforced: oneDNN
+ * when cpu_blas was built with it (as fast as the best OpenBLAS kernel for this CPU,
+ * whatever OPENBLAS_CORETYPE says), else the own AVX-512 kernel when the CPU has
+ * AVX-512F and OpenBLAS runs a kernel without it (generic, Haswell, Zen), else OpenBLAS. */
+typedef enum blas_gemm_kind { BLAS_GEMM_OPENBLAS = 0, BLAS_GEMM_OWN, BLAS_GEMM_DNNL } blas_gemm_kind;
+blas_gemm_kind blas_gemm_pick(void);
+const char *blas_gemm_name(blas_gemm_kind k);
+/* oneDNN's row-major sgemm, single-threaded (the pool splits the work): C = op(A) op(B). */
+void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float *C, int64_t ldc);
 /* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.
  * Returns 0, or -1 on OOM (error set). */
 int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,

@@ -75,11 +75,13 @@ static void pack(char *out, const mat *m, int64_t rows, int64_t cols, int64_t es
         for (int64_t j = 0; j < cols; j++) memcpy(out + (i * cols + j) * es, m->p + (i * m->rs + j * m->cs) * es, (size_t)es);
 }
 
-static void gemm(ff_dtype t, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda,
-                 const void *B, int64_t ldb, void *C, int64_t ldc)
+static void gemm(const blas_ctx *c, ff_dtype t, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *A,
+                 int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    if (t == FF_F32)
+    if (t == FF_F32 && c->dnnl_gemm)
+        blas_sgemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
+    else if (t == FF_F32)
         cblas_sgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0f, A, (blasint)lda, B, (blasint)ldb,
                     0.0f, C, (blasint)ldc);
     else
@@ -174,9 +176,9 @@ static void gemm_slice(void *arg, int64_t b, int64_t e)
         return;
     }
     if (j->lt == 1) /* C column-major: C^T (n x m, row-major) = B^T A^T */
-        gemm(j->t, !j->lb, !j->la, n, m, j->K, B, j->ldb, A, j->lda, C, j->ldc);
+        gemm(j->ctx, j->t, !j->lb, !j->la, n, m, j->K, B, j->ldb, A, j->lda, C, j->ldc);
     else
-        gemm(j->t, j->la, j->lb, m, n, j->K, A, j->lda, B, j->ldb, C, j->ldc);
+        gemm(j->ctx, j->t, j->la, j->lb, m, n, j->K, A, j->lda, B, j->ldb, C, j->ldc);
 }
 
 /* One product C = A B of M x K by K x N; returns non-zero on OOM. */

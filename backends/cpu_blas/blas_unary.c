@@ -1,12 +1,15 @@
 /*
  * Unary elementwise ops. Supported (op, dtype) exactly as the reference: floats take
- * every op; I32/I64/U8 take NEG ABS SIGN SQUARE RELU FLOOR CEIL ROUND ISNAN ISINF
- * LOGICAL_NOT; BOOL the same minus NEG. ISNAN/ISINF/LOGICAL_NOT write BOOL.
+ * every op but BITWISE_NOT; I32/I64/U8 take NEG ABS SIGN SQUARE RELU FLOOR CEIL ROUND
+ * ISNAN ISINF LOGICAL_NOT BITWISE_NOT; BOOL the same minus NEG (BITWISE_NOT on bool is
+ * the logical not). ISNAN/ISINF/LOGICAL_NOT write BOOL.
  *
  * Fast paths: f32 exp/log/tanh/sigmoid/silu through blas_vmath.c, and the exact f32
  * ops (neg abs relu square sqrt reciprocal) as plain loops the compiler vectorizes;
- * strided runs go through a small on-stack buffer. Everything else is computed in
- * double (or int64) per element, the reference's way, so it matches it bit for bit.
+ * strided runs go through a small on-stack buffer; BITWISE_NOT on i32/i64/u8 as typed
+ * loops. Everything else is computed in double (or int64) per element, the reference's
+ * way, so it matches it bit for bit. Every fast path keeps IEEE's sign of zero
+ * (tanh(-0) = -0, relu(-0) = -0: tests/unit/test_cpu_blas_signed_zero.c).
  */
 #include "blas_impl.h"
 
@@ -70,6 +73,27 @@ static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
     }
 }
 
+/* ~x on integers, in the dtype (u8: 255 - x), any strides. */
+#define NOT_LOOP(T)                                                                                   \
+    do {                                                                                              \
+        T *d_ = (T *)p[0];                                                                            \
+        const T *x_ = (const T *)p[1];                                                                \
+        if (s[0] == 1 && s[1] == 1)                                                                   \
+            for (int64_t i = 0; i < n; i++) d_[i] = (T)~x_[i];                                        \
+        else                                                                                          \
+            for (int64_t i = 0; i < n; i++) d_[i * s[0]] = (T)~x_[i * s[1]];                          \
+    } while (0)
+
+static void seg_int_not(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const unary_arg *a = varg;
+    switch (a->st) {
+    case FF_I32: NOT_LOOP(uint32_t); break; /* the bits of two's complement int32 */
+    case FF_I64: NOT_LOOP(uint64_t); break;
+    default: NOT_LOOP(uint8_t); break;
+    }
+}
+
 static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
     const unary_arg *a = varg;
@@ -97,11 +121,15 @@ ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_vie
                           blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
     if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
 
+    op = ffb_unary_effective(op, src->dtype); /* ~bool is the logical not */
     unary_arg a = {op, src->dtype, dst->dtype, src->dtype == FF_F32 ? fast_f32(op) : NULL};
+    blas_seg_fn seg = a.f32 ? seg_f32 : seg_generic;
+    if (op == FF_UNARY_BITWISE_NOT && (src->dtype == FF_I32 || src->dtype == FF_I64 || src->dtype == FF_U8))
+        seg = seg_int_not;
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
     /* transcendental ops are compute bound: worth threads at a smaller size */
-    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, a.f32 ? seg_f32 : seg_generic, &a);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, seg, &a);
     return FF_OK;
 }

@@ -13,6 +13,15 @@
  * tanh: odd polynomial for |x| < 0.625, else 1 - 2 / (e^{2|x|} + 1).
  * sigmoid: e = exp(-|x|); 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0 (no overflow,
  *   no cancellation on either side).
+ * Special values, as the reference (double libm) and PyTorch: NaN -> NaN; exp(+-0) = 1,
+ *   exp(+inf) = inf, exp(-inf) = 0; log(+-0) = -inf, log(x < 0) = NaN, log(inf) = inf,
+ *   subnormals through the rescale; tanh keeps the sign of zero and of the smallest
+ *   subnormals (tanh(-0) = -0), tanh(+-inf) = +-1; sigmoid(+-0) = 0.5, sigmoid(-inf) = 0;
+ *   silu(-0) = -0, silu(-inf) = NaN (-inf * 0, as x * sigmoid(x) everywhere); silu of
+ *   x in [-104, -87] (a subnormal result) carries exp(x) scaled by 2^24, so it rounds once.
+ *   tests/unit/test_cpu_blas_signed_zero.c checks every one against the reference.
+ * max/min: NaN-propagating (the first NaN), and when the extreme is zero, the first zero
+ *   in index order (its sign), as the reference.
  * Measured max relative error against double libm: see tests/unit/test_cpu_blas_*.c.
  *
  * Sums accumulate in double: 32 independent lanes over blocks of 4096 values, blocks
@@ -32,17 +41,20 @@ typedef double v8d __attribute__((vector_size(64)));
 #define SPLATU(c) ((v16u){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 #define SEL(m, a, b) ((v16f)(((v16u)(a) & (v16u)(m)) | ((v16u)(b) & ~(v16u)(m))))
 
-/* out = exp(x) for a v16f x (a statement macro: no vector-typed function arguments, so
- * no ABI differences between the clones). */
-#define VEXP(out, xin)                                                                        \
+/* out = exp(x) * 2^KADD for a v16f x, x clamped to [LO, 88.8] (a statement macro: no
+ * vector-typed function arguments, so no ABI differences between the clones). KADD
+ * scales exactly, through the exponent: exp(x) of x near -100 is subnormal, exp(x) *
+ * 2^24 is not, so a product formed with it loses no bits before one final scaling. */
+#define VEXP_K(out, xin, KADD, LO)                                                            \
     do {                                                                                      \
         v16f Ex_ = (xin);                                                                      \
         v16i Enan_ = Ex_ != Ex_;                                                                 \
         Ex_ = SEL(Ex_ > SPLAT(88.8f), SPLAT(88.8f), Ex_);                                        \
-        Ex_ = SEL(Ex_ < SPLAT(-104.0f), SPLAT(-104.0f), Ex_);                                    \
+        Ex_ = SEL(Ex_ < SPLAT(LO), SPLAT(LO), Ex_);                                              \
         v16f Et_ = Ex_ * SPLAT(1.44269504088896341f) + SPLAT(12582912.0f);                      \
         v16f Ekf_ = Et_ - SPLAT(12582912.0f);                                                   \
         v16u Ek_ = (v16u)Et_ - (v16u)SPLAT(12582912.0f); /* k as two's complement */            \
+        Ek_ = Ek_ + SPLATU(KADD);                                                               \
         v16f Er_ = Ex_ - Ekf_ * SPLAT(0.693359375f);                                             \
         Er_ = Er_ - Ekf_ * SPLAT(-2.12194440e-4f);                                               \
         v16f Ep_ = SPLAT(1.9875691500e-4f);                                                    \
@@ -60,6 +72,9 @@ typedef double v8d __attribute__((vector_size(64)));
         Ep_ = Ep_ * Es1_ * Es2_;                                                                  \
         (out) = SEL(Enan_, (xin), Ep_);                                                         \
     } while (0)
+
+/* out = exp(x); below -104 the result rounds to 0 anyway */
+#define VEXP(out, xin) VEXP_K(out, xin, 0u, -104.0f)
 
 /* Applies BODY(out, in) to n floats 16 at a time; the tail goes through a padded copy. */
 #define MAP16(n, dst, src, BODY)                                                              \
@@ -158,11 +173,21 @@ BLAS_CLONES void blas_vtanh_f32(int64_t n, float *dst, const float *src) { MAP16
 
 BLAS_CLONES void blas_vsigmoid_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VSIGMOID); }
 
+/* silu(x) = x * sigmoid(x). For x < 0 that is x * e / (1 + e) with e = exp(x), which is
+ * subnormal below about -87: multiplying a subnormal e by |x| ~ 100 would scale its
+ * rounding error (a few %) up into the result, so e is carried as e * 2^24 and the
+ * product scaled back in one final rounding. Below -130 that scaled e is 0 too, so
+ * silu(-inf) = -inf * 0 = NaN, as the reference and PyTorch. */
 #define VSILU(out, xin)                                                                       \
     do {                                                                                      \
-        v16f sg_;                                                                             \
-        VSIGMOID(sg_, xin);                                                                   \
-        (out) = (xin) * sg_;                                                                  \
+        v16f x_ = (xin);                                                                      \
+        v16f nax_ = (v16f)((v16u)x_ | SPLATU(0x80000000u)); /* -|x| */                        \
+        v16f es_;                                                                             \
+        VEXP_K(es_, nax_, 24u, -130.0f); /* exp(-|x|) * 2^24: normal down to x = -104 */      \
+        v16f s_ = SPLAT(1.0f) / (SPLAT(1.0f) + es_ * SPLAT(5.9604644775390625e-8f));          \
+        v16f neg_ = (x_ * (es_ * s_)) * SPLAT(5.9604644775390625e-8f); /* 2^-24 */            \
+        v16f r_ = SEL(x_ >= SPLAT(0.0f), x_ * s_, neg_);                                      \
+        (out) = SEL(x_ != x_, x_, r_);                                                        \
     } while (0)
 
 BLAS_CLONES void blas_vsilu_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VSILU); }
@@ -267,6 +292,15 @@ static float first_nan(int64_t n, const float *x)
     return x[0];
 }
 
+/* An extreme that is zero: the reference keeps the first zero it meets, whose sign the
+ * lane-wise search loses (a +0 in lane 1 and a -0 earlier in lane 0's later slot). */
+static float first_zero(int64_t n, const float *x)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] == 0.0f) return x[i];
+    return 0.0f;
+}
+
 #define EXTREME(NAME, CMP)                                                                    \
     BLAS_CLONES float NAME(int64_t n, const float *x)                                         \
     {                                                                                         \
@@ -293,7 +327,7 @@ static float first_nan(int64_t n, const float *x)
             if (x[i] != x[i]) return first_nan(n, x);                                         \
             if (x[i] CMP best) best = x[i];                                                   \
         }                                                                                     \
-        return best;                                                                          \
+        return best == 0.0f ? first_zero(n, x) : best;                                        \
     }
 
 EXTREME(blas_vmax_f32, >)

@@ -68,13 +68,83 @@ static void stub_shutdown(void *ctx) { (void)ctx; }
  * `dtype` mean per kind is documented at ff_op_kind (e.g. COPY: op = source dtype,
  * dtype = destination; REDUCE/UNARY: dtype = source dtype; SOFTMAX: op = log flag).
  * Start by returning 1 only for what you have written and tested; the core refuses
- * the rest with a clear message instead of computing garbage. New op codes are
- * appended to the enums as the ABI grows: name the ops you implement (a switch), never
- * "op < FF_BINARY_COUNT", so a newer core's op codes are declined, not miscomputed. */
+ * the rest with a clear message instead of computing garbage.
+ *
+ * Below, every op code of the ABI is named with the dtypes a complete backend accepts
+ * (what the reference answers, backends/cpu/README.md), wrapped in NOT_YET(): this stub
+ * computes nothing, so NOT_YET(...) is 0. As you write a kernel and ff-conformance
+ * passes it, replace NOT_YET(cond) by (cond). New op codes are appended to the enums as
+ * the ABI grows (backend_abi.h, "Growing the op enums"): name the ops you implement,
+ * never "op < FF_BINARY_COUNT", so a newer core's op codes fall to `default: return 0`
+ * and are declined, not miscomputed. */
+#define NOT_YET(cond) ((void)(cond), 0)
+
+static int stub_unary_supported(ff_unary_op op, ff_dtype t)
+{
+    const int fl = t == FF_F32 || t == FF_F64, in = t == FF_I32 || t == FF_I64 || t == FF_U8, b = t == FF_BOOL;
+    switch (op) {
+    /* transcendental and float-only ops: the core promotes integers to float first */
+    case FF_UNARY_EXP: case FF_UNARY_LOG: case FF_UNARY_LOG1P: case FF_UNARY_EXPM1: case FF_UNARY_SQRT:
+    case FF_UNARY_RSQRT: case FF_UNARY_RECIPROCAL: case FF_UNARY_SIN: case FF_UNARY_COS: case FF_UNARY_TANH:
+    case FF_UNARY_SIGMOID: case FF_UNARY_GELU_TANH: case FF_UNARY_GELU_ERF: case FF_UNARY_SILU:
+    case FF_UNARY_SOFTPLUS: case FF_UNARY_ERF:
+        return NOT_YET(fl);
+    /* NEG: not on bool (integers wrap: neg(INT_MIN) = INT_MIN) */
+    case FF_UNARY_NEG: return NOT_YET(fl || in);
+    /* every dtype (on integers FLOOR/CEIL/ROUND are the identity, ISNAN/ISINF false) */
+    case FF_UNARY_ABS: case FF_UNARY_SIGN: case FF_UNARY_SQUARE: case FF_UNARY_RELU: case FF_UNARY_FLOOR:
+    case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF: case FF_UNARY_LOGICAL_NOT:
+        return NOT_YET(fl || in || b);
+    /* appended after ABI 1's first release: ~x on integers (u8: 255 - x); on bool the
+     * logical not (the core sends LOGICAL_NOT for ~bool, accepting bool is optional) */
+    case FF_UNARY_BITWISE_NOT: return NOT_YET(in || b);
+    default: return 0; /* an op code newer than this file */
+    }
+}
+
+static int stub_binary_supported(ff_binary_op op, ff_dtype t)
+{
+    const int fl = t == FF_F32 || t == FF_F64, in = t == FF_I32 || t == FF_I64 || t == FF_U8, b = t == FF_BOOL;
+    switch (op) {
+    /* not on bool */
+    case FF_BINARY_SUB: case FF_BINARY_DIV: case FF_BINARY_POW: case FF_BINARY_FMOD: return NOT_YET(fl || in);
+    /* every dtype (bool: ADD = or, MUL = and, MAXIMUM = or, MINIMUM = and); comparisons
+     * and logical ops write BOOL (ff_binary_op_writes_bool) */
+    case FF_BINARY_ADD: case FF_BINARY_MUL: case FF_BINARY_MAXIMUM: case FF_BINARY_MINIMUM: case FF_BINARY_EQ:
+    case FF_BINARY_NE: case FF_BINARY_LT: case FF_BINARY_LE: case FF_BINARY_GT: case FF_BINARY_GE:
+    case FF_BINARY_LOGICAL_AND: case FF_BINARY_LOGICAL_OR: case FF_BINARY_LOGICAL_XOR:
+        return NOT_YET(fl || in || b);
+    /* appended after ABI 1's first release: bits of the two's complement value in the
+     * operands' dtype; on bool the logical and/or/xor (BOOL out); never floats */
+    case FF_BINARY_BITWISE_AND: case FF_BINARY_BITWISE_OR: case FF_BINARY_BITWISE_XOR: return NOT_YET(in || b);
+    default: return 0; /* an op code newer than this file */
+    }
+}
+
 static int stub_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
-    (void)ctx, (void)kind, (void)op, (void)dtype;
-    return 0;
+    (void)ctx;
+    const int fl = dtype == FF_F32 || dtype == FF_F64;
+    const int ok = fl || dtype == FF_I32 || dtype == FF_I64 || dtype == FF_U8 || dtype == FF_BOOL; /* not F16/BF16 */
+    if (!ok) return 0;
+    switch (kind) {
+    case FF_KIND_FILL: return op == 0 && NOT_YET(ok);
+    case FF_KIND_COPY: return NOT_YET(op >= 0 && op < FF_DTYPE_COUNT && op != FF_F16 && op != FF_BF16);
+    case FF_KIND_UNARY: return stub_unary_supported((ff_unary_op)op, dtype);
+    case FF_KIND_BINARY: return stub_binary_supported((ff_binary_op)op, dtype);
+    case FF_KIND_REDUCE:
+        switch ((ff_reduce_op)op) {
+        case FF_REDUCE_SUM: case FF_REDUCE_PROD: case FF_REDUCE_MAX: case FF_REDUCE_MIN: case FF_REDUCE_ARGMAX:
+        case FF_REDUCE_ARGMIN: case FF_REDUCE_ANY: case FF_REDUCE_ALL:
+            return NOT_YET(ok);
+        default: return 0;
+        }
+    case FF_KIND_MATMUL: return op == 0 && NOT_YET(dtype != FF_BOOL);
+    case FF_KIND_WHERE: case FF_KIND_GATHER: case FF_KIND_SCATTER_ADD: return op == 0 && NOT_YET(ok);
+    case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && NOT_YET(fl);
+    case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && NOT_YET(fl); /* op: 1 for log_softmax */
+    default: return 0; /* a kind newer than this file */
+    }
 }
 
 /* ---- memory ----------------------------------------------------------------- */
@@ -137,8 +207,10 @@ static ff_status stub_copy(void *ctx, const ff_view *dst, const ff_view *src)
 }
 
 /* unary: dst = op(src), same shape. dst has src's dtype except ISNAN, ISINF and
- * LOGICAL_NOT, which write BOOL. ROUND is half-to-even; BITWISE_NOT is ~x on integers
- * (never sent for floats or bool). See ff_unary_op. */
+ * LOGICAL_NOT, which write BOOL. ROUND is half-to-even; keep IEEE's sign of zero
+ * (tanh(-0) = -0, relu(-0) = -0: vectorized polynomials often lose it, and
+ * ff-conformance checks it). BITWISE_NOT is ~x on integers (u8: 255 - x), the logical
+ * not on bool, never sent for floats. See ff_unary_op and stub_unary_supported. */
 static ff_status stub_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
 {
     (void)ctx, (void)op, (void)dst, (void)src;
@@ -147,8 +219,10 @@ static ff_status stub_unary(void *ctx, ff_unary_op op, const ff_view *dst, const
 
 /* binary: dst = a op b, all of dst's shape (broadcasts are stride-0 views). a and b
  * share a dtype; dst has it too, except comparisons and logical ops (BOOL:
- * ff_binary_op_writes_bool). MAXIMUM/MINIMUM propagate NaN; integer DIV truncates,
- * x / 0 = 0; BITWISE_AND/OR/XOR on integers and bool only. See ff_binary_op. */
+ * ff_binary_op_writes_bool: not "op >= FF_BINARY_EQ", the bitwise ops come after).
+ * MAXIMUM/MINIMUM propagate NaN; integer DIV truncates, x / 0 = 0; BITWISE_AND/OR/XOR
+ * on integers (two's complement bits) and bool (logical), never sent for floats. See
+ * ff_binary_op and stub_binary_supported. */
 static ff_status stub_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     (void)ctx, (void)op, (void)dst, (void)a, (void)b;
@@ -214,8 +288,10 @@ static ff_status stub_random(void *ctx, const ff_view *dst, ff_random_dist dist,
 /* ---- optional (NULL is allowed: the core composes the op from required entries) ---- */
 
 /* softmax: softmax (or log_softmax when want_log != 0) of src along axis into dst;
- * float dtypes. Subtract the row max for stability. Set the pointer to NULL in the
- * vtable if you do not write one: the core then composes it from reduce/binary. */
+ * float dtypes. Subtract the row max for stability, and compute log_softmax as
+ * (x - max) - log(sum): x - (max + log(sum)) loses the log next to a max near 3e38.
+ * Set the pointer to NULL in the vtable if you do not write one: the core then composes
+ * it from reduce/binary. */
 static ff_status stub_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)
 {
     (void)ctx, (void)dst, (void)src, (void)axis, (void)want_log;

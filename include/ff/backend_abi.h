@@ -156,8 +156,9 @@ typedef enum ff_unary_op {
     FF_UNARY_LOGICAL_NOT,
     FF_UNARY_ERF,
     /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
-    FF_UNARY_BITWISE_NOT, /* I32/I64/U8: ~x in the dtype. Never sent for floats or bool
-                           * (the core sends LOGICAL_NOT for ~bool). */
+    FF_UNARY_BITWISE_NOT, /* I32/I64/U8: ~x in the dtype. Never sent for floats; for ~bool
+                           * the core sends LOGICAL_NOT, but a backend that accepts
+                           * BITWISE_NOT on BOOL must compute the logical not (not ~1). */
     FF_UNARY_COUNT
 } ff_unary_op;
 
