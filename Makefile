@@ -21,8 +21,8 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: train an MLP on real Fashion-MNIST on the default backend
-# (FF_BACKEND=cpu_blas make demo for the fast one).
+# The main job: train an MLP on real Fashion-MNIST on the default backend, cpu_blas
+# (FF_BACKEND=cpu make demo for the reference).
 demo: build
 	$(BUILD)/bin/fashion_mnist
 
@@ -73,7 +73,7 @@ fuzz: fuzz-build
 # Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
 # python3-torch when it can), then plots and the table in benchmarks/README.md.
 bench: build
-	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
+	@FF_EXTRA_PKGS="python3-torch libblis-dev" bash scripts/setup-deps.sh
 	benchmarks/run_all.sh $(BUILD)/bin/ff-bench
 
 install: build

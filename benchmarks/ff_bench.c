@@ -198,7 +198,9 @@ static const bench_result *find_base(const char *w, const char *be, int threads)
 }
 
 static const char *const ff_names[] = {"cpu_blas", "cpu"};
-static const char *const base_names[] = {"cblas", "c_loop", "numpy", "torch"};
+/* blas_best: the fastest of OpenBLAS under each kernel, oneDNN and BLIS (bench_base.c) */
+static const char *const base_names[] = {"cblas", "blas_best", "c_loop", "numpy", "torch"};
+#define NBASE ((int)(sizeof base_names / sizeof base_names[0]))
 
 static void fmt_time(double s, char *buf, size_t n)
 {
@@ -213,8 +215,8 @@ static void print_table(void)
 {
     printf("\n%-22s %3s", "workload", "thr");
     for (int i = 0; i < 2; i++) printf(" %11s", ff_names[i]);
-    for (int i = 0; i < 4; i++) printf(" %11s", base_names[i]);
-    printf("   cpu_blas speed vs: cblas  c_loop  numpy  torch\n");
+    for (int i = 0; i < NBASE; i++) printf(" %11s", base_names[i]);
+    printf("   cpu_blas speed vs: cblas   best  c_loop  numpy  torch\n");
     for (int i = 0; i < nresults; i++) {
         const bench_result *r = &results[i];
         /* one row per (workload, threads), at its first FusionFlow result */
@@ -227,14 +229,14 @@ static void print_table(void)
             fmt_time(x ? x->median_s : 0, buf, sizeof buf);
             printf(" %11s", buf);
         }
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < NBASE; k++) {
             const bench_result *x = find_base(r->workload, base_names[k], r->threads);
             fmt_time(x ? x->median_s : 0, buf, sizeof buf);
             printf(" %11s", buf);
         }
         const bench_result *f = find(r->workload, "cpu_blas", r->threads);
         printf("  %18s", "");
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < NBASE; k++) {
             const bench_result *x = find_base(r->workload, base_names[k], r->threads);
             if (f && x && f->median_s > 0) printf(" %6.2fx", x->median_s / f->median_s);
             else printf(" %7s", "-");
@@ -269,7 +271,7 @@ static int write_json(const char *path, const args *a)
     for (int i = 0; i < nresults; i++) {
         const bench_result *r = &results[i];
         if (strcmp(r->backend, "cpu_blas") && strcmp(r->backend, "cpu")) continue;
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < NBASE; k++) {
             const bench_result *x = find_base(r->workload, base_names[k], r->threads);
             if (!x || r->median_s <= 0) continue;
             fprintf(f, "%s    {\"workload\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"baseline\": \"%s\", "
