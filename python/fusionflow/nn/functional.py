@@ -189,3 +189,52 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     ptrs = [t._ptr if t is not None else None for t in args]
     return wrap(C.ff_batch_norm(input._ptr, ptrs[0], ptrs[1], ptrs[2], ptrs[3], bool(training),
                                 0.1 if momentum is None else float(momentum), float(eps)))
+
+
+# ---- more losses and norms (compositions; PyTorch's definitions) ---------------------------------
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(t log p + (1 - t) log(1 - p)), each log clamped at -100 as PyTorch does."""
+    p, t = input, as_tensor(target)
+    lp = p.log().clamp(min=-100.0)
+    l1p = (1 - p).log().clamp(min=-100.0)
+    loss = -(t * lp + (1 - t) * l1p)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """input: log-probabilities; target: probabilities (or log ones with log_target)."""
+    t = as_tensor(target)
+    if log_target:
+        loss = t.exp() * (t - input)
+    else:  # t log t, with 0 log 0 = 0 (PyTorch's xlogy): t times a finite log of t
+        tiny = 1e-38 if t.dtype is _dtype.float32 else 1e-300
+        loss = t * t.clamp(min=tiny).log() - t * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0]
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    d = (input - target).abs()
+    if beta == 0:
+        loss = d
+    else:
+        loss = Tensor.where(0.5 * d * d / beta, d < beta, d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalizes over each group of C / num_groups channels (and the spatial dims)."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise ValueError("group_norm: %d channels do not split into %d groups" % (c, num_groups))
+    x = input.reshape(n, num_groups, -1)
+    y = layer_norm(x, (x.shape[-1],), None, None, eps).reshape(input.shape)
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y

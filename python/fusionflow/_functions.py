@@ -1,0 +1,325 @@
+"""PyTorch functions composed from the core ops, with PyTorch's names, arguments and
+dtype rules. Each is differentiable where PyTorch's is, through the ops it is made of.
+Float-valued elementwise functions of f32 inputs are computed in f64 and rounded once
+(so tan, sinh, log2 ... are as accurate as the core's own transcendental ops); integer
+inputs give f32, as PyTorch. Attached to `fusionflow` and to `Tensor` by __init__.py.
+
+Not here (they need kernels of their own: scans, sorts, data-dependent sizes, LAPACK,
+FFT): see docs/semantics.md, "Functions not offered yet"."""
+import builtins
+import math
+
+import numpy as np
+
+from . import _dtype
+from ._tensor import Tensor, as_tensor, arange, cat, full, rand, stack, tensor, where, _operand
+
+__all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac", "sgn",
+           "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
+           "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
+           "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
+           "randint", "bernoulli"]
+TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
+                  "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
+                  "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
+                  "dist", "trace", "diag", "diagonal", "cross", "bernoulli"]
+
+
+def _wide(x):
+    """x as the f64 it is computed in, and the dtype the result goes back to."""
+    x = as_tensor(x)
+    out = x.dtype if x.dtype.is_floating_point else _dtype.float32
+    return x.to(_dtype.float64), out
+
+
+def _elementwise(f):
+    def g(input):
+        x, out = _wide(input)
+        return f(x).to(out)
+    g.__name__ = f.__name__
+    return g
+
+
+@_elementwise
+def tan(x): return x.sin() / x.cos()
+@_elementwise
+def sinh(x): return (x.expm1() - (-x).expm1()) * 0.5
+@_elementwise
+def cosh(x): return (x.exp() + (-x).exp()) * 0.5
+@_elementwise
+def asinh(x):
+    a = x.abs()
+    return x.sign() * (a + a * a / ((a * a + 1).sqrt() + 1)).log1p()  # stable near 0, odd
+@_elementwise
+def acosh(x): return (x + (x * x - 1).sqrt()).log()
+@_elementwise
+def atanh(x): return (2 * x / (1 - x)).log1p() * 0.5
+@_elementwise
+def log2(x): return x.log() * (1 / math.log(2))
+@_elementwise
+def log10(x): return x.log() * (1 / math.log(10))
+@_elementwise
+def exp2(x): return (x * math.log(2)).exp()
+
+
+def trunc(input):
+    x = as_tensor(input)
+    if not x.dtype.is_floating_point:
+        return x.clone()
+    return where(x < 0, x.ceil(), x.floor())
+
+
+def frac(input):
+    x = as_tensor(input)
+    return x - trunc(x)
+
+
+def sgn(input):
+    return as_tensor(input).sign()
+
+
+def _nan_ignoring(a, b, pick):
+    a = as_tensor(a)
+    b = _operand(b, a)
+    m = pick(a, b)
+    return where(a.isnan(), b, where(b.isnan(), a, m))
+
+
+def fmax(input, other):
+    """maximum that ignores a NaN when the other value is a number (torch.fmax)."""
+    return _nan_ignoring(input, other, lambda a, b: a.maximum(b))
+
+
+def fmin(input, other):
+    return _nan_ignoring(input, other, lambda a, b: a.minimum(b))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a = as_tensor(input)
+    b = _operand(other, a)
+    close = (a - b).abs() <= atol + rtol * b.abs()
+    close = close | (a == b)  # equal infinities
+    if equal_nan:
+        close = close | (a.isnan() & b.isnan())
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+def equal(input, other):
+    a, b = as_tensor(input), as_tensor(other)
+    return a.shape == b.shape and builtins.bool((a == b).all().item())
+
+
+def addcmul(input, tensor1, tensor2, value=1):
+    return input + value * (tensor1 * tensor2)
+
+
+def addcdiv(input, tensor1, tensor2, value=1):
+    return input + value * (tensor1 / tensor2)
+
+
+def count_nonzero(input, dim=None):
+    return (as_tensor(input) != 0).sum(dim)
+
+
+def aminmax(input, dim=None, keepdim=False):
+    from ._tensor import ValuesIndices  # noqa: F401  (the same namedtuple style)
+    import collections
+    r = collections.namedtuple("aminmax", ["min", "max"])
+    x = as_tensor(input)
+    return r(x.amin(dim, keepdim), x.amax(dim, keepdim))
+
+
+def bmm(input, mat2):
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise ValueError("bmm: expected 3-D tensors, got %d-D and %d-D" % (input.ndim, mat2.ndim))
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError("bmm: batch sizes differ: %d and %d" % (input.shape[0], mat2.shape[0]))
+    return input @ mat2
+
+
+def inner(input, other):
+    a, b = as_tensor(input), as_tensor(other)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def kron(input, other):
+    a, b = as_tensor(input), as_tensor(other)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (nd - a.ndim) + a.shape)
+    b = b.reshape((1,) * (nd - b.ndim) + b.shape)
+    ai = a.reshape(tuple(s for d in a.shape for s in (d, 1)))      # [a0, 1, a1, 1, ...]
+    bi = b.reshape(tuple(s for d in b.shape for s in (1, d)))      # [1, b0, 1, b1, ...]
+    return (ai * bi).reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def movedim(input, source, destination):
+    x = as_tensor(input)
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("movedim: source and destination need the same number of dims")
+    src = [s % x.ndim for s in src]
+    dst = [d % x.ndim for d in dst]
+    order = [d for d in range(x.ndim) if d not in src]
+    perm = [None] * x.ndim
+    for s, d in zip(src, dst):
+        perm[d] = s
+    it = iter(order)
+    perm = [p if p is not None else next(it) for p in perm]
+    return x.permute(*perm)
+
+
+def unflatten(input, dim, sizes):
+    x = as_tensor(input)
+    d = dim % x.ndim
+    return x.reshape(x.shape[:d] + tuple(sizes) + x.shape[d + 1:])
+
+
+def roll(input, shifts, dims=None):
+    x = as_tensor(input)
+    if dims is None:
+        return roll(x.flatten(), shifts, 0).reshape(x.shape)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    for s, d in zip(shifts, dims):
+        n = x.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            x = cat([x.narrow(d, n - s, s), x.narrow(d, 0, n - s)], dim=d)
+    return x if x is not input else x.clone()
+
+
+def take(input, index):
+    x = as_tensor(input).flatten()
+    idx = as_tensor(index)
+    return x[idx.reshape(-1)].reshape(idx.shape)
+
+
+def repeat_interleave(input, repeats, dim=None):
+    x = as_tensor(input)
+    if dim is None:
+        x, dim = x.flatten(), 0
+    n = x.shape[dim]
+    reps = np.broadcast_to(np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats), (n,))
+    idx = np.repeat(np.arange(n), reps)
+    return x.index_select(dim, tensor(idx.astype(np.int64), device=x.device))
+
+
+def meshgrid(*tensors, indexing="ij"):
+    ts = [as_tensor(t) for t in (tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple))
+                                 else tensors)]
+    if indexing not in ("ij", "xy"):
+        raise ValueError("meshgrid: indexing must be 'ij' or 'xy'")
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    out = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = t.numel()
+        out.append(t.reshape(view).expand(*shape))
+    if swap:  # 'xy': the grid of the swapped inputs, outputs in the caller's order
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def broadcast_tensors(*tensors):
+    ts = [as_tensor(t) for t in tensors]
+    shape = np.broadcast_shapes(*[t.shape for t in ts])
+    return tuple(t.broadcast_to(shape) for t in ts)
+
+
+def dist(input, other, p=2):
+    return (as_tensor(input) - other).norm(p)
+
+
+def cdist(x1, x2, p=2.0):
+    """Pairwise p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M]."""
+    d = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return d.norm(p, dim=-1)
+
+
+def trace(input):
+    x = as_tensor(input)
+    if x.ndim != 2:
+        raise ValueError("trace: expected a 2-D tensor, got %d-D" % x.ndim)
+    return diagonal(x).sum()
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal as a new tensor (PyTorch returns a view); the diagonal dim goes last."""
+    x = as_tensor(input)
+    d1, d2 = dim1 % x.ndim, dim2 % x.ndim
+    n = builtins.max(0, builtins.min(x.shape[d1] - builtins.max(0, -offset), x.shape[d2] - builtins.max(0, offset)))
+    r = arange(n, dtype=_dtype.int64, device=x.device)
+    rows, cols = r + builtins.max(0, -offset), r + builtins.max(0, offset)
+    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    y = x.permute(*(rest + [d1, d2]))
+    key = (Ellipsis, rows, cols)
+    return y[key]
+
+
+def diag(input, diagonal=0):
+    x = as_tensor(input)
+    if x.ndim == 1:
+        n = x.shape[0] + builtins.abs(diagonal)
+        out = full((n, n), 0, dtype=x.dtype, device=x.device)
+        r = arange(x.shape[0], dtype=_dtype.int64, device=x.device)
+        return out.index_put((r + builtins.max(0, -diagonal), r + builtins.max(0, diagonal)), x)
+    if x.ndim == 2:
+        return globals()["diagonal"](x, diagonal)
+    raise ValueError("diag: expected a 1-D or 2-D tensor, got %d-D" % x.ndim)
+
+
+def tensordot(a, b, dims=2):
+    a, b = as_tensor(a), as_tensor(b)
+    if isinstance(dims, int):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = [d % a.ndim for d in dims[0]], [d % b.ndim for d in dims[1]]
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da])) if da else 1
+    am = a.permute(*(fa + da)).reshape(int(np.prod([a.shape[d] for d in fa])) if fa else 1, k)
+    bm = b.permute(*(db + fb)).reshape(k, int(np.prod([b.shape[d] for d in fb])) if fb else 1)
+    return (am @ bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
+
+
+def cross(input, other, dim=None):
+    a, b = broadcast_tensors(input, other)
+    if dim is None:
+        dim = [d for d in range(a.ndim) if a.shape[d] == 3][0]
+    a0, a1, a2 = (a.select(dim, i) for i in range(3))
+    b0, b1, b2 = (b.select(dim, i) for i in range(3))
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+def logspace(start, end, steps, base=10.0, dtype=_dtype.float32, device=None):
+    from ._tensor import linspace
+    e = linspace(start, end, steps, dtype=_dtype.float64, device=device)
+    return (e * math.log(base)).exp().to(dtype)
+
+
+def randint(low, high=None, size=None, dtype=_dtype.int64, device=None, seed=None):
+    """Uniform integers in [low, high), from the seeded generator (torch.randint)."""
+    if high is None:
+        low, high = 0, low
+    u = rand(*size, dtype=_dtype.float64, device=device, seed=seed)
+    return (u * (high - low) + low).floor().to(dtype)
+
+
+def bernoulli(input, p=None, seed=None):
+    """1 with probability input (or p), else 0, in input's dtype."""
+    x = as_tensor(input)
+    probs = x if p is None else full(x.shape, p, dtype=_dtype.float64, device=x.device)
+    u = rand(*x.shape, dtype=_dtype.float64, device=x.device, seed=seed)
+    return (u < probs).to(x.dtype)

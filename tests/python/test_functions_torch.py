@@ -1,0 +1,149 @@
+"""The PyTorch functions composed in fusionflow/_functions.py and nn/functional.py, against
+PyTorch (CI installs it; FF_REQUIRE_TORCH=1 makes its absence an error) on random inputs:
+values, dtypes, shapes, and gradients where PyTorch has them."""
+import os
+
+import numpy as np
+import pytest
+
+import fusionflow as ff
+import fusionflow.nn.functional as F
+
+torch = pytest.importorskip("torch") if not os.environ.get("FF_REQUIRE_TORCH") else __import__("torch")
+TF = torch.nn.functional
+
+
+def close(a, b, tol=1e-5):
+    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True), (a, b)
+
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(3, 4)).astype(np.float32)
+P = RNG.uniform(0.2, 0.9, size=(3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("name,data", [
+    ("tan", X), ("sinh", X), ("cosh", X), ("asinh", X), ("acosh", 1 + P * 3), ("atanh", P * 0.9),
+    ("log2", P), ("log10", P), ("exp2", X), ("trunc", X * 3), ("frac", X * 3), ("sgn", X)])
+def test_elementwise_values_and_gradients(name, data):
+    x = ff.tensor(data, requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    y, ty = getattr(ff, name)(x), getattr(torch, name)(tx)
+    assert y.dtype is ff.float32
+    close(y, ty, 2e-6)
+    y.sum().backward()
+    ty.sum().backward()
+    close(x.grad, tx.grad, 1e-5)
+    if name in ("trunc", "sgn"):  # integers stay integers (PyTorch has no frac for them)
+        assert getattr(ff, name)(ff.tensor([1, 2])).dtype is ff.int64
+    elif name != "frac":
+        assert getattr(ff, name)(ff.tensor([1, 2])).dtype is ff.float32
+
+
+def test_binary_and_predicates():
+    a = np.array([1.0, np.nan, 3.0, np.nan], dtype=np.float32)
+    b = np.array([2.0, 5.0, np.nan, np.nan], dtype=np.float32)
+    for name in ("fmax", "fmin"):
+        close(getattr(ff, name)(ff.tensor(a), ff.tensor(b)), getattr(torch, name)(torch.tensor(a), torch.tensor(b)))
+    u = np.array([1.0, 1.0 + 1e-7, np.inf, np.nan], dtype=np.float32)
+    v = np.array([1.0, 1.0, np.inf, np.nan], dtype=np.float32)
+    for kw in ({}, {"equal_nan": True}, {"rtol": 0, "atol": 0}):
+        assert ff.isclose(ff.tensor(u), ff.tensor(v), **kw).tolist() == \
+            torch.isclose(torch.tensor(u), torch.tensor(v), **kw).tolist()
+    assert ff.allclose(ff.tensor(X), ff.tensor(X + 1e-9)) and not ff.allclose(ff.tensor(X), ff.tensor(X + 1))
+    assert ff.equal(ff.tensor(X), ff.tensor(X)) and not ff.equal(ff.tensor(X), ff.tensor(X[:2]))
+    t1, t2 = RNG.normal(size=(3, 4)).astype(np.float32), P
+    close(ff.addcmul(ff.tensor(X), ff.tensor(t1), ff.tensor(t2), value=0.5),
+          torch.addcmul(torch.tensor(X), torch.tensor(t1), torch.tensor(t2), value=0.5))
+    close(ff.addcdiv(ff.tensor(X), ff.tensor(t1), ff.tensor(t2), value=2),
+          torch.addcdiv(torch.tensor(X), torch.tensor(t1), torch.tensor(t2), value=2))
+
+
+def test_reductions_and_linear_algebra():
+    z = np.array([[0, 1, 0], [2, 0, 3]], dtype=np.float32)
+    assert ff.count_nonzero(ff.tensor(z)).item() == 3
+    close(ff.count_nonzero(ff.tensor(z), dim=0), torch.count_nonzero(torch.tensor(z), dim=0))
+    mn, mx = ff.aminmax(ff.tensor(X), dim=1)
+    tmn, tmx = torch.aminmax(torch.tensor(X), dim=1)
+    close(mn, tmn)
+    close(mx, tmx)
+    a, b = RNG.normal(size=(2, 3, 4)).astype(np.float32), RNG.normal(size=(2, 4, 5)).astype(np.float32)
+    close(ff.bmm(ff.tensor(a), ff.tensor(b)), torch.bmm(torch.tensor(a), torch.tensor(b)))
+    close(ff.inner(ff.tensor(X), ff.tensor(X)), torch.inner(torch.tensor(X), torch.tensor(X)))
+    k1, k2 = RNG.normal(size=(2, 3)).astype(np.float32), RNG.normal(size=(3, 2)).astype(np.float32)
+    close(ff.kron(ff.tensor(k1), ff.tensor(k2)), torch.kron(torch.tensor(k1), torch.tensor(k2)))
+    b2 = RNG.normal(size=(4, 3, 5)).astype(np.float32)
+    close(ff.tensordot(ff.tensor(a), ff.tensor(b2), dims=([1, 2], [1, 0])),
+          torch.tensordot(torch.tensor(a), torch.tensor(b2), dims=([1, 2], [1, 0])), 1e-4)
+    b3 = RNG.normal(size=(4, 5)).astype(np.float32)
+    close(ff.tensordot(ff.tensor(a), ff.tensor(b3), dims=1),
+          torch.tensordot(torch.tensor(a), torch.tensor(b3), dims=1), 1e-4)
+    sq = RNG.normal(size=(4, 4)).astype(np.float32)
+    close(ff.trace(ff.tensor(sq)), torch.trace(torch.tensor(sq)))
+    for off in (0, 1, -2):
+        close(ff.diagonal(ff.tensor(sq), off), torch.diagonal(torch.tensor(sq), off))
+        close(ff.diag(ff.tensor(sq), off), torch.diag(torch.tensor(sq), off))
+        close(ff.diag(ff.tensor(X[0]), off), torch.diag(torch.tensor(X[0]), off))
+    c1, c2 = RNG.normal(size=(4, 3)).astype(np.float32), RNG.normal(size=(4, 3)).astype(np.float32)
+    close(ff.cross(ff.tensor(c1), ff.tensor(c2), dim=1), torch.cross(torch.tensor(c1), torch.tensor(c2), dim=1))
+    p1, p2 = RNG.normal(size=(5, 3)).astype(np.float32), RNG.normal(size=(4, 3)).astype(np.float32)
+    close(ff.cdist(ff.tensor(p1), ff.tensor(p2)), torch.cdist(torch.tensor(p1), torch.tensor(p2)), 1e-4)
+    close(ff.dist(ff.tensor(p1[0]), ff.tensor(p2[0])), torch.dist(torch.tensor(p1[0]), torch.tensor(p2[0])))
+
+
+def test_shape_functions():
+    a = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    close(ff.movedim(ff.tensor(a), 0, -1), torch.movedim(torch.tensor(a), 0, -1))
+    close(ff.movedim(ff.tensor(a), (0, 1), (2, 0)), torch.movedim(torch.tensor(a), (0, 1), (2, 0)))
+    close(ff.unflatten(ff.tensor(a), 2, (2, 2)), torch.tensor(a).unflatten(2, (2, 2)))
+    for shifts, dims in ((1, None), (2, 1), ((1, -1), (0, 2))):
+        close(ff.roll(ff.tensor(a), shifts, dims), torch.roll(torch.tensor(a), shifts, dims))
+    idx = np.array([[0, 5], [23, 7]])
+    close(ff.take(ff.tensor(a), ff.tensor(idx)), torch.take(torch.tensor(a), torch.tensor(idx)))
+    close(ff.repeat_interleave(ff.tensor(a), 2, dim=1), torch.repeat_interleave(torch.tensor(a), 2, dim=1))
+    close(ff.repeat_interleave(ff.tensor(X[0]), ff.tensor([1, 0, 2, 3])),
+          torch.repeat_interleave(torch.tensor(X[0]), torch.tensor([1, 0, 2, 3])))
+    for indexing in ("ij", "xy"):
+        g = ff.meshgrid(ff.tensor([1.0, 2.0]), ff.tensor([3.0, 4.0, 5.0]), indexing=indexing)
+        tg = torch.meshgrid(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0, 5.0]), indexing=indexing)
+        for u, v in zip(g, tg):
+            close(u, v)
+    bt = ff.broadcast_tensors(ff.tensor(X[:, :1]), ff.tensor(X[0]))
+    assert [tuple(t.shape) for t in bt] == [(3, 4), (3, 4)]
+    close(ff.logspace(0, 2, 5), torch.logspace(0, 2, 5))
+
+
+def test_losses_and_group_norm():
+    p = ff.tensor(P, requires_grad=True)
+    t = (RNG.random((3, 4)) > 0.5).astype(np.float32)
+    tp = torch.tensor(P, requires_grad=True)
+    for red in ("mean", "sum", "none"):
+        close(F.binary_cross_entropy(p, ff.tensor(t), reduction=red),
+              TF.binary_cross_entropy(tp, torch.tensor(t), reduction=red))
+    lp = np.log(P / P.sum(1, keepdims=True))
+    q = RNG.dirichlet(np.ones(4), size=3).astype(np.float32)
+    q[0, 0] = 0.0
+    for red in ("batchmean", "sum"):
+        close(F.kl_div(ff.tensor(lp), ff.tensor(q), reduction=red), TF.kl_div(torch.tensor(lp), torch.tensor(q),
+                                                                                reduction=red))
+    for beta in (1.0, 0.5, 0.0):
+        close(F.smooth_l1_loss(ff.tensor(X), ff.tensor(P), beta=beta),
+              TF.smooth_l1_loss(torch.tensor(X), torch.tensor(P), beta=beta))
+    xg = RNG.normal(size=(2, 6, 3, 3)).astype(np.float32)
+    w, b = RNG.normal(size=6).astype(np.float32), RNG.normal(size=6).astype(np.float32)
+    close(F.group_norm(ff.tensor(xg), 3, ff.tensor(w), ff.tensor(b)),
+          TF.group_norm(torch.tensor(xg), 3, torch.tensor(w), torch.tensor(b)), 1e-4)
+    F.binary_cross_entropy(p, ff.tensor(t)).backward()
+    TF.binary_cross_entropy(tp, torch.tensor(t)).backward()
+    close(p.grad, tp.grad)
+
+
+def test_random_functions():
+    r = ff.randint(3, 9, (1000,), seed=1)
+    v = np.asarray(r.tolist())
+    assert r.dtype is ff.int64 and v.min() >= 3 and v.max() <= 8 and len(set(v.tolist())) == 6
+    bern = ff.bernoulli(ff.full((4000,), 0.25), seed=2).numpy()
+    assert set(np.unique(bern).tolist()) <= {0.0, 1.0} and abs(bern.mean() - 0.25) < 0.03
