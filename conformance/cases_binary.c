@@ -69,7 +69,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     domains(op, dt, &da, &db);
     cf_operand_init(&c.o[1], "a", dt, s->ndim, s->shape, s->a, false, &rng, da);
     cf_operand_init(&c.o[2], "b", dt, s->ndim, s->shape, s->b, false, &rng, db);
-    if (s->inplace) cf_operand_alias(&c.o[0], "dst", &c.o[1], 1);
+    if (s->inplace) cf_operand_alias(&c.o[0], "dst", &c.o[1 + cs->p[2]], 1 + cs->p[2]); /* dst is a, or b */
     else cf_operand_init(&c.o[0], "dst", ddt, s->ndim, s->shape, s->dst, true, &rng, CF_DOM_SIGNED);
     cf_check_opts o = {.cls = cf_binary_tol(op), .k = 1, .expect = cf_binary_expect, .zero_sign = true};
     cf_result r = cf_check_call(ctx, cs, &c, &o, rep);
@@ -87,11 +87,14 @@ void cf_gen_binary(void)
                 const cf_scenario *s = &cf_ew_scenarios[si];
                 if (s->inplace && writes_bool(op) && dt != FF_BOOL) continue;
                 if (si >= CF_EW_FIRST_BIG && !(dt == FF_F32 && (op == FF_BINARY_ADD || op == FF_BINARY_MUL))) continue;
-                cf_case c = {.family = "binary", .dtype = dt, .level = CF_LEVEL_VTABLE, .run = run,
-                             .kind = FF_KIND_BINARY, .opcode = op, .p = {op, si}};
-                snprintf(c.op, sizeof c.op, "%s", cf_binary_name(op));
-                snprintf(c.id, sizeof c.id, "binary.%s.%s.%s", c.op, ff_dtype_name(dt), s->name);
-                cf_register(&c);
+                for (int into_b = 0; into_b <= (s->inplace ? 1 : 0); into_b++) {
+                    cf_case c = {.family = "binary", .dtype = dt, .level = CF_LEVEL_VTABLE, .run = run,
+                                 .kind = FF_KIND_BINARY, .opcode = op, .p = {op, si, into_b}};
+                    snprintf(c.op, sizeof c.op, "%s", cf_binary_name(op));
+                    snprintf(c.id, sizeof c.id, "binary.%s.%s.%s%s", c.op, ff_dtype_name(dt), s->name,
+                             into_b ? "_into_b" : "");
+                    cf_register(&c);
+                }
             }
         }
     }

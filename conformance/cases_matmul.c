@@ -31,6 +31,10 @@ static const mm_scen scens[] = {
     {"bT6x5x4", 0, {0}, 6, 5, 4, CF_L_CONTIG, CF_L_TRANSPOSED, CF_L_CONTIG, false},
     {"abT9x8x7", 0, {0}, 9, 8, 7, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_TRANSPOSED, false},
     {"stepped4x6x5", 0, {0}, 4, 6, 5, CF_L_STEPPED, CF_L_OFFSET, CF_L_STEPPED, false},
+    /* narrowed matrices (row stride > width), large enough for every backend's BLAS path */
+    {"padded_rows70x50x90", 0, {0}, 70, 50, 90, CF_L_PADDED, CF_L_PADDED, CF_L_PADDED, false},
+    {"padded_a_bT66x40x72", 0, {0}, 66, 40, 72, CF_L_PADDED, CF_L_TRANSPOSED, CF_L_CONTIG, false},
+    {"batch_padded2_33x20x48", 1, {2}, 33, 20, 48, CF_L_PADDED, CF_L_PADDED, CF_L_PADDED, false},
     {"batch2x3_4x5x6", 2, {2, 3}, 4, 5, 6, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
     {"batchT3_5x4x3", 1, {3}, 5, 4, 3, CF_L_TRANSPOSED, CF_L_STEPPED, CF_L_OFFSET, false},
     {"bcast_batch4_3x5x2", 1, {4}, 3, 5, 2, CF_L_BCAST0, CF_L_CONTIG, CF_L_CONTIG, false},

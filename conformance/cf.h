@@ -150,6 +150,8 @@ typedef enum cf_layout_kind {
     CF_L_STEPPED,    /* every axis stepped by 2 inside a larger parent */
     CF_L_BCAST0,     /* axis 0 broadcast (stride 0); the rest row-major */
     CF_L_BCASTLAST,  /* last axis broadcast */
+    CF_L_PADDED,     /* row-major with unit last stride, each row padded by 3 elements: a
+                      * narrowed matrix, whose row stride exceeds its width (BLAS's lda > n) */
     CF_L_COUNT
 } cf_layout_kind;
 const char *cf_layout_name(cf_layout_kind k);
@@ -207,10 +209,14 @@ unsigned char *cf_operand_coverage(const cf_operand *o);
 typedef struct cf_exec_result {
     ff_status status;
     char error[512];
+    char contract[256];  /* a rule broken around the call (FP environment, memory held), or "" */
     unsigned char *after[CF_MAX_OPERANDS]; /* every buffer downloaded after the call */
 } cf_exec_result;
 
 ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res);
+/* Remembers the floating-point environment the suite starts with (before any backend is
+ * loaded): every call must find it, and leave it, unchanged. */
+void cf_fpenv_capture(void);
 void cf_exec_result_free(cf_exec_result *res);
 
 /* Expected logical dst values (row-major; dst dtype), or NULL if none exists. */

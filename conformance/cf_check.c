@@ -94,6 +94,12 @@ cf_result cf_check_call(cf_ctx *ctx, const cf_case *cs, const cf_call *c, const 
     else cf_exec(ctx->r, c, &rr);
     cf_result out = CF_PASS;
 
+    if (rt.contract[0] || (!same && rr.contract[0])) {
+        snprintf(why, sizeof why, "%s broke the contract: %s", rt.contract[0] ? "backend" : "reference",
+                 rt.contract[0] ? rt.contract : rr.contract);
+        out = fail(rep, ctx, cs, c, why);
+        goto done;
+    }
     if (opts->want_status != FF_OK) {
         if (rt.status != opts->want_status) {
             snprintf(why, sizeof why, "expected status %s, backend returned %s%s%s", ff_status_name(opts->want_status),

@@ -3,11 +3,60 @@
  * position, gaps included; outputs: sentinel bytes around and between the view's
  * elements); after the call every buffer is downloaded whole, so the checker can
  * prove that nothing outside the written elements changed. */
+#include <fenv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include "cf.h"
+
+/* ---- the floating-point environment ------------------------------------------------ */
+/* A backend must not change it (backend_abi.h): flush-to-zero or denormals-are-zero
+ * turned on at init would silently change every later result, the suite's own
+ * comparisons included. Compared: the rounding mode and, on x86, MXCSR's control bits
+ * (FTZ, DAZ, rounding, exception masks), not its sticky status flags. */
+typedef struct fpenv_state {
+    int round;
+    unsigned csr;
+} fpenv_state;
+
+static fpenv_state baseline;
+static fenv_t baseline_env;
+static int have_baseline;
+
+static fpenv_state fpenv_now(void)
+{
+    fpenv_state s = {fegetround(), 0};
+#if defined(__x86_64__) || defined(__i386__)
+    s.csr = _mm_getcsr() & ~0x3Fu; /* drop the exception flags */
+#endif
+    return s;
+}
+
+void cf_fpenv_capture(void)
+{
+    baseline = fpenv_now();
+    fegetenv(&baseline_env);
+    have_baseline = 1;
+}
+
+/* "" if the environment is the baseline; else says how it differs and restores it. */
+static void fpenv_check(const char *when, char *msg, size_t n)
+{
+    if (!have_baseline) return;
+    fpenv_state s = fpenv_now();
+    if (s.round == baseline.round && s.csr == baseline.csr) return;
+    snprintf(msg, n, "the floating-point environment changed %s (rounding %d -> %d, MXCSR control 0x%x -> 0x%x%s%s)",
+             when, baseline.round, s.round, baseline.csr, s.csr, (s.csr & 0x8000u) ? ", flush-to-zero on" : "",
+             (s.csr & 0x40u) ? ", denormals-are-zero on" : "");
+    fesetenv(&baseline_env);
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_setcsr(baseline.csr);
+#endif
+}
 
 static ff_status call_entry(ff_backend *be, const cf_call *c, const ff_view *v)
 {
@@ -40,6 +89,12 @@ static ff_status call_entry(ff_backend *be, const cf_call *c, const ff_view *v)
 ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res)
 {
     memset(res, 0, sizeof *res);
+    /* before anything: a backend that changed the environment at load or in an earlier
+     * call is caught here (and the environment restored for the suite's own work) */
+    fpenv_check("before this call (at load, or by an earlier one)", res->contract, sizeof res->contract);
+    ff_status (*stats)(void *, size_t *, size_t *, size_t *) = FF_VT_OPT(be, memory_stats);
+    size_t in_use0 = 0, cached, peak;
+    bool counted = stats && stats(be->ctx, &in_use0, &cached, &peak) == FF_OK;
     void *bufs[CF_MAX_OPERANDS] = {0};
     ff_view v[CF_MAX_OPERANDS];
     ff_status st = FF_OK;
@@ -72,6 +127,7 @@ ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res)
         }
         ff_clear_error();
         st = call_entry(be, c, v);
+        if (!res->contract[0]) fpenv_check("during the call", res->contract, sizeof res->contract);
         if (st) snprintf(res->error, sizeof res->error, "%s", ff_last_error()[0] ? ff_last_error() : "(no message)");
         ff_status ss = be->vt->sync(be->ctx);
         if (!st && ss) {
@@ -95,6 +151,13 @@ ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res)
     }
     for (int i = 0; i < c->nops; i++)
         if (c->o[i].alias < 0 && bufs[i]) be->vt->free(be->ctx, bufs[i]);
+    /* every buffer the suite allocated is freed again: a backend that now holds more
+     * bytes in use than before leaks (a free that frees nothing, scratch never returned) */
+    size_t in_use1 = 0;
+    if (counted && !res->contract[0] && stats(be->ctx, &in_use1, &cached, &peak) == FF_OK && in_use1 > in_use0)
+        snprintf(res->contract, sizeof res->contract,
+                 "memory_stats: %zu bytes in use after the case freed all it allocated, %zu before (a leak)", in_use1,
+                 in_use0);
     res->status = st;
     return st;
 }

@@ -7,7 +7,7 @@
 
 const char *cf_layout_name(cf_layout_kind k)
 {
-    static const char *const names[CF_L_COUNT] = {"contig", "offset", "transposed", "stepped", "bcast0", "bcastlast"};
+    static const char *const names[CF_L_COUNT] = {"contig", "offset", "transposed", "stepped", "bcast0", "bcastlast", "padded"};
     return (unsigned)k < CF_L_COUNT ? names[k] : "?";
 }
 
@@ -56,6 +56,13 @@ void cf_operand_init(cf_operand *o, const char *name, ff_dtype dt, int ndim, con
             o->strides[d] = s;
             s *= shape[d] > 0 ? shape[d] : 1;
         }
+        break;
+    }
+    case CF_L_PADDED: {
+        int64_t parent[FF_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) parent[d] = shape[d] + (d == ndim - 1 ? 3 : 0);
+        rowmajor(ndim, parent, o->strides, 1);
+        off = 2;
         break;
     }
     case CF_L_STEPPED: {

@@ -93,6 +93,7 @@ int main(int argc, char **argv)
 #undef TAKES_VALUE
     }
 
+    cf_fpenv_capture(); /* before any backend can touch it */
     ff_backend *ref = ff_backend_load("cpu");
     if (!ref) {
         fprintf(stderr, "ff-conformance: cannot load the reference backend 'cpu': %s\n", ff_last_error());
