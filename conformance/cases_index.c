@@ -18,42 +18,44 @@ typedef struct ix_scen {
     int64_t index[3]; /* index shape */
     int axis;
     cf_layout_kind ldata, lindex, lout;
-    bool out_of_range;
+    int out_of_range; /* 1: one index equals the size; 2: one is -1 (a backend must not wrap it) */
     int dup; /* index values: 0 random, 1 all the same, 2 only the first and last position */
 } ix_scen;
 
 static const ix_scen scens[] = {
-    {"axis0_5x7", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
-    {"axis1_5x7", 2, {5, 7}, {5, 4}, 1, CF_L_CONTIG, CF_L_CONTIG, CF_L_OFFSET, false, 0},
-    {"axis1_narrow5x7", 2, {5, 7}, {2, 9}, 1, CF_L_OFFSET, CF_L_CONTIG, CF_L_CONTIG, false, 0},
-    {"transposed_axis0_6x4", 2, {6, 4}, {8, 3}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_STEPPED, false, 0},
-    {"stepped_axis2_3x4x5", 3, {3, 4, 5}, {2, 3, 6}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_TRANSPOSED, false, 0},
-    {"n1", 1, {1}, {3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
-    {"n67", 1, {67}, {31}, 0, CF_L_CONTIG, CF_L_STEPPED, CF_L_CONTIG, false, 0},
-    {"empty_index", 2, {4, 3}, {0, 3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 0},
-    {"out_of_range", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, true, 0},
+    {"axis0_5x7", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 0, 0},
+    {"axis1_5x7", 2, {5, 7}, {5, 4}, 1, CF_L_CONTIG, CF_L_CONTIG, CF_L_OFFSET, 0, 0},
+    {"axis1_narrow5x7", 2, {5, 7}, {2, 9}, 1, CF_L_OFFSET, CF_L_CONTIG, CF_L_CONTIG, 0, 0},
+    {"transposed_axis0_6x4", 2, {6, 4}, {8, 3}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_STEPPED, 0, 0},
+    {"stepped_axis2_3x4x5", 3, {3, 4, 5}, {2, 3, 6}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_TRANSPOSED, 0, 0},
+    {"n1", 1, {1}, {3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 0, 0},
+    {"n67", 1, {67}, {31}, 0, CF_L_CONTIG, CF_L_STEPPED, CF_L_CONTIG, 0, 0},
+    {"empty_index", 2, {4, 3}, {0, 3}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 0, 0},
+    {"out_of_range", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 1, 0},
+    {"negative_index", 2, {5, 7}, {3, 7}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 2, 0},
+    {"negative_index_axis1", 2, {4, 6}, {4, 5}, 1, CF_L_TRANSPOSED, CF_L_OFFSET, CF_L_CONTIG, 2, 0},
     /* duplicates on purpose (scatter_add must add every one, in any order), on every
      * layout: every index the same, or only two targets */
-    {"dup_all_axis0_6x5", 2, {6, 5}, {9, 5}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 1},
-    {"dup_two_axis1_4x7", 2, {4, 7}, {4, 12}, 1, CF_L_OFFSET, CF_L_STEPPED, CF_L_TRANSPOSED, false, 2},
-    {"dup_two_transposed_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_OFFSET, false, 2},
-    {"dup_all_stepped_axis2_3x4x5", 3, {3, 4, 5}, {3, 4, 7}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_STEPPED, false, 1},
+    {"dup_all_axis0_6x5", 2, {6, 5}, {9, 5}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 0, 1},
+    {"dup_two_axis1_4x7", 2, {4, 7}, {4, 12}, 1, CF_L_OFFSET, CF_L_STEPPED, CF_L_TRANSPOSED, 0, 2},
+    {"dup_two_transposed_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_TRANSPOSED, CF_L_TRANSPOSED, CF_L_OFFSET, 0, 2},
+    {"dup_all_stepped_axis2_3x4x5", 3, {3, 4, 5}, {3, 4, 7}, 2, CF_L_STEPPED, CF_L_OFFSET, CF_L_STEPPED, 0, 1},
     /* the index broadcast over the other axis (stride 0), as index_select and embedding
      * send it, and its gradient: one index per row, duplicated rows */
-    {"bcast_index_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, false, 2},
-    {"bcast_index_axis1_6x5", 2, {6, 5}, {6, 8}, 1, CF_L_TRANSPOSED, CF_L_BCAST0, CF_L_STEPPED, false, 0},
+    {"bcast_index_axis0_5x6", 2, {5, 6}, {8, 6}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, 0, 2},
+    {"bcast_index_axis1_6x5", 2, {6, 5}, {6, 8}, 1, CF_L_TRANSPOSED, CF_L_BCAST0, CF_L_STEPPED, 0, 0},
     /* a broadcast data operand (a gradient of a sum arrives as stride 0) */
-    {"bcast_data_axis0_5x6", 2, {5, 6}, {7, 6}, 0, CF_L_BCAST0, CF_L_CONTIG, CF_L_OFFSET, false, 2},
+    {"bcast_data_axis0_5x6", 2, {5, 6}, {7, 6}, 0, CF_L_BCAST0, CF_L_CONTIG, CF_L_OFFSET, 0, 2},
     /* past the threading threshold, heavy duplicates */
-    {"big_dup_axis0_64x600", 2, {64, 600}, {96, 600}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false, 2},
-    {"big_bcast_index_axis0_50x700", 2, {50, 700}, {60, 700}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, false, 0},
+    {"big_dup_axis0_64x600", 2, {64, 600}, {96, 600}, 0, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, 0, 2},
+    {"big_bcast_index_axis0_50x700", 2, {50, 700}, {60, 700}, 0, CF_L_CONTIG, CF_L_BCASTLAST, CF_L_CONTIG, 0, 0},
 };
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 
-/* Index values in [0, size along axis) (one set to size when out_of_range), drawn as
+/* Index values in [0, size along axis) (one set to size, or to -1, when out_of_range), drawn as
  * the scenario's dup mode says. A broadcast index view keeps one value per buffer
  * element: the closed forms read the values back from the operand. */
-static void make_index(cf_operand *ix, cf_rng *rng, int64_t size, bool oor, int dup)
+static void make_index(cf_operand *ix, cf_rng *rng, int64_t size, int oor, int dup)
 {
     int64_t n = cf_numel(ix->ndim, ix->shape);
     int64_t *v = calloc((size_t)(n ? n : 1), sizeof *v);
@@ -61,7 +63,7 @@ static void make_index(cf_operand *ix, cf_rng *rng, int64_t size, bool oor, int 
     int64_t same = cf_rng_int(rng, 0, size - 1);
     for (int64_t i = 0; i < n; i++)
         v[i] = dup == 1 ? same : dup == 2 ? (cf_rng_u64(rng) & 1 ? size - 1 : 0) : cf_rng_int(rng, 0, size - 1);
-    if (oor && n) v[n / 2] = size;
+    if (oor && n) v[n / 2] = oor == 2 ? -1 : size;
     cf_operand_scatter(ix, v);
     free(v);
 }

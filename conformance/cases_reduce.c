@@ -4,6 +4,7 @@
  * reduced length. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "cf.h"
@@ -16,33 +17,39 @@ typedef struct red_scen {
     int64_t shape[4];
     uint32_t mask;
     cf_layout_kind src, dst;
+    int exactness; /* 1: one_then_tiny (float SUM); 2: bigint (integer SUM and PROD) */
 } red_scen;
 
 static const red_scen scens[] = {
-    {"scalar", 0, {0}, 0, CF_L_CONTIG, CF_L_CONTIG},
-    {"n1", 1, {1}, 1, CF_L_CONTIG, CF_L_OFFSET},
-    {"n7", 1, {7}, 1, CF_L_OFFSET, CF_L_CONTIG},
-    {"n17", 1, {17}, 1, CF_L_CONTIG, CF_L_CONTIG},
-    {"n257", 1, {257}, 1, CF_L_CONTIG, CF_L_CONTIG},
-    {"rows5x7", 2, {5, 7}, 2, CF_L_CONTIG, CF_L_CONTIG},
-    {"cols5x7", 2, {5, 7}, 1, CF_L_CONTIG, CF_L_OFFSET},
-    {"nomask4x3", 2, {4, 3}, 0, CF_L_CONTIG, CF_L_STEPPED},
-    {"rows3x67", 2, {3, 67}, 2, CF_L_OFFSET, CF_L_TRANSPOSED},
-    {"mid3x4x5", 3, {3, 4, 5}, 2, CF_L_CONTIG, CF_L_CONTIG},
-    {"transposed6x5", 2, {6, 5}, 2, CF_L_TRANSPOSED, CF_L_CONTIG},
-    {"stepped4x6", 2, {4, 6}, 1, CF_L_STEPPED, CF_L_STEPPED},
-    {"bcast4x6", 2, {4, 6}, 1, CF_L_BCAST0, CF_L_CONTIG},
-    {"size1dims1x5x1", 3, {1, 5, 1}, 4, CF_L_CONTIG, CF_L_OFFSET},
+    {"scalar", 0, {0}, 0, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"n1", 1, {1}, 1, CF_L_CONTIG, CF_L_OFFSET, 0},
+    {"n7", 1, {7}, 1, CF_L_OFFSET, CF_L_CONTIG, 0},
+    {"n17", 1, {17}, 1, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"n257", 1, {257}, 1, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"rows5x7", 2, {5, 7}, 2, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"cols5x7", 2, {5, 7}, 1, CF_L_CONTIG, CF_L_OFFSET, 0},
+    {"nomask4x3", 2, {4, 3}, 0, CF_L_CONTIG, CF_L_STEPPED, 0},
+    {"rows3x67", 2, {3, 67}, 2, CF_L_OFFSET, CF_L_TRANSPOSED, 0},
+    {"mid3x4x5", 3, {3, 4, 5}, 2, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"transposed6x5", 2, {6, 5}, 2, CF_L_TRANSPOSED, CF_L_CONTIG, 0},
+    {"stepped4x6", 2, {4, 6}, 1, CF_L_STEPPED, CF_L_STEPPED, 0},
+    {"bcast4x6", 2, {4, 6}, 1, CF_L_BCAST0, CF_L_CONTIG, 0},
+    {"size1dims1x5x1", 3, {1, 5, 1}, 4, CF_L_CONTIG, CF_L_OFFSET, 0},
     /* several axes (not for ARG*) */
-    {"all5x7", 2, {5, 7}, 3, CF_L_CONTIG, CF_L_CONTIG},
-    {"outer3x4x5", 3, {3, 4, 5}, 5, CF_L_TRANSPOSED, CF_L_OFFSET},
-    {"all2x3x2x3", 4, {2, 3, 2, 3}, 15, CF_L_STEPPED, CF_L_CONTIG},
+    {"all5x7", 2, {5, 7}, 3, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"outer3x4x5", 3, {3, 4, 5}, 5, CF_L_TRANSPOSED, CF_L_OFFSET, 0},
+    {"all2x3x2x3", 4, {2, 3, 2, 3}, 15, CF_L_STEPPED, CF_L_CONTIG, 0},
     /* empty sets (not for MAX/MIN/ARG*) */
-    {"empty3x0", 2, {3, 0}, 2, CF_L_CONTIG, CF_L_CONTIG},
-    {"empty0", 1, {0}, 1, CF_L_CONTIG, CF_L_CONTIG},
+    {"empty3x0", 2, {3, 0}, 2, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"empty0", 1, {0}, 1, CF_L_CONTIG, CF_L_CONTIG, 0},
+    /* sums an accumulator in the source dtype gets wrong: floats whose running sum stays at
+     * 1 (checked to 1e-5, not the length-scaled tolerance), integers past 2^53 (exact) */
+    {"one_then_tiny_n1000003", 1, {1000003}, 1, CF_L_CONTIG, CF_L_CONTIG, 1},
+    {"bigint_rows3x1001", 2, {3, 1001}, 2, CF_L_OFFSET, CF_L_CONTIG, 2},
+    {"bigint_prod_n3", 1, {3}, 1, CF_L_CONTIG, CF_L_CONTIG, 2},
     /* big: f32 SUM/MAX only */
-    {"big", 1, {CF_BIG}, 1, CF_L_CONTIG, CF_L_CONTIG},
-    {"big_rows1024x1024", 2, {1024, 1024}, 2, CF_L_TRANSPOSED, CF_L_CONTIG},
+    {"big", 1, {CF_BIG}, 1, CF_L_CONTIG, CF_L_CONTIG, 0},
+    {"big_rows1024x1024", 2, {1024, 1024}, 2, CF_L_TRANSPOSED, CF_L_CONTIG, 0},
 };
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 
@@ -167,7 +174,20 @@ cf_result cf_reduce_run(cf_ctx *ctx, const cf_case *cs, int op, int ndim, const 
 static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 {
     const red_scen *s = &scens[cs->p[1]];
-    return cf_reduce_run(ctx, cs, cs->p[0], s->ndim, s->shape, s->mask, s->src, s->dst, domain(cs->p[0], cs->dtype), rep);
+    if (s->exactness == 1) { /* tight: the length-scaled atol would forgive a running f32 sum */
+        cf_rng rng;
+        cf_rng_init(&rng, cf_case_seed(ctx, cs));
+        cf_call c = {.kind = FF_KIND_REDUCE, .op = cs->p[0], .mask = s->mask, .nops = 2};
+        int64_t one = 1;
+        cf_operand_init(&c.o[1], "src", cs->dtype, s->ndim, s->shape, s->src, false, &rng, CF_DOM_ONE_THEN_TINY);
+        cf_operand_init(&c.o[0], "dst", cs->dtype, 1, &one, s->dst, true, &rng, CF_DOM_SIGNED);
+        cf_check_opts o = {.cls = CF_TOL_TRANSCEND, .k = 1, .expect = cf_reduce_expect};
+        cf_result r = cf_check_call(ctx, cs, &c, &o, rep);
+        cf_call_free(&c);
+        return r;
+    }
+    cf_domain dom = s->exactness == 2 ? CF_DOM_BIGINT : domain(cs->p[0], cs->dtype);
+    return cf_reduce_run(ctx, cs, cs->p[0], s->ndim, s->shape, s->mask, s->src, s->dst, dom, rep);
 }
 
 void cf_gen_reduce(void)
@@ -183,6 +203,12 @@ void cf_gen_reduce(void)
                 if (empty && (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || is_arg(op))) continue;
                 if (s->shape[0] == CF_BIG || s->shape[0] == 1024)
                     if (!(dt == FF_F32 && (op == FF_REDUCE_SUM || op == FF_REDUCE_MAX))) continue;
+                /* f32 only: the reference itself sums f64 with a plain f64 accumulator */
+                if (s->exactness == 1 && !(op == FF_REDUCE_SUM && dt == FF_F32)) continue;
+                bool prod_scen = s->exactness == 2 && strstr(s->name, "prod") != NULL;
+                if (s->exactness == 2 && !((dt == FF_I64 || dt == FF_I32) &&
+                                           op == (prod_scen ? FF_REDUCE_PROD : FF_REDUCE_SUM)))
+                    continue;
                 cf_case c = {.family = "reduce", .dtype = dt, .level = CF_LEVEL_VTABLE, .run = run,
                              .kind = FF_KIND_REDUCE, .opcode = op, .p = {op, si}};
                 snprintf(c.op, sizeof c.op, "%s", cf_reduce_name(op));

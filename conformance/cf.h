@@ -125,7 +125,11 @@ typedef enum cf_domain {
                         * floats as SIGNED */
     CF_DOM_ZEROS_BELOW, /* floats: +0, -0 and negatives (a max that is a zero of either sign);
                          * ints as SIGNED */
-    CF_DOM_ZEROS_ABOVE  /* floats: +0, -0 and positives (a min that is a zero) */
+    CF_DOM_ZEROS_ABOVE, /* floats: +0, -0 and positives (a min that is a zero) */
+    CF_DOM_ONE_THEN_TINY, /* floats: 1 then 1e-8s (f32; 1e-17 for f64): a running sum in the
+                           * dtype never moves past 1, the true sum does; ints as SIGNED */
+    CF_DOM_BIGINT       /* ints: magnitudes in [2^40, 2^41) with random signs (sums and
+                         * products past 2^53 must be exact); floats as SIGNED */
 } cf_domain;
 
 /* Writes n elements of dtype dt from the domain into p. */

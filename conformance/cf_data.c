@@ -117,7 +117,9 @@ static const double f64_edges[] = {
     DBL_MIN / 4,
     DBL_MAX, -DBL_MAX, 100.0, -100.0, 1e-3};
 static const int64_t i32_edges[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
-static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3};
+static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3,
+                                    /* to f32 this must round once: through f64 it rounds twice, to 2^60 */
+                                    ((int64_t)1 << 60) + ((int64_t)1 << 36) + 1, ((int64_t)1 << 53) + 1};
 static const int64_t u8_edges[] = {0, 255, 1, 128, 127, 254, 2};
 static const int64_t bool_edges[] = {0, 1};
 #define NELEMS(a) ((int)(sizeof a / sizeof a[0]))
@@ -218,6 +220,15 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             } else {
                 cf_set_i(p, dt, i, cf_rng_int(r, -30, 30));
             }
+            break;
+        case CF_DOM_ONE_THEN_TINY:
+            if (fl) cf_set_f(p, dt, i, i == 0 ? 1.0 : dt == FF_F32 ? 1e-8 : 1e-17);
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 18) : cf_rng_int(r, -9, 9));
+            break;
+        case CF_DOM_BIGINT:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
+            else if (dt == FF_I64) cf_set_i(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * (int64_t)((1ull << 40) | (cf_rng_u64(r) >> 24)));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 255) : cf_rng_int(r, -2147483647, 2147483647));
             break;
         default: cf_set_i(p, dt, i, 0); break;
         }

@@ -17,8 +17,8 @@ typedef struct cf_scenario {
 #define CF_BIG (1 << 20) /* past the caches and any threading threshold */
 
 /* The elementwise scenarios: 0-d, zero-size, size-1 dims, vector tails (odd/prime
- * lengths), row-major, offset, transposed, stepped, broadcast, in place, and a big one
- * (used only by the ops listed in each family as worth the time). */
+ * lengths), row-major, offset, transposed, stepped, broadcast, in place, large ones for
+ * every op, and a big one (used only by the ops listed in each family as worth the time). */
 static const cf_scenario cf_ew_scenarios[] = {
     {"scalar", 0, {0}, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
     {"empty", 1, {0}, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
@@ -41,6 +41,10 @@ static const cf_scenario cf_ew_scenarios[] = {
     {"size1dims2x1x3x1", 4, {2, 1, 3, 1}, CF_L_STEPPED, CF_L_TRANSPOSED, CF_L_BCAST0, false},
     {"inplace6x5", 2, {6, 5}, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, true},
     {"inplace_stepped3x4", 2, {3, 4}, CF_L_STEPPED, CF_L_STEPPED, CF_L_CONTIG, true},
+    /* every op and dtype past the threading thresholds and off every power of two, so a
+     * bug at a chunk or thread boundary shows (70001 is prime) */
+    {"large70001", 1, {70001}, CF_L_CONTIG, CF_L_OFFSET, CF_L_CONTIG, false},
+    {"large_t263x257", 2, {263, 257}, CF_L_CONTIG, CF_L_TRANSPOSED, CF_L_PADDED, false},
     {"big", 1, {CF_BIG}, CF_L_CONTIG, CF_L_CONTIG, CF_L_CONTIG, false},
     {"big_strided", 2, {1024, 1024}, CF_L_CONTIG, CF_L_TRANSPOSED, CF_L_BCAST0, false},
 };
