@@ -1,10 +1,11 @@
 /*
  * FusionFlow user API: backends and the plugin loader.
  *
- * FF_BACKEND=<name>|<path.so> picks the default backend (unset: "cpu"). A name resolves
- * to lib ff_backend_<name>.so searched in FF_BACKEND_PATH (colon-separated), then in the
- * directory holding libfusionflow itself. Every failure is an error, never a silent
- * fallback to another backend.
+ * FF_BACKEND=<name>|<path.so> picks the default backend; unset, it is the fastest one
+ * built: "cpu_blas" when its plugin is there, else the reference "cpu" (never a device
+ * backend). A name resolves to libff_backend_<name>.so searched in FF_BACKEND_PATH
+ * (colon-separated), then in the directory holding libfusionflow itself. Every failure is
+ * an error, never a silent fallback to another backend.
  */
 #ifndef FF_BACKEND_H
 #define FF_BACKEND_H
@@ -18,7 +19,9 @@ extern "C" {
 /* Loads (or returns the already-loaded) backend by name or path. The backend stays
  * loaded until ff_shutdown(). NULL on error with a message naming the file. */
 ff_backend *ff_backend_load(const char *name_or_path);
-/* The default backend: FF_BACKEND or "cpu", loaded on first use. NULL on error. */
+/* The default backend, loaded on first use: FF_BACKEND, else "cpu_blas" when its plugin
+ * is there, else the reference "cpu". NULL on error (an FF_BACKEND that fails never falls
+ * back). */
 ff_backend *ff_backend_default(void);
 /* Makes be the default for factories (per process). */
 ff_status ff_backend_set_default(ff_backend *be);

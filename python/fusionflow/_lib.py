@@ -1,9 +1,10 @@
 """Loading libfusionflow and declaring the C functions the package calls.
 
-The library is searched, in order, at $FUSIONFLOW_LIB (a file path), next to this
-package (an installed copy), and in the source tree's build directory
-(<repo>/build/lib). Every function used is declared here with argtypes and restype;
-C errors become FusionFlowError carrying the C message (ff_last_error()).
+The library is searched, in order, next to this package (the copy that `pip install .`
+bundles, built with this very Python code), at $FUSIONFLOW_LIB (a file path), and in the
+source tree's build directory (<repo>/build/lib); the C loader finds the backend plugins
+next to whichever library that is. Every function used is declared here with argtypes and
+restype; C errors become FusionFlowError carrying the C message (ff_last_error()).
 """
 import ctypes
 import os
@@ -34,12 +35,12 @@ class FusionFlowValueError(FusionFlowError, ValueError):
 
 
 def _candidates():
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libfusionflow.so")  # installed: the bundled copy, always
     env = os.environ.get("FUSIONFLOW_LIB")
     if env:
-        yield env
+        yield env  # a source checkout: an explicit choice, no guessing after it
         return
-    here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "libfusionflow.so")
     repo = os.path.dirname(os.path.dirname(here))
     yield os.path.join(repo, "build", "lib", "libfusionflow.so")
 

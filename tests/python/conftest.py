@@ -22,3 +22,18 @@ def live_counter():
     yield base
     gc.collect()
     assert ff._debug_live_tensors() == base
+
+
+def _devices():
+    """The backends the differential tests run on: cpu, and cpu_blas when it was built."""
+    import fusionflow as ff
+    found = ["cpu"]
+    try:
+        ff._backend.backend_handle("cpu_blas")
+        found.append("cpu_blas")
+    except ff.FusionFlowError:
+        pass
+    return found
+
+
+DEVICES = _devices()

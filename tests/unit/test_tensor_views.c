@@ -1,4 +1,4 @@
-/* Tensors and views through the public API on the default (cpu) backend: views share
+/* Tensors and views through the public API on the default backend: views share
  * storage and see writes, contiguous copies only when needed, errors leave inputs intact. */
 #include "ff_test.h"
 
