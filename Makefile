@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build bench install clean
+.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants bench install clean
 
 all: build
 
@@ -69,6 +69,11 @@ test-fuzz: fuzz-build
 
 fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(or $(SECONDS_EACH),600)
+
+# The mutation test: ~50 realistic faults injected into a backend, each run through the
+# whole conformance suite; says which the suite catches (a few minutes).
+mutants: build
+	bash conformance/mutants/run_all.sh $(BUILD)
 
 # Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
 # python3-torch when it can), then plots and the table in benchmarks/README.md.

@@ -186,7 +186,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         cf_call_free(&c);
         return r;
     }
-    cf_domain dom = s->exactness == 2 ? CF_DOM_BIGINT : domain(cs->p[0], cs->dtype);
+    cf_domain dom = s->exactness != 2 ? domain(cs->p[0], cs->dtype) : strstr(s->name, "prod") ? CF_DOM_BIGPROD : CF_DOM_BIGINT;
     return cf_reduce_run(ctx, cs, cs->p[0], s->ndim, s->shape, s->mask, s->src, s->dst, dom, rep);
 }
 

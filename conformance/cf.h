@@ -128,8 +128,11 @@ typedef enum cf_domain {
     CF_DOM_ZEROS_ABOVE, /* floats: +0, -0 and positives (a min that is a zero) */
     CF_DOM_ONE_THEN_TINY, /* floats: 1 then 1e-8s (f32; 1e-17 for f64): a running sum in the
                            * dtype never moves past 1, the true sum does; ints as SIGNED */
-    CF_DOM_BIGINT       /* ints: magnitudes in [2^40, 2^41) with random signs (sums and
-                         * products past 2^53 must be exact); floats as SIGNED */
+    CF_DOM_BIGINT,      /* ints: I64 odd magnitudes in [2^53, 2^54) of alternating sign (no
+                         * element is a double, so a sum through double fails); I32 full
+                         * range; floats as SIGNED */
+    CF_DOM_BIGPROD      /* ints: odd magnitudes in [2^20, 2^21), random signs: a product of
+                         * three lands in [2^60, 2^63), exact only in integer arithmetic */
 } cf_domain;
 
 /* Writes n elements of dtype dt from the domain into p. */
@@ -221,6 +224,10 @@ ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res);
 /* Remembers the floating-point environment the suite starts with (before any backend is
  * loaded): every call must find it, and leave it, unchanged. */
 void cf_fpenv_capture(void);
+/* Guard bytes behind every buffer the backend under test allocates (cf_guard.c);
+ * cf_guard_take reports (once) a guard a public op overwrote since the last call. */
+void cf_guard_install(ff_backend *be);
+bool cf_guard_take(char *msg, size_t n);
 void cf_exec_result_free(cf_exec_result *res);
 
 /* Expected logical dst values (row-major; dst dtype), or NULL if none exists. */

@@ -110,12 +110,15 @@ static const double f32_edges[] = {
     NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
     FLT_TRUE_MIN, -FLT_TRUE_MIN, /* the smallest subnormals, +-1.4e-45 */
     FLT_MIN / 4,                 /* a mid-range subnormal */
-    FLT_MAX, -FLT_MAX, 100.0, -100.0, 1e-3};
+    FLT_MAX, -FLT_MAX, 100.0, -100.0, 1e-3,
+    6.0, 10.0, -10.0, /* where softplus and sigmoid take their asymptotic branches */
+    3e9, -3e9};       /* past INT32 but inside INT64: a cast to I32 saturates, never wraps */
 static const double f64_edges[] = {
     NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
     DBL_TRUE_MIN, -DBL_TRUE_MIN, /* +-4.9e-324 */
     DBL_MIN / 4,
-    DBL_MAX, -DBL_MAX, 100.0, -100.0, 1e-3};
+    DBL_MAX, -DBL_MAX, 100.0, -100.0, 1e-3,
+    6.0, 10.0, -10.0, 3e9, -3e9};
 static const int64_t i32_edges[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
 static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3,
                                     /* to f32 this must round once: through f64 it rounds twice, to 2^60 */
@@ -227,8 +230,13 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             break;
         case CF_DOM_BIGINT:
             if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
-            else if (dt == FF_I64) cf_set_i(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * (int64_t)((1ull << 40) | (cf_rng_u64(r) >> 24)));
+            else if (dt == FF_I64) cf_set_i(p, dt, i, (i & 1 ? -1 : 1) * (int64_t)((1ull << 53) | (cf_rng_u64(r) >> 11) | 1));
             else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 255) : cf_rng_int(r, -2147483647, 2147483647));
+            break;
+        case CF_DOM_BIGPROD:
+            if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
+            else if (dt == FF_U8) cf_set_i(p, dt, i, cf_rng_int(r, 0, 255));
+            else cf_set_i(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * (int64_t)((1ull << 20) | (cf_rng_u64(r) >> 44) | 1));
             break;
         default: cf_set_i(p, dt, i, 0); break;
         }

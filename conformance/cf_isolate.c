@@ -72,6 +72,7 @@ static void worker_main(int fd, const char *spec, cf_ctx *ctx, const cf_filter *
         _exit(0); /* a probe checks nothing else: no exit handlers, no leak report */
     }
     if (!be) _exit(3); /* it loaded in the probe; the parent reports the case as crashed */
+    cf_guard_install(be);
     ctx->t = be;
     for (int i = start; i < cf_case_count(); i++) {
         if (!cf_case_selected(cf_case_at(i), f)) continue;

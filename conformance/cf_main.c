@@ -138,6 +138,7 @@ int main(int argc, char **argv)
         ff_backend *be = NULL;
         if (no_fork) {
             be = ff_backend_load(spec);
+            if (be != ref) cf_guard_install(be);
             loaded = be != NULL;
             if (be) {
                 snprintf(name, sizeof name, "%s", ff_backend_name(be));

@@ -133,7 +133,13 @@ const cf_case *cf_case_at(int i) { return &cases[i]; }
 cf_result cf_run_case(cf_ctx *ctx, int i, cf_report *rep)
 {
     const cf_case *c = &cases[i];
-    return accepted(ctx, c, rep) ? c->run(ctx, c, rep) : CF_SKIP;
+    cf_result r = accepted(ctx, c, rep) ? c->run(ctx, c, rep) : CF_SKIP;
+    char why[300];
+    if (cf_guard_take(why, sizeof why) && r != CF_FAIL) { /* the case's own check names it better */
+        snprintf(rep->msg, sizeof rep->msg, "backend: %s", why);
+        r = CF_FAIL;
+    }
+    return r;
 }
 
 cf_result cf_exec_inprocess(void *state, cf_ctx *ctx, int i, cf_report *rep)
