@@ -227,10 +227,32 @@ BLAS_CLONES double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *s
 /* ---- sums ------------------------------------------------------------------------- */
 #define SUM_BLOCK 4096
 
+/* A sum streams memory: one core reaches the bandwidth only with loads issued well
+ * ahead, hence the prefetches 8 KiB ahead and eight independent accumulators. Every
+ * element is converted to double (the documented accuracy: see the README); summing
+ * 16-element partials in f32 first was another 10% faster on 16M floats but rounds
+ * each partial, which a cancelling sum of 4000 values shows at 5e-6 relative. */
+#define SUM_STEP 64
+#define SUM_PREFETCH 2048
+
 BLAS_CLONES static double sum_block_f32(int64_t n, const float *x)
 {
-    v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
     int64_t i = 0;
+    for (; i + SUM_STEP <= n; i += SUM_STEP) {
+        for (int k = 0; k < SUM_STEP; k += 16) __builtin_prefetch(x + i + SUM_PREFETCH + k);
+        v8f f[8];
+        memcpy(f, x + i, sizeof f);
+        a0 += __builtin_convertvector(f[0], v8d);
+        a1 += __builtin_convertvector(f[1], v8d);
+        a2 += __builtin_convertvector(f[2], v8d);
+        a3 += __builtin_convertvector(f[3], v8d);
+        a4 += __builtin_convertvector(f[4], v8d);
+        a5 += __builtin_convertvector(f[5], v8d);
+        a6 += __builtin_convertvector(f[6], v8d);
+        a7 += __builtin_convertvector(f[7], v8d);
+    }
+    a0 += a4, a1 += a5, a2 += a6, a3 += a7;
     for (; i + 32 <= n; i += 32) {
         v8f f0, f1, f2, f3;
         memcpy(&f0, x + i, sizeof f0);
