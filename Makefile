@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants bench install clean
+.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
 
 all: build
 
@@ -74,6 +74,11 @@ fuzz: fuzz-build
 # whole conformance suite; says which the suite catches (a few minutes).
 mutants: build
 	bash conformance/mutants/run_all.sh $(BUILD)
+
+# Which branches of the reference backend the conformance suite never takes (gcov, in
+# build-cov; about a minute).
+coverage:
+	bash conformance/coverage.sh build-cov
 
 # Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
 # python3-torch when it can), then plots and the table in benchmarks/README.md.

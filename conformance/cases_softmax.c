@@ -34,6 +34,9 @@ static const sm_scen scens[] = {
     {"big_rows64x4096", 2, {64, 4096}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_WIDE},
     {"huge_ties9x13", 2, {9, 13}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_HUGE_TIES},
     {"huge_ties_strided9x13", 2, {9, 13}, 1, CF_L_TRANSPOSED, CF_L_STEPPED, false, CF_DOM_HUGE_TIES},
+    /* NaN, +-inf, +-0, subnormals and extremes in the rows (NaN or +inf anywhere in a row
+     * makes it all NaN; -inf alone gives 0 or -inf): the reference's max-scan branches */
+    {"special_rows11x6", 2, {11, 6}, 1, CF_L_CONTIG, CF_L_CONTIG, false, CF_DOM_SPECIAL},
 };
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 
