@@ -11,7 +11,8 @@ const char *cf_unary_name(int op)
     static const char *const n[FF_UNARY_COUNT] = {
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not"};
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
+        "atan", "asin", "acos"};
     return (unsigned)op < FF_UNARY_COUNT ? n[op] : "?";
 }
 
@@ -75,6 +76,9 @@ double cf_unary_ref(ff_unary_op op, double x)
     case FF_UNARY_ISINF: return isinf(x);
     case FF_UNARY_LOGICAL_NOT: return x == 0;
     case FF_UNARY_ERF: return erf(x);
+    case FF_UNARY_ATAN: return atan(x);
+    case FF_UNARY_ASIN: return asin(x);
+    case FF_UNARY_ACOS: return acos(x);
     default: return NAN;
     }
 }

@@ -14,6 +14,7 @@ static const char *const unary_names[FF_UNARY_COUNT] = {
     "ff_sqrt", "ff_rsqrt", "ff_square", "ff_reciprocal", "ff_sin", "ff_cos", "ff_tanh",
     "ff_sigmoid", "ff_relu", "ff_gelu_tanh", "ff_gelu", "ff_silu", "ff_softplus", "ff_floor",
     "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf", "ff_bitwise_not",
+    "ff_atan", "ff_asin", "ff_acos",
 };
 
 static bool writes_bool(ff_unary_op op)
@@ -134,6 +135,15 @@ static ff_tensor *local_derivative(ff_expr *e, ff_node *n, ff_unary_op op, const
         t = FF_EX(e, ff_neg(t));
         t = FF_EX(e, ff_exp(t));
         return FF_EX(e, ff_mul_scalar(t, TWO_OVER_SQRT_PI));
+    case FF_UNARY_ATAN: /* 1 / (1 + x^2) */
+        t = FF_EX(e, ff_square(x));
+        t = FF_EX(e, ff_add_scalar(t, 1.0));
+        return FF_EX(e, ff_reciprocal(t));
+    case FF_UNARY_ASIN: case FF_UNARY_ACOS: /* +-1 / sqrt(1 - x^2): inf at +-1, NaN outside, as PyTorch */
+        t = FF_EX(e, ff_square(x));
+        t = FF_EX(e, ff_rbinary_scalar(FF_BINARY_SUB, 1.0, t));
+        t = FF_EX(e, ff_rsqrt(t));
+        return op == FF_UNARY_ASIN ? t : FF_EX(e, ff_neg(t));
     default: return NULL;
     }
 }
@@ -259,6 +269,9 @@ UNARY_FN(isnan, FF_UNARY_ISNAN)
 UNARY_FN(isinf, FF_UNARY_ISINF)
 UNARY_FN(logical_not, FF_UNARY_LOGICAL_NOT)
 UNARY_FN(bitwise_not, FF_UNARY_BITWISE_NOT)
+UNARY_FN(atan, FF_UNARY_ATAN)
+UNARY_FN(asin, FF_UNARY_ASIN)
+UNARY_FN(acos, FF_UNARY_ACOS)
 
 ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx)
 {

@@ -182,7 +182,8 @@ static inline int ffb_unary_int_op(ff_unary_op op)
     }
 }
 
-/* The ops defined on floats: every op code of ABI 1's first release (NEG..ERF). */
+/* The ops defined on floats: every op code of ABI 1's first release (NEG..ERF), and
+ * ATAN/ASIN/ACOS (third step). */
 static inline int ffb_unary_float_op(ff_unary_op op)
 {
     switch (op) {
@@ -191,7 +192,7 @@ static inline int ffb_unary_float_op(ff_unary_op op)
     case FF_UNARY_RECIPROCAL: case FF_UNARY_SIN: case FF_UNARY_COS: case FF_UNARY_TANH: case FF_UNARY_SIGMOID:
     case FF_UNARY_RELU: case FF_UNARY_GELU_TANH: case FF_UNARY_GELU_ERF: case FF_UNARY_SILU: case FF_UNARY_SOFTPLUS:
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF:
-    case FF_UNARY_LOGICAL_NOT: case FF_UNARY_ERF:
+    case FF_UNARY_LOGICAL_NOT: case FF_UNARY_ERF: case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS:
         return 1;
     default:
         return 0;
@@ -255,6 +256,9 @@ static inline double ffb_unary_f64(ff_unary_op op, double x)
     case FF_UNARY_ISINF: return isinf(x) ? 1.0 : 0.0;
     case FF_UNARY_LOGICAL_NOT: return x == 0.0 ? 1.0 : 0.0;
     case FF_UNARY_ERF: return erf(x);
+    case FF_UNARY_ATAN: return atan(x);
+    case FF_UNARY_ASIN: return asin(x);
+    case FF_UNARY_ACOS: return acos(x);
     default: return 0.0;
     }
 }

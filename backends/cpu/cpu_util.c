@@ -18,7 +18,8 @@ const char *cpu_unary_name(ff_unary_op op)
     static const char *const names[FF_UNARY_COUNT] = {
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not"};
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
+        "atan", "asin", "acos"};
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
 }
 

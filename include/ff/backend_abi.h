@@ -159,6 +159,9 @@ typedef enum ff_unary_op {
     FF_UNARY_BITWISE_NOT, /* I32/I64/U8: ~x in the dtype. Never sent for floats; for ~bool
                            * the core sends LOGICAL_NOT, but a backend that accepts
                            * BITWISE_NOT on BOOL must compute the logical not (not ~1). */
+    FF_UNARY_ATAN,        /* float only, as C atan/asin/acos: asin/acos outside [-1, 1] is NaN */
+    FF_UNARY_ASIN,
+    FF_UNARY_ACOS,
     FF_UNARY_COUNT
 } ff_unary_op;
 
@@ -198,7 +201,8 @@ typedef enum ff_binary_op {
  * only for the ops you implement, never "everything below some bound" you did not
  * check). The core then reports "backend X does not support ..." for that op.
  *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
- *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR. */
+ *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR.
+ *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS. */
 static inline int ff_binary_op_writes_bool(ff_binary_op op)
 {
     return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;

@@ -54,6 +54,9 @@ ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx);
 ff_tensor *ff_silu(const ff_tensor *x);
 ff_tensor *ff_softplus(const ff_tensor *x);
 ff_tensor *ff_erf(const ff_tensor *x);
+ff_tensor *ff_atan(const ff_tensor *x);
+ff_tensor *ff_asin(const ff_tensor *x); /* NaN outside [-1, 1] */
+ff_tensor *ff_acos(const ff_tensor *x);
 ff_tensor *ff_floor(const ff_tensor *x);
 ff_tensor *ff_ceil(const ff_tensor *x);
 ff_tensor *ff_round(const ff_tensor *x);

@@ -27,7 +27,9 @@ P = RNG.uniform(0.2, 0.9, size=(3, 4)).astype(np.float32)
 
 @pytest.mark.parametrize("name,data", [
     ("tan", X), ("sinh", X), ("cosh", X), ("asinh", X), ("acosh", 1 + P * 3), ("atanh", P * 0.9),
-    ("log2", P), ("log10", P), ("exp2", X), ("trunc", X * 3), ("frac", X * 3), ("sgn", X)])
+    ("log2", P), ("log10", P), ("exp2", X), ("trunc", X * 3), ("frac", X * 3), ("sgn", X),
+    ("atan", X * 3), ("asin", P * 2 - 1), ("acos", P * 2 - 1), ("arctan", X), ("arcsin", P - 0.5),
+    ("arccos", P - 0.5)])
 def test_elementwise_values_and_gradients(name, data):
     x = ff.tensor(data, requires_grad=True)
     tx = torch.tensor(data, requires_grad=True)
@@ -147,3 +149,26 @@ def test_random_functions():
     assert r.dtype is ff.int64 and v.min() >= 3 and v.max() <= 8 and len(set(v.tolist())) == 6
     bern = ff.bernoulli(ff.full((4000,), 0.25), seed=2).numpy()
     assert set(np.unique(bern).tolist()) <= {0.0, 1.0} and abs(bern.mean() - 0.25) < 0.03
+
+
+def test_inverse_trig_edges_match_torch():
+    """asin/acos at and past +-1 (NaN outside, infinite gradient at the ends), atan at +-inf,
+    signed zeros, and integer inputs promoted to float, as PyTorch."""
+    v = np.array([-1.5, -1.0, -0.0, 0.0, 1.0, 1.5, np.nan, np.inf, -np.inf], dtype=np.float32)
+    for name in ("atan", "asin", "acos"):
+        x, tx = ff.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+        y, ty = getattr(ff, name)(x), getattr(torch, name)(tx)
+        got, want = y.detach().numpy(), ty.detach().numpy()
+        # values to an ulp (we round the double result once; PyTorch's float kernels may be
+        # an ulp off), NaN/inf placement and the sign of zeros exactly
+        assert np.allclose(got, want, rtol=2e-7, atol=0, equal_nan=True), (name, got, want)
+        assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+        real = ~np.isnan(want)  # a NaN's sign bit means nothing
+        assert np.array_equal(np.signbit(got[real]), np.signbit(want[real])), (name, got, want)
+        y.sum().backward()
+        ty.sum().backward()
+        close(x.grad, tx.grad)
+        ints = np.array([-1, 0, 1], dtype=np.int64)
+        yi, tyi = getattr(ff, name)(ff.tensor(ints)), getattr(torch, name)(torch.tensor(ints))
+        assert yi.dtype is ff.float32 and str(tyi.dtype) == "torch.float32"
+        close(yi, tyi, 1e-7)
