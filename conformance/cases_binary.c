@@ -19,7 +19,7 @@ static void domains(int op, ff_dtype dt, cf_domain *da, cf_domain *db)
         if (ff_dtype_is_float(dt)) *da = CF_DOM_POSITIVE;
         else *da = CF_DOM_SMALLINT, *db = CF_DOM_POSITIVE;
         break;
-    case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: break;
+    case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: case FF_BINARY_ATAN2: break;
     case FF_BINARY_BITWISE_AND: case FF_BINARY_BITWISE_OR: case FF_BINARY_BITWISE_XOR:
         *da = *db = CF_DOM_BITS; /* sign bits and high bits, not only small values */
         break;
@@ -32,7 +32,7 @@ cf_tol_class cf_binary_tol(int op)
     switch (op) {
     case FF_BINARY_ADD: case FF_BINARY_SUB: case FF_BINARY_MUL: case FF_BINARY_DIV: case FF_BINARY_FMOD:
         return CF_TOL_ROUNDED;
-    case FF_BINARY_POW: return CF_TOL_TRANSCEND;
+    case FF_BINARY_POW: case FF_BINARY_ATAN2: return CF_TOL_TRANSCEND;
     default: return CF_TOL_EXACT;
     }
 }

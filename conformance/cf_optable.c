@@ -47,6 +47,7 @@ W(w_silu, CALL(ff_silu, x[0]))
 W(w_softplus, CALL(ff_softplus, x[0]))
 W(w_erf, CALL(ff_erf, x[0]))
 W(w_atan, CALL(ff_atan, x[0]))
+W(w_atan2, CALL(ff_atan2, x[0], x[1]))
 W(w_asin, CALL(ff_asin, x[0]))
 W(w_acos, CALL(ff_acos, x[0]))
 W(w_abs, CALL(ff_abs, x[0]))
@@ -237,6 +238,7 @@ const cf_opdef cf_optable[] = {
     {"mul_bcast", 2, {2, 1}, {{4, 5}, {5}}, {F, F}, {S, S}, {0}, w_mul, CF_TOL_ROUNDED, 1, true, true, NULL},
     {"div", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, P}, {0}, w_div, CF_TOL_ROUNDED, 1, true, true, NULL},
     {"pow", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {P, S}, {0}, w_pow, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"atan2", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_atan2, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"maximum", 2, {2, 2}, {{4, 5}, {4, 5}}, {F, F}, {S, S}, {0}, w_maximum, CF_TOL_EXACT, 1, true, true, NULL},
     {"minimum", 2, {2, 1}, {{4, 5}, {5}}, {F, F}, {S, S}, {0}, w_minimum, CF_TOL_EXACT, 1, true, true, NULL},
     {"mul_scalar", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_mul_scalar, CF_TOL_ROUNDED, 1, true, true, NULL},

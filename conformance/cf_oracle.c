@@ -21,7 +21,7 @@ const char *cf_binary_name(int op)
     static const char *const n[FF_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum",
                                                    "minimum", "fmod", "eq", "ne", "lt", "le",
                                                    "gt", "ge", "logical_and", "logical_or", "logical_xor",
-                                                   "bitwise_and", "bitwise_or", "bitwise_xor"};
+                                                   "bitwise_and", "bitwise_or", "bitwise_xor", "atan2"};
     return (unsigned)op < FF_BINARY_COUNT ? n[op] : "?";
 }
 
@@ -121,6 +121,7 @@ double cf_binary_ref(ff_binary_op op, double x, double y)
         if (x == y) return signbit(x) ? x : y;
         return x < y ? x : y;
     case FF_BINARY_FMOD: return fmod(x, y);
+    case FF_BINARY_ATAN2: return atan2(x, y);
     case FF_BINARY_EQ: return x == y;
     case FF_BINARY_NE: return x != y;
     case FF_BINARY_LT: return x < y;

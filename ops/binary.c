@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "expr.h"
 #include "ops_impl.h"
 
 /* Public names ("ff_add"); a node is named without the prefix ("add"). */
@@ -11,6 +12,7 @@ static const char *const binary_names[FF_BINARY_COUNT] = {
     "ff_add", "ff_sub", "ff_mul", "ff_div", "ff_pow", "ff_maximum", "ff_minimum",
     "ff_fmod", "ff_eq", "ff_ne", "ff_lt", "ff_le", "ff_gt", "ff_ge",
     "ff_logical_and", "ff_logical_or", "ff_logical_xor", "ff_bitwise_and", "ff_bitwise_or", "ff_bitwise_xor",
+    "ff_atan2",
 };
 
 static bool writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
@@ -20,7 +22,7 @@ static bool is_bitwise(ff_binary_op op) { return op >= FF_BINARY_BITWISE_AND && 
 /* The dtype the kernel computes in, given the promoted input dtype. */
 static ff_dtype compute_dtype(ff_binary_op op, ff_dtype promoted)
 {
-    if (op == FF_BINARY_DIV) return ff_dtype_to_float(promoted); /* true division */
+    if (op == FF_BINARY_DIV || op == FF_BINARY_ATAN2) return ff_dtype_to_float(promoted); /* true division */
     if (promoted == FF_BOOL && (op == FF_BINARY_SUB || op == FF_BINARY_POW || op == FF_BINARY_FMOD))
         return FF_I64; /* bool - bool is refused by PyTorch; NumPy-style integer result instead */
     return promoted;
@@ -157,6 +159,25 @@ static ff_status fmod_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     return st;
 }
 
+/* atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2) (NaN at the origin, as PyTorch) */
+static ff_status atan2_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_expr e = {0};
+    ff_tensor *r2 = FF_EX(&e, ff_add(FF_EX(&e, ff_square(a)), FF_EX(&e, ff_square(b))));
+    ff_tensor *gr = FF_EX(&e, ff_div(g, r2));
+    ff_status st = e.failed ? ff_last_status() : FF_OK;
+    if (!st && n->needs_grad[0]) st = put(n, 0, ff_mul(gr, b), gi);
+    if (!st && n->needs_grad[1]) {
+        ff_tensor *t = ff_mul(gr, a);
+        st = put(n, 1, t ? ff_neg(t) : NULL, gi);
+        ff_tensor_release(t);
+    }
+    ff_expr_free(&e);
+    return st;
+}
+
 static ff_backward_fn backward_for(ff_binary_op op)
 {
     switch (op) {
@@ -167,6 +188,7 @@ static ff_backward_fn backward_for(ff_binary_op op)
     case FF_BINARY_POW: return pow_backward;
     case FF_BINARY_MAXIMUM: case FF_BINARY_MINIMUM: return extremum_backward;
     case FF_BINARY_FMOD: return fmod_backward;
+    case FF_BINARY_ATAN2: return atan2_backward;
     default: return NULL; /* comparisons and logical ops have no gradient */
     }
 }
@@ -298,6 +320,7 @@ BINARY_FN(sub, FF_BINARY_SUB)
 BINARY_FN(mul, FF_BINARY_MUL)
 BINARY_FN(div, FF_BINARY_DIV)
 BINARY_FN(pow, FF_BINARY_POW)
+BINARY_FN(atan2, FF_BINARY_ATAN2)
 BINARY_FN(maximum, FF_BINARY_MAXIMUM)
 BINARY_FN(minimum, FF_BINARY_MINIMUM)
 BINARY_FN(fmod, FF_BINARY_FMOD)

@@ -13,7 +13,7 @@ static const char *const unary_names[FF_UNARY_COUNT] = {
 static const char *const binary_names[FF_BINARY_COUNT] = {
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-                                                 "bitwise_xor"};
+                                                 "bitwise_xor", "atan2"};
 static const char *const reduce_names[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
 static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define NDT ((int)(sizeof dtypes / sizeof dtypes[0]))

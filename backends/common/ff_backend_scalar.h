@@ -313,6 +313,7 @@ static inline int ffb_binary_supported(ff_binary_op op, ff_dtype t)
 {
     if (!ffb_dtype_ok(t)) return 0;
     if (ffb_binary_is_bitwise(op)) return !ffb_is_float(t); /* integers and bool only */
+    if (op == FF_BINARY_ATAN2) return ffb_is_float(t);      /* third step: floats only */
     if (!ffb_binary_arith_or_compare(op)) return 0;
     if (t == FF_BOOL)
         return !(op == FF_BINARY_SUB || op == FF_BINARY_DIV || op == FF_BINARY_POW || op == FF_BINARY_FMOD);
@@ -338,6 +339,7 @@ static inline double ffb_binary_f64(ff_binary_op op, double x, double y)
         if (x == y) return signbit(x) ? x : y; /* minimum(-0, +0) = -0 */
         return x < y ? x : y;
     case FF_BINARY_FMOD: return fmod(x, y);
+    case FF_BINARY_ATAN2: return atan2(x, y);
     case FF_BINARY_EQ: return x == y;
     case FF_BINARY_NE: return x != y;
     case FF_BINARY_LT: return x < y;

@@ -28,7 +28,7 @@ const char *cpu_binary_name(ff_binary_op op)
     static const char *const names[FF_BINARY_COUNT] = {
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq",
         "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-        "bitwise_xor"};
+        "bitwise_xor", "atan2"};
     return (unsigned)op < FF_BINARY_COUNT ? names[op] : "invalid binary op";
 }
 

@@ -119,6 +119,7 @@ static int stub_binary_supported(ff_binary_op op, ff_dtype t)
     /* appended after ABI 1's first release: bits of the two's complement value in the
      * operands' dtype; on bool the logical and/or/xor (BOOL out); never floats */
     case FF_BINARY_BITWISE_AND: case FF_BINARY_BITWISE_OR: case FF_BINARY_BITWISE_XOR: return NOT_YET(in || b);
+    case FF_BINARY_ATAN2: return NOT_YET(t == FF_F32 || t == FF_F64); /* third step: floats only */
     default: return 0; /* an op code newer than this file */
     }
 }

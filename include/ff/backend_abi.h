@@ -192,6 +192,7 @@ typedef enum ff_binary_op {
                             * that is logical); never sent for floats */
     FF_BINARY_BITWISE_OR,
     FF_BINARY_BITWISE_XOR,
+    FF_BINARY_ATAN2,       /* float only, C atan2(a, b): the angle of (b, a), signed zeros honoured */
     FF_BINARY_COUNT
 } ff_binary_op;
 
@@ -202,7 +203,7 @@ typedef enum ff_binary_op {
  * check). The core then reports "backend X does not support ..." for that op.
  *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
  *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR.
- *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS. */
+ *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_BINARY_ATAN2. */
 static inline int ff_binary_op_writes_bool(ff_binary_op op)
 {
     return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;

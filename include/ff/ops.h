@@ -72,6 +72,7 @@ ff_tensor *ff_sub(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_mul(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_div(const ff_tensor *a, const ff_tensor *b); /* true division: ints -> f32 */
 ff_tensor *ff_pow(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_atan2(const ff_tensor *a, const ff_tensor *b); /* angle of (b, a): torch.atan2(a, b) */
 ff_tensor *ff_maximum(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_minimum(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_fmod(const ff_tensor *a, const ff_tensor *b);

@@ -71,6 +71,7 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
            "triu", "gather", "index_select", "broadcast_to", "narrow", "clone", "detach", "numel", "pow",
            "add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "lerp", "silu", "softplus", "gelu",
            "tile", "repeat", "unbind", "scatter_add", "logical_and", "logical_or", "logical_xor", "fmod",
-           "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"):
+           "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "atan2",
+           "arctan2"):
     globals()[_n] = _unary_fn(_n)
 del _n

@@ -35,7 +35,7 @@ _release = C.ff_tensor_release
 _new = object.__new__
 _ff_add, _ff_sub, _ff_mul, _ff_div = C.ff_add, C.ff_sub, C.ff_mul, C.ff_div
 _ff_binary, _ff_bs, _ff_rbs, _ff_unary = C.ff_binary, C.ff_binary_number, C.ff_rbinary_number, C.ff_unary
-B_BITAND, B_BITOR, B_BITXOR = 17, 18, 19
+B_BITAND, B_BITOR, B_BITXOR, B_ATAN2 = 17, 18, 19, 20
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
@@ -504,6 +504,8 @@ class Tensor:
     def bitwise_and(self, other): return self._binop(other, B_BITAND)
     def bitwise_or(self, other): return self._binop(other, B_BITOR)
     def bitwise_xor(self, other): return self._binop(other, B_BITXOR)
+    def atan2(self, other): return self._binop(other, B_ATAN2)
+    arctan2 = atan2
     def bitwise_not(self): return wrap(C.ff_bitwise_not(self._ptr))
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__

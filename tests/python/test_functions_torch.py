@@ -172,3 +172,29 @@ def test_inverse_trig_edges_match_torch():
         yi, tyi = getattr(ff, name)(ff.tensor(ints)), getattr(torch, name)(torch.tensor(ints))
         assert yi.dtype is ff.float32 and str(tyi.dtype) == "torch.float32"
         close(yi, tyi, 1e-7)
+
+
+def test_atan2_matches_torch():
+    """Quadrants, the axes with signed zeros and infinities, broadcasting, integer promotion,
+    and both gradients (NaN at the origin, as PyTorch)."""
+    e = np.array([-np.inf, -2.0, -0.0, 0.0, 3.0, np.inf, np.nan], dtype=np.float32)
+    a, b = np.meshgrid(e, e, indexing="ij")
+    got, want = ff.atan2(ff.tensor(a), ff.tensor(b)).numpy(), torch.atan2(torch.tensor(a), torch.tensor(b)).numpy()
+    assert np.allclose(got, want, rtol=2e-7, atol=0, equal_nan=True), (got, want)
+    real = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[real]), np.signbit(want[real]))
+    x = ff.tensor(X, requires_grad=True)
+    y = ff.tensor(P[:1], requires_grad=True)  # broadcast over rows
+    tx, ty = torch.tensor(X, requires_grad=True), torch.tensor(P[:1], requires_grad=True)
+    r, tr = x.atan2(y), torch.atan2(tx, ty)
+    close(r, tr, 2e-6)
+    (r * r).sum().backward()
+    (tr * tr).sum().backward()
+    close(x.grad, tx.grad)
+    close(y.grad, ty.grad)
+    z = ff.zeros(1, requires_grad=True)
+    ff.atan2(z, ff.zeros(1)).sum().backward()
+    assert np.isnan(z.grad.numpy()).all()
+    i = ff.atan2(ff.tensor(np.array([1, -1])), 2.0)
+    assert i.dtype is ff.float32
+    close(i, torch.atan2(torch.tensor([1, -1]), torch.tensor(2.0)), 1e-7)
