@@ -20,7 +20,7 @@ static cf_domain domain(int op, ff_dtype dt)
     }
     switch (op) {
     case FF_UNARY_LOG: case FF_UNARY_SQRT: case FF_UNARY_RSQRT: case FF_UNARY_RECIPROCAL: return CF_DOM_POSITIVE;
-    case FF_UNARY_LOG1P: case FF_UNARY_ASIN: case FF_UNARY_ACOS: return CF_DOM_OPEN_UNIT;
+    case FF_UNARY_LOG1P: case FF_UNARY_ASIN: case FF_UNARY_ACOS: case FF_UNARY_ERFINV: return CF_DOM_OPEN_UNIT;
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return CF_DOM_ROUNDING;
     case FF_UNARY_LOGICAL_NOT: return CF_DOM_SMALLINT;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return CF_DOM_SPECIAL;

@@ -50,6 +50,7 @@ W(w_atan, CALL(ff_atan, x[0]))
 W(w_atan2, CALL(ff_atan2, x[0], x[1]))
 W(w_asin, CALL(ff_asin, x[0]))
 W(w_acos, CALL(ff_acos, x[0]))
+W(w_erfinv, CALL(ff_erfinv, x[0]))
 W(w_abs, CALL(ff_abs, x[0]))
 W(w_neg, CALL(ff_neg, x[0]))
 W(w_floor, CALL(ff_floor, x[0]))
@@ -272,6 +273,7 @@ const cf_opdef cf_optable[] = {
     {"atan", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_atan, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"asin", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_asin, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"acos", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_acos, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"erfinv", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_erfinv, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"abs", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_abs, CF_TOL_EXACT, 1, true, true, NULL},
     {"neg", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_neg, CF_TOL_EXACT, 1, true, true, NULL},
     {"floor", 1, {2}, {{4, 5}}, {F}, {CF_DOM_ROUNDING}, {0}, w_floor, CF_TOL_EXACT, 1, true, false, NULL},

@@ -12,7 +12,7 @@ const char *cf_unary_name(int op)
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
         "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
-        "atan", "asin", "acos"};
+        "atan", "asin", "acos", "erfinv"};
     return (unsigned)op < FF_UNARY_COUNT ? n[op] : "?";
 }
 
@@ -79,6 +79,19 @@ double cf_unary_ref(ff_unary_op op, double x)
     case FF_UNARY_ATAN: return atan(x);
     case FF_UNARY_ASIN: return asin(x);
     case FF_UNARY_ACOS: return acos(x);
+    case FF_UNARY_ERFINV: { /* bisection on erf: slow, plain, independent of the backend's method */
+        if (isnan(x) || x < -1 || x > 1) return NAN;
+        if (x == 1 || x == -1) return x * INFINITY;
+        if (x == 0) return x;
+        double a = fabs(x), c = 1 - a, lo = 0, hi = 27; /* erfc(27) is below the smallest double */
+        for (int i = 0; i < 200; i++) { /* on erfc past 0.5, where erf has no digits left */
+            double mid = 0.5 * (lo + hi);
+            if (mid == lo || mid == hi) break;
+            if (a > 0.5 ? erfc(mid) > c : erf(mid) < a) lo = mid;
+            else hi = mid;
+        }
+        return copysign(0.5 * (lo + hi), x);
+    }
     default: return NAN;
     }
 }

@@ -14,7 +14,7 @@ static const char *const unary_names[FF_UNARY_COUNT] = {
     "ff_sqrt", "ff_rsqrt", "ff_square", "ff_reciprocal", "ff_sin", "ff_cos", "ff_tanh",
     "ff_sigmoid", "ff_relu", "ff_gelu_tanh", "ff_gelu", "ff_silu", "ff_softplus", "ff_floor",
     "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf", "ff_bitwise_not",
-    "ff_atan", "ff_asin", "ff_acos",
+    "ff_atan", "ff_asin", "ff_acos", "ff_erfinv",
 };
 
 static bool writes_bool(ff_unary_op op)
@@ -39,7 +39,7 @@ static bool uses_output(ff_unary_op op)
 {
     switch (op) {
     case FF_UNARY_EXP: case FF_UNARY_EXPM1: case FF_UNARY_SQRT: case FF_UNARY_RSQRT: case FF_UNARY_RECIPROCAL:
-    case FF_UNARY_TANH: case FF_UNARY_SIGMOID:
+    case FF_UNARY_TANH: case FF_UNARY_SIGMOID: case FF_UNARY_ERFINV:
         return true;
     default:
         return false;
@@ -52,6 +52,7 @@ static bool uses_output(ff_unary_op op)
 #define INV_SQRT_2 0.7071067811865476
 #define TWO_OVER_SQRT_PI 1.1283791670955126
 #define GELU_C 0.044715
+#define SQRT_PI_OVER_2 0.8862269254527580
 
 /* The op's output: the saved one, or recomputed from x (which keeps its history)
  * while the backward pass is itself recorded, since the saved output is detached. */
@@ -144,6 +145,10 @@ static ff_tensor *local_derivative(ff_expr *e, ff_node *n, ff_unary_op op, const
         t = FF_EX(e, ff_rbinary_scalar(FF_BINARY_SUB, 1.0, t));
         t = FF_EX(e, ff_rsqrt(t));
         return op == FF_UNARY_ASIN ? t : FF_EX(e, ff_neg(t));
+    case FF_UNARY_ERFINV: /* sqrt(pi)/2 exp(y^2) */
+        t = FF_EX(e, ff_square(y));
+        t = FF_EX(e, ff_exp(t));
+        return FF_EX(e, ff_mul_scalar(t, SQRT_PI_OVER_2));
     default: return NULL;
     }
 }
@@ -272,6 +277,7 @@ UNARY_FN(bitwise_not, FF_UNARY_BITWISE_NOT)
 UNARY_FN(atan, FF_UNARY_ATAN)
 UNARY_FN(asin, FF_UNARY_ASIN)
 UNARY_FN(acos, FF_UNARY_ACOS)
+UNARY_FN(erfinv, FF_UNARY_ERFINV)
 
 ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx)
 {

@@ -9,7 +9,7 @@
 static const char *const unary_names[FF_UNARY_COUNT] = {
     "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos",
     "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu", "softplus", "floor", "ceil", "round", "isnan",
-    "isinf", "logical_not", "erf", "bitwise_not", "atan", "asin", "acos"};
+    "isinf", "logical_not", "erf", "bitwise_not", "atan", "asin", "acos", "erfinv"};
 static const char *const binary_names[FF_BINARY_COUNT] = {
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",

@@ -193,6 +193,7 @@ static inline int ffb_unary_float_op(ff_unary_op op)
     case FF_UNARY_RELU: case FF_UNARY_GELU_TANH: case FF_UNARY_GELU_ERF: case FF_UNARY_SILU: case FF_UNARY_SOFTPLUS:
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF:
     case FF_UNARY_LOGICAL_NOT: case FF_UNARY_ERF: case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS:
+    case FF_UNARY_ERFINV:
         return 1;
     default:
         return 0;
@@ -220,6 +221,50 @@ static inline double ffb_sigmoid(double x)
     if (x >= 0) return 1.0 / (1.0 + exp(-x));
     double e = exp(x);
     return e / (1.0 + e);
+}
+
+/* erf's inverse: Giles' single-precision approximation ("Approximating the erfinv
+ * function", GPU Computing Gems, 2011) as the start, then Newton steps on erf, or past
+ * 0.5 on log(erfc), where 1 - |x| is exact and erf has no digits left (x = 1 - 2^-53:
+ * the start is far off there, and log(erfc) is close to linear in the tail). */
+static inline double ffb_erfinv(double x)
+{
+    if (isnan(x) || x < -1.0 || x > 1.0) return NAN;
+    if (x == 1.0 || x == -1.0) return x * INFINITY;
+    if (x == 0.0) return x; /* keeps -0 */
+    double w = -log((1.0 - x) * (1.0 + x)), p;
+    if (w < 5.0) {
+        w -= 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    double a = fabs(x), y = p * a, c = 1.0 - a; /* c is exact for a >= 0.5 */
+    for (int i = 0; i < 12; i++) { /* erf'(y) = -erfc'(y) = 2/sqrt(pi) exp(-y^2) */
+        double d = 1.1283791670955126 * exp(-y * y), e = erfc(y);
+        if (d == 0.0 || e == 0.0) break;
+        double step = a > 0.5 ? (log(e) - log(c)) * e / d : (a - erf(y)) / d;
+        y += step;
+        if (fabs(step) <= 1e-17 * y) break;
+    }
+    return copysign(y, x);
 }
 
 /* A unary op on a float value, in double. */
@@ -259,6 +304,7 @@ static inline double ffb_unary_f64(ff_unary_op op, double x)
     case FF_UNARY_ATAN: return atan(x);
     case FF_UNARY_ASIN: return asin(x);
     case FF_UNARY_ACOS: return acos(x);
+    case FF_UNARY_ERFINV: return ffb_erfinv(x);
     default: return 0.0;
     }
 }

@@ -19,7 +19,7 @@ const char *cpu_unary_name(ff_unary_op op)
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
         "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
-        "atan", "asin", "acos"};
+        "atan", "asin", "acos", "erfinv"};
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
 }
 

@@ -99,7 +99,7 @@ static int stub_unary_supported(ff_unary_op op, ff_dtype t)
      * logical not (the core sends LOGICAL_NOT for ~bool, accepting bool is optional) */
     case FF_UNARY_BITWISE_NOT: return NOT_YET(in || b);
     /* third step: float only (asin/acos outside [-1, 1] give NaN) */
-    case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS: return NOT_YET(fl);
+    case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS: case FF_UNARY_ERFINV: return NOT_YET(fl);
     default: return 0; /* an op code newer than this file */
     }
 }

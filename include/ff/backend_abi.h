@@ -162,6 +162,7 @@ typedef enum ff_unary_op {
     FF_UNARY_ATAN,        /* float only, as C atan/asin/acos: asin/acos outside [-1, 1] is NaN */
     FF_UNARY_ASIN,
     FF_UNARY_ACOS,
+    FF_UNARY_ERFINV,      /* float only: erf's inverse, +-inf at +-1, NaN outside [-1, 1] */
     FF_UNARY_COUNT
 } ff_unary_op;
 
@@ -203,7 +204,8 @@ typedef enum ff_binary_op {
  * check). The core then reports "backend X does not support ..." for that op.
  *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
  *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR.
- *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_BINARY_ATAN2. */
+ *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_UNARY_ERFINV,
+ *                         FF_BINARY_ATAN2. */
 static inline int ff_binary_op_writes_bool(ff_binary_op op)
 {
     return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;

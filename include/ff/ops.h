@@ -57,6 +57,7 @@ ff_tensor *ff_erf(const ff_tensor *x);
 ff_tensor *ff_atan(const ff_tensor *x);
 ff_tensor *ff_asin(const ff_tensor *x); /* NaN outside [-1, 1] */
 ff_tensor *ff_acos(const ff_tensor *x);
+ff_tensor *ff_erfinv(const ff_tensor *x); /* +-inf at +-1, NaN outside [-1, 1] */
 ff_tensor *ff_floor(const ff_tensor *x);
 ff_tensor *ff_ceil(const ff_tensor *x);
 ff_tensor *ff_round(const ff_tensor *x);

@@ -27,7 +27,7 @@ __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_en
 U_NEG, U_ABS, U_SIGN, U_EXP, U_LOG, U_LOG1P, U_EXPM1, U_SQRT, U_RSQRT, U_SQUARE, U_RECIPROCAL = range(11)
 U_SIN, U_COS, U_TANH, U_SIGMOID, U_RELU, U_GELU_TANH, U_GELU_ERF, U_SILU, U_SOFTPLUS = range(11, 20)
 U_FLOOR, U_CEIL, U_ROUND, U_ISNAN, U_ISINF, U_LOGICAL_NOT, U_ERF = range(20, 27)
-U_BITWISE_NOT, U_ATAN, U_ASIN, U_ACOS = range(27, 31)
+U_BITWISE_NOT, U_ATAN, U_ASIN, U_ACOS, U_ERFINV = range(27, 32)
 B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_FMOD = range(8)
 B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_AND, B_OR, B_XOR = range(8, 17)
 
@@ -617,6 +617,7 @@ class Tensor:
     def atan(self): return self._unary(U_ATAN)
     def asin(self): return self._unary(U_ASIN)
     def acos(self): return self._unary(U_ACOS)
+    def erfinv(self): return self._unary(U_ERFINV)
     arctan, arcsin, arccos = atan, asin, acos
     def floor(self): return self._unary(U_FLOOR)
     def ceil(self): return self._unary(U_CEIL)
