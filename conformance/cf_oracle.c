@@ -5,31 +5,12 @@
 #include <math.h>
 
 #include "cf.h"
+#include "ff_backend_scalar.h"
 
-const char *cf_unary_name(int op)
-{
-    static const char *const n[FF_UNARY_COUNT] = {
-        "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
-        "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
-        "atan", "asin", "acos", "erfinv"};
-    return (unsigned)op < FF_UNARY_COUNT ? n[op] : "?";
-}
-
-const char *cf_binary_name(int op)
-{
-    static const char *const n[FF_BINARY_COUNT] = {"add", "sub", "mul", "div", "pow", "maximum",
-                                                   "minimum", "fmod", "eq", "ne", "lt", "le",
-                                                   "gt", "ge", "logical_and", "logical_or", "logical_xor",
-                                                   "bitwise_and", "bitwise_or", "bitwise_xor", "atan2"};
-    return (unsigned)op < FF_BINARY_COUNT ? n[op] : "?";
-}
-
-const char *cf_reduce_name(int op)
-{
-    static const char *const n[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
-    return (unsigned)op < FF_REDUCE_COUNT ? n[op] : "?";
-}
+/* The op names are the backends' shared list (ff_backend_scalar.h). */
+const char *cf_unary_name(int op) { return ffb_unary_name(op) ? ffb_unary_name(op) : "?"; }
+const char *cf_binary_name(int op) { return ffb_binary_name(op) ? ffb_binary_name(op) : "?"; }
+const char *cf_reduce_name(int op) { return ffb_reduce_name(op) ? ffb_reduce_name(op) : "?"; }
 
 const char *cf_kind_name(int kind)
 {

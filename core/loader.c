@@ -27,6 +27,17 @@ static char *dup_str(const char *s)
     return r;
 }
 
+/* Shuts a loaded backend down and frees it: every way out of a load that got past init,
+ * and ff_shutdown. */
+static void backend_close(ff_backend *be)
+{
+    be->vt->shutdown(be->ctx);
+    dlclose(be->dl_handle);
+    free(be->path);
+    free(be->name);
+    free(be);
+}
+
 static bool file_exists(const char *path)
 {
     struct stat st;
@@ -221,21 +232,13 @@ static ff_backend *load_locked(const char *spec)
         ff_error(FF_ERR_BACKEND, "%s: '%s' provides backend '%s', not '%.*s' as its file name says: name the file "
                  "libff_backend_%s.so (or the backend '%.*s')", fn, resolved, be->name, (int)(nb - np - 3), base + np,
                  be->name, (int)(nb - np - 3), base + np);
-        be->vt->shutdown(be->ctx);
-        dlclose(be->dl_handle);
-        free(be->path);
-        free(be->name);
-        free(be);
+        backend_close(be);
         return NULL;
     }
     if (find_loaded(be->name, false)) {
         ff_error(FF_ERR_BACKEND, "%s: '%s' provides backend '%s', which is already loaded from %s", fn, resolved,
                  be->name, find_loaded(be->name, false)->path);
-        be->vt->shutdown(be->ctx);
-        dlclose(be->dl_handle);
-        free(be->path);
-        free(be->name);
-        free(be);
+        backend_close(be);
         return NULL;
     }
     registry[registry_count++] = be;
@@ -321,12 +324,7 @@ void ff_shutdown(void)
 {
     pthread_mutex_lock(&registry_lock);
     for (int i = registry_count - 1; i >= 0; i--) {
-        ff_backend *be = registry[i];
-        be->vt->shutdown(be->ctx);
-        dlclose(be->dl_handle);
-        free(be->path);
-        free(be->name);
-        free(be);
+        backend_close(registry[i]);
     }
     registry_count = 0;
     default_backend = NULL;

@@ -5,16 +5,8 @@
 #include <string.h>
 
 #include "ff/ff.h"
+#include "ff_backend_scalar.h" /* the op names every backend tool shares */
 
-static const char *const unary_names[FF_UNARY_COUNT] = {
-    "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos",
-    "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu", "softplus", "floor", "ceil", "round", "isnan",
-    "isinf", "logical_not", "erf", "bitwise_not", "atan", "asin", "acos", "erfinv"};
-static const char *const binary_names[FF_BINARY_COUNT] = {
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-                                                 "bitwise_xor", "atan2"};
-static const char *const reduce_names[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
 static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define NDT ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -43,9 +35,9 @@ static void describe(ff_backend *be, int verbose)
     support_row(be, FF_KIND_RANDOM, FF_RANDOM_UNIFORM, "rand_uniform");
     support_row(be, FF_KIND_RANDOM, FF_RANDOM_NORMAL, "rand_normal");
     support_row(be, FF_KIND_SOFTMAX, 0, "softmax");
-    for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, unary_names[op]);
-    for (int op = 0; op < FF_BINARY_COUNT; op++) support_row(be, FF_KIND_BINARY, op, binary_names[op]);
-    for (int op = 0; op < FF_REDUCE_COUNT; op++) support_row(be, FF_KIND_REDUCE, op, reduce_names[op]);
+    for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, ffb_unary_name(op));
+    for (int op = 0; op < FF_BINARY_COUNT; op++) support_row(be, FF_KIND_BINARY, op, ffb_binary_name(op));
+    for (int op = 0; op < FF_REDUCE_COUNT; op++) support_row(be, FF_KIND_REDUCE, op, ffb_reduce_name(op));
 }
 
 typedef struct {

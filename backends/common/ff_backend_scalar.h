@@ -46,6 +46,36 @@ static inline const char *ffb_dtype_name(ff_dtype t)
     return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
 }
 
+/* Short names of the op codes ("exp", "atan2"), for messages and support tables: the one
+ * list the cpu backend, ff-conformance and ff-info share, so appending an op code is one
+ * edit here (the asserts fail the build if a name is missing). NULL if out of range. */
+static inline const char *ffb_unary_name(int op)
+{
+    static const char *const names[] = {
+        "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
+        "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
+        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
+        "atan", "asin", "acos", "erfinv"};
+    _Static_assert(sizeof names / sizeof names[0] == FF_UNARY_COUNT, "a unary op code has no name");
+    return (unsigned)op < FF_UNARY_COUNT ? names[op] : NULL;
+}
+
+static inline const char *ffb_binary_name(int op)
+{
+    static const char *const names[] = {
+        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
+        "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2"};
+    _Static_assert(sizeof names / sizeof names[0] == FF_BINARY_COUNT, "a binary op code has no name");
+    return (unsigned)op < FF_BINARY_COUNT ? names[op] : NULL;
+}
+
+static inline const char *ffb_reduce_name(int op)
+{
+    static const char *const names[] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
+    _Static_assert(sizeof names / sizeof names[0] == FF_REDUCE_COUNT, "a reduce op code has no name");
+    return (unsigned)op < FF_REDUCE_COUNT ? names[op] : NULL;
+}
+
 /* ---- error reporting ----------------------------------------------------------- */
 
 /* Formats a message, hands it to host->set_error (when there is one) and returns st. */

@@ -15,27 +15,20 @@ ff_status cpu_error(void *ctx, ff_status st, const char *fmt, ...)
 
 const char *cpu_unary_name(ff_unary_op op)
 {
-    static const char *const names[FF_UNARY_COUNT] = {
-        "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
-        "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
-        "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
-        "atan", "asin", "acos", "erfinv"};
-    return (unsigned)op < FF_UNARY_COUNT ? names[op] : "invalid unary op";
+    const char *n = ffb_unary_name((int)op);
+    return n ? n : "invalid unary op";
 }
 
 const char *cpu_binary_name(ff_binary_op op)
 {
-    static const char *const names[FF_BINARY_COUNT] = {
-        "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq",
-        "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-        "bitwise_xor", "atan2"};
-    return (unsigned)op < FF_BINARY_COUNT ? names[op] : "invalid binary op";
+    const char *n = ffb_binary_name((int)op);
+    return n ? n : "invalid binary op";
 }
 
 const char *cpu_reduce_name(ff_reduce_op op)
 {
-    static const char *const names[FF_REDUCE_COUNT] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
-    return (unsigned)op < FF_REDUCE_COUNT ? names[op] : "invalid reduce op";
+    const char *n = ffb_reduce_name((int)op);
+    return n ? n : "invalid reduce op";
 }
 
 ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
