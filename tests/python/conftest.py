@@ -13,6 +13,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "python"))
 
 
+def make_close(default_tol, equal_nan=False):
+    """close(a, b[, tol]) for the differential tests: same shape, and allclose with rtol = atol
+    = tol (default_tol unless given); a and b may be tensors of ours or torch's, or arrays."""
+    import numpy as np
+
+    def close(a, b, tol=default_tol):
+        a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+        b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+        assert a.shape == b.shape, (a.shape, b.shape)
+        assert np.allclose(a, b, rtol=tol, atol=tol, equal_nan=equal_nan), (a, b)
+    return close
+
+
 @pytest.fixture
 def live_counter():
     """Asserts the test leaves no C tensor alive that it created."""

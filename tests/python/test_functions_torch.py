@@ -8,16 +8,13 @@ import pytest
 
 import fusionflow as ff
 import fusionflow.nn.functional as F
+from conftest import make_close
 
 torch = pytest.importorskip("torch") if not os.environ.get("FF_REQUIRE_TORCH") else __import__("torch")
 TF = torch.nn.functional
 
 
-def close(a, b, tol=1e-5):
-    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True), (a, b)
+close = make_close(1e-5, equal_nan=True)
 
 
 RNG = np.random.default_rng(0)

@@ -17,14 +17,10 @@ except ImportError:
     if os.environ.get("FF_REQUIRE_TORCH"):
         raise
 
-from conftest import DEVICES  # cpu, and cpu_blas when it was built
+from conftest import DEVICES, make_close  # DEVICES: cpu, and cpu_blas when it was built
 
 
-def close(a, b, tol=1e-6):
-    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    assert np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True), (a, b)
+close = make_close(1e-6, equal_nan=True)
 
 
 def to_torch_key(key):
