@@ -386,6 +386,20 @@ bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype
 
 bool ff_backend_has_softmax(const ff_backend *be) { return be && FF_VT_OPT(be, softmax) != NULL; }
 
+ff_status ff_backend_device_info(const ff_backend *be, char *buf, size_t cap)
+{
+    if (!be || !buf || cap == 0) return ff_error(FF_ERR_INVALID, "ff_backend_device_info: NULL backend or buffer");
+    ff_status (*info)(void *, char *, size_t) = FF_VT_OPT(be, device_info);
+    if (!info) {
+        snprintf(buf, cap, "%s", (be->vt->flags & FF_BACKEND_HOST_MEMORY) ? "host memory" : "a device (no description)");
+        return FF_OK;
+    }
+    buf[0] = 0;
+    ff_status st = info(be->ctx, buf, cap);
+    buf[cap - 1] = 0;
+    return st;
+}
+
 ff_status ff_backend_sync(ff_backend *be)
 {
     if (!be) return ff_error(FF_ERR_INVALID, "ff_backend_sync: backend is NULL");

@@ -24,6 +24,8 @@ static void describe(ff_backend *be, int verbose)
     if (ff_backend_description(be)[0]) printf("    %s\n", ff_backend_description(be));
     printf("    optional entries: softmax %s\n", ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)");
     if (!verbose) return;
+    char dev[512];
+    if (ff_backend_device_info(be, dev, sizeof dev) == FF_OK) printf("    device: %s\n", dev);
     printf("    %-12s", "op");
     for (int i = 0; i < NDT; i++) printf(" %-5s", ff_dtype_name(dtypes[i]));
     printf("\n");

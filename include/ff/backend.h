@@ -35,6 +35,10 @@ int ff_backend_abi_version(const ff_backend *be);
 /* Whether the backend computes (kind, op, dtype); see ff_op_kind. */
 bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dtype);
 bool ff_backend_has_softmax(const ff_backend *be);
+/* One line describing the backend's device ("OpenCL: <device> on <platform>, ..."), or
+ * "host memory" for a backend without the optional device_info entry. Writes at most
+ * cap bytes (NUL-terminated). */
+ff_status ff_backend_device_info(const ff_backend *be, char *buf, size_t cap);
 ff_status ff_backend_sync(ff_backend *be);
 ff_status ff_backend_memory_stats(ff_backend *be, size_t *in_use, size_t *cached, size_t *peak);
 ff_status ff_backend_empty_cache(ff_backend *be);

@@ -355,6 +355,12 @@ typedef struct ff_backend_vtable {
     ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
     /* Return cached memory to the system; may be NULL. */
     ff_status (*empty_cache)(void *ctx);
+
+    /* ---- appended after ABI v1's first release (NULL/absent in older plugins) ---- */
+    /* One line describing where the buffers live, for `ff-info -v` and messages, e.g.
+     * "OpenCL: NVIDIA A100 on NVIDIA CUDA, 80 GiB, 108 compute units". Writes a
+     * NUL-terminated string of at most cap bytes. May be NULL (host backends). */
+    ff_status (*device_info)(void *ctx, char *buf, size_t cap);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

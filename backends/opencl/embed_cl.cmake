@@ -1,0 +1,16 @@
+# Writes OUT: the OpenCL C files in SOURCES (a ;-list, in order) as one C string,
+# const char ocl_kernel_source[]. Run at build time, so editing a .cl rebuilds it.
+set(text "")
+foreach(f ${SOURCES})
+  file(READ ${f} part)
+  string(APPEND text "${part}\n")
+endforeach()
+string(LENGTH "${text}" n)
+file(WRITE ${OUT}.tmp "/* Generated from the .cl files in backends/opencl/kernels by embed_cl.cmake: do not edit. */\n")
+file(APPEND ${OUT}.tmp "const char ocl_kernel_source[] = {\n")
+# hex bytes, 16 per line
+string(HEX "${text}" hex)
+string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+string(REGEX REPLACE "((0x..,){16})" "\\1\n" bytes "${bytes}")
+file(APPEND ${OUT}.tmp "${bytes}0x00};\n")
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,133 @@
+/*
+ * The opencl backend's private interface: the context, the buffer handle, the kernel
+ * table and the helpers the entry files share.
+ *
+ * Layout of the backend (one concern per file):
+ *   ocl_backend.c    vtable, init/shutdown, supports(), messages
+ *   ocl_device.c     platform/device choice (FF_OPENCL_DEVICE) and its description
+ *   ocl_program.c    the kernel program: op-code prelude + embedded source, disk cache
+ *   ocl_mem.c        cl_mem caching allocator, upload/download/sync, memory stats
+ *   ocl_launch.c     views -> kernel arguments (dim merging), the locked launch
+ *   ocl_elementwise.c fill, copy, unary, binary, where
+ *   ocl_reduce.c     reduce, softmax
+ *   ocl_index.c      gather, scatter_add, random
+ *   ocl_matmul.c     matmul: CLBlast for f32/f64, the own kernel for integers
+ *   kernels/         the OpenCL C source (.cl files), embedded at build time
+ */
+#ifndef FF_OCL_IMPL_H
+#define FF_OCL_IMPL_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <pthread.h>
+
+#include "ff/backend_abi.h"
+#include "ff_backend_scalar.h"
+
+/* A buffer handle (what alloc returns as void *): the cl_mem and its size class. */
+typedef struct ocl_buf {
+    cl_mem mem;
+    size_t nbytes; /* requested */
+    size_t cap;    /* the cl_mem's size */
+    int cls;       /* size class, or -1 for an uncached block */
+    struct ocl_buf *next;
+} ocl_buf;
+
+/* The kernels of the program, by index. */
+typedef enum ocl_kernel_id {
+    OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_SOFTMAX,
+    OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_COUNT
+} ocl_kernel_id;
+
+#define OCL_NCLASS 160
+
+typedef struct ocl_ctx {
+    const ff_host_api *host;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    cl_program program;
+    cl_kernel kernels[OK_COUNT];
+    pthread_mutex_t launch_lock; /* clSetKernelArg + enqueue are one step per kernel object */
+    /* the device, for ff-info and messages */
+    char platform_name[128], device_name[128], device_version[64];
+    cl_ulong global_mem, max_alloc;
+    cl_uint compute_units;
+    size_t max_wg;
+    /* allocator (ocl_mem.c) */
+    pthread_mutex_t alloc_lock;
+    ocl_buf *free_list[OCL_NCLASS];
+    size_t in_use, cached, peak, cache_max;
+} ocl_ctx;
+
+/* The kernels' view struct (kernels/common.cl: kview), field for field. */
+typedef struct ocl_kview {
+    cl_long offset;
+    cl_long shape[FF_MAX_DIMS];
+    cl_long strides[FF_MAX_DIMS];
+    cl_int ndim;
+    cl_int dtype;
+} ocl_kview;
+
+/* ---- messages (ocl_backend.c) ---- */
+ff_status ocl_error(ocl_ctx *c, ff_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+const char *ocl_cl_error_name(cl_int err);
+/* "opencl <entry>: <call> failed: CL_... (n)"; FF_ERR_OOM for the out-of-memory codes. */
+ff_status ocl_cl_fail(ocl_ctx *c, const char *entry, const char *call, cl_int err);
+ff_status ocl_check_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v);
+int ocl_same_shape(const ff_view *a, const ff_view *b);
+ff_status ocl_shape_error(ocl_ctx *c, const char *entry, const ff_view *a, const ff_view *b);
+
+/* ---- device and program ---- */
+ff_status ocl_device_open(ocl_ctx *c);
+ff_status ocl_program_build(ocl_ctx *c);
+void ocl_program_release(ocl_ctx *c);
+
+/* ---- memory (ocl_mem.c) ---- */
+void *ocl_alloc(void *ctx, size_t nbytes);
+void ocl_free(void *ctx, void *buf);
+ff_status ocl_upload(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes);
+ff_status ocl_download(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes);
+ff_status ocl_sync(void *ctx);
+ff_status ocl_memory_stats(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
+ff_status ocl_empty_cache(void *ctx);
+void ocl_alloc_destroy(ocl_ctx *c);
+static inline cl_mem ocl_mem_of(const void *buf) { return buf ? ((const ocl_buf *)buf)->mem : NULL; }
+
+/* ---- launching (ocl_launch.c) ---- */
+/* The kernel view of v, with v's buffer. */
+ocl_kview ocl_kview_of(const ff_view *v);
+/* Drops size-1 dims and merges dims that are contiguous in all n views (same shape). */
+void ocl_kview_merge(ocl_kview *vs, int n);
+/* One kernel argument: its size and address (for a cl_mem, sizeof(cl_mem) and &mem). */
+typedef struct ocl_arg { size_t size; const void *ptr; } ocl_arg;
+#define OCL_ARG(x) ((ocl_arg){sizeof(x), &(x)})
+/* Sets the arguments and enqueues kernel k over `global` work-items in groups of
+ * `local` (0: the runtime picks). */
+ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t global,
+                     size_t local);
+/* Work-items for a grid-stride loop over n elements. */
+size_t ocl_grid(const ocl_ctx *c, int64_t n);
+
+/* ---- compute entries ---- */
+ff_status ocl_fill(void *ctx, const ff_view *dst, ff_scalar value);
+ff_status ocl_copy(void *ctx, const ff_view *dst, const ff_view *src);
+ff_status ocl_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+ff_status ocl_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
+ff_status ocl_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b);
+ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
+ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
+ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis);
+ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis);
+ff_status ocl_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
+                     double p0, double p1);
+ff_status ocl_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+int ocl_matmul_supported(ff_dtype t);
+const char *ocl_matmul_engine(void); /* "CLBlast" or "own kernel" */
+
+#endif /* FF_OCL_IMPL_H */

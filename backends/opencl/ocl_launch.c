@@ -1,0 +1,78 @@
+/*
+ * From views to a running kernel: the kernel-side view struct, dim merging (so most
+ * strided walks become one flat loop on the device) and the locked launch.
+ */
+#include <string.h>
+
+#include "ocl_impl.h"
+
+ocl_kview ocl_kview_of(const ff_view *v)
+{
+    ocl_kview k;
+    memset(&k, 0, sizeof k);
+    k.offset = v->offset;
+    k.ndim = v->ndim;
+    k.dtype = v->dtype;
+    for (int d = 0; d < v->ndim; d++) {
+        k.shape[d] = v->shape[d];
+        k.strides[d] = v->strides[d];
+    }
+    return k;
+}
+
+void ocl_kview_merge(ocl_kview *vs, int n)
+{
+    int nd = vs[0].ndim, out = 0;
+    /* drop size-1 dims: their index is always 0 */
+    for (int d = 0; d < nd; d++) {
+        if (vs[0].shape[d] == 1) continue;
+        for (int i = 0; i < n; i++) {
+            vs[i].shape[out] = vs[i].shape[d];
+            vs[i].strides[out] = vs[i].strides[d];
+        }
+        out++;
+    }
+    nd = out;
+    /* merge dim d into d + 1 when every view steps over d as one run of d + 1 */
+    out = 0;
+    for (int d = 0; d < nd; d++) {
+        int merge = out > 0;
+        for (int i = 0; i < n && merge; i++)
+            merge = vs[i].strides[out - 1] == vs[i].strides[d] * vs[i].shape[d];
+        for (int i = 0; i < n; i++) {
+            if (merge) {
+                vs[i].shape[out - 1] *= vs[i].shape[d];
+                vs[i].strides[out - 1] = vs[i].strides[d];
+            } else {
+                vs[i].shape[out] = vs[i].shape[d];
+                vs[i].strides[out] = vs[i].strides[d];
+            }
+        }
+        if (!merge) out++;
+    }
+    for (int i = 0; i < n; i++) {
+        vs[i].ndim = out;
+        for (int d = out; d < FF_MAX_DIMS; d++) vs[i].shape[d] = vs[i].strides[d] = 0;
+    }
+}
+
+size_t ocl_grid(const ocl_ctx *c, int64_t n)
+{
+    /* enough work-items to fill the device many times over; the kernels loop past it */
+    int64_t cap = (int64_t)(c->compute_units ? c->compute_units : 1) * 16384;
+    return (size_t)(n < cap ? n : cap);
+}
+
+ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t global,
+                     size_t local)
+{
+    if (global == 0) return FF_OK;
+    if (local) global = (global + local - 1) / local * local;
+    cl_kernel kern = c->kernels[k];
+    cl_int err = CL_SUCCESS;
+    pthread_mutex_lock(&c->launch_lock);
+    for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].ptr);
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(c->queue, kern, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+    pthread_mutex_unlock(&c->launch_lock);
+    return err == CL_SUCCESS ? FF_OK : ocl_cl_fail(c, entry, "clEnqueueNDRangeKernel", err);
+}

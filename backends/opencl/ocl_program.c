@@ -1,0 +1,171 @@
+/*
+ * The kernel program: a prelude of #defines generated from backend_abi.h's enums (so
+ * the kernels' op codes cannot drift from the ABI), then the kernels/ sources as embedded at
+ * build time (ocl_kernels_src.c, made by embed_cl.cmake).
+ *
+ * Compiling it costs seconds on some drivers, so the program binary is cached on disk,
+ * keyed by a hash of the platform, device, driver version and the full source:
+ * $FF_OPENCL_CACHE_DIR, else $XDG_CACHE_HOME/fusionflow/opencl, else
+ * ~/.cache/fusionflow/opencl. A cache that cannot be read or written only costs the
+ * compile; a stale or corrupt binary fails to load and is rebuilt from source.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ocl_impl.h"
+
+extern const char ocl_kernel_source[]; /* ocl_kernels_src.c */
+
+static const char *const kernel_names[OK_COUNT] = {
+    [OK_FILL] = "ff_fill", [OK_COPY] = "ff_copy", [OK_UNARY] = "ff_unary", [OK_UNARY_F32] = "ff_unary_f32",
+    [OK_BINARY] = "ff_binary", [OK_BINARY_F32] = "ff_binary_f32", [OK_WHERE] = "ff_where",
+    [OK_REDUCE] = "ff_reduce", [OK_SOFTMAX] = "ff_softmax", [OK_INDEX_CHECK] = "ff_index_check",
+    [OK_GATHER] = "ff_gather", [OK_SCATTER_ADD] = "ff_scatter_add", [OK_RANDOM] = "ff_random",
+    [OK_MATMUL] = "ff_matmul",
+};
+
+/* "#define U_EXP 3" and so on, from the op names the backends share. */
+static char *make_source(void)
+{
+    size_t cap = strlen(ocl_kernel_source) + 8192, len = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    struct { const char *prefix; const char *(*name)(int); int count; } enums[] = {
+        {"U_", ffb_unary_name, FF_UNARY_COUNT},
+        {"B_", ffb_binary_name, FF_BINARY_COUNT},
+        {"R_", ffb_reduce_name, FF_REDUCE_COUNT},
+    };
+    for (size_t e = 0; e < sizeof enums / sizeof enums[0]; e++) {
+        for (int op = 0; op < enums[e].count; op++) {
+            len += (size_t)snprintf(s + len, cap - len, "#define %s", enums[e].prefix);
+            for (const char *p = enums[e].name(op); *p; p++) s[len++] = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+            len += (size_t)snprintf(s + len, cap - len, " %d\n", op);
+        }
+    }
+    memcpy(s + len, ocl_kernel_source, strlen(ocl_kernel_source) + 1);
+    return s;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* The cache file for this device and source, or 0 if there is no cache directory. */
+static int cache_path(const ocl_ctx *c, const char *src, char *out, size_t cap)
+{
+    char dir[1024];
+    const char *env = getenv("FF_OPENCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/fusionflow/opencl", xdg);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/fusionflow/opencl", home);
+    else return 0;
+    /* mkdir -p */
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 0;
+        *p = '/';
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return 0;
+    char driver[128] = "";
+    clGetDeviceInfo(c->device, CL_DRIVER_VERSION, sizeof driver, driver, NULL);
+    driver[sizeof driver - 1] = 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv1a(h, c->platform_name);
+    h = fnv1a(h, c->device_name);
+    h = fnv1a(h, c->device_version);
+    h = fnv1a(h, driver);
+    h = fnv1a(h, src);
+    return snprintf(out, cap, "%s/ff-%016llx.bin", dir, (unsigned long long)h) < (int)cap;
+}
+
+static cl_program load_cached(ocl_ctx *c, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    cl_program prog = NULL;
+    unsigned char *bin = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (bin = malloc((size_t)n)) && fread(bin, 1, (size_t)n, f) == (size_t)n) {
+        size_t len = (size_t)n;
+        const unsigned char *bins[1] = {bin};
+        cl_int bstat, err;
+        prog = clCreateProgramWithBinary(c->context, 1, &c->device, &len, bins, &bstat, &err);
+        if (prog && clBuildProgram(prog, 1, &c->device, "", NULL, NULL) != CL_SUCCESS) {
+            clReleaseProgram(prog);
+            prog = NULL;
+        }
+    }
+    free(bin);
+    fclose(f);
+    return prog;
+}
+
+/* Writes the binary to a temporary file and renames it into place, so a reader never
+ * sees half a file (two processes building at once both write whole files). */
+static void save_cached(cl_program prog, const char *path)
+{
+    size_t n = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0) return;
+    unsigned char *bin = malloc(n);
+    if (!bin) return;
+    unsigned char *bins[1] = {bin};
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS && (f = fopen(tmp, "wb"))) {
+        int ok = fwrite(bin, 1, n, f) == n;
+        ok = fclose(f) == 0 && ok;
+        if (!ok || rename(tmp, path) != 0) remove(tmp);
+    }
+    free(bin);
+}
+
+static ff_status build_from_source(ocl_ctx *c, const char *src)
+{
+    cl_int err;
+    c->program = clCreateProgramWithSource(c->context, 1, &src, NULL, &err);
+    if (!c->program) return ocl_cl_fail(c, "init", "clCreateProgramWithSource", err);
+    err = clBuildProgram(c->program, 1, &c->device, "", NULL, NULL);
+    if (err == CL_SUCCESS) return FF_OK;
+    char log[2048] = "";
+    clGetProgramBuildInfo(c->program, c->device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+    log[sizeof log - 1] = 0;
+    return ocl_error(c, FF_ERR_BACKEND, "opencl init: the kernels do not compile on \"%s\" (%s): %.1500s",
+                     c->device_name, ocl_cl_error_name(err), log);
+}
+
+ff_status ocl_program_build(ocl_ctx *c)
+{
+    char *src = make_source();
+    if (!src) return ocl_error(c, FF_ERR_OOM, "opencl init: out of memory");
+    char path[1024];
+    int cached = cache_path(c, src, path, sizeof path);
+    ff_status st = FF_OK;
+    if (cached) c->program = load_cached(c, path);
+    if (!c->program) {
+        st = build_from_source(c, src);
+        if (!st && cached) save_cached(c->program, path);
+    }
+    free(src);
+    if (st) return st;
+    for (int k = 0; k < OK_COUNT; k++) {
+        cl_int err;
+        c->kernels[k] = clCreateKernel(c->program, kernel_names[k], &err);
+        if (!c->kernels[k]) return ocl_cl_fail(c, "init", kernel_names[k], err);
+    }
+    return FF_OK;
+}
+
+void ocl_program_release(ocl_ctx *c)
+{
+    for (int k = 0; k < OK_COUNT; k++)
+        if (c->kernels[k]) clReleaseKernel(c->kernels[k]);
+    if (c->program) clReleaseProgram(c->program);
+}

@@ -1,0 +1,115 @@
+/*
+ * reduce and softmax. The dtype rules are the reference's (backends/cpu/cpu_reduce.c):
+ * SUM/PROD write any dtype, MAX/MIN src's, ARG* I64 over at most one axis, ANY/ALL
+ * bool. Long rows get a work-group each and a tree in local memory (kernels/reduce.cl);
+ * short rows one work-item each.
+ */
+#include "ocl_impl.h"
+
+#define RED_WG 256 /* kernels/reduce.cl's local array */
+
+static ff_status check_reduce(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
+{
+    ff_status st;
+    if ((st = ocl_check_view(c, "reduce", "dst", dst)) || (st = ocl_check_view(c, "reduce", "src", src))) return st;
+    if (!ffb_reduce_supported(op, src->dtype)) return ocl_error(c, FF_ERR_INVALID, "opencl reduce: invalid op %d", (int)op);
+    const char *name = ffb_reduce_name(op);
+    ff_dtype want = dst->dtype;
+    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
+    if (ffb_reduce_is_arg(op)) want = FF_I64;
+    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
+    if (dst->dtype != want)
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s of %s writes %s, but dst is %s", name,
+                         ffb_dtype_name(src->dtype), ffb_dtype_name(want), ffb_dtype_name(dst->dtype));
+    if ((mask >> src->ndim) != 0)
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: axes mask 0x%x names axes beyond rank %d", (unsigned)mask,
+                         (int)src->ndim);
+    if (dst->ndim != src->ndim)
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: dst rank %d != src rank %d (dst must be in keepdim form)",
+                         (int)dst->ndim, (int)src->ndim);
+    int naxes = 0;
+    for (int d = 0; d < src->ndim; d++) {
+        int reduced = (mask >> d) & 1u;
+        naxes += reduced;
+        if (dst->shape[d] != (reduced ? 1 : src->shape[d]))
+            return ocl_error(c, FF_ERR_INVALID, "opencl reduce: dst size %lld at dim %d, expected %lld",
+                             (long long)dst->shape[d], d, reduced ? 1LL : (long long)src->shape[d]);
+    }
+    if (ffb_reduce_is_arg(op) && naxes > 1)
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s reduces exactly one axis, mask 0x%x has %d", name,
+                         (unsigned)mask, naxes);
+    if (ff_view_numel(src) == 0 && ff_view_numel(dst) > 0 &&
+        (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || ffb_reduce_is_arg(op)))
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s of an empty set", name);
+    return FF_OK;
+}
+
+/* The largest power of two <= n. */
+static size_t pow2_floor(size_t n)
+{
+    size_t p = 1;
+    while (p * 2 <= n) p *= 2;
+    return p;
+}
+
+ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
+{
+    ocl_ctx *c = ctx;
+    ff_status st = check_reduce(c, op, dst, src, axes_mask);
+    int64_t nout = st ? 0 : ff_view_numel(dst);
+    if (st || nout == 0) return st;
+
+    ocl_kview v[2] = {ocl_kview_of(dst), ocl_kview_of(src)}, r = ocl_kview_of(src);
+    r.offset = 0;
+    r.ndim = 0;
+    for (int d = 0; d < src->ndim; d++) {
+        if (!((axes_mask >> d) & 1u)) continue;
+        r.shape[r.ndim] = src->shape[d];
+        r.strides[r.ndim++] = src->strides[d];
+        v[1].shape[d] = 1; /* s walks dst's positions: the row's base */
+    }
+    int64_t rn = 1;
+    for (int d = 0; d < r.ndim; d++) rn *= r.shape[d];
+    ocl_kview_merge(v, 2);
+    if (!ffb_reduce_is_arg(op)) ocl_kview_merge(&r, 1); /* ARG* needs k = the index along its axis */
+
+    size_t L = rn < 64 ? 1 : rn < 4096 ? 32 : RED_WG;
+    if (L > c->max_wg) L = pow2_floor(c->max_wg);
+    size_t groups = L == 1 ? ocl_grid(c, nout) : (size_t)(nout < 4096 ? nout : 4096);
+    cl_int cop = op, float_acc = ffb_is_float(src->dtype) ||
+                                 ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));
+    cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
+    cl_long no = nout, nr = rn;
+    ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(float_acc), OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(v[1]),
+                      OCL_ARG(ms), OCL_ARG(r), OCL_ARG(no), OCL_ARG(nr)};
+    return ocl_launch(c, "reduce", OK_REDUCE, args, 9, groups * L, L);
+}
+
+ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)
+{
+    ocl_ctx *c = ctx;
+    ff_status st;
+    if ((st = ocl_check_view(c, "softmax", "dst", dst)) || (st = ocl_check_view(c, "softmax", "src", src))) return st;
+    if (!ffb_is_float(src->dtype))
+        return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl softmax: not supported on %s", ffb_dtype_name(src->dtype));
+    if (dst->dtype != src->dtype)
+        return ocl_error(c, FF_ERR_INVALID, "opencl softmax: dst (%s) and src (%s) differ in dtype",
+                         ffb_dtype_name(dst->dtype), ffb_dtype_name(src->dtype));
+    if (!ocl_same_shape(dst, src)) return ocl_shape_error(c, "softmax", dst, src);
+    int rank = src->ndim > 0 ? src->ndim : 1;
+    if (axis < 0 || axis >= rank)
+        return ocl_error(c, FF_ERR_INVALID, "opencl softmax: axis %d out of range for rank %d", axis, (int)src->ndim);
+    ff_view d1, s1; /* a 0-d view is one row of one element */
+    dst = ffb_as_rank1(dst, &d1);
+    src = ffb_as_rank1(src, &s1);
+    int64_t len = src->shape[axis];
+    if (len == 0 || ff_view_numel(src) == 0) return FF_OK;
+    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), rows = ocl_kview_of(src);
+    rows.shape[axis] = 1;
+    cl_long nrows = ff_view_numel(src) / len;
+    cl_int ax = axis, lg = want_log != 0;
+    cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
+    ocl_arg args[] = {OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(rows), OCL_ARG(ax), OCL_ARG(lg),
+                      OCL_ARG(nrows)};
+    return ocl_launch(c, "softmax", OK_SOFTMAX, args, 8, ocl_grid(c, nrows), 0);
+}
