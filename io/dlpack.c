@@ -91,6 +91,22 @@ static void import_release(void *ctx)
     if (m->deleter) m->deleter(m);
 }
 
+static void no_release(void *ctx) { (void)ctx; }
+
+/* A host array imported onto a device backend is copied (the device cannot view host
+ * memory): a temporary view over it on the reference backend, moved with ff_to. The
+ * producer's deleter runs once the copy exists; on failure m stays the caller's. */
+static ff_tensor *copy_to_device(ff_backend *be, DLManagedTensor *m, void *data, size_t nbytes, ff_dtype dtype,
+                                 const ff_layout *l)
+{
+    ff_backend *host = ff_backend_load("cpu");
+    ff_tensor *view = host ? ff_io_wrap_external(host, data, nbytes, dtype, l, no_release, NULL, FROM_FN) : NULL;
+    ff_tensor *r = view ? ff_to(view, be) : NULL;
+    ff_tensor_release(view);
+    if (r) import_release(m);
+    return r;
+}
+
 static ff_status from_dl_dtype(DLDataType d, ff_dtype *out)
 {
     if (d.lanes != 1) return ff_error(FF_ERR_UNSUPPORTED, "%s: vector dtypes (lanes = %u) are unsupported", FROM_FN, d.lanes);
@@ -115,8 +131,6 @@ ff_tensor *ff_from_dlpack_on(ff_backend *be, struct DLManagedTensor *m)
     if (dl->device.device_type != kDLCPU)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: device type %d is not kDLCPU; only host memory can be imported",
                         FROM_FN, (int)dl->device.device_type), NULL;
-    if (!(be->vt->flags & FF_BACKEND_HOST_MEMORY))
-        return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' does not use host memory", FROM_FN, be->name), NULL;
     ff_dtype dtype;
     if (from_dl_dtype(dl->dtype, &dtype)) return NULL;
     if (dl->ndim < 0 || dl->ndim > FF_MAX_DIMS)
@@ -155,7 +169,9 @@ ff_tensor *ff_from_dlpack_on(ff_backend *be, struct DLManagedTensor *m)
     if ((uintptr_t)data % (uintptr_t)es)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: data at %p is not aligned to its %lld-byte element size", FROM_FN,
                         (void *)data, (long long)es), NULL;
-    return ff_io_wrap_external(be, data, (size_t)t, dtype, &l, import_release, m, FROM_FN);
+    if (be->vt->flags & FF_BACKEND_HOST_MEMORY) /* zero-copy: a view over the producer's memory */
+        return ff_io_wrap_external(be, data, (size_t)t, dtype, &l, import_release, m, FROM_FN);
+    return copy_to_device(be, m, data, (size_t)t, dtype, &l);
 }
 
 ff_tensor *ff_from_dlpack(struct DLManagedTensor *m)

@@ -98,9 +98,11 @@ struct DLManagedTensor;
  * for backends whose memory is not host memory, and for bool (DLPack 0.6 has no bool
  * type: export t.astype(u8) instead). */
 struct DLManagedTensor *ff_to_dlpack(const ff_tensor *t);
-/* Imports a kDLCPU DLManagedTensor as a tensor on the default host-memory backend (or
- * be) viewing its memory without copying. On success the tensor owns m: the deleter
- * runs once, when the last tensor or view over that memory is released. On failure
+/* Imports a kDLCPU DLManagedTensor as a tensor on the default backend (or be). On a
+ * host-memory backend the tensor views m's memory without copying and owns m: the
+ * deleter runs once, when the last tensor or view over that memory is released. On a
+ * device backend (opencl) the values are copied to the device and the deleter runs
+ * before the call returns. On failure
  * (NULL returned) m is untouched and still owned by the caller. Strides may be NULL
  * (compact row-major); negative strides and misaligned data are refused. */
 ff_tensor *ff_from_dlpack(struct DLManagedTensor *m);

@@ -38,14 +38,16 @@ def live_counter():
 
 
 def _devices():
-    """The backends the differential tests run on: cpu, and cpu_blas when it was built."""
+    """The backends the differential tests run on: cpu, and cpu_blas and opencl when they
+    were built (opencl also needs an OpenCL platform: PoCL in CI, which installs one)."""
     import fusionflow as ff
     found = ["cpu"]
-    try:
-        ff._backend.backend_handle("cpu_blas")
-        found.append("cpu_blas")
-    except ff.FusionFlowError:
-        pass
+    for name in ("cpu_blas", "opencl"):
+        try:
+            ff._backend.backend_handle(name)
+            found.append(name)
+        except ff.FusionFlowError:
+            pass
     return found
 
 
