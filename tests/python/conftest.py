@@ -52,3 +52,5 @@ def _devices():
 
 
 DEVICES = _devices()
+if os.environ.get("FF_REQUIRE_OPENCL") and "opencl" not in DEVICES:  # CI: PoCL is there
+    raise RuntimeError("FF_REQUIRE_OPENCL is set but the opencl backend does not load")
