@@ -91,6 +91,64 @@ static inline ff_status ffb_verror(const ff_host_api *host, ff_status st, const 
     return st;
 }
 
+/* ---- view checks shared by the backends ------------------------------------------- */
+
+/* The checks every entry makes on a view the core passed: a computable dtype, a rank in
+ * [0, FF_MAX_DIMS], non-negative offset, sizes and strides, a buffer when there are
+ * elements. Messages read "<backend> <entry>: <what> ...". */
+static inline ff_status ffb_check_view(const ff_host_api *host, const char *backend, const char *entry,
+                                       const char *what, const ff_view *v)
+{
+    char msg[256];
+    ff_status st = FF_OK;
+    if (!v) {
+        snprintf(msg, sizeof msg, "%s %s: %s view is NULL", backend, entry, what), st = FF_ERR_INVALID;
+    } else if (v->dtype == FF_F16 || v->dtype == FF_BF16) {
+        snprintf(msg, sizeof msg, "%s %s: %s has dtype %s, which %s does not compute on", backend, entry, what,
+                 ffb_dtype_name(v->dtype), backend);
+        st = FF_ERR_UNSUPPORTED;
+    } else if (!ffb_dtype_ok(v->dtype)) {
+        snprintf(msg, sizeof msg, "%s %s: %s has invalid dtype %d", backend, entry, what, (int)v->dtype), st = FF_ERR_INVALID;
+    } else if (v->ndim < 0 || v->ndim > FF_MAX_DIMS) {
+        snprintf(msg, sizeof msg, "%s %s: %s has rank %d outside [0, %d]", backend, entry, what, (int)v->ndim,
+                 FF_MAX_DIMS);
+        st = FF_ERR_INVALID;
+    } else if (v->offset < 0) {
+        snprintf(msg, sizeof msg, "%s %s: %s has negative offset %lld", backend, entry, what, (long long)v->offset);
+        st = FF_ERR_INVALID;
+    } else {
+        for (int d = 0; d < v->ndim && !st; d++)
+            if (v->shape[d] < 0 || v->strides[d] < 0) {
+                snprintf(msg, sizeof msg, "%s %s: %s has shape %lld / stride %lld at dim %d", backend, entry, what,
+                         (long long)v->shape[d], (long long)v->strides[d], d);
+                st = FF_ERR_INVALID;
+            }
+        if (!st && !v->buf && ff_view_numel(v) > 0) {
+            snprintf(msg, sizeof msg, "%s %s: %s has elements but no buffer", backend, entry, what);
+            st = FF_ERR_INVALID;
+        }
+    }
+    if (st && host && host->set_error) host->set_error("%s", msg);
+    return st;
+}
+
+static inline int ffb_same_shape(const ff_view *a, const ff_view *b)
+{
+    if (a->ndim != b->ndim) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    return 1;
+}
+
+/* "[2, 3]" */
+static inline void ffb_shape_str(const ff_view *v, char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < v->ndim && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, d ? ", %lld" : "%lld", (long long)v->shape[d]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
 /* ---- wrap-around integers and saturating conversions ---------------------------- */
 
 /* uint64 -> int64 modulo 2^64 without implementation-defined conversions. */

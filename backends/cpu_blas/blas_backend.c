@@ -27,48 +27,17 @@ ff_status blas_error(void *ctx, ff_status st, const char *fmt, ...)
 
 ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
 {
-    if (!v) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s view is NULL", entry, what);
-    if (v->dtype == FF_F16 || v->dtype == FF_BF16)
-        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas %s: %s has dtype %s, which cpu_blas does not compute on",
-                          entry, what, blas_dtype_name(v->dtype));
-    if (!blas_dtype_ok(v->dtype))
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has invalid dtype %d", entry, what, (int)v->dtype);
-    if (v->ndim < 0 || v->ndim > FF_MAX_DIMS)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has rank %d outside [0, %d]", entry, what,
-                          (int)v->ndim, FF_MAX_DIMS);
-    if (v->offset < 0)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has negative offset %lld", entry, what,
-                          (long long)v->offset);
-    for (int d = 0; d < v->ndim; d++)
-        if (v->shape[d] < 0 || v->strides[d] < 0)
-            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has shape %lld / stride %lld at dim %d", entry,
-                              what, (long long)v->shape[d], (long long)v->strides[d], d);
-    if (!v->buf && ff_view_numel(v) > 0)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: %s has elements but no buffer", entry, what);
-    return FF_OK;
+    blas_ctx *c = ctx;
+    return ffb_check_view(c ? c->host : NULL, "cpu_blas", entry, what, v);
 }
 
-int blas_same_shape(const ff_view *a, const ff_view *b)
-{
-    if (a->ndim != b->ndim) return 0;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d]) return 0;
-    return 1;
-}
-
-static void shape_str(const ff_view *v, char *buf, size_t cap)
-{
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (int d = 0; d < v->ndim && len < cap; d++)
-        len += (size_t)snprintf(buf + len, cap - len, d ? ", %lld" : "%lld", (long long)v->shape[d]);
-    if (len < cap) snprintf(buf + len, cap - len, "]");
-}
+int blas_same_shape(const ff_view *a, const ff_view *b) { return ffb_same_shape(a, b); }
 
 ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b)
 {
     char sa[160], sb[160];
-    shape_str(a, sa, sizeof sa);
-    shape_str(b, sb, sizeof sb);
+    ffb_shape_str(a, sa, sizeof sa);
+    ffb_shape_str(b, sb, sizeof sb);
     return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: shapes %s and %s do not match", entry, sa, sb);
 }
 
