@@ -340,14 +340,24 @@ ff_tensor *ff_to(const ff_tensor *t, ff_backend *be)
     ff_tensor *src = ff_contiguous(t);
     if (!src) return NULL;
     size_t nbytes = (size_t)ff_tensor_numel(src) * ff_dtype_size(src->dtype);
-    void *host = malloc(nbytes ? nbytes : 1);
+    const int ndim = src->layout.ndim;
+    const int64_t *shape = src->layout.shape;
     ff_tensor *r = NULL;
-    if (!host) {
-        ff_error(FF_ERR_OOM, "%s: out of memory for a %zu-byte staging buffer", fn, nbytes);
-    } else if (ff_tensor_to_host(src, host, nbytes) == FF_OK) {
-        r = ff_from_data_on(be, host, src->layout.ndim, src->layout.shape, src->dtype);
+    const void *src_host = ff_tensor_data_ptr(src); /* non-NULL on a host-memory backend */
+    if (src_host) { /* one upload from the source's own memory */
+        r = ff_from_data_on(be, src_host, ndim, shape, src->dtype);
+    } else if (be->vt->flags & FF_BACKEND_HOST_MEMORY) { /* one download into the new tensor */
+        r = ff_empty_on(be, ndim, shape, src->dtype);
+        if (r && ff_tensor_to_host(src, ff_tensor_data_ptr(r), nbytes) != FF_OK) {
+            ff_tensor_release(r);
+            r = NULL;
+        }
+    } else { /* device to device: through a staging buffer */
+        void *host = malloc(nbytes ? nbytes : 1);
+        if (!host) ff_error(FF_ERR_OOM, "%s: out of memory for a %zu-byte staging buffer", fn, nbytes);
+        else if (ff_tensor_to_host(src, host, nbytes) == FF_OK) r = ff_from_data_on(be, host, ndim, shape, src->dtype);
+        free(host);
     }
-    free(host);
     ff_tensor_release(src);
     if (r && ff_autograd_needed(1, &t) && !ff_autograd_record(r, "to", to_backward, 1, &t)) {
         ff_tensor_release(r);

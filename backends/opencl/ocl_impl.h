@@ -35,7 +35,7 @@ typedef struct ocl_buf {
 
 /* The kernels of the program, by index. */
 typedef enum ocl_kernel_id {
-    OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_SOFTMAX,
+    OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
     OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_COUNT
 } ocl_kernel_id;
 

@@ -23,7 +23,7 @@ extern const char ocl_kernel_source[]; /* ocl_kernels_src.c */
 static const char *const kernel_names[OK_COUNT] = {
     [OK_FILL] = "ff_fill", [OK_COPY] = "ff_copy", [OK_UNARY] = "ff_unary", [OK_UNARY_F32] = "ff_unary_f32",
     [OK_BINARY] = "ff_binary", [OK_BINARY_F32] = "ff_binary_f32", [OK_WHERE] = "ff_where",
-    [OK_REDUCE] = "ff_reduce", [OK_SOFTMAX] = "ff_softmax", [OK_INDEX_CHECK] = "ff_index_check",
+    [OK_REDUCE] = "ff_reduce", [OK_REDUCE_FINISH] = "ff_reduce_finish", [OK_SOFTMAX] = "ff_softmax", [OK_INDEX_CHECK] = "ff_index_check",
     [OK_GATHER] = "ff_gather", [OK_SCATTER_ADD] = "ff_scatter_add", [OK_RANDOM] = "ff_random",
     [OK_MATMUL] = "ff_matmul",
 };

@@ -6,7 +6,8 @@
  */
 #include "ocl_impl.h"
 
-#define RED_WG 256 /* kernels/reduce.cl's local array */
+#define RED_WG 256    /* kernels/reduce.cl: the local array */
+#define RACC_BYTES 32 /* kernels/reduce.cl: sizeof(racc), a double and three 64-bit integers */
 
 static ff_status check_reduce(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
 {
@@ -75,14 +76,36 @@ ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
 
     size_t L = rn < 64 ? 1 : rn < 4096 ? 32 : RED_WG;
     if (L > c->max_wg) L = pow2_floor(c->max_wg);
-    size_t groups = L == 1 ? ocl_grid(c, nout) : (size_t)(nout < 4096 ? nout : 4096);
+    /* Few long rows would leave most of the device idle: split each row into chunks of
+     * at least 16 elements per lane, enough chunks for ~256 work-groups in all, and fold
+     * the chunks in a second pass. */
+    int64_t nchunks = 1, chunk = rn;
+    if (L == RED_WG && nout < 256) {
+        int64_t want = (256 + nout - 1) / nout, most = rn / ((int64_t)L * 16);
+        nchunks = want < most ? want : most;
+        if (nchunks < 1) nchunks = 1;
+        chunk = (rn + nchunks - 1) / nchunks;
+        nchunks = (rn + chunk - 1) / chunk;
+    }
+    int64_t ngroups = nout * nchunks;
+    size_t groups = L == 1 ? ocl_grid(c, nout) : (size_t)(ngroups < 65536 ? ngroups : 65536);
     cl_int cop = op, float_acc = ffb_is_float(src->dtype) ||
                                  ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
-    cl_long no = nout, nr = rn;
-    ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(float_acc), OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(v[1]),
-                      OCL_ARG(ms), OCL_ARG(r), OCL_ARG(no), OCL_ARG(nr)};
-    return ocl_launch(c, "reduce", OK_REDUCE, args, 9, groups * L, L);
+    void *partial = NULL;
+    if (nchunks > 1 && !(partial = ocl_alloc(c, (size_t)ngroups * RACC_BYTES))) return FF_ERR_OOM;
+    cl_mem mp = partial ? ocl_mem_of(partial) : md; /* unused when nchunks == 1 */
+    cl_long no = nout, nr = rn, ch = chunk, nc = nchunks;
+    ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(float_acc), OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(v[1]), OCL_ARG(ms),
+                      OCL_ARG(r), OCL_ARG(no), OCL_ARG(nr), OCL_ARG(ch), OCL_ARG(nc), OCL_ARG(mp)};
+    st = ocl_launch(c, "reduce", OK_REDUCE, args, 12, groups * L, L);
+    if (!st && partial) {
+        ocl_arg fargs[] = {OCL_ARG(cop), OCL_ARG(float_acc), OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(mp), OCL_ARG(no),
+                           OCL_ARG(nc)};
+        st = ocl_launch(c, "reduce", OK_REDUCE_FINISH, fargs, 7, ocl_grid(c, nout), 0);
+    }
+    if (partial) ocl_free(c, partial);
+    return st;
 }
 
 ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)

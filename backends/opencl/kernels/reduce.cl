@@ -119,16 +119,20 @@ inline void racc_store(racc a, int op, int float_acc, __global uchar *p, int t, 
 
 /* d: the output (keepdim shape); s: the source with its reduced axes' sizes set to 1
  * (so view_at over d's index gives the row's base); r: the reduced axes only (offset 0,
- * their sizes and src strides), rn elements per row. */
+ * their sizes and src strides), rn elements per row.
+ * Long rows with few outputs are split: work-group g takes output g / nchunks and the
+ * chunk g % nchunks of `chunk` elements, and with nchunks > 1 writes its accumulator to
+ * partial[g] for ff_reduce_finish, instead of the result to d. */
 __kernel void ff_reduce(int op, int float_acc, kview d, __global uchar *db, kview s, __global const uchar *sb,
-                        kview r, long nout, long rn)
+                        kview r, long nout, long rn, long chunk, long nchunks, __global racc *partial)
 {
     __local racc part[RED_WG];
     int lid = get_local_id(0), L = get_local_size(0);
-    for (long o = get_group_id(0); o < nout; o += get_num_groups(0)) {
+    for (long g = get_group_id(0); g < nout * nchunks; g += get_num_groups(0)) {
+        long o = g / nchunks, k0 = (g % nchunks) * chunk, k1 = min(rn, k0 + chunk);
         long base = view_at(&s, o);
         racc a = racc_init(op);
-        for (long k = lid; k < rn; k += L) {
+        for (long k = k0 + lid; k < k1; k += L) {
             long at = base + view_at(&r, k);
             if (float_acc) racc_float(&a, op, ld_f(sb, s.dtype, at), k);
             else racc_int(&a, op, ld_i(sb, s.dtype, at), k);
@@ -142,7 +146,21 @@ __kernel void ff_reduce(int op, int float_acc, kview d, __global uchar *db, kvie
             }
             a = part[0];
         }
-        if (lid == 0) racc_store(a, op, float_acc, db, d.dtype, view_at(&d, o));
+        if (lid == 0) {
+            if (nchunks > 1) partial[g] = a;
+            else racc_store(a, op, float_acc, db, d.dtype, view_at(&d, o));
+        }
         if (L > 1) barrier(CLK_LOCAL_MEM_FENCE); /* part[0] is read before the next row */
+    }
+}
+
+/* The second pass of a split reduction: one work-item per output folds its chunks. */
+__kernel void ff_reduce_finish(int op, int float_acc, kview d, __global uchar *db, __global const racc *partial,
+                               long nout, long nchunks)
+{
+    for (long o = get_global_id(0); o < nout; o += get_global_size(0)) {
+        racc a = partial[o * nchunks];
+        for (long p = 1; p < nchunks; p++) a = racc_combine(a, partial[o * nchunks + p], op, float_acc);
+        racc_store(a, op, float_acc, db, d.dtype, view_at(&d, o));
     }
 }
