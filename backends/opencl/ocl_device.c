@@ -1,6 +1,7 @@
 /*
  * Which device: FF_OPENCL_DEVICE=<platform>:<device>, each part an index or a
- * case-insensitive substring of the name ("0:1", "pocl:", ":nvidia", "1"); an empty
+ * case-insensitive substring of the name (for a platform, of its name or vendor:
+ * "0:1", "pocl:", ":nvidia", "1"); an empty
  * part matches anything. Default: the first GPU of any platform, else the first device.
  * The device must offer cl_khr_fp64: the kernels compute float ops in double so that
  * f32 results are the reference's (one rounding), as the CPU backends do.
@@ -53,21 +54,23 @@ ff_status ocl_device_open(ocl_ctx *c)
     cl_platform_id plats[MAX_PLATFORMS];
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(MAX_PLATFORMS, plats, &np);
-    if (err != CL_SUCCESS || np == 0)
+    if (err != CL_SUCCESS || np == 0) /* -1001: CL_PLATFORM_NOT_FOUND_KHR, the ICD loader found no vendor */
         return ocl_error(c, FF_ERR_BACKEND,
                          "opencl: no OpenCL platform found (%s); install a driver, e.g. Debian's pocl-opencl-icd "
                          "for this CPU, and check /etc/OpenCL/vendors",
-                         err == CL_SUCCESS ? "none registered" : ocl_cl_error_name(err));
+                         err == CL_SUCCESS || err == -1001 ? "none registered" : ocl_cl_error_name(err));
     const char *sel = getenv("FF_OPENCL_DEVICE");
     const char *colon = sel ? strchr(sel, ':') : NULL;
     size_t plen = sel ? (colon ? (size_t)(colon - sel) : strlen(sel)) : 0;
     const char *dpart = colon ? colon + 1 : "";
     int found = 0, found_gpu = 0;
     for (cl_uint p = 0; p < np && !found_gpu; p++) {
-        char pname[128] = "?";
+        char pname[128] = "?", vendor[128] = "", both[260];
         clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-        pname[sizeof pname - 1] = 0;
-        if (sel && !selects(sel, plen, (int)p, pname)) continue;
+        clGetPlatformInfo(plats[p], CL_PLATFORM_VENDOR, sizeof vendor, vendor, NULL);
+        pname[sizeof pname - 1] = vendor[sizeof vendor - 1] = 0;
+        snprintf(both, sizeof both, "%s / %s", pname, vendor); /* "pocl" is in PoCL's vendor only */
+        if (sel && !selects(sel, plen, (int)p, both)) continue;
         cl_device_id devs[MAX_DEVICES];
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, MAX_DEVICES, devs, &nd) != CL_SUCCESS) continue;

@@ -51,7 +51,7 @@ typedef struct ocl_ctx {
     cl_kernel kernels[OK_COUNT];
     pthread_mutex_t launch_lock; /* clSetKernelArg + enqueue are one step per kernel object */
     /* the device, for ff-info and messages */
-    char platform_name[128], device_name[128], device_version[64];
+    char platform_name[128], device_name[128], device_version[128];
     cl_ulong global_mem, max_alloc;
     cl_uint compute_units;
     size_t max_wg;
