@@ -70,6 +70,14 @@ W(w_norm2, CALL(ff_norm, x[0], 2.0, 0, NULL, false))
 W(w_any1, CALL(ff_any, x[0], 1, ax1, false))
 W(w_all0k, CALL(ff_all, x[0], 1, ax0, true))
 W(w_matmul, CALL(ff_matmul, x[0], x[1]))
+/* conv2d: on a backend with the conv2d entries these compare the entries (and their
+ * gradients) with the reference's composition; shapes cover padding, stride > 1 with
+ * unread rows, 1x1 and 5x5 kernels, batch 1, one channel, odd sizes, a bias */
+W(w_conv2d_k3p1, CALL(ff_conv2d, x[0], x[1], NULL, 1, 1, 1, 1))
+W(w_conv2d_s2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 0, 0))
+W(w_conv2d_k5s2p2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 2, 2))
+W(w_conv2d_k1, CALL(ff_conv2d, x[0], x[1], NULL, 1, 1, 0, 0))
+W(w_conv2d_s3x1_bias, CALL(ff_conv2d, x[0], x[1], x[2], 3, 1, 1, 0))
 W(w_outer, CALL(ff_outer, x[0], x[1]))
 W(w_softmax, CALL(ff_softmax, x[0], -1))
 W(w_log_softmax, CALL(ff_log_softmax, x[0], 0))
@@ -367,6 +375,16 @@ const cf_opdef cf_optable[] = {
      false, false, NULL},
     {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
     {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
+    {"conv2d_k3_pad1", 2, {4, 4}, {{2, 3, 7, 6}, {4, 3, 3, 3}}, {F, F}, {S, S}, {0}, w_conv2d_k3p1, CF_TOL_ACCUM, 27,
+     false, true, NULL},
+    {"conv2d_stride2_unread_rows_batch1_c1", 2, {4, 4}, {{1, 1, 6, 7}, {2, 1, 3, 3}}, {F, F}, {S, S}, {0},
+     w_conv2d_s2, CF_TOL_ACCUM, 9, false, true, NULL},
+    {"conv2d_k5_stride2_pad2", 2, {4, 4}, {{2, 2, 9, 8}, {3, 2, 5, 5}}, {F, F}, {S, S}, {0}, w_conv2d_k5s2p2,
+     CF_TOL_ACCUM, 50, false, true, NULL},
+    {"conv2d_k1", 2, {4, 4}, {{3, 4, 5, 3}, {2, 4, 1, 1}}, {F, F}, {S, S}, {0}, w_conv2d_k1, CF_TOL_ACCUM, 4, false,
+     true, NULL},
+    {"conv2d_stride3x1_bias", 3, {4, 4, 1}, {{2, 2, 8, 5}, {3, 2, 3, 2}, {3}}, {F, F, F}, {S, S, S}, {0},
+     w_conv2d_s3x1_bias, CF_TOL_ACCUM, 12, false, true, NULL},
 };
 const int cf_noptable = (int)(sizeof cf_optable / sizeof cf_optable[0]);
 

@@ -218,3 +218,23 @@ ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis
     ff_tensor_view(src, &vs);
     return finish(softmax(be->ctx, &vd, &vs, axis, log), dst, fn);
 }
+
+/* which: 0 forward (a = x, b = w -> dst = y), 1 backward to the input (a = gy, b = w ->
+ * dst = gx), 2 backward to the weight (a = gy, b = x -> dst = gw). FF_ERR_UNSUPPORTED
+ * (no message) when the backend lacks the entries or declines the dtype: the caller
+ * composes instead. */
+ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b,
+                           const ff_conv2d_params *p, const char *fn)
+{
+    BEGIN_KERNEL(3, dst, a, b);
+    if (!ff_backend_has_conv2d(be) || !be->vt->supports(be->ctx, FF_KIND_CONV2D, which, dst->dtype))
+        return FF_ERR_UNSUPPORTED;
+    ff_view vd, va, vb;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(a, &va);
+    ff_tensor_view(b, &vb);
+    ff_status st = which == 0   ? be->vt->conv2d(be->ctx, &vd, &va, &vb, p)
+                   : which == 1 ? be->vt->conv2d_backward_input(be->ctx, &vd, &va, &vb, p)
+                                : be->vt->conv2d_backward_weight(be->ctx, &vd, &va, &vb, p);
+    return finish(st, dst, fn);
+}

@@ -381,10 +381,16 @@ bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype
 {
     if (!be) return false;
     if (kind == FF_KIND_SOFTMAX && !FF_VT_OPT(be, softmax)) return false;
+    if (kind == FF_KIND_CONV2D && !ff_backend_has_conv2d(be)) return false;
     return be->vt->supports(be->ctx, kind, op, dtype) != 0;
 }
 
 bool ff_backend_has_softmax(const ff_backend *be) { return be && FF_VT_OPT(be, softmax) != NULL; }
+
+bool ff_backend_has_conv2d(const ff_backend *be)
+{
+    return be && FF_VT_OPT(be, conv2d) && FF_VT_OPT(be, conv2d_backward_input) && FF_VT_OPT(be, conv2d_backward_weight);
+}
 
 ff_status ff_backend_device_info(const ff_backend *be, char *buf, size_t cap)
 {

@@ -1,39 +1,56 @@
-/* conv2d as im2col composed from differentiable views: pad, one strided slice view
- * per kernel offset, stack (the only copy of the input, KH * KW times its size), then
- * one batched matmul with the flattened kernel. Every step records its own node, so
- * the gradient (col2im included: the backward of slice + stack scatters into the
- * padded input) comes from autograd and runs on every backend. */
+/* conv2d. When the backend has the optional conv2d entries (forward and both backward
+ * passes) and takes the dtype, they compute it (cpu_blas: oneDNN); FF_CONV2D=compose
+ * forces the composition, which every backend has and which stays the reference:
+ * im2col composed from differentiable views: pad, one strided slice view per kernel
+ * offset, stack (the only copy of the input, KH * KW times its size), then one batched
+ * matmul with the flattened kernel. Every step records its own node, so the gradient
+ * (col2im included: the backward of slice + stack scatters into the padded input)
+ * comes from autograd and runs on every backend.
+ *
+ * The entry path records one node per call. Its three passes are closed under
+ * differentiation (each is bilinear in its two inputs, and the derivative of each is
+ * another of the three), so gradients of any order stay on the entries:
+ *   y  = F(x, w):   dx = I(g, w),   dw = W(g, x)
+ *   gx = I(gy, w):  dgy = F(h, w),  dw = W(gy, h)
+ *   gw = W(gy, x):  dgy = F(x, k),  dx = I(gy, k)      (h, k: the incoming gradients) */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "expr.h"
 
-ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                           int64_t pw, double pad_value, int64_t *oh, int64_t *ow, const char *fn)
+/* Checks the window geometry over x [N, C, H, W] and gives the output size. */
+static ff_status windows_geometry(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                                  int64_t pw, int64_t *oh, int64_t *ow, const char *fn)
 {
     if (kh < 1 || kw < 1)
         return ff_error(FF_ERR_INVALID, "%s: kernel size (%lld, %lld) must be >= 1", fn, (long long)kh,
-                        (long long)kw), NULL;
+                        (long long)kw);
     if (sh < 1 || sw < 1)
-        return ff_error(FF_ERR_INVALID, "%s: stride (%lld, %lld) must be >= 1", fn, (long long)sh, (long long)sw),
-               NULL;
+        return ff_error(FF_ERR_INVALID, "%s: stride (%lld, %lld) must be >= 1", fn, (long long)sh, (long long)sw);
     if (ph < 0 || pw < 0)
-        return ff_error(FF_ERR_INVALID, "%s: padding (%lld, %lld) must be >= 0", fn, (long long)ph, (long long)pw),
-               NULL;
+        return ff_error(FF_ERR_INVALID, "%s: padding (%lld, %lld) must be >= 0", fn, (long long)ph, (long long)pw);
     const int64_t *s = x->layout.shape;
     int64_t hp, wp, k;
     if (ff_mul_overflow_i64(ph, 2, &hp) || ff_add_overflow_i64(s[2], hp, &hp) || ff_mul_overflow_i64(pw, 2, &wp) ||
         ff_add_overflow_i64(s[3], wp, &wp) || ff_mul_overflow_i64(kh, kw, &k))
-        return ff_error(FF_ERR_OVERFLOW, "%s: padded size or kernel size overflows", fn), NULL;
+        return ff_error(FF_ERR_OVERFLOW, "%s: padded size or kernel size overflows", fn);
     if (hp < kh || wp < kw)
         return ff_error(FF_ERR_INVALID, "%s: kernel (%lld, %lld) is larger than the padded input (%lld, %lld)", fn,
-                        (long long)kh, (long long)kw, (long long)hp, (long long)wp), NULL;
+                        (long long)kh, (long long)kw, (long long)hp, (long long)wp);
     if (k > INT_MAX)
         return ff_error(FF_ERR_INVALID, "%s: kernel (%lld, %lld) has too many offsets", fn, (long long)kh,
-                        (long long)kw), NULL;
+                        (long long)kw);
     *oh = (hp - kh) / sh + 1;
     *ow = (wp - kw) / sw + 1;
+    return FF_OK;
+}
 
+ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                           int64_t pw, double pad_value, int64_t *oh, int64_t *ow, const char *fn)
+{
+    if (windows_geometry(x, kh, kw, sh, sw, ph, pw, oh, ow, fn)) return NULL;
+    int64_t k = kh * kw; /* checked above */
     ff_tensor *xp = ph || pw ? ff_pad(x, (int64_t[]){0, 0, 0, 0, ph, ph, pw, pw}, pad_value)
                              : ff_tensor_retain((ff_tensor *)x);
     ff_tensor **views = xp ? calloc((size_t)k, sizeof *views) : NULL;
@@ -54,6 +71,87 @@ ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t s
     ff_tensor_release(xp);
     if (!out) ff_error_prefix(fn);
     return out;
+}
+
+/* ---- the backend's entries -------------------------------------------------------- */
+/* ip: [0..1] stride, [2..3] padding, [4..5] the spatial size of the output (H, W of x
+ * for I; KH, KW for W), [6] which (0 F, 1 I, 2 W). saved: [0] a, [1] b. */
+static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, const ff_conv2d_params *p,
+                             const int64_t *out_hw, const char *fn);
+
+static ff_status conv_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    if (!ff_node_saved(n, 0) || !ff_node_saved(n, 1)) return ff_last_status(); /* modified in place */
+    const ff_tensor *a = n->inputs[0], *b = n->inputs[1];
+    ff_conv2d_params p = {{n->ip[0], n->ip[1]}, {n->ip[2], n->ip[3]}};
+    int which = (int)n->ip[6];
+    const int64_t *as = a->layout.shape, *bs = b->layout.shape;
+    /* F(x, w): dx = I(g, w) sized like x, dw = W(g, x) sized like w
+     * I(gy, w): dgy = F(g, w), dw = W(gy, g)
+     * W(gy, x): dgy = F(x, g), dx = I(gy, g) */
+    if (which == 0) {
+        if (n->needs_grad[0]) gi[0] = conv_apply(1, g, b, &p, as + 2, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(2, g, a, &p, bs + 2, n->name);
+    } else if (which == 1) {
+        if (n->needs_grad[0]) gi[0] = conv_apply(0, g, b, &p, NULL, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(2, a, g, &p, bs + 2, n->name);
+    } else {
+        if (n->needs_grad[0]) gi[0] = conv_apply(0, b, g, &p, NULL, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(1, a, g, &p, b->layout.shape + 2, n->name);
+    }
+    bool ok = (!n->needs_grad[0] || gi[0]) && (!n->needs_grad[1] || gi[1]);
+    return ok ? FF_OK : ff_last_status();
+}
+
+/* One pass on the backend (FF_ERR_UNSUPPORTED without a message if it has none), with
+ * its node when a gradient is needed. F: a = x, b = w; I: a = gy, b = w; W: a = gy, b = x. */
+static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, const ff_conv2d_params *p,
+                             const int64_t *out_hw, const char *fn)
+{
+    const int64_t *as = a->layout.shape, *bs = b->layout.shape;
+    int64_t shape[4];
+    if (which == 0) { /* [N, O, OH, OW] */
+        shape[0] = as[0], shape[1] = bs[0];
+        shape[2] = (as[2] + 2 * p->padding[0] - bs[2]) / p->stride[0] + 1;
+        shape[3] = (as[3] + 2 * p->padding[1] - bs[3]) / p->stride[1] + 1;
+    } else if (which == 1) { /* [N, C, H, W] */
+        shape[0] = as[0], shape[1] = bs[1], shape[2] = out_hw[0], shape[3] = out_hw[1];
+    } else { /* [O, C, KH, KW] */
+        shape[0] = as[1], shape[1] = bs[1], shape[2] = out_hw[0], shape[3] = out_hw[1];
+    }
+    ff_backend *be = a->storage->backend;
+    ff_tensor *r = ff_tensor_new(be, 4, shape, a->dtype, fn);
+    if (!r) return NULL;
+    ff_status st = ff_kernel_conv2d(which, r, a, b, p, fn);
+    const ff_tensor *in[2] = {a, b};
+    ff_node *node = NULL;
+    if (!st && ff_autograd_needed(2, in)) {
+        node = ff_autograd_record(r, "conv2d", conv_entry_backward, 2, in);
+        if (!node || ff_node_save(node, a) || ff_node_save(node, b)) st = ff_last_status() ? ff_last_status() : FF_ERR_OOM;
+        if (node) {
+            node->ip[0] = p->stride[0], node->ip[1] = p->stride[1], node->ip[2] = p->padding[0];
+            node->ip[3] = p->padding[1], node->ip[6] = which;
+            node->ip[4] = which ? out_hw[0] : 0, node->ip[5] = which ? out_hw[1] : 0;
+            node->nip = 7;
+        }
+    }
+    if (st) {
+        ff_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Whether the entry path serves this call: the backend has the entries for the dtype
+ * and FF_CONV2D does not say "compose". */
+static bool use_entries(const ff_tensor *x, const ff_tensor *w)
+{
+    ff_backend *be = x->storage->backend;
+    if (w->storage->backend != be || !ff_backend_supports(be, FF_KIND_CONV2D, 0, x->dtype) ||
+        !ff_backend_supports(be, FF_KIND_CONV2D, 1, x->dtype) || !ff_backend_supports(be, FF_KIND_CONV2D, 2, x->dtype))
+        return false;
+    const char *env = getenv("FF_CONV2D");
+    return !(env && !strcmp(env, "compose"));
 }
 
 static void shape4(const ff_tensor *t, long long *v)
@@ -91,6 +189,20 @@ ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bi
     const int64_t *xs = x->layout.shape, *ws = w->layout.shape;
     int64_t n = xs[0], c = xs[1], o = ws[0], oh = 0, ow = 0;
     ff_expr e = {0};
+    if (use_entries(x, w)) {
+        /* the composition's checks, so both paths accept and refuse the same calls */
+        if (windows_geometry(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, &oh, &ow, fn)) return NULL;
+        ff_conv2d_params p = {{stride_h, stride_w}, {pad_h, pad_w}};
+        ff_tensor *y4 = FF_EX(&e, conv_apply(0, x, w, &p, NULL, fn));
+        if (bias) {
+            ff_tensor *b3 = FF_EX(&e, ff_reshape(bias, 3, (int64_t[]){o, 1, 1}));
+            y4 = FF_EX(&e, ff_add(y4, b3));
+        }
+        ff_tensor *r = ff_expr_result(&e, y4);
+        ff_expr_free(&e);
+        if (!r) ff_error_prefix(fn);
+        return r;
+    }
     /* [N, C, K, OH, OW] -> columns [N, C*K, OH*OW]: a view (stack's output is
      * contiguous), with rows ordered c * K + kh * KW + kw like w's flattening. */
     ff_tensor *win = FF_EX(&e, ff_op_windows2d(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, 0.0, &oh, &ow, fn));

@@ -22,7 +22,8 @@ static void describe(ff_backend *be, int verbose)
     printf("  %s %s (ABI %d) from %s\n", ff_backend_name(be), ff_backend_version(be), ff_backend_abi_version(be),
            ff_backend_path(be));
     if (ff_backend_description(be)[0]) printf("    %s\n", ff_backend_description(be));
-    printf("    optional entries: softmax %s\n", ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)");
+    printf("    optional entries: softmax %s, conv2d %s\n", ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)",
+           ff_backend_has_conv2d(be) ? "yes" : "no (composed by the core)");
     if (!verbose) return;
     char dev[512];
     if (ff_backend_device_info(be, dev, sizeof dev) == FF_OK) printf("    device: %s\n", dev);
@@ -37,6 +38,7 @@ static void describe(ff_backend *be, int verbose)
     support_row(be, FF_KIND_RANDOM, FF_RANDOM_UNIFORM, "rand_uniform");
     support_row(be, FF_KIND_RANDOM, FF_RANDOM_NORMAL, "rand_normal");
     support_row(be, FF_KIND_SOFTMAX, 0, "softmax");
+    support_row(be, FF_KIND_CONV2D, 0, "conv2d");
     for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, ffb_unary_name(op));
     for (int op = 0; op < FF_BINARY_COUNT; op++) support_row(be, FF_KIND_BINARY, op, ffb_binary_name(op));
     for (int op = 0; op < FF_REDUCE_COUNT; op++) support_row(be, FF_KIND_REDUCE, op, ffb_reduce_name(op));

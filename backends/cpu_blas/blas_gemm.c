@@ -42,7 +42,14 @@ void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
     if (omp_set_threads) omp_set_threads(1);
     dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
 }
+
+void blas_dnnl_threads(int n)
+{
+    if (omp_set_threads) omp_set_threads(n > 0 ? n : 1);
+}
 #else
+void blas_dnnl_threads(int n) { (void)n; }
+
 void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                      int64_t ldb, float *C, int64_t ldc)
 {

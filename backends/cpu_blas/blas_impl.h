@@ -178,5 +178,14 @@ ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, 
 ff_status blas_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
                       double p0, double p1);
 ff_status blas_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
+/* conv2d entries (blas_conv.c, oneDNN); which: 0 forward, 1 backward input, 2 backward weight */
+int blas_conv2d_supported(int which, ff_dtype t);
+ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p);
+ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                     const ff_conv2d_params *p);
+ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                      const ff_conv2d_params *p);
+/* OpenMP threads for the oneDNN calls made from this thread (blas_gemm.c) */
+void blas_dnnl_threads(int n);
 
 #endif /* FF_BLAS_IMPL_H */

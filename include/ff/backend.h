@@ -35,6 +35,8 @@ int ff_backend_abi_version(const ff_backend *be);
 /* Whether the backend computes (kind, op, dtype); see ff_op_kind. */
 bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dtype);
 bool ff_backend_has_softmax(const ff_backend *be);
+/* All three optional conv2d entries are there (forward and both backward passes). */
+bool ff_backend_has_conv2d(const ff_backend *be);
 /* One line describing the backend's device ("OpenCL: <device> on <platform>, ..."), or
  * "host memory" for a backend without the optional device_info entry. Writes at most
  * cap bytes (NUL-terminated). */

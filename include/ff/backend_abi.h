@@ -240,7 +240,8 @@ typedef enum ff_random_dist {
  *   FILL: dst   COPY: dst (op = src dtype)   UNARY: src   BINARY: a (== b)
  *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
  *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
- *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax) */
+ *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
+ *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -253,6 +254,9 @@ typedef enum ff_op_kind {
     FF_KIND_SCATTER_ADD,
     FF_KIND_RANDOM,  /* op = ff_random_dist */
     FF_KIND_SOFTMAX, /* optional entry */
+    /* appended after ABI v1's first release: the optional conv2d entries, op = 0 forward,
+     * 1 backward to the input, 2 backward to the weight; dtype = x's (== w's == y's) */
+    FF_KIND_CONV2D,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -275,6 +279,13 @@ typedef struct ff_scalar {
     double f;
     int64_t i;
 } ff_scalar;
+
+/* Geometry of a 2-D convolution (the conv2d entries): stride and zero padding per
+ * spatial dim, [0] = height, [1] = width; both >= 1 / >= 0. */
+typedef struct ff_conv2d_params {
+    int64_t stride[2];
+    int64_t padding[2];
+} ff_conv2d_params;
 
 /* ---- services the core offers a backend -------------------------------- */
 typedef struct ff_host_api {
@@ -361,6 +372,23 @@ typedef struct ff_backend_vtable {
      * "OpenCL: NVIDIA A100 on NVIDIA CUDA, 80 GiB, 108 compute units". Writes a
      * NUL-terminated string of at most cap bytes. May be NULL (host backends). */
     ff_status (*device_info)(void *ctx, char *buf, size_t cap);
+
+    /* 2-D convolution, NCHW, cross-correlation as PyTorch's conv2d, no bias (the core
+     * adds it), on rank-4 views of any strides; outputs never alias inputs and are
+     * overwritten. With x [N, C, H, W], w [O, C, KH, KW], y [N, O, OH, OW] where
+     * OH = (H + 2 ph - KH) / sh + 1 (likewise OW):
+     *   conv2d:                 y[n,o,i,j] = sum_{c,p,q} x[n,c,i sh + p - ph, j sw + q - pw] w[o,c,p,q]
+     *   conv2d_backward_input:  gx = dL/dx given gy = dL/dy (the transposed convolution)
+     *   conv2d_backward_weight: gw = dL/dw given gy and x
+     * (x outside [0, H) x [0, W) reads as 0.) The core uses them only when all three are
+     * present and supports(FF_KIND_CONV2D, op, dtype) says yes for the op; otherwise it
+     * composes the convolution from views and matmul (the reference). Accumulation as
+     * matmul's. May be NULL. */
+    ff_status (*conv2d)(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p);
+    ff_status (*conv2d_backward_input)(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                       const ff_conv2d_params *p);
+    ff_status (*conv2d_backward_weight)(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                        const ff_conv2d_params *p);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -1,6 +1,9 @@
 /* conv2d, max/avg_pool2d, layer_norm, batch_norm (ops/conv.c, pool.c, norm.c) and
  * their modules (nn/conv.c, nn/norm.c): values hand-computed or against a naive loop,
  * error messages, gradients by ff_gradcheck (f64). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <stdlib.h>
+
 #include "ff_test.h"
 
 static ff_tensor *T(ff_dtype dt, int nd, const int64_t *shape, const double *v) { return ff_test_tensor(dt, nd, shape, v); }
@@ -409,7 +412,47 @@ static void check_cnn_backward(void)
     ff_module_release(net);
 }
 
-FF_TEST_MAIN("ops_conv_norm", TEST(check_conv_known), TEST(check_conv_naive), TEST(check_conv_errors),
+/* Second-order gradients of conv2d on the backend's entries (cpu_blas: oneDNN, whose
+ * three passes differentiate into each other) against the composition
+ * (FF_CONV2D=compose): z = |dL/dx|^2 + |dL/dw|^2 with L = sum(conv(x, w)^2), then dz/dx
+ * and dz/dw, on a stride with unread rows. On a backend without the entries both runs
+ * compose, and the check still holds. */
+static void conv_second_order(const char *mode, ff_tensor *x, ff_tensor *w, double *hx, double *hw)
+{
+    if (mode) setenv("FF_CONV2D", mode, 1);
+    else unsetenv("FF_CONV2D");
+    ff_backward_opts cg = {.create_graph = true};
+    ff_tensor *y = ff_conv2d(x, w, NULL, 2, 1, 1, 0), *yy = y ? ff_mul(y, y) : NULL;
+    ff_tensor *l = yy ? ff_sum(yy, 0, NULL, false) : NULL, *g[2] = {NULL, NULL}, *h[2] = {NULL, NULL};
+    ff_tensor *in[2] = {x, w};
+    CHECK(l && ff_autograd_grad(l, NULL, 2, in, g, &cg) == FF_OK);
+    ff_tensor *gx2 = g[0] ? ff_mul(g[0], g[0]) : NULL, *gw2 = g[1] ? ff_mul(g[1], g[1]) : NULL;
+    ff_tensor *sx = gx2 ? ff_sum(gx2, 0, NULL, false) : NULL, *sw = gw2 ? ff_sum(gw2, 0, NULL, false) : NULL;
+    ff_tensor *z = sx && sw ? ff_add(sx, sw) : NULL;
+    CHECK(z && ff_autograd_grad(z, NULL, 2, in, h, NULL) == FF_OK);
+    CHECK(h[0] && ff_test_values(h[0], hx, 2 * 2 * 7 * 5) == 0);
+    CHECK(h[1] && ff_test_values(h[1], hw, 3 * 2 * 3 * 3) == 0);
+    RELEASE(y, yy, l, g[0], g[1], h[0], h[1], gx2, gw2, sx, sw, z);
+    unsetenv("FF_CONV2D");
+}
+
+static void check_conv_entry_second_order(void)
+{
+    ff_tensor *x = ff_rand_normal(4, SHAPE(2, 2, 7, 5), FF_F32, 0, 1, 11);
+    ff_tensor *w = ff_rand_normal(4, SHAPE(3, 2, 3, 3), FF_F32, 0, 1, 12);
+    CHECK(ff_set_requires_grad(x, true) == FF_OK && ff_set_requires_grad(w, true) == FF_OK);
+    static double ex[140], ew[54], cx[140], cw[54];
+    conv_second_order(NULL, x, w, ex, ew);
+    conv_second_order("compose", x, w, cx, cw);
+    double worst = 0;
+    for (int i = 0; i < 140; i++) worst = fmax(worst, fabs(ex[i] - cx[i]) / (1 + fabs(cx[i])));
+    for (int i = 0; i < 54; i++) worst = fmax(worst, fabs(ew[i] - cw[i]) / (1 + fabs(cw[i])));
+    CHECK(worst < 1e-4);
+    CHECK(fabs(cx[3]) + fabs(cw[5]) > 0); /* the reference did compute something */
+    RELEASE(x, w);
+}
+
+FF_TEST_MAIN("ops_conv_norm", TEST(check_conv_entry_second_order), TEST(check_conv_known), TEST(check_conv_naive), TEST(check_conv_errors),
              TEST(check_conv_grad), TEST(check_pool_values), TEST(check_max_pool_ties), TEST(check_pool_grad),
              TEST(check_layer_norm_values), TEST(check_layer_norm_grad), TEST(check_batch_norm_values),
              TEST(check_batch_norm_grad), TEST(check_conv_module), TEST(check_norm_modules),

@@ -1,0 +1,258 @@
+/*
+ * conv2d forward and both backward passes through oneDNN (the optional vtable entries).
+ *
+ * Why oneDNN and not an own im2col on our GEMM: im2col copies the input KH * KW times
+ * (9x for 3x3) before a GEMM whose K = C * KH * KW is short, and the backward needs
+ * col2im, another scattered pass; oneDNN's direct convolution kernels work on blocked
+ * layouts (nChw16c) in cache-sized tiles without the copy, which is what PyTorch 1.13
+ * runs on this CPU too. Measured (ff-bench conv2d_64x32x28x28_k3, 1 thread): see
+ * benchmarks/README.md.
+ *
+ * Each call describes the problem with format_tag_any, lets oneDNN pick its layouts,
+ * and reorders the user's strided views in and out where they differ (oneDNN's own
+ * primitive cache makes the repeated creation of the same primitive cheap). Rows of the
+ * input that no window reaches (when (H + 2p - K) is not a multiple of the stride) are
+ * cut from the view rather than described as negative right padding; for the input
+ * gradient they are zero. f32 only: oneDNN has no f64 convolution, and the core
+ * composes for f64. Without oneDNN (FF_BLAS_HAVE_DNNL unset) supports() declines and
+ * the core composes.
+ */
+#include <string.h>
+
+#include "blas_impl.h"
+
+int blas_conv2d_supported(int which, ff_dtype t)
+{
+#ifdef FF_BLAS_HAVE_DNNL
+    return (which >= 0 && which <= 2) && t == FF_F32;
+#else
+    (void)which, (void)t;
+    return 0;
+#endif
+}
+
+static ff_status check(void *ctx, const char *entry, const ff_view *a, const ff_view *b, const ff_view *c,
+                       const ff_conv2d_params *p)
+{
+    ff_status st;
+    if ((st = blas_check_view(ctx, entry, "output", a)) || (st = blas_check_view(ctx, entry, "a", b)) ||
+        (st = blas_check_view(ctx, entry, "b", c)))
+        return st;
+    if (a->ndim != 4 || b->ndim != 4 || c->ndim != 4)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: views must be rank 4 (got %d, %d, %d)", entry,
+                          (int)a->ndim, (int)b->ndim, (int)c->ndim);
+    if (!blas_conv2d_supported(0, a->dtype) || b->dtype != a->dtype || c->dtype != a->dtype)
+        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas %s: not supported on %s", entry, blas_dtype_name(a->dtype));
+    if (!p || p->stride[0] < 1 || p->stride[1] < 1 || p->padding[0] < 0 || p->padding[1] < 0)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: stride must be >= 1 and padding >= 0", entry);
+    return FF_OK;
+}
+
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dnnl.h>
+
+/* The pieces of one convolution problem: x [N, C, H, W] (H, W possibly cut), w, y. */
+typedef struct conv_problem {
+    ff_view x, w, y; /* x and y as the user's views; x cut to the rows windows reach */
+    dnnl_dims_t strides, pad_l, pad_r;
+} conv_problem;
+
+/* x, w, y views -> the problem: y's size follows from x, w and p (the core checked). */
+static void problem(conv_problem *q, const ff_view *x, const ff_view *w, const ff_view *y, const ff_conv2d_params *p)
+{
+    q->x = *x, q->w = *w, q->y = *y;
+    for (int d = 0; d < 2; d++) {
+        int64_t in = x->shape[2 + d], k = w->shape[2 + d], out = y->shape[2 + d], s = p->stride[d];
+        int64_t used = (out - 1) * s + k - p->padding[d]; /* input rows [0, used) are read */
+        if (used < in) q->x.shape[2 + d] = used;             /* the rest: never read */
+        q->strides[d] = s;
+        q->pad_l[d] = p->padding[d];
+        q->pad_r[d] = (out - 1) * s + k - (used < in ? used : in) - p->padding[d];
+    }
+}
+
+static void md_of(dnnl_memory_desc_t *md, const ff_view *v)
+{
+    dnnl_dims_t dims, strides;
+    for (int d = 0; d < 4; d++) dims[d] = v->shape[d], strides[d] = v->strides[d];
+    dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
+}
+
+static void md_any(dnnl_memory_desc_t *md, const ff_view *v)
+{
+    dnnl_dims_t dims;
+    for (int d = 0; d < 4; d++) dims[d] = v->shape[d];
+    dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, dnnl_format_tag_any);
+}
+
+/* A user view and, if oneDNN wants another layout, a buffer in that layout. */
+typedef struct conv_arg {
+    dnnl_memory_t user, prim; /* prim == user when the layouts agree */
+} conv_arg;
+
+static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, const dnnl_memory_desc_t *want, dnnl_engine_t eng)
+{
+    dnnl_memory_desc_t md;
+    md_of(&md, v);
+    a->user = a->prim = NULL;
+    void *ptr = (float *)v->buf + v->offset;
+    dnnl_status_t s = dnnl_memory_create(&a->user, &md, eng, ptr);
+    if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) s = dnnl_memory_create(&a->prim, want, eng, DNNL_MEMORY_ALLOCATE);
+    else if (s == dnnl_success) a->prim = a->user;
+    return s;
+}
+
+static void arg_free(conv_arg *a)
+{
+    if (a->prim && a->prim != a->user) dnnl_memory_destroy(a->prim);
+    if (a->user) dnnl_memory_destroy(a->user);
+}
+
+static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t eng, dnnl_stream_t stream)
+{
+    if (from == to) return dnnl_success;
+    const dnnl_memory_desc_t *fmd, *tmd;
+    dnnl_memory_get_memory_desc(from, &fmd);
+    dnnl_memory_get_memory_desc(to, &tmd);
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_status_t s = dnnl_reorder_primitive_desc_create(&pd, fmd, eng, tmd, eng, NULL);
+    if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+        s = dnnl_primitive_execute(prim, stream, 2, args);
+    }
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return s;
+}
+
+/* The forward primitive descriptor (also the hint the backward ones need). */
+static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q, dnnl_engine_t eng)
+{
+    dnnl_memory_desc_t x, w, y;
+    md_any(&x, &q->x), md_any(&w, &q->w), md_any(&y, &q->y);
+    dnnl_convolution_desc_t cd;
+    dnnl_status_t s = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x, &w,
+                                                         NULL, &y, q->strides, q->pad_l, q->pad_r);
+    return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, NULL, eng, NULL) : s;
+}
+
+/* Runs pass `which` (0 forward, 1 backward data, 2 backward weights) of problem q:
+ * in0/in1 are read, out is written. */
+static dnnl_status_t run(int which, const conv_problem *q, const ff_view *out, const ff_view *in0, const ff_view *in1,
+                         int nthreads)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    conv_arg a0 = {0}, a1 = {0}, ao = {0};
+    blas_dnnl_threads(nthreads);
+    dnnl_status_t s = dnnl_engine_create(&eng, dnnl_cpu, 0);
+    if (s == dnnl_success) s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
+    if (s == dnnl_success) s = forward_pd(&fpd, q, eng);
+    /* the roles of the three tensors in each pass */
+    static const int arg_in0[3] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_DST};
+    static const int arg_in1[3] = {DNNL_ARG_WEIGHTS, DNNL_ARG_WEIGHTS, DNNL_ARG_SRC};
+    static const int arg_out[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_WEIGHTS};
+    static const dnnl_query_t q_in0[3] = {dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_dst_md};
+    static const dnnl_query_t q_in1[3] = {dnnl_query_weights_md, dnnl_query_weights_md, dnnl_query_src_md};
+    static const dnnl_query_t q_out[3] = {dnnl_query_dst_md, dnnl_query_diff_src_md, dnnl_query_diff_weights_md};
+    if (s == dnnl_success && which == 0) {
+        pd = fpd, fpd = NULL;
+    } else if (s == dnnl_success) {
+        dnnl_memory_desc_t x, w, y;
+        md_any(&x, &q->x), md_any(&w, &q->w), md_any(&y, &q->y);
+        dnnl_convolution_desc_t cd;
+        s = which == 1 ? dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y, q->strides,
+                                                                  q->pad_l, q->pad_r)
+                       : dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL, &y,
+                                                                     q->strides, q->pad_l, q->pad_r);
+        if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &cd, NULL, eng, fpd);
+    }
+    if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
+    if (s == dnnl_success) s = arg_make(&a0, in0, dnnl_primitive_desc_query_md(pd, q_in0[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(&a1, in1, dnnl_primitive_desc_query_md(pd, q_in1[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(&ao, out, dnnl_primitive_desc_query_md(pd, q_out[which], 0), eng);
+    if (s == dnnl_success) s = reorder(a0.user, a0.prim, eng, stream);
+    if (s == dnnl_success) s = reorder(a1.user, a1.prim, eng, stream);
+    if (s == dnnl_success) {
+        dnnl_exec_arg_t args[3] = {{arg_in0[which], a0.prim}, {arg_in1[which], a1.prim}, {arg_out[which], ao.prim}};
+        s = dnnl_primitive_execute(prim, stream, 3, args);
+    }
+    if (s == dnnl_success) s = reorder(ao.prim, ao.user, eng, stream);
+    if (s == dnnl_success) s = dnnl_stream_wait(stream);
+    arg_free(&a0), arg_free(&a1), arg_free(&ao);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    if (stream) dnnl_stream_destroy(stream);
+    if (eng) dnnl_engine_destroy(eng);
+    return s;
+}
+
+static ff_status finish(void *ctx, const char *entry, dnnl_status_t s)
+{
+    if (s == dnnl_success) return FF_OK;
+    return blas_error(ctx, s == dnnl_out_of_memory ? FF_ERR_OOM : FF_ERR_BACKEND, "cpu_blas %s: oneDNN failed (status %d)",
+                      entry, (int)s);
+}
+
+static int nthreads_of(void *ctx) { return ((blas_ctx *)ctx)->nthreads; }
+
+ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d", y, x, w, p);
+    if (st || ff_view_numel(y) == 0) return st;
+    conv_problem q;
+    problem(&q, x, w, y, p);
+    if (ff_view_numel(x) == 0 || w->shape[1] == 0) return blas_fill(ctx, y, (ff_scalar){0.0, 0}); /* empty sums */
+    return finish(ctx, "conv2d", run(0, &q, y, &q.x, w, nthreads_of(ctx)));
+}
+
+ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                     const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d_backward_input", gx, gy, w, p);
+    if (st || ff_view_numel(gx) == 0) return st;
+    conv_problem q;
+    problem(&q, gx, w, gy, p);
+    int cut = q.x.shape[2] != gx->shape[2] || q.x.shape[3] != gx->shape[3];
+    if (cut || ff_view_numel(gy) == 0) /* rows no window reads get no gradient */
+        if ((st = blas_fill(ctx, gx, (ff_scalar){0.0, 0}))) return st;
+    if (ff_view_numel(gy) == 0) return FF_OK;
+    return finish(ctx, "conv2d_backward_input", run(1, &q, &q.x, gy, w, nthreads_of(ctx)));
+}
+
+ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                      const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d_backward_weight", gw, gy, x, p);
+    if (st || ff_view_numel(gw) == 0) return st;
+    conv_problem q;
+    problem(&q, x, gw, gy, p);
+    if (ff_view_numel(gy) == 0 || ff_view_numel(x) == 0) return blas_fill(ctx, gw, (ff_scalar){0.0, 0});
+    return finish(ctx, "conv2d_backward_weight", run(2, &q, gw, gy, &q.x, nthreads_of(ctx)));
+}
+#else
+ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d", y, x, w, p);
+    return st ? st : blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas conv2d: built without oneDNN");
+}
+
+ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                     const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d_backward_input", gx, gy, w, p);
+    return st ? st : blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas conv2d_backward_input: built without oneDNN");
+}
+
+ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                      const ff_conv2d_params *p)
+{
+    ff_status st = check(ctx, "conv2d_backward_weight", gw, gy, x, p);
+    return st ? st : blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas conv2d_backward_weight: built without oneDNN");
+}
+#endif
