@@ -197,11 +197,26 @@ def torch_workloads(torch, quick, max_mm):
     w["mlp_784_256_10_fwd"] = fwd
     w["mlp_784_256_10_step"] = step_ce
     w["mlp_4_16_1_step"] = step_mse
+    cx, cw = u(64, 32, 28, 28), u(64, 32, 3, 3)
+    cxg, cwg, cg = cx.clone().requires_grad_(), cw.clone().requires_grad_(), torch.ones(64, 64, 28, 28)
+
+    def conv_fwd():
+        with torch.no_grad():
+            return F.conv2d(cx, cw, padding=1)
+
+    def conv_step():
+        F.conv2d(cxg, cwg, padding=1).backward(cg)
+        cxg.grad = None
+        cwg.grad = None
+
+    w["conv2d_64x32x28x28_k3"] = conv_fwd
+    w["conv2d_64x32x28x28_k3_step"] = conv_step
     return w
 
 
-def torch_mnist_epoch(torch, data_dir):
-    """One epoch of the demo's model (MLP 784-256-128-10, AdamW, batch 128) in PyTorch."""
+def torch_mnist_epoch(torch, data_dir, cnn=False):
+    """One epoch of the demo's model in PyTorch: the MLP 784-256-128-10 with batch 128, or
+    (cnn) its CNN, 2 x conv-BN-ReLU-pool then 1568-128-10, with batch 64; AdamW."""
     import gzip
     import numpy as np
 
@@ -217,12 +232,19 @@ def torch_mnist_epoch(torch, data_dir):
     y = torch.from_numpy(idx("train-labels-idx1-ubyte.gz").astype(np.int64))
     nn = torch.nn
     torch.manual_seed(42)
-    net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+    if cnn:
+        net = nn.Sequential(nn.Unflatten(1, (1, 28, 28)),
+                            nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(16, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    else:
+        net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=1e-4)
     perm = torch.randperm(x.shape[0])
+    batch = 64 if cnn else 128
     t0 = time.perf_counter()
-    for i in range(0, x.shape[0], 128):
-        j = perm[i:i + 128]
+    for i in range(0, x.shape[0], batch):
+        j = perm[i:i + batch]
         loss = nn.functional.cross_entropy(net(x[j]), y[j])
         opt.zero_grad()
         loss.backward()
@@ -253,9 +275,12 @@ def child(args):
         torch.set_num_threads(args.child)
         run("torch", torch_workloads(torch, args.quick, max_mm))
         if args.mnist and os.path.isdir(args.data):
-            t = torch_mnist_epoch(torch, args.data)
-            results.append({"workload": "fashion_mnist_epoch", "backend": "torch", "threads": args.child,
-                            "median_s": t, "min_s": t, "runs": 1})
+            for cnn, name in ((False, "fashion_mnist_epoch"), (True, "fashion_mnist_cnn_epoch")):
+                if args.filter and args.filter not in name:
+                    continue
+                t = torch_mnist_epoch(torch, args.data, cnn)
+                results.append({"workload": name, "backend": "torch", "threads": args.child,
+                                "median_s": t, "min_s": t, "runs": 1})
     except ImportError as e:
         print("baselines: PyTorch missing, skipped (%s)" % e, file=sys.stderr)
     json.dump(results, sys.stdout)

@@ -50,6 +50,26 @@ static int run_sum(void *v) { ff_state *s = v; return done(ff_sum(s->a, 0, NULL,
 static int run_softmax(void *v) { ff_state *s = v; return done(ff_softmax(s->a, -1)); }
 
 /* exp into an existing buffer (torch's out=): the public destination-passing form */
+static int run_conv_fwd(void *v)
+{
+    ff_state *s = v;
+    bool prev = ff_set_grad_enabled(false);
+    int rc = done(ff_conv2d(s->a, s->b, NULL, 1, 1, 1, 1));
+    ff_set_grad_enabled(prev);
+    return rc;
+}
+
+/* forward, then backward to the input and the weight (a and b require grad) from a
+ * given gradient (c, ones), grads dropped after: torch's y.backward(g); x.grad = None */
+static int run_conv_step(void *v)
+{
+    ff_state *s = v;
+    ff_tensor *y = ff_conv2d(s->a, s->b, NULL, 1, 1, 1, 1);
+    int rc = y && !ff_backward(y, s->c, NULL) && !ff_zero_grad(s->a) && !ff_zero_grad(s->b) ? 0 : -1;
+    ff_tensor_release(y);
+    return rc;
+}
+
 static int run_exp_out(void *v)
 {
     ff_state *s = v;
@@ -196,10 +216,26 @@ static void models(ff_backend *be, int threads, const bench_opts *o)
     if (bench_selected(o, "mlp_4_16_1_step") && !mlp_setup(&s, 4, 16, 1, 8, false))
         measure(o, "mlp_4_16_1_step", run_step, &s, 0, "", be, threads);
     state_free(&s);
+    /* a 3x3 convolution, padding 1: [64, 32, 28, 28] by [64, 32, 3, 3] (1.85 GFLOP forward) */
+    const double conv_flop = 2.0 * 64 * 64 * 28 * 28 * 32 * 9;
+    int64_t xs[4] = {64, 32, 28, 28}, ws[4] = {64, 32, 3, 3}, ys[4] = {64, 64, 28, 28};
+    if (bench_selected(o, "conv2d_64x32x28x28_k3")) {
+        ff_state c = {.a = uniform(4, xs, -1, 1, 31), .b = uniform(4, ws, -1, 1, 32)};
+        if (c.a && c.b) measure(o, "conv2d_64x32x28x28_k3", run_conv_fwd, &c, conv_flop, "GFLOP/s", be, threads);
+        state_free(&c);
+    }
+    if (bench_selected(o, "conv2d_64x32x28x28_k3_step")) {
+        ff_state c = {.a = uniform(4, xs, -1, 1, 31), .b = uniform(4, ws, -1, 1, 32),
+                      .c = ff_full(4, ys, FF_F32, 1.0)};
+        if (c.a && c.b && c.c && !ff_set_requires_grad(c.a, true) && !ff_set_requires_grad(c.b, true))
+            measure(o, "conv2d_64x32x28x28_k3_step", run_conv_step, &c, 3 * conv_flop, "GFLOP/s", be, threads);
+        state_free(&c);
+    }
 }
 
-/* One epoch of the Fashion-MNIST demo (MLP 784-256-128-10, AdamW, batch 128). */
-static void mnist_epoch(ff_backend *be, int threads)
+/* One epoch of the Fashion-MNIST demo: the MLP 784-256-128-10 with batch 128, or (cnn)
+ * its CNN (2 x conv-BN-ReLU-pool, 1568-128-10) with batch 64; AdamW. */
+static void mnist_epoch(ff_backend *be, int threads, bool cnn)
 {
     static mnist_split train;
     static int loaded;
@@ -210,8 +246,8 @@ static void mnist_epoch(ff_backend *be, int threads)
         if (loaded < 0) fprintf(stderr, "ff-bench: Fashion-MNIST skipped: %s\n", err);
     }
     if (loaded < 0) return;
-    ff_module *net = mnist_mlp(42);
-    mnist_train_cfg cfg = {.epochs = 1, .batch = 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = NULL};
+    ff_module *net = cnn ? mnist_cnn(42) : mnist_mlp(42);
+    mnist_train_cfg cfg = {.epochs = 1, .batch = cnn ? 64 : 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = NULL};
     double t0 = bench_now();
     int rc = net ? mnist_train(net, &train, &cfg, NULL, 0, NULL, NULL) : -1;
     double t = bench_now() - t0;
@@ -221,7 +257,7 @@ static void mnist_epoch(ff_backend *be, int threads)
         return;
     }
     bench_result r = {.threads = threads, .median_s = t, .min_s = t, .runs = 1, .inner = 1};
-    snprintf(r.workload, sizeof r.workload, "fashion_mnist_epoch");
+    snprintf(r.workload, sizeof r.workload, cnn ? "fashion_mnist_cnn_epoch" : "fashion_mnist_epoch");
     snprintf(r.backend, sizeof r.backend, "%s", ff_backend_name(be));
     bench_emit(&r);
 }
@@ -236,5 +272,6 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     matmuls(be, threads, o, reference);
     elementwise(be, threads, o);
     models(be, threads, o);
-    if (o->mnist && bench_selected(o, "fashion_mnist_epoch") && !reference) mnist_epoch(be, threads);
+    if (o->mnist && bench_selected(o, "fashion_mnist_epoch") && !reference) mnist_epoch(be, threads, false);
+    if (o->mnist && bench_selected(o, "fashion_mnist_cnn_epoch") && !reference) mnist_epoch(be, threads, true);
 }

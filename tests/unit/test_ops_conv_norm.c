@@ -452,7 +452,47 @@ static void check_conv_entry_second_order(void)
     RELEASE(x, w);
 }
 
-FF_TEST_MAIN("ops_conv_norm", TEST(check_conv_entry_second_order), TEST(check_conv_known), TEST(check_conv_naive), TEST(check_conv_errors),
+/* A convolution big enough for cpu_blas to split across its threads (the batch, and for
+ * the weight gradient per-thread parts summed after): entries against the composition,
+ * forward and both gradients. ctest runs this file with FF_NUM_THREADS=2 too. */
+static void conv_big(const char *mode, ff_tensor *x, ff_tensor *w, double *y, double *gx, double *gw)
+{
+    if (mode) setenv("FF_CONV2D", mode, 1);
+    else unsetenv("FF_CONV2D");
+    ff_tensor *out = ff_conv2d(x, w, NULL, 1, 1, 1, 1), *o2 = out ? ff_mul(out, out) : NULL;
+    ff_tensor *l = o2 ? ff_sum(o2, 0, NULL, false) : NULL, *g[2] = {NULL, NULL}, *in[2] = {x, w};
+    CHECK(l && ff_autograd_grad(l, NULL, 2, in, g, NULL) == FF_OK);
+    CHECK(out && ff_test_values(out, y, 16 * 8 * 16 * 16) == 0);
+    CHECK(g[0] && ff_test_values(g[0], gx, 16 * 8 * 16 * 16) == 0);
+    CHECK(g[1] && ff_test_values(g[1], gw, 8 * 8 * 3 * 3) == 0);
+    RELEASE(out, o2, l, g[0], g[1]);
+    unsetenv("FF_CONV2D");
+}
+
+static double rel_diff(const double *a, const double *b, int n)
+{
+    double worst = 0, scale = 0;
+    for (int i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]) / (scale + 1e-30));
+    return worst;
+}
+
+static void check_conv_entry_threads(void)
+{
+    ff_tensor *x = ff_rand_normal(4, SHAPE(16, 8, 16, 16), FF_F32, 0, 1, 21);
+    ff_tensor *w = ff_rand_normal(4, SHAPE(8, 8, 3, 3), FF_F32, 0, 1, 22);
+    CHECK(ff_set_requires_grad(x, true) == FF_OK && ff_set_requires_grad(w, true) == FF_OK);
+    enum { NY = 16 * 8 * 16 * 16, NX = 16 * 8 * 16 * 16, NW = 8 * 8 * 3 * 3 };
+    static double y[2][NY], gx[2][NX], gw[2][NW];
+    conv_big(NULL, x, w, y[0], gx[0], gw[0]);
+    conv_big("compose", x, w, y[1], gx[1], gw[1]);
+    CHECK(rel_diff(y[0], y[1], NY) < 1e-5);
+    CHECK(rel_diff(gx[0], gx[1], NX) < 1e-5);
+    CHECK(rel_diff(gw[0], gw[1], NW) < 1e-5);
+    RELEASE(x, w);
+}
+
+FF_TEST_MAIN("ops_conv_norm", TEST(check_conv_entry_second_order), TEST(check_conv_entry_threads), TEST(check_conv_known), TEST(check_conv_naive), TEST(check_conv_errors),
              TEST(check_conv_grad), TEST(check_pool_values), TEST(check_max_pool_ties), TEST(check_pool_grad),
              TEST(check_layer_norm_values), TEST(check_layer_norm_grad), TEST(check_batch_norm_values),
              TEST(check_batch_norm_grad), TEST(check_conv_module), TEST(check_norm_modules),
