@@ -4,6 +4,7 @@
  * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
  * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). */
 #include <stdio.h>
+#include <string.h>
 
 #include "expr.h"
 
@@ -105,6 +106,159 @@ static ff_status update_running(ff_tensor *rm, ff_tensor *rv, const ff_tensor *m
     return st;
 }
 
+
+/* ---- batch_norm as one node ------------------------------------------------------ */
+/* Composed op by op, batch norm's graph was ~40 passes over x in f64 per training step
+ * (7.7x PyTorch's time on a [64, 16, 28, 28] layer). Now the statistics are computed as
+ * before (in f64 for f32, two-pass variance) but without a graph, and one node carries
+ * the closed-form gradient, in x's dtype:
+ *   gxhat = g w;  dx = inv (gxhat - mean(gxhat) - xhat mean(gxhat xhat))   (training)
+ *                 dx = inv gxhat                                           (eval)
+ *   dw = sum(g xhat), db = sum(g)      (sums and means over every axis but 1)
+ * Under create_graph the formula runs on xhat and inv recomputed from x with history,
+ * so higher-order gradients see their dependence on x. */
+typedef struct bn_geometry {
+    int nd, na, axes[FF_MAX_DIMS];
+    int64_t c, bshape[FF_MAX_DIMS];
+    double eps;
+    bool training;
+} bn_geometry;
+
+typedef struct bn_parts {
+    ff_tensor *mean, *var;  /* keepdim, in the statistics' dtype (f64 for f32) */
+    ff_tensor *inv_w;       /* 1 / sqrt(var + eps), same dtype */
+    ff_tensor *xhat, *inv;  /* in x's dtype */
+} bn_parts;
+
+static void bn_parts_free(bn_parts *p)
+{
+    ff_tensor_release(p->mean), ff_tensor_release(p->var), ff_tensor_release(p->inv_w);
+    ff_tensor_release(p->xhat), ff_tensor_release(p->inv);
+    memset(p, 0, sizeof *p);
+}
+
+/* xhat = (x - mean) inv, with batch statistics, or (rm, rv) the running ones; recorded
+ * when grad mode is on. */
+static ff_status bn_normalize(const ff_tensor *x, const bn_geometry *g, const ff_tensor *rm, const ff_tensor *rv,
+                              bn_parts *p, const char *fn)
+{
+    ff_expr e = {0};
+    ff_tensor *xs = FF_EX(&e, widen(x, fn)), *mean, *var;
+    if (!rm) {
+        mean = FF_EX(&e, ff_mean(xs, g->na, g->axes, true));
+        ff_tensor *xc0 = FF_EX(&e, ff_sub(xs, mean));
+        ff_tensor *sq = FF_EX(&e, ff_square(xc0));
+        var = FF_EX(&e, ff_mean(sq, g->na, g->axes, true));
+    } else {
+        /* copies: the node saves them, and the running buffers change in place later */
+        mean = FF_EX(&e, ff_reshape(rm, g->nd, g->bshape));
+        mean = FF_EX(&e, ff_clone(mean));
+        var = FF_EX(&e, ff_reshape(rv, g->nd, g->bshape));
+    }
+    ff_tensor *xc = FF_EX(&e, ff_sub(xs, mean));
+    ff_tensor *ve = FF_EX(&e, ff_add_scalar(var, g->eps));
+    ff_tensor *inv_w = FF_EX(&e, ff_rsqrt(ve));
+    ff_tensor *xh = FF_EX(&e, ff_mul(xc, inv_w));
+    ff_tensor *xhat = FF_EX(&e, ff_op_cast(xh, x->dtype, fn));
+    ff_tensor *inv = FF_EX(&e, ff_op_cast(inv_w, x->dtype, fn));
+    ff_status st = e.failed ? ff_last_status() : FF_OK;
+    if (!st) {
+        p->mean = ff_tensor_retain(mean), p->var = ff_tensor_retain(var), p->inv_w = ff_tensor_retain(inv_w);
+        p->xhat = ff_tensor_retain(xhat), p->inv = ff_tensor_retain(inv);
+    }
+    ff_expr_free(&e);
+    return st;
+}
+
+/* ip: [0] training, [1] 1 + index of weight among the inputs (0: none), [2] same for
+ * bias, [3] nd, [4] c, [5..] axes; dp[0] eps. saved: [0] xhat, [1] inv (x's dtype),
+ * [2] mean, [3] inv in the statistics' dtype (eval-mode recomputation). */
+static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    bn_geometry geo = {.nd = (int)n->ip[3], .c = n->ip[4], .eps = n->dp[0], .training = n->ip[0] != 0};
+    for (int d = 0, k = 0; d < geo.nd; d++) {
+        geo.bshape[d] = d == 1 ? geo.c : 1;
+        if (d != 1) geo.axes[k++] = d;
+    }
+    geo.na = geo.nd - 1;
+    const ff_tensor *sx = ff_node_saved(n, 0), *si = ff_node_saved(n, 1), *sm = ff_node_saved(n, 2),
+                    *sw = ff_node_saved(n, 3);
+    if (!sx || !si || !sm || !sw) return ff_last_status();
+    const ff_tensor *x = n->inputs[0];
+    const ff_tensor *w = n->ip[1] ? n->inputs[n->ip[1] - 1] : NULL;
+    bn_parts p = {0};
+    ff_status st = FF_OK;
+    if (ff_grad_enabled()) { /* create_graph: xhat and inv as functions of x */
+        if (geo.training) {
+            st = bn_normalize(x, &geo, NULL, NULL, &p, n->name);
+        } else {
+            ff_expr e = {0};
+            ff_tensor *xs = FF_EX(&e, widen(x, n->name)), *xc = FF_EX(&e, ff_sub(xs, sm));
+            ff_tensor *xh = FF_EX(&e, ff_mul(xc, sw));
+            p.xhat = ff_expr_result(&e, FF_EX(&e, ff_op_cast(xh, x->dtype, n->name)));
+            ff_expr_free(&e);
+            p.inv = p.xhat ? ff_op_cast(sw, x->dtype, n->name) : NULL;
+            st = p.xhat && p.inv ? FF_OK : ff_last_status();
+        }
+    } else {
+        p.xhat = ff_tensor_retain((ff_tensor *)sx), p.inv = ff_tensor_retain((ff_tensor *)si);
+    }
+    ff_expr e = {0};
+    if (!st) {
+        const ff_tensor *xhat = p.xhat;
+        ff_tensor *gxhat = (ff_tensor *)g;
+        if (w) {
+            ff_tensor *wb = FF_EX(&e, ff_reshape(w, geo.nd, geo.bshape));
+            gxhat = FF_EX(&e, ff_mul(g, wb));
+        }
+        if (n->needs_grad[0]) {
+            ff_tensor *d = gxhat;
+            if (geo.training) {
+                ff_tensor *m1 = FF_EX(&e, ff_mean(gxhat, geo.na, geo.axes, true));
+                ff_tensor *gx2 = FF_EX(&e, ff_mul(gxhat, xhat));
+                ff_tensor *m2 = FF_EX(&e, ff_mean(gx2, geo.na, geo.axes, true));
+                ff_tensor *t = FF_EX(&e, ff_mul(xhat, m2));
+                d = FF_EX(&e, ff_sub(gxhat, m1));
+                d = FF_EX(&e, ff_sub(d, t));
+            }
+            gi[0] = ff_expr_result(&e, FF_EX(&e, ff_mul(d, p.inv)));
+        }
+        int64_t c = geo.c;
+        if (n->ip[1] && n->needs_grad[n->ip[1] - 1] && !e.failed) {
+            ff_tensor *gxh = FF_EX(&e, ff_mul(g, xhat));
+            ff_tensor *sgw = FF_EX(&e, ff_sum(gxh, geo.na, geo.axes, false));
+            gi[n->ip[1] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgw, 1, &c)));
+        }
+        if (n->ip[2] && n->needs_grad[n->ip[2] - 1] && !e.failed) {
+            ff_tensor *sgb = FF_EX(&e, ff_sum(g, geo.na, geo.axes, false));
+            gi[n->ip[2] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgb, 1, &c)));
+        }
+        if (e.failed) st = ff_last_status();
+    }
+    ff_expr_free(&e);
+    bn_parts_free(&p);
+    return st;
+}
+
+static ff_status record_batch_norm(ff_tensor *r, const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias,
+                                   const bn_geometry *g, const bn_parts *p)
+{
+    const ff_tensor *in[3];
+    int n = 0, iw = 0, ib = 0;
+    in[n++] = x;
+    if (weight) in[n++] = weight, iw = n;
+    if (bias) in[n++] = bias, ib = n;
+    ff_node *node = ff_autograd_record(r, "batch_norm", batch_norm_backward, n, in);
+    if (!node) return ff_last_status();
+    node->ip[0] = g->training, node->ip[1] = iw, node->ip[2] = ib, node->ip[3] = g->nd, node->ip[4] = g->c;
+    node->nip = 5;
+    node->dp[0] = g->eps;
+    if (ff_node_save(node, p->xhat) || ff_node_save(node, p->inv) || ff_node_save(node, p->mean) ||
+        ff_node_save(node, p->inv_w))
+        return ff_last_status();
+    return FF_OK;
+}
+
 ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor *running_var,
                          const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum, double eps)
 {
@@ -140,22 +294,15 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         bshape[d] = d == 1 ? c : 1;
         if (d != 1) axes[na++] = d;
     }
+    bn_geometry geo = {.nd = nd, .na = na, .c = c, .eps = eps, .training = training};
+    memcpy(geo.axes, axes, sizeof axes);
+    memcpy(geo.bshape, bshape, sizeof bshape);
+    /* the values, without a graph: one node below stands for all of it */
+    bool prev = ff_set_grad_enabled(false);
+    bn_parts p = {0};
+    ff_status st = bn_normalize(x, &geo, training ? NULL : running_mean, training ? NULL : running_var, &p, fn);
     ff_expr e = {0};
-    ff_tensor *mean, *var, *xs = FF_EX(&e, widen(x, fn));
-    if (training) {
-        mean = FF_EX(&e, ff_mean(xs, na, axes, true));
-        ff_tensor *xc0 = FF_EX(&e, ff_sub(xs, mean));
-        ff_tensor *sq = FF_EX(&e, ff_square(xc0));
-        var = FF_EX(&e, ff_mean(sq, na, axes, true));
-    } else {
-        mean = FF_EX(&e, ff_reshape(running_mean, nd, bshape));
-        var = FF_EX(&e, ff_reshape(running_var, nd, bshape));
-    }
-    ff_tensor *xc = FF_EX(&e, ff_sub(xs, mean));
-    ff_tensor *ve = FF_EX(&e, ff_add_scalar(var, eps));
-    ff_tensor *inv = FF_EX(&e, ff_rsqrt(ve));
-    ff_tensor *y = FF_EX(&e, ff_mul(xc, inv));
-    y = FF_EX(&e, ff_op_cast(y, x->dtype, fn));
+    ff_tensor *y = st ? NULL : FF_EX(&e, ff_tensor_retain(p.xhat));
     if (weight) {
         ff_tensor *wb = FF_EX(&e, ff_reshape(weight, nd, bshape));
         y = FF_EX(&e, ff_mul(y, wb));
@@ -164,12 +311,19 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         ff_tensor *bb = FF_EX(&e, ff_reshape(bias, nd, bshape));
         y = FF_EX(&e, ff_add(y, bb));
     }
+    ff_set_grad_enabled(prev);
     ff_tensor *r = ff_expr_result(&e, y);
-    if (r && training && running_mean && update_running(running_mean, running_var, mean, var, count, momentum)) {
+    ff_expr_free(&e);
+    const ff_tensor *in[3] = {x, weight, bias};
+    if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p)) {
         ff_tensor_release(r);
         r = NULL;
     }
-    ff_expr_free(&e);
+    if (r && training && running_mean && update_running(running_mean, running_var, p.mean, p.var, count, momentum)) {
+        ff_tensor_release(r);
+        r = NULL;
+    }
+    bn_parts_free(&p);
     if (!r) ff_error_prefix(fn);
     return r;
 }

@@ -9,7 +9,12 @@
  *     row is summed by blas_vsum_* (32 double lanes, pairwise over blocks); one row is
  *     split across threads, many rows are distributed over them;
  *   - outer: the reduced axes are the leading ones (a column sum): rows are added into
- *     a vector of double accumulators, threads split the columns.
+ *     a vector of double accumulators, threads split the columns;
+ *   - middle: reduced, then kept, then reduced axes (batch norm's statistics over N and
+ *     H*W of [N, C, H, W]): each kept position is rows of contiguous runs, each run
+ *     summed as in the inner path; threads split the kept positions. The general path's
+ *     per-element accumulator walk took 4.6 ms for this on [64, 16, 28, 28] f32 (35x a
+ *     full sum of the same array); this path 0.17 ms (1 thread).
  * Everything else takes the general path: one accumulator per output, one row-major
  * pass over src.
  */
@@ -72,6 +77,7 @@ typedef struct red_arg {
     const char *src; /* first element */
     char *dst;       /* first element */
     int64_t rows, len;
+    int64_t kept;    /* middle: kept positions between the leading and trailing reduced dims */
     double *acc;     /* outer: len accumulators */
     double partial[64];
 } red_arg;
@@ -155,6 +161,22 @@ static void cols_task(void *varg, int64_t begin, int64_t end)
     for (int64_t j = begin; j < end; j++) ffb_st_f64(a->dst + j * ds, a->dt, acc[j]);
 }
 
+/* Kept positions [begin, end) of a rows x kept x len block, reduced over rows and len:
+ * each position is rows runs of len contiguous values, combined in order. */
+static void mid_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt);
+    for (int64_t k = begin; k < end; k++) {
+        double r = 0.0;
+        for (int64_t i = 0; i < a->rows; i++) {
+            double v = reduce_run(a->op, a->t, a->src + (i * a->kept + k) * a->len * es, a->len);
+            r = i ? combine(a->op, r, v) : v;
+        }
+        ffb_st_f64(a->dst + k * ds, a->dt, r);
+    }
+}
+
 /* Returns 1 if handled. */
 static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
 {
@@ -164,15 +186,25 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
      * all follow them (outer) */
     int seen_red = 0, seen_keep = 0, inner = 1, outer = 1;
     int64_t rows = 1, len = 1, numel = 1;
+    /* and the middle form, reduced-kept-reduced ([N, C, H*W] over N and H*W: batch
+     * norm's statistics), with its three block sizes */
+    int phase = 0, middle = 1;
+    int64_t r1 = 1, kept = 1, r2 = 1;
     for (int d = 0; d < src->ndim; d++) {
         if (src->shape[d] == 1) continue;
         numel *= src->shape[d];
         if ((mask >> d) & 1u) {
             seen_red = 1;
             if (seen_keep) outer = 0;
+            if (phase == 1) phase = 2;
+            if (phase == 0) r1 *= src->shape[d];
+            else r2 *= src->shape[d];
         } else {
             seen_keep = 1;
             if (seen_red) inner = 0;
+            if (phase == 2) middle = 0;
+            phase = 1;
+            kept *= src->shape[d];
         }
     }
     int64_t es = (int64_t)ff_dtype_size(src->dtype);
@@ -194,6 +226,12 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
             int64_t min_rows = len >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + len - 1) / len;
             blas_parallel_for(c, rows, min_rows, 1, rows_task, &a);
         }
+        return 1;
+    }
+    if (middle && !inner && !outer) {
+        a.rows = r1, a.kept = kept, a.len = r2;
+        int64_t per = r1 * r2, min_kept = per >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + per - 1) / per;
+        blas_parallel_for(c, kept, min_kept, 1, mid_task, &a);
         return 1;
     }
     if (outer) {
