@@ -167,14 +167,25 @@ ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
 }
 
 /* ---- where --------------------------------------------------------------------------- */
-#define WHERE_LOOP(T)                                                                      \
-    BLAS_CLONES static void where_##T(int64_t n, T *d, int64_t ds, const uint8_t *c, int64_t cs, \
-                                      const T *a, int64_t as, const T *b, int64_t bs)      \
-    {                                                                                      \
-        if (ds == 1 && cs == 1 && as == 1 && bs == 1)                                      \
-            for (int64_t i = 0; i < n; i++) d[i] = c[i] ? a[i] : b[i];                     \
-        else                                                                               \
-            for (int64_t i = 0; i < n; i++) d[i * ds] = c[i * cs] ? a[i * as] : b[i * bs]; \
+/* Branch-free selects (a mask, not ?:): cond is data, often random (relu's backward:
+ * where(x <= 0, 0, g)), and a mispredicted branch per element made that 2.7 ms on
+ * [64, 16, 28, 28] against 0.1 ms for an add. One operand may be a broadcast scalar. */
+#define SELECT(T, cv, av, bv) ((T)(((av) & ((T)0 - (T)((cv) != 0))) | ((bv) & ~((T)0 - (T)((cv) != 0)))))
+#define WHERE_LOOP(T)                                                                                        \
+    BLAS_CLONES static void where_##T(int64_t n, T *d, int64_t ds, const uint8_t *c, int64_t cs, const T *a, \
+                                      int64_t as, const T *b, int64_t bs)                                   \
+    {                                                                                                        \
+        if (ds == 1 && cs == 1 && as == 1 && bs == 1) {                                                      \
+            for (int64_t i = 0; i < n; i++) d[i] = SELECT(T, c[i], a[i], b[i]);                              \
+        } else if (ds == 1 && cs == 1 && as == 0 && bs == 1) {                                               \
+            const T av = a[0];                                                                               \
+            for (int64_t i = 0; i < n; i++) d[i] = SELECT(T, c[i], av, b[i]);                                \
+        } else if (ds == 1 && cs == 1 && as == 1 && bs == 0) {                                               \
+            const T bv = b[0];                                                                               \
+            for (int64_t i = 0; i < n; i++) d[i] = SELECT(T, c[i], a[i], bv);                                \
+        } else {                                                                                             \
+            for (int64_t i = 0; i < n; i++) d[i * ds] = SELECT(T, c[i * cs], a[i * as], b[i * bs]);          \
+        }                                                                                                    \
     }
 WHERE_LOOP(uint8_t)
 WHERE_LOOP(uint32_t)

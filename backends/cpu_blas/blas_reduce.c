@@ -128,37 +128,54 @@ static void chunks_task(void *varg, int64_t begin, int64_t end)
     }
 }
 
-/* Columns [begin, end) of a rows x len block, accumulated over the rows. */
-static void cols_task(void *varg, int64_t begin, int64_t end)
+/* Columns [begin, end) of the rows x len block at src, accumulated over the rows into
+ * acc (indexed by column), then stored to dst (indexed by column). */
+static void cols_reduce(const red_arg *a, const char *src, char *dst, double *acc, int64_t begin, int64_t end)
 {
-    red_arg *a = varg;
-    double *acc = a->acc;
-    int is_max = a->op == FF_REDUCE_MAX;
+    /* MAX/MIN as selects, not branches (random data mispredicts every other one): the
+     * first row starts the extremes, a NaN once taken stays (m == m fails) */
+    int is_max = a->op == FF_REDUCE_MAX, sum = a->op == FF_REDUCE_SUM;
     for (int64_t r = 0; r < a->rows; r++) {
-        if (a->t == FF_F32) {
-            const float *x = (const float *)a->src + r * a->len;
-            if (a->op == FF_REDUCE_SUM) {
-                for (int64_t j = begin; j < end; j++) acc[j] += x[j];
-            } else {
-                for (int64_t j = begin; j < end; j++) {
-                    double v = x[j];
-                    if (r == 0 || (acc[j] == acc[j] && (v != v || (is_max ? v > acc[j] : v < acc[j])))) acc[j] = v;
-                }
+        const float *xf = (const float *)src + r * a->len;
+        const double *xd = (const double *)src + r * a->len;
+        int f32 = a->t == FF_F32;
+        if (sum) {
+            if (f32) for (int64_t j = begin; j < end; j++) acc[j] = (r ? acc[j] : 0.0) + xf[j]; /* 0 + x: -0 sums to +0 */
+            else for (int64_t j = begin; j < end; j++) acc[j] = (r ? acc[j] : 0.0) + xd[j];
+        } else if (r == 0) {
+            for (int64_t j = begin; j < end; j++) acc[j] = f32 ? (double)xf[j] : xd[j];
+        } else if (f32) {
+            for (int64_t j = begin; j < end; j++) {
+                double v = xf[j], m = acc[j];
+                acc[j] = m == m && (v != v || (is_max ? v > m : v < m)) ? v : m;
             }
         } else {
-            const double *x = (const double *)a->src + r * a->len;
-            if (a->op == FF_REDUCE_SUM) {
-                for (int64_t j = begin; j < end; j++) acc[j] += x[j];
-            } else {
-                for (int64_t j = begin; j < end; j++) {
-                    double v = x[j];
-                    if (r == 0 || (acc[j] == acc[j] && (v != v || (is_max ? v > acc[j] : v < acc[j])))) acc[j] = v;
-                }
+            for (int64_t j = begin; j < end; j++) {
+                double v = xd[j], m = acc[j];
+                acc[j] = m == m && (v != v || (is_max ? v > m : v < m)) ? v : m;
             }
         }
     }
     int64_t ds = (int64_t)ff_dtype_size(a->dt);
-    for (int64_t j = begin; j < end; j++) ffb_st_f64(a->dst + j * ds, a->dt, acc[j]);
+    for (int64_t j = begin; j < end; j++) ffb_st_f64(dst + j * ds, a->dt, acc[j]);
+}
+
+/* Columns [begin, end) of the outer form (one rows x len block). */
+static void cols_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    cols_reduce(a, a->src, a->dst, a->acc, begin, end);
+}
+
+/* Blocks [begin, end) of the kept-reduced-kept form (kept blocks of rows x len each, the
+ * windows of a pooling): each block as the outer form, into its own len outputs. */
+static void blocks_task(void *varg, int64_t begin, int64_t end)
+{
+    red_arg *a = varg;
+    int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt);
+    double acc[1024]; /* reduce_fast sends only len <= 1024 here */
+    for (int64_t k = begin; k < end; k++)
+        cols_reduce(a, a->src + k * a->rows * a->len * es, a->dst + k * a->len * ds, acc, 0, a->len);
 }
 
 /* Kept positions [begin, end) of a rows x kept x len block, reduced over rows and len:
@@ -182,31 +199,28 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
 {
     if (!blas_is_float(src->dtype) || !(op == FF_REDUCE_SUM || op == FF_REDUCE_MAX || op == FF_REDUCE_MIN)) return 0;
     if (!blas_is_float(dst->dtype) || !dense(src) || !dense(dst)) return 0;
-    /* classify the non-trivial dims: kept ones must all precede reduced ones (inner) or
-     * all follow them (outer) */
-    int seen_red = 0, seen_keep = 0, inner = 1, outer = 1;
-    int64_t rows = 1, len = 1, numel = 1;
-    /* and the middle form, reduced-kept-reduced ([N, C, H*W] over N and H*W: batch
-     * norm's statistics), with its three block sizes */
-    int phase = 0, middle = 1;
-    int64_t r1 = 1, kept = 1, r2 = 1;
+    /* Group the non-trivial dims into runs of reduced and kept ones; the fast forms are
+     *   [K] R (inner: a row sum, or everything), R K (outer: a column sum),
+     *   R K R (middle: batch norm's statistics over N and H*W of [N, C, H, W]),
+     *   K R K (window: the K windows of a pooling, [N*C, K, OH*OW]). */
+    int ng = 0, red[4];
+    int64_t size[4], numel = 1;
     for (int d = 0; d < src->ndim; d++) {
         if (src->shape[d] == 1) continue;
+        int r = (mask >> d) & 1u;
         numel *= src->shape[d];
-        if ((mask >> d) & 1u) {
-            seen_red = 1;
-            if (seen_keep) outer = 0;
-            if (phase == 1) phase = 2;
-            if (phase == 0) r1 *= src->shape[d];
-            else r2 *= src->shape[d];
+        if (ng > 0 && red[ng - 1] == r) {
+            size[ng - 1] *= src->shape[d];
         } else {
-            seen_keep = 1;
-            if (seen_red) inner = 0;
-            if (phase == 2) middle = 0;
-            phase = 1;
-            kept *= src->shape[d];
+            if (ng == 4) return 0;
+            red[ng] = r, size[ng] = src->shape[d], ng++;
         }
     }
+    int inner = ng == 0 || (ng == 1 && red[0]) || (ng == 1 && !red[0]) || (ng == 2 && !red[0]);
+    int outer = ng == 2 && red[0];
+    int middle = ng == 3 && red[0];
+    int window = ng == 3 && !red[0] && size[2] <= 1024;
+    int64_t rows = 1, len = 1;
     int64_t es = (int64_t)ff_dtype_size(src->dtype);
     red_arg a = {.op = op, .t = src->dtype, .dt = dst->dtype,
                  .src = (const char *)src->buf + src->offset * es,
@@ -228,10 +242,10 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
         }
         return 1;
     }
-    if (middle && !inner && !outer) {
-        a.rows = r1, a.kept = kept, a.len = r2;
-        int64_t per = r1 * r2, min_kept = per >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + per - 1) / per;
-        blas_parallel_for(c, kept, min_kept, 1, mid_task, &a);
+    if (middle || window) {
+        a.rows = middle ? size[0] : size[1], a.kept = middle ? size[1] : size[0], a.len = size[2];
+        int64_t per = a.rows * a.len, min_kept = per >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + per - 1) / per;
+        blas_parallel_for(c, a.kept, min_kept, 1, middle ? mid_task : blocks_task, &a);
         return 1;
     }
     if (outer) {
