@@ -49,11 +49,52 @@ static map_f32_fn fast_f32(ff_unary_op op)
     }
 }
 
+/* f64: the exact ops (the reference computes them in double too, so the bits agree);
+ * the generic path's per-element dtype switches made square 9x a multiply. */
+#define MAP_F64(name, expr) \
+    BLAS_CLONES static void name##_f64(int64_t n, double *d, const double *x) { for (int64_t i = 0; i < n; i++) d[i] = (expr); }
+MAP_F64(neg, -x[i])
+MAP_F64(abs, fabs(x[i]))
+MAP_F64(square, x[i] * x[i])
+MAP_F64(sqrt, sqrt(x[i]))
+MAP_F64(recip, 1.0 / x[i])
+MAP_F64(rsqrt, 1.0 / sqrt(x[i]))
+MAP_F64(relu, x[i] < 0.0 ? 0.0 : x[i])
+
+typedef void (*map_f64_fn)(int64_t n, double *d, const double *x);
+
+static map_f64_fn fast_f64(ff_unary_op op)
+{
+    switch (op) {
+    case FF_UNARY_NEG: return neg_f64;
+    case FF_UNARY_ABS: return abs_f64;
+    case FF_UNARY_SQUARE: return square_f64;
+    case FF_UNARY_SQRT: return sqrt_f64;
+    case FF_UNARY_RECIPROCAL: return recip_f64;
+    case FF_UNARY_RSQRT: return rsqrt_f64;
+    case FF_UNARY_RELU: return relu_f64;
+    default: return NULL;
+    }
+}
+
 typedef struct unary_arg {
     ff_unary_op op;
     ff_dtype st, dt;
     map_f32_fn f32;
+    map_f64_fn f64;
 } unary_arg;
+
+static void seg_f64(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const unary_arg *a = varg;
+    double *d = (double *)p[0];
+    const double *x = (const double *)p[1];
+    if (s[0] == 1 && s[1] == 1) {
+        a->f64(n, d, x);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) a->f64(1, d + i * s[0], x + i * s[1]);
+}
 
 static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
@@ -122,8 +163,9 @@ ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_vie
     if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
 
     op = ffb_unary_effective(op, src->dtype); /* ~bool is the logical not */
-    unary_arg a = {op, src->dtype, dst->dtype, src->dtype == FF_F32 ? fast_f32(op) : NULL};
-    blas_seg_fn seg = a.f32 ? seg_f32 : seg_generic;
+    unary_arg a = {op, src->dtype, dst->dtype, src->dtype == FF_F32 ? fast_f32(op) : NULL,
+                   src->dtype == FF_F64 ? fast_f64(op) : NULL};
+    blas_seg_fn seg = a.f32 ? seg_f32 : a.f64 ? seg_f64 : seg_generic;
     if (op == FF_UNARY_BITWISE_NOT && (src->dtype == FF_I32 || src->dtype == FF_I64 || src->dtype == FF_U8))
         seg = seg_int_not;
     const ff_view *vs[] = {dst, src};
