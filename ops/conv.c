@@ -189,28 +189,22 @@ ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bi
     const int64_t *xs = x->layout.shape, *ws = w->layout.shape;
     int64_t n = xs[0], c = xs[1], o = ws[0], oh = 0, ow = 0;
     ff_expr e = {0};
+    ff_tensor *y4;
     if (use_entries(x, w)) {
         /* the composition's checks, so both paths accept and refuse the same calls */
         if (windows_geometry(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, &oh, &ow, fn)) return NULL;
         ff_conv2d_params p = {{stride_h, stride_w}, {pad_h, pad_w}};
-        ff_tensor *y4 = FF_EX(&e, conv_apply(0, x, w, &p, NULL, fn));
-        if (bias) {
-            ff_tensor *b3 = FF_EX(&e, ff_reshape(bias, 3, (int64_t[]){o, 1, 1}));
-            y4 = FF_EX(&e, ff_add(y4, b3));
-        }
-        ff_tensor *r = ff_expr_result(&e, y4);
-        ff_expr_free(&e);
-        if (!r) ff_error_prefix(fn);
-        return r;
+        y4 = FF_EX(&e, conv_apply(0, x, w, &p, NULL, fn));
+    } else {
+        /* [N, C, K, OH, OW] -> columns [N, C*K, OH*OW]: a view (stack's output is
+         * contiguous), with rows ordered c * K + kh * KW + kw like w's flattening. */
+        ff_tensor *win = FF_EX(&e, ff_op_windows2d(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, 0.0, &oh, &ow, fn));
+        int64_t ck = c * ws[2] * ws[3]; /* <= numel(win) / (N * OH * OW): no overflow */
+        ff_tensor *cols = FF_EX(&e, ff_reshape(win, 3, (int64_t[]){n, ck, oh * ow}));
+        ff_tensor *wm = FF_EX(&e, ff_reshape(w, 2, (int64_t[]){o, ck}));
+        ff_tensor *y = FF_EX(&e, ff_matmul(wm, cols)); /* [O, CK] @ [N, CK, L] -> [N, O, L] */
+        y4 = FF_EX(&e, ff_reshape(y, 4, (int64_t[]){n, o, oh, ow}));
     }
-    /* [N, C, K, OH, OW] -> columns [N, C*K, OH*OW]: a view (stack's output is
-     * contiguous), with rows ordered c * K + kh * KW + kw like w's flattening. */
-    ff_tensor *win = FF_EX(&e, ff_op_windows2d(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, 0.0, &oh, &ow, fn));
-    int64_t ck = c * ws[2] * ws[3]; /* <= numel(win) / (N * OH * OW): no overflow */
-    ff_tensor *cols = FF_EX(&e, ff_reshape(win, 3, (int64_t[]){n, ck, oh * ow}));
-    ff_tensor *wm = FF_EX(&e, ff_reshape(w, 2, (int64_t[]){o, ck}));
-    ff_tensor *y = FF_EX(&e, ff_matmul(wm, cols)); /* [O, CK] @ [N, CK, L] -> [N, O, L] */
-    ff_tensor *y4 = FF_EX(&e, ff_reshape(y, 4, (int64_t[]){n, o, oh, ow}));
     if (bias) {
         ff_tensor *b3 = FF_EX(&e, ff_reshape(bias, 3, (int64_t[]){o, 1, 1}));
         y4 = FF_EX(&e, ff_add(y4, b3));
