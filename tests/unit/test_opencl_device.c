@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ff/io.h"
 #include "ff_test.h"
 
 static ff_backend *ocl, *host;
@@ -101,6 +102,25 @@ static void test_safetensors_round_trip_through_the_device(void)
     RELEASE(t, tt, w);
 }
 
+/* DLPack: a device tensor refuses export (no host pointer to share); a host array
+ * imported onto the device is copied, and the producer's deleter runs once (ASan
+ * checks the once). */
+static void test_dlpack_export_refused_import_copied(void)
+{
+    float v[] = {1, 2, 3, 4, 5, 6};
+    ff_tensor *d = on(ocl, 2, SHAPE(2, 3), v), *h = on(host, 2, SHAPE(2, 3), v);
+    struct DLManagedTensor *bad = ff_to_dlpack(d);
+    CHECK_ERROR(bad == NULL, FF_ERR_UNSUPPORTED, "opencl");
+    ff_tensor *ht = ff_transpose(h, 0, 1); /* strided: the copy follows the strides */
+    struct DLManagedTensor *m = ht ? ff_to_dlpack(ht) : NULL;
+    CHECK(m != NULL);
+    ff_tensor *r = m ? ff_from_dlpack_on(ocl, m) : NULL;
+    CHECK(r && ff_tensor_backend(r) == ocl);
+    CHECK_TENSOR(r, 2, SHAPE(3, 2), VALS(1, 4, 2, 5, 3, 6), 0);
+    if (m && !r) ff_dlpack_free(m);
+    RELEASE(d, h, ht, r);
+}
+
 static void test_memory_comes_back(void)
 {
     size_t before = 0, after = 0, cached = 0, peak = 0;
@@ -124,6 +144,7 @@ int main(void)
         {"to_is_differentiable_both_ways", test_to_is_differentiable_both_ways},
         {"bad_index_on_the_device_is_an_error", test_bad_index_on_the_device_is_an_error},
         {"safetensors_round_trip_through_the_device", test_safetensors_round_trip_through_the_device},
+        {"dlpack_export_refused_import_copied", test_dlpack_export_refused_import_copied},
         {"memory_comes_back", test_memory_comes_back},
     };
     if (!ocl || !host) return 1;
