@@ -70,6 +70,10 @@ W(w_norm2, CALL(ff_norm, x[0], 2.0, 0, NULL, false))
 W(w_any1, CALL(ff_any, x[0], 1, ax1, false))
 W(w_all0k, CALL(ff_all, x[0], 1, ax0, true))
 W(w_matmul, CALL(ff_matmul, x[0], x[1]))
+W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
+W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
+W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
+W(w_cumprod1, CALL(ff_cumprod, x[0], 1))
 /* conv2d: on a backend with the conv2d entries these compare the entries (and their
  * gradients) with the reference's composition; shapes cover padding, stride > 1 with
  * unread rows, 1x1 and 5x5 kernels, batch 1, one channel, odd sizes, a bias */
@@ -375,6 +379,11 @@ const cf_opdef cf_optable[] = {
      false, false, NULL},
     {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
     {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
+    /* scans: the optional scan entry against the reference's */
+    {"cumsum_axis1", 1, {2}, {{4, 9}}, {F}, {S}, {0}, w_cumsum1, CF_TOL_ACCUM, 9, true, true, NULL},
+    {"cumsum_axis0", 1, {2}, {{7, 5}}, {F}, {S}, {0}, w_cumsum0, CF_TOL_ACCUM, 7, true, true, NULL},
+    {"cumsum_3d_last", 1, {3}, {{2, 3, 6}}, {F}, {S}, {0}, w_cumsum_last, CF_TOL_ACCUM, 6, true, true, NULL},
+    {"cumprod_axis1", 1, {2}, {{4, 6}}, {F}, {CF_DOM_NEAR1}, {0}, w_cumprod1, CF_TOL_PROD, 6, true, true, NULL},
     {"conv2d_k3_pad1", 2, {4, 4}, {{2, 3, 7, 6}, {4, 3, 3, 3}}, {F, F}, {S, S}, {0}, w_conv2d_k3p1, CF_TOL_ACCUM, 27,
      false, true, NULL},
     {"conv2d_stride2_unread_rows_batch1_c1", 2, {4, 4}, {{1, 1, 6, 7}, {2, 1, 3, 3}}, {F, F}, {S, S}, {0},

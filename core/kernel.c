@@ -238,3 +238,16 @@ ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, 
                                 : be->vt->conv2d_backward_weight(be->ctx, &vd, &va, &vb, p);
     return finish(st, dst, fn);
 }
+
+/* op 0 cumsum, 1 cumprod along axis (normalized; 0 for 0-d); dst has src's shape and dtype. */
+ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    ff_status (*scan)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, scan);
+    if (!scan || !be->vt->supports(be->ctx, FF_KIND_SCAN, op, src->dtype))
+        return unsupported(be, fn, op ? "cumprod" : "cumsum", src->dtype);
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(scan(be->ctx, op, &vd, &vs, axis), dst, fn);
+}

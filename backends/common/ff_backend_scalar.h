@@ -625,6 +625,70 @@ static inline void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op
     else ffb_st_i64(p, t, a->i);
 }
 
+/* ---- scan (cumsum / cumprod) ------------------------------------------------------ */
+/* The optional scan entry on host memory: every dtype but bool; floats accumulate in
+ * double and each prefix is rounded once at its store, integers wrap in 64 bits. */
+static inline int ffb_scan_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_dtype_ok(t) && t != FF_BOOL; }
+
+/* The scan entry's argument checks, with messages "<backend> scan: ...". */
+static inline ff_status ffb_scan_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
+                                       const ff_view *src, int axis)
+{
+    ff_status st;
+    if ((st = ffb_check_view(host, backend, "scan", "dst", dst)) || (st = ffb_check_view(host, backend, "scan", "src", src)))
+        return st;
+    char msg[256];
+    int rank = src->ndim ? src->ndim : 1;
+    if (!ffb_scan_supported(op, src->dtype))
+        snprintf(msg, sizeof msg, "%s scan: op %d is not supported on %s", backend, op, ffb_dtype_name(src->dtype)),
+            st = FF_ERR_UNSUPPORTED;
+    else if (dst->dtype != src->dtype || !ffb_same_shape(dst, src))
+        snprintf(msg, sizeof msg, "%s scan: dst must have src's dtype and shape", backend), st = FF_ERR_INVALID;
+    else if (axis < 0 || axis >= rank)
+        snprintf(msg, sizeof msg, "%s scan: axis %d out of range for rank %d", backend, axis, (int)src->ndim),
+            st = FF_ERR_INVALID;
+    if (st && host && host->set_error) host->set_error("%s", msg);
+    return st;
+}
+
+/* Scans every line of src along axis into dst (same shape and dtype, host buffers; dst
+ * may be src itself: each element is read before it is written). */
+static inline void ffb_scan_host(int op, const ff_view *dst, const ff_view *src, int axis)
+{
+    ff_dtype t = src->dtype;
+    int64_t es = (int64_t)ff_dtype_size(t), len = src->ndim ? src->shape[axis] : 1;
+    int64_t ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
+    int64_t lines = len ? ff_view_numel(src) / len : 0;
+    for (int64_t n = 0; n < lines; n++) {
+        /* the line's start: unravel n over the shape without the axis */
+        int64_t rest = n, so = src->offset, dof = dst->offset;
+        for (int d = src->ndim - 1; d >= 0; d--) {
+            if (d == axis) continue;
+            int64_t c = rest % src->shape[d];
+            rest /= src->shape[d];
+            so += c * src->strides[d];
+            dof += c * dst->strides[d];
+        }
+        const char *sp = (const char *)src->buf + so * es;
+        char *dp = (char *)dst->buf + dof * es;
+        if (ffb_is_float(t)) {
+            double acc = op ? 1.0 : 0.0;
+            for (int64_t i = 0; i < len; i++) {
+                double x = ffb_ld_f64(sp + i * ss * es, t);
+                acc = op ? acc * x : acc + x;
+                ffb_st_f64(dp + i * ds * es, t, acc);
+            }
+        } else {
+            uint64_t acc = op ? 1u : 0u;
+            for (int64_t i = 0; i < len; i++) {
+                uint64_t x = (uint64_t)ffb_ld_i64(sp + i * ss * es, t);
+                acc = op ? acc * x : acc + x;
+                ffb_st_i64(dp + i * ds * es, t, ffb_u64_to_i64(acc));
+            }
+        }
+    }
+}
+
 /* ---- gather / scatter_add ---------------------------------------------------------------- */
 
 /* A 0-d view as a rank-1 view of one element (in *tmp); other views pass through. */

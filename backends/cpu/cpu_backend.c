@@ -51,6 +51,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return cpu_random_supported((ff_random_dist)op, dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
+    case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     default: return 0;
     }
 }
@@ -169,6 +170,7 @@ static const ff_backend_vtable cpu_vtable = {
     .random = cpu_random,
     /* optional */
     .softmax = cpu_softmax,
+    .scan = cpu_scan,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
 };

@@ -1,7 +1,7 @@
 /*
- * reduce and softmax. The dtype rules are the reference's (backends/cpu/cpu_reduce.c):
- * SUM/PROD write any dtype, MAX/MIN src's, ARG* I64 over at most one axis, ANY/ALL
- * bool. Long rows get a work-group each and a tree in local memory (kernels/reduce.cl);
+ * reduce, softmax and scan (cumsum / cumprod, one work-item per line). The reduce
+ * dtype rules are the reference's (backends/cpu/cpu_reduce.c): SUM/PROD write any
+ * dtype, MAX/MIN src's, ARG* I64 over at most one axis, ANY/ALL bool. Long rows get a work-group each and a tree in local memory (kernels/reduce.cl);
  * short rows one work-item each.
  */
 #include "ocl_impl.h"
@@ -135,4 +135,24 @@ ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
     ocl_arg args[] = {OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(rows), OCL_ARG(ax), OCL_ARG(lg),
                       OCL_ARG(nrows)};
     return ocl_launch(c, "softmax", OK_SOFTMAX, args, 8, ocl_grid(c, nrows), 0);
+}
+
+ff_status ocl_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis)
+{
+    ocl_ctx *c = ctx;
+    ff_status st = ffb_scan_check(c->host, "opencl", op, dst, src, axis);
+    if (st) return st;
+    ff_view d1, s1; /* a 0-d view is one line of one element */
+    dst = ffb_as_rank1(dst, &d1);
+    src = ffb_as_rank1(src, &s1);
+    int64_t len = src->shape[axis];
+    if (len == 0 || ff_view_numel(src) == 0) return FF_OK;
+    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), lines = ocl_kview_of(src);
+    lines.shape[axis] = 1;
+    cl_long nlines = ff_view_numel(src) / len;
+    cl_int cop = op, ax = axis;
+    cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
+    ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(lines), OCL_ARG(ax),
+                      OCL_ARG(nlines)};
+    return ocl_launch(c, "scan", OK_SCAN, args, 8, ocl_grid(c, nlines), 0);
 }

@@ -241,7 +241,8 @@ typedef enum ff_random_dist {
  *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
  *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
- *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight) */
+ *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
+ *   SCAN: src (op = 0 cumsum, 1 cumprod) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -257,6 +258,8 @@ typedef enum ff_op_kind {
     /* appended after ABI v1's first release: the optional conv2d entries, op = 0 forward,
      * 1 backward to the input, 2 backward to the weight; dtype = x's (== w's == y's) */
     FF_KIND_CONV2D,
+    /* the optional scan entry: op = 0 cumulative sum, 1 cumulative product; dtype = src's */
+    FF_KIND_SCAN,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -389,6 +392,14 @@ typedef struct ff_backend_vtable {
                                        const ff_conv2d_params *p);
     ff_status (*conv2d_backward_weight)(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
                                         const ff_conv2d_params *p);
+
+    /* Inclusive scan along axis (0 <= axis < ndim; a 0-d view is one element): op 0
+     * cumulative sum, 1 cumulative product. dst and src have one dtype and one shape; dst
+     * may be the identical view of src. Floats accumulate in double and each prefix is
+     * rounded once; integers wrap in 64 bits (the core sends I64 for integer inputs, as
+     * PyTorch promotes them); bool is not sent. May be NULL: the core then reports that
+     * the backend does not support cumsum/cumprod. */
+    ff_status (*scan)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -134,6 +134,10 @@ ff_tensor *ff_logsumexp(const ff_tensor *x, int naxes, const int *axes, bool kee
 ff_tensor *ff_any(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
 ff_tensor *ff_all(const ff_tensor *x, int naxes, const int *axes, bool keepdim);
 ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, bool keepdim);
+/* Inclusive cumulative sum / product along axis (negative counts from the end), as
+ * torch.cumsum / torch.cumprod: integer and bool inputs give i64. Differentiable. */
+ff_tensor *ff_cumsum(const ff_tensor *x, int axis);
+ff_tensor *ff_cumprod(const ff_tensor *x, int axis);
 
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */

@@ -66,7 +66,7 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
            "sigmoid", "relu", "abs", "sign", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf",
            "atan", "asin", "acos", "arctan", "arcsin", "arccos", "erfinv",
            "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp", "any", "all",
-           "norm", "softmax", "log_softmax", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
+           "norm", "softmax", "log_softmax", "cumsum", "cumprod", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
            "permute", "clamp", "clip", "matmul", "outer", "max", "min", "maximum", "minimum", "flip", "tril",
            "triu", "gather", "index_select", "broadcast_to", "narrow", "clone", "detach", "numel", "pow",
            "add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "lerp", "silu", "softplus", "gelu",

@@ -4,8 +4,9 @@ Float-valued elementwise functions of f32 inputs are computed in f64 and rounded
 (so tan, sinh, log2 ... are as accurate as the core's own transcendental ops); integer
 inputs give f32, as PyTorch. Attached to `fusionflow` and to `Tensor` by __init__.py.
 
-Not here (they need kernels of their own: scans, sorts, data-dependent sizes, LAPACK,
-FFT): see docs/semantics.md, "Functions not offered yet"."""
+Not here: cumsum/cumprod are Tensor methods on the core's scan op; what still needs
+kernels of its own (sorts, data-dependent sizes, LAPACK, FFT) is listed by
+python/tools/api_coverage.py."""
 import builtins
 import math
 

@@ -181,6 +181,8 @@ _PROTOS = {
     "ff_matmul": (T, [T, T]),
     "ff_outer": (T, [T, T]),
     "ff_softmax": (T, [T, c_int]),
+    "ff_cumsum": (T, [T, c_int]),
+    "ff_cumprod": (T, [T, c_int]),
     "ff_log_softmax": (T, [T, c_int]),
     "ff_cross_entropy": (T, [T, T]),
     "ff_mse_loss": (T, [T, T]),

@@ -740,6 +740,16 @@ class Tensor:
     def softmax(self, dim=-1):
         return wrap(C.ff_softmax(self._ptr, int(dim)))
 
+    def cumsum(self, dim, *, dtype=None):
+        """Inclusive cumulative sum along dim; integers and bool give int64 (as PyTorch),
+        dtype= casts the input first."""
+        t = self if dtype is None else self.to(dtype)
+        return wrap(C.ff_cumsum(t._ptr, int(dim)))
+
+    def cumprod(self, dim, *, dtype=None):
+        t = self if dtype is None else self.to(dtype)
+        return wrap(C.ff_cumprod(t._ptr, int(dim)))
+
     def log_softmax(self, dim=-1):
         return wrap(C.ff_log_softmax(self._ptr, int(dim)))
 

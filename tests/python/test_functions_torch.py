@@ -8,7 +8,7 @@ import pytest
 
 import fusionflow as ff
 import fusionflow.nn.functional as F
-from conftest import make_close
+from conftest import DEVICES, make_close
 
 torch = pytest.importorskip("torch") if not os.environ.get("FF_REQUIRE_TORCH") else __import__("torch")
 TF = torch.nn.functional
@@ -212,3 +212,54 @@ def test_erfinv_matches_torch():
     ff.erfinv(x).sum().backward()
     torch.erfinv(tx).sum().backward()
     close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_cumsum_cumprod_match_torch(device):
+    """Along every axis (negative too) of a strided view, on each backend: values, dtype
+    promotion (integers and bool -> int64, dtype= casts first), 0-d, empty, both gradients
+    (cumprod's with zeros too: one, two, none per line), second order of both."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    t, tt = ff.tensor(a).to(device=device), torch.tensor(a)
+    for dim in (0, 1, 2, -1):
+        close(t.transpose(0, 2).cumsum(dim), tt.transpose(0, 2).cumsum(dim), 1e-5)
+        close(ff.cumprod(t, dim), torch.cumprod(tt, dim), 1e-5)
+    i = np.array([[1, -2, 3], [4, 5, -6]], dtype=np.int32)
+    ci, ti = ff.tensor(i).to(device=device).cumsum(1), torch.tensor(i).cumsum(1)
+    assert ci.dtype is ff.int64 and np.array_equal(ci.numpy(), ti.numpy())
+    b = np.array([True, False, True, True])
+    assert np.array_equal(ff.tensor(b).to(device=device).cumsum(0).numpy(), torch.tensor(b).cumsum(0).numpy())
+    assert ff.tensor(i).cumprod(1, dtype=ff.float64).dtype is ff.float64
+    assert ff.tensor(np.float32(2.5)).cumsum(0).item() == 2.5
+    assert ff.zeros(0, 3).cumsum(0).shape == (0, 3)
+    x = ff.tensor(a + 3, requires_grad=True, device=device)
+    tx = torch.tensor(a + 3, requires_grad=True)
+    w = rng.standard_normal(a.shape).astype(np.float32)
+    (x.cumsum(1) * ff.tensor(w).to(device=device)).sum().backward()
+    (tx.cumsum(1) * torch.tensor(w)).sum().backward()
+    close(x.grad, tx.grad, 1e-5)
+    y = ff.tensor(a + 3, requires_grad=True, device=device)
+    ty = torch.tensor(a + 3, requires_grad=True)
+    (y.cumprod(2) * ff.tensor(w).to(device=device)).sum().backward()
+    (ty.cumprod(2) * torch.tensor(w)).sum().backward()
+    close(y.grad, ty.grad, 1e-4)
+    z = ff.tensor(a[0], requires_grad=True, device=device)
+    tz = torch.tensor(a[0], requires_grad=True)
+    g, = ff.autograd.grad((z.cumsum(1) ** 3).sum(), [z], create_graph=True)
+    tg, = torch.autograd.grad((tz.cumsum(1) ** 3).sum(), [tz], create_graph=True)
+    close(g, tg, 1e-4)
+    g.sum().backward()
+    tg.sum().backward()
+    close(z.grad, tz.grad, 1e-4)
+    zs = np.array([[2.0, 0.0, 3.0, 0.5], [0.0, 1.5, 0.0, 2.0], [1.0, 2.0, -1.0, 3.0]], dtype=np.float64)
+    wz = rng.standard_normal(zs.shape)
+    u = ff.tensor(zs, requires_grad=True, device=device)
+    tu = torch.tensor(zs, requires_grad=True)
+    gu, = ff.autograd.grad((u.cumprod(1) * ff.tensor(wz).to(device=device)).sum(), [u], create_graph=True)
+    tgu, = torch.autograd.grad((tu.cumprod(1) * torch.tensor(wz)).sum(), [tu], create_graph=True)
+    assert not np.isnan(gu.numpy()).any()
+    close(gu, tgu, 1e-10)
+    (gu * gu).sum().backward()
+    (tgu * tgu).sum().backward()
+    close(u.grad, tu.grad, 1e-10)
