@@ -70,6 +70,34 @@ W(w_norm2, CALL(ff_norm, x[0], 2.0, 0, NULL, false))
 W(w_any1, CALL(ff_any, x[0], 1, ax1, false))
 W(w_all0k, CALL(ff_all, x[0], 1, ax0, true))
 W(w_matmul, CALL(ff_matmul, x[0], x[1]))
+W(w_argsort1, CALL(ff_argsort, x[0], 1, false))
+W(w_argsort0_desc, CALL(ff_argsort, x[0], 0, true))
+/* sorting ops that return values and indices: the values (differentiable) */
+static ff_tensor *w_sort1_desc(ff_tensor *const *x)
+{
+    ff_tensor *v = NULL;
+    return ff_sort(x[0], 1, true, &v, NULL) ? NULL : v;
+}
+static ff_tensor *w_topk3(ff_tensor *const *x)
+{
+    ff_tensor *v = NULL;
+    return ff_topk(x[0], 3, -1, true, &v, NULL) ? NULL : v;
+}
+static ff_tensor *w_kthvalue2(ff_tensor *const *x)
+{
+    ff_tensor *v = NULL;
+    return ff_kthvalue(x[0], 2, 0, false, &v, NULL) ? NULL : v;
+}
+static ff_tensor *w_median1(ff_tensor *const *x)
+{
+    ff_tensor *v = NULL;
+    return ff_median(x[0], 1, true, &v, NULL) ? NULL : v;
+}
+static ff_tensor *w_median1_index(ff_tensor *const *x)
+{
+    ff_tensor *i = NULL;
+    return ff_median(x[0], 1, false, NULL, &i) ? NULL : i;
+}
 W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
@@ -379,6 +407,18 @@ const cf_opdef cf_optable[] = {
      false, false, NULL},
     {"astype_f64", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_astype_f64, CF_TOL_EXACT, 1, true, true, NULL},
     {"dropout", 1, {2}, {{8, 9}}, {F}, {S}, {0}, w_dropout, CF_TOL_ROUNDED, 1, false, true, NULL},
+    /* sorting: the optional argsort entry against the reference's; ties (small integers),
+     * NaN, infinities and signed zeros (the edge values) must order identically */
+    {"argsort_ties", 1, {2}, {{4, 9}}, {F}, {I}, {0}, w_argsort1, CF_TOL_EXACT, 1, true, false, NULL},
+    {"argsort_desc_edges", 1, {2}, {{12, 3}}, {F}, {CF_DOM_SPECIAL}, {0}, w_argsort0_desc, CF_TOL_EXACT, 1, true,
+     false, NULL},
+    {"argsort_edges", 1, {2}, {{3, 12}}, {F}, {CF_DOM_SPECIAL}, {0}, w_argsort1, CF_TOL_EXACT, 1, true, false, NULL},
+    {"sort_desc_values", 1, {2}, {{4, 7}}, {F}, {S}, {0}, w_sort1_desc, CF_TOL_EXACT, 1, true, true, NULL},
+    {"topk3_values", 1, {3}, {{2, 3, 6}}, {F}, {S}, {0}, w_topk3, CF_TOL_EXACT, 1, true, true, NULL},
+    {"kthvalue2_axis0", 1, {2}, {{5, 4}}, {F}, {S}, {0}, w_kthvalue2, CF_TOL_EXACT, 1, true, true, NULL},
+    {"median_axis1", 1, {2}, {{4, 6}}, {F}, {S}, {0}, w_median1, CF_TOL_EXACT, 1, true, true, NULL},
+    {"median_edges_index", 1, {2}, {{4, 7}}, {F}, {CF_DOM_SPECIAL}, {0}, w_median1_index, CF_TOL_EXACT, 1, true,
+     false, NULL},
     /* scans: the optional scan entry against the reference's */
     {"cumsum_axis1", 1, {2}, {{4, 9}}, {F}, {S}, {0}, w_cumsum1, CF_TOL_ACCUM, 9, true, true, NULL},
     {"cumsum_axis0", 1, {2}, {{7, 5}}, {F}, {S}, {0}, w_cumsum0, CF_TOL_ACCUM, 7, true, true, NULL},

@@ -251,3 +251,16 @@ ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int
     ff_tensor_view(src, &vs);
     return finish(scan(be->ctx, op, &vd, &vs, axis), dst, fn);
 }
+
+/* Stable argsort of src along axis (normalized; 0 for 0-d) into dst (i64, src's shape). */
+ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis, bool descending, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    ff_status (*argsort)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, argsort);
+    if (!argsort || !be->vt->supports(be->ctx, FF_KIND_SORT, descending, src->dtype))
+        return unsupported(be, fn, "argsort", src->dtype);
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(argsort(be->ctx, &vd, &vs, axis, descending), dst, fn);
+}

@@ -24,6 +24,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ff/backend_abi.h"
@@ -687,6 +688,94 @@ static inline void ffb_scan_host(int op, const ff_view *dst, const ff_view *src,
             }
         }
     }
+}
+
+/* ---- argsort ------------------------------------------------------------------------ */
+/* The optional argsort entry on host memory: a stable bottom-up merge sort of each line's
+ * indices (keys loaded once per line), NaN above every number, -0 == +0. */
+typedef struct ffb_sort_key {
+    double f;  /* float dtypes */
+    int64_t i; /* integer dtypes and bool */
+    int64_t idx;
+} ffb_sort_key;
+
+/* a strictly before b? (stability: the caller merges left before right on ties) */
+static inline int ffb_sort_before(const ffb_sort_key *a, const ffb_sort_key *b, int is_float, int desc)
+{
+    if (is_float) {
+        int an = isnan(a->f), bn = isnan(b->f);
+        if (an || bn) return desc ? (an && !bn) : (!an && bn);
+        return desc ? a->f > b->f : a->f < b->f;
+    }
+    return desc ? a->i > b->i : a->i < b->i;
+}
+
+/* Sorts k[0..n) stably using tmp[0..n) as scratch; returns k or tmp, whichever holds the result. */
+static inline ffb_sort_key *ffb_merge_sort(ffb_sort_key *k, ffb_sort_key *tmp, int64_t n, int is_float, int desc)
+{
+    ffb_sort_key *from = k, *to = tmp;
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) to[o++] = ffb_sort_before(&from[j], &from[i], is_float, desc) ? from[j++] : from[i++];
+            while (i < mid) to[o++] = from[i++];
+            while (j < hi) to[o++] = from[j++];
+        }
+        ffb_sort_key *t = from;
+        from = to, to = t;
+    }
+    return from;
+}
+
+static inline int ffb_sort_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_dtype_ok(t); }
+
+/* Checks, then sorts every line; FF_ERR_OOM if the scratch cannot be had. */
+static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                         const ff_view *src, int axis, int desc)
+{
+    ff_status st;
+    if ((st = ffb_check_view(host, backend, "argsort", "dst", dst)) ||
+        (st = ffb_check_view(host, backend, "argsort", "src", src)))
+        return st;
+    char msg[256];
+    int rank = src->ndim ? src->ndim : 1;
+    if (dst->dtype != FF_I64 || !ffb_same_shape(dst, src))
+        snprintf(msg, sizeof msg, "%s argsort: dst must be i64 with src's shape", backend), st = FF_ERR_INVALID;
+    else if (axis < 0 || axis >= rank)
+        snprintf(msg, sizeof msg, "%s argsort: axis %d out of range for rank %d", backend, axis, (int)src->ndim),
+            st = FF_ERR_INVALID;
+    int64_t len = src->ndim ? src->shape[axis] : 1;
+    ffb_sort_key *keys = NULL;
+    if (!st && len > 0 && !(keys = (ffb_sort_key *)malloc(sizeof *keys * 2 * (size_t)len)))
+        snprintf(msg, sizeof msg, "%s argsort: out of memory for a line of %lld", backend, (long long)len), st = FF_ERR_OOM;
+    if (st) {
+        if (host && host->set_error) host->set_error("%s", msg);
+        return st;
+    }
+    ff_dtype t = src->dtype;
+    int is_float = ffb_is_float(t);
+    int64_t es = (int64_t)ff_dtype_size(t), ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
+    int64_t lines = len ? ff_view_numel(src) / len : 0;
+    for (int64_t n = 0; n < lines; n++) {
+        int64_t rest = n, so = src->offset, dof = dst->offset;
+        for (int d = src->ndim - 1; d >= 0; d--) {
+            if (d == axis) continue;
+            int64_t c = rest % src->shape[d];
+            rest /= src->shape[d];
+            so += c * src->strides[d];
+            dof += c * dst->strides[d];
+        }
+        for (int64_t j = 0; j < len; j++) {
+            const char *p = (const char *)src->buf + (so + j * ss) * es;
+            keys[j].idx = j;
+            if (is_float) keys[j].f = ffb_ld_f64(p, t);
+            else keys[j].i = ffb_ld_i64(p, t);
+        }
+        ffb_sort_key *sorted = ffb_merge_sort(keys, keys + len, len, is_float, desc);
+        for (int64_t j = 0; j < len; j++) ((int64_t *)dst->buf)[dof + j * ds] = sorted[j].idx;
+    }
+    free(keys);
+    return FF_OK;
 }
 
 /* ---- gather / scatter_add ---------------------------------------------------------------- */

@@ -153,7 +153,8 @@ ff_status cpu_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_
                      double p0, double p1);
 /* cpu_softmax.c */
 ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
-/* cpu_scan.c */
+/* cpu_lines.c: scan, argsort */
 ff_status cpu_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+ff_status cpu_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 
 #endif /* FF_CPU_IMPL_H */

@@ -115,6 +115,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
+    case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     default: return 0;
     }
 }
@@ -179,6 +180,7 @@ static const ff_backend_vtable blas_vtable = {
     .conv2d_backward_input = blas_conv2d_backward_input,
     .conv2d_backward_weight = blas_conv2d_backward_weight,
     .scan = blas_scan,
+    .argsort = blas_argsort,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

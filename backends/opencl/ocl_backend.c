@@ -132,6 +132,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && ffb_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && ffb_is_float(dtype);
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
+    case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     default: return 0;
     }
 }
@@ -166,6 +167,7 @@ static const ff_backend_vtable ocl_vtable = {
     .empty_cache = ocl_empty_cache,
     .device_info = ocl_device_info,
     .scan = ocl_scan,
+    .argsort = ocl_argsort,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &ocl_vtable; }

@@ -9,7 +9,7 @@
  *   ocl_mem.c        cl_mem caching allocator, upload/download/sync, memory stats
  *   ocl_launch.c     views -> kernel arguments (dim merging), the locked launch
  *   ocl_elementwise.c fill, copy, unary, binary, where
- *   ocl_reduce.c     reduce, softmax, scan
+ *   ocl_reduce.c     reduce, softmax, scan, argsort
  *   ocl_index.c      gather, scatter_add, random
  *   ocl_matmul.c     matmul: CLBlast for f32/f64, the own kernel for integers
  *   kernels/         the OpenCL C source (.cl files), embedded at build time
@@ -36,7 +36,7 @@ typedef struct ocl_buf {
 /* The kernels of the program, by index. */
 typedef enum ocl_kernel_id {
     OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
-    OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_COUNT
+    OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_COUNT
 } ocl_kernel_id;
 
 #define OCL_NCLASS 160
@@ -123,6 +123,7 @@ ff_status ocl_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff
 ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
 ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log);
 ff_status ocl_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+ff_status ocl_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis);
 ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis);
 ff_status ocl_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,

@@ -1,8 +1,9 @@
 /*
- * reduce, softmax and scan (cumsum / cumprod, one work-item per line). The reduce
- * dtype rules are the reference's (backends/cpu/cpu_reduce.c): SUM/PROD write any
- * dtype, MAX/MIN src's, ARG* I64 over at most one axis, ANY/ALL bool. Long rows get a work-group each and a tree in local memory (kernels/reduce.cl);
- * short rows one work-item each.
+ * reduce, softmax, scan (cumsum / cumprod) and argsort. The reduce dtype rules are the
+ * reference's (backends/cpu/cpu_reduce.c): SUM/PROD write any dtype, MAX/MIN src's, ARG*
+ * I64 over at most one axis, ANY/ALL bool. Long rows get a work-group each and a tree in
+ * local memory (kernels/reduce.cl), short rows one work-item each. softmax, scan and
+ * argsort give each line one work-item (argsort: a merge sort in a scratch buffer).
  */
 #include "ocl_impl.h"
 
@@ -155,4 +156,33 @@ ff_status ocl_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, in
     ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(lines), OCL_ARG(ax),
                       OCL_ARG(nlines)};
     return ocl_launch(c, "scan", OK_SCAN, args, 8, ocl_grid(c, nlines), 0);
+}
+
+ff_status ocl_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending)
+{
+    ocl_ctx *c = ctx;
+    ff_status st;
+    if ((st = ocl_check_view(c, "argsort", "dst", dst)) || (st = ocl_check_view(c, "argsort", "src", src))) return st;
+    int rank = src->ndim ? src->ndim : 1;
+    if (dst->dtype != FF_I64 || !ocl_same_shape(dst, src))
+        return ocl_error(c, FF_ERR_INVALID, "opencl argsort: dst must be i64 with src's shape");
+    if (axis < 0 || axis >= rank)
+        return ocl_error(c, FF_ERR_INVALID, "opencl argsort: axis %d out of range for rank %d", axis, (int)src->ndim);
+    ff_view d1, s1;
+    dst = ffb_as_rank1(dst, &d1);
+    src = ffb_as_rank1(src, &s1);
+    int64_t len = src->shape[axis], numel = ff_view_numel(src);
+    if (len == 0 || numel == 0) return FF_OK;
+    void *tmp = ocl_alloc(c, (size_t)numel * 2 * sizeof(cl_long));
+    if (!tmp) return FF_ERR_OOM;
+    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), lines = ocl_kview_of(src);
+    lines.shape[axis] = 1;
+    cl_long nlines = numel / len;
+    cl_int ax = axis, desc = descending != 0;
+    cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf), mt = ocl_mem_of(tmp);
+    ocl_arg args[] = {OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(mt), OCL_ARG(lines), OCL_ARG(ax),
+                      OCL_ARG(desc), OCL_ARG(nlines)};
+    st = ocl_launch(c, "argsort", OK_ARGSORT, args, 9, ocl_grid(c, nlines), 0);
+    ocl_free(c, tmp); /* reused only by later commands in the in-order queue */
+    return st;
 }

@@ -242,7 +242,7 @@ typedef enum ff_random_dist {
  *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
- *   SCAN: src (op = 0 cumsum, 1 cumprod) */
+ *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -260,6 +260,8 @@ typedef enum ff_op_kind {
     FF_KIND_CONV2D,
     /* the optional scan entry: op = 0 cumulative sum, 1 cumulative product; dtype = src's */
     FF_KIND_SCAN,
+    /* the optional argsort entry: op = 0 ascending, 1 descending; dtype = src's */
+    FF_KIND_SORT,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -400,6 +402,14 @@ typedef struct ff_backend_vtable {
      * PyTorch promotes them); bool is not sent. May be NULL: the core then reports that
      * the backend does not support cumsum/cumprod. */
     ff_status (*scan)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+
+    /* Stable argsort along axis: dst (FF_I64, src's shape) receives for every line the
+     * indices that order src ascending (descending != 0: descending); equal values keep
+     * their index order, NaN is larger than every number (last ascending, first
+     * descending), -0 equals +0; integers compare exactly (i64 beyond 2^53 too), bool as
+     * 0/1. Every dtype. May be NULL: the core then reports that the backend does not
+     * support sort (sort, argsort, topk, kthvalue, median are built on it). */
+    ff_status (*argsort)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -139,6 +139,19 @@ ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, boo
 ff_tensor *ff_cumsum(const ff_tensor *x, int axis);
 ff_tensor *ff_cumprod(const ff_tensor *x, int axis);
 
+/* ---- sorting (ops/sort.c; the backend's optional argsort entry) ---------- */
+/* Stable; NaN sorts above every number; -0 == +0. Indices are i64. values/indices may be
+ * NULL when not wanted; on success the caller owns what it asked for. Values are
+ * differentiable (their gradient goes back to where each came from). */
+ff_tensor *ff_argsort(const ff_tensor *x, int axis, bool descending);
+ff_status ff_sort(const ff_tensor *x, int axis, bool descending, ff_tensor **values, ff_tensor **indices);
+/* The k largest (smallest unless largest) along axis, in sorted order. */
+ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tensor **values, ff_tensor **indices);
+/* The k-th smallest (k from 1) along axis; keepdim keeps the axis as size 1. */
+ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
+/* The lower median along axis (PyTorch's), NaN if the line holds one. */
+ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
+
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */
 ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b);

@@ -20,9 +20,13 @@ from . import autograd, nn, optim  # noqa: E402
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
 
-for _n in _functions.TENSOR_METHODS:
-    setattr(Tensor, _n, getattr(_functions, _n))
-del _n
+from . import _sorting  # noqa: E402
+from ._sorting import *  # noqa: E402,F401,F403  (sort, argsort, topk, kthvalue, median)
+
+for _mod in (_functions, _sorting):
+    for _n in _mod.TENSOR_METHODS:
+        setattr(Tensor, _n, getattr(_mod, _n))
+del _n, _mod
 
 float = float32
 double = float64

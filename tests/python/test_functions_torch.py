@@ -263,3 +263,52 @@ def test_cumsum_cumprod_match_torch(device):
     (gu * gu).sum().backward()
     (tgu * tgu).sum().backward()
     close(u.grad, tu.grad, 1e-10)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sorting_matches_torch(device):
+    """sort/argsort (stable, both directions, NaN and infinities, integers), topk, kthvalue,
+    median (lower median; NaN lines) against PyTorch on every backend, with gradients."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((4, 7)).astype(np.float32)
+    a[1, 2], a[2, 5], a[3, 0] = np.nan, np.inf, -np.inf
+    t, tt = ff.tensor(a, device=device), torch.tensor(a)
+    for dim in (0, 1, -1):
+        for desc in (False, True):
+            v, i = t.sort(dim, descending=desc)
+            tv, ti = torch.sort(tt, dim=dim, descending=desc, stable=True)
+            close(v, tv, 0)
+            assert np.array_equal(i.numpy(), ti.numpy()) and i.dtype is ff.int64
+            assert np.array_equal(ff.argsort(t, dim, descending=desc).numpy(), ti.numpy())
+    ties = np.array([[3, 1, 3, 2, 1, 3], [0, 0, -1, 5, 5, 0]], dtype=np.int64)
+    for desc in (False, True):
+        got = ff.tensor(ties, device=device).argsort(1, descending=desc).numpy()
+        want = torch.tensor(ties).sort(dim=1, descending=desc, stable=True).indices.numpy()
+        assert np.array_equal(got, want), (desc, got, want)
+    b = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    x, tx = ff.tensor(b, requires_grad=True, device=device), torch.tensor(b, requires_grad=True)
+    w = rng.standard_normal((3, 5, 2)).astype(np.float32)
+    for largest in (True, False):
+        v, i = ff.topk(x, 2, dim=-1, largest=largest)
+        tv, ti = torch.topk(tx, 2, dim=-1, largest=largest)
+        close(v, tv, 0)
+        assert np.array_equal(i.numpy(), ti.numpy())
+    (ff.topk(x, 2).values * ff.tensor(w, device=device)).sum().backward()
+    (torch.topk(tx, 2).values * torch.tensor(w)).sum().backward()
+    close(x.grad, tx.grad, 0)
+    v, i = x.kthvalue(3, dim=1, keepdim=True)
+    tv, ti = tx.kthvalue(3, dim=1, keepdim=True)
+    close(v, tv, 0)
+    assert np.array_equal(i.numpy(), ti.numpy())
+    for keepdim in (False, True):
+        v, i = x.median(dim=2, keepdim=keepdim)
+        tv, ti = tx.median(dim=2, keepdim=keepdim)
+        close(v, tv, 0)
+        assert np.array_equal(i.numpy(), ti.numpy())
+    close(x.median(), tx.median(), 0)
+    m = ff.tensor(a, device=device).median(dim=1)
+    tm = tt.median(dim=1)
+    close(m.values, tm.values, 0)
+    assert np.isnan(m.values.numpy()[1]) and np.isnan(a[1, m.indices.numpy()[1]])
+    assert ff.tensor(np.float32(2.5)).median().item() == 2.5
+    assert ff.msort(ff.tensor(a[:, :2], device=device)).numpy()[0, 0] == np.sort(a[:, 0])[0]

@@ -1,0 +1,145 @@
+/* sort, argsort, topk, kthvalue and median along one axis, on the backend's optional
+ * argsort entry (stable; NaN above every number; -0 == +0). Values are always
+ * gather(x, axis, indices), so their gradient is gather's (scattered back to where each
+ * value came from) and every backend agrees with its own argsort. A backend without the
+ * entry gets "backend X does not support argsort". As PyTorch: indices are i64; topk's
+ * NaN counts as the largest; median is the lower of the two middle values, and NaN when
+ * the line holds one (the index then points at a NaN). */
+#include "expr.h"
+
+ff_tensor *ff_argsort(const ff_tensor *x, int axis, bool descending)
+{
+    static const char fn[] = "ff_argsort";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    int nd = x->layout.ndim, ax = 0;
+    if (nd == 0 ? (axis != 0 && axis != -1) : ff_layout_normalize_axis(axis, nd, &ax, fn) != FF_OK)
+        return nd == 0 ? (ff_error(FF_ERR_INVALID, "%s: axis %d out of range for a 0-d tensor", fn, axis), NULL) : NULL;
+    ff_tensor *r = ff_tensor_new(x->storage->backend, nd, x->layout.shape, FF_I64, fn);
+    if (r && ff_kernel_argsort(r, x, ax, descending, fn)) {
+        ff_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* values = gather(x, axis, idx): differentiable; a 0-d x is its own value */
+static ff_tensor *take(const ff_tensor *x, int axis, const ff_tensor *idx)
+{
+    return x->layout.ndim == 0 ? ff_tensor_retain((ff_tensor *)x) : ff_gather(x, axis, idx);
+}
+
+/* Fills the caller's out-pointers (either may be NULL) and releases what they do not take. */
+static ff_status deliver(ff_tensor *v, ff_tensor *i, ff_tensor **values, ff_tensor **indices, const char *fn)
+{
+    if (!v || !i) {
+        ff_tensor_release(v);
+        ff_tensor_release(i);
+        ff_error_prefix(fn);
+        return ff_last_status();
+    }
+    if (values) *values = v;
+    else ff_tensor_release(v);
+    if (indices) *indices = i;
+    else ff_tensor_release(i);
+    return FF_OK;
+}
+
+ff_status ff_sort(const ff_tensor *x, int axis, bool descending, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_sort";
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    ff_tensor *i = ff_argsort(x, axis, descending);
+    ff_tensor *v = i ? take(x, axis, i) : NULL;
+    return deliver(v, i, values, indices, fn);
+}
+
+ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_topk";
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    int ax = 0;
+    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
+    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    if (k < 0 || k > len)
+        return ff_error(FF_ERR_INVALID, "%s: k = %lld is outside [0, %lld] (the size along axis %d)", fn, (long long)k,
+                        (long long)len, axis);
+    ff_tensor *all = ff_argsort(x, axis, largest);
+    ff_tensor *i = all && x->layout.ndim ? ff_narrow(all, ax, 0, k) : (all ? ff_tensor_retain(all) : NULL);
+    ff_tensor_release(all);
+    ff_tensor *v = i ? take(x, ax, i) : NULL;
+    return deliver(v, i, values, indices, fn);
+}
+
+/* The element at sorted position pos[...] (an i64 tensor of x's shape with size 1 along
+ * axis) of every line, as values and indices (keepdim form, squeezed unless keepdim). */
+static ff_status pick(const ff_tensor *x, int ax, const ff_tensor *pos, bool keepdim, ff_tensor **values,
+                      ff_tensor **indices, const char *fn)
+{
+    ff_expr e = {0};
+    ff_tensor *order = FF_EX(&e, ff_argsort(x, ax, false));
+    ff_tensor *i = FF_EX(&e, ff_gather(order, ax, pos));
+    ff_tensor *v = FF_EX(&e, take(x, ax, i));
+    if (!keepdim && x->layout.ndim) {
+        i = FF_EX(&e, ff_squeeze(i, ax));
+        v = FF_EX(&e, ff_squeeze(v, ax));
+    }
+    ff_tensor *vr = e.failed ? NULL : ff_tensor_retain(v), *ir = e.failed ? NULL : ff_tensor_retain(i);
+    ff_expr_free(&e);
+    return deliver(vr, ir, values, indices, fn);
+}
+
+/* x's shape with size 1 along ax, filled with p (i64). */
+static ff_tensor *position(const ff_tensor *x, int ax, int64_t p)
+{
+    int64_t shape[FF_MAX_DIMS];
+    for (int d = 0; d < x->layout.ndim; d++) shape[d] = d == ax ? 1 : x->layout.shape[d];
+    return ff_full_on(x->storage->backend, x->layout.ndim, shape, FF_I64, (double)p);
+}
+
+ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_kthvalue";
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    int ax = 0;
+    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
+    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    if (k < 1 || k > len)
+        return ff_error(FF_ERR_INVALID, "%s: k = %lld is outside [1, %lld] (the size along axis %d)", fn, (long long)k,
+                        (long long)len, axis);
+    ff_tensor *pos = position(x, ax, k - 1);
+    ff_status st = pos ? pick(x, ax, pos, keepdim, values, indices, fn) : ff_last_status();
+    ff_tensor_release(pos);
+    return st;
+}
+
+ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_median";
+    if (values) *values = NULL;
+    if (indices) *indices = NULL;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    int ax = 0;
+    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
+    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    if (len == 0) return ff_error(FF_ERR_INVALID, "%s: median of an empty axis %d", fn, axis);
+    ff_expr e = {0};
+    ff_tensor *pos = FF_EX(&e, position(x, ax, (len - 1) / 2));
+    if (ff_dtype_is_float(x->dtype)) { /* a NaN in the line: its first NaN, at len - count */
+        bool prev = ff_set_grad_enabled(false);
+        ff_tensor *nan = FF_EX(&e, ff_isnan(x));
+        ff_tensor *cnt = x->layout.ndim ? FF_EX(&e, ff_sum(nan, 1, &ax, true)) : FF_EX(&e, ff_astype(nan, FF_I64));
+        ff_tensor *has = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, cnt, 0.0));
+        ff_tensor *lens = FF_EX(&e, position(x, ax, len));
+        ff_tensor *at = FF_EX(&e, ff_sub(lens, cnt)); /* i64 - i64 stays i64 */
+        pos = FF_EX(&e, ff_where(has, at, pos));
+        ff_set_grad_enabled(prev);
+    }
+    ff_status st = e.failed ? ff_last_status() : pick(x, ax, pos, keepdim, values, indices, fn);
+    ff_expr_free(&e);
+    return st;
+}
