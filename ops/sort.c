@@ -54,15 +54,25 @@ ff_status ff_sort(const ff_tensor *x, int axis, bool descending, ff_tensor **val
     return deliver(v, i, values, indices, fn);
 }
 
-ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tensor **values, ff_tensor **indices)
+/* The normalized axis (0 for 0-d) and its length, after clearing the out-pointers. */
+static ff_status line_axis(const ff_tensor *x, int axis, int *ax, int64_t *len, ff_tensor **values,
+                           ff_tensor **indices, const char *fn)
 {
-    static const char fn[] = "ff_topk";
     if (values) *values = NULL;
     if (indices) *indices = NULL;
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    *ax = 0;
+    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, ax, fn)) return ff_last_status();
+    *len = x->layout.ndim ? x->layout.shape[*ax] : 1;
+    return FF_OK;
+}
+
+ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_topk";
     int ax = 0;
-    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
-    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    int64_t len = 0;
+    if (line_axis(x, axis, &ax, &len, values, indices, fn)) return ff_last_status();
     if (k < 0 || k > len)
         return ff_error(FF_ERR_INVALID, "%s: k = %lld is outside [0, %lld] (the size along axis %d)", fn, (long long)k,
                         (long long)len, axis);
@@ -102,12 +112,9 @@ static ff_tensor *position(const ff_tensor *x, int ax, int64_t p)
 ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices)
 {
     static const char fn[] = "ff_kthvalue";
-    if (values) *values = NULL;
-    if (indices) *indices = NULL;
-    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     int ax = 0;
-    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
-    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    int64_t len = 0;
+    if (line_axis(x, axis, &ax, &len, values, indices, fn)) return ff_last_status();
     if (k < 1 || k > len)
         return ff_error(FF_ERR_INVALID, "%s: k = %lld is outside [1, %lld] (the size along axis %d)", fn, (long long)k,
                         (long long)len, axis);
@@ -120,12 +127,9 @@ ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_
 ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices)
 {
     static const char fn[] = "ff_median";
-    if (values) *values = NULL;
-    if (indices) *indices = NULL;
-    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     int ax = 0;
-    if (x->layout.ndim && ff_layout_normalize_axis(axis, x->layout.ndim, &ax, fn)) return ff_last_status();
-    int64_t len = x->layout.ndim ? x->layout.shape[ax] : 1;
+    int64_t len = 0;
+    if (line_axis(x, axis, &ax, &len, values, indices, fn)) return ff_last_status();
     if (len == 0) return ff_error(FF_ERR_INVALID, "%s: median of an empty axis %d", fn, axis);
     ff_expr e = {0};
     ff_tensor *pos = FF_EX(&e, position(x, ax, (len - 1) / 2));

@@ -626,6 +626,21 @@ static inline void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op
     else ffb_st_i64(p, t, a->i);
 }
 
+/* ---- lines along one axis (scan, argsort) -------------------------------------------- */
+/* Where line n (row-major over the shape without `axis`) of two same-shaped views starts. */
+static inline void ffb_line_start(const ff_view *a, const ff_view *b, int axis, int64_t n, int64_t *oa, int64_t *ob)
+{
+    int64_t rest = n;
+    *oa = a->offset, *ob = b->offset;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (d == axis) continue;
+        int64_t c = rest % b->shape[d];
+        rest /= b->shape[d];
+        *oa += c * a->strides[d];
+        *ob += c * b->strides[d];
+    }
+}
+
 /* ---- scan (cumsum / cumprod) ------------------------------------------------------ */
 /* The optional scan entry on host memory: every dtype but bool; floats accumulate in
  * double and each prefix is rounded once at its store, integers wrap in 64 bits. */
@@ -661,15 +676,8 @@ static inline void ffb_scan_host(int op, const ff_view *dst, const ff_view *src,
     int64_t ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
     int64_t lines = len ? ff_view_numel(src) / len : 0;
     for (int64_t n = 0; n < lines; n++) {
-        /* the line's start: unravel n over the shape without the axis */
-        int64_t rest = n, so = src->offset, dof = dst->offset;
-        for (int d = src->ndim - 1; d >= 0; d--) {
-            if (d == axis) continue;
-            int64_t c = rest % src->shape[d];
-            rest /= src->shape[d];
-            so += c * src->strides[d];
-            dof += c * dst->strides[d];
-        }
+        int64_t so, dof;
+        ffb_line_start(dst, src, axis, n, &dof, &so);
         const char *sp = (const char *)src->buf + so * es;
         char *dp = (char *)dst->buf + dof * es;
         if (ffb_is_float(t)) {
@@ -757,14 +765,8 @@ static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *ba
     int64_t es = (int64_t)ff_dtype_size(t), ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
     int64_t lines = len ? ff_view_numel(src) / len : 0;
     for (int64_t n = 0; n < lines; n++) {
-        int64_t rest = n, so = src->offset, dof = dst->offset;
-        for (int d = src->ndim - 1; d >= 0; d--) {
-            if (d == axis) continue;
-            int64_t c = rest % src->shape[d];
-            rest /= src->shape[d];
-            so += c * src->strides[d];
-            dof += c * dst->strides[d];
-        }
+        int64_t so, dof;
+        ffb_line_start(dst, src, axis, n, &dof, &so);
         for (int64_t j = 0; j < len; j++) {
             const char *p = (const char *)src->buf + (so + j * ss) * es;
             keys[j].idx = j;

@@ -123,3 +123,17 @@ inline void mv(__global uchar *d, long od, __global const uchar *s, long os, int
     default: d[od] = s[os]; break;
     }
 }
+
+/* Where line n (row-major over `lines`, a shape with the line's axis set to 1) starts in
+ * views a and b (same shape): the per-line kernels (softmax, scan, argsort). */
+inline void line_start(const kview *lines, const kview *a, const kview *b, long n, long *oa, long *ob)
+{
+    long rest = n;
+    *oa = a->offset, *ob = b->offset;
+    for (int k = lines->ndim - 1; k >= 0; k--) {
+        long c = rest % lines->shape[k];
+        rest /= lines->shape[k];
+        *oa += c * a->strides[k];
+        *ob += c * b->strides[k];
+    }
+}

@@ -8,13 +8,8 @@ __kernel void ff_scan(int op, kview d, __global uchar *db, kview s, __global con
 {
     long len = s.shape[axis], ss = s.strides[axis], sd = d.strides[axis];
     for (long n = get_global_id(0); n < nlines; n += get_global_size(0)) {
-        long rest = n, os = s.offset, od = d.offset;
-        for (int k = lines.ndim - 1; k >= 0; k--) {
-            long c = rest % lines.shape[k];
-            rest /= lines.shape[k];
-            os += c * s.strides[k];
-            od += c * d.strides[k];
-        }
+        long os, od;
+        line_start(&lines, &s, &d, n, &os, &od);
         if (is_float(s.dtype)) {
             double acc = op ? 1.0 : 0.0;
             for (long j = 0; j < len; j++) {

@@ -8,13 +8,8 @@ __kernel void ff_softmax(kview d, __global uchar *db, kview s, __global const uc
 {
     long len = s.shape[axis], ss = s.strides[axis], sd = d.strides[axis];
     for (long n = get_global_id(0); n < nrows; n += get_global_size(0)) {
-        long rest = n, os = s.offset, od = d.offset;
-        for (int k = rows.ndim - 1; k >= 0; k--) {
-            long c = rest % rows.shape[k];
-            rest /= rows.shape[k];
-            os += c * s.strides[k];
-            od += c * d.strides[k];
-        }
+        long os, od;
+        line_start(&rows, &s, &d, n, &os, &od);
         double m = -INFINITY, sum = 0.0;
         for (long j = 0; j < len; j++) {
             double x = ld_f(sb, s.dtype, os + j * ss);

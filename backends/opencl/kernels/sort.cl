@@ -20,13 +20,8 @@ __kernel void ff_argsort(kview d, __global uchar *db, kview s, __global const uc
 {
     long len = s.shape[axis], ss = s.strides[axis], sd = d.strides[axis];
     for (long n = get_global_id(0); n < nlines; n += get_global_size(0)) {
-        long rest = n, os = s.offset, od = d.offset;
-        for (int k = lines.ndim - 1; k >= 0; k--) {
-            long c = rest % lines.shape[k];
-            rest /= lines.shape[k];
-            os += c * s.strides[k];
-            od += c * d.strides[k];
-        }
+        long os, od;
+        line_start(&lines, &s, &d, n, &os, &od);
         __global long *from = tmp + n * 2 * len, *to = from + len;
         for (long j = 0; j < len; j++) from[j] = j;
         for (long w = 1; w < len; w *= 2) {
