@@ -116,3 +116,16 @@ ff_tensor *ff_randn(int ndim, const int64_t *shape, ff_dtype dtype)
 {
     return random_fill(ndim, shape, dtype, FF_RANDOM_NORMAL, 0.0, 1.0, true, 0, "ff_randn");
 }
+
+/* A random permutation of 0..n-1 (i64): the stable argsort of n uniform draws from the
+ * global generator (ties need two equal 53-bit draws). */
+ff_tensor *ff_randperm(int64_t n)
+{
+    static const char fn[] = "ff_randperm";
+    if (n < 0) return ff_error(FF_ERR_INVALID, "%s: n = %lld must be >= 0", fn, (long long)n), NULL;
+    ff_tensor *u = ff_rand(1, &n, FF_F64);
+    ff_tensor *r = u ? ff_argsort(u, 0, false) : NULL;
+    ff_tensor_release(u);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}

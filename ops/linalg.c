@@ -220,3 +220,50 @@ ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b)
     ff_expr_free(&e);
     return out;
 }
+
+/* A^n for square (batched) A by repeated squaring: differentiable through matmul. n = 0
+ * gives the identity (broadcast over the batch); negative n needs an inverse, which
+ * waits for the LAPACK entries (an error says so). */
+ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n)
+{
+    static const char fn[] = "ff_matrix_power";
+    if (!a) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    int nd = a->layout.ndim;
+    if (nd < 2 || a->layout.shape[nd - 1] != a->layout.shape[nd - 2])
+        return ff_error(FF_ERR_INVALID, "%s: expected square matrices [..., n, n], got rank %d", fn, nd), NULL;
+    if (n < 0)
+        return ff_error(FF_ERR_UNSUPPORTED, "%s: negative powers (%lld) need a matrix inverse, not offered yet", fn,
+                        (long long)n), NULL;
+    if (n == 0) { /* the identity in a's shape: eye broadcast, as a new tensor */
+        int64_t m = a->layout.shape[nd - 1];
+        ff_tensor *eye = ff_eye(m, m, a->dtype), *r = NULL;
+        ff_tensor *e1 = eye ? ff_to(eye, a->storage->backend) : NULL;
+        ff_tensor *b = e1 ? ff_broadcast_to(e1, nd, a->layout.shape) : NULL;
+        r = b ? ff_contiguous(b) : NULL;
+        ff_tensor_release(eye), ff_tensor_release(e1), ff_tensor_release(b);
+        return r;
+    }
+    ff_tensor *result = NULL, *base = ff_tensor_retain((ff_tensor *)a);
+    while (n > 0 && base) {
+        if (n & 1) {
+            ff_tensor *t = result ? ff_matmul(result, base) : ff_tensor_retain(base);
+            ff_tensor_release(result);
+            result = t;
+            if (!result) break;
+        }
+        n >>= 1;
+        if (n) {
+            ff_tensor *sq = ff_matmul(base, base);
+            ff_tensor_release(base);
+            base = sq;
+        }
+    }
+    ff_tensor_release(base);
+    if (result == a) { /* n = 1: a new tensor, as PyTorch */
+        ff_tensor *c = ff_clone(a);
+        ff_tensor_release(result);
+        result = c;
+    }
+    if (!result) ff_error_prefix(fn);
+    return result;
+}

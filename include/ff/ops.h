@@ -26,6 +26,7 @@ ff_tensor *ff_rand_normal(int ndim, const int64_t *shape, ff_dtype dtype, double
 /* The same, drawing from the global generator (ff_manual_seed). */
 ff_tensor *ff_rand(int ndim, const int64_t *shape, ff_dtype dtype);  /* U[0,1) */
 ff_tensor *ff_randn(int ndim, const int64_t *shape, ff_dtype dtype); /* N(0,1) */
+ff_tensor *ff_randperm(int64_t n);                                    /* i64 permutation of 0..n-1 */
 ff_tensor *ff_astype(const ff_tensor *t, ff_dtype dtype); /* always a new tensor */
 ff_tensor *ff_clone(const ff_tensor *t);                  /* contiguous copy, differentiable */
 ff_tensor *ff_detach(const ff_tensor *t);                 /* shares storage, no history */
@@ -152,9 +153,18 @@ ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_
 /* The lower median along axis (PyTorch's), NaN if the line holds one. */
 ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
 
+/* ---- data-dependent sizes (ops/counting.c): one scalar read sizes the result ---- */
+/* Coordinates of the non-zero elements (NaN counts), [count, ndim] i64, row-major order. */
+ff_tensor *ff_nonzero(const ff_tensor *x);
+/* Occurrences of each value of a 1-d non-negative integer x (weighted: sums of weights,
+ * in the weights' dtype; else i64), length max(max(x) + 1, minlength). */
+ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t minlength);
+
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */
 ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b);
+/* A^n of square (batched) matrices, n >= 0 (n = 0: the identity); differentiable. */
+ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n);
 
 /* ---- neural-net ops ----------------------------------------------------- */
 ff_tensor *ff_softmax(const ff_tensor *x, int axis);

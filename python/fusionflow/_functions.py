@@ -19,11 +19,11 @@ __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "e
            "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
            "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
            "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
-           "randint", "bernoulli"]
+           "randint", "bernoulli", "matrix_power"]
 TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
                   "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
-                  "dist", "trace", "diag", "diagonal", "cross", "bernoulli"]
+                  "dist", "trace", "diag", "diagonal", "cross", "bernoulli", "matrix_power"]
 
 
 def _wide(x):
@@ -324,3 +324,11 @@ def bernoulli(input, p=None, seed=None):
     probs = x if p is None else full(x.shape, p, dtype=_dtype.float64, device=x.device)
     u = rand(*x.shape, dtype=_dtype.float64, device=x.device, seed=seed)
     return (u < probs).to(x.dtype)
+
+
+def matrix_power(input, n):
+    """A^n of square (batched) matrices for n >= 0 (negative n needs an inverse: not yet)."""
+    from ._lib import C
+    from ._tensor import wrap
+    x = as_tensor(input)
+    return wrap(C.ff_matrix_power(x._ptr, int(n)))

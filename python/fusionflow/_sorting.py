@@ -1,5 +1,6 @@
 """Sorting with PyTorch's names and results, on the core's argsort (ops/sort.c): sort,
-argsort, topk, kthvalue, median (and msort). Stable whatever `stable` says (PyTorch's
+argsort, topk, kthvalue, median (and msort); and what is built on it or, like it, sized by
+the data: nonzero, bincount (ops/counting.c), randperm. Stable whatever `stable` says (PyTorch's
 default order of ties is unspecified; ours is the index order); NaN sorts above every
 number; values are differentiable (their gradient goes back to where each came from).
 Attached to `fusionflow` and to `Tensor` by __init__.py."""
@@ -9,8 +10,8 @@ import ctypes
 from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median"]
-TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm"]
+TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount"]
 
 _sort_result = collections.namedtuple("sort", ["values", "indices"])
 _topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -57,3 +58,30 @@ def median(input, dim=None, keepdim=False):
     return _median_result(*_pair(C.ff_median, x._ptr, int(dim), bool(keepdim)))
 
 
+
+
+def nonzero(input, *, as_tuple=False):
+    """[count, ndim] int64 coordinates of the non-zero elements (NaN counts), row-major;
+    as_tuple: one 1-d tensor per dim."""
+    x = as_tensor(input)
+    r = wrap(C.ff_nonzero(x._ptr))
+    if not as_tuple:
+        return r
+    if x.ndim == 0:
+        return (r.reshape(-1),)
+    return tuple(r[:, d] for d in range(x.ndim))
+
+
+def bincount(input, weights=None, minlength=0):
+    x = as_tensor(input)
+    w = None if weights is None else as_tensor(weights)
+    return wrap(C.ff_bincount(x._ptr, None if w is None else w._ptr, int(minlength)))
+
+
+def randperm(n, *, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 from the global generator (manual_seed); int64
+    unless dtype says otherwise."""
+    r = wrap(C.ff_randperm(int(n)))
+    if device is not None:
+        r = r.to(device=device)
+    return r if dtype is None else r.to(dtype)

@@ -312,3 +312,46 @@ def test_sorting_matches_torch(device):
     assert np.isnan(m.values.numpy()[1]) and np.isnan(a[1, m.indices.numpy()[1]])
     assert ff.tensor(np.float32(2.5)).median().item() == 2.5
     assert ff.msort(ff.tensor(a[:, :2], device=device)).numpy()[0, 0] == np.sort(a[:, 0])[0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nonzero_bincount_randperm_matrix_power(device):
+    """Data-sized results (nonzero: NaN counts, 0-d, none; bincount: weights' dtype,
+    minlength, empty; errors), randperm is a permutation and follows manual_seed, and
+    matrix_power (batched, n = 0, 1, 5, gradient; negative n refused) against PyTorch."""
+    a = np.array([[0.0, 1.5, 0.0], [np.nan, 0.0, -2.0]], dtype=np.float32)
+    t = ff.tensor(a, device=device)
+    assert np.array_equal(t.nonzero().numpy(), torch.tensor(a).nonzero().numpy())
+    assert t.nonzero().dtype is ff.int64
+    rows, cols = ff.nonzero(t, as_tuple=True)
+    trows, tcols = torch.nonzero(torch.tensor(a), as_tuple=True)
+    assert np.array_equal(rows.numpy(), trows.numpy()) and np.array_equal(cols.numpy(), tcols.numpy())
+    assert ff.zeros(2, 3, device=device).nonzero().shape == (0, 2)
+    assert ff.tensor(np.float32(3.0), device=device).nonzero().shape == (1, 0)
+    x = np.array([0, 2, 2, 5, 1, 2], dtype=np.int64)
+    w = np.array([0.5, 1.0, 2.0, -1.0, 3.0, 0.25], dtype=np.float32)
+    xi = ff.tensor(x, device=device)
+    assert np.array_equal(xi.bincount().numpy(), torch.tensor(x).bincount().numpy())
+    assert np.array_equal(ff.bincount(xi, minlength=9).numpy(), torch.bincount(torch.tensor(x), minlength=9).numpy())
+    bw = ff.bincount(xi, ff.tensor(w, device=device))
+    assert bw.dtype is ff.float32
+    close(bw, torch.bincount(torch.tensor(x), torch.tensor(w)))
+    assert ff.bincount(ff.tensor(np.zeros(0, np.int64), device=device)).shape == (0,)
+    with pytest.raises(ff.FusionFlowError, match="non-negative"):
+        ff.bincount(ff.tensor(np.array([1, -3]), device=device))
+    ff.manual_seed(4)
+    p = ff.randperm(50, device=device).numpy()
+    assert sorted(p.tolist()) == list(range(50)) and p.tolist() != list(range(50))
+    ff.manual_seed(4)
+    assert np.array_equal(ff.randperm(50).numpy(), p)
+    rng = np.random.default_rng(3)
+    m = (rng.standard_normal((2, 3, 3)) / 2).astype(np.float64)
+    mt = ff.tensor(m, requires_grad=True, device=device)
+    tm = torch.tensor(m, requires_grad=True)
+    for n in (0, 1, 5):
+        close(ff.matrix_power(mt, n), torch.matrix_power(tm, n), 1e-12)
+    mt.matrix_power(5).sum().backward()
+    torch.matrix_power(tm, 5).sum().backward()
+    close(mt.grad, tm.grad, 1e-12)
+    with pytest.raises(ff.FusionFlowError, match="inverse"):
+        mt.matrix_power(-1)

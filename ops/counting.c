@@ -1,0 +1,76 @@
+/* Ops whose output size depends on the data: nonzero and bincount. Each reads one scalar
+ * back from the backend (the count, or the largest value) to size its result, then fills
+ * it with ordinary ops, so they run on every backend with an argsort entry (nonzero) or
+ * scatter_add (bincount). Neither is differentiable (as PyTorch). */
+#include "expr.h"
+
+ff_tensor *ff_nonzero(const ff_tensor *x)
+{
+    static const char fn[] = "ff_nonzero";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    int nd = x->layout.ndim;
+    int64_t numel = ff_tensor_numel(x), count = 0;
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *mask = FF_EX(&e, ff_astype(x, FF_BOOL)); /* x != 0, NaN included, as PyTorch */
+    ff_tensor *flat = FF_EX(&e, ff_reshape(mask, 1, &numel));
+    ff_tensor *cnt = FF_EX(&e, ff_sum(flat, 0, NULL, false));
+    if (!e.failed && ff_tensor_item_i64(cnt, &count)) e.failed = true;
+    /* the positions of the trues, in order: a stable descending argsort puts them first */
+    ff_tensor *order = FF_EX(&e, ff_argsort(flat, 0, true));
+    ff_tensor *pos = FF_EX(&e, ff_narrow(order, 0, 0, count));
+    ff_tensor *cols[FF_MAX_DIMS];
+    int64_t stride = 1;
+    for (int d = nd - 1; d >= 0 && !e.failed; d--) { /* coordinate d = (pos / stride) % shape[d] */
+        ff_tensor *s = FF_EX(&e, ff_full_on(x->storage->backend, 0, NULL, FF_I64, (double)stride));
+        ff_tensor *m = FF_EX(&e, ff_full_on(x->storage->backend, 0, NULL, FF_I64, (double)x->layout.shape[d]));
+        ff_tensor *q = FF_EX(&e, ff_floor_divide(pos, s));
+        cols[d] = FF_EX(&e, ff_remainder(q, m));
+        stride *= x->layout.shape[d];
+    }
+    ff_tensor *r = NULL;
+    if (!e.failed)
+        r = nd ? ff_stack(nd, cols, 1) : ff_empty_on(x->storage->backend, 2, (int64_t[]){count, 0}, FF_I64);
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}
+
+ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t minlength)
+{
+    static const char fn[] = "ff_bincount";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    if (x->layout.ndim != 1 || ff_dtype_is_float(x->dtype) || x->dtype == FF_BOOL)
+        return ff_error(FF_ERR_INVALID, "%s: expected a 1-d tensor of integers, got rank %d %s", fn, x->layout.ndim,
+                        ff_dtype_name(x->dtype)), NULL;
+    if (weights && (weights->layout.ndim != 1 || weights->layout.shape[0] != x->layout.shape[0]))
+        return ff_error(FF_ERR_INVALID, "%s: weights must be 1-d with x's %lld elements", fn,
+                        (long long)x->layout.shape[0]), NULL;
+    if (minlength < 0) return ff_error(FF_ERR_INVALID, "%s: minlength %lld must be >= 0", fn, (long long)minlength), NULL;
+    int64_t n = x->layout.shape[0], lo = 0, hi = -1;
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    if (n > 0) {
+        ff_tensor *mn = FF_EX(&e, ff_amin(x, 0, NULL, false)), *mx = FF_EX(&e, ff_amax(x, 0, NULL, false));
+        if (!e.failed && (ff_tensor_item_i64(mn, &lo) || ff_tensor_item_i64(mx, &hi))) e.failed = true;
+        if (!e.failed && lo < 0) {
+            ff_error(FF_ERR_INVALID, "%s: x must be non-negative, found %lld", fn, (long long)lo);
+            e.failed = true;
+        }
+    }
+    int64_t len = hi + 1 > minlength ? hi + 1 : minlength;
+    ff_dtype dt = weights ? weights->dtype : FF_I64;
+    ff_tensor *r = NULL;
+    if (!e.failed) {
+        ff_tensor *zero = FF_EX(&e, ff_full_on(x->storage->backend, 1, &len, dt, 0.0));
+        ff_tensor *idx = FF_EX(&e, ff_astype(x, FF_I64));
+        ff_tensor *src = weights ? (ff_tensor *)weights : FF_EX(&e, ff_full_on(x->storage->backend, 1, &n, dt, 1.0));
+        r = n ? FF_EX(&e, ff_scatter_add(zero, 0, idx, src)) : zero;
+        if (r) ff_tensor_retain(r);
+    }
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}
