@@ -98,6 +98,8 @@ static ff_tensor *w_median1_index(ff_tensor *const *x)
     ff_tensor *i = NULL;
     return ff_median(x[0], 1, false, NULL, &i) ? NULL : i;
 }
+W(w_einsum_batched, CALL(ff_einsum, "bij,bkj->bik", 2, x))
+W(w_einsum_diag_outer, CALL(ff_einsum, "ii,j->ij", 2, x))
 W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
@@ -419,6 +421,11 @@ const cf_opdef cf_optable[] = {
     {"median_axis1", 1, {2}, {{4, 6}}, {F}, {S}, {0}, w_median1, CF_TOL_EXACT, 1, true, true, NULL},
     {"median_edges_index", 1, {2}, {{4, 7}}, {F}, {CF_DOM_SPECIAL}, {0}, w_median1_index, CF_TOL_EXACT, 1, true,
      false, NULL},
+    /* einsum: permute/reshape/matmul/sum, and a diagonal */
+    {"einsum_batched", 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}, {F, F}, {U, U}, {0}, w_einsum_batched, CF_TOL_ACCUM, 4, false,
+     true, NULL},
+    {"einsum_diag_outer", 2, {2, 1}, {{4, 4}, {3}}, {F, F}, {S, S}, {0}, w_einsum_diag_outer, CF_TOL_EXACT, 1, false,
+     true, NULL},
     /* scans: the optional scan entry against the reference's */
     {"cumsum_axis1", 1, {2}, {{4, 9}}, {F}, {S}, {0}, w_cumsum1, CF_TOL_ACCUM, 9, true, true, NULL},
     {"cumsum_axis0", 1, {2}, {{7, 5}}, {F}, {S}, {0}, w_cumsum0, CF_TOL_ACCUM, 7, true, true, NULL},

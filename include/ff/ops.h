@@ -165,6 +165,9 @@ ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul se
 ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b);
 /* A^n of square (batched) matrices, n >= 0 (n = 0: the identity); differentiable. */
 ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n);
+/* torch.einsum: "ij,jk->ik", implicit outputs, "...", repeated labels (diagonals),
+ * size-1 broadcasting; composed from permute/reshape/matmul/sum, differentiable. */
+ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *operands);
 
 /* ---- neural-net ops ----------------------------------------------------- */
 ff_tensor *ff_softmax(const ff_tensor *x, int axis);

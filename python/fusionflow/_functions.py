@@ -19,7 +19,7 @@ __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "e
            "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
            "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
            "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
-           "randint", "bernoulli", "matrix_power"]
+           "randint", "bernoulli", "matrix_power", "einsum"]
 TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
                   "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
@@ -332,3 +332,16 @@ def matrix_power(input, n):
     from ._tensor import wrap
     x = as_tensor(input)
     return wrap(C.ff_matrix_power(x._ptr, int(n)))
+
+
+def einsum(equation, *operands):
+    """torch.einsum(equation, *operands) (or one list of operands): implicit outputs, '...',
+    repeated subscripts, size-1 broadcasting; differentiable."""
+    import ctypes
+    from ._lib import C
+    from ._tensor import wrap
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    xs = [as_tensor(o) for o in operands]  # held: the C call borrows their pointers
+    arr = (ctypes.c_void_p * len(xs))(*[x._ptr for x in xs])
+    return wrap(C.ff_einsum(equation.encode(), len(xs), arr))

@@ -188,6 +188,7 @@ _PROTOS = {
     "ff_bincount": (T, [T, T, c_int64]),
     "ff_randperm": (T, [c_int64]),
     "ff_matrix_power": (T, [T, c_int64]),
+    "ff_einsum": (T, [c_char_p, c_int, POINTER(T)]),
     "ff_sort": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),
     "ff_topk": (c_int, [T, c_int64, c_int, c_bool, POINTER(T), POINTER(T)]),
     "ff_kthvalue": (c_int, [T, c_int64, c_int, c_bool, POINTER(T), POINTER(T)]),

@@ -355,3 +355,32 @@ def test_nonzero_bincount_randperm_matrix_power(device):
     close(mt.grad, tm.grad, 1e-12)
     with pytest.raises(ff.FusionFlowError, match="inverse"):
         mt.matrix_power(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_einsum_matches_torch(device):
+    """Explicit and implicit outputs, batch/contracted/outer labels, '...', diagonals, size-1
+    broadcasting, three operands, the list form, gradients of every operand, and errors."""
+    rng = np.random.default_rng(21)
+    cases = [("ij,jk->ik", (3, 4), (4, 5)), ("ij,jk", (3, 4), (4, 5)), ("bhqd,bhkd->bhqk", (2, 3, 4, 5), (2, 3, 6, 5)),
+             ("ii->i", (4, 4)), ("ii", (4, 4)), ("ij->", (3, 4)), ("i,j->ij", (3,), (4,)),
+             ("...ij,...jk->...ik", (2, 3, 4), (4, 5)), ("ab,ab->a", (1, 4), (3, 4)),
+             ("bn,anm,bm->ba", (2, 3), (5, 3, 4), (2, 4)), ("iij->j", (3, 3, 4))]
+    for eq, *shapes in cases:
+        arrs = [rng.standard_normal(s) for s in shapes]
+        fs = [ff.tensor(a, requires_grad=True, device=device) for a in arrs]
+        ts = [torch.tensor(a, requires_grad=True) for a in arrs]
+        f, t = ff.einsum(eq, *fs), torch.einsum(eq, *ts)
+        assert f.shape == tuple(t.shape), eq
+        close(f, t, 1e-10)
+        w = rng.standard_normal(tuple(t.shape))
+        (f * ff.tensor(w, device=device)).sum().backward()
+        (t * torch.tensor(w)).sum().backward()
+        for a, b in zip(fs, ts):
+            close(a.grad, b.grad, 1e-10)
+    x = ff.tensor(rng.standard_normal((2, 3)), device=device)
+    close(ff.einsum("ij->ji", [x]), x.numpy().T, 0)
+    for bad, msg in (("ij,jk->ik", "operand"), ("ijk->i", "subscripts"), ("ij->q", "not in any operand"),
+                     ("i1->i", "not a letter")):
+        with pytest.raises(ff.FusionFlowError, match=msg):
+            ff.einsum(bad, x)
