@@ -100,6 +100,8 @@ static ff_tensor *w_median1_index(ff_tensor *const *x)
 }
 W(w_einsum_batched, CALL(ff_einsum, "bij,bkj->bik", 2, x))
 W(w_einsum_diag_outer, CALL(ff_einsum, "ii,j->ij", 2, x))
+W(w_searchsorted, CALL(ff_searchsorted, x[0], x[1], false))
+W(w_searchsorted_right, CALL(ff_searchsorted, x[0], x[1], true))
 W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
@@ -420,6 +422,11 @@ const cf_opdef cf_optable[] = {
     {"kthvalue2_axis0", 1, {2}, {{5, 4}}, {F}, {S}, {0}, w_kthvalue2, CF_TOL_EXACT, 1, true, true, NULL},
     {"median_axis1", 1, {2}, {{4, 6}}, {F}, {S}, {0}, w_median1, CF_TOL_EXACT, 1, true, true, NULL},
     {"median_edges_index", 1, {2}, {{4, 7}}, {F}, {CF_DOM_SPECIAL}, {0}, w_median1_index, CF_TOL_EXACT, 1, true,
+     false, NULL},
+    /* searchsorted: counts of elements below (left) / not above (right); ties from small ints */
+    {"searchsorted_batched", 2, {2, 2}, {{3, 6}, {3, 4}}, {F, F}, {I, I}, {0}, w_searchsorted, CF_TOL_EXACT, 1, true,
+     false, NULL},
+    {"searchsorted_right_1d", 2, {1, 2}, {{7}, {2, 5}}, {F, F}, {I, I}, {0}, w_searchsorted_right, CF_TOL_EXACT, 1, true,
      false, NULL},
     /* einsum: permute/reshape/matmul/sum, and a diagonal */
     {"einsum_batched", 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}, {F, F}, {U, U}, {0}, w_einsum_batched, CF_TOL_ACCUM, 4, false,

@@ -1,7 +1,9 @@
-/* Ops whose output size depends on the data: nonzero and bincount. Each reads one scalar
+/* Ops whose output size depends on the data: nonzero, bincount and histc. Each reads one scalar
  * back from the backend (the count, or the largest value) to size its result, then fills
  * it with ordinary ops, so they run on every backend with an argsort entry (nonzero) or
  * scatter_add (bincount). Neither is differentiable (as PyTorch). */
+#include <math.h>
+
 #include "expr.h"
 
 ff_tensor *ff_nonzero(const ff_tensor *x)
@@ -69,6 +71,51 @@ ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t min
         r = n ? FF_EX(&e, ff_scatter_add(zero, 0, idx, src)) : zero;
         if (r) ff_tensor_retain(r);
     }
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}
+
+/* torch.histc: bins equal-width bins over [min, max] (min == max: the data's range, widened
+ * by 1 on each side when that is a single value too); elements outside, and NaN, are
+ * ignored; x == max falls in the last bin. Counts in x's dtype (floats only). */
+ff_tensor *ff_histc(const ff_tensor *x, int64_t bins, double min, double max)
+{
+    static const char fn[] = "ff_histc";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    if (!ff_dtype_is_float(x->dtype))
+        return ff_error(FF_ERR_INVALID, "%s: x must be floating point, got %s", fn, ff_dtype_name(x->dtype)), NULL;
+    if (bins < 1) return ff_error(FF_ERR_INVALID, "%s: bins = %lld must be >= 1", fn, (long long)bins), NULL;
+    if (!(min <= max)) return ff_error(FF_ERR_INVALID, "%s: min %g must not exceed max %g", fn, min, max), NULL;
+    int64_t n = ff_tensor_numel(x);
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *flat = FF_EX(&e, ff_reshape(x, 1, &n));
+    if (min == max && n > 0) {
+        ff_tensor *lo = FF_EX(&e, ff_amin(flat, 0, NULL, false)), *hi = FF_EX(&e, ff_amax(flat, 0, NULL, false));
+        if (!e.failed && (ff_tensor_item(lo, &min) || ff_tensor_item(hi, &max))) e.failed = true;
+        if (!e.failed && !(isfinite(min) && isfinite(max))) { /* a NaN or inf in x, as PyTorch */
+            ff_error(FF_ERR_INVALID, "%s: the data's range [%g, %g] is not finite", fn, min, max);
+            e.failed = true;
+        }
+    }
+    if (min == max) min -= 1, max += 1;
+    ff_tensor *ge = FF_EX(&e, ff_binary_scalar(FF_BINARY_GE, flat, min));
+    ff_tensor *le = FF_EX(&e, ff_binary_scalar(FF_BINARY_LE, flat, max));
+    ff_tensor *in = FF_EX(&e, ff_logical_and(ge, le)); /* NaN: false */
+    ff_tensor *shifted = FF_EX(&e, ff_add_scalar(flat, -min));
+    ff_tensor *scaled = FF_EX(&e, ff_mul_scalar(shifted, (double)bins / (max - min)));
+    ff_tensor *fl = FF_EX(&e, ff_floor(scaled));
+    ff_tensor *last = FF_EX(&e, ff_op_scalar_like(fl, (double)(bins - 1), fl->dtype));
+    ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(fl, 0.0, fl->dtype));
+    ff_tensor *top = FF_EX(&e, ff_binary_scalar(FF_BINARY_GE, fl, (double)bins));
+    ff_tensor *b1 = FF_EX(&e, ff_where(top, last, fl));   /* x == max: the last bin */
+    ff_tensor *b2 = FF_EX(&e, ff_where(in, b1, zero));    /* outside: bin 0, weight 0 */
+    ff_tensor *idx = FF_EX(&e, ff_astype(b2, FF_I64));
+    ff_tensor *w = FF_EX(&e, ff_astype(in, x->dtype));
+    ff_tensor *h = FF_EX(&e, ff_bincount(idx, w, bins));
+    ff_tensor *r = e.failed ? NULL : ff_tensor_retain(h);
     ff_set_grad_enabled(prev);
     ff_expr_free(&e);
     if (!r) ff_error_prefix(fn);

@@ -5,6 +5,8 @@
  * entry gets "backend X does not support argsort". As PyTorch: indices are i64; topk's
  * NaN counts as the largest; median is the lower of the two middle values, and NaN when
  * the line holds one (the index then points at a NaN). */
+#include <string.h>
+
 #include "expr.h"
 
 ff_tensor *ff_argsort(const ff_tensor *x, int axis, bool descending)
@@ -146,4 +148,61 @@ ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **valu
     ff_status st = e.failed ? ff_last_status() : pick(x, ax, pos, keepdim, values, indices, fn);
     ff_expr_free(&e);
     return st;
+}
+
+/* Where each of values (along the last axis) would go in sorted_seq's last axis to keep it
+ * sorted: the count of elements < v (right: <= v). One stable argsort of the two merged,
+ * values first (left: they land before equal elements) or last (right: after); a value's
+ * merged position minus the values before it is its count. Exact, O((M + N) log). */
+ff_tensor *ff_searchsorted(const ff_tensor *sorted_seq, const ff_tensor *values, bool right)
+{
+    static const char fn[] = "ff_searchsorted";
+    if (!sorted_seq || !values) return ff_error(FF_ERR_INVALID, "%s: NULL argument", fn), NULL;
+    int sd = sorted_seq->layout.ndim, vd = values->layout.ndim;
+    if (sd < 1) return ff_error(FF_ERR_INVALID, "%s: sorted_sequence must have rank >= 1", fn), NULL;
+    bool flat = sd == 1; /* a 1-d sequence serves values of any shape */
+    if (!flat && (vd != sd || memcmp(sorted_seq->layout.shape, values->layout.shape, sizeof(int64_t) * (size_t)(sd - 1))))
+        return ff_error(FF_ERR_INVALID, "%s: a %d-d sorted_sequence needs values with the same leading dims", fn, sd),
+               NULL;
+    int64_t m = sorted_seq->layout.shape[sd - 1], nv = ff_tensor_numel(values);
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    ff_dtype dt = ff_result_type(sorted_seq, values);
+    ff_tensor *s = FF_EX(&e, ff_astype(sorted_seq, dt)), *v = FF_EX(&e, ff_astype(values, dt));
+    if (flat) v = FF_EX(&e, ff_reshape(v, 1, &nv)); /* all values against the one sequence */
+    int ax = (flat ? 1 : vd) - 1;
+    int64_t n = flat ? nv : values->layout.shape[vd - 1];
+    ff_tensor *parts[2] = {right ? s : v, right ? v : s};
+    ff_tensor *merged = FF_EX(&e, ff_concat(2, parts, ax));
+    ff_tensor *order = FF_EX(&e, ff_argsort(merged, ax, false));
+    /* is_value in sorted order, and each value's merged position (the inverse permutation) */
+    int64_t total = m + n, v0 = right ? m : 0;
+    ff_tensor *ar = FF_EX(&e, ff_arange(0, (double)total, 1, FF_I64));
+    ff_tensor *arb = FF_EX(&e, ff_to(ar, merged->storage->backend));
+    ff_tensor *arx = FF_EX(&e, ff_broadcast_to(arb, merged->layout.ndim, merged->layout.shape));
+    ff_tensor *zero = FF_EX(&e, ff_full_on(merged->storage->backend, merged->layout.ndim, merged->layout.shape, FF_I64, 0));
+    ff_tensor *inv = FF_EX(&e, ff_scatter_add(zero, ax, order, arx)); /* inv[order[j]] = j */
+    ff_tensor *ge = FF_EX(&e, ff_binary_scalar(FF_BINARY_GE, order, (double)v0));
+    ff_tensor *lt = FF_EX(&e, ff_binary_scalar(FF_BINARY_LT, order, (double)(v0 + n)));
+    ff_tensor *isv = FF_EX(&e, ff_logical_and(ge, lt));
+    ff_tensor *seen = FF_EX(&e, ff_cumsum(isv, ax)); /* values up to each sorted position */
+    ff_tensor *pos = FF_EX(&e, ff_narrow(inv, ax, v0, n));
+    ff_tensor *before = FF_EX(&e, ff_gather(seen, ax, pos));
+    ff_tensor *cnt = FF_EX(&e, ff_sub(pos, before));
+    ff_tensor *one = FF_EX(&e, ff_full_on(merged->storage->backend, 0, NULL, FF_I64, 1.0));
+    ff_tensor *ri = FF_EX(&e, ff_add(cnt, one)); /* seen counts the value itself; i64 throughout */
+    if (flat) ri = FF_EX(&e, ff_reshape(ri, vd, values->layout.shape));
+    ff_tensor *out = e.failed ? NULL : ff_tensor_retain(ri);
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (!out) ff_error_prefix(fn);
+    return out;
+}
+
+ff_tensor *ff_bucketize(const ff_tensor *x, const ff_tensor *boundaries, bool right)
+{
+    if (boundaries && boundaries->layout.ndim != 1)
+        return ff_error(FF_ERR_INVALID, "ff_bucketize: boundaries must be 1-d, got rank %d", boundaries->layout.ndim),
+               NULL;
+    return ff_searchsorted(boundaries, x, right);
 }

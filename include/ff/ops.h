@@ -152,6 +152,11 @@ ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tens
 ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
 /* The lower median along axis (PyTorch's), NaN if the line holds one. */
 ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
+/* i64 insertion points of values into sorted_seq's last axis (1-d: for values of any
+ * shape; else matching leading dims): the count of elements < v (right: <= v). */
+ff_tensor *ff_searchsorted(const ff_tensor *sorted_seq, const ff_tensor *values, bool right);
+/* The bucket of each x among 1-d sorted boundaries: searchsorted(boundaries, x, right). */
+ff_tensor *ff_bucketize(const ff_tensor *x, const ff_tensor *boundaries, bool right);
 
 /* ---- data-dependent sizes (ops/counting.c): one scalar read sizes the result ---- */
 /* Coordinates of the non-zero elements (NaN counts), [count, ndim] i64, row-major order. */
@@ -159,6 +164,9 @@ ff_tensor *ff_nonzero(const ff_tensor *x);
 /* Occurrences of each value of a 1-d non-negative integer x (weighted: sums of weights,
  * in the weights' dtype; else i64), length max(max(x) + 1, minlength). */
 ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t minlength);
+/* torch.histc: a histogram of x in `bins` equal bins over [min, max] (min == max: the
+ * data's range); elements outside and NaN ignored; counts in x's (float) dtype. */
+ff_tensor *ff_histc(const ff_tensor *x, int64_t bins, double min, double max);
 
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */

@@ -10,8 +10,9 @@ import ctypes
 from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
-__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm"]
-TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount"]
+__all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm",
+           "searchsorted", "bucketize", "histc"]
+TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "histc"]
 
 _sort_result = collections.namedtuple("sort", ["values", "indices"])
 _topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -85,3 +86,25 @@ def randperm(n, *, dtype=None, device=None, requires_grad=False):
     if device is not None:
         r = r.to(device=device)
     return r if dtype is None else r.to(dtype)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Insertion points of input into sorted_sequence's last axis (int64; int32 with
+    out_int32); side='right' is right=True. sorter: indices that sort the sequence."""
+    seq = as_tensor(sorted_sequence)
+    if sorter is not None:
+        seq = seq.gather(-1, as_tensor(sorter))
+    v = as_tensor(input)
+    r = wrap(C.ff_searchsorted(seq._ptr, v._ptr, bool(right or side == "right")))
+    return r.int() if out_int32 else r
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    x, b = as_tensor(input), as_tensor(boundaries)
+    r = wrap(C.ff_bucketize(x._ptr, b._ptr, bool(right)))
+    return r.int() if out_int32 else r
+
+
+def histc(input, bins=100, min=0, max=0):
+    x = as_tensor(input)
+    return wrap(C.ff_histc(x._ptr, int(bins), float(min), float(max)))

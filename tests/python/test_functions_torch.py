@@ -384,3 +384,39 @@ def test_einsum_matches_torch(device):
                      ("i1->i", "not a letter")):
         with pytest.raises(ff.FusionFlowError, match=msg):
             ff.einsum(bad, x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_searchsorted_bucketize_histc_match_torch(device):
+    """searchsorted (1-d and batched sequences, left/right, ties, out_int32, sorter),
+    bucketize, and histc (given range with values outside and at max, data range, a
+    single value, NaN refused for the data range) against PyTorch."""
+    rng = np.random.default_rng(13)
+    seq = np.array([1.0, 2, 2, 3, 5, 8])
+    v = np.array([[0.0, 2, 2.5], [8, 9, 1]])
+    for right in (False, True):
+        got = ff.searchsorted(ff.tensor(seq, device=device), ff.tensor(v, device=device), right=right)
+        want = torch.searchsorted(torch.tensor(seq), torch.tensor(v), right=right)
+        assert got.dtype is ff.int64 and np.array_equal(got.numpy(), want.numpy())
+    s2 = np.sort(rng.standard_normal((3, 7)), axis=1)
+    v2 = rng.standard_normal((3, 4))
+    assert np.array_equal(ff.searchsorted(ff.tensor(s2, device=device), ff.tensor(v2, device=device), side="right").numpy(),
+                          torch.searchsorted(torch.tensor(s2), torch.tensor(v2), side="right").numpy())
+    perm = rng.permutation(6)
+    got = ff.searchsorted(ff.tensor(seq[perm], device=device), ff.tensor(v, device=device),
+                          sorter=ff.tensor(np.argsort(seq[perm]), device=device), out_int32=True)
+    assert got.dtype is ff.int32
+    assert np.array_equal(got.numpy(), torch.searchsorted(torch.tensor(seq), torch.tensor(v)).numpy())
+    b = np.array([0.5, 2.0, 9.0, -1.0, 3.0])
+    for right in (False, True):
+        assert np.array_equal(ff.bucketize(ff.tensor(b, device=device), ff.tensor([1.0, 2, 3], device=device), right=right).numpy(),
+                              torch.bucketize(torch.tensor(b), torch.tensor([1.0, 2, 3]), right=right).numpy())
+    a = rng.standard_normal(1000).astype(np.float32)
+    a[:3] = [1.0, -1.0, 0.25]  # exactly at max, at min, on a bin edge
+    for bins, lo, hi in ((10, 0, 0), (7, -1, 1), (4, 0.5, 0.5)):
+        h = ff.histc(ff.tensor(a, device=device), bins, lo, hi)
+        assert h.dtype is ff.float32
+        close(h, torch.histc(torch.tensor(a), bins, lo, hi), 0)
+    close(ff.tensor(np.float32([2, 2]), device=device).histc(3), torch.histc(torch.tensor([2.0, 2.0]), 3), 0)
+    with pytest.raises(ff.FusionFlowError, match="not finite"):
+        ff.histc(ff.tensor(np.float32([1, np.nan]), device=device))

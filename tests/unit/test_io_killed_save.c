@@ -41,11 +41,14 @@ static bool file_ok(const char *path)
 }
 
 /* The child saves on the reference backend: the default one may run a thread pool, and a
- * forked child inherits none of its threads. */
-static void save_forever(const char *path)
+ * forked child inherits none of its threads. It writes a byte to `ready` once it is in its
+ * save loop, so the kill lands among saves however slowly the child starts (ASan, a busy
+ * machine: with a fixed delay from fork, every kill could land before the first write). */
+static void save_forever(const char *path, int ready)
 {
     ff_backend *cpu = ff_backend_load("cpu");
     for (int gen = 0;; gen++) {
+        if (gen == 1 && write(ready, "r", 1) != 1) _exit(1);
         ff_tensor *t = ff_full_on(cpu, 1, SHAPE(1 << 21), FF_F32, gen); /* 8 MB: kills land mid-write */
         ff_tensor_dict *d = ff_tensor_dict_new();
         if (!t || !d || ff_tensor_dict_set(d, "w", t) || ff_safetensors_save_dict(path, d)) _exit(1);
@@ -65,9 +68,15 @@ static void kill_saves(bool fallback)
     int corrupt = 0, left_behind = 0;
     for (int k = 0; k < 20; k++) {
         fflush(NULL);
+        int fds[2];
+        CHECK(pipe(fds) == 0);
         pid_t pid = fork();
-        if (pid == 0) save_forever(path);
-        struct timespec ts = {0, (long)(rand() % 60 + 5) * 1000000L};
+        if (pid == 0) save_forever(path, fds[1]);
+        close(fds[1]); /* a child that dies early ends the read with EOF, not a hang */
+        char c;
+        CHECK(read(fds[0], &c, 1) == 1); /* the child has finished one save */
+        close(fds[0]);
+        struct timespec ts = {0, (long)(rand() % 30 + 1) * 1000000L};
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
