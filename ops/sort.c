@@ -5,6 +5,7 @@
  * entry gets "backend X does not support argsort". As PyTorch: indices are i64; topk's
  * NaN counts as the largest; median is the lower of the two middle values, and NaN when
  * the line holds one (the index then points at a NaN). */
+#include <math.h>
 #include <string.h>
 
 #include "expr.h"
@@ -205,4 +206,73 @@ ff_tensor *ff_bucketize(const ff_tensor *x, const ff_tensor *boundaries, bool ri
         return ff_error(FF_ERR_INVALID, "ff_bucketize: boundaries must be 1-d, got rank %d", boundaries->layout.ndim),
                NULL;
     return ff_searchsorted(boundaries, x, right);
+}
+
+/* torch.multinomial on rows of non-negative weights (1-d: one row), i64 samples drawn
+ * from the global generator. Without replacement: the top num_samples of
+ * log(w) - log(-log(u)) (Gumbel keys: each draw picks the next with probability
+ * proportional to its weight among those left; zero weights are never picked, and asking
+ * for more samples than there are positive weights is an error, as PyTorch). With
+ * replacement: the count of cumulative weights <= u * total, for u uniform. */
+ff_tensor *ff_multinomial(const ff_tensor *w, int64_t num_samples, bool replacement)
+{
+    static const char fn[] = "ff_multinomial";
+    if (!w) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    int nd = w->layout.ndim;
+    if (nd < 1 || nd > 2 || !ff_dtype_is_float(w->dtype))
+        return ff_error(FF_ERR_INVALID, "%s: expected 1-d or 2-d floating weights, got rank %d %s", fn, nd,
+                        ff_dtype_name(w->dtype)), NULL;
+    int64_t n = w->layout.shape[nd - 1], rows = nd == 2 ? w->layout.shape[0] : 1;
+    if (num_samples < 1 || (!replacement && num_samples > n))
+        return ff_error(FF_ERR_INVALID, "%s: num_samples = %lld must be in [1, %lld]%s", fn, (long long)num_samples,
+                        (long long)(replacement ? INT64_MAX : n), replacement ? "" : " without replacement"), NULL;
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *x = FF_EX(&e, ff_astype(w, FF_F64));
+    ff_tensor *x2 = FF_EX(&e, ff_reshape(x, 2, (int64_t[]){rows, n}));
+    /* the weights must be usable: finite, non-negative, some positive in every row */
+    ff_tensor *neg = FF_EX(&e, ff_binary_scalar(FF_BINARY_LT, x2, 0.0));
+    ff_tensor *bad = FF_EX(&e, ff_any(neg, 0, NULL, false));
+    ff_tensor *pos = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, x2, 0.0));
+    int ax = 1;
+    ff_tensor *npos = FF_EX(&e, ff_sum(pos, 1, &ax, false));
+    ff_tensor *least = FF_EX(&e, ff_amin(npos, 0, NULL, false));
+    ff_tensor *tot = FF_EX(&e, ff_sum(x2, 0, NULL, false));
+    int64_t any_bad = 0, min_pos = 0;
+    double total = 0;
+    if (!e.failed && (ff_tensor_item_i64(bad, &any_bad) || ff_tensor_item_i64(least, &min_pos) ||
+                      ff_tensor_item(tot, &total)))
+        e.failed = true;
+    if (!e.failed && (any_bad || !isfinite(total))) {
+        ff_error(FF_ERR_INVALID, "%s: weights must be finite and non-negative", fn);
+        e.failed = true;
+    } else if (!e.failed && min_pos < (replacement ? 1 : num_samples)) {
+        ff_error(FF_ERR_INVALID, "%s: a row has %lld positive weights, %lld samples asked%s", fn, (long long)min_pos,
+                 (long long)num_samples, replacement ? "" : " without replacement");
+        e.failed = true;
+    }
+    ff_tensor *r = NULL;
+    if (!replacement) {
+        ff_tensor *u = FF_EX(&e, ff_rand(2, (int64_t[]){rows, n}, FF_F64));
+        ff_tensor *ub = FF_EX(&e, ff_to(u, x2->storage->backend));
+        ff_tensor *lu = FF_EX(&e, ff_log(ub)), *nlu = FF_EX(&e, ff_neg(lu)), *g = FF_EX(&e, ff_log(nlu));
+        ff_tensor *lw = FF_EX(&e, ff_log(x2)); /* -inf for zero weights: never among the top */
+        ff_tensor *key = FF_EX(&e, ff_sub(lw, g));
+        ff_tensor *idx = NULL;
+        if (!e.failed && ff_topk(key, num_samples, 1, true, NULL, &idx) == FF_OK) r = FF_EX(&e, idx);
+        else e.failed = true;
+    } else {
+        ff_tensor *cdf = FF_EX(&e, ff_cumsum(x2, 1));
+        ff_tensor *last = FF_EX(&e, ff_narrow(cdf, 1, n - 1, 1));
+        ff_tensor *u = FF_EX(&e, ff_rand(2, (int64_t[]){rows, num_samples}, FF_F64));
+        ff_tensor *ub = FF_EX(&e, ff_to(u, x2->storage->backend));
+        ff_tensor *t = FF_EX(&e, ff_mul(ub, last)); /* u * the row's total */
+        r = FF_EX(&e, ff_searchsorted(cdf, t, true));
+    }
+    if (r && nd == 1) r = FF_EX(&e, ff_reshape(r, 1, &num_samples));
+    ff_tensor *out = e.failed ? NULL : ff_tensor_retain(r);
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (!out) ff_error_prefix(fn);
+    return out;
 }

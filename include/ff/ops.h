@@ -157,6 +157,9 @@ ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **valu
 ff_tensor *ff_searchsorted(const ff_tensor *sorted_seq, const ff_tensor *values, bool right);
 /* The bucket of each x among 1-d sorted boundaries: searchsorted(boundaries, x, right). */
 ff_tensor *ff_bucketize(const ff_tensor *x, const ff_tensor *boundaries, bool right);
+/* num_samples i64 draws per row of non-negative weights (1-d or 2-d), from the global
+ * generator; without replacement no index repeats and zero weights are never drawn. */
+ff_tensor *ff_multinomial(const ff_tensor *weights, int64_t num_samples, bool replacement);
 
 /* ---- data-dependent sizes (ops/counting.c): one scalar read sizes the result ---- */
 /* Coordinates of the non-zero elements (NaN counts), [count, ndim] i64, row-major order. */

@@ -191,6 +191,7 @@ _PROTOS = {
     "ff_einsum": (T, [c_char_p, c_int, POINTER(T)]),
     "ff_searchsorted": (T, [T, T, c_bool]),
     "ff_bucketize": (T, [T, T, c_bool]),
+    "ff_multinomial": (T, [T, c_int64, c_bool]),
     "ff_histc": (T, [T, c_int64, c_double, c_double]),
     "ff_sort": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),
     "ff_topk": (c_int, [T, c_int64, c_int, c_bool, POINTER(T), POINTER(T)]),

@@ -11,8 +11,9 @@ from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm",
-           "searchsorted", "bucketize", "histc"]
-TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "histc"]
+           "searchsorted", "bucketize", "histc", "multinomial"]
+TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "histc",
+                  "multinomial"]
 
 _sort_result = collections.namedtuple("sort", ["values", "indices"])
 _topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -108,3 +109,10 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 def histc(input, bins=100, min=0, max=0):
     x = as_tensor(input)
     return wrap(C.ff_histc(x._ptr, int(bins), float(min), float(max)))
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """int64 indices drawn per row with probability proportional to the weights, from the
+    global generator (manual_seed; not PyTorch's numbers)."""
+    w = as_tensor(input)
+    return wrap(C.ff_multinomial(w._ptr, int(num_samples), bool(replacement)))

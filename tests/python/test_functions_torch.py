@@ -420,3 +420,28 @@ def test_searchsorted_bucketize_histc_match_torch(device):
     close(ff.tensor(np.float32([2, 2]), device=device).histc(3), torch.histc(torch.tensor([2.0, 2.0]), 3), 0)
     with pytest.raises(ff.FusionFlowError, match="not finite"):
         ff.histc(ff.tensor(np.float32([1, np.nan]), device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_multinomial_distribution(device):
+    """Frequencies follow the weights (20000 draws with replacement; first draws without),
+    zero weights are never drawn, no repeats without replacement, rows are independent,
+    the global seed reproduces, and impossible requests are errors (as PyTorch)."""
+    ff.manual_seed(1)
+    w = ff.tensor([0.1, 0.0, 0.6, 0.3], device=device)
+    s = ff.multinomial(w, 20000, replacement=True)
+    assert s.dtype is ff.int64 and s.shape == (20000,)
+    freq = np.bincount(s.numpy(), minlength=4) / 20000
+    assert np.allclose(freq, [0.1, 0.0, 0.6, 0.3], atol=0.015), freq
+    pairs = np.array([w.multinomial(2).numpy() for _ in range(2000)])
+    assert (pairs[:, 0] != pairs[:, 1]).all() and (pairs != 1).all()
+    assert np.allclose(np.bincount(pairs[:, 0], minlength=4) / 2000, [0.1, 0.0, 0.6, 0.3], atol=0.04)
+    rows = ff.multinomial(ff.tensor([[1.0, 0, 0], [0, 0, 2]], device=device), 3, replacement=True).numpy()
+    assert (rows[0] == 0).all() and (rows[1] == 2).all()
+    ff.manual_seed(7)
+    a = ff.multinomial(w, 5, replacement=True).numpy()
+    ff.manual_seed(7)
+    assert np.array_equal(a, ff.multinomial(w, 5, replacement=True).numpy())
+    for bad, kw in ((ff.tensor([0.5, -0.1]), {}), (ff.tensor([1.0, 0, 0]), {"num_samples": 2})):
+        with pytest.raises(ff.FusionFlowError):
+            ff.multinomial(bad.to(device=device), kw.get("num_samples", 1))
