@@ -1,4 +1,4 @@
-/* Ops whose output size depends on the data: nonzero, bincount and histc. Each reads one scalar
+/* Ops whose output size depends on the data: nonzero, bincount, histc and unique. Each reads one scalar
  * back from the backend (the count, or the largest value) to size its result, then fills
  * it with ordinary ops, so they run on every backend with an argsort entry (nonzero) or
  * scatter_add (bincount). Neither is differentiable (as PyTorch). */
@@ -120,4 +120,59 @@ ff_tensor *ff_histc(const ff_tensor *x, int64_t bins, double min, double max)
     ff_expr_free(&e);
     if (!r) ff_error_prefix(fn);
     return r;
+}
+
+/* torch.unique over all elements (flattened): the distinct values, ascending; NaNs are
+ * each their own value (NaN != NaN), as PyTorch. Optionally, for every element the index
+ * of its value (inverse, x's shape) and each value's count. One sort, then a scalar read
+ * of how many distinct values there are. Not differentiable (as PyTorch). */
+ff_status ff_unique(const ff_tensor *x, ff_tensor **values, ff_tensor **inverse, ff_tensor **counts)
+{
+    static const char fn[] = "ff_unique";
+    if (values) *values = NULL;
+    if (inverse) *inverse = NULL;
+    if (counts) *counts = NULL;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    int64_t n = ff_tensor_numel(x), k = 0;
+    ff_backend *be = x->storage->backend;
+    ff_expr e = {0};
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *flat = FF_EX(&e, ff_reshape(x, 1, &n)), *v = NULL, *order = NULL;
+    if (!e.failed && ff_sort(flat, 0, false, &v, &order)) e.failed = true;
+    FF_EX(&e, v), FF_EX(&e, order);
+    /* new[j]: sorted element j starts a value (j == 0, or differs from j - 1) */
+    ff_tensor *isnew = NULL;
+    if (n > 0) {
+        ff_tensor *head = FF_EX(&e, ff_full_on(be, 1, (int64_t[]){1}, FF_BOOL, 1.0));
+        ff_tensor *a = FF_EX(&e, ff_narrow(v, 0, 1, n - 1)), *b = FF_EX(&e, ff_narrow(v, 0, 0, n - 1));
+        ff_tensor *ne = FF_EX(&e, ff_binary(FF_BINARY_NE, a, b));
+        isnew = FF_EX(&e, ff_concat(2, (ff_tensor *[]){head, ne}, 0));
+        ff_tensor *cnt = FF_EX(&e, ff_sum(isnew, 0, NULL, false));
+        if (!e.failed && ff_tensor_item_i64(cnt, &k)) e.failed = true;
+    } else {
+        isnew = FF_EX(&e, ff_full_on(be, 1, &n, FF_BOOL, 0.0));
+    }
+    ff_tensor *starts = FF_EX(&e, ff_argsort(isnew, 0, true)); /* positions of the firsts, in order */
+    starts = FF_EX(&e, ff_narrow(starts, 0, 0, k));
+    ff_tensor *uv = FF_EX(&e, ff_gather(v, 0, starts));
+    ff_tensor *gid = FF_EX(&e, ff_cumsum(isnew, 0)); /* 1 + the value index of each sorted element */
+    ff_tensor *one = FF_EX(&e, ff_full_on(be, 0, NULL, FF_I64, 1.0));
+    ff_tensor *g0 = FF_EX(&e, ff_sub(gid, one));
+    ff_tensor *inv = NULL, *cnts = NULL;
+    if (inverse) { /* inv[order[j]] = g0[j] */
+        ff_tensor *zero = FF_EX(&e, ff_full_on(be, 1, &n, FF_I64, 0.0));
+        ff_tensor *flat_inv = FF_EX(&e, ff_scatter_add(zero, 0, order, g0));
+        inv = FF_EX(&e, ff_reshape(flat_inv, x->layout.ndim, x->layout.shape));
+    }
+    if (counts) cnts = FF_EX(&e, ff_bincount(g0, NULL, k));
+    ff_status st = e.failed ? ff_last_status() : FF_OK;
+    if (!st) {
+        if (values) *values = ff_tensor_retain(uv);
+        if (inverse) *inverse = ff_tensor_retain(inv);
+        if (counts) *counts = ff_tensor_retain(cnts);
+    }
+    ff_set_grad_enabled(prev);
+    ff_expr_free(&e);
+    if (st) ff_error_prefix(fn);
+    return st;
 }

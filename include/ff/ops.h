@@ -170,6 +170,9 @@ ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t min
 /* torch.histc: a histogram of x in `bins` equal bins over [min, max] (min == max: the
  * data's range); elements outside and NaN ignored; counts in x's (float) dtype. */
 ff_tensor *ff_histc(const ff_tensor *x, int64_t bins, double min, double max);
+/* The distinct values of x (flattened), ascending (each NaN its own); optionally each
+ * element's value index (x's shape) and each value's count (i64). Out-pointers may be NULL. */
+ff_status ff_unique(const ff_tensor *x, ff_tensor **values, ff_tensor **inverse, ff_tensor **counts);
 
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */

@@ -192,6 +192,7 @@ _PROTOS = {
     "ff_searchsorted": (T, [T, T, c_bool]),
     "ff_bucketize": (T, [T, T, c_bool]),
     "ff_multinomial": (T, [T, c_int64, c_bool]),
+    "ff_unique": (c_int, [T, POINTER(T), POINTER(T), POINTER(T)]),
     "ff_histc": (T, [T, c_int64, c_double, c_double]),
     "ff_sort": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),
     "ff_topk": (c_int, [T, c_int64, c_int, c_bool, POINTER(T), POINTER(T)]),

@@ -11,9 +11,9 @@ from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm",
-           "searchsorted", "bucketize", "histc", "multinomial"]
+           "searchsorted", "bucketize", "histc", "multinomial", "unique"]
 TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "histc",
-                  "multinomial"]
+                  "multinomial", "unique"]
 
 _sort_result = collections.namedtuple("sort", ["values", "indices"])
 _topk_result = collections.namedtuple("topk", ["values", "indices"])
@@ -116,3 +116,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     global generator (manual_seed; not PyTorch's numbers)."""
     w = as_tensor(input)
     return wrap(C.ff_multinomial(w._ptr, int(num_samples), bool(replacement)))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (always sorted), and optionally the inverse indices and counts,
+    as torch.unique; dim= (unique rows or slices) is not offered yet."""
+    if dim is not None:
+        raise NotImplementedError("fusionflow.unique: dim= is not offered yet; unique over all elements is")
+    x = as_tensor(input)
+    v, i, c = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    check_status(C.ff_unique(x._ptr, ctypes.byref(v), ctypes.byref(i) if return_inverse else None,
+                             ctypes.byref(c) if return_counts else None))
+    out = [wrap(v.value)]
+    if return_inverse:
+        out.append(wrap(i.value))
+    if return_counts:
+        out.append(wrap(c.value))
+    return out[0] if len(out) == 1 else tuple(out)

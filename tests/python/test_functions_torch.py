@@ -445,3 +445,20 @@ def test_multinomial_distribution(device):
     for bad, kw in ((ff.tensor([0.5, -0.1]), {}), (ff.tensor([1.0, 0, 0]), {"num_samples": 2})):
         with pytest.raises(ff.FusionFlowError):
             ff.multinomial(bad.to(device=device), kw.get("num_samples", 1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unique_matches_torch(device):
+    """Values, inverse (x's shape) and counts as torch.unique, integers and floats, empty
+    input; NaNs each their own value, placed last (docs/semantics.md)."""
+    rng = np.random.default_rng(17)
+    for a in (rng.integers(-3, 4, size=(4, 5)), rng.integers(0, 3, size=7).astype(np.float32)):
+        got = ff.unique(ff.tensor(a, device=device), return_inverse=True, return_counts=True)
+        want = torch.unique(torch.tensor(a), return_inverse=True, return_counts=True)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape) and np.array_equal(g.numpy(), w.numpy())
+    assert ff.tensor(np.zeros(0, np.float32), device=device).unique().shape == (0,)
+    u, c = ff.unique(ff.tensor([1.0, np.nan, np.nan, 1.0], device=device), return_counts=True)
+    assert u.numpy()[0] == 1 and np.isnan(u.numpy()[1:]).all() and c.numpy().tolist() == [2, 1, 1]
+    with pytest.raises(NotImplementedError):
+        ff.unique(ff.tensor([1, 2]), dim=0)
