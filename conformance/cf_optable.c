@@ -102,6 +102,7 @@ W(w_einsum_batched, CALL(ff_einsum, "bij,bkj->bik", 2, x))
 W(w_einsum_diag_outer, CALL(ff_einsum, "ii,j->ij", 2, x))
 W(w_searchsorted, CALL(ff_searchsorted, x[0], x[1], false))
 W(w_searchsorted_right, CALL(ff_searchsorted, x[0], x[1], true))
+W(w_interpolate_bilinear, CALL(ff_interpolate, x[0], 2, (int64_t[]){7, 3}, NULL, FF_INTERP_LINEAR, false))
 W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
@@ -428,6 +429,8 @@ const cf_opdef cf_optable[] = {
      false, NULL},
     {"searchsorted_right_1d", 2, {1, 2}, {{7}, {2, 5}}, {F, F}, {I, I}, {0}, w_searchsorted_right, CF_TOL_EXACT, 1, true,
      false, NULL},
+    {"interpolate_bilinear", 1, {4}, {{1, 2, 4, 5}}, {F}, {S}, {0}, w_interpolate_bilinear, CF_TOL_ROUNDED, 1,
+     false, true, NULL},
     /* einsum: permute/reshape/matmul/sum, and a diagonal */
     {"einsum_batched", 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}, {F, F}, {U, U}, {0}, w_einsum_batched, CF_TOL_ACCUM, 4, false,
      true, NULL},

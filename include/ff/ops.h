@@ -185,6 +185,12 @@ ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *operands);
 
 /* ---- neural-net ops ----------------------------------------------------- */
 ff_tensor *ff_softmax(const ff_tensor *x, int axis);
+/* F.interpolate on [N, C, *spatial] (1 to 3 spatial dims) to size[0..nsize): nearest, or
+ * linear per axis (bilinear, trilinear); scales (may be NULL; <= 0 entries: in / out) as
+ * 1 / scale_factor when the caller gave one. Differentiable. */
+typedef enum ff_interp_mode { FF_INTERP_NEAREST = 0, FF_INTERP_LINEAR = 1 } ff_interp_mode;
+ff_tensor *ff_interpolate(const ff_tensor *x, int nsize, const int64_t *size, const double *scales,
+                          ff_interp_mode mode, bool align_corners);
 ff_tensor *ff_log_softmax(const ff_tensor *x, int axis);
 /* logits [N, C] (or [C]), targets integer [N] (or 0-d); mean over N. */
 ff_tensor *ff_cross_entropy(const ff_tensor *logits, const ff_tensor *targets);

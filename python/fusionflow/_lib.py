@@ -193,6 +193,7 @@ _PROTOS = {
     "ff_bucketize": (T, [T, T, c_bool]),
     "ff_multinomial": (T, [T, c_int64, c_bool]),
     "ff_unique": (c_int, [T, POINTER(T), POINTER(T), POINTER(T)]),
+    "ff_interpolate": (T, [T, c_int, P64, POINTER(c_double), c_int, c_bool]),
     "ff_histc": (T, [T, c_int64, c_double, c_double]),
     "ff_sort": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),
     "ff_topk": (c_int, [T, c_int64, c_int, c_bool, POINTER(T), POINTER(T)]),

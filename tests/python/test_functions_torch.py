@@ -462,3 +462,29 @@ def test_unique_matches_torch(device):
     assert u.numpy()[0] == 1 and np.isnan(u.numpy()[1:]).all() and c.numpy().tolist() == [2, 1, 1]
     with pytest.raises(NotImplementedError):
         ff.unique(ff.tensor([1, 2]), dim=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_interpolate_matches_torch(device):
+    """nearest / linear / bilinear / trilinear, by size and by scale_factor (PyTorch's
+    1 / scale_factor source scale), align_corners, down- and upsampling, and gradients."""
+    rng = np.random.default_rng(23)
+    cases = [((2, 3, 5, 7), dict(size=(9, 4), mode="bilinear")),
+             ((2, 3, 5, 7), dict(scale_factor=2, mode="nearest")),
+             ((2, 3, 5, 7), dict(size=(3, 11), mode="bilinear", align_corners=True)),
+             ((1, 2, 6), dict(scale_factor=1.7, mode="linear")),
+             ((1, 2, 6), dict(size=4, mode="nearest")),
+             ((1, 1, 3, 4, 5), dict(size=(5, 3, 7), mode="trilinear")),
+             ((2, 3, 5, 7), dict(scale_factor=(0.5, 1.5), mode="bilinear"))]
+    for shape, kw in cases:
+        a = rng.standard_normal(shape).astype(np.float32)
+        x = ff.tensor(a, requires_grad=True, device=device)
+        tx = torch.tensor(a, requires_grad=True)
+        y, ty = F.interpolate(x, **kw), TF.interpolate(tx, **kw)
+        close(y, ty, 2e-6)
+        g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+        (y * ff.tensor(g, device=device)).sum().backward()
+        (ty * torch.tensor(g)).sum().backward()
+        close(x.grad, tx.grad, 2e-5)
+    with pytest.raises(NotImplementedError):
+        F.interpolate(ff.zeros(1, 1, 4, 4), size=(2, 2), mode="bicubic")

@@ -4,7 +4,8 @@ from .._tensor import Tensor, as_tensor, wrap
 from .. import _dtype
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "silu", "softplus", "softmax", "log_softmax", "dropout",
-           "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "one_hot", "embedding", "layer_norm", "pad"]
+           "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "one_hot", "embedding", "layer_norm", "pad",
+           "interpolate", "upsample"]
 
 
 def linear(x, weight, bias=None):
@@ -238,3 +239,41 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         y = y + bias.reshape(shape)
     return y
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """F.interpolate for 'nearest', 'linear' (3-d), 'bilinear' (4-d) and 'trilinear' (5-d)
+    input, with PyTorch's size / scale_factor / align_corners rules; differentiable."""
+    import ctypes
+    import math
+    x = as_tensor(input)
+    ns = x.ndim - 2
+    linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode != "nearest" and linear.get(mode) != ns:
+        raise NotImplementedError("interpolate: mode %r on %d-d input is not offered (nearest, linear on 3-d, "
+                                  "bilinear on 4-d, trilinear on 5-d are)" % (mode, x.ndim))
+    if antialias:
+        raise NotImplementedError("interpolate: antialias is not offered")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined (and not both)")
+    scales = None
+    if size is not None:
+        out = [int(size)] * ns if isinstance(size, int) else [int(v) for v in size]
+    else:
+        sf = [float(scale_factor)] * ns if isinstance(scale_factor, (int, float)) else [float(v) for v in scale_factor]
+        out = [int(math.floor(x.shape[2 + k] * sf[k])) for k in range(ns)]
+        if not recompute_scale_factor:
+            scales = [1.0 / v for v in sf]
+    if len(out) != ns:
+        raise ValueError("interpolate: %d sizes for %d spatial dims" % (len(out), ns))
+    sz = (ctypes.c_int64 * ns)(*out)
+    sc = (ctypes.c_double * ns)(*scales) if scales else None
+    return wrap(C.ff_interpolate(x._ptr, ns, sz, sc, 0 if mode == "nearest" else 1, bool(align_corners)))
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
