@@ -22,7 +22,7 @@ static int count_temps(const char *dir)
     return n;
 }
 
-/* The file is absent or a whole, valid save of one of the generations (all values equal). */
+/* The file is absent or a whole, valid save (all values equal). */
 static bool file_ok(const char *path)
 {
     if (access(path, F_OK) != 0) return true;
@@ -41,19 +41,19 @@ static bool file_ok(const char *path)
 }
 
 /* The child saves on the reference backend: the default one may run a thread pool, and a
- * forked child inherits none of its threads. It writes a byte to `ready` once it is in its
- * save loop, so the kill lands among saves however slowly the child starts (ASan, a busy
- * machine: with a fixed delay from fork, every kill could land before the first write). */
+ * forked child inherits none of its threads. It saves one tensor over and over (so nearly
+ * all of its time is spent inside a save, where the kills should land), and writes a byte
+ * to `ready` once it is in that loop, so the kill comes among saves however slowly the
+ * child starts (ASan, a busy machine). */
 static void save_forever(const char *path, int ready)
 {
     ff_backend *cpu = ff_backend_load("cpu");
+    ff_tensor *t = ff_full_on(cpu, 1, SHAPE(1 << 21), FF_F32, 3.0); /* 8 MB: kills land mid-write */
+    ff_tensor_dict *d = ff_tensor_dict_new();
+    if (!t || !d || ff_tensor_dict_set(d, "w", t)) _exit(1);
     for (int gen = 0;; gen++) {
         if (gen == 1 && write(ready, "r", 1) != 1) _exit(1);
-        ff_tensor *t = ff_full_on(cpu, 1, SHAPE(1 << 21), FF_F32, gen); /* 8 MB: kills land mid-write */
-        ff_tensor_dict *d = ff_tensor_dict_new();
-        if (!t || !d || ff_tensor_dict_set(d, "w", t) || ff_safetensors_save_dict(path, d)) _exit(1);
-        ff_tensor_dict_free(d);
-        ff_tensor_release(t);
+        if (ff_safetensors_save_dict(path, d)) _exit(1);
     }
 }
 
