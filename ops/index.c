@@ -1,7 +1,7 @@
-/* Indexing along one axis: gather, scatter_add, index_select, embedding. gather and
+/* Indexing along one axis: gather, scatter_add, index_select, embedding, scatter. gather and
  * scatter_add are each other's gradient, so every order of derivative stays in this
  * pair; index_select and embedding are gathers with a broadcast (stride-0) index. */
-#include "ops_impl.h"
+#include "expr.h"
 
 /* Rank as the backend sees it: a 0-d tensor is one element along axis 0. */
 static ff_status index_axis(int axis, int ndim, int *out, const char *fn)
@@ -192,4 +192,60 @@ ff_tensor *ff_embedding(const ff_tensor *weight, const ff_tensor *indices)
     ff_tensor_release(flat);
     ff_tensor_release(rows);
     return r;
+}
+
+/* torch.scatter (no reduce): a copy of x with src[i..][j][k..] written at
+ * [i..][index[i..][j][k..]][k..] along axis. Where indices repeat within a line, the
+ * last one in index order wins (PyTorch leaves the choice undefined). A stable argsort of
+ * each index line groups the repeats with the last one last; only those winners are
+ * scattered (onto zeros, by scatter_add: each destination gets one), and a written-mask
+ * picks them over x. Differentiable in x and src. */
+ff_tensor *ff_scatter(const ff_tensor *x, int axis, const ff_tensor *index, const ff_tensor *src)
+{
+    static const char fn[] = "ff_scatter";
+    if (!x || !index || !src) return ff_error(FF_ERR_INVALID, "%s: NULL argument", fn), NULL;
+    int nd = index->layout.ndim, ax = 0;
+    if (nd != x->layout.ndim || nd != src->layout.ndim || nd == 0)
+        return ff_error(FF_ERR_INVALID, "%s: x, index and src must share a rank >= 1 (got %d, %d, %d)", fn,
+                        x->layout.ndim, nd, src->layout.ndim), NULL;
+    if (ff_layout_normalize_axis(axis, nd, &ax, fn)) return NULL;
+    for (int d = 0; d < nd; d++)
+        if (index->layout.shape[d] > src->layout.shape[d] || (d != ax && index->layout.shape[d] > x->layout.shape[d]))
+            return ff_error(FF_ERR_INVALID, "%s: index is larger than src or x at dim %d", fn, d), NULL;
+    int64_t len = index->layout.shape[ax];
+    ff_backend *be = x->storage->backend;
+    ff_expr e = {0};
+    /* src cut to index's shape, in x's dtype */
+    ff_tensor *s = FF_EX(&e, ff_op_cast(src, x->dtype, fn));
+    for (int d = 0; d < nd && !e.failed; d++)
+        if (s->layout.shape[d] != index->layout.shape[d]) s = FF_EX(&e, ff_narrow(s, d, 0, index->layout.shape[d]));
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *order = FF_EX(&e, ff_argsort(index, ax, false));
+    ff_tensor *sidx = FF_EX(&e, ff_gather(index, ax, order));
+    ff_tensor *last = NULL; /* sorted j is the last of its repeats: j == len - 1 or sidx[j] != sidx[j + 1] */
+    if (len > 1) {
+        int64_t tshape[FF_MAX_DIMS];
+        for (int d = 0; d < nd; d++) tshape[d] = d == ax ? 1 : index->layout.shape[d];
+        ff_tensor *a = FF_EX(&e, ff_narrow(sidx, ax, 0, len - 1)), *b = FF_EX(&e, ff_narrow(sidx, ax, 1, len - 1));
+        ff_tensor *ne = FF_EX(&e, ff_binary(FF_BINARY_NE, a, b));
+        ff_tensor *tail = FF_EX(&e, ff_full_on(be, nd, tshape, FF_BOOL, 1.0));
+        last = FF_EX(&e, ff_concat(2, (ff_tensor *[]){ne, tail}, ax));
+    } else {
+        last = FF_EX(&e, ff_full_on(be, nd, index->layout.shape, FF_BOOL, 1.0));
+    }
+    ff_tensor *hits = FF_EX(&e, ff_astype(last, FF_I64));
+    ff_tensor *zi = FF_EX(&e, ff_full_on(be, nd, x->layout.shape, FF_I64, 0.0));
+    ff_tensor *wcount = FF_EX(&e, ff_scatter_add(zi, ax, sidx, hits));
+    ff_tensor *written = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, wcount, 0.0));
+    ff_set_grad_enabled(prev);
+    ff_tensor *ssorted = FF_EX(&e, ff_gather(s, ax, order));
+    ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(x, 0.0, x->dtype));
+    ff_tensor *winners = FF_EX(&e, ff_where(last, ssorted, zero)); /* where, not * 0: inf/NaN stay out */
+    ff_tensor *zx = FF_EX(&e, ff_full_on(be, nd, x->layout.shape, x->dtype, 0.0));
+    ff_tensor *placed = FF_EX(&e, ff_scatter_add(zx, ax, sidx, winners));
+    ff_tensor *r = FF_EX(&e, ff_where(written, placed, x));
+    ff_tensor *out = ff_expr_result(&e, r);
+    ff_expr_free(&e);
+    if (!out) ff_error_prefix(fn);
+    return out;
 }

@@ -276,3 +276,53 @@ ff_tensor *ff_multinomial(const ff_tensor *w, int64_t num_samples, bool replacem
     if (!out) ff_error_prefix(fn);
     return out;
 }
+
+/* torch.mode along axis: the most frequent value of each line (the smallest among equally
+ * frequent ones; NaNs, unequal to everything, each count once) and the index of its last
+ * occurrence, as PyTorch. From one stable sort: runs of equal values, their lengths by
+ * scatter_add, the first longest run (= smallest value), and that run's last sorted element,
+ * which the stable sort makes the last occurrence. Values are differentiable (gathered). */
+ff_status ff_mode(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices)
+{
+    static const char fn[] = "ff_mode";
+    int ax = 0;
+    int64_t len = 0;
+    if (line_axis(x, axis, &ax, &len, values, indices, fn)) return ff_last_status();
+    if (len == 0) return ff_error(FF_ERR_INVALID, "%s: mode of an empty axis %d", fn, axis);
+    if (x->layout.ndim == 0) { /* one element: itself, at 0 */
+        ff_tensor *v = ff_clone(x), *i = ff_full_on(x->storage->backend, 0, NULL, FF_I64, 0.0);
+        return deliver(v, i, values, indices, fn);
+    }
+    ff_backend *be = x->storage->backend;
+    ff_expr e = {0};
+    ff_tensor *v = NULL, *order = NULL;
+    if (ff_sort(x, ax, false, &v, &order)) e.failed = true;
+    FF_EX(&e, v), FF_EX(&e, order);
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *vd = FF_EX(&e, ff_detach(v));
+    int64_t hshape[FF_MAX_DIMS];
+    for (int d = 0; d < x->layout.ndim; d++) hshape[d] = d == ax ? 1 : x->layout.shape[d];
+    ff_tensor *head = FF_EX(&e, ff_full_on(be, x->layout.ndim, hshape, FF_BOOL, 1.0));
+    ff_tensor *a = FF_EX(&e, ff_narrow(vd, ax, 1, len - 1)), *b = FF_EX(&e, ff_narrow(vd, ax, 0, len - 1));
+    ff_tensor *ne = FF_EX(&e, ff_binary(FF_BINARY_NE, a, b));
+    ff_tensor *isnew = FF_EX(&e, ff_concat(2, (ff_tensor *[]){head, ne}, ax));
+    ff_tensor *run1 = FF_EX(&e, ff_cumsum(isnew, ax)); /* 1 + the run of each sorted element */
+    ff_tensor *one = FF_EX(&e, ff_full_on(be, 0, NULL, FF_I64, 1.0));
+    ff_tensor *run = FF_EX(&e, ff_sub(run1, one));
+    ff_tensor *zeros = FF_EX(&e, ff_full_on(be, x->layout.ndim, x->layout.shape, FF_I64, 0.0));
+    ff_tensor *ones = FF_EX(&e, ff_full_on(be, x->layout.ndim, x->layout.shape, FF_I64, 1.0));
+    ff_tensor *count = FF_EX(&e, ff_scatter_add(zeros, ax, run, ones)); /* count[r]: length of run r */
+    ff_tensor *best = FF_EX(&e, ff_argmax(count, ax, true));           /* the first longest run */
+    ff_tensor *ends = FF_EX(&e, ff_cumsum(count, ax));                 /* ends[r] - 1: run r's last */
+    ff_tensor *end = FF_EX(&e, ff_gather(ends, ax, best));
+    ff_tensor *last = FF_EX(&e, ff_sub(end, one));
+    ff_set_grad_enabled(prev);
+    ff_tensor *val = FF_EX(&e, ff_gather(v, ax, last)), *idx = FF_EX(&e, ff_gather(order, ax, last));
+    if (!keepdim) {
+        val = FF_EX(&e, ff_squeeze(val, ax));
+        idx = FF_EX(&e, ff_squeeze(idx, ax));
+    }
+    ff_tensor *vr = e.failed ? NULL : ff_tensor_retain(val), *ir = e.failed ? NULL : ff_tensor_retain(idx);
+    ff_expr_free(&e);
+    return deliver(vr, ir, values, indices, fn);
+}

@@ -152,6 +152,9 @@ ff_status ff_topk(const ff_tensor *x, int64_t k, int axis, bool largest, ff_tens
 ff_status ff_kthvalue(const ff_tensor *x, int64_t k, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
 /* The lower median along axis (PyTorch's), NaN if the line holds one. */
 ff_status ff_median(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
+/* The most frequent value along axis (the smallest of equally frequent ones) and the index
+ * of its last occurrence, as torch.mode. */
+ff_status ff_mode(const ff_tensor *x, int axis, bool keepdim, ff_tensor **values, ff_tensor **indices);
 /* i64 insertion points of values into sorted_seq's last axis (1-d: for values of any
  * shape; else matching leading dims): the count of elements < v (right: <= v). */
 ff_tensor *ff_searchsorted(const ff_tensor *sorted_seq, const ff_tensor *values, bool right);
@@ -199,6 +202,9 @@ ff_tensor *ff_one_hot(const ff_tensor *indices, int64_t num_classes);  /* i64 */
 ff_tensor *ff_embedding(const ff_tensor *weight, const ff_tensor *indices);
 ff_tensor *ff_gather(const ff_tensor *x, int axis, const ff_tensor *index);
 ff_tensor *ff_scatter_add(const ff_tensor *x, int axis, const ff_tensor *index, const ff_tensor *src);
+/* torch.scatter: a copy of x with src written at index along axis; where indices repeat
+ * within a line the last (in index order) wins. Differentiable in x and src. */
+ff_tensor *ff_scatter(const ff_tensor *x, int axis, const ff_tensor *index, const ff_tensor *src);
 ff_tensor *ff_index_select(const ff_tensor *x, int axis, const ff_tensor *index);
 /* ---- indexing with several index tensors (ops/index_put.c) ----------------- */
 /* PyTorch's advanced indexing. indices[k] indexes dim k of t: NULL is the whole dim

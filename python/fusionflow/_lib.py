@@ -193,6 +193,8 @@ _PROTOS = {
     "ff_bucketize": (T, [T, T, c_bool]),
     "ff_multinomial": (T, [T, c_int64, c_bool]),
     "ff_unique": (c_int, [T, POINTER(T), POINTER(T), POINTER(T)]),
+    "ff_mode": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),
+    "ff_scatter": (T, [T, c_int, T, T]),
     "ff_interpolate": (T, [T, c_int, P64, POINTER(c_double), c_int, c_bool]),
     "ff_histc": (T, [T, c_int64, c_double, c_double]),
     "ff_sort": (c_int, [T, c_int, c_bool, POINTER(T), POINTER(T)]),

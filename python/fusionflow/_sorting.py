@@ -11,14 +11,15 @@ from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "randperm",
-           "searchsorted", "bucketize", "histc", "multinomial", "unique"]
+           "searchsorted", "bucketize", "histc", "multinomial", "unique", "mode", "scatter"]
 TENSOR_METHODS = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nonzero", "bincount", "histc",
-                  "multinomial", "unique"]
+                  "multinomial", "unique", "mode", "scatter"]
 
 _sort_result = collections.namedtuple("sort", ["values", "indices"])
 _topk_result = collections.namedtuple("topk", ["values", "indices"])
 _kthvalue_result = collections.namedtuple("kthvalue", ["values", "indices"])
 _median_result = collections.namedtuple("median", ["values", "indices"])
+_mode_result = collections.namedtuple("mode", ["values", "indices"])
 
 
 def _pair(fn, *args):
@@ -133,3 +134,28 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         out.append(wrap(c.value))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest of equally frequent ones) and the
+    index of its last occurrence, as torch.mode."""
+    x = as_tensor(input)
+    return _mode_result(*_pair(C.ff_mode, x._ptr, int(dim), bool(keepdim)))
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """torch.scatter(input, dim, index, src) or (..., value=): a copy of input with src
+    written at index along dim; repeated indices: the last one wins (deterministic).
+    reduce='add' is scatter_add; 'multiply' is not offered."""
+    x, idx = as_tensor(input), as_tensor(index)
+    if src is None and value is None:
+        raise TypeError("scatter: give src or value")
+    if src is None or isinstance(src, (int, float, bool)):  # a value, not a tensor
+        from ._tensor import full
+        src = full(tuple(idx.shape), value if src is None else src, dtype=x.dtype, device=x.device)
+    s = as_tensor(src)
+    if reduce == "add":
+        return x.scatter_add(dim, idx, s)
+    if reduce is not None:
+        raise NotImplementedError("scatter: reduce=%r is not offered (None and 'add' are)" % (reduce,))
+    return wrap(C.ff_scatter(x._ptr, int(dim), idx._ptr, s._ptr))

@@ -488,3 +488,42 @@ def test_interpolate_matches_torch(device):
         close(x.grad, tx.grad, 2e-5)
     with pytest.raises(NotImplementedError):
         F.interpolate(ff.zeros(1, 1, 4, 4), size=(2, 2), mode="bicubic")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mode_and_scatter_match_torch(device):
+    """mode: smallest of the most frequent values, index of its last occurrence, NaNs each
+    counted once, keepdim, gradient. scatter: src and value forms, partial index shapes,
+    gradients to input and src (no repeats), and repeats resolved last-wins."""
+    for a, d in (([1, 2, 2, 1, 3], 0), ([[3.0, 1, 1, 3, 2], [5, 5, 4, 4, 4]], 1), ([2.0, np.nan, np.nan, 1], 0)):
+        f, t = ff.mode(ff.tensor(a, device=device), d), torch.mode(torch.tensor(a), d)
+        assert np.array_equal(f.values.numpy(), t.values.numpy()) and np.array_equal(f.indices.numpy(), t.indices.numpy())
+    rng = np.random.default_rng(31)
+    b = rng.integers(0, 3, size=(3, 4, 6)).astype(np.float32)
+    x, tx = ff.tensor(b, requires_grad=True, device=device), torch.tensor(b, requires_grad=True)
+    f, t = x.mode(2, keepdim=True), tx.mode(2, keepdim=True)
+    close(f.values, t.values, 0)
+    assert np.array_equal(f.indices.numpy(), t.indices.numpy())
+    f.values.sum().backward()
+    t.values.sum().backward()
+    close(x.grad, tx.grad, 0)
+    base = rng.standard_normal((3, 5)).astype(np.float32)
+    src = rng.standard_normal((3, 2)).astype(np.float32)  # index's shape: torch 1.13's backward wants it
+    idx = np.array([[4, 0], [1, 3], [0, 2]])
+    xi, ts = ff.tensor(base, requires_grad=True, device=device), ff.tensor(src, requires_grad=True, device=device)
+    txi, tts = torch.tensor(base, requires_grad=True), torch.tensor(src, requires_grad=True)
+    y, ty = ff.scatter(xi, 1, ff.tensor(idx, device=device), ts), torch.scatter(txi, 1, torch.tensor(idx), tts)
+    close(y, ty, 0)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    (y * ff.tensor(w, device=device)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    close(xi.grad, txi.grad, 0)
+    close(ts.grad, tts.grad, 0)
+    big = rng.standard_normal((4, 3)).astype(np.float32)  # src larger than index: its leading part
+    close(ff.scatter(ff.tensor(base, device=device), 1, ff.tensor(idx, device=device), ff.tensor(big, device=device)),
+          torch.scatter(torch.tensor(base), 1, torch.tensor(idx), torch.tensor(big)), 0)
+    v = ff.tensor(base, device=device).scatter(0, ff.tensor(np.array([[0, 1, 2, 0, 1]]), device=device), value=5.0)
+    close(v, torch.tensor(base).scatter(0, torch.tensor([[0, 1, 2, 0, 1]]), 5.0), 0)
+    rep = ff.scatter(ff.zeros(1, 4, device=device), 1, ff.tensor(np.array([[2, 0, 2, 2]]), device=device),
+                     ff.tensor(np.array([[1.0, 2, 3, 4]], np.float32), device=device))
+    assert rep.numpy().tolist() == [[2.0, 0.0, 4.0, 0.0]]  # index 2 written by 1, 3, then 4: the last wins
