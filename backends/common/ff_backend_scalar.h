@@ -626,6 +626,86 @@ static inline void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op
     else ffb_st_i64(p, t, a->i);
 }
 
+/* ---- argument checks of reduce and matmul, shared by the backends ---------------------- */
+/* Messages "<backend> <entry>: ..." through host->set_error; FF_OK when the call is well formed. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline ff_status ffb_fail(const ff_host_api *host, ff_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = ffb_verror(host, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* reduce: dtypes (SUM/PROD any dst, MAX/MIN src's, ARG* I64, ANY/ALL BOOL), the mask within
+ * the rank, dst in keepdim form, ARG* over at most one axis; *axis gets the last reduced
+ * axis (-1 if none). An empty source for MAX/MIN/ARG* is left to the caller. */
+static inline ff_status ffb_reduce_check(const ff_host_api *host, const char *backend, ff_reduce_op op,
+                                         const ff_view *dst, const ff_view *src, uint32_t mask, int *axis)
+{
+    ff_status st;
+    if ((st = ffb_check_view(host, backend, "reduce", "dst", dst)) || (st = ffb_check_view(host, backend, "reduce", "src", src)))
+        return st;
+    const char *name = ffb_reduce_name(op);
+    if (!name) return ffb_fail(host, FF_ERR_INVALID, "%s reduce: invalid op %d", backend, (int)op);
+    ff_dtype want = dst->dtype;
+    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
+    if (ffb_reduce_is_arg(op)) want = FF_I64;
+    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
+    if (dst->dtype != want)
+        return ffb_fail(host, FF_ERR_INVALID, "%s reduce: %s of %s writes %s, but dst is %s", backend, name,
+                        ffb_dtype_name(src->dtype), ffb_dtype_name(want), ffb_dtype_name(dst->dtype));
+    if ((mask >> src->ndim) != 0) /* ndim <= FF_MAX_DIMS < 32: a defined shift */
+        return ffb_fail(host, FF_ERR_INVALID, "%s reduce: axes mask 0x%x names axes beyond rank %d", backend,
+                        (unsigned)mask, (int)src->ndim);
+    if (dst->ndim != src->ndim)
+        return ffb_fail(host, FF_ERR_INVALID, "%s reduce: dst rank %d != src rank %d (dst must be in keepdim form)",
+                        backend, (int)dst->ndim, (int)src->ndim);
+    int naxes = 0;
+    *axis = -1;
+    for (int d = 0; d < src->ndim; d++) {
+        int reduced = (mask >> d) & 1u;
+        if (reduced) naxes++, *axis = d;
+        if (dst->shape[d] != (reduced ? 1 : src->shape[d]))
+            return ffb_fail(host, FF_ERR_INVALID, "%s reduce: dst size %lld at dim %d, expected %lld", backend,
+                            (long long)dst->shape[d], d, reduced ? 1LL : (long long)src->shape[d]);
+    }
+    if (ffb_reduce_is_arg(op) && naxes > 1)
+        return ffb_fail(host, FF_ERR_INVALID, "%s reduce: %s reduces exactly one axis, mask 0x%x has %d", backend,
+                        name, (unsigned)mask, naxes);
+    return FF_OK;
+}
+
+/* matmul: one dtype (not bool), equal ranks >= 2, equal batch dims, [M, K] @ [K, N] -> [M, N]. */
+static inline ff_status ffb_matmul_check(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                         const ff_view *a, const ff_view *b)
+{
+    ff_status st;
+    if ((st = ffb_check_view(host, backend, "matmul", "dst", dst)) || (st = ffb_check_view(host, backend, "matmul", "a", a)) ||
+        (st = ffb_check_view(host, backend, "matmul", "b", b)))
+        return st;
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return ffb_fail(host, FF_ERR_INVALID, "%s matmul: dtypes differ (dst %s, a %s, b %s)", backend,
+                        ffb_dtype_name(dst->dtype), ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
+    if (dst->dtype == FF_BOOL) return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s matmul: not supported on bool", backend);
+    int r = dst->ndim;
+    if (r < 2 || a->ndim != r || b->ndim != r)
+        return ffb_fail(host, FF_ERR_INVALID, "%s matmul: ranks must be equal and >= 2 (dst %d, a %d, b %d)", backend,
+                        (int)dst->ndim, (int)a->ndim, (int)b->ndim);
+    for (int d = 0; d < r - 2; d++)
+        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d])
+            return ffb_fail(host, FF_ERR_INVALID, "%s matmul: batch dim %d differs (dst %lld, a %lld, b %lld)", backend,
+                            d, (long long)dst->shape[d], (long long)a->shape[d], (long long)b->shape[d]);
+    if (a->shape[r - 2] != dst->shape[r - 2] || b->shape[r - 1] != dst->shape[r - 1] || a->shape[r - 1] != b->shape[r - 2])
+        return ffb_fail(host, FF_ERR_INVALID, "%s matmul: [%lld x %lld] @ [%lld x %lld] cannot give [%lld x %lld]",
+                        backend, (long long)a->shape[r - 2], (long long)a->shape[r - 1], (long long)b->shape[r - 2],
+                        (long long)b->shape[r - 1], (long long)dst->shape[r - 2], (long long)dst->shape[r - 1]);
+    return FF_OK;
+}
+
 /* ---- lines along one axis (scan, argsort) -------------------------------------------- */
 /* Where line n (row-major over the shape without `axis`) of two same-shaped views starts. */
 static inline void ffb_line_start(const ff_view *a, const ff_view *b, int axis, int64_t n, int64_t *oa, int64_t *ob)
@@ -653,18 +733,16 @@ static inline ff_status ffb_scan_check(const ff_host_api *host, const char *back
     ff_status st;
     if ((st = ffb_check_view(host, backend, "scan", "dst", dst)) || (st = ffb_check_view(host, backend, "scan", "src", src)))
         return st;
-    char msg[256];
     int rank = src->ndim ? src->ndim : 1;
     if (!ffb_scan_supported(op, src->dtype))
-        snprintf(msg, sizeof msg, "%s scan: op %d is not supported on %s", backend, op, ffb_dtype_name(src->dtype)),
-            st = FF_ERR_UNSUPPORTED;
-    else if (dst->dtype != src->dtype || !ffb_same_shape(dst, src))
-        snprintf(msg, sizeof msg, "%s scan: dst must have src's dtype and shape", backend), st = FF_ERR_INVALID;
-    else if (axis < 0 || axis >= rank)
-        snprintf(msg, sizeof msg, "%s scan: axis %d out of range for rank %d", backend, axis, (int)src->ndim),
-            st = FF_ERR_INVALID;
-    if (st && host && host->set_error) host->set_error("%s", msg);
-    return st;
+        return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s scan: op %d is not supported on %s", backend, op,
+                        ffb_dtype_name(src->dtype));
+    if (dst->dtype != src->dtype || !ffb_same_shape(dst, src))
+        return ffb_fail(host, FF_ERR_INVALID, "%s scan: dst must have src's dtype and shape", backend);
+    if (axis < 0 || axis >= rank)
+        return ffb_fail(host, FF_ERR_INVALID, "%s scan: axis %d out of range for rank %d", backend, axis,
+                        (int)src->ndim);
+    return FF_OK;
 }
 
 /* Scans every line of src along axis into dst (same shape and dtype, host buffers; dst
@@ -737,29 +815,33 @@ static inline ffb_sort_key *ffb_merge_sort(ffb_sort_key *k, ffb_sort_key *tmp, i
 
 static inline int ffb_sort_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_dtype_ok(t); }
 
-/* Checks, then sorts every line; FF_ERR_OOM if the scratch cannot be had. */
-static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *backend, const ff_view *dst,
-                                         const ff_view *src, int axis, int desc)
+/* The argsort entry's argument checks: dst i64 with src's shape, axis in range. */
+static inline ff_status ffb_argsort_check(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                          const ff_view *src, int axis)
 {
     ff_status st;
     if ((st = ffb_check_view(host, backend, "argsort", "dst", dst)) ||
         (st = ffb_check_view(host, backend, "argsort", "src", src)))
         return st;
-    char msg[256];
     int rank = src->ndim ? src->ndim : 1;
     if (dst->dtype != FF_I64 || !ffb_same_shape(dst, src))
-        snprintf(msg, sizeof msg, "%s argsort: dst must be i64 with src's shape", backend), st = FF_ERR_INVALID;
-    else if (axis < 0 || axis >= rank)
-        snprintf(msg, sizeof msg, "%s argsort: axis %d out of range for rank %d", backend, axis, (int)src->ndim),
-            st = FF_ERR_INVALID;
+        return ffb_fail(host, FF_ERR_INVALID, "%s argsort: dst must be i64 with src's shape", backend);
+    if (axis < 0 || axis >= rank)
+        return ffb_fail(host, FF_ERR_INVALID, "%s argsort: axis %d out of range for rank %d", backend, axis,
+                        (int)src->ndim);
+    return FF_OK;
+}
+
+/* Checks, then sorts every line; FF_ERR_OOM if the scratch cannot be had. */
+static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                         const ff_view *src, int axis, int desc)
+{
+    ff_status st = ffb_argsort_check(host, backend, dst, src, axis);
+    if (st) return st;
     int64_t len = src->ndim ? src->shape[axis] : 1;
     ffb_sort_key *keys = NULL;
-    if (!st && len > 0 && !(keys = (ffb_sort_key *)malloc(sizeof *keys * 2 * (size_t)len)))
-        snprintf(msg, sizeof msg, "%s argsort: out of memory for a line of %lld", backend, (long long)len), st = FF_ERR_OOM;
-    if (st) {
-        if (host && host->set_error) host->set_error("%s", msg);
-        return st;
-    }
+    if (len > 0 && !(keys = (ffb_sort_key *)malloc(sizeof *keys * 2 * (size_t)len)))
+        return ffb_fail(host, FF_ERR_OOM, "%s argsort: out of memory for a line of %lld", backend, (long long)len);
     ff_dtype t = src->dtype;
     int is_float = ffb_is_float(t);
     int64_t es = (int64_t)ff_dtype_size(t), ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;

@@ -26,29 +26,7 @@
 
 static ff_status check_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
-    ff_status st;
-    if ((st = blas_check_view(ctx, "matmul", "dst", dst)) || (st = blas_check_view(ctx, "matmul", "a", a)) ||
-        (st = blas_check_view(ctx, "matmul", "b", b)))
-        return st;
-    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: dtypes differ (dst %s, a %s, b %s)",
-                          blas_dtype_name(dst->dtype), blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
-    if (dst->dtype == FF_BOOL)
-        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas matmul: not supported on bool");
-    int r = dst->ndim;
-    if (r < 2 || a->ndim != r || b->ndim != r)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: ranks must be equal and >= 2 (dst %d, a %d, b %d)",
-                          (int)dst->ndim, (int)a->ndim, (int)b->ndim);
-    for (int d = 0; d < r - 2; d++)
-        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d])
-            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: batch dim %d differs (dst %lld, a %lld, b %lld)", d,
-                              (long long)dst->shape[d], (long long)a->shape[d], (long long)b->shape[d]);
-    if (a->shape[r - 2] != dst->shape[r - 2] || b->shape[r - 1] != dst->shape[r - 1] ||
-        a->shape[r - 1] != b->shape[r - 2])
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: [%lld x %lld] @ [%lld x %lld] cannot give [%lld x %lld]",
-                          (long long)a->shape[r - 2], (long long)a->shape[r - 1], (long long)b->shape[r - 2],
-                          (long long)b->shape[r - 1], (long long)dst->shape[r - 2], (long long)dst->shape[r - 1]);
-    return FF_OK;
+    return ffb_matmul_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", dst, a, b);
 }
 
 /* A matrix operand as BLAS sees it. */

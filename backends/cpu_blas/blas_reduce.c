@@ -27,35 +27,7 @@ static int is_arg(ff_reduce_op op) { return ffb_reduce_is_arg(op); }
 static ff_status check_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask,
                               int *axis)
 {
-    ff_status st;
-    if ((st = blas_check_view(ctx, "reduce", "dst", dst)) || (st = blas_check_view(ctx, "reduce", "src", src))) return st;
-    if ((unsigned)op >= FF_REDUCE_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: invalid op %d", (int)op);
-    ff_dtype want = dst->dtype;
-    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
-    if (is_arg(op)) want = FF_I64;
-    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
-    if (dst->dtype != want)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: op %d of %s writes %s, but dst is %s", (int)op,
-                          blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
-    if (src->ndim < 32 && (mask >> src->ndim) != 0)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: axes mask 0x%x names axes beyond rank %d",
-                          (unsigned)mask, (int)src->ndim);
-    if (dst->ndim != src->ndim)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: dst rank %d != src rank %d (keepdim form)",
-                          (int)dst->ndim, (int)src->ndim);
-    int naxes = 0;
-    *axis = -1;
-    for (int d = 0; d < src->ndim; d++) {
-        int r = (mask >> d) & 1u;
-        if (r) naxes++, *axis = d;
-        if (dst->shape[d] != (r ? 1 : src->shape[d]))
-            return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: dst size %lld at dim %d, expected %lld",
-                              (long long)dst->shape[d], d, r ? 1LL : (long long)src->shape[d]);
-    }
-    if (is_arg(op) && naxes > 1)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas reduce: op %d reduces exactly one axis, mask 0x%x has %d",
-                          (int)op, (unsigned)mask, naxes);
-    return FF_OK;
+    return ffb_reduce_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, mask, axis);
 }
 
 /* ---- fast paths ---------------------------------------------------------------------- */

@@ -28,29 +28,7 @@ const char *ocl_matmul_engine(void)
 
 static ff_status check_matmul(ocl_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
-    ff_status st;
-    if ((st = ocl_check_view(c, "matmul", "dst", dst)) || (st = ocl_check_view(c, "matmul", "a", a)) ||
-        (st = ocl_check_view(c, "matmul", "b", b)))
-        return st;
-    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
-        return ocl_error(c, FF_ERR_INVALID, "opencl matmul: dtypes differ (dst %s, a %s, b %s)",
-                         ffb_dtype_name(dst->dtype), ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
-    if (!ocl_matmul_supported(dst->dtype))
-        return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl matmul: not supported on %s", ffb_dtype_name(dst->dtype));
-    int r = dst->ndim;
-    if (r < 2 || a->ndim != r || b->ndim != r)
-        return ocl_error(c, FF_ERR_INVALID, "opencl matmul: ranks must be equal and >= 2 (dst %d, a %d, b %d)",
-                         (int)dst->ndim, (int)a->ndim, (int)b->ndim);
-    for (int d = 0; d < r - 2; d++)
-        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d])
-            return ocl_error(c, FF_ERR_INVALID, "opencl matmul: batch dim %d differs (dst %lld, a %lld, b %lld)", d,
-                             (long long)dst->shape[d], (long long)a->shape[d], (long long)b->shape[d]);
-    if (a->shape[r - 2] != dst->shape[r - 2] || b->shape[r - 1] != dst->shape[r - 1] ||
-        a->shape[r - 1] != b->shape[r - 2])
-        return ocl_error(c, FF_ERR_INVALID, "opencl matmul: [%lld, %lld] @ [%lld, %lld] -> [%lld, %lld] does not fit",
-                         (long long)a->shape[r - 2], (long long)a->shape[r - 1], (long long)b->shape[r - 2],
-                         (long long)b->shape[r - 1], (long long)dst->shape[r - 2], (long long)dst->shape[r - 1]);
-    return FF_OK;
+    return ffb_matmul_check(c->host, "opencl", dst, a, b);
 }
 
 /* The batch dims of the three views as kernel views (offset 0), merged together. */

@@ -12,37 +12,12 @@
 
 static ff_status check_reduce(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
 {
-    ff_status st;
-    if ((st = ocl_check_view(c, "reduce", "dst", dst)) || (st = ocl_check_view(c, "reduce", "src", src))) return st;
-    if (!ffb_reduce_supported(op, src->dtype)) return ocl_error(c, FF_ERR_INVALID, "opencl reduce: invalid op %d", (int)op);
-    const char *name = ffb_reduce_name(op);
-    ff_dtype want = dst->dtype;
-    if (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN) want = src->dtype;
-    if (ffb_reduce_is_arg(op)) want = FF_I64;
-    if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) want = FF_BOOL;
-    if (dst->dtype != want)
-        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s of %s writes %s, but dst is %s", name,
-                         ffb_dtype_name(src->dtype), ffb_dtype_name(want), ffb_dtype_name(dst->dtype));
-    if ((mask >> src->ndim) != 0)
-        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: axes mask 0x%x names axes beyond rank %d", (unsigned)mask,
-                         (int)src->ndim);
-    if (dst->ndim != src->ndim)
-        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: dst rank %d != src rank %d (dst must be in keepdim form)",
-                         (int)dst->ndim, (int)src->ndim);
-    int naxes = 0;
-    for (int d = 0; d < src->ndim; d++) {
-        int reduced = (mask >> d) & 1u;
-        naxes += reduced;
-        if (dst->shape[d] != (reduced ? 1 : src->shape[d]))
-            return ocl_error(c, FF_ERR_INVALID, "opencl reduce: dst size %lld at dim %d, expected %lld",
-                             (long long)dst->shape[d], d, reduced ? 1LL : (long long)src->shape[d]);
-    }
-    if (ffb_reduce_is_arg(op) && naxes > 1)
-        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s reduces exactly one axis, mask 0x%x has %d", name,
-                         (unsigned)mask, naxes);
+    int axis;
+    ff_status st = ffb_reduce_check(c->host, "opencl", op, dst, src, mask, &axis);
+    if (st) return st;
     if (ff_view_numel(src) == 0 && ff_view_numel(dst) > 0 &&
         (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || ffb_reduce_is_arg(op)))
-        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s of an empty set", name);
+        return ocl_error(c, FF_ERR_INVALID, "opencl reduce: %s of an empty set", ffb_reduce_name(op));
     return FF_OK;
 }
 
@@ -109,6 +84,21 @@ ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
     return st;
 }
 
+/* The per-line entries' views: dst and src (0-d as one line of one element), and `lines`,
+ * src's shape with the axis set to 1. Returns the number of lines, 0 when there is no work. */
+static int64_t line_views(const ff_view *dst, const ff_view *src, int axis, ocl_kview *d, ocl_kview *s,
+                          ocl_kview *lines)
+{
+    ff_view d1, s1;
+    dst = ffb_as_rank1(dst, &d1);
+    src = ffb_as_rank1(src, &s1);
+    int64_t len = src->shape[axis], numel = ff_view_numel(src);
+    if (len == 0 || numel == 0) return 0;
+    *d = ocl_kview_of(dst), *s = ocl_kview_of(src), *lines = *s;
+    lines->shape[axis] = 1;
+    return numel / len;
+}
+
 ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)
 {
     ocl_ctx *c = ctx;
@@ -123,14 +113,9 @@ ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
     int rank = src->ndim > 0 ? src->ndim : 1;
     if (axis < 0 || axis >= rank)
         return ocl_error(c, FF_ERR_INVALID, "opencl softmax: axis %d out of range for rank %d", axis, (int)src->ndim);
-    ff_view d1, s1; /* a 0-d view is one row of one element */
-    dst = ffb_as_rank1(dst, &d1);
-    src = ffb_as_rank1(src, &s1);
-    int64_t len = src->shape[axis];
-    if (len == 0 || ff_view_numel(src) == 0) return FF_OK;
-    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), rows = ocl_kview_of(src);
-    rows.shape[axis] = 1;
-    cl_long nrows = ff_view_numel(src) / len;
+    ocl_kview d, s, rows;
+    cl_long nrows = line_views(dst, src, axis, &d, &s, &rows);
+    if (!nrows) return FF_OK;
     cl_int ax = axis, lg = want_log != 0;
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
     ocl_arg args[] = {OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(rows), OCL_ARG(ax), OCL_ARG(lg),
@@ -143,14 +128,9 @@ ff_status ocl_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, in
     ocl_ctx *c = ctx;
     ff_status st = ffb_scan_check(c->host, "opencl", op, dst, src, axis);
     if (st) return st;
-    ff_view d1, s1; /* a 0-d view is one line of one element */
-    dst = ffb_as_rank1(dst, &d1);
-    src = ffb_as_rank1(src, &s1);
-    int64_t len = src->shape[axis];
-    if (len == 0 || ff_view_numel(src) == 0) return FF_OK;
-    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), lines = ocl_kview_of(src);
-    lines.shape[axis] = 1;
-    cl_long nlines = ff_view_numel(src) / len;
+    ocl_kview d, s, lines;
+    cl_long nlines = line_views(dst, src, axis, &d, &s, &lines);
+    if (!nlines) return FF_OK;
     cl_int cop = op, ax = axis;
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
     ocl_arg args[] = {OCL_ARG(cop), OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(lines), OCL_ARG(ax),
@@ -161,23 +141,13 @@ ff_status ocl_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, in
 ff_status ocl_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending)
 {
     ocl_ctx *c = ctx;
-    ff_status st;
-    if ((st = ocl_check_view(c, "argsort", "dst", dst)) || (st = ocl_check_view(c, "argsort", "src", src))) return st;
-    int rank = src->ndim ? src->ndim : 1;
-    if (dst->dtype != FF_I64 || !ocl_same_shape(dst, src))
-        return ocl_error(c, FF_ERR_INVALID, "opencl argsort: dst must be i64 with src's shape");
-    if (axis < 0 || axis >= rank)
-        return ocl_error(c, FF_ERR_INVALID, "opencl argsort: axis %d out of range for rank %d", axis, (int)src->ndim);
-    ff_view d1, s1;
-    dst = ffb_as_rank1(dst, &d1);
-    src = ffb_as_rank1(src, &s1);
-    int64_t len = src->shape[axis], numel = ff_view_numel(src);
-    if (len == 0 || numel == 0) return FF_OK;
-    void *tmp = ocl_alloc(c, (size_t)numel * 2 * sizeof(cl_long));
+    ff_status st = ffb_argsort_check(c->host, "opencl", dst, src, axis);
+    if (st) return st;
+    ocl_kview d, s, lines;
+    cl_long nlines = line_views(dst, src, axis, &d, &s, &lines);
+    if (!nlines) return FF_OK;
+    void *tmp = ocl_alloc(c, (size_t)ff_view_numel(src) * 2 * sizeof(cl_long)); /* merge sort scratch */
     if (!tmp) return FF_ERR_OOM;
-    ocl_kview d = ocl_kview_of(dst), s = ocl_kview_of(src), lines = ocl_kview_of(src);
-    lines.shape[axis] = 1;
-    cl_long nlines = numel / len;
     cl_int ax = axis, desc = descending != 0;
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf), mt = ocl_mem_of(tmp);
     ocl_arg args[] = {OCL_ARG(d), OCL_ARG(md), OCL_ARG(s), OCL_ARG(ms), OCL_ARG(mt), OCL_ARG(lines), OCL_ARG(ax),
