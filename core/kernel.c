@@ -264,3 +264,26 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
     ff_tensor_view(src, &vs);
     return finish(argsort(be->ctx, &vd, &vs, axis, descending), dst, fn);
 }
+
+/* Dense linear algebra (ff_linalg_op): n_dst outputs, n_src inputs, shapes checked by
+ * the caller (ops/decomp.c). */
+ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                           const char *fn)
+{
+    const ff_tensor *ts[5];
+    ff_view vd[3], vs[2];
+    if (n_dst < 1 || n_dst > 3 || n_src < 1 || n_src > 2)
+        return ff_error(FF_ERR_INVALID, "%s: linalg takes 1-3 outputs and 1-2 inputs", fn);
+    for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &vd[i]);
+    for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &vs[i]);
+    ff_backend *be = ff_common_backend(n_dst + n_src, ts, fn);
+    if (!be) return ff_last_status();
+    ff_clear_error();
+    ff_status (*linalg)(void *, int, const ff_view *, int, const ff_view *, int) = FF_VT_OPT(be, linalg);
+    static const char *const names[] = {"solve", "det", "cholesky", "qr", "svd", "lstsq"};
+    if (!linalg || !be->vt->supports(be->ctx, FF_KIND_LINALG, op, src[0]->dtype))
+        return unsupported(be, fn, op >= 0 && op < FF_LINALG_COUNT ? names[op] : "linalg", src[0]->dtype);
+    ff_status st = linalg(be->ctx, op, vd, n_dst, vs, n_src);
+    for (int i = 1; i < n_dst; i++) ff_storage_bump_version(dst[i]->storage);
+    return finish(st, dst[0], fn);
+}

@@ -222,8 +222,7 @@ ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b)
 }
 
 /* A^n for square (batched) A by repeated squaring: differentiable through matmul. n = 0
- * gives the identity (broadcast over the batch); negative n needs an inverse, which
- * waits for the LAPACK entries (an error says so). */
+ * gives the identity (broadcast over the batch); negative n powers the inverse. */
 ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n)
 {
     static const char fn[] = "ff_matrix_power";
@@ -231,9 +230,6 @@ ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n)
     int nd = a->layout.ndim;
     if (nd < 2 || a->layout.shape[nd - 1] != a->layout.shape[nd - 2])
         return ff_error(FF_ERR_INVALID, "%s: expected square matrices [..., n, n], got rank %d", fn, nd), NULL;
-    if (n < 0)
-        return ff_error(FF_ERR_UNSUPPORTED, "%s: negative powers (%lld) need a matrix inverse, not offered yet", fn,
-                        (long long)n), NULL;
     if (n == 0) { /* the identity in a's shape: eye broadcast, as a new tensor */
         int64_t m = a->layout.shape[nd - 1];
         ff_tensor *eye = ff_eye(m, m, a->dtype), *r = NULL;
@@ -243,7 +239,8 @@ ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n)
         ff_tensor_release(eye), ff_tensor_release(e1), ff_tensor_release(b);
         return r;
     }
-    ff_tensor *result = NULL, *base = ff_tensor_retain((ff_tensor *)a);
+    ff_tensor *result = NULL, *base = n < 0 ? ff_inverse(a) : ff_tensor_retain((ff_tensor *)a);
+    if (n < 0) n = -n; /* INT64_MIN: the loop below stops at n = 0 after 63 squarings */
     while (n > 0 && base) {
         if (n & 1) {
             ff_tensor *t = result ? ff_matmul(result, base) : ff_tensor_retain(base);

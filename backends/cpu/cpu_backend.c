@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cpu_impl.h"
+#include "ff_backend_linalg.h"
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -53,6 +54,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
+    case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
     default: return 0;
     }
 }
@@ -173,6 +175,7 @@ static const ff_backend_vtable cpu_vtable = {
     .softmax = cpu_softmax,
     .scan = cpu_scan,
     .argsort = cpu_argsort,
+    .linalg = cpu_linalg,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
 };

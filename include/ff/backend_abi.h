@@ -242,7 +242,8 @@ typedef enum ff_random_dist {
  *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
- *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending) */
+ *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
+ *   LINALG: src[0] (op = ff_linalg_op) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -262,6 +263,8 @@ typedef enum ff_op_kind {
     FF_KIND_SCAN,
     /* the optional argsort entry: op = 0 ascending, 1 descending; dtype = src's */
     FF_KIND_SORT,
+    /* the optional linalg entry: op = ff_linalg_op; dtype = the inputs' (F32 or F64) */
+    FF_KIND_LINALG,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -291,6 +294,35 @@ typedef struct ff_conv2d_params {
     int64_t stride[2];
     int64_t padding[2];
 } ff_conv2d_params;
+
+/* Dense linear algebra for the linalg entry. Every view is a batch of matrices (or of
+ * vectors, for S and DET's scalars) over the same leading "batch" dims; the core
+ * broadcasts batches and checks shapes first. n x n means the last two dims.
+ *   SOLVE    src A (n x n), B (n x k)       dst X (n x k) with A X = B; a singular A
+ *                                            (an exactly zero pivot in LU with partial
+ *                                            pivoting) is an FF_ERR_INVALID error
+ *   DET      src A (n x n)                  dst det (batch only); singular gives 0
+ *   CHOLESKY src A (n x n), symmetric        dst L (n x n) lower, A = L L^T, zeros above;
+ *                                            only A's lower triangle is read; not
+ *                                            positive-definite is an FF_ERR_INVALID error
+ *   QR       src A (m x n), k = min(m, n)    dst Q (m x q), R (q x n), q = k (reduced) or
+ *                                            m (complete), Q^T Q = I, R upper, A = Q R,
+ *                                            signs as LAPACK's Householder (geqrf)
+ *   SVD      src A (m x n), k = min(m, n)    dst U (m x u), S (k), Vh (v x n) with u = k,
+ *                                            v = k (reduced) or u = m, v = n (full);
+ *                                            S descending, >= 0; A = U[:, :k] S Vh[:k]
+ *   LSTSQ    src A (m x n), B (m x k)        dst X (n x k): the minimum-norm minimizer of
+ *                                            |A X - B|, singular values below
+ *                                            eps(dtype) * max(m, n) * S[0] counted as 0 */
+typedef enum ff_linalg_op {
+    FF_LINALG_SOLVE = 0,
+    FF_LINALG_DET,
+    FF_LINALG_CHOLESKY,
+    FF_LINALG_QR,
+    FF_LINALG_SVD,
+    FF_LINALG_LSTSQ,
+    FF_LINALG_COUNT
+} ff_linalg_op;
 
 /* ---- services the core offers a backend -------------------------------- */
 typedef struct ff_host_api {
@@ -410,6 +442,11 @@ typedef struct ff_backend_vtable {
      * 0/1. Every dtype. May be NULL: the core then reports that the backend does not
      * support sort (sort, argsort, topk, kthvalue, median are built on it). */
     ff_status (*argsort)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
+
+    /* Dense linear algebra (see ff_linalg_op for each op's views and rules): n_dst
+     * outputs and n_src inputs, all F32 or all F64 (one dtype). May be NULL: the core
+     * then reports that the backend does not support det, inverse, solve, ... */
+    ff_status (*linalg)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -180,11 +180,36 @@ ff_status ff_unique(const ff_tensor *x, ff_tensor **values, ff_tensor **inverse,
 /* ---- linear algebra ----------------------------------------------------- */
 ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b); /* numpy.matmul semantics */
 ff_tensor *ff_outer(const ff_tensor *a, const ff_tensor *b);
-/* A^n of square (batched) matrices, n >= 0 (n = 0: the identity); differentiable. */
+/* A^n of square (batched) matrices (n = 0: the identity; n < 0: inverse(A)^-n); differentiable. */
 ff_tensor *ff_matrix_power(const ff_tensor *a, int64_t n);
 /* torch.einsum: "ij,jk->ik", implicit outputs, "...", repeated labels (diagonals),
  * size-1 broadcasting; composed from permute/reshape/matmul/sum, differentiable. */
 ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *operands);
+
+/* Dense linear algebra (ops/decomp.c) as torch.linalg, batched over leading dims, F32
+ * and F64, on the backend's optional linalg entry (cpu and cpu_blas; others report that
+ * they do not support it). All differentiable (see ops/decomp.c for the formulas).
+ *   ff_solve     X with A X = B; A [..., n, n], B [..., n, k] or a vector [..., n] (B of
+ *                rank 1, or A's shape without its last dim); batch dims broadcast; a
+ *                singular A is an error
+ *   ff_inverse   A^-1 (singular: an error)
+ *   ff_det       det(A), shape [...]
+ *   ff_cholesky  L lower with A = L L^T (upper: L^T); A must be symmetric positive-definite
+ *                (only its lower triangle is read)
+ *   ff_qr        A = Q R; reduced (Q [..., m, k], R [..., k, n], k = min(m, n)) or
+ *                complete (Q [..., m, m], R [..., m, n])
+ *   ff_svd       A = U diag(S) Vh, S descending; reduced (U [..., m, k], Vh [..., k, n]) or
+ *                full_matrices (U [..., m, m], Vh [..., n, n]); singular vectors are
+ *                unique only up to sign (and within repeated singular values)
+ *   ff_lstsq     the minimum-norm X minimizing |A X - B| (A [..., m, n], B [..., m, k] or a
+ *                vector); singular values below eps * max(m, n) * S[0] count as zero */
+ff_tensor *ff_solve(const ff_tensor *a, const ff_tensor *b);
+ff_tensor *ff_inverse(const ff_tensor *a);
+ff_tensor *ff_det(const ff_tensor *a);
+ff_tensor *ff_cholesky(const ff_tensor *a, bool upper);
+ff_status ff_qr(const ff_tensor *a, bool complete, ff_tensor **q, ff_tensor **r);
+ff_status ff_svd(const ff_tensor *a, bool full_matrices, ff_tensor **u, ff_tensor **s, ff_tensor **vh);
+ff_tensor *ff_lstsq(const ff_tensor *a, const ff_tensor *b);
 
 /* ---- neural-net ops ----------------------------------------------------- */
 ff_tensor *ff_softmax(const ff_tensor *x, int axis);

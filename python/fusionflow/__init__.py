@@ -23,9 +23,14 @@ from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, ro
 from . import _sorting  # noqa: E402
 from ._sorting import *  # noqa: E402,F401,F403  (sort, argsort, topk, kthvalue, median)
 
+from . import linalg  # noqa: E402  (fusionflow.linalg, as torch.linalg)
+
+det, inverse, cholesky, qr, svd, solve, lstsq = (linalg.TORCH_FORMS[_n] for _n in linalg.TORCH_FUNCTIONS)
 for _mod in (_functions, _sorting):
     for _n in _mod.TENSOR_METHODS:
         setattr(Tensor, _n, getattr(_mod, _n))
+for _n in linalg.TENSOR_METHODS:
+    setattr(Tensor, _n, linalg.TORCH_FORMS[_n])
 del _n, _mod
 
 float = float32
