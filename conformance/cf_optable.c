@@ -104,6 +104,69 @@ W(w_searchsorted, CALL(ff_searchsorted, x[0], x[1], false))
 W(w_searchsorted_right, CALL(ff_searchsorted, x[0], x[1], true))
 W(w_interpolate_bilinear, CALL(ff_interpolate, x[0], 2, (int64_t[]){7, 3}, NULL, FF_INTERP_LINEAR, false))
 W(w_cumsum1, CALL(ff_cumsum, x[0], 1))
+/* linear algebra: inputs made well conditioned with public ops (x + c I, x x^T + c I) */
+static ff_tensor *boosted(const ff_tensor *x, double c, bool gram)
+{
+    int64_t n = ff_tensor_dim(x, -1);
+    ff_tensor *xt = gram ? ff_mT(x) : NULL, *g = gram ? (xt ? ff_matmul(x, xt) : NULL) : ff_tensor_retain((ff_tensor *)x);
+    ff_tensor *e = ff_eye(n, n, ff_tensor_dtype(x)), *e1 = e ? ff_to(e, ff_tensor_backend(x)) : NULL;
+    ff_tensor *ce = e1 ? ff_mul_scalar(e1, c) : NULL, *r = g && ce ? ff_add(g, ce) : NULL;
+    ff_tensor_release(xt), ff_tensor_release(g), ff_tensor_release(e), ff_tensor_release(e1), ff_tensor_release(ce);
+    return r;
+}
+static ff_tensor *w_solve(ff_tensor *const *x)
+{
+    ff_tensor *a = boosted(x[0], 3.0, false), *r = a ? ff_solve(a, x[1]) : NULL;
+    ff_tensor_release(a);
+    return r;
+}
+static ff_tensor *w_inverse(ff_tensor *const *x)
+{
+    ff_tensor *a = boosted(x[0], 3.0, false), *r = a ? ff_inverse(a) : NULL;
+    ff_tensor_release(a);
+    return r;
+}
+static ff_tensor *w_det(ff_tensor *const *x)
+{
+    ff_tensor *a = boosted(x[0], 2.0, false), *r = a ? ff_det(a) : NULL;
+    ff_tensor_release(a);
+    return r;
+}
+static ff_tensor *w_cholesky(ff_tensor *const *x)
+{
+    ff_tensor *a = boosted(x[0], 1.0, true), *r = a ? ff_cholesky(a, false) : NULL;
+    ff_tensor_release(a);
+    return r;
+}
+/* Q and R: both backends follow LAPACK's Householder signs */
+static ff_tensor *w_qr(ff_tensor *const *x, int which)
+{
+    ff_tensor *q = NULL, *r = NULL;
+    if (ff_qr(x[0], false, &q, &r)) return NULL;
+    ff_tensor_release(which ? q : r);
+    return which ? r : q;
+}
+static ff_tensor *w_qr_q(ff_tensor *const *x) { return w_qr(x, 0); }
+static ff_tensor *w_qr_r(ff_tensor *const *x) { return w_qr(x, 1); }
+/* what the SVD fixes: S, and the projectors U U^T and V V^T (singular vectors' signs
+ * are free) */
+static ff_tensor *w_svd(ff_tensor *const *x, int which)
+{
+    ff_tensor *u = NULL, *s = NULL, *vh = NULL, *r = NULL;
+    if (ff_svd(x[0], false, &u, &s, &vh)) return NULL;
+    if (which == 0) r = ff_tensor_retain(s);
+    else {
+        ff_tensor *m = which == 1 ? u : vh, *mt = ff_mT(m);
+        r = mt ? (which == 1 ? ff_matmul(m, mt) : ff_matmul(mt, m)) : NULL;
+        ff_tensor_release(mt);
+    }
+    ff_tensor_release(u), ff_tensor_release(s), ff_tensor_release(vh);
+    return r;
+}
+static ff_tensor *w_svd_s(ff_tensor *const *x) { return w_svd(x, 0); }
+static ff_tensor *w_svd_uut(ff_tensor *const *x) { return w_svd(x, 1); }
+static ff_tensor *w_svd_vvt(ff_tensor *const *x) { return w_svd(x, 2); }
+W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
 W(w_cumprod1, CALL(ff_cumprod, x[0], 1))
@@ -435,6 +498,23 @@ const cf_opdef cf_optable[] = {
     {"einsum_batched", 2, {3, 3}, {{2, 3, 4}, {2, 5, 4}}, {F, F}, {U, U}, {0}, w_einsum_batched, CF_TOL_ACCUM, 4, false,
      true, NULL},
     {"einsum_diag_outer", 2, {2, 1}, {{4, 4}, {3}}, {F, F}, {S, S}, {0}, w_einsum_diag_outer, CF_TOL_EXACT, 1, false,
+     true, NULL},
+    /* linear algebra: the optional linalg entry (LAPACK on cpu_blas) against the reference's
+     * own algorithms, on well-conditioned inputs; both compute in double */
+    {"solve_batched", 2, {3, 3}, {{2, 4, 4}, {2, 4, 3}}, {F, F}, {U, U}, {0}, w_solve, CF_TOL_ACCUM, 16, false, true,
+     NULL},
+    {"solve_vector_bcast", 2, {3, 1}, {{3, 5, 5}, {5}}, {F, F}, {U, U}, {0}, w_solve, CF_TOL_ACCUM, 25, false, true,
+     NULL},
+    {"inverse", 1, {2}, {{5, 5}}, {F}, {U}, {0}, w_inverse, CF_TOL_ACCUM, 25, false, true, NULL},
+    {"det_batched", 1, {3}, {{3, 4, 4}}, {F}, {U}, {0}, w_det, CF_TOL_ACCUM, 16, false, true, NULL},
+    {"cholesky_gram", 1, {2}, {{5, 5}}, {F}, {U}, {0}, w_cholesky, CF_TOL_ACCUM, 25, false, true, NULL},
+    {"qr_q_tall", 1, {2}, {{6, 4}}, {F}, {U}, {0}, w_qr_q, CF_TOL_ACCUM, 24, false, true, NULL},
+    {"qr_r_wide", 1, {3}, {{2, 3, 5}}, {F}, {U}, {0}, w_qr_r, CF_TOL_ACCUM, 15, false, true, NULL},
+    {"svd_s_wide", 1, {2}, {{3, 6}}, {F}, {U}, {0}, w_svd_s, CF_TOL_ACCUM, 18, false, true, NULL},
+    {"svd_uut_tall", 1, {3}, {{2, 6, 3}}, {F}, {U}, {0}, w_svd_uut, CF_TOL_ACCUM, 18, false, true, NULL},
+    {"svd_vvt_tall", 1, {2}, {{7, 4}}, {F}, {U}, {0}, w_svd_vvt, CF_TOL_ACCUM, 28, false, true, NULL},
+    {"lstsq_tall", 2, {2, 2}, {{6, 3}, {6, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 18, false, true, NULL},
+    {"lstsq_wide_batched", 2, {3, 3}, {{2, 3, 5}, {2, 3, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 15, false,
      true, NULL},
     /* scans: the optional scan entry against the reference's */
     {"cumsum_axis1", 1, {2}, {{4, 9}}, {F}, {S}, {0}, w_cumsum1, CF_TOL_ACCUM, 9, true, true, NULL},

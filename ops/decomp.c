@@ -69,6 +69,16 @@ static ff_tensor *eye_like(const ff_tensor *a, int nd, const int64_t *shape)
 
 /* ---- solve and inverse -------------------------------------------------------------- */
 
+/* Ends a two-input backward: gi[0] = gA, gi[1] = gB (both owned by e), frees e. */
+static ff_status two_grads(ff_expr *e, ff_tensor *gA, ff_tensor *gB, ff_tensor **gi)
+{
+    gi[1] = e->failed ? NULL : ff_tensor_retain(gB);
+    gi[0] = ff_expr_result(e, gA);
+    ff_expr_free(e);
+    if (!gi[0]) ff_tensor_release(gi[1]), gi[1] = NULL;
+    return gi[0] ? FF_OK : ff_last_status();
+}
+
 static ff_tensor *solve_batched(const ff_tensor *a, const ff_tensor *b, const char *fn);
 
 /* inputs A, B; saved X */
@@ -84,11 +94,7 @@ static ff_status solve_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     ff_tensor *Xt = FF_EX(&e, ff_mT(X));
     ff_tensor *p = FF_EX(&e, ff_matmul(gB, Xt));
     ff_tensor *gA = FF_EX(&e, ff_neg(p));
-    gi[1] = e.failed ? NULL : ff_tensor_retain(gB);
-    gi[0] = ff_expr_result(&e, gA);
-    ff_expr_free(&e);
-    if (!gi[0]) ff_tensor_release(gi[1]), gi[1] = NULL;
-    return gi[0] ? FF_OK : ff_last_status();
+    return two_grads(&e, gA, gB, gi);
 }
 
 /* a [..., n, n], b [..., n, k] with one batch shape. */
@@ -581,11 +587,7 @@ static ff_status lstsq_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         ff_tensor *t3 = FF_EX(&e, ff_matmul(FF_EX(&e, ff_matmul(W, FF_EX(&e, ff_mT(gB)))), A));
         gA = FF_EX(&e, ff_sub(FF_EX(&e, ff_sub(t1, t2)), t3));
     }
-    gi[1] = e.failed ? NULL : ff_tensor_retain(gB);
-    gi[0] = ff_expr_result(&e, gA);
-    ff_expr_free(&e);
-    if (!gi[0]) ff_tensor_release(gi[1]), gi[1] = NULL;
-    return gi[0] ? FF_OK : ff_last_status();
+    return two_grads(&e, gA, gB, gi);
 }
 
 static ff_tensor *lstsq_batched(const ff_tensor *a, const ff_tensor *b, const char *fn)
