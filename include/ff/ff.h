@@ -25,6 +25,7 @@
 #include "ff/autograd.h"
 #include "ff/nn.h"
 #include "ff/io.h"
+#include "ff/dist.h"
 #include "ff/debug.h"
 
 #endif /* FF_FF_H */
