@@ -156,5 +156,7 @@ ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
 /* cpu_lines.c: scan, argsort */
 ff_status cpu_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cpu_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
+/* cpu_fft.c: the DFT oracle */
+ff_status cpu_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 
 #endif /* FF_CPU_IMPL_H */

@@ -116,6 +116,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
+    case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
 }
@@ -181,6 +182,7 @@ static const ff_backend_vtable blas_vtable = {
     .conv2d_backward_weight = blas_conv2d_backward_weight,
     .scan = blas_scan,
     .argsort = blas_argsort,
+    .fft = blas_fft,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
