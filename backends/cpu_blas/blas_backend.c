@@ -79,6 +79,7 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     c->own_gemm = g == BLAS_GEMM_OWN;
     c->dnnl_gemm = g == BLAS_GEMM_DNNL;
     if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, blas_gemm_name(g));
+    blas_fft_context_up();
     *ctx = c;
     return FF_OK;
 }
@@ -87,6 +88,7 @@ static void blas_shutdown(void *ctx)
 {
     blas_ctx *c = ctx;
     if (!c) return;
+    blas_fft_context_down();
     blas_pool_destroy(c->pool);
     blas_alloc_destroy(c->alloc);
     free(c);

@@ -16,6 +16,29 @@
 #include "blas_impl.h"
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static int live_contexts; /* under plan_lock */
+
+/* FFTW keeps its planner (solver tables) in static memory from the first plan on. When
+ * the last context shuts down, no plan exists any more (each lives inside one call), so
+ * fftw_cleanup can free it: the core may dlclose the plugin, and with it FFTW, after
+ * shutdown, which would otherwise leave that memory unreachable (LeakSanitizer reports
+ * it). */
+void blas_fft_context_up(void)
+{
+    pthread_mutex_lock(&plan_lock);
+    live_contexts++;
+    pthread_mutex_unlock(&plan_lock);
+}
+
+void blas_fft_context_down(void)
+{
+    pthread_mutex_lock(&plan_lock);
+    if (--live_contexts == 0) {
+        fftw_cleanup();
+        fftwf_cleanup();
+    }
+    pthread_mutex_unlock(&plan_lock);
+}
 
 /* The transform and loop dims shared by the f32 and f64 paths (strides in elements). */
 typedef struct fft_geom {
