@@ -170,6 +170,20 @@ W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
 W(w_cumprod1, CALL(ff_cumprod, x[0], 1))
+/* Fourier transforms: the optional fft entry (FFTW in cpu_blas) against the reference's
+ * DFT; complex inputs end in the (re, im) dim, which the transposed and stepped variants
+ * give a stride other than 1; prime, odd, even and 1 lengths, padding and truncation */
+W(w_fft_last, CALL(ff_fft_fft, x[0], -1, -1, FF_FFT_NORM_BACKWARD))
+W(w_fft_axis0_pad8_forward, CALL(ff_fft_fft, x[0], 8, 0, FF_FFT_NORM_FORWARD))
+W(w_fft_middle_axis, CALL(ff_fft_fft, x[0], -1, 1, FF_FFT_NORM_ORTHO))
+W(w_fft_cut_to1, CALL(ff_fft_fft, x[0], 1, 0, FF_FFT_NORM_BACKWARD))
+W(w_ifft_cut7_ortho, CALL(ff_fft_ifft, x[0], 7, 1, FF_FFT_NORM_ORTHO))
+W(w_ifft_axis0, CALL(ff_fft_ifft, x[0], -1, 0, FF_FFT_NORM_BACKWARD))
+W(w_rfft_last, CALL(ff_fft_rfft, x[0], -1, -1, FF_FFT_NORM_BACKWARD))
+W(w_rfft_axis0_pad10_ortho, CALL(ff_fft_rfft, x[0], 10, 0, FF_FFT_NORM_ORTHO))
+W(w_irfft_last, CALL(ff_fft_irfft, x[0], -1, -1, FF_FFT_NORM_BACKWARD))
+W(w_irfft_axis0_n9_forward, CALL(ff_fft_irfft, x[0], 9, 0, FF_FFT_NORM_FORWARD))
+W(w_irfft_n1, CALL(ff_fft_irfft, x[0], 1, -1, FF_FFT_NORM_BACKWARD))
 /* conv2d: on a backend with the conv2d entries these compare the entries (and their
  * gradients) with the reference's composition; shapes cover padding, stride > 1 with
  * unread rows, 1x1 and 5x5 kernels, batch 1, one channel, odd sizes, a bias */
@@ -332,6 +346,37 @@ static void c_mse(const double *const *in, double *out) /* [4,5] */
     for (int i = 0; i < 20; i++) s += (long double)(in[0][i] - in[1][i]) * (in[0][i] - in[1][i]);
     out[0] = (double)(s / 20);
 }
+
+/* Closed forms of three Fourier rows along the last signal dim of row-major inputs: the
+ * DFT summed in long double, angles from (k t mod n), independent of the backends' code.
+ * op as ff_fft_op; lines x n complex (C2R: x m bins) in, the transform's layout out,
+ * scaled as norm BACKWARD. */
+static void dft_closed(int op, const double *in, double *out, int64_t lines, int64_t n)
+{
+    const long double tau = 6.283185307179586476925286766559L;
+    int64_t m = n / 2 + 1, nin = op == FF_FFT_C2R ? m : n, nout = op == FF_FFT_R2C ? m : n;
+    for (int64_t l = 0; l < lines; l++)
+        for (int64_t k = 0; k < nout; k++) {
+            long double re = 0, im = 0;
+            for (int64_t t = 0; t < nin; t++) {
+                long double xr = op == FF_FFT_R2C ? in[l * n + t] : in[(l * nin + t) * 2];
+                long double xi = op == FF_FFT_R2C ? 0 : in[(l * nin + t) * 2 + 1];
+                long double a = tau * (long double)((k * t) % n) / (long double)n;
+                if (op == FF_FFT_C2R) { /* bins 1 .. n - m count twice; imaginary parts of 0 and n/2 ignored */
+                    long double wgt = t == 0 || t > n - m ? 1 : 2;
+                    re += wgt * (t == 0 || 2 * t == n ? xr * cosl(a) : xr * cosl(a) - xi * sinl(a));
+                } else {
+                    re += xr * cosl(a) + xi * sinl(a);
+                    im += xi * cosl(a) - xr * sinl(a);
+                }
+            }
+            if (op == FF_FFT_C2R) out[l * n + k] = (double)(re / (long double)n); /* norm BACKWARD */
+            else out[(l * nout + k) * 2] = (double)re, out[(l * nout + k) * 2 + 1] = (double)im;
+        }
+}
+static void closed_fft_last(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 3, 13); }
+static void closed_rfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_R2C, in[0], out, 4, 11); }
+static void closed_irfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_C2R, in[0], out, 3, 10); }
 
 /* ---- the table ---------------------------------------------------------------- */
 #define F FF_DTYPE_COUNT /* "the case dtype" */
@@ -521,6 +566,28 @@ const cf_opdef cf_optable[] = {
     {"cumsum_axis0", 1, {2}, {{7, 5}}, {F}, {S}, {0}, w_cumsum0, CF_TOL_ACCUM, 7, true, true, NULL},
     {"cumsum_3d_last", 1, {3}, {{2, 3, 6}}, {F}, {S}, {0}, w_cumsum_last, CF_TOL_ACCUM, 6, true, true, NULL},
     {"cumprod_axis1", 1, {2}, {{4, 6}}, {F}, {CF_DOM_NEAR1}, {0}, w_cumprod1, CF_TOL_PROD, 6, true, true, NULL},
+    /* Fourier transforms (k: the sum's length, times 4 for FFTW's log n passes in f32) */
+    {"fft_last_prime13", 1, {3}, {{3, 13, 2}}, {F}, {S}, {0}, w_fft_last, CF_TOL_ACCUM, 52, false, true,
+     closed_fft_last},
+    {"fft_axis0_pad_to8_norm_forward", 1, {3}, {{5, 4, 2}}, {F}, {S}, {0}, w_fft_axis0_pad8_forward, CF_TOL_ACCUM,
+     32, false, true, NULL},
+    {"fft_middle_axis_norm_ortho", 1, {4}, {{2, 6, 3, 2}}, {F}, {S}, {0}, w_fft_middle_axis, CF_TOL_ACCUM, 24, false,
+     true, NULL},
+    {"fft_cut_to1", 1, {3}, {{6, 3, 2}}, {F}, {S}, {0}, w_fft_cut_to1, CF_TOL_ACCUM, 4, false, true, NULL},
+    {"fft_len1", 1, {3}, {{4, 1, 2}}, {F}, {S}, {0}, w_fft_last, CF_TOL_ACCUM, 4, false, true, NULL},
+    {"ifft_cut_to7_norm_ortho", 1, {3}, {{3, 9, 2}}, {F}, {S}, {0}, w_ifft_cut7_ortho, CF_TOL_ACCUM, 28, false, true,
+     NULL},
+    {"ifft_axis0_len17", 1, {3}, {{17, 2, 2}}, {F}, {S}, {0}, w_ifft_axis0, CF_TOL_ACCUM, 68, false, true, NULL},
+    {"rfft_last_odd11", 1, {2}, {{4, 11}}, {F}, {S}, {0}, w_rfft_last, CF_TOL_ACCUM, 44, true, true,
+     closed_rfft_last},
+    {"rfft_axis0_pad_to10_norm_ortho", 1, {2}, {{6, 5}}, {F}, {S}, {0}, w_rfft_axis0_pad10_ortho, CF_TOL_ACCUM, 40,
+     false, true, NULL},
+    {"rfft_len1", 1, {2}, {{3, 1}}, {F}, {S}, {0}, w_rfft_last, CF_TOL_ACCUM, 4, false, true, NULL},
+    {"irfft_last_default_n10", 1, {3}, {{3, 6, 2}}, {F}, {S}, {0}, w_irfft_last, CF_TOL_ACCUM, 40, false, true,
+     closed_irfft_last},
+    {"irfft_axis0_n9_norm_forward", 1, {3}, {{4, 3, 2}}, {F}, {S}, {0}, w_irfft_axis0_n9_forward, CF_TOL_ACCUM, 36,
+     false, true, NULL},
+    {"irfft_n1", 1, {3}, {{2, 3, 2}}, {F}, {S}, {0}, w_irfft_n1, CF_TOL_ACCUM, 4, false, true, NULL},
     {"conv2d_k3_pad1", 2, {4, 4}, {{2, 3, 7, 6}, {4, 3, 3, 3}}, {F, F}, {S, S}, {0}, w_conv2d_k3p1, CF_TOL_ACCUM, 27,
      false, true, NULL},
     {"conv2d_stride2_unread_rows_batch1_c1", 2, {4, 4}, {{1, 1, 6, 7}, {2, 1, 3, 3}}, {F, F}, {S, S}, {0},

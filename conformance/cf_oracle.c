@@ -15,7 +15,8 @@ const char *cf_reduce_name(int op) { return ffb_reduce_name(op) ? ffb_reduce_nam
 const char *cf_kind_name(int kind)
 {
     static const char *const n[FF_KIND_COUNT] = {"fill", "copy", "unary", "binary", "reduce", "matmul",
-                                                 "where", "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "sort"};
+                                                 "where", "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "sort",
+                                                 "linalg", "fft"};
     return (unsigned)kind < FF_KIND_COUNT ? n[kind] : "?";
 }
 

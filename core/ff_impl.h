@@ -165,6 +165,7 @@ ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t s
 ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b,
                            const ff_conv2d_params *p, const char *fn);
 ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis, bool descending, const char *fn);
+ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn);
 ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn);
 ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                            const char *fn);

@@ -287,3 +287,16 @@ ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_te
     for (int i = 1; i < n_dst; i++) ff_storage_bump_version(dst[i]->storage);
     return finish(st, dst[0], fn);
 }
+
+/* One transform (ff_fft_op) of src along axis (a signal dim: never the complex pair's)
+ * into dst; the shapes follow the ABI comment at the fft entry. */
+ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn)
+{
+    BEGIN_KERNEL(2, dst, src);
+    ff_status (*fft)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, fft);
+    if (!fft || !be->vt->supports(be->ctx, FF_KIND_FFT, op, src->dtype)) return unsupported(be, fn, "fft", src->dtype);
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    return finish(fft(be->ctx, op, &vd, &vs, axis), dst, fn);
+}

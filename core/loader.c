@@ -384,6 +384,8 @@ bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype
     if (kind == FF_KIND_CONV2D && !ff_backend_has_conv2d(be)) return false;
     if (kind == FF_KIND_SCAN && !FF_VT_OPT(be, scan)) return false;
     if (kind == FF_KIND_SORT && !FF_VT_OPT(be, argsort)) return false;
+    if (kind == FF_KIND_LINALG && !FF_VT_OPT(be, linalg)) return false;
+    if (kind == FF_KIND_FFT && !FF_VT_OPT(be, fft)) return false;
     return be->vt->supports(be->ctx, kind, op, dtype) != 0;
 }
 

@@ -3,7 +3,7 @@
 # (root + apt-get). Without root it prints the command to run and carries on: the
 # build then tells what is missing.
 set -u
-pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libdnnl-dev libdlpack-dev
+pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libfftw3-dev libdnnl-dev libdlpack-dev
       dataset-fashion-mnist python3 python3-numpy python3-pytest python3-venv python3-pip gnuplot-nox
       clang ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clinfo libopenmpi-dev openmpi-bin)
 [ -n "${FF_EXTRA_PKGS:-}" ] && pkgs+=(${FF_EXTRA_PKGS})

@@ -55,6 +55,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
+    case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
 }
@@ -176,6 +177,7 @@ static const ff_backend_vtable cpu_vtable = {
     .scan = cpu_scan,
     .argsort = cpu_argsort,
     .linalg = cpu_linalg,
+    .fft = cpu_fft,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
 };

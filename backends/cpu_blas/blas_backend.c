@@ -80,6 +80,7 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     c->own_gemm = g == BLAS_GEMM_OWN;
     c->dnnl_gemm = g == BLAS_GEMM_DNNL;
     if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, blas_gemm_name(g));
+    blas_fft_context_up();
     *ctx = c;
     return FF_OK;
 }
@@ -88,6 +89,7 @@ static void blas_shutdown(void *ctx)
 {
     blas_ctx *c = ctx;
     if (!c) return;
+    blas_fft_context_down();
     blas_pool_destroy(c->pool);
     blas_alloc_destroy(c->alloc);
     free(c);
@@ -118,6 +120,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
+    case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
 }
@@ -184,6 +187,7 @@ static const ff_backend_vtable blas_vtable = {
     .scan = blas_scan,
     .argsort = blas_argsort,
     .linalg = blas_linalg,
+    .fft = blas_fft,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

@@ -243,7 +243,8 @@ typedef enum ff_random_dist {
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
- *   LINALG: src[0] (op = ff_linalg_op) */
+ *   LINALG: src[0] (op = ff_linalg_op)
+ *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -265,8 +266,21 @@ typedef enum ff_op_kind {
     FF_KIND_SORT,
     /* the optional linalg entry: op = ff_linalg_op; dtype = the inputs' (F32 or F64) */
     FF_KIND_LINALG,
+    /* the optional fft entry: op = ff_fft_op; dtype = src's (== dst's), F32 or F64 */
+    FF_KIND_FFT,
     FF_KIND_COUNT
 } ff_op_kind;
+
+/* The fft entry's transforms (unnormalized; the core scales). Complex values travel
+ * as real views whose LAST dim has size 2 (re, im), torch.view_as_real's layout, with
+ * any stride for that dim. */
+typedef enum ff_fft_op {
+    FF_FFT_FORWARD = 0, /* complex -> complex, e^(-2 pi i k t / n) */
+    FF_FFT_INVERSE = 1, /* complex -> complex, e^(+2 pi i k t / n), no 1/n */
+    FF_FFT_R2C = 2,     /* real n -> the n/2 + 1 bins k = 0..n/2 of the forward transform */
+    FF_FFT_C2R = 3,     /* those n/2 + 1 bins -> real n, inverse sign, no 1/n (below) */
+    FF_FFT_OP_COUNT
+} ff_fft_op;
 
 /* ---- views -------------------------------------------------------------- */
 /* A resolved strided view of a backend buffer. Element (i0,...,in-1) lives at
@@ -447,6 +461,21 @@ typedef struct ff_backend_vtable {
      * outputs and n_src inputs, all F32 or all F64 (one dtype). May be NULL: the core
      * then reports that the backend does not support det, inverse, solve, ... */
     ff_status (*linalg)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
+    /* Discrete Fourier transform of every line along axis, unnormalized, F32 or F64 (dst
+     * and src share it; compute in at least the dtype's precision: the reference sums in
+     * double). A complex view has a last dim of size 2 (re, im); axis is never that dim.
+     * With n the signal length and m = n / 2 + 1 (n >= 1):
+     *   FORWARD, INVERSE: src and dst complex, one shape, n = shape[axis];
+     *                     dst[k] = sum_t src[t] e^(-+2 pi i k t / n)
+     *   R2C: src real [.., n, ..]; dst complex [.., m, .., 2]: the FORWARD bins 0..m-1
+     *   C2R: src complex [.., m, .., 2]; dst real [.., n, ..] (n = dst.shape[axis]):
+     *        dst[t] = Re X0 + 2 sum_{0<k<n-m+1} Re(X_k e^(2 pi i k t / n)) + [n even] Re X_{n/2} (-1)^t
+     *        i.e. the INVERSE of the Hermitian spectrum; the imaginary parts of bin 0 and
+     *        (n even) bin n/2 are ignored, as FFTW and PocketFFT do.
+     * dst never overlaps src, and src is left untouched (FFTW's c2r needs
+     * FFTW_PRESERVE_INPUT). Zero lines (a 0 in another dim) are a no-op. May be NULL:
+     * the core then reports that the backend does not support fft. */
+    ff_status (*fft)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

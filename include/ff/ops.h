@@ -140,6 +140,27 @@ ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, boo
 ff_tensor *ff_cumsum(const ff_tensor *x, int axis);
 ff_tensor *ff_cumprod(const ff_tensor *x, int axis);
 
+/* ---- Fourier transforms (ops/fft.c; the backend's optional fft entry) ---- */
+/* torch.fft.fft / ifft / rfft / irfft along one axis. Complex values are real tensors
+ * whose LAST dim has size 2 (re, im): torch.view_as_real's layout. fft, ifft and irfft
+ * take it (a last dim other than 2 is an error) and their axis counts only the complex
+ * dims, never the pair (-1 is the dim before it); rfft takes a real tensor of any shape
+ * and returns the n/2 + 1 bins in that layout; irfft returns a real tensor. n = -1: the
+ * input's length along axis (irfft: 2 (m - 1) from m bins); otherwise the input is
+ * zero-padded or truncated to n (irfft: to n/2 + 1 bins) first. f32 and f64 (integer and
+ * bool inputs compute in f32); differentiable as PyTorch. irfft ignores the imaginary
+ * parts of bin 0 and (n even) bin n/2. A backend without the fft entry (opencl) gets
+ * FF_ERR_UNSUPPORTED, "backend 'X' does not support fft". docs/semantics.md, "FFT". */
+typedef enum ff_fft_norm {
+    FF_FFT_NORM_BACKWARD = 0, /* PyTorch's default: the inverse transforms scale by 1/n */
+    FF_FFT_NORM_FORWARD = 1,  /* the forward transforms scale by 1/n */
+    FF_FFT_NORM_ORTHO = 2     /* both by 1/sqrt(n) */
+} ff_fft_norm;
+ff_tensor *ff_fft_fft(const ff_tensor *x, int64_t n, int axis, ff_fft_norm norm);
+ff_tensor *ff_fft_ifft(const ff_tensor *x, int64_t n, int axis, ff_fft_norm norm);
+ff_tensor *ff_fft_rfft(const ff_tensor *x, int64_t n, int axis, ff_fft_norm norm);
+ff_tensor *ff_fft_irfft(const ff_tensor *x, int64_t n, int axis, ff_fft_norm norm);
+
 /* ---- sorting (ops/sort.c; the backend's optional argsort entry) ---------- */
 /* Stable; NaN sorts above every number; -0 == +0. Indices are i64. values/indices may be
  * NULL when not wanted; on success the caller owns what it asked for. Values are

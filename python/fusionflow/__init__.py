@@ -16,7 +16,7 @@ from ._dlpack import from_dlpack
 from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import backends, default_backend, set_default_backend
 from ._lib import C as _C
-from . import autograd, nn, optim  # noqa: E402
+from . import autograd, fft, nn, optim  # noqa: E402
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
 

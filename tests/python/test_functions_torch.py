@@ -527,3 +527,121 @@ def test_mode_and_scatter_match_torch(device):
     rep = ff.scatter(ff.zeros(1, 4, device=device), 1, ff.tensor(np.array([[2, 0, 2, 2]]), device=device),
                      ff.tensor(np.array([[1.0, 2, 3, 4]], np.float32), device=device))
     assert rep.numpy().tolist() == [[2.0, 0.0, 4.0, 0.0]]  # index 2 written by 1, 3, then 4: the last wins
+
+
+# ---- torch.fft (ops/fft.c): complex values in torch.view_as_real's layout (last dim 2) ----
+FFT_DEVICES = [d for d in DEVICES if d != "opencl"]  # opencl has no fft entry: test_fft_declined_by_opencl
+
+
+def _torch_fft(kind, t, n, dim, norm):
+    """PyTorch's transform, with our layout on both sides (view_as_complex / view_as_real)."""
+    if kind == "rfft":
+        return torch.view_as_real(torch.fft.rfft(t, n=n, dim=dim, norm=norm))
+    out = getattr(torch.fft, kind)(torch.view_as_complex(t), n=n, dim=dim, norm=norm)
+    return out if kind == "irfft" else torch.view_as_real(out)
+
+
+def _fft_input(rng, kind, length, dim, dt, layout):
+    """Signal dims (3, 4) with `length` at dim (of the signal dims), plus the (re, im) dim for
+    complex inputs; as numpy data and as a tensor laid out contiguous, with two signal dims
+    transposed, or with the (re, im) pair strided (the pair dim transposed in)."""
+    sig = [3, 4]
+    sig[dim] = length
+    shape = tuple(sig) + (() if kind == "rfft" else (2,))
+    a = rng.standard_normal(shape).astype(dt)
+    if layout == "transposed":
+        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, 0, 1))).transpose(0, 1)
+    if layout == "pair_strided" and kind != "rfft":
+        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
+    return a, ff.tensor(a)
+
+
+@pytest.mark.parametrize("device", FFT_DEVICES)
+@pytest.mark.parametrize("kind", ["fft", "ifft", "rfft", "irfft"])
+def test_fft_matches_torch(device, kind):
+    """Each transform and its gradient against PyTorch's, through view_as_real /
+    view_as_complex: f32 and f64; lengths 1, 2, 5, 8 and 13 (odd, even, prime); n default,
+    1, truncating and padding, prime; every norm; dim -1, 0 and 1 of the signal dims; inputs
+    contiguous, transposed and with a strided (re, im) pair. The gradient checks PyTorch's
+    conventions, the Hermitian doubling of rfft/irfft included."""
+    rng = np.random.default_rng(19)
+    fn = getattr(ff.fft, kind)
+    i = 0
+    for dt, tol in ((np.float32, 1e-4), (np.float64, 1e-10)):
+        for length in (1, 2, 5, 8, 13):
+            for n in (None, 1, 4, 7, 16):
+                for norm in (None, "backward", "forward", "ortho"):
+                    i += 1
+                    dim = (-1, 0, 1)[i % 3]
+                    layout = ("contig", "transposed", "pair_strided")[i % 3 if i % 2 else 0]
+                    a, x = _fft_input(rng, kind, length, dim % 2, dt, layout)  # dim -1 is signal dim 1
+                    tx = torch.tensor(a, requires_grad=True)
+                    if kind == "irfft" and n is None and length == 1:  # default n = 2 (1 - 1) = 0
+                        with pytest.raises(RuntimeError):
+                            _torch_fft(kind, tx, n, dim, norm)
+                        with pytest.raises(ff.FusionFlowError, match="ff_fft_irfft: invalid number of data points"):
+                            fn(x.to(device=device), n=n, dim=dim, norm=norm)
+                        continue
+                    x = x.to(device=device).detach().requires_grad_(True)
+                    y, ty = fn(x, n=n, dim=dim, norm=norm), _torch_fft(kind, tx, n, dim, norm)
+                    assert y.dtype is (ff.float32 if dt == np.float32 else ff.float64)
+                    close(y, ty, tol)
+                    w = rng.standard_normal(tuple(ty.shape)).astype(dt)
+                    (y * ff.tensor(w, device=device)).sum().backward()
+                    (ty * torch.tensor(w)).sum().backward()
+                    close(x.grad, tx.grad, tol)
+
+
+@pytest.mark.parametrize("device", FFT_DEVICES)
+def test_fft_second_order_and_promotion(device):
+    """create_graph through fft and irfft (their gradients are transforms too, so they are
+    differentiable again), integer input to rfft computing in f32 as PyTorch's complex64,
+    and zero lines (an empty batch dim)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 6, 2))
+    for kind in ("fft", "irfft"):
+        x = ff.tensor(a, requires_grad=True, device=device)
+        tx = torch.tensor(a, requires_grad=True)
+        y, ty = getattr(ff.fft, kind)(x, norm="ortho"), _torch_fft(kind, tx, None, -1, "ortho")
+        g, = ff.autograd.grad((y ** 3).sum(), [x], create_graph=True)
+        tg, = torch.autograd.grad((ty ** 3).sum(), [tx], create_graph=True)
+        close(g, tg, 1e-10)
+        (g * g).sum().backward()
+        (tg * tg).sum().backward()
+        close(x.grad, tx.grad, 1e-9)
+    i = np.array([[3, 1, -2, 5, 0]], dtype=np.int32)
+    r, tr = ff.fft.rfft(ff.tensor(i, device=device)), torch.view_as_real(torch.fft.rfft(torch.tensor(i)))
+    assert r.dtype is ff.float32 and tr.dtype == torch.float32
+    close(r, tr, 1e-5)
+    assert ff.fft.fft(ff.zeros(0, 5, 2, device=device)).shape == (0, 5, 2)
+    assert ff.fft.rfft(ff.zeros(2, 0, 8, device=device), n=6).shape == (2, 0, 4, 2)
+
+
+def test_fft_bad_input_errors():
+    """The complex layout is required, never guessed; PyTorch's errors for n and norm;
+    messages name the function."""
+    assert hasattr(ff, "fft") and callable(ff.fft.fft)
+    real = ff.ones(3, 4)
+    with pytest.raises(ff.FusionFlowError, match="ff_fft_fft: x must be complex.*use ff_fft_rfft"):
+        ff.fft.fft(real)
+    with pytest.raises(ff.FusionFlowError, match="ff_fft_ifft: x must be complex"):
+        ff.fft.ifft(ff.ones(2))  # a lone (re, im) pair has no signal dim
+    with pytest.raises(ff.FusionFlowError, match="ff_fft_irfft: x must be complex"):
+        ff.fft.irfft(real)
+    with pytest.raises(ff.FusionFlowError, match=r"fft: invalid number of data points \(0\)"):
+        ff.fft.fft(ff.ones(3, 2), n=0)
+    with pytest.raises(ff.FusionFlowError, match="rfft: invalid normalization mode 'sideways'"):
+        ff.fft.rfft(real, norm="sideways")
+    with pytest.raises(ff.FusionFlowError, match="ff_fft_fft: axis 1 out of range for 1 complex dims"):
+        ff.fft.fft(ff.ones(3, 2), dim=1)
+    with pytest.raises(ff.FusionFlowError, match="ff_fft_rfft: x is 0-d"):
+        ff.fft.rfft(ff.tensor(np.float32(1.0)))
+
+
+@pytest.mark.skipif("opencl" not in DEVICES, reason="the opencl backend is not built or has no platform")
+def test_fft_declined_by_opencl():
+    """opencl has no fft entry: a clear error naming the backend, for every transform."""
+    x = ff.ones(4, 2, device="opencl")
+    for kind in ("fft", "ifft", "rfft", "irfft"):
+        with pytest.raises(ff.FusionFlowError, match=f"ff_fft_{kind}: backend 'opencl' does not support fft"):
+            getattr(ff.fft, kind)(x)
