@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
+.PHONY: all deps deps-test build demo demo-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
 
 all: build
 
@@ -25,6 +25,15 @@ build: deps $(BUILD)/CMakeCache.txt
 # (FF_BACKEND=cpu make demo for the reference).
 demo: build
 	$(BUILD)/bin/fashion_mnist
+
+# The demo data parallel on 2 MPI ranks (one cpu_blas thread each), then one epoch in one
+# process for the per-epoch time beside it. MPIRUN_FLAGS: e.g. --hostfile FILE.
+MPIRUN_FLAGS ?= --oversubscribe --allow-run-as-root
+demo-dist: build
+	FF_NUM_THREADS=1 mpirun -np 2 $(MPIRUN_FLAGS) -x FF_NUM_THREADS $(BUILD)/bin/fashion_mnist | tr '\r' '\n' | \
+		grep -E '^(Fashion|MLP|CNN|data parallel|.*epoch [0-9]+/[0-9]+:|trained|test accuracy)' | sed 's/\x1b\[K//g'
+	@echo "one process, for comparison:"
+	@$(BUILD)/bin/fashion_mnist --epochs 1 | tr '\r' '\n' | grep -E '^.*epoch 1/1:' | sed 's/\x1b\[K//g'
 
 # Every test: unit tests, conformance on every backend, mutation tests, Python tests
 # (with PyTorch, the semantic reference, installed for the differential tests), then the

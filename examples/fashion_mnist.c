@@ -76,6 +76,16 @@ int main(int argc, char **argv)
         usage(pa > 0 ? stdout : stderr);
         return pa > 0 ? 0 : 2;
     }
+    /* under mpirun (Open MPI / PMIx / MPICH set these): data parallel across the ranks;
+     * rank 0 alone logs */
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE")) {
+        if (ff_dist_init()) {
+            fprintf(stderr, "fashion_mnist: %s\n", ff_last_error());
+            return 1;
+        }
+        if (ff_dist_rank() != 0) cfg.log = NULL;
+    }
+    bool talk = ff_dist_rank() == 0;
     ff_backend *be = ff_backend_default();
     if (!be) {
         fprintf(stderr, "fashion_mnist: %s\n", ff_last_error());
@@ -94,12 +104,15 @@ int main(int argc, char **argv)
         return 1;
     }
     ff_module *net = cnn ? mnist_cnn(cfg.seed) : mnist_mlp(cfg.seed);
-    printf("Fashion-MNIST: %lld train / %lld test images from %s; backend %s\n", (long long)train.n,
-           (long long)test.n, dir, ff_backend_name(be));
-    printf("%s (%lld parameters), AdamW lr %g wd %g, batch %d, %d epochs, seed %llu\n",
-           cnn ? "CNN conv16-conv32-128-10" : "MLP 784-256-128-10", (long long)ff_module_num_parameters(net), cfg.lr,
-           cfg.weight_decay, cfg.batch, cfg.epochs,
-           (unsigned long long)cfg.seed);
+    if (talk) {
+        printf("Fashion-MNIST: %lld train / %lld test images from %s; backend %s\n", (long long)train.n,
+               (long long)test.n, dir, ff_backend_name(be));
+        printf("%s (%lld parameters), AdamW lr %g wd %g, batch %d%s, %d epochs, seed %llu\n",
+               cnn ? "CNN conv16-conv32-128-10" : "MLP 784-256-128-10", (long long)ff_module_num_parameters(net),
+               cfg.lr, cfg.weight_decay, cfg.batch, ff_dist_size() > 1 ? " per rank" : "", cfg.epochs,
+               (unsigned long long)cfg.seed);
+        if (ff_dist_size() > 1) printf("data parallel on %d ranks (MPI)\n", ff_dist_size());
+    }
     double t0 = mnist_now(), sps = 0, acc = -1;
     int rc = net ? mnist_train(net, &train, &cfg, NULL, 0, NULL, &sps) : -1;
     double t1 = mnist_now();
@@ -107,13 +120,14 @@ int main(int argc, char **argv)
     if (rc || acc < 0) {
         fprintf(stderr, "fashion_mnist: training failed: %s\n", ff_last_error());
         rc = 1;
-    } else {
+    } else if (talk) {
         printf("trained in %.1f s (%.0f samples/s), evaluated in %.1f s\n", t1 - t0, sps, mnist_now() - t1);
         printf("test accuracy: %.4f\n", acc);
     }
     ff_module_release(net);
     mnist_free(&train);
     mnist_free(&test);
+    ff_dist_finalize();
     ff_shutdown();
     return rc;
 }

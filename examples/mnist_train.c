@@ -58,8 +58,8 @@ static void shuffle(int64_t *perm, int64_t n, uint64_t seed)
 }
 
 /* One step on rows idx[0..b): returns the loss, or NAN on error. */
-static double train_step(ff_module *net, ff_optimizer *opt, const mnist_split *d, const int64_t *idx, int64_t b,
-                         float *xbuf, int64_t *ybuf)
+static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, const mnist_split *d,
+                         const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
 {
     for (int64_t r = 0; r < b; r++) {
         memcpy(xbuf + r * MNIST_PIXELS, d->images + idx[r] * MNIST_PIXELS, MNIST_PIXELS * sizeof *xbuf);
@@ -71,8 +71,8 @@ static double train_step(ff_module *net, ff_optimizer *opt, const mnist_split *d
     ff_tensor *logits = y ? ff_module_forward(net, x) : NULL;
     ff_tensor *loss = logits ? ff_cross_entropy(logits, y) : NULL;
     double v = NAN;
-    if (loss && !ff_optimizer_zero_grad(opt) && !ff_backward(loss, NULL, NULL) && !ff_optimizer_step(opt) &&
-        ff_tensor_item(loss, &v))
+    if (loss && !ff_optimizer_zero_grad(opt) && !ff_backward(loss, NULL, NULL) &&
+        !(ddp && ff_dist_ddp_sync_grads(ddp)) && !ff_optimizer_step(opt) && ff_tensor_item(loss, &v))
         v = NAN;
     ff_tensor_release(x);
     ff_tensor_release(y);
@@ -99,7 +99,13 @@ static void progress(FILE *log, bool tty, int epoch, int epochs, int64_t done, i
 int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg *cfg, double *step_losses,
                 int64_t max_steps, int64_t *n_steps, double *samples_per_s)
 {
-    int64_t n = cfg->limit > 0 && cfg->limit < train->n ? cfg->limit : train->n;
+    int64_t n_all = cfg->limit > 0 && cfg->limit < train->n ? cfg->limit : train->n;
+    /* under mpirun: data parallel, each rank its shard of every epoch (ff_dist's sampler)
+     * and batch b of its own, gradients averaged before each step */
+    bool dp = ff_dist_size() > 1;
+    ff_dist_ddp *ddp = dp ? ff_dist_ddp_new(net, 0) : NULL;
+    if (dp && !ddp) return -1;
+    int64_t n = dp ? ff_dist_shard_size(n_all, false) : n_all;
     int64_t b = cfg->batch, steps_per_epoch = (n + b - 1) / b, total = steps_per_epoch * cfg->epochs;
     int np = ff_module_parameters(net, NULL, 0);
     ff_tensor **ps = np > 0 ? malloc((size_t)np * sizeof *ps) : NULL;
@@ -115,12 +121,19 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
     double t_start = mnist_now();
     ff_module_train(net, true);
     for (int e = 0; e < cfg->epochs && rc == 0; e++) {
-        shuffle(perm, n, cfg->seed * 1000003u + (uint64_t)e);
+        if (dp) {
+            if (ff_dist_shard_indices(n_all, cfg->seed, e, true, false, perm, n)) {
+                rc = -1;
+                break;
+            }
+        } else {
+            shuffle(perm, n, cfg->seed * 1000003u + (uint64_t)e);
+        }
         double t0 = mnist_now(), sum = 0, run = 0;
         for (int64_t s = 0; s < steps_per_epoch; s++, step++) {
             ff_optimizer_set_lr(opt, ff_lr_cosine(cfg->lr, step, total, cfg->lr / 100));
             int64_t lo = s * b, bs = n - lo < b ? n - lo : b;
-            double loss = train_step(net, opt, train, perm + lo, bs, xbuf, ybuf);
+            double loss = train_step(net, opt, ddp, train, perm + lo, bs, xbuf, ybuf);
             if (loss != loss) {
                 rc = -1;
                 break;
@@ -134,15 +147,17 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
         if (cfg->log && rc == 0) {
             double dt = mnist_now() - t0;
             fprintf(cfg->log, "%sepoch %d/%d: mean loss %.4f, %.1f s, %.0f samples/s, lr %.2e\n", tty ? "\r\033[K" : "",
-                    e + 1, cfg->epochs, sum / (double)steps_per_epoch, dt, n / dt, ff_optimizer_get_lr(opt));
+                    e + 1, cfg->epochs, sum / (double)steps_per_epoch, dt, (double)n * ff_dist_size() / dt,
+                    ff_optimizer_get_lr(opt));
         }
     }
     if (n_steps) *n_steps = step;
     if (samples_per_s) {
         double dt = mnist_now() - t_start;
-        *samples_per_s = dt > 0 ? (double)n * cfg->epochs / dt : 0;
+        *samples_per_s = dt > 0 ? (double)n * ff_dist_size() * cfg->epochs / dt : 0;
     }
     ff_optimizer_release(opt);
+    ff_dist_ddp_free(ddp);
     free(perm);
     free(ybuf);
     free(xbuf);
