@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo demo-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
+.PHONY: all deps deps-test build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
 
 all: build
 
@@ -26,9 +26,14 @@ build: deps $(BUILD)/CMakeCache.txt
 demo: build
 	$(BUILD)/bin/fashion_mnist
 
+MPIRUN_FLAGS ?= --oversubscribe --allow-run-as-root
+
+# ff_dist's allreduce beside raw MPI_Allreduce, 1M and 64M floats, 2 ranks.
+bench-dist: build
+	mpirun -np 2 $(MPIRUN_FLAGS) $(BUILD)/bin/ff-bench-dist
+
 # The demo data parallel on 2 MPI ranks (one cpu_blas thread each), then one epoch in one
 # process for the per-epoch time beside it. MPIRUN_FLAGS: e.g. --hostfile FILE.
-MPIRUN_FLAGS ?= --oversubscribe --allow-run-as-root
 demo-dist: build
 	FF_NUM_THREADS=1 mpirun -np 2 $(MPIRUN_FLAGS) -x FF_NUM_THREADS $(BUILD)/bin/fashion_mnist | tr '\r' '\n' | \
 		grep -E '^(Fashion|MLP|CNN|data parallel|.*epoch [0-9]+/[0-9]+:|trained|test accuracy)' | sed 's/\x1b\[K//g'

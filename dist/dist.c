@@ -140,18 +140,20 @@ ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int n
         free(all);
         return mpi_fail(rc, fn, "MPI_Iallgather");
     }
-    /* poll: spin first (a collective among live ranks takes microseconds), then sleep
-     * 100 us between tests so waiting ranks leave the cores to the slow one */
+    /* poll: spin for the first 2 ms (ranks that arrive together finish this in
+     * microseconds, and a sleep here would be the whole cost of a small allreduce), then
+     * sleep 50 us between tests so a waiting rank leaves the cores to the slow ones */
     double t0 = MPI_Wtime();
     int done = 0;
-    for (long spins = 0; !done; spins++) {
+    for (;;) {
         if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
             free(all);
             G.broken = true;
             return mpi_fail(rc, fn, "MPI_Test");
         }
         if (done) break;
-        if (MPI_Wtime() - t0 > G.timeout) {
+        double waited = MPI_Wtime() - t0;
+        if (waited > G.timeout) {
             free(all);
             G.broken = true;
             return ff_error(FF_ERR_BACKEND,
@@ -159,7 +161,7 @@ ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int n
                             "different sequence of collectives; FF_DIST_TIMEOUT sets the limit)",
                             fn, G.rank, G.timeout, kind_name(kind));
         }
-        if (spins > 2000) nanosleep(&(struct timespec){0, 100000}, NULL);
+        if (waited > 2e-3) nanosleep(&(struct timespec){0, 50000}, NULL);
     }
     for (int r = 1; r < G.size; r++)
         if (memcmp(all, all + (size_t)r * DESC_N, sizeof(int64_t) * (size_t)(5 + (all[2] > 0 ? all[2] : 0))) != 0 ||
