@@ -23,6 +23,8 @@ static cf_domain domain(int op, ff_dtype dt)
     case FF_UNARY_LOG1P: case FF_UNARY_ASIN: case FF_UNARY_ACOS: case FF_UNARY_ERFINV: return CF_DOM_OPEN_UNIT;
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: return CF_DOM_ROUNDING;
     case FF_UNARY_LOGICAL_NOT: return CF_DOM_SMALLINT;
+    /* [-30, 30]: the reflection below 0 (near the poles too), the recurrence, the series */
+    case FF_UNARY_LGAMMA: case FF_UNARY_DIGAMMA: case FF_UNARY_TRIGAMMA: return CF_DOM_WIDE;
     case FF_UNARY_ISNAN: case FF_UNARY_ISINF: return CF_DOM_SPECIAL;
     default: return CF_DOM_SIGNED;
     }

@@ -51,6 +51,9 @@ W(w_atan2, CALL(ff_atan2, x[0], x[1]))
 W(w_asin, CALL(ff_asin, x[0]))
 W(w_acos, CALL(ff_acos, x[0]))
 W(w_erfinv, CALL(ff_erfinv, x[0]))
+W(w_lgamma, CALL(ff_lgamma, x[0]))
+W(w_digamma, CALL(ff_digamma, x[0]))
+W(w_trigamma, CALL(ff_trigamma, x[0]))
 W(w_abs, CALL(ff_abs, x[0]))
 W(w_neg, CALL(ff_neg, x[0]))
 W(w_floor, CALL(ff_floor, x[0]))
@@ -427,6 +430,12 @@ const cf_opdef cf_optable[] = {
     {"asin", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_asin, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"acos", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_acos, CF_TOL_TRANSCEND, 1, false, true, NULL},
     {"erfinv", 1, {2}, {{4, 5}}, {F}, {CF_DOM_OPEN_UNIT}, {0}, w_erfinv, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    /* positive inputs: central differences stay far from the poles at 0, -1, -2 (the unary
+     * family checks the values of negative inputs; Python, negative gradients vs PyTorch) */
+    {"lgamma", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_lgamma, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    {"digamma", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_digamma, CF_TOL_TRANSCEND, 1, false, true, NULL},
+    /* not differentiable: its gradient would be polygamma(2, x), which is not implemented */
+    {"trigamma", 1, {2}, {{4, 5}}, {F}, {P}, {0}, w_trigamma, CF_TOL_TRANSCEND, 1, false, false, NULL},
     {"abs", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_abs, CF_TOL_EXACT, 1, true, true, NULL},
     {"neg", 1, {2}, {{4, 5}}, {F}, {S}, {0}, w_neg, CF_TOL_EXACT, 1, true, true, NULL},
     {"floor", 1, {2}, {{4, 5}}, {F}, {CF_DOM_ROUNDING}, {0}, w_floor, CF_TOL_EXACT, 1, true, false, NULL},

@@ -22,6 +22,69 @@ const char *cf_kind_name(int kind)
 
 static double sigm(double x) { return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x)); }
 
+/* lgamma, digamma and trigamma in long double, by another road than the backends' (libm's
+ * lgamma_r; double, shifted to 10 or 12): shifted up to z >= 20 by the recurrences, the
+ * asymptotic series there to B_14 (the first term left out is below 1e-21), and the
+ * reflection formulas below 0.5 (lgamma), below 0 (digamma, trigamma). The sine, cotangent
+ * and sine squared of pi x are taken on x's distance to the nearest integer. */
+static const long double PI_L = 3.14159265358979323846264338327950288L;
+
+static long double lgamma_pos_l(long double x) /* x >= 0.5 */
+{
+    long double p = 1;
+    for (; x < 20; x += 1) p *= x;
+    long double z = 1 / (x * x);
+    long double s = (1.0L / 12 - z * (1.0L / 360 - z * (1.0L / 1260 - z * (1.0L / 1680 - z * (1.0L / 1188 - z * (691.0L / 360360 - z / 156)))))) / x;
+    return (x - 0.5L) * logl(x) - x + 0.5L * logl(2 * PI_L) + s - logl(p);
+}
+
+static double lgamma_ref(double x)
+{
+    if (isnan(x)) return x;
+    if (isinf(x) || (x <= 0 && x == floor(x))) return INFINITY;
+    if (x >= 0.5) return (double)lgamma_pos_l(x);
+    long double r = (long double)x - nearbyintl(x); /* |sin(pi x)| = |sin(pi r)| */
+    return (double)(logl(PI_L / fabsl(sinl(PI_L * r))) - lgamma_pos_l(1 - (long double)x));
+}
+
+static long double digamma_pos_l(long double x) /* x > 0 */
+{
+    long double s = 0;
+    for (; x < 20; x += 1) s -= 1 / x;
+    long double z = 1 / (x * x);
+    return s + logl(x) - 0.5L / x -
+           z * (1.0L / 12 - z * (1.0L / 120 - z * (1.0L / 252 - z * (1.0L / 240 - z * (1.0L / 132 - z * (691.0L / 32760 - z / 12))))));
+}
+
+static double digamma_ref(double x)
+{
+    if (isnan(x) || x == INFINITY) return x;
+    if (x == 0) return signbit(x) ? INFINITY : -INFINITY; /* PyTorch: -inf at +0, +inf at -0 */
+    if (x < 0 && x == floor(x)) return NAN; /* the poles, and -inf */
+    if (x > 0) return (double)digamma_pos_l(x);
+    long double r = (long double)x - nearbyintl(x);
+    return (double)(digamma_pos_l(1 - (long double)x) - PI_L / tanl(PI_L * r)); /* cot has period pi */
+}
+
+static long double trigamma_pos_l(long double x) /* x > 0 */
+{
+    long double s = 0;
+    for (; x < 20; x += 1) s += 1 / (x * x);
+    long double z = 1 / (x * x);
+    long double b = 1.0L / 6 - z * (1.0L / 30 - z * (1.0L / 42 - z * (1.0L / 30 - z * (5.0L / 66 - z * (691.0L / 2730 - z * 7 / 6)))));
+    return s + 1 / x + 1 / (2 * x * x) + b / (x * x * x);
+}
+
+static double trigamma_ref(double x)
+{
+    if (isnan(x) || x == -INFINITY) return NAN;
+    if (x == INFINITY) return 0;
+    if (x <= 0 && x == floor(x)) return INFINITY; /* the poles: +inf from both sides */
+    if (x > 0) return (double)trigamma_pos_l(x);
+    long double sn = sinl(PI_L * ((long double)x - nearbyintl(x)));
+    return (double)(PI_L * PI_L / (sn * sn) - trigamma_pos_l(1 - (long double)x));
+}
+
 double cf_unary_ref(ff_unary_op op, double x)
 {
     switch (op) {
@@ -74,6 +137,9 @@ double cf_unary_ref(ff_unary_op op, double x)
         }
         return copysign(0.5 * (lo + hi), x);
     }
+    case FF_UNARY_LGAMMA: return lgamma_ref(x);
+    case FF_UNARY_DIGAMMA: return digamma_ref(x);
+    case FF_UNARY_TRIGAMMA: return trigamma_ref(x);
     default: return NAN;
     }
 }

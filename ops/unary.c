@@ -14,7 +14,7 @@ static const char *const unary_names[FF_UNARY_COUNT] = {
     "ff_sqrt", "ff_rsqrt", "ff_square", "ff_reciprocal", "ff_sin", "ff_cos", "ff_tanh",
     "ff_sigmoid", "ff_relu", "ff_gelu_tanh", "ff_gelu", "ff_silu", "ff_softplus", "ff_floor",
     "ff_ceil", "ff_round", "ff_isnan", "ff_isinf", "ff_logical_not", "ff_erf", "ff_bitwise_not",
-    "ff_atan", "ff_asin", "ff_acos", "ff_erfinv",
+    "ff_atan", "ff_asin", "ff_acos", "ff_erfinv", "ff_lgamma", "ff_digamma", "ff_trigamma",
 };
 
 static bool writes_bool(ff_unary_op op)
@@ -149,6 +149,13 @@ static ff_tensor *local_derivative(ff_expr *e, ff_node *n, ff_unary_op op, const
         t = FF_EX(e, ff_square(y));
         t = FF_EX(e, ff_exp(t));
         return FF_EX(e, ff_mul_scalar(t, SQRT_PI_OVER_2));
+    case FF_UNARY_LGAMMA: return FF_EX(e, ff_digamma(x));
+    case FF_UNARY_DIGAMMA: return FF_EX(e, ff_trigamma(x));
+    case FF_UNARY_TRIGAMMA: /* polygamma(2, x): not implemented, so said rather than a wrong zero */
+        ff_error(FF_ERR_UNSUPPORTED, "ff_trigamma backward: the second derivative of digamma (polygamma(2, x)) "
+                                     "is not supported");
+        e->failed = true;
+        return NULL;
     default: return NULL;
     }
 }
@@ -278,6 +285,9 @@ UNARY_FN(atan, FF_UNARY_ATAN)
 UNARY_FN(asin, FF_UNARY_ASIN)
 UNARY_FN(acos, FF_UNARY_ACOS)
 UNARY_FN(erfinv, FF_UNARY_ERFINV)
+UNARY_FN(lgamma, FF_UNARY_LGAMMA)
+UNARY_FN(digamma, FF_UNARY_DIGAMMA)
+UNARY_FN(trigamma, FF_UNARY_TRIGAMMA)
 
 ff_tensor *ff_gelu(const ff_tensor *x, bool tanh_approx)
 {

@@ -56,7 +56,7 @@ static inline const char *ffb_unary_name(int op)
         "neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
         "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
-        "atan", "asin", "acos", "erfinv"};
+        "atan", "asin", "acos", "erfinv", "lgamma", "digamma", "trigamma"};
     _Static_assert(sizeof names / sizeof names[0] == FF_UNARY_COUNT, "a unary op code has no name");
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : NULL;
 }
@@ -271,8 +271,8 @@ static inline int ffb_unary_int_op(ff_unary_op op)
     }
 }
 
-/* The ops defined on floats: every op code of ABI 1's first release (NEG..ERF), and
- * ATAN/ASIN/ACOS (third step). */
+/* The ops defined on floats: every op code of ABI 1's first release (NEG..ERF),
+ * ATAN/ASIN/ACOS/ERFINV (third step) and LGAMMA/DIGAMMA/TRIGAMMA (fourth step). */
 static inline int ffb_unary_float_op(ff_unary_op op)
 {
     switch (op) {
@@ -282,7 +282,7 @@ static inline int ffb_unary_float_op(ff_unary_op op)
     case FF_UNARY_RELU: case FF_UNARY_GELU_TANH: case FF_UNARY_GELU_ERF: case FF_UNARY_SILU: case FF_UNARY_SOFTPLUS:
     case FF_UNARY_FLOOR: case FF_UNARY_CEIL: case FF_UNARY_ROUND: case FF_UNARY_ISNAN: case FF_UNARY_ISINF:
     case FF_UNARY_LOGICAL_NOT: case FF_UNARY_ERF: case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS:
-    case FF_UNARY_ERFINV:
+    case FF_UNARY_ERFINV: case FF_UNARY_LGAMMA: case FF_UNARY_DIGAMMA: case FF_UNARY_TRIGAMMA:
         return 1;
     default:
         return 0;
@@ -356,6 +356,85 @@ static inline double ffb_erfinv(double x)
     return copysign(y, x);
 }
 
+/* log|Gamma(x)| through lgamma_r: lgamma itself writes the global signgam, a data race
+ * when the backends' threads call it at once. lgamma_r is not ISO C (glibc, musl and the
+ * BSDs export it): <math.h> hides its prototype under -std=c11 without _DEFAULT_SOURCE,
+ * which a header cannot define for its includer (feature macros must precede the first
+ * system header), so it is declared here, as glibc declares it where that is visible.
+ * +inf at 0, the negative integers and +-inf. */
+extern double lgamma_r(double x, int *sign);
+
+static inline double ffb_lgamma(double x)
+{
+    int sign;
+    return lgamma_r(x, &sign);
+}
+
+#define FFB_PI 3.141592653589793
+
+/* digamma for x > 0 (and +inf, NaN): the recurrence psi(x) = psi(x + 1) - 1/x up to
+ * x >= 10, then the asymptotic series log x - 1/(2x) - sum B_2k / (2k x^2k) to B_14
+ * (Cephes' psi, as PyTorch: the first term left out is below 5e-17 at x = 10). */
+static inline double ffb_digamma_pos(double x)
+{
+    double r = 0.0;
+    while (x < 10.0) {
+        r -= 1.0 / x;
+        x += 1.0;
+    }
+    if (x == 10.0) return r + 2.25175258906672110764; /* psi(10), exactly as PyTorch */
+    double z = x < 1e17 ? 1.0 / (x * x) : 0.0;
+    double y = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+    return r + log(x) - 0.5 / x - y;
+}
+
+/* digamma = Gamma'/Gamma, PyTorch's values at the edges: -inf at +0, +inf at -0, NaN at
+ * the negative integers and -inf. Below 0 the reflection psi(1 - x) - pi cot(pi x), the
+ * cotangent (period pi) taken on r = x - round(x), exact and in [-1/2, 1/2]: pi x would
+ * lose x's integer digits, and x's fraction next to -1 (x = -2.99998) would put pi r next
+ * to -pi, where its rounding error is large against tan's small value (PyTorch's modf:
+ * 1e-11 relative off there). */
+static inline double ffb_digamma(double x)
+{
+    if (x == 0.0) return copysign(INFINITY, -x);
+    if (x < 0.0) {
+        if (x == trunc(x)) return NAN;
+        return ffb_digamma_pos(1.0 - x) - FFB_PI / tan(FFB_PI * (x - round(x)));
+    }
+    return ffb_digamma_pos(x);
+}
+
+/* trigamma = digamma' = polygamma(1, x) for x > 0 (and +inf, NaN): the recurrence
+ * psi1(x) = psi1(x + 1) + 1/x^2 up to x >= 12 (every term positive: no cancellation),
+ * then 1/x + 1/(2x^2) + sum B_2k / x^(2k+1) to B_14 (the first term left out is below
+ * 3e-17 relative at x = 12). */
+static inline double ffb_trigamma_pos(double x)
+{
+    double r = 0.0;
+    while (x < 12.0) {
+        r += 1.0 / (x * x);
+        x += 1.0;
+    }
+    double z = 1.0 / (x * x);
+    double s = 1.0 / 6 - z * (1.0 / 30 - z * (1.0 / 42 - z * (1.0 / 30 - z * (5.0 / 66 - z * (691.0 / 2730 - z * 7.0 / 6)))));
+    return r + (1.0 + (0.5 + s / x) / x) / x;
+}
+
+/* trigamma: +inf at 0 and the negative integers (its poles: +inf from both sides; PyTorch
+ * gives large finite values there), NaN at -inf, 0 at +inf. Below 0 the reflection
+ * pi^2 / sin^2(pi x) - psi1(1 - x), both terms positive and the first the larger; the sine
+ * on x - round(x), as digamma's cotangent. */
+static inline double ffb_trigamma(double x)
+{
+    if (x == -INFINITY) return NAN;
+    if (x <= 0.0 && x == trunc(x)) return INFINITY;
+    if (x < 0.0) {
+        double s = sin(FFB_PI * (x - round(x)));
+        return FFB_PI * FFB_PI / (s * s) - ffb_trigamma_pos(1.0 - x);
+    }
+    return ffb_trigamma_pos(x);
+}
+
 /* A unary op on a float value, in double. */
 static inline double ffb_unary_f64(ff_unary_op op, double x)
 {
@@ -394,6 +473,9 @@ static inline double ffb_unary_f64(ff_unary_op op, double x)
     case FF_UNARY_ASIN: return asin(x);
     case FF_UNARY_ACOS: return acos(x);
     case FF_UNARY_ERFINV: return ffb_erfinv(x);
+    case FF_UNARY_LGAMMA: return ffb_lgamma(x);
+    case FF_UNARY_DIGAMMA: return ffb_digamma(x);
+    case FF_UNARY_TRIGAMMA: return ffb_trigamma(x);
     default: return 0.0;
     }
 }

@@ -100,6 +100,8 @@ static int stub_unary_supported(ff_unary_op op, ff_dtype t)
     case FF_UNARY_BITWISE_NOT: return NOT_YET(in || b);
     /* third step: float only (asin/acos outside [-1, 1] give NaN) */
     case FF_UNARY_ATAN: case FF_UNARY_ASIN: case FF_UNARY_ACOS: case FF_UNARY_ERFINV: return NOT_YET(fl);
+    /* fourth step: float only */
+    case FF_UNARY_LGAMMA: case FF_UNARY_DIGAMMA: case FF_UNARY_TRIGAMMA: return NOT_YET(fl);
     default: return 0; /* an op code newer than this file */
     }
 }

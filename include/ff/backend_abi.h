@@ -163,6 +163,11 @@ typedef enum ff_unary_op {
     FF_UNARY_ASIN,
     FF_UNARY_ACOS,
     FF_UNARY_ERFINV,      /* float only: erf's inverse, +-inf at +-1, NaN outside [-1, 1] */
+    FF_UNARY_LGAMMA,      /* float only: log|Gamma(x)|, +inf at 0, the negative integers and +-inf */
+    FF_UNARY_DIGAMMA,     /* float only: Gamma'/Gamma; -inf at +0, +inf at -0, NaN at the negative
+                           * integers and -inf, +inf at +inf (PyTorch's values) */
+    FF_UNARY_TRIGAMMA,    /* float only: digamma's derivative (polygamma(1, x)); +inf at 0 and the
+                           * negative integers (its poles), NaN at -inf, +0 at +inf */
     FF_UNARY_COUNT
 } ff_unary_op;
 
@@ -205,7 +210,8 @@ typedef enum ff_binary_op {
  *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
  *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR.
  *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_UNARY_ERFINV,
- *                         FF_BINARY_ATAN2. */
+ *                         FF_BINARY_ATAN2.
+ *   ABI 1, fourth step:   FF_UNARY_LGAMMA, FF_UNARY_DIGAMMA, FF_UNARY_TRIGAMMA. */
 static inline int ff_binary_op_writes_bool(ff_binary_op op)
 {
     return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;

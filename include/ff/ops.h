@@ -59,6 +59,9 @@ ff_tensor *ff_atan(const ff_tensor *x);
 ff_tensor *ff_asin(const ff_tensor *x); /* NaN outside [-1, 1] */
 ff_tensor *ff_acos(const ff_tensor *x);
 ff_tensor *ff_erfinv(const ff_tensor *x); /* +-inf at +-1, NaN outside [-1, 1] */
+ff_tensor *ff_lgamma(const ff_tensor *x);   /* log|Gamma(x)|: +inf at 0 and the negative integers */
+ff_tensor *ff_digamma(const ff_tensor *x);  /* -inf at +0, +inf at -0, NaN at the negative integers */
+ff_tensor *ff_trigamma(const ff_tensor *x); /* polygamma(1, x); +inf at the poles; no gradient */
 ff_tensor *ff_floor(const ff_tensor *x);
 ff_tensor *ff_ceil(const ff_tensor *x);
 ff_tensor *ff_round(const ff_tensor *x);

@@ -73,7 +73,7 @@ def _unary_fn(name):
 
 for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tanh",
            "sigmoid", "relu", "abs", "sign", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf",
-           "atan", "asin", "acos", "arctan", "arcsin", "arccos", "erfinv",
+           "atan", "asin", "acos", "arctan", "arcsin", "arccos", "erfinv", "lgamma", "digamma",
            "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp", "any", "all",
            "norm", "softmax", "log_softmax", "cumsum", "cumprod", "reshape", "flatten", "squeeze", "unsqueeze", "transpose",
            "permute", "clamp", "clip", "matmul", "outer", "max", "min", "maximum", "minimum", "flip", "tril",

@@ -19,7 +19,7 @@ __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "e
            "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
            "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
            "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
-           "randint", "bernoulli", "matrix_power", "einsum"]
+           "randint", "bernoulli", "matrix_power", "einsum", "polygamma"]
 TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
                   "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
@@ -345,3 +345,8 @@ def einsum(equation, *operands):
     xs = [as_tensor(o) for o in operands]  # held: the C call borrows their pointers
     arr = (ctypes.c_void_p * len(xs))(*[x._ptr for x in xs])
     return wrap(C.ff_einsum(equation.encode(), len(xs), arr))
+
+
+def polygamma(n, input):
+    """torch.polygamma(n, input) for n = 0 and 1 (Tensor.polygamma)."""
+    return as_tensor(input).polygamma(n)

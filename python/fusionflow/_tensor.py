@@ -27,7 +27,7 @@ __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_en
 U_NEG, U_ABS, U_SIGN, U_EXP, U_LOG, U_LOG1P, U_EXPM1, U_SQRT, U_RSQRT, U_SQUARE, U_RECIPROCAL = range(11)
 U_SIN, U_COS, U_TANH, U_SIGMOID, U_RELU, U_GELU_TANH, U_GELU_ERF, U_SILU, U_SOFTPLUS = range(11, 20)
 U_FLOOR, U_CEIL, U_ROUND, U_ISNAN, U_ISINF, U_LOGICAL_NOT, U_ERF = range(20, 27)
-U_BITWISE_NOT, U_ATAN, U_ASIN, U_ACOS, U_ERFINV = range(27, 32)
+U_BITWISE_NOT, U_ATAN, U_ASIN, U_ACOS, U_ERFINV, U_LGAMMA, U_DIGAMMA, U_TRIGAMMA = range(27, 35)
 B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_FMOD = range(8)
 B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_AND, B_OR, B_XOR = range(8, 17)
 
@@ -618,6 +618,18 @@ class Tensor:
     def asin(self): return self._unary(U_ASIN)
     def acos(self): return self._unary(U_ACOS)
     def erfinv(self): return self._unary(U_ERFINV)
+    def lgamma(self): return self._unary(U_LGAMMA)
+    def digamma(self): return self._unary(U_DIGAMMA)
+
+    def polygamma(self, n):
+        """PyTorch's polygamma(n, x) for n = 0 (digamma) and n = 1 (trigamma, whose own
+        gradient, polygamma(2, x), is not supported)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError("polygamma: n must be a non-negative int, got %r" % (n,))
+        if n > 1:
+            raise NotImplementedError("polygamma: only n = 0 (digamma) and n = 1 (trigamma) are supported, got n = %d"
+                                      % n)
+        return self._unary(U_DIGAMMA if n == 0 else U_TRIGAMMA)
     arctan, arcsin, arccos = atan, asin, acos
     def floor(self): return self._unary(U_FLOOR)
     def ceil(self): return self._unary(U_CEIL)

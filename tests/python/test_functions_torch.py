@@ -214,6 +214,95 @@ def test_erfinv_matches_torch():
     close(x.grad, tx.grad)
 
 
+def _gamma_inputs(rng):
+    """Negative non-integers (the reflection; at least 0.05 from an integer, where PyTorch's
+    own f32 cotangent goes wrong), around digamma's root and lgamma's at 1 and 2, tiny,
+    and large (to 1e30)."""
+    v = np.concatenate([rng.uniform(-20, 20, 200), rng.uniform(0, 3, 100), 10 ** rng.uniform(-6, 30, 50),
+                        -rng.uniform(0, 1, 50) - rng.integers(0, 1000, 50)])
+    return v[(v > 0) | (np.abs(v - np.round(v)) > 0.05)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", ["lgamma", "digamma"])
+def test_lgamma_digamma_match_torch(device, name):
+    """Values in f32 and f64 on each backend against PyTorch (f64: to 1e-12; f32: to 1e-6
+    against PyTorch's f64 on the same f32 inputs, since ours computes in double and rounds
+    once while PyTorch's f32 digamma is up to 3.5e-7 off, and 1e-5 against its f32), the
+    edges exactly as PyTorch (+-0, negative integers, +-inf, NaN), integer and bool inputs
+    promoted to f32, the function and method forms, and the gradient (digamma for lgamma,
+    trigamma for digamma) against PyTorch's."""
+    rng = np.random.default_rng(11)
+    v = _gamma_inputs(rng)
+    tf = getattr(torch, name)
+    got64 = getattr(ff, name)(ff.tensor(v).to(device=device))
+    assert got64.dtype is ff.float64
+    close(got64, tf(torch.tensor(v)), 1e-12)
+    v32 = v.astype(np.float32)
+    got32 = getattr(ff.tensor(v32).to(device=device), name)()
+    assert got32.dtype is ff.float32
+    close(got32, tf(torch.tensor(v32).double()).float(), 1e-6)
+    close(got32, tf(torch.tensor(v32)), 1e-5)
+
+    edges = np.array([0.0, -0.0, -1.0, -2.0, -1e20, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5], dtype=np.float64)
+    for dt in (np.float32, np.float64):
+        e = edges.astype(dt)
+        got, want = getattr(ff, name)(ff.tensor(e).to(device=device)).numpy(), tf(torch.tensor(e)).numpy()
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
+        real = ~np.isnan(want)
+        assert np.array_equal(np.isinf(got[real]), np.isinf(want[real])) and \
+            np.array_equal(np.signbit(got[real]), np.signbit(want[real])), (got, want)
+        assert np.allclose(got[real], want[real], rtol=1e-6, atol=1e-7), (got, want)
+
+    for data in ([1, 2, 3, 7], [True, False]):
+        i = getattr(ff, name)(ff.tensor(data).to(device=device))
+        assert i.dtype is ff.float32
+        close(i, tf(torch.tensor(data)), 1e-6)
+
+    for dt, tol in ((np.float64, 1e-9), (np.float32, 1e-5)):
+        vd = v.astype(dt)
+        x = ff.tensor(vd).to(device=device).requires_grad_(True)
+        tx = torch.tensor(vd).double().requires_grad_(True)  # PyTorch's f32 trigamma is up to 9e-4 off
+        w = rng.normal(size=vd.shape)
+        (getattr(ff, name)(x) * ff.tensor(w.astype(dt)).to(device=device)).sum().backward()
+        (tf(tx) * torch.tensor(w)).sum().backward()
+        assert x.grad.dtype is x.dtype
+        close(x.grad, tx.grad.to(torch.float32 if dt == np.float32 else torch.float64), tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_polygamma_and_higher_orders(device):
+    """polygamma(n, x) for n = 0 and 1 (trigamma: PyTorch 1.13's is only about 5e-10
+    accurate in f64, ours is checked to 1e-12 by the conformance suite) and clear errors
+    for other n; lgamma's second derivative is trigamma; digamma's second derivative
+    (polygamma(2, x)) is refused with a message that says so. Trigamma is +inf at its
+    poles (PyTorch gives large finite values there, e.g. 6.6e32 at -1)."""
+    v = _gamma_inputs(np.random.default_rng(12))
+    t, tt = ff.tensor(v).to(device=device), torch.tensor(v)
+    close(ff.polygamma(0, t), torch.polygamma(0, tt), 1e-12)
+    close(ff.polygamma(1, t), torch.polygamma(1, tt), 1e-8)
+    close(t.polygamma(1).float(), torch.polygamma(1, tt).float(), 1e-6)
+    got = ff.polygamma(1, ff.tensor([0.0, -0.0, -1.0, -3.0, np.inf, -np.inf, np.nan]).to(device=device)).numpy()
+    assert np.isposinf(got[:4]).all() and got[4] == 0 and np.isnan(got[5:]).all()
+    assert ff.polygamma(1, ff.tensor([1, 2])).dtype is ff.float32
+    with pytest.raises(NotImplementedError, match="n = 0 .* and n = 1"):
+        ff.polygamma(2, t)
+    with pytest.raises(ValueError):
+        t.polygamma(-1)
+
+    x = ff.tensor(v[:40]).to(device=device).requires_grad_(True)
+    tx = torch.tensor(v[:40], requires_grad=True)
+    g, = ff.autograd.grad(ff.lgamma(x).sum(), [x], create_graph=True)
+    tg, = torch.autograd.grad(torch.lgamma(tx).sum(), [tx], create_graph=True)
+    close(g, tg, 1e-12)
+    g.sum().backward()
+    tg.sum().backward()
+    close(x.grad, tx.grad, 1e-8)
+    g2, = ff.autograd.grad(ff.digamma(x).sum(), [x], create_graph=True)
+    with pytest.raises(ff.FusionFlowError, match="second derivative of digamma"):
+        g2.sum().backward()
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_cumsum_cumprod_match_torch(device):
     """Along every axis (negative too) of a strided view, on each backend: values, dtype

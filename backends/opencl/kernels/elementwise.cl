@@ -53,6 +53,54 @@ inline double erfinv_f(double x)
     return copysign(y, x);
 }
 
+/* ffb_digamma / ffb_trigamma (ff_backend_scalar.h) line for line: the reflection below 0
+ * calls the x > 0 helper, never itself (OpenCL C has no recursion). */
+inline double digamma_pos_f(double x)
+{
+    double r = 0.0;
+    while (x < 10.0) {
+        r -= 1.0 / x;
+        x += 1.0;
+    }
+    if (x == 10.0) return r + 2.25175258906672110764;
+    double z = x < 1e17 ? 1.0 / (x * x) : 0.0;
+    double y = z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+    return r + log(x) - 0.5 / x - y;
+}
+
+inline double digamma_f(double x)
+{
+    if (x == 0.0) return signbit(x) ? (double)INFINITY : -(double)INFINITY; /* -inf at +0, +inf at -0 */
+    if (x < 0.0) {
+        if (x == trunc(x)) return NAN;
+        return digamma_pos_f(1.0 - x) - M_PI / tan(M_PI * (x - round(x)));
+    }
+    return digamma_pos_f(x);
+}
+
+inline double trigamma_pos_f(double x)
+{
+    double r = 0.0;
+    while (x < 12.0) {
+        r += 1.0 / (x * x);
+        x += 1.0;
+    }
+    double z = 1.0 / (x * x);
+    double s = 1.0 / 6 - z * (1.0 / 30 - z * (1.0 / 42 - z * (1.0 / 30 - z * (5.0 / 66 - z * (691.0 / 2730 - z * 7.0 / 6)))));
+    return r + (1.0 + (0.5 + s / x) / x) / x;
+}
+
+inline double trigamma_f(double x)
+{
+    if (x == -INFINITY) return NAN;
+    if (x <= 0.0 && x == trunc(x)) return INFINITY;
+    if (x < 0.0) {
+        double s = sin(M_PI * (x - round(x)));
+        return M_PI * M_PI / (s * s) - trigamma_pos_f(1.0 - x);
+    }
+    return trigamma_pos_f(x);
+}
+
 inline double unary_f(int op, double x)
 {
     switch (op) {
@@ -87,6 +135,9 @@ inline double unary_f(int op, double x)
     case U_ASIN: return asin(x);
     case U_ACOS: return acos(x);
     case U_ERFINV: return erfinv_f(x);
+    case U_LGAMMA: return lgamma(x); /* OpenCL C's: no global sign to race on */
+    case U_DIGAMMA: return digamma_f(x);
+    case U_TRIGAMMA: return trigamma_f(x);
     default: return 0.0;
     }
 }
