@@ -170,6 +170,8 @@ static ff_tensor *w_svd_s(ff_tensor *const *x) { return w_svd(x, 0); }
 static ff_tensor *w_svd_uut(ff_tensor *const *x) { return w_svd(x, 1); }
 static ff_tensor *w_svd_vvt(ff_tensor *const *x) { return w_svd(x, 2); }
 W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
+W(w_batch_norm_train, CALL(ff_batch_norm, x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5))
+W(w_batch_norm_plain, CALL(ff_batch_norm, x[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-3))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
 W(w_cumprod1, CALL(ff_cumprod, x[0], 1))
@@ -553,6 +555,11 @@ const cf_opdef cf_optable[] = {
      true, NULL},
     {"einsum_diag_outer", 2, {2, 1}, {{4, 4}, {3}}, {F, F}, {S, S}, {0}, w_einsum_diag_outer, CF_TOL_EXACT, 1, false,
      true, NULL},
+    /* batch norm in training mode: the optional batch_norm entry (a backend without it:
+     * the composition) against the reference's entry */
+    {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,
+     CF_TOL_ACCUM, 120, false, true, NULL},
+    {"batch_norm_plain_nc", 1, {2}, {{9, 4}}, {F}, {S}, {0}, w_batch_norm_plain, CF_TOL_ACCUM, 9, false, true, NULL},
     /* linear algebra: the optional linalg entry (LAPACK on cpu_blas) against the reference's
      * own algorithms, on well-conditioned inputs; both compute in double */
     {"solve_batched", 2, {3, 3}, {{2, 4, 4}, {2, 4, 3}}, {F, F}, {U, U}, {0}, w_solve, CF_TOL_ACCUM, 16, false, true,

@@ -265,27 +265,62 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
     return finish(argsort(be->ctx, &vd, &vs, axis, descending), dst, fn);
 }
 
+/* The views of an entry that takes arrays of views (n_dst <= 4 outputs, n_src <= 5
+ * inputs) and their common backend, or NULL with the error set. */
+static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src, ff_view *vd,
+                               ff_view *vs, const char *fn)
+{
+    const ff_tensor *ts[9];
+    if (n_dst < 1 || n_dst > 4 || n_src < 1 || n_src > 5)
+        return ff_error(FF_ERR_INVALID, "%s: internal: %d outputs and %d inputs", fn, n_dst, n_src), NULL;
+    for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &vd[i]);
+    for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &vs[i]);
+    ff_backend *be = ff_common_backend(n_dst + n_src, ts, fn);
+    if (be) ff_clear_error();
+    return be;
+}
+
+/* Ends an entry with several outputs: every output's version moves. */
+static ff_status finish_all(ff_status st, ff_tensor *const *dst, int n_dst, const char *fn)
+{
+    for (int i = 1; i < n_dst; i++) ff_storage_bump_version(dst[i]->storage);
+    return finish(st, dst[0], fn);
+}
+
 /* Dense linear algebra (ff_linalg_op): n_dst outputs, n_src inputs, shapes checked by
  * the caller (ops/decomp.c). */
 ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                            const char *fn)
 {
-    const ff_tensor *ts[5];
-    ff_view vd[3], vs[2];
-    if (n_dst < 1 || n_dst > 3 || n_src < 1 || n_src > 2)
-        return ff_error(FF_ERR_INVALID, "%s: linalg takes 1-3 outputs and 1-2 inputs", fn);
-    for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &vd[i]);
-    for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &vs[i]);
-    ff_backend *be = ff_common_backend(n_dst + n_src, ts, fn);
+    ff_view vd[4], vs[5];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, vd, vs, fn);
     if (!be) return ff_last_status();
-    ff_clear_error();
     ff_status (*linalg)(void *, int, const ff_view *, int, const ff_view *, int) = FF_VT_OPT(be, linalg);
     static const char *const names[] = {"solve", "det", "cholesky", "qr", "svd", "lstsq"};
     if (!linalg || !be->vt->supports(be->ctx, FF_KIND_LINALG, op, src[0]->dtype))
         return unsupported(be, fn, op >= 0 && op < FF_LINALG_COUNT ? names[op] : "linalg", src[0]->dtype);
-    ff_status st = linalg(be->ctx, op, vd, n_dst, vs, n_src);
-    for (int i = 1; i < n_dst; i++) ff_storage_bump_version(dst[i]->storage);
-    return finish(st, dst[0], fn);
+    return finish_all(linalg(be->ctx, op, vd, n_dst, vs, n_src), dst, n_dst, fn);
+}
+
+/* True if x's backend has the batch_norm entry for op and x's dtype. */
+bool ff_kernel_has_batch_norm(const ff_tensor *x, int op)
+{
+    ff_backend *be = x->storage->backend;
+    return FF_VT_OPT(be, batch_norm) && be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype);
+}
+
+/* Batch norm's training passes (op 0 forward, 1 backward; views as the ABI comment). */
+ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                               double eps, const char *fn)
+{
+    ff_view vd[4], vs[5];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, vd, vs, fn);
+    if (!be) return ff_last_status();
+    ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, batch_norm);
+    const ff_tensor *x = src[op ? 1 : 0];
+    if (!bn || !be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype))
+        return unsupported(be, fn, "batch_norm", x->dtype);
+    return finish_all(bn(be->ctx, op, vd, n_dst, vs, n_src, eps), dst, n_dst, fn);
 }
 
 /* One transform (ff_fft_op) of src along axis (a signal dim: never the complex pair's)

@@ -4,6 +4,7 @@
  * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
  * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "expr.h"
@@ -173,6 +174,8 @@ static ff_status bn_normalize(const ff_tensor *x, const bn_geometry *g, const ff
 /* ip: [0] training, [1] 1 + index of weight among the inputs (0: none), [2] same for
  * bias, [3] nd, [4] c, [5..] axes; dp[0] eps. saved: [0] xhat, [1] inv (x's dtype),
  * [2] mean, [3] inv in the statistics' dtype (eval-mode recomputation). */
+static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, const struct bn_geometry *geo);
+
 static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     bn_geometry geo = {.nd = (int)n->ip[3], .c = n->ip[4], .eps = n->dp[0], .training = n->ip[0] != 0};
@@ -181,8 +184,12 @@ static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor *
         if (d != 1) geo.axes[k++] = d;
     }
     geo.na = geo.nd - 1;
-    const ff_tensor *sx = ff_node_saved(n, 0), *si = ff_node_saved(n, 1), *sm = ff_node_saved(n, 2),
-                    *sw = ff_node_saved(n, 3);
+    bool entry = n->ip[5] != 0;
+    if (entry && !ff_grad_enabled()) return bn_entry_backward(n, g, gi, &geo);
+    /* the saved values: xhat, inv, mean, inv_w (composed forward); the entry's forward
+     * saves mean and invstd only, and its create_graph path recomputes from x */
+    const ff_tensor *sx = ff_node_saved(n, 0), *si = ff_node_saved(n, 1), *sm = entry ? sx : ff_node_saved(n, 2),
+                    *sw = entry ? si : ff_node_saved(n, 3);
     if (!sx || !si || !sm || !sw) return ff_last_status();
     const ff_tensor *x = n->inputs[0];
     const ff_tensor *w = n->ip[1] ? n->inputs[n->ip[1] - 1] : NULL;
@@ -241,7 +248,7 @@ static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor *
 }
 
 static ff_status record_batch_norm(ff_tensor *r, const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias,
-                                   const bn_geometry *g, const bn_parts *p)
+                                   const bn_geometry *g, const bn_parts *p, bool entry)
 {
     const ff_tensor *in[3];
     int n = 0, iw = 0, ib = 0;
@@ -251,12 +258,78 @@ static ff_status record_batch_norm(ff_tensor *r, const ff_tensor *x, const ff_te
     ff_node *node = ff_autograd_record(r, "batch_norm", batch_norm_backward, n, in);
     if (!node) return ff_last_status();
     node->ip[0] = g->training, node->ip[1] = iw, node->ip[2] = ib, node->ip[3] = g->nd, node->ip[4] = g->c;
-    node->nip = 5;
+    node->ip[5] = entry;
+    node->nip = 6;
     node->dp[0] = g->eps;
+    if (entry) /* [0] mean, [1] invstd, both [C] */
+        return ff_node_save(node, p->mean) || ff_node_save(node, p->inv_w) ? ff_last_status() : FF_OK;
     if (ff_node_save(node, p->xhat) || ff_node_save(node, p->inv) || ff_node_save(node, p->mean) ||
         ff_node_save(node, p->inv_w))
         return ff_last_status();
     return FF_OK;
+}
+
+/* ---- the backend's batch_norm entry (training) ------------------------------------ */
+/* Two passes forward, two backward, instead of the composition's dozen; used when the
+ * backend has both ops of the entry (FF_BATCH_NORM=compose forces the composition). */
+static bool use_entry(const ff_tensor *x)
+{
+    const char *env = getenv("FF_BATCH_NORM");
+    return !(env && !strcmp(env, "compose")) && ff_kernel_has_batch_norm(x, 0) && ff_kernel_has_batch_norm(x, 1);
+}
+
+/* weight, or ones of [C] on x's backend when there is none (bias: zeros). */
+static ff_tensor *affine_or(const ff_tensor *v, const ff_tensor *x, double fill)
+{
+    if (v) return ff_tensor_retain((ff_tensor *)v);
+    int64_t c = x->layout.shape[1];
+    return ff_full_on(x->storage->backend, 1, &c, x->dtype, fill);
+}
+
+static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, const struct bn_geometry *geo)
+{
+    const ff_tensor *x = n->inputs[0], *mean = ff_node_saved(n, 0), *inv = mean ? ff_node_saved(n, 1) : NULL;
+    if (!inv) return ff_last_status();
+    const ff_tensor *weight = n->ip[1] ? n->inputs[n->ip[1] - 1] : NULL;
+    int64_t c = geo->c;
+    ff_tensor *w = affine_or(weight, x, 1.0), *out[3] = {NULL, NULL, NULL};
+    ff_status st = w ? FF_OK : ff_last_status();
+    if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, n->name)))
+        st = ff_last_status();
+    for (int i = 1; i < 3 && !st; i++)
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, n->name))) st = ff_last_status();
+    const ff_tensor *src[5] = {g, x, mean, inv, w};
+    if (!st) st = ff_kernel_batch_norm(1, out, 3, src, 5, n->dp[0], n->name);
+    if (!st) {
+        if (n->needs_grad[0]) gi[0] = ff_tensor_retain(out[0]);
+        if (n->ip[1] && n->needs_grad[n->ip[1] - 1]) gi[n->ip[1] - 1] = ff_tensor_retain(out[1]);
+        if (n->ip[2] && n->needs_grad[n->ip[2] - 1]) gi[n->ip[2] - 1] = ff_tensor_retain(out[2]);
+    }
+    for (int i = 0; i < 3; i++) ff_tensor_release(out[i]);
+    ff_tensor_release(w);
+    return st;
+}
+
+/* Training mode on the entry: y, and the statistics into p (mean, inv_w = invstd, var). */
+static ff_tensor *bn_entry_forward(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias,
+                                   const bn_geometry *geo, bn_parts *p, const char *fn)
+{
+    int64_t c = geo->c;
+    ff_tensor *w = affine_or(weight, x, 1.0), *b = affine_or(bias, x, 0.0), *out[4] = {NULL, NULL, NULL, NULL};
+    ff_status st = w && b ? FF_OK : ff_last_status();
+    if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, fn)))
+        st = ff_last_status();
+    for (int i = 1; i < 4 && !st; i++)
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, fn))) st = ff_last_status();
+    const ff_tensor *src[3] = {x, w, b};
+    if (!st) st = ff_kernel_batch_norm(0, out, 4, src, 3, geo->eps, fn);
+    ff_tensor_release(w), ff_tensor_release(b);
+    if (st) {
+        for (int i = 0; i < 4; i++) ff_tensor_release(out[i]);
+        return NULL;
+    }
+    p->mean = out[1], p->inv_w = out[2], p->var = out[3];
+    return out[0];
 }
 
 ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor *running_var,
@@ -297,6 +370,22 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     bn_geometry geo = {.nd = nd, .na = na, .c = c, .eps = eps, .training = training};
     memcpy(geo.axes, axes, sizeof axes);
     memcpy(geo.bshape, bshape, sizeof bshape);
+    const ff_tensor *in[3] = {x, weight, bias};
+    if (training && use_entry(x)) {
+        bn_parts p = {0};
+        ff_tensor *r = bn_entry_forward(x, weight, bias, &geo, &p, fn);
+        if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p, true)) {
+            ff_tensor_release(r);
+            r = NULL;
+        }
+        if (r && running_mean && update_running(running_mean, running_var, p.mean, p.var, count, momentum)) {
+            ff_tensor_release(r);
+            r = NULL;
+        }
+        bn_parts_free(&p);
+        if (!r) ff_error_prefix(fn);
+        return r;
+    }
     /* the values, without a graph: one node below stands for all of it */
     bool prev = ff_set_grad_enabled(false);
     bn_parts p = {0};
@@ -314,8 +403,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     ff_set_grad_enabled(prev);
     ff_tensor *r = ff_expr_result(&e, y);
     ff_expr_free(&e);
-    const ff_tensor *in[3] = {x, weight, bias};
-    if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p)) {
+    if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p, false)) {
         ff_tensor_release(r);
         r = NULL;
     }

@@ -10,6 +10,7 @@
 
 #include "cpu_impl.h"
 #include "ff_backend_linalg.h"
+#include "ff_backend_norm.h"
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -55,6 +56,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
+    case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype);
     case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
@@ -178,6 +180,7 @@ static const ff_backend_vtable cpu_vtable = {
     .argsort = cpu_argsort,
     .linalg = cpu_linalg,
     .fft = cpu_fft,
+    .batch_norm = cpu_batch_norm,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
 };

@@ -187,6 +187,8 @@ ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_vie
                                       const ff_conv2d_params *p);
 ff_status blas_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status blas_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
+ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                          double eps);
 ff_status blas_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 /* blas_fft.c: FFTW; init and shutdown count contexts so the last one frees FFTW's planner */
 ff_status blas_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);

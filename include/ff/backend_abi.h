@@ -250,7 +250,8 @@ typedef enum ff_random_dist {
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
  *   LINALG: src[0] (op = ff_linalg_op)
- *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op) */
+ *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op)
+ *   BATCH_NORM: x (op = 0 forward, 1 backward) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -274,6 +275,8 @@ typedef enum ff_op_kind {
     FF_KIND_LINALG,
     /* the optional fft entry: op = ff_fft_op; dtype = src's (== dst's), F32 or F64 */
     FF_KIND_FFT,
+    /* the optional batch_norm entry: op = 0 forward (training), 1 backward; dtype = x's */
+    FF_KIND_BATCH_NORM,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -482,6 +485,19 @@ typedef struct ff_backend_vtable {
      * FFTW_PRESERVE_INPUT). Zero lines (a 0 in another dim) are a no-op. May be NULL:
      * the core then reports that the backend does not support fft. */
     ff_status (*fft)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+
+    /* Batch normalization in training mode over x [N, C, *] (channel dim 1; statistics
+     * over every other dim, M elements per channel), all views of x's dtype (F32 or F64),
+     * the [C] ones 1-D; sums in double:
+     *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd, var}: mean and the biased var
+     *                  of each channel (two passes), invstd = 1 / sqrt(var + eps),
+     *                  y = (x - mean) invstd w + b
+     *   op 1 backward: src {g, x, mean, invstd, w}, dst {gx, gw, gb}: with
+     *                  xhat = (x - mean) invstd, gb = sum g, gw = sum g xhat,
+     *                  gx = w invstd (g - gb / M - xhat gw / M)
+     * May be NULL: the core composes batch norm from reductions and elementwise ops. */
+    ff_status (*batch_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                            double eps);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

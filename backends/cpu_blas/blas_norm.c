@@ -1,0 +1,143 @@
+/* The optional batch_norm entry. Contiguous x, g, y, gx (NCHW as the layers make them):
+ * each channel is N runs of R = H W contiguous elements, walked with double accumulators
+ * (two reads of x for mean and variance, one read and one write for y; the backward the
+ * same), channels split across the pool. Anything else: the shared strided loops. */
+#include "blas_impl.h"
+#include "ff_backend_norm.h"
+
+typedef struct bn_job {
+    int op;
+    const ff_view *dst, *src;
+    double eps;
+    int64_t n, c, r; /* x as [n, c, r] */
+} bn_job;
+
+static int contiguous(const ff_view *v)
+{
+    int64_t s = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != s) return 0;
+        s *= v->shape[d];
+    }
+    return 1;
+}
+
+static double vec_at(const ff_view *v, int64_t c)
+{
+    const char *p = (const char *)v->buf + (v->offset + c * v->strides[0]) * (int64_t)ff_dtype_size(v->dtype);
+    return v->dtype == FF_F32 ? *(const float *)p : *(const double *)p;
+}
+
+static void vec_put(const ff_view *v, int64_t c, double x)
+{
+    char *p = (char *)v->buf + (v->offset + c * v->strides[0]) * (int64_t)ff_dtype_size(v->dtype);
+    if (v->dtype == FF_F32) *(float *)p = (float)x;
+    else *(double *)p = x;
+}
+
+/* Sums over one contiguous run with 8 independent double accumulators (one chain would
+ * wait on the adder's latency every element; the compiler may not reassociate doubles). */
+#define BN_SUMS(T)                                                                                             \
+    static double sum_##T(const T *p, int64_t r)                                                               \
+    {                                                                                                          \
+        double a[8] = {0};                                                                                     \
+        int64_t k = 0;                                                                                         \
+        for (; k + 8 <= r; k += 8)                                                                             \
+            for (int u = 0; u < 8; u++) a[u] += p[k + u];                                                      \
+        for (; k < r; k++) a[0] += p[k];                                                                       \
+        return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                              \
+    }                                                                                                          \
+    static double sqdev_##T(const T *p, int64_t r, double mean)                                                \
+    {                                                                                                          \
+        double a[8] = {0};                                                                                     \
+        int64_t k = 0;                                                                                         \
+        for (; k + 8 <= r; k += 8)                                                                             \
+            for (int u = 0; u < 8; u++) {                                                                      \
+                double d = p[k + u] - mean;                                                                    \
+                a[u] += d * d;                                                                                 \
+            }                                                                                                  \
+        for (; k < r; k++) a[0] += (p[k] - mean) * (p[k] - mean);                                              \
+        return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                              \
+    }                                                                                                          \
+    static void dots_##T(const T *g, const T *x, int64_t r, double mean, double *sg, double *sgx)              \
+    {                                                                                                          \
+        double a[4] = {0}, b[4] = {0};                                                                         \
+        int64_t k = 0;                                                                                         \
+        for (; k + 4 <= r; k += 4)                                                                             \
+            for (int u = 0; u < 4; u++) a[u] += g[k + u], b[u] += g[k + u] * (x[k + u] - mean);               \
+        for (; k < r; k++) a[0] += g[k], b[0] += g[k] * (x[k] - mean);                                         \
+        *sg += (a[0] + a[1]) + (a[2] + a[3]);                                                                  \
+        *sgx += (b[0] + b[1]) + (b[2] + b[3]);                                                                 \
+    }
+BN_SUMS(float)
+BN_SUMS(double)
+
+/* The channel loops for one element type T. */
+#define BN_CHANNELS(T, NAME)                                                                                      \
+    static void NAME(const bn_job *j, int64_t c0, int64_t c1)                                                  \
+    {                                                                                                          \
+        const ff_view *xv = &j->src[j->op ? 1 : 0];                                                            \
+        const T *x = (const T *)xv->buf + xv->offset;                                                         \
+        int64_t n = j->n, C = j->c, r = j->r;                                                                  \
+        double m = (double)(n * r);                                                                           \
+        for (int64_t c = c0; c < c1; c++) {                                                                    \
+            if (j->op == 0) {                                                                                  \
+                T *y = (T *)j->dst[0].buf + j->dst[0].offset;                                                  \
+                double s = 0, q = 0;                                                                           \
+                for (int64_t i = 0; i < n; i++) s += sum_##T(x + (i * C + c) * r, r);                          \
+                double mean = s / m;                                                                           \
+                for (int64_t i = 0; i < n; i++) q += sqdev_##T(x + (i * C + c) * r, r, mean);                  \
+                double var = q / m, inv = 1 / sqrt(var + j->eps);                                              \
+                double sc = inv * vec_at(&j->src[1], c), sh = vec_at(&j->src[2], c) - mean * sc;               \
+                for (int64_t i = 0; i < n; i++) {                                                              \
+                    const T *p = x + (i * C + c) * r;                                                          \
+                    T *o = y + (i * C + c) * r;                                                                \
+                    for (int64_t k = 0; k < r; k++) o[k] = (T)(p[k] * sc + sh);                                \
+                }                                                                                              \
+                vec_put(&j->dst[1], c, mean), vec_put(&j->dst[2], c, inv), vec_put(&j->dst[3], c, var);        \
+            } else {                                                                                           \
+                const T *g = (const T *)j->src[0].buf + j->src[0].offset;                                      \
+                T *gx = (T *)j->dst[0].buf + j->dst[0].offset;                                                 \
+                double mean = vec_at(&j->src[2], c), inv = vec_at(&j->src[3], c), w = vec_at(&j->src[4], c);  \
+                double sg = 0, sgx = 0;                                                                        \
+                for (int64_t i = 0; i < n; i++)                                                                \
+                    dots_##T(g + (i * C + c) * r, x + (i * C + c) * r, r, mean, &sg, &sgx);                   \
+                sgx *= inv;                                                                                    \
+                /* gx = w inv (g - sg/m - (x - mean) inv sgx/m) = k1 g + k2 x + k0 */                          \
+                double k1 = w * inv, k2 = -w * inv * inv * sgx / m, k0 = -w * inv * sg / m - k2 * mean;       \
+                for (int64_t i = 0; i < n; i++) {                                                              \
+                    const T *p = x + (i * C + c) * r, *gp = g + (i * C + c) * r;                               \
+                    T *o = gx + (i * C + c) * r;                                                               \
+                    for (int64_t k = 0; k < r; k++) o[k] = (T)(k1 * gp[k] + k2 * p[k] + k0);                   \
+                }                                                                                              \
+                vec_put(&j->dst[1], c, sgx), vec_put(&j->dst[2], c, sg);                                       \
+            }                                                                                                  \
+        }                                                                                                      \
+    }
+BN_CHANNELS(float, bn_f32)
+BN_CHANNELS(double, bn_f64)
+
+static void bn_task(void *arg, int64_t c0, int64_t c1)
+{
+    const bn_job *j = arg;
+    if (j->src[j->op ? 1 : 0].dtype == FF_F32) bn_f32(j, c0, c1);
+    else bn_f64(j, c0, c1);
+}
+
+static void bn_strided_task(void *arg, int64_t c0, int64_t c1)
+{
+    const bn_job *j = arg;
+    ffb_batch_norm_channels(j->op, j->dst, j->src, j->eps, c0, c1);
+}
+
+ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps)
+{
+    ff_status st = ffb_batch_norm_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, n_dst, src, n_src);
+    if (st) return st;
+    const ff_view *x = &src[op ? 1 : 0];
+    int64_t c = x->shape[1], n = x->shape[0], total = ff_view_numel(x);
+    bn_job j = {op, dst, src, eps, n, c, n && c ? total / (n * c) : 0};
+    int fast = contiguous(x) && contiguous(&dst[0]) && (!op || contiguous(&src[0]));
+    blas_parallel_for(ctx, c, 2, 1, fast ? bn_task : bn_strided_task, &j);
+    return FF_OK;
+}
