@@ -170,6 +170,10 @@ static ff_tensor *w_svd_s(ff_tensor *const *x) { return w_svd(x, 0); }
 static ff_tensor *w_svd_uut(ff_tensor *const *x) { return w_svd(x, 1); }
 static ff_tensor *w_svd_vvt(ff_tensor *const *x) { return w_svd(x, 2); }
 W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
+W(w_max_pool_k2s2, CALL(ff_max_pool2d, x[0], 2, 2, 2, 2, 0, 0))
+W(w_max_pool_k3s2p1, CALL(ff_max_pool2d, x[0], 3, 3, 2, 2, 1, 1))
+W(w_avg_pool_k2s2, CALL(ff_avg_pool2d, x[0], 2, 2, 2, 2, 0, 0))
+W(w_avg_pool_k3s1p1, CALL(ff_avg_pool2d, x[0], 3, 2, 1, 1, 1, 1))
 W(w_batch_norm_train, CALL(ff_batch_norm, x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5))
 W(w_batch_norm_plain, CALL(ff_batch_norm, x[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-3))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
@@ -555,6 +559,13 @@ const cf_opdef cf_optable[] = {
      true, NULL},
     {"einsum_diag_outer", 2, {2, 1}, {{4, 4}, {3}}, {F, F}, {S, S}, {0}, w_einsum_diag_outer, CF_TOL_EXACT, 1, false,
      true, NULL},
+    /* pooling: the optional pool2d entry (a backend without it: windows and reductions)
+     * against the reference's entry; odd sizes (floor mode), overlapping padded windows */
+    {"max_pool2d_k2s2_odd", 1, {4}, {{2, 3, 6, 7}}, {F}, {S}, {0}, w_max_pool_k2s2, CF_TOL_EXACT, 1, false, true, NULL},
+    {"max_pool2d_k3s2p1", 1, {4}, {{2, 2, 7, 6}}, {F}, {S}, {0}, w_max_pool_k3s2p1, CF_TOL_EXACT, 1, false, true, NULL},
+    {"avg_pool2d_k2s2", 1, {4}, {{2, 3, 6, 8}}, {F}, {S}, {0}, w_avg_pool_k2s2, CF_TOL_ACCUM, 4, false, true, NULL},
+    {"avg_pool2d_k3x2s1p1", 1, {4}, {{1, 2, 5, 6}}, {F}, {S}, {0}, w_avg_pool_k3s1p1, CF_TOL_ACCUM, 6, false, true,
+     NULL},
     /* batch norm in training mode: the optional batch_norm entry (a backend without it:
      * the composition) against the reference's entry */
     {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,

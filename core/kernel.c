@@ -323,6 +323,27 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
     return finish_all(bn(be->ctx, op, vd, n_dst, vs, n_src, eps), dst, n_dst, fn);
 }
 
+/* True if x's backend has the pool2d entry for op and x's dtype. */
+bool ff_kernel_has_pool2d(const ff_tensor *x, int op)
+{
+    ff_backend *be = x->storage->backend;
+    return FF_VT_OPT(be, pool2d) && be->vt->supports(be->ctx, FF_KIND_POOL2D, op, x->dtype);
+}
+
+/* 2-D pooling (ff_pool2d_op) into dst; views and shapes as the ABI comment. */
+ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_pool2d_params *p,
+                           const char *fn)
+{
+    ff_view vd[1], vs[5];
+    ff_backend *be = view_arrays(&dst, 1, src, n_src, vd, vs, fn);
+    if (!be) return ff_last_status();
+    ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
+        FF_VT_OPT(be, pool2d);
+    if (!pool || !be->vt->supports(be->ctx, FF_KIND_POOL2D, op, dst->dtype))
+        return unsupported(be, fn, "pool2d", dst->dtype);
+    return finish(pool(be->ctx, op, vd, vs, n_src, p), dst, fn);
+}
+
 /* One transform (ff_fft_op) of src along axis (a signal dim: never the complex pair's)
  * into dst; the shapes follow the ABI comment at the fft entry. */
 ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn)

@@ -11,6 +11,7 @@
 #include "cpu_impl.h"
 #include "ff_backend_linalg.h"
 #include "ff_backend_norm.h"
+#include "ff_backend_pool.h"
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -57,6 +58,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
     case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype);
+    case FF_KIND_POOL2D: return ffb_pool2d_supported(op, dtype);
     case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
@@ -181,6 +183,7 @@ static const ff_backend_vtable cpu_vtable = {
     .linalg = cpu_linalg,
     .fft = cpu_fft,
     .batch_norm = cpu_batch_norm,
+    .pool2d = cpu_pool2d,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
 };

@@ -157,6 +157,7 @@ ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
 ff_status cpu_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cpu_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cpu_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
+ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p);
 ff_status cpu_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 /* cpu_fft.c: the DFT oracle */
 ff_status cpu_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);

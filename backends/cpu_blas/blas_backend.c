@@ -13,6 +13,7 @@
 #include "blas_impl.h"
 #include "ff_backend_linalg.h"
 #include "ff_backend_norm.h"
+#include "ff_backend_pool.h"
 
 /* From OpenBLAS (cblas.h); declared here so this file needs no BLAS header. */
 void openblas_set_num_threads(int num_threads);
@@ -122,6 +123,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
     case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype);
+    case FF_KIND_POOL2D: return ffb_pool2d_supported(op, dtype);
     case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
     default: return 0;
     }
@@ -191,6 +193,7 @@ static const ff_backend_vtable blas_vtable = {
     .linalg = blas_linalg,
     .fft = blas_fft,
     .batch_norm = blas_batch_norm,
+    .pool2d = blas_pool2d,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

@@ -251,7 +251,7 @@ typedef enum ff_random_dist {
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
  *   LINALG: src[0] (op = ff_linalg_op)
  *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op)
- *   BATCH_NORM: x (op = 0 forward, 1 backward) */
+ *   BATCH_NORM: x (op = 0 forward, 1 backward)   POOL2D: x (op = ff_pool2d_op) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -277,6 +277,8 @@ typedef enum ff_op_kind {
     FF_KIND_FFT,
     /* the optional batch_norm entry: op = 0 forward (training), 1 backward; dtype = x's */
     FF_KIND_BATCH_NORM,
+    /* the optional pool2d entry: op = ff_pool2d_op; dtype = x's */
+    FF_KIND_POOL2D,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -346,6 +348,28 @@ typedef enum ff_linalg_op {
     FF_LINALG_LSTSQ,
     FF_LINALG_COUNT
 } ff_linalg_op;
+
+/* 2-D pooling (the pool2d entry) over x [N, C, H, W]: windows kernel[0] x kernel[1]
+ * moved by stride, x padded by padding on both sides (padding <= kernel / 2, so every
+ * window holds an element of x); output [N, C, OH, OW], OH = (H + 2 ph - kh) / sh + 1.
+ *   MAX_FORWARD   dst y; src {x}: the largest element of each window (NaN if it holds one)
+ *   MAX_BACKWARD  dst gx (x's shape, overwritten); src {gy, x, y}: each window's gy split
+ *                 evenly among its elements of x equal to its y (windows may overlap: sums)
+ *   AVG_FORWARD   dst y; src {x}: each window's sum divided by kh kw (padding counts as zeros)
+ *   AVG_BACKWARD  dst gx; src {gy}: every element gets gy / (kh kw) from each window it is in */
+typedef enum ff_pool2d_op {
+    FF_POOL2D_MAX_FORWARD = 0,
+    FF_POOL2D_MAX_BACKWARD,
+    FF_POOL2D_AVG_FORWARD,
+    FF_POOL2D_AVG_BACKWARD,
+    FF_POOL2D_COUNT
+} ff_pool2d_op;
+
+typedef struct ff_pool2d_params {
+    int64_t kernel[2];
+    int64_t stride[2];
+    int64_t padding[2];
+} ff_pool2d_params;
 
 /* ---- services the core offers a backend -------------------------------- */
 typedef struct ff_host_api {
@@ -498,6 +522,12 @@ typedef struct ff_backend_vtable {
      * May be NULL: the core composes batch norm from reductions and elementwise ops. */
     ff_status (*batch_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                             double eps);
+
+    /* 2-D max and average pooling and their backward passes (see ff_pool2d_op); every
+     * view of x's dtype (F32 or F64). May be NULL: the core pools through window views
+     * and reductions. */
+    ff_status (*pool2d)(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
+                        const ff_pool2d_params *p);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

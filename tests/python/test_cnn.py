@@ -97,6 +97,31 @@ def test_pools_match_torch(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("compose", [False, True])
+def test_pools_second_order_and_ties(device, compose, monkeypatch):
+    """The gradient of a pooling gradient (create_graph), through the backend's pool2d entry
+    (its create_graph path) and the composition (FF_POOL=compose), against PyTorch; and a
+    tied window's gradient split evenly among its maxima on both paths."""
+    if compose:
+        monkeypatch.setenv("FF_POOL", "compose")
+    x0 = np.random.default_rng(1).normal(size=(2, 3, 6, 6))
+    for args in [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1)]:
+        for fn in ("max_pool2d", "avg_pool2d"):
+            x = ff.tensor(x0, device=device, requires_grad=True)
+            (g,) = ff.autograd.grad((getattr(F, fn)(x, **args) ** 2).sum(), [x], create_graph=True)
+            (g ** 3).sum().backward()
+            if torch is not None:
+                tx = torch.tensor(x0, requires_grad=True)
+                (tg,) = torch.autograd.grad((getattr(TF, fn)(tx, **args) ** 2).sum(), [tx], create_graph=True)
+                (tg ** 3).sum().backward()
+                close(g, tg)
+                close(x.grad, tx.grad)
+    t = ff.tensor(np.array([[[[1.0, 1.0], [0.0, 1.0]]]]), device=device, requires_grad=True)
+    F.max_pool2d(t, 2).sum().backward()
+    close(t.grad, np.array([[[[1 / 3, 1 / 3], [0.0, 1 / 3]]]]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_batch_norm_train_and_eval(device):
     rng = np.random.default_rng(4)
     bn = ff.nn.BatchNorm2d(3)

@@ -1,0 +1,12 @@
+/* The optional pool2d entry: the readable loops of ff_backend_pool.h over the strides. */
+#include "cpu_impl.h"
+#include "ff_backend_pool.h"
+
+ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
+{
+    ff_status st = ffb_pool2d_check(ctx ? ((cpu_ctx *)ctx)->host : NULL, "cpu", op, dst, src, n_src, p);
+    if (st) return st;
+    const ff_view *x = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD ? &src[0] : dst;
+    ffb_pool2d_planes(op, dst, src, p, 0, x->shape[0] * x->shape[1]);
+    return FF_OK;
+}

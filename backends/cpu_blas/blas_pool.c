@@ -1,0 +1,100 @@
+/* The optional pool2d entry. Contiguous f32 views (as the layers make them): plane by
+ * plane (one (n, c)) with plain pointer loops, planes split across the pool; the
+ * gradient of a max window goes to its elements equal to the max, split evenly (the
+ * composition's rule), without a mask or a window stack in memory. Anything else: the
+ * shared strided loops of ff_backend_pool.h. */
+#include <math.h>
+
+#include "blas_impl.h"
+#include "ff_backend_pool.h"
+
+typedef struct pool_job {
+    int op;
+    const ff_view *dst, *src;
+    const ff_pool2d_params *p;
+} pool_job;
+
+static int contiguous4(const ff_view *v)
+{
+    int64_t s = 1;
+    for (int d = 3; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != s) return 0;
+        s *= v->shape[d];
+    }
+    return 1;
+}
+
+static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
+{
+    const pool_job *j = arg;
+    int op = j->op, fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
+    const ff_view *xv = fwd ? &j->src[0] : j->dst, *yv = fwd ? j->dst : &j->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    int64_t kh = j->p->kernel[0], kw = j->p->kernel[1], sh = j->p->stride[0], sw = j->p->stride[1];
+    int64_t ph = j->p->padding[0], pw = j->p->padding[1];
+    float inv_area = 1.0f / (float)(kh * kw);
+    for (int64_t pl = p0; pl < p1; pl++) {
+        float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+        float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+        const float *xs = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
+        const float *ys = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
+        if (!fwd)
+            for (int64_t i = 0; i < H * W; i++) x[i] = 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t h0 = oh * sh - ph, ha = h0 < 0 ? 0 : h0, hb = h0 + kh > H ? H : h0 + kh;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t w0 = ow * sw - pw, wa = w0 < 0 ? 0 : w0, wb = w0 + kw > W ? W : w0 + kw;
+                float *yo = y + oh * OW + ow;
+                if (op == FF_POOL2D_MAX_FORWARD) {
+                    float m = -INFINITY;
+                    int nan = 0;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) {
+                            float v = x[h * W + w];
+                            nan |= v != v;
+                            m = v > m ? v : m;
+                        }
+                    *yo = nan ? NAN : m;
+                } else if (op == FF_POOL2D_AVG_FORWARD) {
+                    float s = 0.0f;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) s += x[h * W + w];
+                    *yo = s * inv_area;
+                } else if (op == FF_POOL2D_AVG_BACKWARD) {
+                    float g = *yo * inv_area;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) x[h * W + w] += g;
+                } else {
+                    float m = ys[oh * OW + ow];
+                    int ties = 0;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) ties += xs[h * W + w] == m;
+                    if (!ties) continue;
+                    float g = *yo / (float)ties;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++)
+                            if (xs[h * W + w] == m) x[h * W + w] += g;
+                }
+            }
+        }
+    }
+}
+
+static void pool_strided_task(void *arg, int64_t p0, int64_t p1)
+{
+    const pool_job *j = arg;
+    ffb_pool2d_planes(j->op, j->dst, j->src, j->p, p0, p1);
+}
+
+ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
+{
+    ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p);
+    if (st) return st;
+    int fast = dst->dtype == FF_F32 && contiguous4(dst);
+    for (int i = 0; i < n_src; i++) fast = fast && contiguous4(&src[i]);
+    int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
+    const ff_view *x = fwd ? &src[0] : dst;
+    pool_job j = {op, dst, src, p};
+    blas_parallel_for(ctx, x->shape[0] * x->shape[1], 2, 1, fast ? pool_f32_task : pool_strided_task, &j);
+    return FF_OK;
+}
