@@ -24,6 +24,72 @@ static int contiguous4(const ff_view *v)
     return 1;
 }
 
+/* Non-overlapping windows (stride = kernel, no padding; the usual 2 x 2 pooling): no
+ * bounds per window, and the backward writes each covered element of gx exactly once (no
+ * zeroing pass, no read-modify-write); rows and columns past the last window get zeros. */
+static void pool_f32_tiled(const pool_job *j, int64_t pl)
+{
+    int op = j->op, fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
+    const ff_view *xv = fwd ? &j->src[0] : j->dst, *yv = fwd ? j->dst : &j->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    int64_t kh = j->p->kernel[0], kw = j->p->kernel[1];
+    float inv_area = 1.0f / (float)(kh * kw);
+    float *x = (float *)xv->buf + xv->offset + pl * H * W;
+    float *y = (float *)yv->buf + yv->offset + pl * OH * OW;
+    const float *xs = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
+    const float *ys = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        float *row = x + oh * kh * W, *yo = y + oh * OW;
+        const float *xrow = xs ? xs + oh * kh * W : NULL;
+        if (op == FF_POOL2D_MAX_FORWARD && kh == 2 && kw == 2) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float a = row[2 * ow], b = row[2 * ow + 1], c = row[W + 2 * ow], d = row[W + 2 * ow + 1];
+                float m = a > b ? a : b, n = c > d ? c : d;
+                m = m > n ? m : n;
+                yo[ow] = (a != a || b != b || c != c || d != d) ? NAN : m;
+            }
+            continue;
+        }
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float *win = row + ow * kw;
+            if (op == FF_POOL2D_MAX_FORWARD) {
+                float m = -INFINITY;
+                int nan = 0;
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) {
+                        float v = win[i * W + k];
+                        nan |= v != v;
+                        m = v > m ? v : m;
+                    }
+                yo[ow] = nan ? NAN : m;
+            } else if (op == FF_POOL2D_AVG_FORWARD) {
+                float acc = 0.0f;
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) acc += win[i * W + k];
+                yo[ow] = acc * inv_area;
+            } else if (op == FF_POOL2D_AVG_BACKWARD) {
+                float g = yo[ow] * inv_area;
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) win[i * W + k] = g;
+            } else {
+                const float *xw = xrow + ow * kw;
+                float m = ys[oh * OW + ow];
+                int ties = 0;
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) ties += xw[i * W + k] == m;
+                float g = ties ? yo[ow] / (float)ties : 0.0f;
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) win[i * W + k] = xw[i * W + k] == m ? g : 0.0f;
+            }
+        }
+        if (!fwd)
+            for (int64_t i = 0; i < kh; i++)
+                for (int64_t w = OW * kw; w < W; w++) row[i * W + w] = 0.0f;
+    }
+    if (!fwd)
+        for (int64_t i = OH * kh * W; i < H * W; i++) x[i] = 0.0f;
+}
+
 static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
 {
     const pool_job *j = arg;
@@ -33,6 +99,10 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
     int64_t kh = j->p->kernel[0], kw = j->p->kernel[1], sh = j->p->stride[0], sw = j->p->stride[1];
     int64_t ph = j->p->padding[0], pw = j->p->padding[1];
     float inv_area = 1.0f / (float)(kh * kw);
+    if (sh == kh && sw == kw && ph == 0 && pw == 0) {
+        for (int64_t pl = p0; pl < p1; pl++) pool_f32_tiled(j, pl);
+        return;
+    }
     for (int64_t pl = p0; pl < p1; pl++) {
         float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
         float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
