@@ -41,15 +41,25 @@ static void pool_f32_tiled(const pool_job *j, int64_t pl)
     for (int64_t oh = 0; oh < OH; oh++) {
         float *row = x + oh * kh * W, *yo = y + oh * OW;
         const float *xrow = xs ? xs + oh * kh * W : NULL;
-        if (op == FF_POOL2D_MAX_FORWARD && kh == 2 && kw == 2) {
+        if (op == FF_POOL2D_MAX_BACKWARD && kh == 2 && kw == 2) { /* branch-free: the hot loop of CNN training */
+            const float *ym = ys + oh * OW;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const float *p0 = xrow + 2 * ow, *p1 = p0 + W;
+                float m = ym[ow];
+                float ea = (float)(p0[0] == m), eb = (float)(p0[1] == m), ec = (float)(p1[0] == m), ed = (float)(p1[1] == m);
+                float t = ea + eb + ec + ed, g = t > 0 ? yo[ow] / t : 0.0f;
+                float *q0 = row + 2 * ow, *q1 = q0 + W;
+                /* selects, not g * e: a negative g times 0 is -0, and the gradient there is +0 */
+                q0[0] = ea > 0 ? g : 0.0f, q0[1] = eb > 0 ? g : 0.0f, q1[0] = ec > 0 ? g : 0.0f, q1[1] = ed > 0 ? g : 0.0f;
+            }
+        } else if (op == FF_POOL2D_MAX_FORWARD && kh == 2 && kw == 2) {
             for (int64_t ow = 0; ow < OW; ow++) {
                 float a = row[2 * ow], b = row[2 * ow + 1], c = row[W + 2 * ow], d = row[W + 2 * ow + 1];
                 float m = a > b ? a : b, n = c > d ? c : d;
                 m = m > n ? m : n;
                 yo[ow] = (a != a || b != b || c != c || d != d) ? NAN : m;
             }
-            continue;
-        }
+        } else {
         for (int64_t ow = 0; ow < OW; ow++) {
             float *win = row + ow * kw;
             if (op == FF_POOL2D_MAX_FORWARD) {
@@ -81,6 +91,7 @@ static void pool_f32_tiled(const pool_job *j, int64_t pl)
                 for (int64_t i = 0; i < kh; i++)
                     for (int64_t k = 0; k < kw; k++) win[i * W + k] = xw[i * W + k] == m ? g : 0.0f;
             }
+        }
         }
         if (!fwd)
             for (int64_t i = 0; i < kh; i++)
