@@ -188,17 +188,6 @@ static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
     }
 }
 
-/* Row-major contiguous (size-1 dims may have any stride); 0-d counts. */
-static int is_contiguous(const ff_view *v)
-{
-    int64_t expect = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->strides[d] != expect) return 0;
-        expect *= v->shape[d];
-    }
-    return 1;
-}
-
 static char *first_element(const ff_view *v)
 {
     return (char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype);
@@ -226,7 +215,7 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
 
     binary_arg arg = {op, a->dtype, dst->dtype, fast_kernel(op, a->dtype)};
     int64_t n = ff_view_numel(dst);
-    if (arg.k && n <= BLAS_PAR_MIN && is_contiguous(dst) && is_contiguous(a) && is_contiguous(b)) {
+    if (arg.k && n <= BLAS_PAR_MIN && blas_view_contiguous(dst) && blas_view_contiguous(a) && blas_view_contiguous(b)) {
         /* small and dense, the per-op overhead case: one call, no walk, no pool */
         char *p[3] = {first_element(dst), first_element(a), first_element(b)};
         const int64_t s1[3] = {1, 1, 1};

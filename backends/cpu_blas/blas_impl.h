@@ -103,6 +103,17 @@ void blas_walk_range(const blas_walk *w, int64_t begin, int64_t end, blas_seg_fn
 /* The whole walk, split across the pool when numel >= min_par. */
 void blas_walk_run(blas_ctx *c, const blas_walk *w, int64_t min_par, blas_seg_fn fn, void *arg);
 
+/* Row-major contiguous (size-1 dims may have any stride); 0-d counts. */
+static inline int blas_view_contiguous(const ff_view *v)
+{
+    int64_t expect = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->strides[d] != expect) return 0;
+        expect *= v->shape[d];
+    }
+    return 1;
+}
+
 /* ---- thread pool (blas_threads.c) --------------------------------------------- */
 typedef void (*blas_task_fn)(void *arg, int64_t begin, int64_t end);
 blas_pool *blas_pool_create(int nthreads);

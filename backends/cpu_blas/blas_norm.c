@@ -12,16 +12,6 @@ typedef struct bn_job {
     int64_t n, c, r; /* x as [n, c, r] */
 } bn_job;
 
-static int contiguous(const ff_view *v)
-{
-    int64_t s = 1;
-    for (int d = v->ndim - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->strides[d] != s) return 0;
-        s *= v->shape[d];
-    }
-    return 1;
-}
-
 static double vec_at(const ff_view *v, int64_t c)
 {
     const char *p = (const char *)v->buf + (v->offset + c * v->strides[0]) * (int64_t)ff_dtype_size(v->dtype);
@@ -137,7 +127,7 @@ ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, cons
     const ff_view *x = &src[op ? 1 : 0];
     int64_t c = x->shape[1], n = x->shape[0], total = ff_view_numel(x);
     bn_job j = {op, dst, src, eps, n, c, n && c ? total / (n * c) : 0};
-    int fast = contiguous(x) && contiguous(&dst[0]) && (!op || contiguous(&src[0]));
+    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && (!op || blas_view_contiguous(&src[0]));
     blas_parallel_for(ctx, c, 2, 1, fast ? bn_task : bn_strided_task, &j);
     return FF_OK;
 }

@@ -14,16 +14,6 @@ typedef struct pool_job {
     const ff_pool2d_params *p;
 } pool_job;
 
-static int contiguous4(const ff_view *v)
-{
-    int64_t s = 1;
-    for (int d = 3; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->strides[d] != s) return 0;
-        s *= v->shape[d];
-    }
-    return 1;
-}
-
 /* Non-overlapping windows (stride = kernel, no padding; the usual 2 x 2 pooling): no
  * bounds per window, and the backward writes each covered element of gx exactly once (no
  * zeroing pass, no read-modify-write); rows and columns past the last window get zeros. */
@@ -171,8 +161,8 @@ ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src,
 {
     ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p);
     if (st) return st;
-    int fast = dst->dtype == FF_F32 && contiguous4(dst);
-    for (int i = 0; i < n_src; i++) fast = fast && contiguous4(&src[i]);
+    int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
+    for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
     int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
     const ff_view *x = fwd ? &src[0] : dst;
     pool_job j = {op, dst, src, p};
