@@ -176,6 +176,7 @@ W(w_avg_pool_k2s2, CALL(ff_avg_pool2d, x[0], 2, 2, 2, 2, 0, 0))
 W(w_avg_pool_k3s1p1, CALL(ff_avg_pool2d, x[0], 3, 2, 1, 1, 1, 1))
 W(w_batch_norm_train, CALL(ff_batch_norm, x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5))
 W(w_batch_norm_plain, CALL(ff_batch_norm, x[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-3))
+W(w_batch_norm_eval, CALL(ff_batch_norm, x[0], x[1], x[2], NULL, NULL, false, 0.1, 1e-5))
 W(w_cumsum0, CALL(ff_cumsum, x[0], 0))
 W(w_cumsum_last, CALL(ff_cumsum, x[0], -1))
 W(w_cumprod1, CALL(ff_cumprod, x[0], 1))
@@ -571,6 +572,10 @@ const cf_opdef cf_optable[] = {
     {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,
      CF_TOL_ACCUM, 120, false, true, NULL},
     {"batch_norm_plain_nc", 1, {2}, {{9, 4}}, {F}, {S}, {0}, w_batch_norm_plain, CF_TOL_ACCUM, 9, false, true, NULL},
+    /* eval mode: x scale + shift (values only: the running statistics are buffers, which
+     * PyTorch does not differentiate either, and the gradient rows would vary them) */
+    {"batch_norm_eval_running", 3, {4, 1, 1}, {{2, 3, 4, 5}, {3}, {3}}, {F, F, F}, {S, S, P}, {0}, w_batch_norm_eval,
+     CF_TOL_TRANSCEND, 1, false, false, NULL},
     /* linear algebra: the optional linalg entry (LAPACK on cpu_blas) against the reference's
      * own algorithms, on well-conditioned inputs; both compute in double */
     {"solve_batched", 2, {3, 3}, {{2, 4, 4}, {2, 4, 3}}, {F, F}, {U, U}, {0}, w_solve, CF_TOL_ACCUM, 16, false, true,

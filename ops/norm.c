@@ -332,6 +332,27 @@ static ff_tensor *bn_entry_forward(const ff_tensor *x, const ff_tensor *weight, 
     return out[0];
 }
 
+/* Eval mode without autograd (inference): y = x scale + shift with scale = w / sqrt(rv + eps)
+ * and shift = b - rm scale per channel, computed in f64 on [C] and rounded to x's dtype,
+ * then two passes over x in its own dtype (PyTorch's CPU kernel has the same form). */
+static ff_tensor *bn_eval_inference(const ff_tensor *x, const ff_tensor *rm, const ff_tensor *rv,
+                                    const ff_tensor *weight, const ff_tensor *bias, const bn_geometry *g, const char *fn)
+{
+    ff_expr e = {0};
+    ff_tensor *m = FF_EX(&e, ff_op_cast(rm, FF_F64, fn)), *v = FF_EX(&e, ff_op_cast(rv, FF_F64, fn));
+    ff_tensor *ve = FF_EX(&e, ff_add_scalar(v, g->eps));
+    ff_tensor *scale = FF_EX(&e, ff_rsqrt(ve));
+    if (weight) scale = FF_EX(&e, ff_mul(scale, FF_EX(&e, ff_op_cast(weight, FF_F64, fn))));
+    ff_tensor *shift = FF_EX(&e, ff_neg(FF_EX(&e, ff_mul(m, scale))));
+    if (bias) shift = FF_EX(&e, ff_add(shift, FF_EX(&e, ff_op_cast(bias, FF_F64, fn))));
+    ff_tensor *sc = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(scale, x->dtype, fn)), g->nd, g->bshape));
+    ff_tensor *sh = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(shift, x->dtype, fn)), g->nd, g->bshape));
+    ff_tensor *r = ff_expr_result(&e, FF_EX(&e, ff_add(FF_EX(&e, ff_mul(x, sc)), sh)));
+    ff_expr_free(&e);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}
+
 ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor *running_var,
                          const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum, double eps)
 {
@@ -386,6 +407,8 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         if (!r) ff_error_prefix(fn);
         return r;
     }
+    if (!training && !ff_autograd_needed(3, in))
+        return bn_eval_inference(x, running_mean, running_var, weight, bias, &geo, fn);
     /* the values, without a graph: one node below stands for all of it */
     bool prev = ff_set_grad_enabled(false);
     bn_parts p = {0};
