@@ -1,0 +1,244 @@
+"""Tensor factories (full, zeros, ones, empty, *_like, eye, arange, linspace, rand, randn,
+tensor, from_numpy) and the functions that build one tensor from several (where, cat,
+stack, split, chunk)."""
+import builtins
+import ctypes
+
+import numpy as np
+
+from . import _dtype
+from ._dtype import float32, int64, bool_, to_dtype
+from ._lib import C, FusionFlowError, error, shape_array
+from ._tensor import Tensor, wrap, as_tensor, _operand, _shape_args, _scalar_ok, _number
+from ._grad_mode import no_grad
+
+
+# ---- factories ---------------------------------------------------------------------------------
+def _finish(t, requires_grad, device):
+    if device is not None and device != t.device:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _on(device):
+    if device is None:
+        return None
+    from ._backend import backend_handle
+    return backend_handle(device)
+
+
+def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    if dtype is None:
+        dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
+    n, arr = shape_array(tuple(int(s) for s in shape))
+    be = _on(device)
+    if n == 0 and _scalar_ok(fill_value):  # exact for every int64 and NaN-to-bool rules alike
+        t = wrap(C.ff_number_tensor_on(be, _number(fill_value), to_dtype(dtype).code))
+    elif be:
+        t = wrap(C.ff_full_on(be, n, arr, to_dtype(dtype).code, float(fill_value)))
+    else:
+        t = wrap(C.ff_full(n, arr, to_dtype(dtype).code, float(fill_value)))
+    return _finish(t, requires_grad, None)
+
+
+def zeros(*shape, dtype=float32, requires_grad=False, device=None):
+    return full(_shape_args(shape), 0, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def ones(*shape, dtype=float32, requires_grad=False, device=None):
+    return full(_shape_args(shape), 1, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def empty(*shape, dtype=float32, requires_grad=False, device=None):
+    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    return full(t.shape, 0, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    return full(t.shape, 1, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+
+
+def empty_like(t, dtype=None, requires_grad=False):
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=float32, requires_grad=False, device=None):
+    t = wrap(C.ff_eye(int(n), int(n if m is None else m), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
+    t = wrap(C.ff_arange(float(start), float(end), float(step), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def linspace(start, end, steps, dtype=float32, requires_grad=False, device=None):
+    t = wrap(C.ff_linspace(float(start), float(end), int(steps), to_dtype(dtype).code))
+    return _finish(t, requires_grad, device)
+
+
+def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
+    """U[0, 1) from the global generator (manual_seed), or from `seed` if given."""
+    return uniform(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+                   seed=seed)
+
+
+def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    n, arr = shape_array(tuple(shape))
+    code = to_dtype(dtype).code
+    if seed is not None:
+        t = wrap(C.ff_rand_uniform(n, arr, code, float(low), float(high), int(seed)))
+    else:
+        t = wrap(C.ff_rand(n, arr, code))
+        if low != 0.0 or high != 1.0:
+            with no_grad():
+                t = t * (high - low) + low
+    return _finish(t, requires_grad, device)
+
+
+def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
+    return normal(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+                  seed=seed)
+
+
+def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+    if isinstance(shape, int):
+        shape = (shape,)
+    n, arr = shape_array(tuple(shape))
+    code = to_dtype(dtype).code
+    if seed is not None:
+        t = wrap(C.ff_rand_normal(n, arr, code, float(mean), float(std), int(seed)))
+    else:
+        t = wrap(C.ff_randn(n, arr, code))
+        if mean != 0.0 or std != 1.0:
+            with no_grad():
+                t = t * std + mean
+    return _finish(t, requires_grad, device)
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    """A new tensor copying data (nested lists, scalars, NumPy arrays, Tensors).
+
+    Python floats give float32 and ints int64, as torch.tensor; NumPy arrays keep their
+    dtype."""
+    if isinstance(data, Tensor):
+        t = data.detach().to(dtype or data.dtype, copy=True)
+        return _finish(t.clone() if t.shares_memory_with(data) else t, requires_grad, device)
+    if isinstance(data, np.ndarray):
+        arr = data
+        dt = to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype) \
+            if arr.dtype in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_) \
+            else (float32 if arr.dtype.kind == "f" else int64 if arr.dtype.kind in "iu" else None)
+        if dt is None:
+            raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+            data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+        arr = np.asarray(data)
+        if dtype is not None:
+            dt = to_dtype(dtype)
+        elif arr.dtype.kind == "b":
+            dt = bool_
+        elif arr.dtype.kind in "iu":
+            dt = int64
+        elif arr.dtype.kind == "f":
+            dt = float32
+        elif arr.size == 0:
+            dt = float32
+        else:
+            raise TypeError("cannot make a tensor from %r" % (type(data).__name__,))
+    arr = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    n, shp = shape_array(arr.shape)
+    be = _on(device)
+    if be:
+        t = wrap(C.ff_from_data_on(be, arr.ctypes.data, n, shp, dt.code))
+    else:
+        t = wrap(C.ff_from_data(arr.ctypes.data, n, shp, dt.code))
+    return _finish(t, requires_grad, None)
+
+
+def from_numpy(arr):
+    """A tensor sharing arr's memory (zero-copy through DLPack), like torch.from_numpy.
+
+    Needs a writeable, aligned array of a supported dtype (float32/64, int32/64, uint8,
+    bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
+    _dtype.from_numpy_dtype(arr.dtype)
+    from ._dlpack import from_dlpack
+    if arr.dtype == np.bool_:
+        # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout
+        # (one byte, 0 or 1), so the bytes are shared as uint8 and tagged bool.
+        return from_dlpack(arr.view(np.uint8), _as_bool=True)
+    return from_dlpack(arr)
+
+
+def where(condition, input, other):
+    """Numbers are weak, as in PyTorch: where(c, 2.5, int_tensor) is float32."""
+    cond = as_tensor(condition, dtype=bool_)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input, other = tensor(input), tensor(other)
+    ref = input if isinstance(input, Tensor) else other
+    a, b = _operand(input, ref), _operand(other, ref)
+    return wrap(C.ff_where(cond._ptr, a._ptr, b._ptr))
+
+
+def _ptr_array(ts):
+    ts = [as_tensor(t) for t in ts]
+    return ts, (ctypes.c_void_p * max(len(ts), 1))(*[t._ptr for t in ts])
+
+
+def cat(tensors, dim=0):
+    ts, arr = _ptr_array(tensors)
+    return wrap(C.ff_concat(len(ts), arr, int(dim)))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    ts, arr = _ptr_array(tensors)
+    return wrap(C.ff_stack(len(ts), arr, int(dim)))
+
+
+def _pieces(fn, t, arg, dim, maxn):
+    out = (ctypes.c_void_p * builtins.max(maxn, 1))()
+    n = fn(t._ptr, arg, int(dim), out, maxn)
+    if n < 0:
+        raise error()
+    return tuple(wrap(out[i]) for i in range(n))
+
+
+def split(t, split_size, dim=0):
+    if isinstance(split_size, (list, tuple)):
+        out, start = [], 0
+        for s in split_size:
+            out.append(t.narrow(dim, start, s))
+            start += s
+        if start != t.shape[dim]:
+            raise FusionFlowError("split sizes %s do not add up to %d" % (list(split_size), t.shape[dim]))
+        return tuple(out)
+    n = t.shape[dim]
+    maxn = builtins.max(1, -(-n // builtins.max(int(split_size), 1)))
+    return _pieces(C.ff_split, t, int(split_size), dim, maxn)
+
+
+def chunk(t, chunks, dim=0):
+    return _pieces(C.ff_chunk, t, int(chunks), dim, builtins.max(int(chunks), 1))
