@@ -200,3 +200,27 @@ def test_opencl_declines_clearly():
     for f in (ff.inverse, ff.det, lambda x: ff.linalg.svd(x), lambda x: ff.linalg.qr(x)):
         with pytest.raises(ff.FusionFlowError, match="does not support"):
             f(a)
+
+
+@pytest.mark.parametrize("device", LINALG)
+def test_degenerate_shapes_and_ranks(device):
+    """Empty matrices take PyTorch's shapes (Q and U the identity's columns); rank-deficient
+    and zero matrices still give orthonormal U and V that reconstruct A."""
+    for shape in [(0, 3), (3, 0), (0, 0), (2, 0, 3)]:
+        a, t = ff.zeros(*shape, dtype=ff.float64, device=device), torch.zeros(*shape, dtype=torch.float64)
+        for full in (True, False):
+            got, want = ff.linalg.svd(a, full_matrices=full), torch.linalg.svd(t, full_matrices=full)
+            assert [tuple(x.shape) for x in got] == [tuple(x.shape) for x in want]
+        for mode in ("reduced", "complete"):
+            (q, r), (tq, tr) = ff.linalg.qr(a, mode=mode), torch.linalg.qr(t, mode=mode)
+            close(q, tq)
+            assert tuple(r.shape) == tuple(tr.shape)
+    for m in [np.ones((4, 3)), np.zeros((3, 3)), np.array([[1.0, 2.0], [2.0, 4.0]]), np.ones((2, 5)),
+              np.diag([3.0, 3.0, 1e-20])]:
+        for full in (True, False):
+            u, s, vh = (x.numpy() for x in ff.linalg.svd(ff.tensor(m, device=device), full_matrices=full))
+            k = s.shape[-1]
+            close(u[:, :k] * s @ vh[:k], m, 1e-12)
+            close(u.T @ u, np.eye(u.shape[1]), 1e-12)
+            close(vh @ vh.T, np.eye(vh.shape[0]), 1e-12)
+            close(s, np.linalg.svd(m, compute_uv=False), 1e-12)
