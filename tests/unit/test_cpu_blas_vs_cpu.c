@@ -407,6 +407,61 @@ static void test_random_softmax(void)
                 }
 }
 
+/* The batch_norm and pool2d entries, contiguous (cpu_blas's fast paths, channels and
+ * planes split across its 2 threads) and stepped (its strided fallback). */
+static void test_batch_norm_pool(void)
+{
+    static const int64_t xs[] = {8, 6, 10, 12}, cs[] = {6};
+    for (int ti = 0; ti < 2; ti++)
+        for (int mode = 0; mode < 3; mode += 2) {
+            ff_dtype t = all_dtypes[ti];
+            lay lx = make_lay(4, xs, mode), lc = make_lay(1, cs, 0);
+            arr x = arr_new(lx.span, t, 0), y = arr_new(lx.span, t, 0), g = arr_new(lx.span, t, 0);
+            arr gx = arr_new(lx.span, t, 0), w = arr_new(lc.span, t, 1), b = arr_new(lc.span, t, 0);
+            arr st[4], gs[2];
+            for (int i = 0; i < 4; i++) st[i] = arr_new(lc.span, t, 0);
+            for (int i = 0; i < 2; i++) gs[i] = arr_new(lc.span, t, 0);
+            for (int s = 0; s < 2; s++) {
+                ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = be_of(s)->vt->batch_norm;
+                ff_view src[3] = {view_of(&x, s, &lx), view_of(&w, s, &lc), view_of(&b, s, &lc)};
+                ff_view dst[4] = {view_of(&y, s, &lx), view_of(&st[0], s, &lc), view_of(&st[1], s, &lc),
+                                  view_of(&st[2], s, &lc)};
+                CHECK(bn(be_of(s)->ctx, 0, dst, 4, src, 3, 1e-5) == FF_OK);
+                ff_view bsrc[5] = {view_of(&g, s, &lx), view_of(&x, s, &lx), view_of(&st[0], s, &lc),
+                                   view_of(&st[1], s, &lc), view_of(&w, s, &lc)};
+                ff_view bdst[3] = {view_of(&gx, s, &lx), view_of(&gs[0], s, &lc), view_of(&gs[1], s, &lc)};
+                CHECK(bn(be_of(s)->ctx, 1, bdst, 3, bsrc, 5, 1e-5) == FF_OK);
+            }
+            CHECK(same_storage(&y, 1e-5, 1e-6, "batch_norm y"));
+            CHECK(same_storage(&gx, 1e-4, 1e-5, "batch_norm gx"));
+            CHECK(same_storage(&gs[0], 1e-4, 1e-4, "batch_norm gw"));
+            /* pooling, 2 x 2 tiles and 3 x 3 overlapping padded windows */
+            for (int k = 2; k <= 3; k++) {
+                ff_pool2d_params p = {{k, k}, {2, 2}, {k - 2, k - 2}};
+                int64_t ys[4] = {8, 6, (10 + 2 * (k - 2) - k) / 2 + 1, (12 + 2 * (k - 2) - k) / 2 + 1};
+                lay ly = make_lay(4, ys, 0);
+                for (int op = 0; op < FF_POOL2D_COUNT; op += 2) {
+                    arr py = arr_new(ly.span, t, 0), pg = arr_new(ly.span, t, 0), px = arr_new(lx.span, t, 0);
+                    for (int s = 0; s < 2; s++) {
+                        ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
+                            be_of(s)->vt->pool2d;
+                        ff_view vx = view_of(&x, s, &lx), vy = view_of(&py, s, &ly), vg = view_of(&pg, s, &ly);
+                        ff_view vgx = view_of(&px, s, &lx);
+                        CHECK(pool(be_of(s)->ctx, op, &vy, &vx, 1, &p) == FF_OK);
+                        ff_view bs[3] = {vg, vx, vy};
+                        CHECK(pool(be_of(s)->ctx, op + 1, &vgx, bs, op ? 1 : 3, &p) == FF_OK);
+                    }
+                    CHECK(same_storage(&py, 1e-6, 1e-7, "pool2d forward"));
+                    CHECK(same_storage(&px, 1e-6, 1e-7, "pool2d backward"));
+                    arr_free(&py), arr_free(&pg), arr_free(&px);
+                }
+            }
+            for (int i = 0; i < 4; i++) arr_free(&st[i]);
+            for (int i = 0; i < 2; i++) arr_free(&gs[i]);
+            arr_free(&x), arr_free(&y), arr_free(&g), arr_free(&gx), arr_free(&w), arr_free(&b);
+        }
+}
+
 static void test_allocator(void)
 {
     void *ctx = fast_be->ctx;
@@ -541,5 +596,5 @@ static void setup(void)
 
 FF_TEST_MAIN("cpu_blas_vs_cpu", TEST(setup), TEST(test_supports_agree), TEST(test_unary), TEST(test_unary_inplace),
              TEST(test_binary), TEST(test_fill_copy_where), TEST(test_reduce), TEST(test_matmul),
-             TEST(test_gather_scatter), TEST(test_random_softmax), TEST(test_allocator), TEST(test_sum_accuracy),
+             TEST(test_gather_scatter), TEST(test_random_softmax), TEST(test_batch_norm_pool), TEST(test_allocator), TEST(test_sum_accuracy),
              TEST(test_math_accuracy), TEST(test_errors))
