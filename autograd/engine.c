@@ -126,6 +126,17 @@ ff_status ff_set_requires_grad(ff_tensor *t, bool requires_grad)
 
 bool ff_requires_grad(const ff_tensor *t) { return t && t->requires_grad; }
 bool ff_is_leaf(const ff_tensor *t) { return t && !t->grad_fn; }
+
+ff_status ff_set_post_accumulate_grad_hook(ff_tensor *leaf, ff_grad_hook_fn fn, void *user)
+{
+    if (!leaf) return ff_error(FF_ERR_INVALID, "ff_set_post_accumulate_grad_hook: tensor is NULL");
+    if (leaf->grad_fn)
+        return ff_error(FF_ERR_AUTOGRAD, "ff_set_post_accumulate_grad_hook: not a leaf (made by '%s')",
+                        leaf->grad_fn->name);
+    leaf->grad_hook = fn;
+    leaf->grad_hook_user = fn ? user : NULL;
+    return FF_OK;
+}
 ff_tensor *ff_grad(const ff_tensor *t) { return t ? ff_tensor_retain(t->grad) : NULL; }
 const char *ff_grad_fn_name(const ff_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
 
@@ -379,6 +390,7 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
                 if (st == FF_OK) {
                     ff_tensor_release(t->grad);
                     t->grad = acc;
+                    if (t->grad_hook) t->grad_hook(t, t->grad_hook_user);
                 } else {
                     ff_tensor_release(acc);
                 }

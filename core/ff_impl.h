@@ -99,6 +99,9 @@ struct ff_tensor {
     struct ff_node *grad_fn; /* owned; NULL for leaves */
     ff_tensor *bw_grad;      /* scratch used only while backward() runs */
     int bw_pending;          /* scratch used only while backward() runs */
+    /* leaves: called by backward right after .grad received this pass's gradient */
+    void (*grad_hook)(ff_tensor *leaf, void *user);
+    void *grad_hook_user;
 };
 
 /* New contiguous tensor with uninitialized storage on be. */

@@ -4,31 +4,118 @@
  * one dtype, up to bucket_bytes): one allreduce per bucket instead of one per parameter,
  * which is what makes small layers cheap.
  *
- * The averaging runs after backward, not overlapped with it: the autograd engine has no
- * per-parameter completion hook yet (docs/distributed.md says what overlap would save). */
+ * Overlap: each parameter carries a post-accumulate-grad hook; when backward has finished
+ * the last parameter of a bucket, the bucket is packed and its allreduce starts
+ * (non-blocking) while backward goes on with the layers below. Backward finishes the
+ * parameters in the same order on every rank (same model, same graph), so the buckets
+ * start in the same order everywhere; each start is checked like any collective (the
+ * bucket's index and size are in the descriptor). ff_dist_ddp_sync_grads starts what
+ * backward did not (parameters without a gradient this step count as zeros), waits for
+ * every bucket and hands each parameter its averaged gradient. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dist_impl.h"
 
+typedef struct ddp_bucket {
+    int first, last;     /* params [first, last) */
+    int64_t count;       /* elements */
+    ff_dtype dtype;
+    void *buf;           /* host, packed */
+    int ready;           /* params whose gradient backward has finished this step */
+    ff_dist_pending *op; /* started allreduce, or NULL */
+} ddp_bucket;
+
+typedef struct ddp_param {
+    struct ff_dist_ddp *d;
+    int bucket;
+} ddp_param;
+
 struct ff_dist_ddp {
     ff_module *m;
-    int np, nbuckets;
+    int np, nbuckets, launched, launched_last;
     ff_tensor **params;
-    int *first; /* bucket b holds params first[b] .. first[b + 1] - 1 */
-    void *buf;  /* the largest bucket, on the host */
+    ddp_param *hooks;
+    ddp_bucket *buckets;
+    ff_status deferred; /* an error met inside a hook, reported by the next sync */
 };
 
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d) { return d ? d->nbuckets : 0; }
+int ff_dist_ddp_buckets_started_in_backward(const ff_dist_ddp *d) { return d ? d->launched_last : 0; }
 
 void ff_dist_ddp_free(ff_dist_ddp *d)
 {
     if (!d) return;
+    for (int i = 0; i < d->np; i++)
+        if (d->params[i] && d->params[i]->grad_hook_user == &d->hooks[i])
+            ff_set_post_accumulate_grad_hook(d->params[i], NULL, NULL);
+    for (int b = 0; b < d->nbuckets; b++) {
+        if (d->buckets[b].op) ff_dist_wait(d->buckets[b].op, "ff_dist_ddp_free");
+        free(d->buckets[b].buf);
+    }
     ff_module_release(d->m);
     free(d->params);
-    free(d->first);
-    free(d->buf);
+    free(d->hooks);
+    free(d->buckets);
     free(d);
+}
+
+/* Packs bucket b's gradients (zeros where a parameter has none) into its buffer. */
+static ff_status pack(ddp_bucket *bk, ff_tensor *const *params)
+{
+    char *p = bk->buf;
+    for (int i = bk->first; i < bk->last; i++) {
+        ff_tensor *w = params[i], *g = ff_grad(w);
+        size_t bytes = (size_t)ff_tensor_numel(w) * ff_dtype_size(w->dtype);
+        ff_status st = FF_OK;
+        if (!g) memset(p, 0, bytes);
+        else if (g->dtype != w->dtype)
+            st = ff_error(FF_ERR_INVALID, "ff_dist_ddp_sync_grads: a gradient's dtype differs from its parameter's");
+        else st = ff_tensor_to_host(g, p, bytes);
+        ff_tensor_release(g);
+        if (st) return st;
+        p += bytes;
+    }
+    return FF_OK;
+}
+
+/* Each parameter of the bucket gets its slice of the buffer as its new gradient. */
+static ff_status unpack(const ddp_bucket *bk, ff_tensor *const *params)
+{
+    const char *p = bk->buf;
+    for (int i = bk->first; i < bk->last; i++) {
+        ff_tensor *w = params[i];
+        ff_tensor *g = ff_from_data_on(w->storage->backend, p, w->layout.ndim, w->layout.shape, w->dtype);
+        ff_status st = g ? ff_set_grad(w, g) : ff_last_status();
+        ff_tensor_release(g);
+        if (st) return st;
+        p += (size_t)ff_tensor_numel(w) * ff_dtype_size(w->dtype);
+    }
+    return FF_OK;
+}
+
+/* Packs bucket b and starts its allreduce (mean). */
+static ff_status start(ff_dist_ddp *d, int b, const char *fn)
+{
+    ddp_bucket *bk = &d->buckets[b];
+    ff_status st = pack(bk, d->params);
+    if (!st) st = ff_dist_agree(fn, FF_DIST_K_BUCKET, bk->dtype, 1, &bk->count, b, 0);
+    if (!st && !(bk->op = ff_dist_iallreduce_host(bk->buf, bk->count, bk->dtype, FF_DIST_MEAN, fn)))
+        st = ff_last_status();
+    return st;
+}
+
+static void grad_ready(ff_tensor *leaf, void *user)
+{
+    (void)leaf;
+    ddp_param *h = user;
+    ff_dist_ddp *d = h->d;
+    ddp_bucket *bk = &d->buckets[h->bucket];
+    for (int b = 0; b < d->nbuckets; b++) ff_dist_poke(d->buckets[b].op); /* let started ones move */
+    if (d->deferred || bk->op || ++bk->ready < bk->last - bk->first) return;
+    ff_status st = start(d, h->bucket, "ff_dist_ddp (during backward)");
+    if (st) d->deferred = st;
+    else d->launched++;
 }
 
 ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes)
@@ -39,14 +126,18 @@ ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes)
     int np = ff_module_parameters(m, NULL, 0);
     if (np < 0) return NULL;
     ff_dist_ddp *d = calloc(1, sizeof *d);
-    if (d) d->params = calloc((size_t)np + 1, sizeof *d->params), d->first = calloc((size_t)np + 2, sizeof(int));
-    if (!d || !d->params || !d->first) {
+    if (d) {
+        d->params = calloc((size_t)np + 1, sizeof *d->params);
+        d->hooks = calloc((size_t)np + 1, sizeof *d->hooks);
+        d->buckets = calloc((size_t)np + 1, sizeof *d->buckets);
+    }
+    if (!d || !d->params || !d->hooks || !d->buckets) {
         ff_dist_ddp_free(d);
         return ff_error(FF_ERR_OOM, "%s: out of memory", fn), NULL;
     }
     d->m = ff_module_retain(m);
     d->np = ff_module_parameters(m, d->params, np);
-    size_t size = 0, largest = 0;
+    size_t size = 0;
     for (int i = 0; i < d->np; i++) {
         const ff_tensor *p = d->params[i];
         size_t bytes = (size_t)ff_tensor_numel(p) * ff_dtype_size(p->dtype);
@@ -56,73 +147,53 @@ ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes)
                             ff_dtype_name(p->dtype)), NULL;
         }
         if (i == 0 || p->dtype != d->params[i - 1]->dtype || size + bytes > bucket_bytes) {
-            d->first[d->nbuckets++] = i;
+            d->buckets[d->nbuckets++] = (ddp_bucket){.first = i, .dtype = p->dtype};
             size = 0;
         }
+        ddp_bucket *bk = &d->buckets[d->nbuckets - 1];
+        bk->last = i + 1, bk->count += ff_tensor_numel(p);
         size += bytes;
-        if (size > largest) largest = size;
     }
-    d->first[d->nbuckets] = d->np;
-    if (!(d->buf = malloc(largest ? largest : 1))) {
-        ff_dist_ddp_free(d);
-        return ff_error(FF_ERR_OOM, "%s: out of memory for a %zu-byte bucket", fn, largest), NULL;
-    }
+    for (int b = 0; b < d->nbuckets; b++)
+        if (!(d->buckets[b].buf = malloc((size_t)d->buckets[b].count * ff_dtype_size(d->buckets[b].dtype) + 1))) {
+            ff_dist_ddp_free(d);
+            return ff_error(FF_ERR_OOM, "%s: out of memory for the gradient buckets", fn), NULL;
+        }
     for (int i = 0; i < d->np; i++) /* rank 0's initial values everywhere */
         if (ff_dist_broadcast(d->params[i], 0)) {
             ff_error_prefix(fn);
             ff_dist_ddp_free(d);
             return NULL;
         }
+    if (ff_dist_size() > 1)
+        for (int b = 0; b < d->nbuckets; b++)
+            for (int i = d->buckets[b].first; i < d->buckets[b].last; i++) {
+                d->hooks[i] = (ddp_param){d, b};
+                if (ff_set_post_accumulate_grad_hook(d->params[i], grad_ready, &d->hooks[i])) {
+                    ff_dist_ddp_free(d);
+                    return NULL;
+                }
+            }
     return d;
-}
-
-/* Packs bucket b's gradients (zeros where a parameter has none) into d->buf. */
-static ff_status pack(ff_dist_ddp *d, int b, int64_t *count)
-{
-    char *p = d->buf;
-    *count = 0;
-    for (int i = d->first[b]; i < d->first[b + 1]; i++) {
-        ff_tensor *w = d->params[i], *g = ff_grad(w);
-        size_t bytes = (size_t)ff_tensor_numel(w) * ff_dtype_size(w->dtype);
-        ff_status st = FF_OK;
-        if (!g) memset(p, 0, bytes);
-        else if (g->dtype != w->dtype) st = ff_error(FF_ERR_INVALID, "ff_dist_ddp_sync_grads: a gradient's dtype differs from its parameter's");
-        else st = ff_tensor_to_host(g, p, bytes);
-        ff_tensor_release(g);
-        if (st) return st;
-        p += bytes;
-        *count += ff_tensor_numel(w);
-    }
-    return FF_OK;
-}
-
-/* Each parameter of bucket b gets its slice of d->buf as its new gradient. */
-static ff_status unpack(ff_dist_ddp *d, int b)
-{
-    const char *p = d->buf;
-    for (int i = d->first[b]; i < d->first[b + 1]; i++) {
-        ff_tensor *w = d->params[i];
-        ff_tensor *g = ff_from_data_on(w->storage->backend, p, w->layout.ndim, w->layout.shape, w->dtype);
-        ff_status st = g ? ff_set_grad(w, g) : ff_last_status();
-        ff_tensor_release(g);
-        if (st) return st;
-        p += (size_t)ff_tensor_numel(w) * ff_dtype_size(w->dtype);
-    }
-    return FF_OK;
 }
 
 ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d)
 {
     static const char fn[] = "ff_dist_ddp_sync_grads";
     if (!d) return ff_error(FF_ERR_INVALID, "%s: NULL", fn);
+    ff_status st = d->deferred;
+    if (st) ff_error(st, "%s: a gradient bucket failed during backward: %s", fn, ff_last_error());
+    if (ff_dist_size() > 1)
+        for (int b = 0; b < d->nbuckets && !st; b++) /* the buckets backward did not start, in order */
+            if (!d->buckets[b].op) st = start(d, b, fn);
     for (int b = 0; b < d->nbuckets; b++) {
-        int64_t count;
-        ff_dtype dt = d->params[d->first[b]]->dtype;
-        ff_status st = pack(d, b, &count);
-        if (!st) st = ff_dist_agree(fn, FF_DIST_K_BUCKET, dt, 1, &count, b, 0);
-        if (!st) st = ff_dist_allreduce_host(d->buf, count, dt, FF_DIST_MEAN, fn);
-        if (!st) st = unpack(d, b);
-        if (st) return st;
+        ddp_bucket *bk = &d->buckets[b];
+        ff_status sb = bk->op ? ff_dist_wait(bk->op, fn) : FF_OK;
+        if (bk->op && !st && !sb) sb = unpack(bk, d->params);
+        if (!st) st = sb;
+        bk->op = NULL, bk->ready = 0;
     }
-    return FF_OK;
+    d->deferred = FF_OK;
+    d->launched_last = d->launched, d->launched = 0;
+    return st;
 }

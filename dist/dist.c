@@ -233,6 +233,69 @@ ff_status ff_dist_allreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_di
     return FF_OK;
 }
 
+struct ff_dist_pending {
+    void *buf;
+    int64_t count;
+    ff_dtype dtype;
+    ff_dist_reduce op;
+    int blocking; /* counts beyond an int: done with blocking chunks at the wait */
+#ifdef FF_HAVE_MPI
+    MPI_Request req;
+#endif
+};
+
+ff_dist_pending *ff_dist_iallreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_dist_reduce op, const char *fn)
+{
+    ff_dist_pending *p = calloc(1, sizeof *p);
+    if (!p) return ff_error(FF_ERR_OOM, "%s: out of memory", fn), NULL;
+    *p = (ff_dist_pending){.buf = buf, .count = count, .dtype = dtype, .op = op, .blocking = 1};
+#ifdef FF_HAVE_MPI
+    p->req = MPI_REQUEST_NULL;
+    if (G.size > 1 && count <= INT_MAX / 2) {
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), mpi_op(op), G.comm, &p->req);
+        if (rc != MPI_SUCCESS) {
+            free(p);
+            return mpi_fail(rc, fn, "MPI_Iallreduce"), NULL;
+        }
+        p->blocking = 0;
+    }
+#endif
+    return p;
+}
+
+void ff_dist_poke(ff_dist_pending *p)
+{
+#ifdef FF_HAVE_MPI
+    int done = 0;
+    if (p && !p->blocking && p->req != MPI_REQUEST_NULL) MPI_Test(&p->req, &done, MPI_STATUS_IGNORE);
+#else
+    (void)p;
+#endif
+}
+
+ff_status ff_dist_wait(ff_dist_pending *p, const char *fn)
+{
+    if (!p) return ff_error(FF_ERR_INVALID, "%s: no pending collective", fn);
+    ff_status st = FF_OK;
+    if (p->blocking) {
+        st = ff_dist_allreduce_host(p->buf, p->count, p->dtype, p->op, fn); /* divides for MEAN */
+        free(p);
+        return st;
+    }
+#ifdef FF_HAVE_MPI
+    int rc = MPI_Wait(&p->req, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) st = mpi_fail(rc, fn, "MPI_Wait");
+#endif
+    if (!st && p->op == FF_DIST_MEAN && G.size > 1) {
+        if (p->dtype == FF_F32)
+            for (int64_t i = 0; i < p->count; i++) ((float *)p->buf)[i] /= (float)G.size;
+        else
+            for (int64_t i = 0; i < p->count; i++) ((double *)p->buf)[i] /= (double)G.size;
+    }
+    free(p);
+    return st;
+}
+
 /* t's elements in row-major order on the host: its own memory when the backend's is host
  * memory and t is contiguous (after waiting for queued work), else a staged copy. */
 static void *host_elements(const ff_tensor *t, size_t nbytes, bool *staged, const char *fn)

@@ -17,4 +17,13 @@ ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int n
 /* Reduces count elements of host memory in place across the ranks (after ff_dist_agree). */
 ff_status ff_dist_allreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_dist_reduce op, const char *fn);
 
+/* A non-blocking allreduce of host memory in place (after ff_dist_agree), NULL with the
+ * error set on failure; ff_dist_wait completes it (MEAN divides), frees it, and returns
+ * its status. With one rank (or no MPI) the handle is a finished no-op. */
+typedef struct ff_dist_pending ff_dist_pending;
+ff_dist_pending *ff_dist_iallreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_dist_reduce op, const char *fn);
+ff_status ff_dist_wait(ff_dist_pending *p, const char *fn);
+/* Drives MPI's progress on p (an MPI_Test) so it advances while the caller computes. */
+void ff_dist_poke(ff_dist_pending *p);
+
 #endif /* FF_DIST_IMPL_H */

@@ -21,6 +21,14 @@ bool ff_is_leaf(const ff_tensor *t);
 ff_tensor *ff_grad(const ff_tensor *t);
 ff_status ff_set_grad(ff_tensor *t, ff_tensor *grad); /* NULL clears (zero_grad) */
 ff_status ff_zero_grad(ff_tensor *t);                 /* drops the .grad */
+/* A function ff_backward calls right after leaf's .grad has received this pass's
+ * gradient (once per backward, in the order the graph finishes the leaves; PyTorch's
+ * register_post_accumulate_grad_hook). One per leaf; fn NULL removes it. The hook runs
+ * inside backward: it may read leaf's .grad, and must not release leaf or run backward.
+ * Data-parallel training uses it to send a gradient bucket while backward goes on. */
+typedef void (*ff_grad_hook_fn)(ff_tensor *leaf, void *user);
+ff_status ff_set_post_accumulate_grad_hook(ff_tensor *leaf, ff_grad_hook_fn fn, void *user);
+
 /* Name of the op that produced t ("add", "matmul"), or NULL for leaves. */
 const char *ff_grad_fn_name(const ff_tensor *t);
 

@@ -61,7 +61,9 @@ ff_tensor *ff_dist_allgather(const ff_tensor *t);
 
 /* ---- data parallel ------------------------------------------------------------ */
 typedef struct ff_dist_ddp ff_dist_ddp;
-/* Wraps m (retained): broadcasts its parameters from rank 0 so every rank starts equal.
+/* Wraps m (retained): broadcasts its parameters from rank 0 so every rank starts equal,
+ * and hooks each parameter (ff_set_post_accumulate_grad_hook): when backward finishes a
+ * bucket's last parameter, that bucket's allreduce starts while backward goes on.
  * bucket_bytes: how many gradient bytes travel in one allreduce (0: 25 MiB, PyTorch's). */
 ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes);
 /* After backward, before the optimizer step: every parameter's .grad becomes the mean
@@ -70,6 +72,8 @@ ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes);
 ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d);
 /* How many allreduce calls one sync makes (the number of buckets). */
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d);
+/* How many of them the last step started during backward (the rest started in sync). */
+int ff_dist_ddp_buckets_started_in_backward(const ff_dist_ddp *d);
 void ff_dist_ddp_free(ff_dist_ddp *d); /* NULL-safe */
 
 /* ---- sharded sampling ------------------------------------------------------------ */

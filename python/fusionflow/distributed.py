@@ -10,8 +10,9 @@ process of size 1 and every collective is the identity.
         loss.backward(); model.sync_gradients(); opt.step()
 
 Differences from torch.distributed: one process group (no new_group, no backend
-argument); gradients are averaged by an explicit `sync_gradients()` after backward (our
-autograd has no per-parameter hooks yet, so there is no overlap with backward); a
+argument); gradients are averaged by an explicit `sync_gradients()` after backward (the C
+wrapper, ff_dist_ddp, starts each bucket during backward through the engine's
+post-accumulate-grad hooks; from Python the hooks are not wired yet, so no overlap); a
 shape or dtype disagreement between ranks raises on every rank instead of hanging."""
 import ctypes
 

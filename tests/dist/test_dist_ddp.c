@@ -64,7 +64,11 @@ static void train(ff_module *m, ff_dist_ddp *ddp, const ff_tensor *x, const ff_t
         ff_tensor *xb = ff_narrow(x, 0, start, rows), *yb = ff_narrow(y, 0, start, rows);
         ff_tensor *pred = ff_module_forward(m, xb), *loss = pred ? ff_mse_loss(pred, yb) : NULL;
         CHECK(loss && ff_optimizer_zero_grad(opt) == FF_OK && ff_backward(loss, NULL, NULL) == FF_OK);
-        if (ddp) CHECK(ff_dist_ddp_sync_grads(ddp) == FF_OK);
+        if (ddp) {
+            CHECK(ff_dist_ddp_sync_grads(ddp) == FF_OK);
+            /* every parameter has a gradient: each bucket started during backward */
+            if (ff_dist_size() > 1) CHECK(ff_dist_ddp_buckets_started_in_backward(ddp) == ff_dist_ddp_num_buckets(ddp));
+        }
         CHECK(ff_optimizer_step(opt) == FF_OK);
         ff_tensor_release(xb), ff_tensor_release(yb), ff_tensor_release(pred), ff_tensor_release(loss);
     }

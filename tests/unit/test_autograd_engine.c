@@ -213,8 +213,50 @@ static void test_gradcheck_detects_wrong_gradient(void)
     ff_tensor_release(x);
 }
 
+/* The post-accumulate-grad hook: once per backward per leaf, after the leaf's .grad holds
+ * the pass's whole gradient (a fan-out's two contributions already summed), in the order
+ * backward finishes the leaves; removable; refused on a non-leaf. */
+typedef struct hook_log {
+    int calls;
+    double seen[4];
+    const ff_tensor *order[4];
+} hook_log;
+
+static void log_hook(ff_tensor *leaf, void *user)
+{
+    hook_log *h = user;
+    ff_tensor *g = ff_grad(leaf);
+    double v = -1;
+    if (g) ff_tensor_item(g, &v);
+    if (h->calls < 4) h->seen[h->calls] = v, h->order[h->calls] = leaf;
+    h->calls++;
+    ff_tensor_release(g);
+}
+
+static void test_post_accumulate_grad_hook(void)
+{
+    ff_tensor *a = ff_scalar_tensor(3.0, FF_F64), *b = ff_scalar_tensor(5.0, FF_F64);
+    ff_set_requires_grad(a, true);
+    ff_set_requires_grad(b, true);
+    hook_log h = {0};
+    CHECK(ff_set_post_accumulate_grad_hook(a, log_hook, &h) == FF_OK);
+    CHECK(ff_set_post_accumulate_grad_hook(b, log_hook, &h) == FF_OK);
+    /* y = a * a * b: dy/da = 2ab = 30 (two uses of a), dy/db = a^2 = 9 */
+    ff_tensor *aa = ff_mul(a, a), *y = ff_mul(aa, b);
+    CHECK(ff_backward(y, NULL, NULL) == FF_OK);
+    CHECK(h.calls == 2);
+    for (int i = 0; i < 2 && i < h.calls; i++) CHECK(h.seen[i] == (h.order[i] == a ? 30.0 : 9.0));
+    CHECK(ff_set_post_accumulate_grad_hook(a, NULL, NULL) == FF_OK);
+    ff_tensor *aa2 = ff_mul(a, a), *y2 = ff_mul(aa2, b); /* a fresh graph: the first one's saved values are gone */
+    CHECK(ff_backward(y2, NULL, NULL) == FF_OK);
+    CHECK(h.calls == 3 && h.order[2] == b && h.seen[2] == 18.0); /* b's .grad accumulated: 9 + 9 */
+    CHECK_ERROR(ff_set_post_accumulate_grad_hook(aa, log_hook, &h) != FF_OK, FF_ERR_AUTOGRAD, "not a leaf");
+    RELEASE(a, b, aa, y, aa2, y2);
+}
+
 FF_TEST_MAIN("autograd_engine", TEST(test_fan_out_accumulates), TEST(test_no_grad_and_detach),
              TEST(test_retain_graph_and_zero_grad), TEST(test_explicit_grad_output),
              TEST(test_second_derivative_of_cube), TEST(test_hessian_vector_product),
              TEST(test_second_order_mixed_dtype), TEST(test_modified_saved_value_detected),
-             TEST(test_autograd_grad_errors_and_unreachable), TEST(test_gradcheck_detects_wrong_gradient))
+             TEST(test_autograd_grad_errors_and_unreachable), TEST(test_gradcheck_detects_wrong_gradient),
+             TEST(test_post_accumulate_grad_hook))
