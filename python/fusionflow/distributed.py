@@ -10,9 +10,8 @@ process of size 1 and every collective is the identity.
         loss.backward(); model.sync_gradients(); opt.step()
 
 Differences from torch.distributed: one process group (no new_group, no backend
-argument); gradients are averaged by an explicit `sync_gradients()` after backward (the C
-wrapper, ff_dist_ddp, starts each bucket during backward through the engine's
-post-accumulate-grad hooks; from Python the hooks are not wired yet, so no overlap); a
+argument); `sync_gradients()` after backward completes the averaging (the buckets start
+during backward, through the engine's post-accumulate-grad hooks, as PyTorch's do); a
 shape or dtype disagreement between ranks raises on every rank instead of hanging."""
 import ctypes
 
@@ -106,20 +105,38 @@ def all_gather(tensor_list, tensor):
 
 
 class DistributedDataParallel:
-    """Wraps a module: rank 0's parameters and buffers are broadcast at construction, and
-    `sync_gradients()` (after backward, before the optimizer step) averages every
-    parameter's gradient over the ranks in buckets of bucket_cap_mb. Calls and attribute
-    reads go to the module."""
+    """Wraps a module on the C data-parallel wrapper (ff_dist_ddp): rank 0's parameters
+    (and buffers) are broadcast at construction; during backward each bucket of
+    bucket_cap_mb starts its allreduce as soon as backward has finished its parameters;
+    `sync_gradients()` (after backward, before the optimizer step) waits for them and
+    installs the mean gradients. Calls and attribute reads go to the module."""
 
     def __init__(self, module, bucket_cap_mb=25):
         object.__setattr__(self, "module", module)
-        object.__setattr__(self, "_cap", int(bucket_cap_mb * (1 << 20)))
+        object.__setattr__(self, "_ddp", None)
         from ._tensor import no_grad
         with no_grad():
-            for p in module.parameters():
-                broadcast(p, 0)
             for _, b in module.named_buffers():
                 broadcast(b, 0)
+        params = [p for p in module.parameters() if p.requires_grad]
+        holder = C.ff_identity()  # a C module holding the parameters, for ff_dist_ddp
+        if not holder:
+            check_status(1)
+        try:
+            for i, p in enumerate(params):
+                check_status(C.ff_module_register_parameter(holder, b"p%d" % i, p._ptr))
+            ddp = C.ff_dist_ddp_new(holder, max(1, int(bucket_cap_mb * (1 << 20))))
+        finally:
+            C.ff_module_release(holder)  # the wrapper keeps its own reference
+        if not ddp:
+            check_status(1)
+        object.__setattr__(self, "_ddp", ddp)
+        object.__setattr__(self, "_free", C.ff_dist_ddp_free)
+
+    def __del__(self):
+        if getattr(self, "_ddp", None):
+            self._free(self._ddp)
+            object.__setattr__(self, "_ddp", None)
 
     def __call__(self, *args, **kwargs):
         return self.module(*args, **kwargs)
@@ -128,24 +145,16 @@ class DistributedDataParallel:
         return getattr(self.module, name)
 
     def sync_gradients(self):
-        from . import _tensor
-        params = [p for p in self.module.parameters() if p.requires_grad]
-        bucket, size = [], 0
-        for p in params + [None]:
-            nbytes = 0 if p is None else p.numel() * p.dtype.itemsize
-            if bucket and (p is None or size + nbytes > self._cap or p.dtype is not bucket[0].dtype):
-                grads = [(q.grad if q.grad is not None else _tensor.zeros_like(q)).reshape(-1) for q in bucket]
-                flat = _tensor.cat(grads) if len(grads) > 1 else grads[0].clone()
-                all_reduce(flat, ReduceOp.AVG)
-                off = 0
-                for q in bucket:
-                    n = q.numel()
-                    q.grad = flat[off:off + n].reshape(q.shape).clone()
-                    off += n
-                bucket, size = [], 0
-            if p is not None:
-                bucket.append(p)
-                size += nbytes
+        check_status(C.ff_dist_ddp_sync_grads(self._ddp))
+
+    @property
+    def num_buckets(self):
+        return C.ff_dist_ddp_num_buckets(self._ddp)
+
+    @property
+    def buckets_started_in_backward(self):
+        """How many buckets the last step started during backward (the rest at sync)."""
+        return C.ff_dist_ddp_buckets_started_in_backward(self._ddp)
 
 
 class DistributedSampler:

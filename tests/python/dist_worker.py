@@ -46,6 +46,8 @@ def train(m, ddp, row0, rows):
         loss.backward()
         if ddp is not None:
             ddp.sync_gradients()
+            assert ddp.buckets_started_in_backward == ddp.num_buckets == 2, (ddp.buckets_started_in_backward,
+                                                                              ddp.num_buckets)
         opt.step()
 
 
