@@ -9,9 +9,7 @@
 #include <stdlib.h>
 
 #include "cpu_impl.h"
-#include "ff_backend_linalg.h"
-#include "ff_backend_norm.h"
-#include "ff_backend_pool.h"
+#include "ff_backend_host_entries.h"
 
 /* ---- lifecycle ----------------------------------------------------------- */
 
@@ -54,13 +52,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return cpu_random_supported((ff_random_dist)op, dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
-    case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
-    case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
-    case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
-    case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype);
-    case FF_KIND_POOL2D: return ffb_pool2d_supported(op, dtype);
-    case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
-    default: return 0;
+    default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d */
     }
 }
 

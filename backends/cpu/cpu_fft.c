@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cpu_impl.h"
+#include "ff_backend_fft.h"
 
 /* w = e^(-2 pi i j / n) as (*c, *s). The angle is split in integers into whole quarter
  * turns, applied exactly, and a rest below a quarter turn, so w is exactly 1, -i, -1 or i

@@ -3,6 +3,7 @@
  * double accumulation for floats, each prefix rounded once, 64-bit wrap for integers;
  * argsort: stable, NaN last, -0 == +0). */
 #include "cpu_impl.h"
+#include "ff_backend_lines.h"
 
 ff_status cpu_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis)
 {

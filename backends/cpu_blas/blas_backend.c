@@ -11,9 +11,7 @@
 #include <stdlib.h>
 
 #include "blas_impl.h"
-#include "ff_backend_linalg.h"
-#include "ff_backend_norm.h"
-#include "ff_backend_pool.h"
+#include "ff_backend_host_entries.h"
 
 /* From OpenBLAS (cblas.h); declared here so this file needs no BLAS header. */
 void openblas_set_num_threads(int num_threads);
@@ -119,13 +117,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
-    case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
-    case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
-    case FF_KIND_LINALG: return ffb_linalg_supported(op, dtype);
-    case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype);
-    case FF_KIND_POOL2D: return ffb_pool2d_supported(op, dtype);
-    case FF_KIND_FFT: return ffb_fft_supported(op, dtype);
-    default: return 0;
+    default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d */
     }
 }
 

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "blas_impl.h"
+#include "ff_backend_fft.h"
 
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int live_contexts; /* under plan_lock */

@@ -2,6 +2,7 @@
  * from ff_backend_scalar.h. Each line is one sequential pass (a merge sort for argsort);
  * lines could be split across the pool if a workload ever shows it matters. */
 #include "blas_impl.h"
+#include "ff_backend_lines.h"
 
 ff_status blas_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis)
 {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ocl_impl.h"
+#include "ff_backend_lines.h"
 
 ff_status ocl_error(ocl_ctx *c, ff_status st, const char *fmt, ...)
 {

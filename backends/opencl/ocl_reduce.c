@@ -6,6 +6,7 @@
  * argsort give each line one work-item (argsort: a merge sort in a scratch buffer).
  */
 #include "ocl_impl.h"
+#include "ff_backend_lines.h"
 
 #define RED_WG 256    /* kernels/reduce.cl: the local array */
 #define RACC_BYTES 32 /* kernels/reduce.cl: sizeof(racc), a double and three 64-bit integers */
