@@ -172,8 +172,6 @@ ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int 
 ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int axis, const char *fn);
 ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                            const char *fn);
-bool ff_kernel_has_batch_norm(const ff_tensor *x, int op);
-bool ff_kernel_has_pool2d(const ff_tensor *x, int op);
 ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_pool2d_params *p,
                            const char *fn);
 ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,

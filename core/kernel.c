@@ -302,13 +302,6 @@ ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_te
     return finish_all(linalg(be->ctx, op, vd, n_dst, vs, n_src), dst, n_dst, fn);
 }
 
-/* True if x's backend has the batch_norm entry for op and x's dtype. */
-bool ff_kernel_has_batch_norm(const ff_tensor *x, int op)
-{
-    ff_backend *be = x->storage->backend;
-    return FF_VT_OPT(be, batch_norm) && be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype);
-}
-
 /* Batch norm's training passes (op 0 forward, 1 backward; views as the ABI comment). */
 ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                                double eps, const char *fn)
@@ -321,13 +314,6 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
     if (!bn || !be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype))
         return unsupported(be, fn, "batch_norm", x->dtype);
     return finish_all(bn(be->ctx, op, vd, n_dst, vs, n_src, eps), dst, n_dst, fn);
-}
-
-/* True if x's backend has the pool2d entry for op and x's dtype. */
-bool ff_kernel_has_pool2d(const ff_tensor *x, int op)
-{
-    ff_backend *be = x->storage->backend;
-    return FF_VT_OPT(be, pool2d) && be->vt->supports(be->ctx, FF_KIND_POOL2D, op, x->dtype);
 }
 
 /* 2-D pooling (ff_pool2d_op) into dst; views and shapes as the ABI comment. */

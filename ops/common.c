@@ -1,4 +1,5 @@
 /* The shared plumbing of ops/: casts to the compute dtype, node recording, axes. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops_impl.h"
@@ -68,4 +69,13 @@ void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, in
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype)
 {
     return ff_scalar_on(t->storage->backend, s, dtype);
+}
+
+bool ff_op_entry_enabled(const ff_tensor *x, ff_op_kind kind, int op_first, int op_last, const char *env)
+{
+    ff_backend *be = x->storage->backend;
+    for (int op = op_first; op <= op_last; op++)
+        if (!ff_backend_supports(be, kind, op, x->dtype)) return false;
+    const char *v = getenv(env);
+    return !(v && !strcmp(v, "compose"));
 }

@@ -15,7 +15,6 @@
  *   gw = W(gy, x):  dgy = F(x, k),  dx = I(gy, k)      (h, k: the incoming gradients) */
 #include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "expr.h"
 
@@ -146,12 +145,7 @@ static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, 
  * and FF_CONV2D does not say "compose". */
 static bool use_entries(const ff_tensor *x, const ff_tensor *w)
 {
-    ff_backend *be = x->storage->backend;
-    if (w->storage->backend != be || !ff_backend_supports(be, FF_KIND_CONV2D, 0, x->dtype) ||
-        !ff_backend_supports(be, FF_KIND_CONV2D, 1, x->dtype) || !ff_backend_supports(be, FF_KIND_CONV2D, 2, x->dtype))
-        return false;
-    const char *env = getenv("FF_CONV2D");
-    return !(env && !strcmp(env, "compose"));
+    return w->storage->backend == x->storage->backend && ff_op_entry_enabled(x, FF_KIND_CONV2D, 0, 2, "FF_CONV2D");
 }
 
 static void shape4(const ff_tensor *t, long long *v)

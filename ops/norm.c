@@ -4,7 +4,6 @@
  * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
  * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "expr.h"
@@ -274,8 +273,7 @@ static ff_status record_batch_norm(ff_tensor *r, const ff_tensor *x, const ff_te
  * backend has both ops of the entry (FF_BATCH_NORM=compose forces the composition). */
 static bool use_entry(const ff_tensor *x)
 {
-    const char *env = getenv("FF_BATCH_NORM");
-    return !(env && !strcmp(env, "compose")) && ff_kernel_has_batch_norm(x, 0) && ff_kernel_has_batch_norm(x, 1);
+    return ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 0, 1, "FF_BATCH_NORM");
 }
 
 /* weight, or ones of [C] on x's backend when there is none (bias: zeros). */

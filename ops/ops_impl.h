@@ -40,6 +40,12 @@ ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char
  * grad mode is on, and out is not a broadcast view. */
 ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *inputs, const char *fn);
 
+/* Whether an op with an optional entry and a composition behind it (conv2d, batch_norm,
+ * pool2d) takes the entry for x: x's backend supports every op in [op_first, op_last] of
+ * kind for x's dtype, and the environment variable env is not "compose" (which forces the
+ * composition, to compare or benchmark the two). */
+bool ff_op_entry_enabled(const ff_tensor *x, ff_op_kind kind, int op_first, int op_last, const char *env);
+
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
 

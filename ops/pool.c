@@ -5,17 +5,14 @@
  * pad. Both split a tied window's gradient evenly among its maxima (PyTorch sends it all
  * to one argmax); in practice ties need repeated values. */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "ops_impl.h"
 
 /* ---- the backend's pool2d entry ------------------------------------------------ */
 static bool use_entry(const ff_tensor *x, bool is_max)
 {
-    const char *env = getenv("FF_POOL");
     int f = is_max ? FF_POOL2D_MAX_FORWARD : FF_POOL2D_AVG_FORWARD;
-    return !(env && !strcmp(env, "compose")) && ff_kernel_has_pool2d(x, f) && ff_kernel_has_pool2d(x, f + 1);
+    return ff_op_entry_enabled(x, FF_KIND_POOL2D, f, f + 1, "FF_POOL");
 }
 
 static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
