@@ -211,6 +211,16 @@ static ff_status check_reduce(ff_dtype t, ff_dist_reduce op, const char *fn)
     return FF_OK;
 }
 
+/* MEAN is a SUM divided by the group size (MPI has no mean); f32 or f64. */
+static void divide_for_mean(void *buf, int64_t count, ff_dtype dtype, ff_dist_reduce op)
+{
+    if (op != FF_DIST_MEAN || G.size <= 1) return;
+    if (dtype == FF_F32)
+        for (int64_t i = 0; i < count; i++) ((float *)buf)[i] /= (float)G.size;
+    else
+        for (int64_t i = 0; i < count; i++) ((double *)buf)[i] /= (double)G.size;
+}
+
 ff_status ff_dist_allreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_dist_reduce op, const char *fn)
 {
 #ifdef FF_HAVE_MPI
@@ -224,12 +234,7 @@ ff_status ff_dist_allreduce_host(void *buf, int64_t count, ff_dtype dtype, ff_di
 #else
     (void)fn;
 #endif
-    if (op == FF_DIST_MEAN && G.size > 1) {
-        if (dtype == FF_F32)
-            for (int64_t i = 0; i < count; i++) ((float *)buf)[i] /= (float)G.size;
-        else
-            for (int64_t i = 0; i < count; i++) ((double *)buf)[i] /= (double)G.size;
-    }
+    divide_for_mean(buf, count, dtype, op);
     return FF_OK;
 }
 
@@ -286,12 +291,7 @@ ff_status ff_dist_wait(ff_dist_pending *p, const char *fn)
     int rc = MPI_Wait(&p->req, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) st = mpi_fail(rc, fn, "MPI_Wait");
 #endif
-    if (!st && p->op == FF_DIST_MEAN && G.size > 1) {
-        if (p->dtype == FF_F32)
-            for (int64_t i = 0; i < p->count; i++) ((float *)p->buf)[i] /= (float)G.size;
-        else
-            for (int64_t i = 0; i < p->count; i++) ((double *)p->buf)[i] /= (double)G.size;
-    }
+    if (!st) divide_for_mean(p->buf, p->count, p->dtype, p->op);
     free(p);
     return st;
 }

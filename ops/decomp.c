@@ -228,11 +228,10 @@ ff_tensor *ff_det(const ff_tensor *a)
 
 static ff_tensor *cholesky_lower(const ff_tensor *a, const char *fn);
 
-/* X L^-1 = (L^-T X^T)^T */
-static ff_tensor *right_solve(const ff_tensor *x, const ff_tensor *l, const ff_tensor *lt, const char *fn)
+/* x M^-T = (M^-1 x^T)^T for a square M (cholesky: x L^-1 is x (L^T)^-T; qr: x R^-T). */
+static ff_tensor *solve_right_t(const ff_tensor *x, const ff_tensor *m, const char *fn)
 {
-    (void)l;
-    ff_tensor *xt = ff_mT(x), *y = xt ? solve_batched(lt, xt, fn) : NULL, *r = y ? ff_mT(y) : NULL;
+    ff_tensor *xt = ff_mT(x), *y = xt ? solve_batched(m, xt, fn) : NULL, *r = y ? ff_mT(y) : NULL;
     ff_tensor_release(xt), ff_tensor_release(y);
     return r;
 }
@@ -252,7 +251,7 @@ static ff_status cholesky_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
     ff_tensor *s = FF_EX(&e, ff_add(P, lowt));
     ff_tensor *phi = FF_EX(&e, ff_mul_scalar(s, 0.5));
     ff_tensor *y = FF_EX(&e, solve_batched(Lt, phi, n->name)); /* L^-T Phi */
-    gi[0] = ff_expr_result(&e, FF_EX(&e, right_solve(y, L, Lt, n->name)));
+    gi[0] = ff_expr_result(&e, FF_EX(&e, solve_right_t(y, Lt, n->name)));
     ff_expr_free(&e);
     return gi[0] ? FF_OK : ff_last_status();
 }
@@ -320,14 +319,6 @@ static ff_tensor *unpack(const ff_tensor *p, const ff_tensor *like, int nb, cons
 
 /* ---- qr ------------------------------------------------------------------------- */
 
-/* x R^-T for square upper R */
-static ff_tensor *tri_right(const ff_tensor *x, const ff_tensor *r, const char *fn)
-{
-    ff_tensor *xt = ff_mT(x), *y = xt ? solve_batched(r, xt, fn) : NULL, *res = y ? ff_mT(y) : NULL;
-    ff_tensor_release(xt), ff_tensor_release(y);
-    return res;
-}
-
 /* gA for A = Q R with A m x n, m >= n (R square): Walter & Lehmann / TensorFlow's form
  *   gA = Q (gR + tril(Q^T gQ - gQ^T Q + R gR^T - gR R^T) R^-T) + (gQ - Q Q^T gQ) R^-T */
 static ff_tensor *qr_grad_tall(const ff_tensor *Q, const ff_tensor *R, const ff_tensor *gQ, const ff_tensor *gR,
@@ -344,12 +335,12 @@ static ff_tensor *qr_grad_tall(const ff_tensor *Q, const ff_tensor *R, const ff_
     ff_tensor *rs = FF_EX(&e, ff_sub(rdr, rdrt));
     ff_tensor *sum = FF_EX(&e, ff_add(qs, rs));
     ff_tensor *low = FF_EX(&e, ff_tril(sum, 0));
-    ff_tensor *t1 = FF_EX(&e, tri_right(low, R, fn));
+    ff_tensor *t1 = FF_EX(&e, solve_right_t(low, R, fn));
     ff_tensor *t2 = FF_EX(&e, ff_add(gR, t1));
     ff_tensor *ga = FF_EX(&e, ff_matmul(Q, t2));
     ff_tensor *qqdq = FF_EX(&e, ff_matmul(Q, qdq));
     ff_tensor *d = FF_EX(&e, ff_sub(gQ, qqdq));
-    ff_tensor *gb = FF_EX(&e, tri_right(d, R, fn));
+    ff_tensor *gb = FF_EX(&e, solve_right_t(d, R, fn));
     ff_tensor *r = ff_expr_result(&e, FF_EX(&e, ff_add(ga, gb)));
     ff_expr_free(&e);
     return r;
