@@ -55,6 +55,9 @@ static inline int64_t ffb_bn_offset(const ff_view *v, int64_t c, int64_t k)
 
 static inline double ffb_bn_ld(const ff_view *v, int64_t off) { return ffb_ld_f64((const char *)v->buf + off * (int64_t)ff_dtype_size(v->dtype), v->dtype); }
 static inline void ffb_bn_st(const ff_view *v, int64_t off, double x) { ffb_st_f64((char *)v->buf + off * (int64_t)ff_dtype_size(v->dtype), v->dtype, x); }
+/* Element c of a [C] view. */
+static inline double ffb_bn_vec(const ff_view *v, int64_t c) { return ffb_bn_ld(v, v->offset + c * v->strides[0]); }
+static inline void ffb_bn_vec_put(const ff_view *v, int64_t c, double x) { ffb_bn_st(v, v->offset + c * v->strides[0], x); }
 
 /* Channels [c0, c1) of the entry, element by element through the strides. */
 static inline void ffb_batch_norm_channels(int op, const ff_view *dst, const ff_view *src, double eps, int64_t c0,
@@ -72,18 +75,18 @@ static inline void ffb_batch_norm_channels(int op, const ff_view *dst, const ff_
                 q += d * d;
             }
             double var = m ? q / (double)m : 0, inv = 1 / sqrt(var + eps);
-            double w = ffb_bn_ld(&src[1], src[1].offset + c * src[1].strides[0]);
-            double b = ffb_bn_ld(&src[2], src[2].offset + c * src[2].strides[0]);
+            double w = ffb_bn_vec(&src[1], c);
+            double b = ffb_bn_vec(&src[2], c);
             for (int64_t k = 0; k < m; k++)
                 ffb_bn_st(&dst[0], ffb_bn_offset(&dst[0], c, k), (ffb_bn_ld(x, ffb_bn_offset(x, c, k)) - mean) * inv * w + b);
-            ffb_bn_st(&dst[1], dst[1].offset + c * dst[1].strides[0], mean);
-            ffb_bn_st(&dst[2], dst[2].offset + c * dst[2].strides[0], inv);
-            ffb_bn_st(&dst[3], dst[3].offset + c * dst[3].strides[0], var);
+            ffb_bn_vec_put(&dst[1], c, mean);
+            ffb_bn_vec_put(&dst[2], c, inv);
+            ffb_bn_vec_put(&dst[3], c, var);
         } else {
             const ff_view *g = &src[0];
-            double mean = ffb_bn_ld(&src[2], src[2].offset + c * src[2].strides[0]);
-            double inv = ffb_bn_ld(&src[3], src[3].offset + c * src[3].strides[0]);
-            double w = ffb_bn_ld(&src[4], src[4].offset + c * src[4].strides[0]);
+            double mean = ffb_bn_vec(&src[2], c);
+            double inv = ffb_bn_vec(&src[3], c);
+            double w = ffb_bn_vec(&src[4], c);
             double sg = 0, sgx = 0;
             for (int64_t k = 0; k < m; k++) {
                 double gk = ffb_bn_ld(g, ffb_bn_offset(g, c, k));
@@ -96,8 +99,8 @@ static inline void ffb_batch_norm_channels(int op, const ff_view *dst, const ff_
                 double gk = ffb_bn_ld(g, ffb_bn_offset(g, c, k));
                 ffb_bn_st(&dst[0], ffb_bn_offset(&dst[0], c, k), w * inv * (gk - a - xh * bq));
             }
-            ffb_bn_st(&dst[1], dst[1].offset + c * dst[1].strides[0], sgx);
-            ffb_bn_st(&dst[2], dst[2].offset + c * dst[2].strides[0], sg);
+            ffb_bn_vec_put(&dst[1], c, sgx);
+            ffb_bn_vec_put(&dst[2], c, sg);
         }
     }
 }

@@ -12,19 +12,6 @@ typedef struct bn_job {
     int64_t n, c, r; /* x as [n, c, r] */
 } bn_job;
 
-static double vec_at(const ff_view *v, int64_t c)
-{
-    const char *p = (const char *)v->buf + (v->offset + c * v->strides[0]) * (int64_t)ff_dtype_size(v->dtype);
-    return v->dtype == FF_F32 ? *(const float *)p : *(const double *)p;
-}
-
-static void vec_put(const ff_view *v, int64_t c, double x)
-{
-    char *p = (char *)v->buf + (v->offset + c * v->strides[0]) * (int64_t)ff_dtype_size(v->dtype);
-    if (v->dtype == FF_F32) *(float *)p = (float)x;
-    else *(double *)p = x;
-}
-
 /* Sums over one contiguous run with 8 independent double accumulators (one chain would
  * wait on the adder's latency every element; the compiler may not reassociate doubles). */
 #define BN_SUMS(T)                                                                                             \
@@ -78,17 +65,17 @@ BN_SUMS(double)
                 double mean = s / m;                                                                           \
                 for (int64_t i = 0; i < n; i++) q += sqdev_##T(x + (i * C + c) * r, r, mean);                  \
                 double var = q / m, inv = 1 / sqrt(var + j->eps);                                              \
-                double sc = inv * vec_at(&j->src[1], c), sh = vec_at(&j->src[2], c) - mean * sc;               \
+                double sc = inv * ffb_bn_vec(&j->src[1], c), sh = ffb_bn_vec(&j->src[2], c) - mean * sc;               \
                 for (int64_t i = 0; i < n; i++) {                                                              \
                     const T *p = x + (i * C + c) * r;                                                          \
                     T *o = y + (i * C + c) * r;                                                                \
                     for (int64_t k = 0; k < r; k++) o[k] = (T)(p[k] * sc + sh);                                \
                 }                                                                                              \
-                vec_put(&j->dst[1], c, mean), vec_put(&j->dst[2], c, inv), vec_put(&j->dst[3], c, var);        \
+                ffb_bn_vec_put(&j->dst[1], c, mean), ffb_bn_vec_put(&j->dst[2], c, inv), ffb_bn_vec_put(&j->dst[3], c, var);        \
             } else {                                                                                           \
                 const T *g = (const T *)j->src[0].buf + j->src[0].offset;                                      \
                 T *gx = (T *)j->dst[0].buf + j->dst[0].offset;                                                 \
-                double mean = vec_at(&j->src[2], c), inv = vec_at(&j->src[3], c), w = vec_at(&j->src[4], c);  \
+                double mean = ffb_bn_vec(&j->src[2], c), inv = ffb_bn_vec(&j->src[3], c), w = ffb_bn_vec(&j->src[4], c);  \
                 double sg = 0, sgx = 0;                                                                        \
                 for (int64_t i = 0; i < n; i++)                                                                \
                     dots_##T(g + (i * C + c) * r, x + (i * C + c) * r, r, mean, &sg, &sgx);                   \
@@ -100,7 +87,7 @@ BN_SUMS(double)
                     T *o = gx + (i * C + c) * r;                                                               \
                     for (int64_t k = 0; k < r; k++) o[k] = (T)(k1 * gp[k] + k2 * p[k] + k0);                   \
                 }                                                                                              \
-                vec_put(&j->dst[1], c, sgx), vec_put(&j->dst[2], c, sg);                                       \
+                ffb_bn_vec_put(&j->dst[1], c, sgx), ffb_bn_vec_put(&j->dst[2], c, sg);                                       \
             }                                                                                                  \
         }                                                                                                      \
     }
