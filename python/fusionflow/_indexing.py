@@ -6,8 +6,8 @@ import ctypes
 import numpy as np
 
 from ._dtype import int64, bool_
-from ._lib import C, check_status
-from ._tensor import Tensor, wrap, as_tensor, _scalar_ok
+from ._lib import C, check_status, error
+from ._tensor import Tensor, wrap, as_tensor, _scalar_ok, _operand, _number_tensor
 from ._grad_mode import is_grad_enabled
 from ._factories import tensor, full, arange
 
@@ -131,3 +131,81 @@ def _setitem(t, key, value):
         check_status(C.ff_copy_(view._ptr, value._ptr))
     else:
         check_status(C.ff_index_put_(view._ptr, len(entries), _entries_array(entries), value._ptr, False))
+
+
+# ---- indexed writes: Tensor methods (PyTorch's names; the _ forms write in place, with autograd) ----
+def _rebase_(self, result):
+    """Writes result into self's memory and takes result's history (see ff_assign)."""
+    p = C.ff_assign(self._ptr, result._ptr)
+    if not p:
+        raise error()
+    old, self._ptr = self._ptr, p
+    C.ff_tensor_release(old)
+    return self
+
+def _needs_history(self, *others):
+    return is_grad_enabled() and (self.requires_grad or builtins.any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+
+def index_put(self, indices, values, accumulate=False):
+    entries = [None if i is None else _as_index(i, self.device) for i in indices]
+    v = _operand(values, self) if not isinstance(values, Tensor) else values
+    return wrap(C.ff_index_put(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
+
+def index_put_(self, indices, values, accumulate=False):
+    if self._needs_history(values):
+        return self._rebase_(self.index_put(indices, values, accumulate))
+    entries = [None if i is None else _as_index(i, self.device) for i in indices]
+    v = _operand(values, self) if not isinstance(values, Tensor) else values
+    check_status(C.ff_index_put_(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
+    return self
+
+def index_add(self, dim, index, source, alpha=1):
+    return wrap(C.ff_index_add(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
+
+def index_add_(self, dim, index, source, alpha=1):
+    if self._needs_history(source):
+        return self._rebase_(self.index_add(dim, index, source, alpha))
+    check_status(C.ff_index_add_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr,
+                                 float(alpha)))
+    return self
+
+def index_copy(self, dim, index, source):
+    return wrap(C.ff_index_copy(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+
+def index_copy_(self, dim, index, source):
+    if self._needs_history(source):
+        return self._rebase_(self.index_copy(dim, index, source))
+    check_status(C.ff_index_copy_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+    return self
+
+def masked_fill(self, mask, value):
+    v = value if isinstance(value, Tensor) else _number_tensor(value, self)
+    return wrap(C.ff_masked_fill(self._ptr, as_tensor(mask)._ptr, v._ptr))
+
+def masked_fill_(self, mask, value):
+    if self._needs_history(value):
+        return self._rebase_(self.masked_fill(mask, value))
+    v = value if isinstance(value, Tensor) else _number_tensor(value, self)
+    check_status(C.ff_masked_fill_(self._ptr, as_tensor(mask)._ptr, v._ptr))
+    return self
+
+def masked_scatter(self, mask, source):
+    return wrap(C.ff_masked_scatter(self._ptr, as_tensor(mask)._ptr, source._ptr))
+
+def masked_scatter_(self, mask, source):
+    if self._needs_history(source):
+        return self._rebase_(self.masked_scatter(mask, source))
+    check_status(C.ff_masked_scatter_(self._ptr, as_tensor(mask)._ptr, source._ptr))
+    return self
+
+def index_select(self, dim, index):
+    idx = as_tensor(index, dtype=int64)
+    return wrap(C.ff_index_select(self._ptr, int(dim), idx._ptr))
+
+
+Tensor.__getitem__ = _getitem
+Tensor.__setitem__ = _setitem
+for _f in (_rebase_, _needs_history, index_put, index_put_, index_add, index_add_, index_copy, index_copy_, masked_fill, masked_fill_, masked_scatter, masked_scatter_, index_select):
+    setattr(Tensor, _f.__name__, _f)
+del _f

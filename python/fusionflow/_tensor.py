@@ -9,17 +9,14 @@ drives the C refcounts and nothing is freed twice.
 Rule for every call below: never pass `temporary()._ptr` to C. CPython frees the
 temporary (and so releases the C tensor) before the call runs; bind it to a name first.
 """
-import builtins
 import collections
 import ctypes
-import math
-import numbers
 
 import numpy as np
 
 from . import _dtype
 from ._dtype import DType, float32, float64, int64, bool_, to_dtype, from_code
-from ._lib import C, BackwardOpts, FusionFlowError, Number, check_ptr, check_status, error, shape_array, int_array
+from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
@@ -783,76 +780,6 @@ class Tensor:
     def scatter_add(self, dim, index, src):
         return wrap(C.ff_scatter_add(self._ptr, int(dim), index._ptr, src._ptr))
 
-    # ---- indexed writes (PyTorch's names; the _ forms write in place, with autograd) -------
-    def _rebase_(self, result):
-        """Writes result into self's memory and takes result's history (see ff_assign)."""
-        p = C.ff_assign(self._ptr, result._ptr)
-        if not p:
-            raise error()
-        old, self._ptr = self._ptr, p
-        C.ff_tensor_release(old)
-        return self
-
-    def _needs_history(self, *others):
-        return is_grad_enabled() and (self.requires_grad or builtins.any(
-            isinstance(o, Tensor) and o.requires_grad for o in others))
-
-    def index_put(self, indices, values, accumulate=False):
-        entries = [None if i is None else _as_index(i, self.device) for i in indices]
-        v = _operand(values, self) if not isinstance(values, Tensor) else values
-        return wrap(C.ff_index_put(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
-
-    def index_put_(self, indices, values, accumulate=False):
-        if self._needs_history(values):
-            return self._rebase_(self.index_put(indices, values, accumulate))
-        entries = [None if i is None else _as_index(i, self.device) for i in indices]
-        v = _operand(values, self) if not isinstance(values, Tensor) else values
-        check_status(C.ff_index_put_(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
-        return self
-
-    def index_add(self, dim, index, source, alpha=1):
-        return wrap(C.ff_index_add(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
-
-    def index_add_(self, dim, index, source, alpha=1):
-        if self._needs_history(source):
-            return self._rebase_(self.index_add(dim, index, source, alpha))
-        check_status(C.ff_index_add_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr,
-                                     float(alpha)))
-        return self
-
-    def index_copy(self, dim, index, source):
-        return wrap(C.ff_index_copy(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
-
-    def index_copy_(self, dim, index, source):
-        if self._needs_history(source):
-            return self._rebase_(self.index_copy(dim, index, source))
-        check_status(C.ff_index_copy_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
-        return self
-
-    def masked_fill(self, mask, value):
-        v = value if isinstance(value, Tensor) else _number_tensor(value, self)
-        return wrap(C.ff_masked_fill(self._ptr, as_tensor(mask)._ptr, v._ptr))
-
-    def masked_fill_(self, mask, value):
-        if self._needs_history(value):
-            return self._rebase_(self.masked_fill(mask, value))
-        v = value if isinstance(value, Tensor) else _number_tensor(value, self)
-        check_status(C.ff_masked_fill_(self._ptr, as_tensor(mask)._ptr, v._ptr))
-        return self
-
-    def masked_scatter(self, mask, source):
-        return wrap(C.ff_masked_scatter(self._ptr, as_tensor(mask)._ptr, source._ptr))
-
-    def masked_scatter_(self, mask, source):
-        if self._needs_history(source):
-            return self._rebase_(self.masked_scatter(mask, source))
-        check_status(C.ff_masked_scatter_(self._ptr, as_tensor(mask)._ptr, source._ptr))
-        return self
-
-    def index_select(self, dim, index):
-        idx = as_tensor(index, dtype=int64)
-        return wrap(C.ff_index_select(self._ptr, int(dim), idx._ptr))
-
     # ---- shape -------------------------------------------------------------------------------
     def reshape(self, *shape):
         n, arr = shape_array(_shape_args(shape))
@@ -957,19 +884,11 @@ class Tensor:
     def select(self, dim, index):
         return wrap(C.ff_select(self._ptr, int(dim), int(index)))
 
-    # ---- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key):
-        return _getitem(self, key)
-
-    def __setitem__(self, key, value):
-        _setitem(self, key, value)
-
 
 # The rest of the Tensor machinery, split by concern; imported here (after Tensor exists,
 # which they import) so `from ._tensor import ...` keeps working everywhere.
-from ._grad_mode import set_grad_enabled, _GradMode, no_grad, enable_grad, is_grad_enabled  # noqa: E402,F401
+from ._grad_mode import set_grad_enabled, no_grad, enable_grad, is_grad_enabled  # noqa: E402,F401
 from ._factories import (  # noqa: E402,F401
     full, zeros, ones, empty, zeros_like, ones_like, full_like, empty_like, eye, arange, linspace,
     rand, uniform, randn, normal, tensor, from_numpy, where, cat, concat, stack, split, chunk)
-from ._factories import _finish, _on, _ptr_array, _pieces  # noqa: E402,F401
-from ._indexing import _getitem, _setitem, _as_index, _entries_array  # noqa: E402,F401
+from . import _indexing  # noqa: E402,F401  (attaches [], index_put, masked_fill, ... to Tensor)
