@@ -69,6 +69,22 @@ static ff_tensor *eye_like(const ff_tensor *a, int nd, const int64_t *shape)
 
 /* ---- solve and inverse -------------------------------------------------------------- */
 
+/* X from a [..., m, n] and b [..., m, k] with one batch shape (op SOLVE, m = n, or LSTSQ):
+ * X [..., n, k], recorded as node `name` with inputs a, b and X saved. */
+static ff_tensor *a_x_b(int op, const ff_tensor *a, const ff_tensor *b, const char *name, ff_backward_fn bw,
+                        const char *fn)
+{
+    const ff_tensor *src[2] = {a, b};
+    int nd = b->layout.ndim;
+    int64_t shape[1][FF_MAX_DIMS];
+    memcpy(shape[0], b->layout.shape, sizeof shape[0]);
+    shape[0][nd - 2] = a->layout.shape[nd - 1];
+    ff_tensor *x;
+    if (run_linalg(op, src, 2, 1, &nd, shape, &x, fn)) return NULL;
+    const ff_tensor *save[1] = {x};
+    return ff_op_record(x, name, bw, 2, src, 1, save);
+}
+
 /* Ends a two-input backward: gi[0] = gA, gi[1] = gB (both owned by e), frees e. */
 static ff_status two_grads(ff_expr *e, ff_tensor *gA, ff_tensor *gB, ff_tensor **gi)
 {
@@ -100,14 +116,7 @@ static ff_status solve_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 /* a [..., n, n], b [..., n, k] with one batch shape. */
 static ff_tensor *solve_batched(const ff_tensor *a, const ff_tensor *b, const char *fn)
 {
-    const ff_tensor *src[2] = {a, b};
-    int nd = b->layout.ndim;
-    int64_t shape[1][FF_MAX_DIMS];
-    memcpy(shape[0], b->layout.shape, sizeof shape[0]);
-    ff_tensor *x;
-    if (run_linalg(FF_LINALG_SOLVE, src, 2, 1, &nd, shape, &x, fn)) return NULL;
-    const ff_tensor *save[1] = {x};
-    return ff_op_record(x, "linalg_solve", solve_backward, 2, src, 1, save);
+    return a_x_b(FF_LINALG_SOLVE, a, b, "linalg_solve", solve_backward, fn);
 }
 
 /* b as PyTorch reads it: a vector when it has rank 1, or A's rank - 1 and A's shape
@@ -583,15 +592,7 @@ static ff_status lstsq_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 
 static ff_tensor *lstsq_batched(const ff_tensor *a, const ff_tensor *b, const char *fn)
 {
-    const ff_tensor *src[2] = {a, b};
-    int nd = b->layout.ndim;
-    int64_t shape[1][FF_MAX_DIMS];
-    memcpy(shape[0], b->layout.shape, sizeof shape[0]);
-    shape[0][nd - 2] = a->layout.shape[nd - 1];
-    ff_tensor *x;
-    if (run_linalg(FF_LINALG_LSTSQ, src, 2, 1, &nd, shape, &x, fn)) return NULL;
-    const ff_tensor *save[1] = {x};
-    return ff_op_record(x, "linalg_lstsq", lstsq_backward, 2, src, 1, save);
+    return a_x_b(FF_LINALG_LSTSQ, a, b, "linalg_lstsq", lstsq_backward, fn);
 }
 
 ff_tensor *ff_lstsq(const ff_tensor *a, const ff_tensor *b)
