@@ -43,6 +43,7 @@ static void describe(ff_backend *be, int verbose)
     support_row(be, FF_KIND_FFT, FF_FFT_FORWARD, "fft");
     support_row(be, FF_KIND_BATCH_NORM, 0, "batch_norm");
     support_row(be, FF_KIND_POOL2D, FF_POOL2D_MAX_FORWARD, "pool2d");
+    support_row(be, FF_KIND_FUSED, 0, "fused");
     for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, ffb_unary_name(op));
     for (int op = 0; op < FF_BINARY_COUNT; op++) support_row(be, FF_KIND_BINARY, op, ffb_binary_name(op));
     for (int op = 0; op < FF_REDUCE_COUNT; op++) support_row(be, FF_KIND_REDUCE, op, ffb_reduce_name(op));

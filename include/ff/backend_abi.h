@@ -279,6 +279,8 @@ typedef enum ff_op_kind {
     FF_KIND_BATCH_NORM,
     /* the optional pool2d entry: op = ff_pool2d_op; dtype = x's */
     FF_KIND_POOL2D,
+    /* the optional fused entry: op = 0; dtype = the program's (every value's) dtype */
+    FF_KIND_FUSED,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -372,6 +374,34 @@ typedef struct ff_pool2d_params {
 } ff_pool2d_params;
 
 /* ---- services the core offers a backend -------------------------------- */
+/* A fused elementwise region of a captured graph (include/ff/graph.h), handed whole to
+ * the optional fused entry. Instructions run in order over values; every value has the
+ * iteration shape (ndim, shape) and the program's dtype. Values 0 .. n_views-1 are
+ * views (inputs read with their strides, broadcast ones with stride 0; outputs
+ * written); values n_views .. n_values-1 are temporaries that exist only inside the
+ * program (registers, tiles), never in memory. The result must equal running each
+ * instruction as the plain unary/binary entry over the whole shape, one after another;
+ * the core builds programs only where element-by-element (tile-by-tile) evaluation gives
+ * exactly that (a view that is written is read, if at all, through the identical view,
+ * and never overlaps another view of the program). */
+typedef struct ff_fused_inst {
+    int32_t kind;   /* FF_KIND_UNARY (src[0]) or FF_KIND_BINARY (src[0] op src[1]) */
+    int32_t op;     /* ff_unary_op / ff_binary_op; never one that writes FF_BOOL */
+    int32_t dst;    /* value index */
+    int32_t src[2];
+} ff_fused_inst;
+
+typedef struct ff_fused_program {
+    ff_dtype dtype;              /* of every value */
+    int32_t ndim;
+    int64_t shape[FF_MAX_DIMS]; /* the iteration shape: every view has it */
+    int32_t n_views;
+    const ff_view *views;
+    int32_t n_values; /* >= n_views */
+    int32_t n_inst;
+    const ff_fused_inst *inst;
+} ff_fused_program;
+
 typedef struct ff_host_api {
     uint32_t abi_version;
     uint32_t struct_size;
@@ -528,6 +558,14 @@ typedef struct ff_backend_vtable {
      * and reductions. */
     ff_status (*pool2d)(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
                         const ff_pool2d_params *p);
+
+    /* Runs a fused elementwise program (ff_fused_program above) in one pass: graphs hand
+     * their chains of elementwise ops here so that temporaries never reach memory. The
+     * core sends only programs whose dtype passes supports(FF_KIND_FUSED, 0, dtype) and
+     * whose every op passes supports(FF_KIND_UNARY / FF_KIND_BINARY, op, dtype); results
+     * must be bit-identical to the plain entries'. May be NULL: the core then runs the
+     * chain itself, tile by tile through the unary and binary entries. */
+    ff_status (*fused)(void *ctx, const ff_fused_program *prog);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

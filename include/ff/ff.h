@@ -7,6 +7,7 @@
  *   ff/autograd.h  reverse-mode autograd, no_grad, gradcheck
  *   ff/nn.h        modules, losses, optimizers
  *   ff/io.h        safetensors, .npy, DLPack
+ *   ff/graph.h     capture a region of calls once, replay it (planned, fused)
  *   ff/debug.h     live-object counters for leak tests
  * Backend authors need only ff/backend_abi.h.
  */
@@ -26,6 +27,7 @@
 #include "ff/nn.h"
 #include "ff/io.h"
 #include "ff/dist.h"
+#include "ff/graph.h"
 #include "ff/debug.h"
 
 #endif /* FF_FF_H */
