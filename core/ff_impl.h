@@ -84,6 +84,9 @@ typedef struct ff_storage {
      * release_external(external_ctx) instead of the backend's free. */
     void (*release_external)(void *ctx);
     void *external_ctx;
+    /* set while a graph capture that created this storage runs (graph/capture.c) */
+    struct ff_graph *graph;
+    int32_t graph_buf;
 } ff_storage;
 
 struct ff_node;
@@ -115,6 +118,8 @@ ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
 void ff_tensor_view(const ff_tensor *t, ff_view *v);
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);
 void ff_storage_bump_version(ff_storage *s);
+void ff_storage_retain(ff_storage *s);
+void ff_storage_release(ff_storage *s); /* the last release frees the buffer */
 /* Tensor headers alive in the process (ff_debug_live_tensors); leak tests count on it. */
 extern atomic_long ff_live_tensor_count;
 
@@ -178,6 +183,34 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
                                double eps, const char *fn);
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
                             const char *fn);
+
+/* ---- graph capture hooks (graph/capture.c) ------------------------------- */
+/* The graph capturing on this thread, NULL when none (or while a host call runs). The
+ * hooks below are called only when it is set; each records what the core just did. */
+extern _Thread_local struct ff_graph *ff_graph_recording;
+typedef struct ff_graph_params {
+    ff_scalar value;         /* fill */
+    uint32_t axes_mask;      /* reduce */
+    int axis, flag;          /* gather/scatter/softmax(log)/scan/argsort(descending)/fft */
+    int n_dst;               /* entries with arrays of outputs */
+    double eps;              /* batch_norm */
+    ff_conv2d_params conv;
+    ff_pool2d_params pool;
+    ff_random_dist dist;
+    uint64_t seed, counter_base;
+    double p0, p1;
+} ff_graph_params;
+/* A kernel entry that succeeded: kind (FF_KIND_*), op, its n views (outputs first: p's
+ * n_dst of them, or 1) and the storages behind them. */
+void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_storage *const *stor,
+                            const ff_graph_params *p);
+/* An entry that failed while capturing: the capture reports it at its end. */
+void ff_graph_record_failure(void);
+void ff_graph_record_storage_new(ff_storage *s);
+void ff_graph_record_storage_dead(ff_storage *s); /* s->graph is set */
+void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
+void ff_graph_record_host_read(void);
+void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n);
 
 /* Checks every tensor is non-NULL and on the same backend; returns that backend. */
 ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);

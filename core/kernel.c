@@ -29,10 +29,24 @@ static ff_status unsupported(ff_backend *be, const char *fn, const char *what, f
 
 static ff_status finish(ff_status st, const ff_tensor *dst, const char *fn)
 {
+    if (st && ff_graph_recording) ff_graph_record_failure();
     ff_storage_bump_version(dst->storage);
     if (st == FF_OK) return FF_OK;
     ff_error_prefix(fn);
     return ff_error(st, "%s", ff_last_error());
+}
+
+/* finish() for an entry a graph capture may record: n views v over the tensors ts
+ * (outputs first; p's n_dst of them, or 1). */
+static ff_status finish_rec(ff_status st, const ff_tensor *dst, const char *fn, int kind, int op, int n,
+                            const ff_view *v, const ff_tensor *const *ts, const ff_graph_params *p)
+{
+    if (!st && ff_graph_recording) {
+        ff_storage *stor[9];
+        for (int i = 0; i < n; i++) stor[i] = ts[i]->storage;
+        ff_graph_record_kernel(kind, op, n, v, stor, p);
+    }
+    return finish(st, dst, fn);
 }
 
 /* t's layout stretched to dst's shape with stride-0 dims (a plain copy when the shapes
@@ -78,7 +92,8 @@ ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const cha
     if (!be->vt->supports(be->ctx, FF_KIND_FILL, 0, dst->dtype)) return unsupported(be, fn, "fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
-    return finish(be->vt->fill(be->ctx, &v, fill_value(dst->dtype, value)), dst, fn);
+    ff_graph_params p = {.value = fill_value(dst->dtype, value)};
+    return finish_rec(be->vt->fill(be->ctx, &v, p.value), dst, fn, FF_KIND_FILL, 0, 1, &v, ts_, &p);
 }
 
 ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn)
@@ -94,10 +109,10 @@ ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char 
                         ff_dtype_name(src->dtype), ff_dtype_name(dst->dtype));
     ff_layout sl;
     if (broadcast_to_dst(src, dst, &sl, fn)) return ff_last_status();
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view_layout(src, &sl, &vs);
-    return finish(be->vt->copy(be->ctx, &vd, &vs), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view_layout(src, &sl, &v[1]);
+    return finish_rec(be->vt->copy(be->ctx, &v[0], &v[1]), dst, fn, FF_KIND_COPY, 0, 2, v, ts_, NULL);
 }
 
 ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn)
@@ -106,10 +121,10 @@ ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor 
     if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid unary op %d", fn, (int)op);
     if (!be->vt->supports(be->ctx, FF_KIND_UNARY, (int)op, src->dtype))
         return unsupported(be, fn, "this unary op", src->dtype);
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(be->vt->unary(be->ctx, op, &vd, &vs), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    return finish_rec(be->vt->unary(be->ctx, op, &v[0], &v[1]), dst, fn, FF_KIND_UNARY, (int)op, 2, v, ts_, NULL);
 }
 
 ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b,
@@ -124,11 +139,12 @@ ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tenso
         return unsupported(be, fn, "this binary op", a->dtype);
     ff_layout la, lb;
     if (broadcast_to_dst(a, dst, &la, fn) || broadcast_to_dst(b, dst, &lb, fn)) return ff_last_status();
-    ff_view vd, va, vb;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view_layout(a, &la, &va);
-    ff_tensor_view_layout(b, &lb, &vb);
-    return finish(be->vt->binary(be->ctx, op, &vd, &va, &vb), dst, fn);
+    ff_view v[3];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view_layout(a, &la, &v[1]);
+    ff_tensor_view_layout(b, &lb, &v[2]);
+    return finish_rec(be->vt->binary(be->ctx, op, &v[0], &v[1], &v[2]), dst, fn, FF_KIND_BINARY, (int)op, 3, v, ts_,
+                      NULL);
 }
 
 ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tensor *src, uint32_t axes_mask,
@@ -139,21 +155,23 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
         return unsupported(be, fn, "this reduction", src->dtype);
     if (dst->layout.ndim != src->layout.ndim)
         return ff_error(FF_ERR_INVALID, "%s: internal: reduce dst must be in keepdim form", fn);
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(be->vt->reduce(be->ctx, op, &vd, &vs, axes_mask), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_graph_params p = {.axes_mask = axes_mask};
+    return finish_rec(be->vt->reduce(be->ctx, op, &v[0], &v[1], axes_mask), dst, fn, FF_KIND_REDUCE, (int)op, 2, v,
+                      ts_, &p);
 }
 
 ff_status ff_kernel_matmul(const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b, const char *fn)
 {
     BEGIN_KERNEL(3, dst, a, b);
     if (!be->vt->supports(be->ctx, FF_KIND_MATMUL, 0, a->dtype)) return unsupported(be, fn, "matmul", a->dtype);
-    ff_view vd, va, vb;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(a, &va);
-    ff_tensor_view(b, &vb);
-    return finish(be->vt->matmul(be->ctx, &vd, &va, &vb), dst, fn);
+    ff_view v[3];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(a, &v[1]);
+    ff_tensor_view(b, &v[2]);
+    return finish_rec(be->vt->matmul(be->ctx, &v[0], &v[1], &v[2]), dst, fn, FF_KIND_MATMUL, 0, 3, v, ts_, NULL);
 }
 
 ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b,
@@ -164,12 +182,12 @@ ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_
     ff_layout lc, la, lb;
     if (broadcast_to_dst(cond, dst, &lc, fn) || broadcast_to_dst(a, dst, &la, fn) || broadcast_to_dst(b, dst, &lb, fn))
         return ff_last_status();
-    ff_view vd, vc, va, vb;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view_layout(cond, &lc, &vc);
-    ff_tensor_view_layout(a, &la, &va);
-    ff_tensor_view_layout(b, &lb, &vb);
-    return finish(be->vt->where(be->ctx, &vd, &vc, &va, &vb), dst, fn);
+    ff_view v[4];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view_layout(cond, &lc, &v[1]);
+    ff_tensor_view_layout(a, &la, &v[2]);
+    ff_tensor_view_layout(b, &lb, &v[3]);
+    return finish_rec(be->vt->where(be->ctx, &v[0], &v[1], &v[2], &v[3]), dst, fn, FF_KIND_WHERE, 0, 4, v, ts_, NULL);
 }
 
 ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_tensor *index, int axis,
@@ -177,11 +195,12 @@ ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_
 {
     BEGIN_KERNEL(3, dst, src, index);
     if (!be->vt->supports(be->ctx, FF_KIND_GATHER, 0, src->dtype)) return unsupported(be, fn, "gather", src->dtype);
-    ff_view vd, vs, vi;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    ff_tensor_view(index, &vi);
-    return finish(be->vt->gather(be->ctx, &vd, &vs, &vi, axis), dst, fn);
+    ff_view v[3];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_tensor_view(index, &v[2]);
+    ff_graph_params p = {.axis = axis};
+    return finish_rec(be->vt->gather(be->ctx, &v[0], &v[1], &v[2], axis), dst, fn, FF_KIND_GATHER, 0, 3, v, ts_, &p);
 }
 
 ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, const ff_tensor *src, int axis,
@@ -190,11 +209,13 @@ ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, co
     BEGIN_KERNEL(3, dst, index, src);
     if (!be->vt->supports(be->ctx, FF_KIND_SCATTER_ADD, 0, dst->dtype))
         return unsupported(be, fn, "scatter_add", dst->dtype);
-    ff_view vd, vi, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(index, &vi);
-    ff_tensor_view(src, &vs);
-    return finish(be->vt->scatter_add(be->ctx, &vd, &vi, &vs, axis), dst, fn);
+    ff_view v[3];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(index, &v[1]);
+    ff_tensor_view(src, &v[2]);
+    ff_graph_params p = {.axis = axis};
+    return finish_rec(be->vt->scatter_add(be->ctx, &v[0], &v[1], &v[2], axis), dst, fn, FF_KIND_SCATTER_ADD, 0, 3, v,
+                      ts_, &p);
 }
 
 ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
@@ -205,7 +226,9 @@ ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t s
         return unsupported(be, fn, "random fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
-    return finish(be->vt->random(be->ctx, &v, dist, seed, counter_base, p0, p1), dst, fn);
+    ff_graph_params p = {.dist = dist, .seed = seed, .counter_base = counter_base, .p0 = p0, .p1 = p1};
+    return finish_rec(be->vt->random(be->ctx, &v, dist, seed, counter_base, p0, p1), dst, fn, FF_KIND_RANDOM,
+                      (int)dist, 1, &v, ts_, &p);
 }
 
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log, const char *fn)
@@ -213,10 +236,11 @@ ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis
     BEGIN_KERNEL(2, dst, src);
     ff_status (*softmax)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, softmax);
     if (!softmax || !be->vt->supports(be->ctx, FF_KIND_SOFTMAX, log, src->dtype)) return FF_ERR_UNSUPPORTED;
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(softmax(be->ctx, &vd, &vs, axis, log), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_graph_params p = {.axis = axis, .flag = log};
+    return finish_rec(softmax(be->ctx, &v[0], &v[1], axis, log), dst, fn, FF_KIND_SOFTMAX, log, 2, v, ts_, &p);
 }
 
 /* which: 0 forward (a = x, b = w -> dst = y), 1 backward to the input (a = gy, b = w ->
@@ -229,14 +253,15 @@ ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, 
     BEGIN_KERNEL(3, dst, a, b);
     if (!ff_backend_has_conv2d(be) || !be->vt->supports(be->ctx, FF_KIND_CONV2D, which, dst->dtype))
         return FF_ERR_UNSUPPORTED;
-    ff_view vd, va, vb;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(a, &va);
-    ff_tensor_view(b, &vb);
-    ff_status st = which == 0   ? be->vt->conv2d(be->ctx, &vd, &va, &vb, p)
-                   : which == 1 ? be->vt->conv2d_backward_input(be->ctx, &vd, &va, &vb, p)
-                                : be->vt->conv2d_backward_weight(be->ctx, &vd, &va, &vb, p);
-    return finish(st, dst, fn);
+    ff_view v[3];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(a, &v[1]);
+    ff_tensor_view(b, &v[2]);
+    ff_status st = which == 0   ? be->vt->conv2d(be->ctx, &v[0], &v[1], &v[2], p)
+                   : which == 1 ? be->vt->conv2d_backward_input(be->ctx, &v[0], &v[1], &v[2], p)
+                                : be->vt->conv2d_backward_weight(be->ctx, &v[0], &v[1], &v[2], p);
+    ff_graph_params gp = {.conv = *p};
+    return finish_rec(st, dst, fn, FF_KIND_CONV2D, which, 3, v, ts_, &gp);
 }
 
 /* op 0 cumsum, 1 cumprod along axis (normalized; 0 for 0-d); dst has src's shape and dtype. */
@@ -246,10 +271,11 @@ ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int
     ff_status (*scan)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, scan);
     if (!scan || !be->vt->supports(be->ctx, FF_KIND_SCAN, op, src->dtype))
         return unsupported(be, fn, op ? "cumprod" : "cumsum", src->dtype);
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(scan(be->ctx, op, &vd, &vs, axis), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_graph_params p = {.axis = axis};
+    return finish_rec(scan(be->ctx, op, &v[0], &v[1], axis), dst, fn, FF_KIND_SCAN, op, 2, v, ts_, &p);
 }
 
 /* Stable argsort of src along axis (normalized; 0 for 0-d) into dst (i64, src's shape). */
@@ -259,32 +285,35 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
     ff_status (*argsort)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, argsort);
     if (!argsort || !be->vt->supports(be->ctx, FF_KIND_SORT, descending, src->dtype))
         return unsupported(be, fn, "argsort", src->dtype);
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(argsort(be->ctx, &vd, &vs, axis, descending), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_graph_params p = {.axis = axis, .flag = descending};
+    return finish_rec(argsort(be->ctx, &v[0], &v[1], axis, descending), dst, fn, FF_KIND_SORT, descending, 2, v, ts_,
+                      &p);
 }
 
-/* The views of an entry that takes arrays of views (n_dst <= 4 outputs, n_src <= 5
- * inputs) and their common backend, or NULL with the error set. */
-static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src, ff_view *vd,
-                               ff_view *vs, const char *fn)
+/* The views of an entry that takes arrays of views (n_dst <= 4 outputs, then n_src <= 5
+ * inputs, in v and their tensors in ts) and their common backend, or NULL with the
+ * error set. */
+static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src, ff_view *v,
+                               const ff_tensor **ts, const char *fn)
 {
-    const ff_tensor *ts[9];
     if (n_dst < 1 || n_dst > 4 || n_src < 1 || n_src > 5)
         return ff_error(FF_ERR_INVALID, "%s: internal: %d outputs and %d inputs", fn, n_dst, n_src), NULL;
-    for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &vd[i]);
-    for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &vs[i]);
+    for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &v[i]);
+    for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &v[n_dst + i]);
     ff_backend *be = ff_common_backend(n_dst + n_src, ts, fn);
     if (be) ff_clear_error();
     return be;
 }
 
 /* Ends an entry with several outputs: every output's version moves. */
-static ff_status finish_all(ff_status st, ff_tensor *const *dst, int n_dst, const char *fn)
+static ff_status finish_all(ff_status st, const char *fn, int kind, int op, int n, const ff_view *v,
+                            const ff_tensor *const *ts, ff_graph_params *p)
 {
-    for (int i = 1; i < n_dst; i++) ff_storage_bump_version(dst[i]->storage);
-    return finish(st, dst[0], fn);
+    for (int i = 1; i < p->n_dst; i++) ff_storage_bump_version(ts[i]->storage);
+    return finish_rec(st, ts[0], fn, kind, op, n, v, ts, p);
 }
 
 /* Dense linear algebra (ff_linalg_op): n_dst outputs, n_src inputs, shapes checked by
@@ -292,42 +321,50 @@ static ff_status finish_all(ff_status st, ff_tensor *const *dst, int n_dst, cons
 ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                            const char *fn)
 {
-    ff_view vd[4], vs[5];
-    ff_backend *be = view_arrays(dst, n_dst, src, n_src, vd, vs, fn);
+    ff_view v[9];
+    const ff_tensor *ts[9];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*linalg)(void *, int, const ff_view *, int, const ff_view *, int) = FF_VT_OPT(be, linalg);
     static const char *const names[] = {"solve", "det", "cholesky", "qr", "svd", "lstsq"};
     if (!linalg || !be->vt->supports(be->ctx, FF_KIND_LINALG, op, src[0]->dtype))
         return unsupported(be, fn, op >= 0 && op < FF_LINALG_COUNT ? names[op] : "linalg", src[0]->dtype);
-    return finish_all(linalg(be->ctx, op, vd, n_dst, vs, n_src), dst, n_dst, fn);
+    ff_graph_params p = {.n_dst = n_dst};
+    return finish_all(linalg(be->ctx, op, v, n_dst, v + n_dst, n_src), fn, FF_KIND_LINALG, op, n_dst + n_src, v, ts,
+                      &p);
 }
 
 /* Batch norm's training passes (op 0 forward, 1 backward; views as the ABI comment). */
 ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                                double eps, const char *fn)
 {
-    ff_view vd[4], vs[5];
-    ff_backend *be = view_arrays(dst, n_dst, src, n_src, vd, vs, fn);
+    ff_view v[9];
+    const ff_tensor *ts[9];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, batch_norm);
     const ff_tensor *x = src[op ? 1 : 0];
     if (!bn || !be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype))
         return unsupported(be, fn, "batch_norm", x->dtype);
-    return finish_all(bn(be->ctx, op, vd, n_dst, vs, n_src, eps), dst, n_dst, fn);
+    ff_graph_params p = {.n_dst = n_dst, .eps = eps};
+    return finish_all(bn(be->ctx, op, v, n_dst, v + n_dst, n_src, eps), fn, FF_KIND_BATCH_NORM, op, n_dst + n_src, v,
+                      ts, &p);
 }
 
 /* 2-D pooling (ff_pool2d_op) into dst; views and shapes as the ABI comment. */
 ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_pool2d_params *p,
                            const char *fn)
 {
-    ff_view vd[1], vs[5];
-    ff_backend *be = view_arrays(&dst, 1, src, n_src, vd, vs, fn);
+    ff_view v[9];
+    const ff_tensor *ts[9];
+    ff_backend *be = view_arrays(&dst, 1, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
         FF_VT_OPT(be, pool2d);
     if (!pool || !be->vt->supports(be->ctx, FF_KIND_POOL2D, op, dst->dtype))
         return unsupported(be, fn, "pool2d", dst->dtype);
-    return finish(pool(be->ctx, op, vd, vs, n_src, p), dst, fn);
+    ff_graph_params gp = {.n_dst = 1, .pool = *p};
+    return finish_all(pool(be->ctx, op, v, v + 1, n_src, p), fn, FF_KIND_POOL2D, op, 1 + n_src, v, ts, &gp);
 }
 
 /* One transform (ff_fft_op) of src along axis (a signal dim: never the complex pair's)
@@ -337,8 +374,9 @@ ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int 
     BEGIN_KERNEL(2, dst, src);
     ff_status (*fft)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, fft);
     if (!fft || !be->vt->supports(be->ctx, FF_KIND_FFT, op, src->dtype)) return unsupported(be, fn, "fft", src->dtype);
-    ff_view vd, vs;
-    ff_tensor_view(dst, &vd);
-    ff_tensor_view(src, &vs);
-    return finish(fft(be->ctx, op, &vd, &vs, axis), dst, fn);
+    ff_view v[2];
+    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view(src, &v[1]);
+    ff_graph_params p = {.axis = axis};
+    return finish_rec(fft(be->ctx, op, &v[0], &v[1], axis), dst, fn, FF_KIND_FFT, op, 2, v, ts_, &p);
 }

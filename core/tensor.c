@@ -42,12 +42,14 @@ static ff_storage *storage_new(ff_backend *be, size_t nbytes, const char *fn)
     atomic_init(&s->version, 0);
     s->backend = be;
     s->nbytes = nbytes;
+    if (ff_graph_recording) ff_graph_record_storage_new(s);
     return s;
 }
 
-static void storage_release(ff_storage *s)
+void ff_storage_release(ff_storage *s)
 {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
+    if (s->graph) ff_graph_record_storage_dead(s);
     if (s->release_external)
         s->release_external(s->external_ctx);
     else
@@ -60,6 +62,8 @@ atomic_long ff_live_tensor_count;
 long ff_debug_live_tensors(void) { return atomic_load(&ff_live_tensor_count); }
 
 void ff_storage_bump_version(ff_storage *s) { atomic_fetch_add(&s->version, 1); }
+
+void ff_storage_retain(ff_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
 ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, const char *fn)
 {
@@ -123,7 +127,7 @@ void ff_tensor_release(ff_tensor *t)
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     ff_tensor_release(t->grad);
     if (t->grad_fn) atomic_load_explicit(&history_release, memory_order_relaxed)(t->grad_fn);
-    storage_release(t->storage);
+    ff_storage_release(t->storage);
     free(t);
     atomic_fetch_sub(&ff_live_tensor_count, 1);
 }
@@ -200,6 +204,7 @@ ff_status ff_tensor_to_host(const ff_tensor *t, void *dst, size_t nbytes)
         src = tmp;
     }
     ff_clear_error();
+    if (ff_graph_recording) ff_graph_record_host_read();
     ff_status st = be->vt->download(be->ctx, src->storage->buf, (size_t)src->layout.offset * ff_dtype_size(t->dtype),
                                     dst, nbytes);
     ff_tensor_release(tmp);
@@ -228,6 +233,7 @@ static ff_status read_element(const ff_tensor *t, int64_t elem, void *out, const
     ff_backend *be = t->storage->backend;
     size_t es = ff_dtype_size(t->dtype);
     ff_clear_error();
+    if (ff_graph_recording) ff_graph_record_host_read();
     ff_status st = be->vt->download(be->ctx, t->storage->buf, (size_t)elem * es, out, es);
     if (st) {
         ff_error_prefix(fn);

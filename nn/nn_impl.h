@@ -49,11 +49,27 @@ static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
 
 /* ---- optimizers ---------------------------------------------------------------- */
 #define FF_OPTIM_MAX_STATE 3
+#define FF_OPTIM_MAX_COEF 3
 
+/* (optimizer, parameter): the user pointer of a parameter's host call. */
+typedef struct ff_optim_slot {
+    ff_optimizer *opt;
+    int i;
+} ff_optim_slot;
+
+/* A step is split so that graphs can replay it (include/ff/graph.h): the host side
+ * (counting the step, creating state, the scalars that depend on lr and the step
+ * number) runs as a host call, writing those scalars into 0-d coefficient tensors; the
+ * tensor side reads them and is recorded as kernels. Eager steps run both, in order. */
 struct ff_optimizer {
     const char *name;
+    /* Host side for parameter i at step param_steps[i] (already counted): creates
+     * state, sets coefficients with ff_optimizer_set_coef. May be NULL. */
+    ff_status (*prepare_param)(ff_optimizer *opt, int i);
     /* Updates parameter i from its gradient g; runs under no-grad, counts nothing. */
     ff_status (*step_param)(ff_optimizer *opt, int i, ff_tensor *g);
+    ff_tensor **coef[FF_OPTIM_MAX_COEF];     /* per parameter 0-d tensors, p's dtype, retained */
+    ff_optim_slot *slots;
     int n;
     ff_tensor **params;                      /* retained */
     ff_tensor **state[FF_OPTIM_MAX_STATE];   /* per parameter, created lazily, retained */
@@ -68,6 +84,11 @@ struct ff_optimizer {
 
 /* *slot (an optimizer state tensor), created as zeros like p on first use. */
 ff_status ff_optimizer_state_zeros(ff_tensor **slot, const ff_tensor *p);
+/* Coefficient k of parameter i := value (a 0-d tensor of the parameter's dtype, created
+ * on first use); the tensor side reads it with opt->coef[k][i]. */
+ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value);
+/* x += alpha * y with alpha a 0-d tensor (ff_axpy_'s tensor form). */
+ff_status ff_optimizer_axpy(ff_tensor *x, const ff_tensor *alpha, const ff_tensor *y);
 
 /* Allocates an optimizer over params (retained). NULL on error. */
 ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn);

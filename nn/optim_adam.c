@@ -8,16 +8,31 @@
 
 #include "nn_impl.h"
 
+/* The host side at step t: state, and coefficients 0: 1 / sqrt(1 - b2^t),
+ * 1: -lr / (1 - b1^t), 2: AdamW's 1 - lr wd. */
+static ff_status adam_prepare(ff_optimizer *opt, int i)
+{
+    double t = (double)opt->param_steps[i];
+    const ff_adam_opts *o = &opt->adam;
+    ff_tensor *p = opt->params[i];
+    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
+    ff_status st = ff_optimizer_state_zeros(&opt->state[0][i], p);
+    if (!st) st = ff_optimizer_state_zeros(&opt->state[1][i], p);
+    if (!st) st = ff_optimizer_set_coef(opt, 0, i, 1.0 / sqrt(bc2));
+    if (!st) st = ff_optimizer_set_coef(opt, 1, i, -opt->lr / bc1);
+    if (!st && opt->decoupled_wd) st = ff_optimizer_set_coef(opt, 2, i, 1.0 - opt->lr * o->weight_decay);
+    return st;
+}
+
 static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0)
 {
-    double t = (double)(opt->param_steps[i] + 1);
     const ff_adam_opts *o = &opt->adam;
     ff_tensor *p = opt->params[i];
     ff_tensor *g = ff_tensor_retain(g0), *g2 = NULL, *denom = NULL, *upd = NULL;
     ff_status st = FF_OK;
     if (o->weight_decay != 0.0) {
         if (opt->decoupled_wd) {
-            if ((st = ff_mul_scalar_(p, 1.0 - opt->lr * o->weight_decay))) goto done;
+            if ((st = ff_mul_(p, opt->coef[2][i]))) goto done;
         } else {
             ff_tensor *gd = ff_mul_scalar(p, o->weight_decay);
             if (!gd) {
@@ -31,24 +46,22 @@ static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0)
         }
     }
     ff_tensor **m = &opt->state[0][i], **v = &opt->state[1][i];
-    if ((st = ff_optimizer_state_zeros(m, p)) || (st = ff_optimizer_state_zeros(v, p))) goto done;
     if ((st = ff_mul_scalar_(*m, o->beta1)) || (st = ff_axpy_(*m, 1.0 - o->beta1, g))) goto done;
     if (!(g2 = ff_mul(g, g))) {
         st = ff_nn_failed();
         goto done;
     }
     if ((st = ff_mul_scalar_(*v, o->beta2)) || (st = ff_axpy_(*v, 1.0 - o->beta2, g2))) goto done;
-    double bc1 = 1.0 - pow(o->beta1, t), bc2 = 1.0 - pow(o->beta2, t);
     if (!(denom = ff_sqrt(*v))) {
         st = ff_nn_failed();
         goto done;
     }
-    if ((st = ff_mul_scalar_(denom, 1.0 / sqrt(bc2))) || (st = ff_add_scalar_(denom, o->eps))) goto done;
+    if ((st = ff_mul_(denom, opt->coef[0][i])) || (st = ff_add_scalar_(denom, o->eps))) goto done;
     if (!(upd = ff_div(*m, denom))) {
         st = ff_nn_failed();
         goto done;
     }
-    st = ff_axpy_(p, -opt->lr / bc1, upd);
+    st = ff_optimizer_axpy(p, opt->coef[1][i], upd);
 done:
     ff_tensor_release(g);
     ff_tensor_release(g2);
@@ -75,6 +88,7 @@ static ff_optimizer *adam_new(const char *name, bool decoupled, ff_tensor *const
     ff_optimizer *opt = ff_optimizer_alloc(name, params, n, fn);
     if (!opt) return NULL;
     opt->step_param = adam_param;
+    opt->prepare_param = adam_prepare;
     opt->lr = o->lr;
     opt->adam = *o;
     opt->decoupled_wd = decoupled;

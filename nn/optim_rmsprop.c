@@ -30,14 +30,12 @@ static ff_status rmsprop_param(ff_optimizer *opt, int i, ff_tensor *g0)
         g = gd;
         if (st) goto done;
     }
-    if ((st = ff_optimizer_state_zeros(v, p))) goto done;
     if (!(g2 = ff_mul(g, g))) {
         st = ff_nn_failed();
         goto done;
     }
     if ((st = ff_mul_scalar_(*v, o->alpha)) || (st = ff_axpy_(*v, 1.0 - o->alpha, g2))) goto done;
     if (o->centered) {
-        if ((st = ff_optimizer_state_zeros(ga, p))) goto done;
         if ((st = ff_mul_scalar_(*ga, o->alpha)) || (st = ff_axpy_(*ga, 1.0 - o->alpha, g))) goto done;
         if (!(tmp = ff_mul(*ga, *ga)) || !(upd = ff_sub(*v, tmp))) {
             st = ff_nn_failed();
@@ -59,11 +57,10 @@ static ff_status rmsprop_param(ff_optimizer *opt, int i, ff_tensor *g0)
         goto done;
     }
     if (o->momentum > 0.0) {
-        if ((st = ff_optimizer_state_zeros(buf, p))) goto done;
         if ((st = ff_mul_scalar_(*buf, o->momentum)) || (st = ff_add_(*buf, upd))) goto done;
-        st = ff_axpy_(p, -opt->lr, *buf);
+        st = ff_optimizer_axpy(p, opt->coef[0][i], *buf);
     } else {
-        st = ff_axpy_(p, -opt->lr, upd);
+        st = ff_optimizer_axpy(p, opt->coef[0][i], upd);
     }
 done:
     ff_tensor_release(g);
@@ -72,6 +69,17 @@ done:
     ff_tensor_release(tmp);
     ff_tensor_release(upd);
     return st;
+}
+
+/* The host side: the state slots in use, and coefficient 0: -lr. */
+static ff_status rmsprop_prepare(ff_optimizer *opt, int i)
+{
+    const ff_rmsprop_opts *o = &opt->rmsprop;
+    ff_tensor *p = opt->params[i];
+    ff_status st = ff_optimizer_state_zeros(&opt->state[0][i], p);
+    if (!st && o->momentum > 0.0) st = ff_optimizer_state_zeros(&opt->state[1][i], p);
+    if (!st && o->centered) st = ff_optimizer_state_zeros(&opt->state[2][i], p);
+    return st ? st : ff_optimizer_set_coef(opt, 0, i, -opt->lr);
 }
 
 ff_rmsprop_opts ff_rmsprop_defaults(double lr)
@@ -95,6 +103,7 @@ ff_optimizer *ff_rmsprop(ff_tensor *const *params, int n, const ff_rmsprop_opts 
     ff_optimizer *opt = ff_optimizer_alloc("RMSprop", params, n, fn);
     if (!opt) return NULL;
     opt->step_param = rmsprop_param;
+    opt->prepare_param = rmsprop_prepare;
     opt->lr = o->lr;
     opt->rmsprop = *o;
     return opt;

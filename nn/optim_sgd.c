@@ -25,6 +25,11 @@ static ff_status sgd_param(ff_optimizer *opt, int i, ff_tensor *g)
     }
     if (o->momentum != 0.0) {
         ff_tensor **buf = &opt->state[0][i];
+        if (!*buf && ff_graph_is_capturing()) {
+            st = ff_set_error(FF_ERR_INVALID, "ff_optimizer_step: SGD creates its momentum buffers on the first step, "
+                                              "which a replay would repeat; run one step before capturing");
+            goto done;
+        }
         if (!*buf) {
             if (!(*buf = ff_clone(d))) {
                 st = ff_nn_failed();
@@ -46,12 +51,15 @@ static ff_status sgd_param(ff_optimizer *opt, int i, ff_tensor *g)
         d = tmp;
         tmp = NULL;
     }
-    st = ff_axpy_(p, -opt->lr, d);
+    st = ff_optimizer_axpy(p, opt->coef[0][i], d);
 done:
     ff_tensor_release(tmp);
     ff_tensor_release(d);
     return st;
 }
+
+/* coefficient 0: -lr (read at each step, so schedules reach replayed steps) */
+static ff_status sgd_prepare(ff_optimizer *opt, int i) { return ff_optimizer_set_coef(opt, 0, i, -opt->lr); }
 
 ff_sgd_opts ff_sgd_defaults(double lr) { return (ff_sgd_opts){.lr = lr}; }
 
@@ -70,6 +78,7 @@ ff_optimizer *ff_sgd(ff_tensor *const *params, int n, const ff_sgd_opts *opts)
     ff_optimizer *opt = ff_optimizer_alloc("SGD", params, n, fn);
     if (!opt) return NULL;
     opt->step_param = sgd_param;
+    opt->prepare_param = sgd_prepare;
     opt->lr = o->lr;
     opt->sgd = *o;
     return opt;

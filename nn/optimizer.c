@@ -46,6 +46,17 @@ ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int
             opt = NULL;
         }
     }
+    for (int k = 0; opt && opt->params && k < FF_OPTIM_MAX_COEF; k++) {
+        opt->coef[k] = calloc((size_t)n, sizeof *opt->coef[k]);
+        if (!opt->coef[k]) {
+            ff_optimizer_release(opt);
+            opt = NULL;
+        }
+    }
+    if (opt && opt->params && !(opt->slots = calloc((size_t)n, sizeof *opt->slots))) {
+        ff_optimizer_release(opt);
+        opt = NULL;
+    }
     if (!opt || !opt->params) {
         ff_optimizer_release(opt);
         ff_set_error(FF_ERR_OOM, "%s: out of memory", fn);
@@ -53,7 +64,10 @@ ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int
     }
     opt->name = name;
     opt->n = n;
-    for (int i = 0; i < n; i++) opt->params[i] = ff_tensor_retain(params[i]);
+    for (int i = 0; i < n; i++) {
+        opt->params[i] = ff_tensor_retain(params[i]);
+        opt->slots[i] = (ff_optim_slot){opt, i};
+    }
     return opt;
 }
 
@@ -65,6 +79,11 @@ void ff_optimizer_release(ff_optimizer *opt)
         for (int i = 0; opt->state[s] && i < opt->n; i++) ff_tensor_release(opt->state[s][i]);
         free(opt->state[s]);
     }
+    for (int k = 0; k < FF_OPTIM_MAX_COEF; k++) {
+        for (int i = 0; opt->coef[k] && i < opt->n; i++) ff_tensor_release(opt->coef[k][i]);
+        free(opt->coef[k]);
+    }
+    free(opt->slots);
     free(opt->params);
     free(opt->param_steps);
     free(opt);
@@ -73,6 +92,38 @@ void ff_optimizer_release(ff_optimizer *opt)
 ff_status ff_optimizer_state_zeros(ff_tensor **slot, const ff_tensor *p)
 {
     if (!*slot && !(*slot = ff_zeros_like(p))) return ff_nn_failed();
+    return FF_OK;
+}
+
+ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value)
+{
+    ff_tensor **c = &opt->coef[k][i];
+    const ff_tensor *p = opt->params[i];
+    if (!*c && !(*c = ff_full_on(ff_tensor_backend(p), 0, NULL, ff_tensor_dtype(p), value))) return ff_nn_failed();
+    return ff_fill_(*c, value);
+}
+
+ff_status ff_optimizer_axpy(ff_tensor *x, const ff_tensor *alpha, const ff_tensor *y)
+{
+    ff_tensor *ay = ff_mul(y, alpha); /* the bits of ff_axpy_'s ff_mul_scalar: alpha rounded to x's dtype */
+    ff_status st = ay ? ff_add_(x, ay) : ff_nn_failed();
+    ff_tensor_release(ay);
+    return st;
+}
+
+/* The host side of parameter i's step: count it, then the optimizer's prepare. */
+static ff_status prepare_cb(void *user)
+{
+    ff_optim_slot *s = user;
+    s->opt->param_steps[s->i]++;
+    ff_status st = s->opt->prepare_param ? s->opt->prepare_param(s->opt, s->i) : FF_OK;
+    if (st) s->opt->param_steps[s->i]--;
+    return st;
+}
+
+static ff_status count_cb(void *user)
+{
+    ((ff_optimizer *)user)->steps++;
     return FF_OK;
 }
 
@@ -85,12 +136,12 @@ ff_status ff_optimizer_step(ff_optimizer *opt)
     for (int i = 0; i < opt->n && !st; i++) {
         ff_tensor *g = ff_grad(opt->params[i]);
         if (!g) continue; /* a parameter without a gradient keeps its value and its state */
-        st = opt->step_param(opt, i, g);
+        st = ff_graph_host_call(prepare_cb, &opt->slots[i]);
+        if (!st && (st = opt->step_param(opt, i, g))) opt->param_steps[i]--;
         ff_tensor_release(g);
-        if (!st) opt->param_steps[i]++;
     }
     ff_set_grad_enabled(prev);
-    if (!st) opt->steps++;
+    if (!st) st = ff_graph_host_call(count_cb, opt);
     return st;
 }
 

@@ -1,0 +1,307 @@
+/* Capture: the hooks the core calls while a region runs (core/ff_impl.h), and
+ * begin/end/abort. Everything here runs on the capturing thread, except a storage's
+ * death, which happens wherever its last reference goes (s->graph says whose it is). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_impl.h"
+
+_Thread_local ff_graph *ff_graph_recording;
+
+static void fail(ff_graph *g, const char *msg)
+{
+    if (g->failed) return;
+    g->failed = true;
+    snprintf(g->fail_msg, sizeof g->fail_msg, "%s", msg);
+}
+
+static bool grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = nc;
+    return true;
+}
+
+static int new_buf(ff_graph *g, int role, ff_storage *s)
+{
+    if (!grow((void **)&g->bufs, &g->cap_bufs, g->n_bufs + 1, sizeof *g->bufs)) return fail(g, "out of memory"), -1;
+    g->bufs[g->n_bufs] = (gbuf){.role = role, .s = s, .nbytes = s->nbytes, .first = -1, .last = -1};
+    return g->n_bufs++;
+}
+
+static size_t hash_ptr(const void *p, int cap) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull % (size_t)cap; }
+
+/* The buffer id of a storage that existed before the capture: retained on first sight. */
+static int input_buf(ff_graph *g, ff_storage *s)
+{
+    if (g->map_cap && g->map_n * 2 < g->map_cap)
+        for (size_t i = hash_ptr(s, g->map_cap);; i = (i + 1) % (size_t)g->map_cap) {
+            if (g->map_key[i] == s) return g->map_val[i];
+            if (!g->map_key[i]) break;
+        }
+    if ((g->map_n + 1) * 2 >= g->map_cap) { /* rehash at half load */
+        int nc = g->map_cap ? g->map_cap * 2 : 64;
+        ff_storage **k = calloc((size_t)nc, sizeof *k);
+        int *v = calloc((size_t)nc, sizeof *v);
+        if (!k || !v) return free(k), free(v), fail(g, "out of memory"), -1;
+        for (int i = 0; i < g->map_cap; i++)
+            if (g->map_key[i]) {
+                size_t j = hash_ptr(g->map_key[i], nc);
+                while (k[j]) j = (j + 1) % (size_t)nc;
+                k[j] = g->map_key[i];
+                v[j] = g->map_val[i];
+            }
+        free(g->map_key);
+        free(g->map_val);
+        g->map_key = k;
+        g->map_val = v;
+        g->map_cap = nc;
+        for (size_t i = hash_ptr(s, nc);; i = (i + 1) % (size_t)nc) {
+            if (k[i] == s) return v[i];
+            if (!k[i]) break;
+        }
+    }
+    int id = new_buf(g, GB_INPUT, s);
+    if (id < 0) return -1;
+    ff_storage_retain(s);
+    size_t i = hash_ptr(s, g->map_cap);
+    while (g->map_key[i]) i = (i + 1) % (size_t)g->map_cap;
+    g->map_key[i] = s;
+    g->map_val[i] = id;
+    g->map_n++;
+    return id;
+}
+
+static int buf_of(ff_graph *g, ff_storage *s)
+{
+    return s->graph == g ? s->graph_buf : input_buf(g, s);
+}
+
+static gnode *new_node(ff_graph *g, int kind, int op, int nv)
+{
+    if (!grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes) ||
+        !grow((void **)&g->views, &g->cap_views, g->n_views + nv, sizeof *g->views) ||
+        !grow((void **)&g->vbuf, &g->cap_vbuf, g->n_views + nv, sizeof *g->vbuf))
+        return fail(g, "out of memory"), NULL;
+    gnode *n = &g->nodes[g->n_nodes++];
+    *n = (gnode){.kind = kind, .op = op, .v0 = g->n_views, .nv = nv, .n_dst = 1, .group = -1};
+    g->n_views += nv;
+    return n;
+}
+
+/* Appends view v over storage s to node n (slot i). */
+static void put_view(ff_graph *g, gnode *n, int i, const ff_view *v, ff_storage *s)
+{
+    int b = buf_of(g, s);
+    g->views[n->v0 + i] = *v;
+    g->vbuf[n->v0 + i] = b;
+    if (b < 0) return;
+    g->bufs[b].refs++;
+    if (i < n->n_dst) g->bufs[b].writers++;
+}
+
+static bool same_backend(ff_graph *g, ff_storage *s)
+{
+    if (!g->be) g->be = s->backend;
+    if (g->be == s->backend) return true;
+    char msg[256];
+    snprintf(msg, sizeof msg, "the region used two backends ('%s' and '%s'); a graph runs on one",
+             g->be->name, s->backend->name);
+    fail(g, msg);
+    return false;
+}
+
+void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_storage *const *stor,
+                            const ff_graph_params *p)
+{
+    ff_graph *g = ff_graph_recording;
+    for (int i = 0; i < n; i++)
+        if (!same_backend(g, stor[i])) return;
+    gnode *nd = new_node(g, kind, op, n);
+    if (!nd) return;
+    if (p) nd->p = *p;
+    if (p && p->n_dst > 1) nd->n_dst = p->n_dst;
+    if (kind == FF_KIND_RANDOM) {
+        nd->rng_n = (uint64_t)ff_view_numel(&views[0]);
+        if (g->draw_pending && p->seed == g->draw_seed && p->counter_base == g->draw_base) {
+            nd->global_rng = true;
+            nd->rng_n = g->draw_n;
+        }
+        g->draw_pending = false;
+    }
+    for (int i = 0; i < n; i++) put_view(g, nd, i, &views[i], stor[i]);
+}
+
+void ff_graph_record_failure(void)
+{
+    ff_graph *g = ff_graph_recording;
+    char msg[512];
+    snprintf(msg, sizeof msg, "a kernel failed while capturing: %s", ff_last_error());
+    fail(g, msg);
+}
+
+void ff_graph_record_storage_new(ff_storage *s)
+{
+    ff_graph *g = ff_graph_recording;
+    int id = new_buf(g, GB_TEMP, s);
+    if (id < 0) return;
+    s->graph = g;
+    s->graph_buf = id;
+    g->live_bytes += s->nbytes;
+    if (g->live_bytes > g->info.eager_peak_bytes) g->info.eager_peak_bytes = g->live_bytes;
+}
+
+void ff_graph_record_storage_dead(ff_storage *s)
+{
+    ff_graph *g = s->graph;
+    gbuf *b = &g->bufs[s->graph_buf];
+    b->role = GB_DEAD;
+    b->s = NULL;
+    g->live_bytes -= s->nbytes;
+    s->graph = NULL;
+    if (s->release_external) fail(g, "foreign memory (DLPack, a mapped file) was released while capturing");
+}
+
+void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+{
+    ff_graph *g = ff_graph_recording;
+    if (!same_backend(g, s)) return;
+    gnode *nd = new_node(g, GN_UPLOAD, 0, 1);
+    if (!nd) return;
+    if (!(nd->data = malloc(nbytes))) return fail(g, "out of memory");
+    memcpy(nd->data, host, nbytes);
+    /* a byte view, so planning moves it like any other */
+    ff_view v = {.buf = s->buf, .offset = (int64_t)byte_offset, .dtype = FF_U8, .ndim = 1,
+                 .shape = {(int64_t)nbytes}, .strides = {1}};
+    put_view(g, nd, 0, &v, s);
+}
+
+void ff_graph_record_host_read(void) { ff_graph_recording->info.host_reads++; }
+
+void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n)
+{
+    ff_graph *g = ff_graph_recording;
+    g->draw_pending = true;
+    g->draw_seed = seed;
+    g->draw_base = counter_base;
+    g->draw_n = n;
+}
+
+/* ---- begin / end ------------------------------------------------------------------ */
+
+ff_status ff_graph_capture_begin(void)
+{
+    static const char fn[] = "ff_graph_capture_begin";
+    if (ff_graph_recording)
+        return ff_error(FF_ERR_INVALID, "%s: this thread is already capturing (captures do not nest)", fn);
+    ff_graph *g = calloc(1, sizeof *g);
+    if (!g) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    ff_graph_recording = g;
+    return FF_OK;
+}
+
+bool ff_graph_is_capturing(void) { return ff_graph_recording != NULL; }
+
+/* Stops recording: live temporaries become outputs (retained), untouched ones unused. */
+static ff_graph *stop(void)
+{
+    ff_graph *g = ff_graph_recording;
+    ff_graph_recording = NULL;
+    if (!g) return NULL;
+    for (int i = 0; i < g->n_bufs; i++) {
+        gbuf *b = &g->bufs[i];
+        if (b->role != GB_TEMP) continue;
+        b->s->graph = NULL;
+        if (b->refs) {
+            b->role = GB_OUTPUT;
+            ff_storage_retain(b->s);
+        } else {
+            b->role = GB_UNUSED;
+            b->s = NULL;
+        }
+    }
+    for (int i = 0; i < g->n_bufs; i++)
+        if (g->bufs[i].role == GB_DEAD && !g->bufs[i].refs) g->bufs[i].role = GB_UNUSED;
+    return g;
+}
+
+ff_graph *ff_graph_capture_end(void)
+{
+    static const char fn[] = "ff_graph_capture_end";
+    ff_graph *g = stop();
+    if (!g) return ff_error(FF_ERR_INVALID, "%s: this thread is not capturing", fn), NULL;
+    if (g->failed) {
+        ff_error(FF_ERR_INVALID, "%s: %s", fn, g->fail_msg);
+        ff_graph_release(g);
+        return NULL;
+    }
+    if (ff_graph_plan(g)) {
+        ff_error_prefix(fn);
+        ff_graph_release(g);
+        return NULL;
+    }
+    return g;
+}
+
+void ff_graph_capture_abort(void) { ff_graph_release(stop()); }
+
+ff_status ff_graph_host_call(ff_status (*fn)(void *user), void *user)
+{
+    if (!fn) return ff_error(FF_ERR_INVALID, "ff_graph_host_call: fn is NULL");
+    ff_graph *g = ff_graph_recording;
+    if (!g) return fn(user);
+    ff_graph_recording = NULL; /* the call's own kernels run eagerly, unrecorded */
+    ff_status st = fn(user);
+    ff_graph_recording = g;
+    if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "a host call failed while capturing: %s", ff_last_error());
+        fail(g, msg);
+        return st;
+    }
+    gnode *nd = new_node(g, GN_HOST, 0, 0);
+    if (nd) {
+        nd->host_fn = fn;
+        nd->user = user;
+        nd->n_dst = 0;
+    }
+    return FF_OK;
+}
+
+void ff_graph_release(ff_graph *g)
+{
+    if (!g) return;
+    if (ff_graph_recording == g) ff_graph_recording = NULL;
+    for (int i = 0; i < g->n_bufs; i++) {
+        gbuf *b = &g->bufs[i];
+        if (b->role == GB_TEMP && b->s) b->s->graph = NULL; /* released mid-capture */
+        if ((b->role == GB_INPUT || b->role == GB_OUTPUT) && b->s) ff_storage_release(b->s);
+        if (b->own) g->be->vt->free(g->be->ctx, b->own);
+    }
+    for (int i = 0; i < g->n_groups; i++) {
+        gfused *f = &g->groups[i];
+        free(f->views);
+        free(f->inst);
+        free(f->members);
+    }
+    free(g->groups);
+    for (int k = 0; k < g->n_scratch; k++)
+        if (g->scratch[k]) g->be->vt->free(g->be->ctx, g->scratch[k]);
+    free(g->scratch);
+    if (g->arena) g->be->vt->free(g->be->ctx, g->arena);
+    for (int i = 0; i < g->n_nodes; i++) free(g->nodes[i].data);
+    free(g->nodes);
+    free(g->launch);
+    free(g->views);
+    free(g->vbuf);
+    free(g->bufs);
+    free(g->map_key);
+    free(g->map_val);
+    free(g);
+}

@@ -1,0 +1,110 @@
+/*
+ * Private to graph/: what a captured graph holds.
+ *
+ * Capture (capture.c) records every kernel call the region made as a node over views,
+ * and every storage a view touched as a buffer with a role. Planning (plan.c, fuse.c)
+ * hoists constant fills out, fuses elementwise chains, gives every intermediate a slot
+ * in one arena and rewrites the views onto it. Replay (replay.c) walks the planned
+ * launches calling the backend's entries directly. dump.c writes Graphviz.
+ */
+#ifndef FF_GRAPH_IMPL_H
+#define FF_GRAPH_IMPL_H
+
+#include "ff/graph.h"
+#include "ff_impl.h"
+
+/* Roles of a buffer (a storage the region touched). */
+enum {
+    GB_INPUT,  /* existed before the capture: retained, read and written in place */
+    GB_TEMP,   /* created while capturing, still alive (becomes an output at the end) */
+    GB_OUTPUT, /* created while capturing, alive after it: retained, written by replays */
+    GB_DEAD,   /* created and released while capturing: an intermediate, planned */
+    GB_CONST,  /* an intermediate written once by a constant fill/upload: computed at plan */
+    GB_UNUSED  /* created while capturing but never touched by a kernel */
+};
+
+typedef struct gbuf {
+    int role;
+    ff_storage *s;    /* INPUT, OUTPUT: retained; TEMP: borrowed while capturing */
+    size_t nbytes;
+    void *own;        /* CONST (and unplanned intermediates): its own allocation */
+    size_t arena_off; /* DEAD: its slot */
+    int refs;         /* views of it in nodes */
+    int writers;      /* nodes writing it */
+    int first, last;  /* launch steps using it (planning) */
+    bool fused_temp;  /* lives only inside a fused program: no memory */
+    bool in_place;    /* placed over a dying operand of its producer */
+    int group_refs;   /* scratch for fusion */
+} gbuf;
+
+/* Node kinds past the ff_op_kind values. */
+enum { GN_HOST = 1000, GN_UPLOAD, GN_FUSED };
+
+typedef struct gnode {
+    int kind, op;
+    int v0, nv, n_dst; /* views g->views[v0 .. v0+nv), outputs first */
+    ff_graph_params p;
+    bool global_rng;   /* random: counters from the global generator */
+    uint64_t rng_n;    /* random: counters one draw uses */
+    ff_status (*host_fn)(void *user);
+    void *user;
+    void *data;        /* upload: a copy of the bytes */
+    bool hoisted;      /* constant: ran once at planning, not replayed */
+    int group;         /* fused group, -1 if none */
+} gnode;
+
+typedef struct gfused {
+    ff_fused_program prog;
+    ff_view *views;      /* the program's views (n_views) */
+    ff_fused_inst *inst;
+    int *members;        /* the node indices it replaces */
+    int n_members;
+    bool by_backend;     /* the backend's fused entry runs it; else tiles through unary/binary */
+    /* the tile fallback: rows of dim 0 per tile; temporary t uses the graph's scratch[t] */
+    int64_t tile_rows;
+    int n_temps;
+} gfused;
+
+struct ff_graph {
+    ff_backend *be;
+    gnode *nodes;
+    int n_nodes, cap_nodes;
+    ff_view *views;
+    int *vbuf; /* buffer of each view */
+    int n_views, cap_views, cap_vbuf;
+    gbuf *bufs;
+    int n_bufs, cap_bufs;
+    /* inputs by storage (open addressing; only ever grows while capturing) */
+    ff_storage **map_key;
+    int *map_val;
+    int map_cap, map_n;
+    /* capture state */
+    bool failed;
+    char fail_msg[512];
+    size_t live_bytes;
+    bool draw_pending;
+    uint64_t draw_seed, draw_base, draw_n;
+    /* the plan */
+    gnode *launch; /* what a replay runs, in order */
+    int n_launch;
+    gfused *groups;
+    int n_groups;
+    void **scratch; /* tile buffers the fallback's groups share (one group runs at a time) */
+    int n_scratch;
+    void *arena;
+    ff_graph_info info;
+};
+
+/* Planning, called by ff_graph_capture_end: FF_OK or an error (the graph is then freed). */
+ff_status ff_graph_plan(ff_graph *g);
+/* Fusion (fuse.c): groups elementwise chains of the launch order; marks temporaries. */
+ff_status ff_graph_fuse(ff_graph *g, int *order, int *n_order);
+/* Builds each group's program over the final (rewritten) views and its scratch. */
+ff_status ff_graph_fuse_finish(ff_graph *g);
+/* Runs one group (replay.c's fallback and the backend's entry). */
+ff_status ff_graph_run_fused(ff_graph *g, const gfused *f);
+/* Runs one node's kernel on its (planned) views. */
+ff_status ff_graph_run_node(ff_graph *g, const gnode *n);
+const char *ff_graph_kind_name(int kind);
+
+#endif /* FF_GRAPH_IMPL_H */

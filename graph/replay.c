@@ -1,0 +1,102 @@
+/* Replay: the planned launches, each a direct call of the backend's entry on views
+ * resolved at planning (no shape work, no checks, no allocation). */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_impl.h"
+
+ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
+{
+    const ff_backend_vtable *vt = g->be->vt;
+    void *c = g->be->ctx;
+    const ff_view *v = &g->views[n->v0];
+    const ff_graph_params *p = &n->p;
+    switch (n->kind) {
+    case FF_KIND_FILL: return vt->fill(c, v, p->value);
+    case FF_KIND_COPY: return vt->copy(c, v, v + 1);
+    case FF_KIND_UNARY: return vt->unary(c, (ff_unary_op)n->op, v, v + 1);
+    case FF_KIND_BINARY: return vt->binary(c, (ff_binary_op)n->op, v, v + 1, v + 2);
+    case FF_KIND_REDUCE: return vt->reduce(c, (ff_reduce_op)n->op, v, v + 1, p->axes_mask);
+    case FF_KIND_MATMUL: return vt->matmul(c, v, v + 1, v + 2);
+    case FF_KIND_WHERE: return vt->where(c, v, v + 1, v + 2, v + 3);
+    case FF_KIND_GATHER: return vt->gather(c, v, v + 1, v + 2, p->axis);
+    case FF_KIND_SCATTER_ADD: return vt->scatter_add(c, v, v + 1, v + 2, p->axis);
+    case FF_KIND_RANDOM: {
+        /* fresh numbers each replay: the global generator's next block, or (explicit
+         * seeds) the captured counter moved on by one block per replay */
+        uint64_t seed = p->seed, base = p->counter_base + (uint64_t)(g->info.replays + 1) * n->rng_n;
+        if (n->global_rng) ff_random_next(n->rng_n, &seed, &base);
+        return vt->random(c, v, p->dist, seed, base, p->p0, p->p1);
+    }
+    case FF_KIND_SOFTMAX: return vt->softmax(c, v, v + 1, p->axis, p->flag);
+    case FF_KIND_CONV2D:
+        return n->op == 0   ? vt->conv2d(c, v, v + 1, v + 2, &p->conv)
+               : n->op == 1 ? vt->conv2d_backward_input(c, v, v + 1, v + 2, &p->conv)
+                            : vt->conv2d_backward_weight(c, v, v + 1, v + 2, &p->conv);
+    case FF_KIND_SCAN: return vt->scan(c, n->op, v, v + 1, p->axis);
+    case FF_KIND_SORT: return vt->argsort(c, v, v + 1, p->axis, p->flag);
+    case FF_KIND_LINALG: return vt->linalg(c, n->op, v, n->n_dst, v + n->n_dst, n->nv - n->n_dst);
+    case FF_KIND_FFT: return vt->fft(c, n->op, v, v + 1, p->axis);
+    case FF_KIND_BATCH_NORM: return vt->batch_norm(c, n->op, v, n->n_dst, v + n->n_dst, n->nv - n->n_dst, p->eps);
+    case FF_KIND_POOL2D: return vt->pool2d(c, n->op, v, v + 1, n->nv - 1, &p->pool);
+    case GN_UPLOAD: return vt->upload(c, v->buf, (size_t)v->offset, n->data, (size_t)v->shape[0]);
+    case GN_HOST: return n->host_fn(n->user);
+    case GN_FUSED: return ff_graph_run_fused(g, &g->groups[n->group]);
+    default: return ff_error(FF_ERR_INVALID, "unknown graph node kind %d", n->kind);
+    }
+}
+
+const char *ff_graph_kind_name(int kind)
+{
+    static const char *const names[] = {"fill",   "copy",   "unary", "binary", "reduce", "matmul", "where",
+                                        "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "argsort",
+                                        "linalg", "fft",    "batch_norm", "pool2d", "fused"};
+    if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0])) return names[kind];
+    return kind == GN_HOST ? "host_call" : kind == GN_UPLOAD ? "upload" : kind == GN_FUSED ? "fused" : "?";
+}
+
+ff_status ff_graph_replay(ff_graph *g)
+{
+    static const char fn[] = "ff_graph_replay";
+    if (!g) return ff_error(FF_ERR_INVALID, "%s: graph is NULL", fn);
+    if (ff_graph_recording) return ff_error(FF_ERR_INVALID, "%s: this thread is capturing; replay after capture_end", fn);
+    for (int i = 0; i < g->n_launch; i++) {
+        ff_clear_error();
+        ff_status st = ff_graph_run_node(g, &g->launch[i]);
+        if (st) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", ff_last_error());
+            return ff_error(st, "%s: launch %d of %d (%s): %s", fn, i, g->n_launch, ff_graph_kind_name(g->launch[i].kind),
+                            msg);
+        }
+    }
+    g->info.replays++;
+    return FF_OK;
+}
+
+ff_status ff_graph_replay_with(ff_graph *g, int n, ff_tensor *const *inputs, const ff_tensor *const *values)
+{
+    static const char fn[] = "ff_graph_replay_with";
+    if (!g) return ff_error(FF_ERR_INVALID, "%s: graph is NULL", fn);
+    if (n < 0 || (n && (!inputs || !values))) return ff_error(FF_ERR_INVALID, "%s: bad input arrays (n = %d)", fn, n);
+    for (int i = 0; i < n; i++) { /* everything checked before anything is written */
+        const ff_tensor *t = inputs[i], *v = values[i];
+        if (!t || !v) return ff_error(FF_ERR_INVALID, "%s: input %d or its value is NULL", fn, i);
+        char a[160], b[160];
+        if (t->dtype != v->dtype || t->layout.ndim != v->layout.ndim ||
+            memcmp(t->layout.shape, v->layout.shape, sizeof(int64_t) * (size_t)t->layout.ndim))
+            return ff_error(FF_ERR_INVALID, "%s: input %d was captured as %s %s, got %s %s (capture again for new shapes)",
+                            fn, i, ff_dtype_name(t->dtype), ff_shape_str(t->layout.ndim, t->layout.shape, a, sizeof a),
+                            ff_dtype_name(v->dtype), ff_shape_str(v->layout.ndim, v->layout.shape, b, sizeof b));
+    }
+    for (int i = 0; i < n; i++)
+        if (inputs[i] != values[i] && ff_kernel_copy(inputs[i], values[i], fn)) return ff_last_status();
+    return ff_graph_replay(g);
+}
+
+ff_status ff_graph_stats(const ff_graph *g, ff_graph_info *out)
+{
+    if (!g || !out) return ff_error(FF_ERR_INVALID, "ff_graph_stats: NULL argument");
+    *out = g->info;
+    return FF_OK;
+}
