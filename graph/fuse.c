@@ -12,7 +12,7 @@
 #include "graph_impl.h"
 
 #define TILE_ELEMS 16384 /* per operand: 64 KiB of f32, a few of them fit in L2 */
-#define MAX_MEMBERS 48   /* keeps n_values within what a backend tiles on its stack */
+#define MAX_MEMBERS (FF_FUSED_MAX_VALUES - FF_FUSED_MAX_VIEWS) /* each adds at most one value */
 
 static bool fusable(const ff_graph *g, const gnode *n)
 {
@@ -39,12 +39,33 @@ static bool same_space(const ff_view *a, const ff_view *b)
     return a->dtype == b->dtype && a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
 }
 
-/* n may join the run of members: same iteration space, and no buffer that the run
- * (with n) writes is seen through two different views. */
+/* Distinct (buffer, view) pairs of the run with n: what the program may need as views. */
+static int distinct_views(const ff_graph *g, const int *members, int n_members, const gnode *n)
+{
+    int count = 0;
+    for (int k = 0; k <= n_members; k++) {
+        const gnode *m = k < n_members ? &g->nodes[members[k]] : n;
+        for (int j = 0; j < m->nv; j++) {
+            bool seen = false;
+            for (int k2 = 0; k2 <= k && !seen; k2++) {
+                const gnode *m2 = k2 < n_members ? &g->nodes[members[k2]] : n;
+                for (int j2 = 0; j2 < (k2 == k ? j : m2->nv) && !seen; j2++)
+                    seen = g->vbuf[m2->v0 + j2] == g->vbuf[m->v0 + j] && same_view(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
+            }
+            count += !seen;
+        }
+    }
+    return count;
+}
+
+/* n may join the run of members: same iteration space, within the ABI's view cap (temps
+ * counted as views: which are temporaries is only known when the run closes), and no
+ * buffer that the run (with n) writes is seen through two different views. */
 static bool joins(const ff_graph *g, const int *members, int n_members, const gnode *n)
 {
     const ff_view *head = &g->views[g->nodes[members[0]].v0];
     if (!same_space(head, &g->views[n->v0])) return false;
+    if (distinct_views(g, members, n_members, n) > FF_FUSED_MAX_VIEWS) return false;
     for (int i = 0; i < n->nv; i++) {
         int b = g->vbuf[n->v0 + i];
         const ff_view *v = &g->views[n->v0 + i];

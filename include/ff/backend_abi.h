@@ -384,6 +384,9 @@ typedef struct ff_pool2d_params {
  * the core builds programs only where element-by-element (tile-by-tile) evaluation gives
  * exactly that (a view that is written is read, if at all, through the identical view,
  * and never overlaps another view of the program). */
+#define FF_FUSED_MAX_VIEWS 16  /* the core never sends a program with more views */
+#define FF_FUSED_MAX_VALUES 64 /* or more values (views + temporaries) */
+
 typedef struct ff_fused_inst {
     int32_t kind;   /* FF_KIND_UNARY (src[0]) or FF_KIND_BINARY (src[0] op src[1]) */
     int32_t op;     /* ff_unary_op / ff_binary_op; never one that writes FF_BOOL */
