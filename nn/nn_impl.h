@@ -69,6 +69,7 @@ struct ff_optimizer {
     /* Updates parameter i from its gradient g; runs under no-grad, counts nothing. */
     ff_status (*step_param)(ff_optimizer *opt, int i, ff_tensor *g);
     ff_tensor **coef[FF_OPTIM_MAX_COEF];     /* per parameter 0-d tensors, p's dtype, retained */
+    double *coef_value[FF_OPTIM_MAX_COEF];   /* what each holds (a fill is skipped if unchanged) */
     ff_optim_slot *slots;
     int n;
     ff_tensor **params;                      /* retained */

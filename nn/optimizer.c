@@ -48,7 +48,8 @@ ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int
     }
     for (int k = 0; opt && opt->params && k < FF_OPTIM_MAX_COEF; k++) {
         opt->coef[k] = calloc((size_t)n, sizeof *opt->coef[k]);
-        if (!opt->coef[k]) {
+        opt->coef_value[k] = calloc((size_t)n, sizeof *opt->coef_value[k]);
+        if (!opt->coef[k] || !opt->coef_value[k]) {
             ff_optimizer_release(opt);
             opt = NULL;
         }
@@ -82,6 +83,7 @@ void ff_optimizer_release(ff_optimizer *opt)
     for (int k = 0; k < FF_OPTIM_MAX_COEF; k++) {
         for (int i = 0; opt->coef[k] && i < opt->n; i++) ff_tensor_release(opt->coef[k][i]);
         free(opt->coef[k]);
+        free(opt->coef_value[k]);
     }
     free(opt->slots);
     free(opt->params);
@@ -99,8 +101,16 @@ ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value)
 {
     ff_tensor **c = &opt->coef[k][i];
     const ff_tensor *p = opt->params[i];
-    if (!*c && !(*c = ff_full_on(ff_tensor_backend(p), 0, NULL, ff_tensor_dtype(p), value))) return ff_nn_failed();
-    return ff_fill_(*c, value);
+    double *held = &opt->coef_value[k][i];
+    if (*c && (*held == value || (isnan(*held) && isnan(value)))) return FF_OK; /* a constant lr costs nothing */
+    ff_status st = FF_OK;
+    if (!*c) {
+        if (!(*c = ff_full_on(ff_tensor_backend(p), 0, NULL, ff_tensor_dtype(p), value))) return ff_nn_failed();
+    } else {
+        st = ff_fill_(*c, value);
+    }
+    if (!st) *held = value;
+    return st;
 }
 
 ff_status ff_optimizer_axpy(ff_tensor *x, const ff_tensor *alpha, const ff_tensor *y)
