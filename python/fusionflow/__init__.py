@@ -15,6 +15,7 @@ from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, 
 from ._dlpack import from_dlpack
 from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import backends, default_backend, set_default_backend
+from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
 from . import autograd, fft, nn, optim  # noqa: E402
 from . import _functions  # noqa: E402

@@ -68,6 +68,17 @@ class BackwardOpts(ctypes.Structure):
 
 # void (*)(const char *name, const char *path, void *user): ff_backend_discover's callback
 DiscoverFn = ctypes.CFUNCTYPE(None, c_char_p, c_char_p, c_void_p)
+# ff_status (*)(void *user): ff_graph_host_call's callback (include/ff/graph.h)
+HostFn = ctypes.CFUNCTYPE(c_int, c_void_p)
+
+
+class GraphInfo(ctypes.Structure):
+    """ff_graph_info (include/ff/graph.h): what a captured graph holds and does."""
+    _fields_ = [(n, c_int64) for n in (
+        "kernels_captured", "launches", "constants_hoisted", "fused_groups", "fused_kernels", "fused_by_backend",
+        "host_calls", "host_reads", "inputs", "outputs", "intermediates")] + [
+        (n, ctypes.c_size_t) for n in ("eager_peak_bytes", "planned_peak_bytes", "arena_bytes", "intermediate_bytes")] + [
+        ("in_place", c_int64), ("replays", c_int64)]
 
 
 class Number(ctypes.Structure):
@@ -81,6 +92,7 @@ _PROTOS = {
     "ff_last_error": (c_char_p, []),
     "ff_last_status": (c_int, []),
     "ff_clear_error": (None, []),
+    "ff_set_error": (c_int, [c_int, c_char_p, c_char_p]),  # variadic: always called as (code, b"%s", msg)
     # lifecycle, queries
     "ff_tensor_retain": (T, [T]),
     "ff_tensor_release": (None, [T]),
@@ -327,6 +339,17 @@ _PROTOS = {
     "ff_from_dlpack_on": (T, [c_void_p, c_void_p]),
     "ff_dlpack_free": (None, [c_void_p]),
     "ff_debug_live_tensors": (c_long, []),
+    # graphs
+    "ff_graph_capture_begin": (c_int, []),
+    "ff_graph_capture_end": (c_void_p, []),
+    "ff_graph_capture_abort": (None, []),
+    "ff_graph_is_capturing": (c_bool, []),
+    "ff_graph_replay": (c_int, [c_void_p]),
+    "ff_graph_replay_with": (c_int, [c_void_p, c_int, POINTER(T), POINTER(T)]),
+    "ff_graph_release": (None, [c_void_p]),
+    "ff_graph_host_call": (c_int, [HostFn, c_void_p]),
+    "ff_graph_stats": (c_int, [c_void_p, POINTER(GraphInfo)]),
+    "ff_graph_dump": (c_int, [c_void_p, c_char_p]),
 }
 
 missing = []
