@@ -209,8 +209,18 @@ void ff_graph_record_failure(void);
 void ff_graph_record_storage_new(ff_storage *s);
 void ff_graph_record_storage_dead(ff_storage *s); /* s->graph is set */
 void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
-void ff_graph_record_host_read(void);
+/* A download that succeeded: nbytes at byte_offset of s, now in host. */
+void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
 void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n);
+
+/* For ff-conformance's graph mode: a capture that records only kernels on backend
+ * `only` (others run unrecorded) and records every read of a tensor's values as a check;
+ * ff_graph_check_replay then replays (random ops drawing what the capture drew) and
+ * compares each read with what eager read at that point. Returns the number of reads
+ * that differ (the first described in msg), or -1 with the error set if the replay
+ * failed. */
+ff_status ff_graph_capture_begin_checked(ff_backend *only);
+int ff_graph_check_replay(struct ff_graph *g, char *msg, size_t cap);
 
 /* Checks every tensor is non-NULL and on the same backend; returns that backend. */
 ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);

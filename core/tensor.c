@@ -204,9 +204,9 @@ ff_status ff_tensor_to_host(const ff_tensor *t, void *dst, size_t nbytes)
         src = tmp;
     }
     ff_clear_error();
-    if (ff_graph_recording) ff_graph_record_host_read();
-    ff_status st = be->vt->download(be->ctx, src->storage->buf, (size_t)src->layout.offset * ff_dtype_size(t->dtype),
-                                    dst, nbytes);
+    size_t off = (size_t)src->layout.offset * ff_dtype_size(t->dtype);
+    ff_status st = be->vt->download(be->ctx, src->storage->buf, off, dst, nbytes);
+    if (!st && ff_graph_recording) ff_graph_record_host_read(src->storage, off, dst, nbytes);
     ff_tensor_release(tmp);
     if (st) {
         ff_error_prefix(fn);
@@ -233,8 +233,8 @@ static ff_status read_element(const ff_tensor *t, int64_t elem, void *out, const
     ff_backend *be = t->storage->backend;
     size_t es = ff_dtype_size(t->dtype);
     ff_clear_error();
-    if (ff_graph_recording) ff_graph_record_host_read();
     ff_status st = be->vt->download(be->ctx, t->storage->buf, (size_t)elem * es, out, es);
+    if (!st && ff_graph_recording) ff_graph_record_host_read(t->storage, (size_t)elem * es, out, es);
     if (st) {
         ff_error_prefix(fn);
         return ff_error(st, "%s", ff_last_error());

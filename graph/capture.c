@@ -121,6 +121,7 @@ void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_st
                             const ff_graph_params *p)
 {
     ff_graph *g = ff_graph_recording;
+    if (g->only && stor[0]->backend != g->only) return;
     for (int i = 0; i < n; i++)
         if (!same_backend(g, stor[i])) return;
     gnode *nd = new_node(g, kind, op, n);
@@ -149,6 +150,7 @@ void ff_graph_record_failure(void)
 void ff_graph_record_storage_new(ff_storage *s)
 {
     ff_graph *g = ff_graph_recording;
+    if (g->only && s->backend != g->only) return;
     int id = new_buf(g, GB_TEMP, s);
     if (id < 0) return;
     s->graph = g;
@@ -168,21 +170,35 @@ void ff_graph_record_storage_dead(ff_storage *s)
     if (s->release_external) fail(g, "foreign memory (DLPack, a mapped file) was released while capturing");
 }
 
-void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+/* An upload (the bytes to write) or a checked read (the bytes eager read) of nbytes at
+ * byte_offset of s: a byte view, so planning moves it like any other. */
+static void bytes_node(ff_graph *g, int kind, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
 {
-    ff_graph *g = ff_graph_recording;
-    if (!same_backend(g, s)) return;
-    gnode *nd = new_node(g, GN_UPLOAD, 0, 1);
+    gnode *nd = new_node(g, kind, 0, 1);
     if (!nd) return;
     if (!(nd->data = malloc(nbytes))) return fail(g, "out of memory");
     memcpy(nd->data, host, nbytes);
-    /* a byte view, so planning moves it like any other */
+    nd->n_dst = kind == GN_UPLOAD;
     ff_view v = {.buf = s->buf, .offset = (int64_t)byte_offset, .dtype = FF_U8, .ndim = 1,
                  .shape = {(int64_t)nbytes}, .strides = {1}};
     put_view(g, nd, 0, &v, s);
 }
 
-void ff_graph_record_host_read(void) { ff_graph_recording->info.host_reads++; }
+void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+{
+    ff_graph *g = ff_graph_recording;
+    if (g->only && s->backend != g->only) return;
+    if (!same_backend(g, s)) return;
+    bytes_node(g, GN_UPLOAD, s, byte_offset, host, nbytes);
+}
+
+void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+{
+    ff_graph *g = ff_graph_recording;
+    if (g->only && s->backend != g->only) return;
+    g->info.host_reads++;
+    if (g->checked && nbytes && same_backend(g, s)) bytes_node(g, GN_READBACK, s, byte_offset, host, nbytes);
+}
 
 void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n)
 {
@@ -195,16 +211,22 @@ void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t 
 
 /* ---- begin / end ------------------------------------------------------------------ */
 
-ff_status ff_graph_capture_begin(void)
+static ff_status begin(ff_backend *only, bool checked)
 {
     static const char fn[] = "ff_graph_capture_begin";
     if (ff_graph_recording)
         return ff_error(FF_ERR_INVALID, "%s: this thread is already capturing (captures do not nest)", fn);
     ff_graph *g = calloc(1, sizeof *g);
     if (!g) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    g->only = only;
+    g->checked = checked;
     ff_graph_recording = g;
     return FF_OK;
 }
+
+ff_status ff_graph_capture_begin(void) { return begin(NULL, false); }
+
+ff_status ff_graph_capture_begin_checked(ff_backend *only) { return begin(only, true); }
 
 bool ff_graph_is_capturing(void) { return ff_graph_recording != NULL; }
 

@@ -38,7 +38,7 @@ typedef struct gbuf {
 } gbuf;
 
 /* Node kinds past the ff_op_kind values. */
-enum { GN_HOST = 1000, GN_UPLOAD, GN_FUSED };
+enum { GN_HOST = 1000, GN_UPLOAD, GN_FUSED, GN_READBACK };
 
 typedef struct gnode {
     int kind, op;
@@ -48,7 +48,7 @@ typedef struct gnode {
     uint64_t rng_n;    /* random: counters one draw uses */
     ff_status (*host_fn)(void *user);
     void *user;
-    void *data;        /* upload: a copy of the bytes */
+    void *data;        /* upload: a copy of the bytes; readback: the bytes eager read */
     bool hoisted;      /* constant: ran once at planning, not replayed */
     int group;         /* fused group, -1 if none */
 } gnode;
@@ -78,6 +78,12 @@ struct ff_graph {
     ff_storage **map_key;
     int *map_val;
     int map_cap, map_n;
+    /* checked captures (ff-conformance): only this backend's kernels, reads recorded */
+    ff_backend *only;
+    bool checked;
+    bool same_random;   /* replays draw what the capture drew */
+    int64_t mismatches; /* readbacks that differed */
+    char mismatch_msg[256];
     /* capture state */
     bool failed;
     char fail_msg[512];

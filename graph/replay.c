@@ -1,9 +1,29 @@
 /* Replay: the planned launches, each a direct call of the backend's entry on views
  * resolved at planning (no shape work, no checks, no allocation). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph_impl.h"
+
+/* A checked read: the bytes now at the view against those eager read. */
+static ff_status check_read(ff_graph *g, const gnode *n, const ff_view *v)
+{
+    size_t nb = (size_t)v->shape[0];
+    unsigned char *now = malloc(nb);
+    if (!now) return ff_error(FF_ERR_OOM, "out of memory checking a read");
+    ff_status st = g->be->vt->download(g->be->ctx, v->buf, (size_t)v->offset, now, nb);
+    if (!st && memcmp(now, n->data, nb)) {
+        size_t i = 0;
+        while (now[i] == ((const unsigned char *)n->data)[i]) i++;
+        if (!g->mismatches++)
+            snprintf(g->mismatch_msg, sizeof g->mismatch_msg,
+                     "a read of %zu bytes differs from eager's at byte %zu (0x%02x, eager 0x%02x)", nb, i, now[i],
+                     ((const unsigned char *)n->data)[i]);
+    }
+    free(now);
+    return st;
+}
 
 ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
 {
@@ -24,8 +44,14 @@ ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
     case FF_KIND_RANDOM: {
         /* fresh numbers each replay: the global generator's next block, or (explicit
          * seeds) the captured counter moved on by one block per replay */
-        uint64_t seed = p->seed, base = p->counter_base + (uint64_t)(g->info.replays + 1) * n->rng_n;
-        if (n->global_rng) ff_random_next(n->rng_n, &seed, &base);
+        uint64_t seed = p->seed, base = p->counter_base;
+        if (g->same_random) {
+            /* a checked replay draws what the capture drew */
+        } else if (n->global_rng) {
+            ff_random_next(n->rng_n, &seed, &base);
+        } else {
+            base += (uint64_t)(g->info.replays + 1) * n->rng_n;
+        }
         return vt->random(c, v, p->dist, seed, base, p->p0, p->p1);
     }
     case FF_KIND_SOFTMAX: return vt->softmax(c, v, v + 1, p->axis, p->flag);
@@ -41,6 +67,7 @@ ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
     case FF_KIND_POOL2D: return vt->pool2d(c, n->op, v, v + 1, n->nv - 1, &p->pool);
     case GN_UPLOAD: return vt->upload(c, v->buf, (size_t)v->offset, n->data, (size_t)v->shape[0]);
     case GN_HOST: return n->host_fn(n->user);
+    case GN_READBACK: return check_read(g, n, v);
     case GN_FUSED: return ff_graph_run_fused(g, &g->groups[n->group]);
     default: return ff_error(FF_ERR_INVALID, "unknown graph node kind %d", n->kind);
     }
@@ -52,7 +79,7 @@ const char *ff_graph_kind_name(int kind)
                                         "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "argsort",
                                         "linalg", "fft",    "batch_norm", "pool2d", "fused"};
     if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0])) return names[kind];
-    return kind == GN_HOST ? "host_call" : kind == GN_UPLOAD ? "upload" : kind == GN_FUSED ? "fused" : "?";
+    return kind == GN_HOST ? "host_call" : kind == GN_UPLOAD ? "upload" : kind == GN_FUSED ? "fused" : kind == GN_READBACK ? "readback" : "?";
 }
 
 ff_status ff_graph_replay(ff_graph *g)
@@ -92,6 +119,17 @@ ff_status ff_graph_replay_with(ff_graph *g, int n, ff_tensor *const *inputs, con
     for (int i = 0; i < n; i++)
         if (inputs[i] != values[i] && ff_kernel_copy(inputs[i], values[i], fn)) return ff_last_status();
     return ff_graph_replay(g);
+}
+
+int ff_graph_check_replay(ff_graph *g, char *msg, size_t cap)
+{
+    g->same_random = true;
+    g->mismatches = 0;
+    ff_status st = ff_graph_replay(g);
+    g->same_random = false;
+    if (st) return -1;
+    if (g->mismatches && msg) snprintf(msg, cap, "%s (%lld reads differ)", g->mismatch_msg, (long long)g->mismatches);
+    return (int)g->mismatches;
 }
 
 ff_status ff_graph_stats(const ff_graph *g, ff_graph_info *out)

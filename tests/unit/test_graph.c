@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* setenv, mkstemp */
 #include <stdlib.h>
 
+#include "ff_impl.h" /* the checked capture ff-conformance uses */
 #include "ff_test.h"
 
 static const char *backends[] = {"cpu", "cpu_blas"};
@@ -342,6 +343,30 @@ static void test_graph_owns_what_it_needs(void)
     CHECK(ff_debug_live_tensors() == live0);
 }
 
-FF_TEST_MAIN("graph", TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
+/* The checked capture behind ff-conformance --graph: reads are replayed and compared;
+ * other backends' kernels run unrecorded. */
+static void test_checked_capture_compares_reads(void)
+{
+    CHECK(use("cpu") == FF_OK);
+    ff_backend *other = ff_backend_load(FF_TEST_HAVE_CPU_BLAS ? "cpu_blas" : "cpu");
+    int64_t sh[1] = {50};
+    ff_tensor *a = uniform(1, sh, -1, 1, 3);
+    CHECK(ff_graph_capture_begin_checked(ff_backend_load("cpu")) == FF_OK);
+    ff_tensor *b = ff_exp(a), *s = ff_sum(b, 0, NULL, false), *o = ff_to(b, other), *so = ff_sum(o, 0, NULL, false);
+    double v = 0, w = 0;
+    CHECK(ff_tensor_item(s, &v) == FF_OK && ff_tensor_item(so, &w) == FF_OK);
+    CHECK_NEAR(v, w, 1e-4);
+    RELEASE(b, s, o, so);
+    ff_graph *g = ff_graph_capture_end();
+    CHECK(g != NULL);
+    char msg[300] = "";
+    CHECK(ff_graph_check_replay(g, msg, sizeof msg) == 0);
+    CHECK(ff_fill_(a, 0.25) == FF_OK); /* now the replay reads something else */
+    CHECK(ff_graph_check_replay(g, msg, sizeof msg) > 0 && strstr(msg, "differs from eager"));
+    ff_graph_release(g);
+    ff_tensor_release(a);
+}
+
+FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
              TEST(test_training_steps_replay_bit_for_bit), TEST(test_fusion_and_planning_switches_give_same_values),
              TEST(test_random_draws_anew), TEST(test_errors), TEST(test_graph_owns_what_it_needs))
