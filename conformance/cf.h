@@ -95,6 +95,7 @@ void cf_gen_softmax(void);
 void cf_gen_special(void);
 void cf_gen_ops(void);
 void cf_gen_grad(void);
+void cf_gen_fused(void);
 
 /* ---- deterministic data -------------------------------------------------- */
 typedef struct cf_rng {

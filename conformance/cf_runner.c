@@ -40,6 +40,7 @@ int cf_generate(ff_backend *ref)
     cf_gen_index();
     cf_gen_random();
     cf_gen_softmax();
+    cf_gen_fused();
     cf_gen_special();
     cf_gen_ops();
     cf_gen_grad();

@@ -161,5 +161,7 @@ ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, 
 ff_status cpu_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 /* cpu_fft.c: the DFT oracle */
 ff_status cpu_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+/* cpu_fused.c: the fused elementwise program interpreter */
+ff_status cpu_fused(void *ctx, const ff_fused_program *prog);
 
 #endif /* FF_CPU_IMPL_H */

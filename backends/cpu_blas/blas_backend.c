@@ -117,7 +117,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
-    default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d */
+    default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }
 
@@ -186,6 +186,7 @@ static const ff_backend_vtable blas_vtable = {
     .fft = blas_fft,
     .batch_norm = blas_batch_norm,
     .pool2d = blas_pool2d,
+    .fused = blas_fused,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

@@ -21,7 +21,7 @@ typedef void (*vv_fn)(int64_t n, void *d, const void *a, const void *b);
 typedef void (*vs_fn)(int64_t n, void *d, const void *a, const void *b); /* b is one element */
 typedef void (*sv_fn)(int64_t n, void *d, const void *a, const void *b); /* a is one element */
 typedef void (*gg_fn)(int64_t n, void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs);
-typedef struct kern {
+typedef struct blas_kern {
     vv_fn vv;
     vs_fn vs;
     sv_fn sv;
@@ -154,20 +154,14 @@ static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
 
 /* ---- the reference rules, per element: ffb_binary_f64 / ffb_binary_i64 (ff_backend_scalar.h) ---- */
 
-typedef struct binary_arg {
-    ff_binary_op op;
-    ff_dtype t, dt;
-    const kern *k;
-} binary_arg;
-
 static void seg_fast(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const binary_arg *arg = varg;
+    const blas_elem_plan *arg = varg;
     const kern *k = arg->k;
     int streamed = 0;
     if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
         if (arg->t == FF_F32)
-            streamed = blas_stream_binary_f32(arg->op, n, (float *)p[0], (const float *)p[1], (const float *)p[2]);
+            streamed = blas_stream_binary_f32((ff_binary_op)arg->op, n, (float *)p[0], (const float *)p[1], (const float *)p[2]);
         if (!streamed) k->vv(n, p[0], p[1], p[2]);
     } else if (s[0] == 1 && s[1] == 1 && s[2] == 0) k->vs(n, p[0], p[1], p[2]);
     else if (s[0] == 1 && s[1] == 0 && s[2] == 1) k->sv(n, p[0], p[1], p[2]);
@@ -176,16 +170,27 @@ static void seg_fast(void *varg, int64_t n, char *const *p, const int64_t *s)
 
 static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const binary_arg *a = varg;
+    const blas_elem_plan *a = varg;
     int64_t es = (int64_t)ff_dtype_size(a->t);
     int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), as = s[1] * es, bs = s[2] * es;
+    ff_binary_op op = (ff_binary_op)a->op;
     if (blas_is_float(a->t)) {
         for (int64_t i = 0; i < n; i++)
-            ffb_st_f64(p[0] + i * ds, a->dt, ffb_binary_f64(a->op, ffb_ld_f64(p[1] + i * as, a->t), ffb_ld_f64(p[2] + i * bs, a->t)));
+            ffb_st_f64(p[0] + i * ds, a->dt, ffb_binary_f64(op, ffb_ld_f64(p[1] + i * as, a->t), ffb_ld_f64(p[2] + i * bs, a->t)));
     } else {
         for (int64_t i = 0; i < n; i++)
-            ffb_st_i64(p[0] + i * ds, a->dt, ffb_binary_i64(a->op, ffb_ld_i64(p[1] + i * as, a->t), ffb_ld_i64(p[2] + i * bs, a->t)));
+            ffb_st_i64(p[0] + i * ds, a->dt, ffb_binary_i64(op, ffb_ld_i64(p[1] + i * as, a->t), ffb_ld_i64(p[2] + i * bs, a->t)));
     }
+}
+
+void blas_binary_plan(blas_elem_plan *pl, ff_binary_op op, ff_dtype t)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->op = op;
+    pl->t = t;
+    pl->dt = ffb_binary_writes_bool(op) ? FF_BOOL : t;
+    pl->k = fast_kernel(op, t);
+    pl->seg = pl->k ? seg_fast : seg_generic;
 }
 
 static char *first_element(const ff_view *v)
@@ -213,7 +218,8 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     if (!blas_same_shape(dst, a)) return blas_shape_error(ctx, "binary", dst, a);
     if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "binary", dst, b);
 
-    binary_arg arg = {op, a->dtype, dst->dtype, fast_kernel(op, a->dtype)};
+    blas_elem_plan arg;
+    blas_binary_plan(&arg, op, a->dtype);
     int64_t n = ff_view_numel(dst);
     if (arg.k && n <= BLAS_PAR_MIN && blas_view_contiguous(dst) && blas_view_contiguous(a) && blas_view_contiguous(b)) {
         /* small and dense, the per-op overhead case: one call, no walk, no pool */
@@ -225,6 +231,6 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     const ff_view *vs[] = {dst, a, b};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
-    blas_walk_run(ctx, &w, BLAS_PAR_MIN, arg.k ? seg_fast : seg_generic, &arg);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN, arg.seg, &arg);
     return FF_OK;
 }

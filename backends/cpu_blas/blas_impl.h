@@ -156,6 +156,10 @@ float blas_vmin_f32(int64_t n, const float *x);
 #define BLAS_STREAM_MIN ((int64_t)1 << 20)
 int blas_stream_binary_f32(ff_binary_op op, int64_t n, float *d, const float *a, const float *b);
 int blas_stream_map_f32(int64_t n, float *d, const float *x, void (*fn)(int64_t, float *, const float *));
+/* nbytes from s to d with non-temporal stores, no fence (0: declined, no AVX-512F); call
+ * blas_stream_fence() before the data is handed on (the fused entry's outputs). */
+int blas_stream_copy(void *d, const void *s, int64_t nbytes);
+void blas_stream_fence(void);
 
 /* ---- own AVX-512 sgemm (blas_gemm.c) ------------------------------------------------ */
 /* Which sgemm f32 matmul uses (FF_GEMM=dnnl|own|openblas forces one). Unforced: oneDNN
@@ -172,6 +176,26 @@ void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
  * Returns 0, or -1 on OOM (error set). */
 int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
                    const float *B, int64_t brs, int64_t bcs, float *C, int64_t crs, int64_t ccs);
+
+/* ---- what the unary and binary entries run on each strided run ----------------- */
+/* A plan holds the run kernel for one (op, dtype): pl->seg(pl, n, p, s) computes n
+ * elements, p the byte pointers of {dst, src} (binary: {dst, a, b}) and s their strides
+ * in elements. The entries walk their views with it; the fused entry (blas_fused.c) runs
+ * the very same plans over contiguous tiles, which keeps it bit-identical to them. */
+typedef void (*blas_map_f32_fn)(int64_t n, float *d, const float *x);
+typedef void (*blas_map_f64_fn)(int64_t n, double *d, const double *x);
+typedef struct blas_kern blas_kern; /* binary's typed loops (blas_binary.c) */
+typedef struct blas_elem_plan {
+    blas_seg_fn seg;
+    int op;               /* ff_unary_op (after ffb_unary_effective) or ff_binary_op */
+    ff_dtype t, dt;       /* operand and result dtypes */
+    blas_map_f32_fn f32;  /* unary: the vectorized f32 map, when there is one */
+    blas_map_f64_fn f64;  /* unary: the f64 loop, when there is one */
+    const blas_kern *k;   /* binary: the typed loops, when there are */
+} blas_elem_plan;
+/* op must be supported on t (blas_unary_supported / blas_binary_supported). */
+void blas_unary_plan(blas_elem_plan *pl, ff_unary_op op, ff_dtype t);
+void blas_binary_plan(blas_elem_plan *pl, ff_binary_op op, ff_dtype t);
 
 /* ---- entries, one file per family ----------------------------------------------- */
 int blas_unary_supported(ff_unary_op op, ff_dtype t);
@@ -207,6 +231,8 @@ ff_status blas_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff
 ff_status blas_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 void blas_fft_context_up(void);
 void blas_fft_context_down(void);
+/* blas_fused.c: fused elementwise programs, tile by tile through the plans above */
+ff_status blas_fused(void *ctx, const ff_fused_program *prog);
 /* OpenMP threads for the oneDNN calls made from this thread (blas_gemm.c) */
 void blas_dnnl_threads(int n);
 

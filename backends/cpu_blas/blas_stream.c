@@ -79,3 +79,21 @@ int blas_stream_map_f32(int64_t n, float *d, const float *x, void (*fn)(int64_t,
     map_stream(n, d, x, fn);
     return 1;
 }
+
+/* A finished tile to memory: the 64-byte aligned body streamed, head and tail stored. */
+__attribute__((target("avx512f"))) static void copy_stream(char *d, const char *s, int64_t nbytes)
+{
+    int64_t i = 0;
+    for (; i < nbytes && ((uintptr_t)(d + i) & 63); i++) d[i] = s[i];
+    for (; i + 64 <= nbytes; i += 64) _mm512_stream_si512((void *)(d + i), _mm512_loadu_si512((const void *)(s + i)));
+    if (i < nbytes) memcpy(d + i, s + i, (size_t)(nbytes - i));
+}
+
+int blas_stream_copy(void *d, const void *s, int64_t nbytes)
+{
+    if (!have_avx512()) return 0;
+    copy_stream(d, s, nbytes);
+    return 1;
+}
+
+void blas_stream_fence(void) { _mm_sfence(); }

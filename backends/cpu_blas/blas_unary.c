@@ -29,9 +29,7 @@ BLAS_CLONES static void relu_f32(int64_t n, float *d, const float *x)
     for (int64_t i = 0; i < n; i++) d[i] = x[i] < 0.0f ? 0.0f : x[i];
 }
 
-typedef void (*map_f32_fn)(int64_t n, float *d, const float *x);
-
-static map_f32_fn fast_f32(ff_unary_op op)
+static blas_map_f32_fn fast_f32(ff_unary_op op)
 {
     switch (op) {
     case FF_UNARY_NEG: return neg_f32;
@@ -61,9 +59,7 @@ MAP_F64(recip, 1.0 / x[i])
 MAP_F64(rsqrt, 1.0 / sqrt(x[i]))
 MAP_F64(relu, x[i] < 0.0 ? 0.0 : x[i])
 
-typedef void (*map_f64_fn)(int64_t n, double *d, const double *x);
-
-static map_f64_fn fast_f64(ff_unary_op op)
+static blas_map_f64_fn fast_f64(ff_unary_op op)
 {
     switch (op) {
     case FF_UNARY_NEG: return neg_f64;
@@ -77,16 +73,9 @@ static map_f64_fn fast_f64(ff_unary_op op)
     }
 }
 
-typedef struct unary_arg {
-    ff_unary_op op;
-    ff_dtype st, dt;
-    map_f32_fn f32;
-    map_f64_fn f64;
-} unary_arg;
-
 static void seg_f64(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const unary_arg *a = varg;
+    const blas_elem_plan *a = varg;
     double *d = (double *)p[0];
     const double *x = (const double *)p[1];
     if (s[0] == 1 && s[1] == 1) {
@@ -98,7 +87,7 @@ static void seg_f64(void *varg, int64_t n, char *const *p, const int64_t *s)
 
 static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const unary_arg *a = varg;
+    const blas_elem_plan *a = varg;
     float *d = (float *)p[0];
     const float *x = (const float *)p[1];
     if (s[0] == 1 && s[1] == 1) {
@@ -127,8 +116,8 @@ static void seg_f32(void *varg, int64_t n, char *const *p, const int64_t *s)
 
 static void seg_int_not(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const unary_arg *a = varg;
-    switch (a->st) {
+    const blas_elem_plan *a = varg;
+    switch (a->t) {
     case FF_I32: NOT_LOOP(uint32_t); break; /* the bits of two's complement int32 */
     case FF_I64: NOT_LOOP(uint64_t); break;
     default: NOT_LOOP(uint8_t); break;
@@ -137,15 +126,29 @@ static void seg_int_not(void *varg, int64_t n, char *const *p, const int64_t *s)
 
 static void seg_generic(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
-    const unary_arg *a = varg;
-    int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), ss = s[1] * (int64_t)ff_dtype_size(a->st);
+    const blas_elem_plan *a = varg;
+    int64_t ds = s[0] * (int64_t)ff_dtype_size(a->dt), ss = s[1] * (int64_t)ff_dtype_size(a->t);
+    ff_unary_op op = (ff_unary_op)a->op;
     char *d = p[0];
     const char *x = p[1];
-    if (blas_is_float(a->st)) {
-        for (int64_t i = 0; i < n; i++) ffb_st_f64(d + i * ds, a->dt, ffb_unary_f64(a->op, ffb_ld_f64(x + i * ss, a->st)));
+    if (blas_is_float(a->t)) {
+        for (int64_t i = 0; i < n; i++) ffb_st_f64(d + i * ds, a->dt, ffb_unary_f64(op, ffb_ld_f64(x + i * ss, a->t)));
     } else {
-        for (int64_t i = 0; i < n; i++) ffb_st_i64(d + i * ds, a->dt, ffb_unary_i64(a->op, ffb_ld_i64(x + i * ss, a->st)));
+        for (int64_t i = 0; i < n; i++) ffb_st_i64(d + i * ds, a->dt, ffb_unary_i64(op, ffb_ld_i64(x + i * ss, a->t)));
     }
+}
+
+void blas_unary_plan(blas_elem_plan *pl, ff_unary_op op, ff_dtype t)
+{
+    op = ffb_unary_effective(op, t); /* ~bool is the logical not */
+    memset(pl, 0, sizeof *pl);
+    pl->op = op;
+    pl->t = t;
+    pl->dt = ffb_unary_writes_bool(op) ? FF_BOOL : t;
+    pl->f32 = t == FF_F32 ? fast_f32(op) : NULL;
+    pl->f64 = t == FF_F64 ? fast_f64(op) : NULL;
+    pl->seg = pl->f32 ? seg_f32 : pl->f64 ? seg_f64 : seg_generic;
+    if (op == FF_UNARY_BITWISE_NOT && (t == FF_I32 || t == FF_I64 || t == FF_U8)) pl->seg = seg_int_not;
 }
 
 ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
@@ -162,16 +165,12 @@ ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_vie
                           blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
     if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
 
-    op = ffb_unary_effective(op, src->dtype); /* ~bool is the logical not */
-    unary_arg a = {op, src->dtype, dst->dtype, src->dtype == FF_F32 ? fast_f32(op) : NULL,
-                   src->dtype == FF_F64 ? fast_f64(op) : NULL};
-    blas_seg_fn seg = a.f32 ? seg_f32 : a.f64 ? seg_f64 : seg_generic;
-    if (op == FF_UNARY_BITWISE_NOT && (src->dtype == FF_I32 || src->dtype == FF_I64 || src->dtype == FF_U8))
-        seg = seg_int_not;
+    blas_elem_plan pl;
+    blas_unary_plan(&pl, op, src->dtype);
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
     /* transcendental ops are compute bound: worth threads at a smaller size */
-    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, seg, &a);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, pl.seg, &pl);
     return FF_OK;
 }
