@@ -61,6 +61,7 @@ typedef struct cf_ctx {
     uint64_t seed;  /* --seed */
     const char *backend_arg; /* for rerun commands */
     int verbose;
+    bool graph; /* --graph: op and grad cases also run captured and replayed (cf_runner.c) */
 } cf_ctx;
 
 typedef cf_result (*cf_run_fn)(cf_ctx *ctx, const struct cf_case *c, cf_report *rep);

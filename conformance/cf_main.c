@@ -48,6 +48,8 @@ static void usage(FILE *f)
             "  --junit FILE         write JUnit XML\n"
             "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
             "  --no-fork            run the backend in this process (for gdb; a crash ends the run)\n"
+            "  --graph              run the op and grad cases inside a graph capture, then replay the\n"
+            "                       graph and require every value the case read to read the same\n"
             "  -v                   print passing and skipped cases too\n");
 }
 
@@ -75,6 +77,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--junit")) { TAKES_VALUE; junit_path = v; }
         else if (!strcmp(a, "--timeout")) { TAKES_VALUE; timeout_s = strtod(v, NULL); }
         else if (!strcmp(a, "--no-fork")) no_fork = true;
+        else if (!strcmp(a, "--graph")) ctx.graph = flt.graph = true;
         else if (!strcmp(a, "--dtype")) {
             TAKES_VALUE;
             if (ff_dtype_from_name(v, &flt.dtype)) {

@@ -61,6 +61,7 @@ void cf_free_cases(void)
 bool cf_case_selected(const cf_case *c, const cf_filter *f)
 {
     if (f->case_id && strcmp(f->case_id, c->id) != 0) return false;
+    if (f->graph && c->level == CF_LEVEL_VTABLE) return false;
     if (f->dtype_set && c->dtype != f->dtype) return false;
     if (f->op || f->exclude) {
         char full[160];
@@ -131,10 +132,37 @@ static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
 int cf_case_count(void) { return ncases; }
 const cf_case *cf_case_at(int i) { return &cases[i]; }
 
+/* --graph: the case runs inside a checked capture of the backend under test (the
+ * reference's kernels run unrecorded), then the graph is replayed, planned and fused,
+ * and every value the case read must read the same, bit for bit. A case whose region
+ * cannot be captured (it expects an error from a kernel) keeps its eager result. */
+static cf_result run_in_graph(cf_ctx *ctx, const cf_case *c, cf_report *rep)
+{
+    if (ff_graph_capture_begin_checked(ctx->t)) {
+        snprintf(rep->msg, sizeof rep->msg, "graph mode: %s", ff_last_error());
+        return CF_FAIL;
+    }
+    cf_result r = c->run(ctx, c, rep);
+    ff_graph *g = ff_graph_capture_end();
+    if (!g) {
+        ff_clear_error();
+        return r;
+    }
+    char msg[400] = "";
+    int bad = r == CF_PASS ? ff_graph_check_replay(g, msg, sizeof msg) : 0;
+    if (bad < 0) snprintf(msg, sizeof msg, "%s", ff_last_error());
+    if (bad) {
+        snprintf(rep->msg, sizeof rep->msg, "graph replay differs from eager: %s", msg);
+        r = CF_FAIL;
+    }
+    ff_graph_release(g);
+    return r;
+}
+
 cf_result cf_run_case(cf_ctx *ctx, int i, cf_report *rep)
 {
     const cf_case *c = &cases[i];
-    cf_result r = accepted(ctx, c, rep) ? c->run(ctx, c, rep) : CF_SKIP;
+    cf_result r = !accepted(ctx, c, rep) ? CF_SKIP : ctx->graph ? run_in_graph(ctx, c, rep) : c->run(ctx, c, rep);
     char why[300];
     if (cf_guard_take(why, sizeof why) && r != CF_FAIL) { /* the case's own check names it better */
         snprintf(rep->msg, sizeof rep->msg, "backend: %s", why);

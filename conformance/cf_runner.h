@@ -12,6 +12,7 @@ typedef struct cf_filter {
     const char *case_id; /* --case: exact id */
     bool dtype_set;      /* --dtype */
     ff_dtype dtype;
+    bool graph;          /* --graph: only the op and grad cases (what a graph can capture) */
 } cf_filter;
 
 typedef struct cf_totals {
