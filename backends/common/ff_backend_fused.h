@@ -67,9 +67,11 @@ static inline ff_status ffb_fused_check(const ff_host_api *host, const char *bac
     ff_status st;
     for (int v = 0; v < p->n_views; v++) {
         const ff_view *w = &p->views[v];
-        char what[32];
-        snprintf(what, sizeof what, "view %d", v);
-        if ((st = ffb_check_view(host, backend, "fused", what, w))) return st;
+        _Static_assert(FF_FUSED_MAX_VIEWS == 16, "one label per view");
+        static const char *const what[FF_FUSED_MAX_VIEWS] = {"view 0", "view 1", "view 2", "view 3", "view 4", "view 5",
+                                                             "view 6", "view 7", "view 8", "view 9", "view 10",
+                                                             "view 11", "view 12", "view 13", "view 14", "view 15"};
+        if ((st = ffb_check_view(host, backend, "fused", what[v], w))) return st;
         int same = w->dtype == p->dtype && w->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = w->shape[d] == p->shape[d];
         if (!same)

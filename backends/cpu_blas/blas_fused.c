@@ -34,6 +34,7 @@
 #include "ff_backend_fused.h"
 
 #define FUSED_TILE_BYTES 512
+#define FUSED_STACK_INST FF_FUSED_MAX_VALUES
 
 typedef struct fused_slot {
     char *mem;       /* contiguous view: its first element (tiles live in memory); else NULL */
@@ -50,7 +51,6 @@ typedef struct fused_op {
 typedef struct fused_plan {
     int64_t numel, tile, esize;
     int nslots, nops;
-    atomic_int oom; /* a chunk could not get its tile buffers */
     fused_slot slot[FF_FUSED_MAX_VALUES];
     fused_op op[]; /* nops */
 } fused_plan;
@@ -93,11 +93,9 @@ static void move_tile(const fused_plan *pl, const fused_slot *sl, int64_t begin,
 static void run_tiles(void *arg, int64_t t0, int64_t t1)
 {
     fused_plan *pl = arg;
-    char *bufs = aligned_alloc(64, (size_t)pl->nslots * FUSED_TILE_BYTES);
-    if (!bufs) {
-        atomic_store(&pl->oom, 1);
-        return;
-    }
+    /* on the stack (32 KiB at most): a graph replays tiny programs, where malloc would cost
+     * more than the work */
+    _Alignas(64) char bufs[FF_FUSED_MAX_VALUES * FUSED_TILE_BYTES];
     static const int64_t ones[3] = {1, 1, 1};
     char *at[FF_FUSED_MAX_VALUES];
     for (int64_t t = t0; t < t1; t++) {
@@ -120,7 +118,6 @@ static void run_tiles(void *arg, int64_t t0, int64_t t1)
         }
     }
     blas_stream_fence(); /* the streamed tiles are visible before the pool hands on */
-    free(bufs);
 }
 
 /* ---- planning: values -> slots, instructions -> plans ---------------------------------- */
@@ -172,21 +169,19 @@ ff_status blas_fused(void *ctx, const ff_fused_program *p)
     int64_t numel = ffb_fused_numel(p);
     if (numel == 0 || p->n_inst == 0) return FF_OK;
 
-    fused_plan *pl = malloc(sizeof *pl + (size_t)p->n_inst * sizeof pl->op[0]);
+    /* the plan lives on the stack up to FUSED_STACK_INST instructions (every program the
+     * core builds), on the heap past that */
+    _Alignas(64) unsigned char stack[sizeof(fused_plan) + FUSED_STACK_INST * sizeof(fused_op)];
+    fused_plan *pl = p->n_inst <= FUSED_STACK_INST ? (fused_plan *)stack
+                                                    : malloc(sizeof *pl + (size_t)p->n_inst * sizeof pl->op[0]);
     if (!pl) return blas_error(ctx, FF_ERR_OOM, "cpu_blas fused: out of memory for a %d-instruction plan", (int)p->n_inst);
     pl->numel = numel;
     pl->esize = (int64_t)ff_dtype_size(p->dtype);
     pl->tile = FUSED_TILE_BYTES / pl->esize;
-    atomic_init(&pl->oom, 0);
     int slot_of[FF_FUSED_MAX_VALUES];
     plan_slots(pl, p, slot_of);
     int64_t ntiles = (numel + pl->tile - 1) / pl->tile;
     blas_parallel_for(c, ntiles, BLAS_PAR_MIN / pl->tile, 1, run_tiles, pl);
-    int oom = atomic_load(&pl->oom);
-    int nslots = pl->nslots;
-    free(pl);
-    if (oom)
-        return blas_error(ctx, FF_ERR_OOM, "cpu_blas fused: out of memory for %d tiles of %d bytes", nslots,
-                          FUSED_TILE_BYTES);
+    if ((unsigned char *)pl != stack) free(pl);
     return FF_OK;
 }

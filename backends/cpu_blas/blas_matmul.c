@@ -76,6 +76,19 @@ static void small_kernel(ff_dtype t, int64_t M, int64_t N, int64_t K, const mat 
         double *acc = row;
         const float *ap = (const float *)a->p, *bp = (const float *)b->p;
         float *dp = (float *)d;
+        if (b->cs != 1 || N < 8) {
+            /* B's rows are strided or short: a dot product per element, the sum in a register
+             * (the i-k-j form below would chain every k through a store and a load of acc[j]);
+             * each element still sums over k in order, so the bits are the same */
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0.0;
+                    const float *ar = ap + i * a->rs, *bc = bp + j * b->cs;
+                    for (int64_t k = 0; k < K; k++) s += (double)ar[k * a->cs] * (double)bc[k * b->rs];
+                    dp[i * drs + j * dcs] = (float)s;
+                }
+            return;
+        }
         for (int64_t i = 0; i < M; i++) {
             for (int64_t j = 0; j < N; j++) acc[j] = 0.0;
             for (int64_t k = 0; k < K; k++) {
