@@ -14,13 +14,20 @@
 #define TILE_ELEMS 16384 /* per operand: 64 KiB of f32, a few of them fit in L2 */
 #define MAX_MEMBERS (FF_FUSED_MAX_VALUES - FF_FUSED_MAX_VIEWS) /* each adds at most one value */
 
-static bool fusable(const ff_graph *g, const gnode *n)
+/* Elementwise launches: unary, binary (comparisons too) and copy (a cast, or a broadcast). */
+static bool fusable(const gnode *n)
 {
-    if (n->kind == FF_KIND_UNARY) {
-        if (n->op == FF_UNARY_ISNAN || n->op == FF_UNARY_ISINF || n->op == FF_UNARY_LOGICAL_NOT) return false;
-    } else if (n->kind != FF_KIND_BINARY || ff_binary_op_writes_bool((ff_binary_op)n->op)) {
+    return n->kind == FF_KIND_UNARY || n->kind == FF_KIND_BINARY || n->kind == FF_KIND_COPY;
+}
+
+/* What a backend's fused entry takes (the ABI's program): unary and binary ops over one
+ * dtype that write it (no casts, no comparisons). Other runs take the core's tiles. */
+static bool one_dtype(const ff_graph *g, const gnode *n)
+{
+    if (n->kind == FF_KIND_COPY) return false;
+    if (n->kind == FF_KIND_UNARY && (n->op == FF_UNARY_ISNAN || n->op == FF_UNARY_ISINF || n->op == FF_UNARY_LOGICAL_NOT))
         return false;
-    }
+    if (n->kind == FF_KIND_BINARY && ff_binary_op_writes_bool((ff_binary_op)n->op)) return false;
     const ff_view *v = &g->views[n->v0];
     for (int i = 1; i < n->nv; i++)
         if (v[i].dtype != v[0].dtype) return false;
@@ -36,7 +43,7 @@ static bool same_view(const ff_view *a, const ff_view *b)
 
 static bool same_space(const ff_view *a, const ff_view *b)
 {
-    return a->dtype == b->dtype && a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
 }
 
 /* Distinct (buffer, view) pairs of the run with n: what the program may need as views. */
@@ -88,11 +95,18 @@ static int64_t inner_elems(const ff_view *v)
     return n;
 }
 
-/* FF_GRAPH_FUSE=tiles keeps groups from the backend's entry (to test the fallback). */
-static bool backend_takes(const ff_graph *g, ff_dtype dt)
+/* The backend's entry takes the run (FF_GRAPH_FUSE=tiles keeps every run from it, to
+ * test the fallback). */
+static bool backend_takes(const ff_graph *g, const int *members, int n)
 {
     const char *v = getenv("FF_GRAPH_FUSE");
-    return !(v && !strcmp(v, "tiles")) && ff_backend_supports(g->be, FF_KIND_FUSED, 0, dt);
+    if (v && !strcmp(v, "tiles")) return false;
+    ff_dtype dt = g->views[g->nodes[members[0]].v0].dtype;
+    for (int k = 0; k < n; k++) {
+        const gnode *m = &g->nodes[members[k]];
+        if (!one_dtype(g, m) || g->views[m->v0].dtype != dt) return false;
+    }
+    return ff_backend_supports(g->be, FF_KIND_FUSED, 0, dt);
 }
 
 /* Marks the run's temporaries; returns how many. */
@@ -151,7 +165,7 @@ static ff_status close_run(ff_graph *g, const int *members, int n, int *out, int
 {
     if (n >= 2) {
         const ff_view *head = &g->views[g->nodes[members[0]].v0];
-        bool by_backend = backend_takes(g, head->dtype);
+        bool by_backend = backend_takes(g, members, n);
         /* the tile fallback splits dim 0 only: a huge inner block would not stay in cache */
         bool tileable = head->ndim == 0 || inner_elems(head) <= 4 * TILE_ELEMS;
         if ((by_backend || tileable) && mark_temps(g, members, n) > 0) {
@@ -173,7 +187,7 @@ ff_status ff_graph_fuse(ff_graph *g, int *order, int *n_order)
     /* out reuses order: it never gets ahead of the read position */
     for (int i = 0; i < n && !st; i++) {
         const gnode *nd = &g->nodes[order[i]];
-        if (!fusable(g, nd)) {
+        if (!fusable(nd)) {
             st = close_run(g, run, n_run, order, &n_out);
             n_run = 0;
             order[n_out++] = order[i];
@@ -233,6 +247,7 @@ static ff_status build_program(ff_graph *g, gfused *f)
             int b = g->vbuf[m->v0 + j];
             if (g->bufs[b].fused_temp && g->bufs[b].group_refs == 0) {
                 g->bufs[b].group_refs = 1;
+                f->temp_dtype[n_temps] = g->views[m->v0 + j].dtype;
                 temp_of[b] = f->prog.n_views + n_temps++;
             }
         }
@@ -310,7 +325,8 @@ static void tile_view(const ff_graph *g, const gfused *f, int value, int64_t r0,
         }
         return;
     }
-    *out = (ff_view){.buf = g->scratch[value - p->n_views], .dtype = p->dtype, .ndim = p->ndim};
+    int t = value - p->n_views;
+    *out = (ff_view){.buf = g->scratch[t], .dtype = f->temp_dtype[t], .ndim = p->ndim};
     memcpy(out->shape, p->shape, sizeof out->shape);
     if (p->ndim) out->shape[0] = r;
     int64_t st = 1;
@@ -337,6 +353,8 @@ ff_status ff_graph_run_fused(ff_graph *g, const gfused *f)
             ff_status st;
             if (in->kind == FF_KIND_UNARY) {
                 st = vt->unary(c, (ff_unary_op)in->op, &v[0], &v[1]);
+            } else if (in->kind == FF_KIND_COPY) {
+                st = vt->copy(c, &v[0], &v[1]);
             } else {
                 tile_view(g, f, in->src[1], r0, r, &v[2]);
                 st = vt->binary(c, (ff_binary_op)in->op, &v[0], &v[1], &v[2]);

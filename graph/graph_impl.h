@@ -59,7 +59,8 @@ typedef struct gfused {
     ff_fused_inst *inst;
     int *members;        /* the node indices it replaces */
     int n_members;
-    bool by_backend;     /* the backend's fused entry runs it; else tiles through unary/binary */
+    bool by_backend;     /* the backend's fused entry runs it; else tiles through unary/binary/copy */
+    ff_dtype temp_dtype[FF_FUSED_MAX_VALUES]; /* the tiles' temporaries may mix dtypes (casts) */
     /* the tile fallback: rows of dim 0 per tile; temporary t uses the graph's scratch[t] */
     int64_t tile_rows;
     int n_temps;

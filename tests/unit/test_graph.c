@@ -62,6 +62,32 @@ static void test_elementwise_chain_fuses_and_replays_exactly(void)
     }
 }
 
+/* Comparisons and casts fuse too (the core's tiles: the ABI's programs are one dtype). */
+static void test_casts_and_comparisons_fuse(void)
+{
+    for (int k = 0; k < n_backends(); k++) {
+        CHECK(use(backends[k]) == FF_OK);
+        int64_t sh[2] = {70, 1001};
+        ff_tensor *x = uniform(2, sh, -1, 1, 8), *y = uniform(2, sh, -1, 1, 9);
+        CHECK(ff_graph_capture_begin() == FF_OK);
+        ff_tensor *pos = ff_gt(x, y), *pf = ff_astype(pos, FF_F64), *xd = ff_astype(x, FF_F64), *z = ff_mul(pf, xd);
+        RELEASE(pos, pf, xd);
+        ff_graph *g = ff_graph_capture_end();
+        CHECK(g != NULL);
+        ff_graph_info info;
+        CHECK(ff_graph_stats(g, &info) == FF_OK && info.fused_groups == 1 && info.fused_kernels == 4 && info.launches == 1);
+        CHECK(info.fused_by_backend == 0);
+        ff_tensor *x2 = uniform(2, sh, -1, 1, 18);
+        CHECK(ff_copy_(x, x2) == FF_OK && ff_graph_replay(g) == FF_OK);
+        ff_tensor *e1 = ff_gt(x, y), *e2 = ff_astype(e1, FF_F64), *e3 = ff_astype(x, FF_F64), *want = ff_mul(e2, e3);
+        ff_tensor *diff = ff_sub(z, want), *ad = ff_abs(diff), *mx = ff_amax(ad, 0, NULL, false);
+        double d = 1;
+        CHECK(ff_tensor_item(mx, &d) == FF_OK && d == 0.0);
+        ff_graph_release(g);
+        RELEASE(x, y, z, x2, e1, e2, e3, want, diff, ad, mx);
+    }
+}
+
 /* A chain with intermediates used twice and a reduction: fusion, constants, the arena. */
 static void test_planning_reuses_memory(void)
 {
@@ -367,6 +393,6 @@ static void test_checked_capture_compares_reads(void)
     ff_tensor_release(a);
 }
 
-FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
+FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_casts_and_comparisons_fuse), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
              TEST(test_training_steps_replay_bit_for_bit), TEST(test_fusion_and_planning_switches_give_same_values),
              TEST(test_random_draws_anew), TEST(test_errors), TEST(test_graph_owns_what_it_needs))
