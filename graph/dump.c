@@ -4,6 +4,7 @@
  * op -> buffer for writes. */
 #include <stdio.h>
 
+#include "ff_backend_scalar.h" /* the op names */
 #include "graph_impl.h"
 
 static const char *role_name(int r)
@@ -15,9 +16,11 @@ static const char *role_name(int r)
 static void op_label(FILE *f, const ff_graph *g, const gnode *n)
 {
     char sh[160];
-    fprintf(f, "%s", ff_graph_kind_name(n->kind));
-    if (n->kind == FF_KIND_UNARY) fprintf(f, " %d", n->op);
-    if (n->kind == FF_KIND_BINARY) fprintf(f, " %d", n->op);
+    const char *op = n->kind == FF_KIND_UNARY    ? ffb_unary_name(n->op)
+                     : n->kind == FF_KIND_BINARY ? ffb_binary_name(n->op)
+                     : n->kind == FF_KIND_REDUCE ? ffb_reduce_name(n->op)
+                                                 : NULL;
+    fprintf(f, "%s", op ? op : ff_graph_kind_name(n->kind));
     if (n->nv) {
         const ff_view *v = &g->views[n->v0];
         fprintf(f, "\\n%s %s", ff_dtype_name(v->dtype), ff_shape_str(v->ndim, v->shape, sh, sizeof sh));
