@@ -8,8 +8,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ocl_impl.h"
+#include "ff_backend_fused.h"
 #include "ff_backend_lines.h"
 
 ff_status ocl_error(ocl_ctx *c, ff_status st, const char *fmt, ...)
@@ -70,11 +72,13 @@ static void ocl_shutdown(void *ctx)
     if (!c) return;
     if (c->queue) clFinish(c->queue);
     ocl_alloc_destroy(c);
+    ocl_fused_release(c);
     ocl_program_release(c);
     if (c->queue) clReleaseCommandQueue(c->queue);
     if (c->context) clReleaseContext(c->context);
     pthread_mutex_destroy(&c->launch_lock);
     pthread_mutex_destroy(&c->alloc_lock);
+    pthread_mutex_destroy(&c->fused_lock);
     free(c);
 }
 
@@ -89,8 +93,13 @@ static ff_status ocl_init(const ff_host_api *host, void **ctx)
     c->host = host;
     pthread_mutex_init(&c->launch_lock, NULL);
     pthread_mutex_init(&c->alloc_lock, NULL);
+    pthread_mutex_init(&c->fused_lock, NULL);
     const char *env = getenv("FF_CACHE_MAX_MB");
     c->cache_max = env && *env ? (size_t)strtoull(env, NULL, 10) << 20 : 0; /* 0: set from the device below */
+    env = getenv("FF_OPENCL_FUSED");
+    c->fused_mode = env && !strcmp(env, "jit") ? OCL_FUSED_JIT
+                    : env && !strcmp(env, "interp") ? OCL_FUSED_INTERP
+                                                    : OCL_FUSED_AUTO;
     ff_status st = ocl_device_open(c);
     if (!st) st = ocl_program_build(c);
     if (st) {
@@ -134,6 +143,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && ffb_is_float(dtype);
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
+    case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* f32, f64: init requires cl_khr_fp64 */
     default: return 0;
     }
 }
@@ -169,6 +179,7 @@ static const ff_backend_vtable ocl_vtable = {
     .device_info = ocl_device_info,
     .scan = ocl_scan,
     .argsort = ocl_argsort,
+    .fused = ocl_fused,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &ocl_vtable; }

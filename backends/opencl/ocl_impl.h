@@ -12,6 +12,8 @@
  *   ocl_reduce.c     reduce, softmax, scan, argsort
  *   ocl_index.c      gather, scatter_add, random
  *   ocl_matmul.c     matmul: CLBlast for f32/f64, the own kernel for integers
+ *   ocl_fused.c      the fused entry: the interpreter kernel, or a generated one once hot
+ *   ocl_fused_gen.c  the fused entry's kernel source generator
  *   kernels/         the OpenCL C source (.cl files), embedded at build time
  */
 #ifndef FF_OCL_IMPL_H
@@ -36,10 +38,12 @@ typedef struct ocl_buf {
 /* The kernels of the program, by index. */
 typedef enum ocl_kernel_id {
     OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
-    OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_COUNT
+    OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_FUSED, OK_COUNT
 } ocl_kernel_id;
 
 #define OCL_NCLASS 160
+
+typedef struct ocl_fused_kernel ocl_fused_kernel; /* ocl_fused.c */
 
 typedef struct ocl_ctx {
     const ff_host_api *host;
@@ -59,7 +63,14 @@ typedef struct ocl_ctx {
     pthread_mutex_t alloc_lock;
     ocl_buf *free_list[OCL_NCLASS];
     size_t in_use, cached, peak, cache_max;
+    /* the fused entry's signatures seen and their generated kernels (ocl_fused.c) */
+    pthread_mutex_t fused_lock;
+    ocl_fused_kernel *fused;
+    int n_fused;
+    int fused_mode; /* FF_OPENCL_FUSED: OCL_FUSED_AUTO, _JIT (always generate), _INTERP (never) */
 } ocl_ctx;
+
+enum { OCL_FUSED_AUTO, OCL_FUSED_JIT, OCL_FUSED_INTERP };
 
 /* The kernels' view struct (kernels/common.cl: kview), field for field. */
 typedef struct ocl_kview {
@@ -86,6 +97,8 @@ ff_status ocl_shape_error(ocl_ctx *c, const char *entry, const ff_view *a, const
 /* ---- device and program ---- */
 ff_status ocl_device_open(ocl_ctx *c);
 ff_status ocl_program_build(ocl_ctx *c);
+/* common.cl + formulas.cl + kernel_src, built for the device (through the disk cache). */
+ff_status ocl_program_build_fused(ocl_ctx *c, const char *kernel_src, cl_program *out);
 void ocl_program_release(ocl_ctx *c);
 
 /* ---- memory (ocl_mem.c) ---- */
@@ -111,6 +124,9 @@ typedef struct ocl_arg { size_t size; const void *ptr; } ocl_arg;
  * `local` (0: the runtime picks). */
 ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t global,
                      size_t local);
+/* The same for a kernel outside the table (the fused entry's). */
+ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
+                            size_t global, size_t local);
 /* Work-items for a grid-stride loop over n elements. */
 size_t ocl_grid(const ocl_ctx *c, int64_t n);
 
@@ -131,5 +147,30 @@ ff_status ocl_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_
 ff_status ocl_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
 int ocl_matmul_supported(ff_dtype t);
 const char *ocl_matmul_engine(void); /* "CLBlast" or "own kernel" */
+ff_status ocl_fused(void *ctx, const ff_fused_program *prog);
+void ocl_fused_release(ocl_ctx *c); /* the kernel cache, at shutdown */
+
+/* ---- the fused entry's signatures and generated kernels (ocl_fused_gen.c) ---- */
+/* A signature: dtype, merged rank, slots (views in use), load set (slots read before
+ * written), store set (slots written), layout numbers as arguments (1) or in a buffer
+ * (0); then 4 ints per instruction: {op, or FF_UNARY_COUNT + op for a binary one; dst;
+ * src0; src1}, values numbered slots 0 .. slots-1, temporaries above. */
+#define OCL_SIG_HEAD 6
+/* Layout numbers passed as kernel arguments up to this many: with 16 buffers and numel,
+ * 904 bytes, under the 1024 that OpenCL 1.2 guarantees for a kernel's arguments. */
+#define OCL_FUSED_ARG_LONGS 96
+/* Where each layout number goes in a generated kernel's list of them: the sizes of dims
+ * 1 .. ndim-1 (dim 0 needs none), then per slot its offset and strides. The host fills
+ * the list, the generated code names its entries, both through this one numbering. */
+typedef struct ocl_layout_map {
+    int size[FF_MAX_DIMS];
+    int offset[FF_FUSED_MAX_VIEWS];
+    int stride[FF_FUSED_MAX_VIEWS][FF_MAX_DIMS];
+    int count;
+} ocl_layout_map;
+void ocl_layout_map_of(int ndim, int nu, ocl_layout_map *m);
+/* The OpenCL C of kernel ff_fused_k for signature sig (n_sig ints); malloc'd, NULL when
+ * out of memory. */
+char *ocl_fused_source(const int *sig, int n_sig);
 
 #endif /* FF_OCL_IMPL_H */

@@ -69,9 +69,14 @@ size_t ocl_grid(const ocl_ctx *c, int64_t n)
 ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t global,
                      size_t local)
 {
+    return ocl_launch_kernel(c, entry, c->kernels[k], args, nargs, global, local);
+}
+
+ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
+                            size_t global, size_t local)
+{
     if (global == 0) return FF_OK;
     if (local) global = (global + local - 1) / local * local;
-    cl_kernel kern = c->kernels[k];
     cl_int err = CL_SUCCESS;
     pthread_mutex_lock(&c->launch_lock);
     for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].ptr);

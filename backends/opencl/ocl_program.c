@@ -1,7 +1,8 @@
 /*
  * The kernel program: a prelude of #defines generated from backend_abi.h's enums (so
  * the kernels' op codes cannot drift from the ABI), then the kernels/ sources as embedded at
- * build time (ocl_kernels_src.c, made by embed_cl.cmake).
+ * build time (ocl_kernels_src.c, made by embed_cl.cmake). The fused entry's generated
+ * kernels are built the same way on the prelude and common.cl + formulas.cl only.
  *
  * Compiling it costs seconds on some drivers, so the program binary is cached on disk,
  * keyed by a hash of the platform, device, driver version and the full source:
@@ -18,20 +19,22 @@
 
 #include "ocl_impl.h"
 
-extern const char ocl_kernel_source[]; /* ocl_kernels_src.c */
+extern const char ocl_kernel_source[];            /* ocl_kernels_src.c */
+extern const unsigned long ocl_kernel_prelude_len; /* its common.cl + formulas.cl */
 
 static const char *const kernel_names[OK_COUNT] = {
     [OK_FILL] = "ff_fill", [OK_COPY] = "ff_copy", [OK_UNARY] = "ff_unary", [OK_UNARY_F32] = "ff_unary_f32",
     [OK_BINARY] = "ff_binary", [OK_BINARY_F32] = "ff_binary_f32", [OK_WHERE] = "ff_where",
     [OK_REDUCE] = "ff_reduce", [OK_REDUCE_FINISH] = "ff_reduce_finish", [OK_SOFTMAX] = "ff_softmax", [OK_INDEX_CHECK] = "ff_index_check",
     [OK_GATHER] = "ff_gather", [OK_SCATTER_ADD] = "ff_scatter_add", [OK_RANDOM] = "ff_random",
-    [OK_MATMUL] = "ff_matmul", [OK_SCAN] = "ff_scan", [OK_ARGSORT] = "ff_argsort",
+    [OK_MATMUL] = "ff_matmul", [OK_SCAN] = "ff_scan", [OK_ARGSORT] = "ff_argsort", [OK_FUSED] = "ff_fused",
 };
 
-/* "#define U_EXP 3" and so on, from the op names the backends share. */
-static char *make_source(void)
+/* "#define U_EXP 3" and so on, from the op names the backends share, then the first
+ * body_len bytes of the embedded kernels, then tail. */
+static char *make_source(size_t body_len, const char *tail)
 {
-    size_t cap = strlen(ocl_kernel_source) + 8192, len = 0;
+    size_t cap = body_len + strlen(tail) + 8192, len = 0;
     char *s = malloc(cap);
     if (!s) return NULL;
     struct { const char *prefix; const char *(*name)(int); int count; } enums[] = {
@@ -46,7 +49,8 @@ static char *make_source(void)
             len += (size_t)snprintf(s + len, cap - len, " %d\n", op);
         }
     }
-    memcpy(s + len, ocl_kernel_source, strlen(ocl_kernel_source) + 1);
+    memcpy(s + len, ocl_kernel_source, body_len);
+    memcpy(s + len + body_len, tail, strlen(tail) + 1);
     return s;
 }
 
@@ -127,33 +131,50 @@ static void save_cached(cl_program prog, const char *path)
     free(bin);
 }
 
-static ff_status build_from_source(ocl_ctx *c, const char *src)
+static ff_status build_from_source(ocl_ctx *c, const char *entry, const char *src, cl_program *out)
 {
     cl_int err;
-    c->program = clCreateProgramWithSource(c->context, 1, &src, NULL, &err);
-    if (!c->program) return ocl_cl_fail(c, "init", "clCreateProgramWithSource", err);
-    err = clBuildProgram(c->program, 1, &c->device, "", NULL, NULL);
-    if (err == CL_SUCCESS) return FF_OK;
+    cl_program prog = clCreateProgramWithSource(c->context, 1, &src, NULL, &err);
+    if (!prog) return ocl_cl_fail(c, entry, "clCreateProgramWithSource", err);
+    err = clBuildProgram(prog, 1, &c->device, "", NULL, NULL);
+    if (err == CL_SUCCESS) {
+        *out = prog;
+        return FF_OK;
+    }
     char log[2048] = "";
-    clGetProgramBuildInfo(c->program, c->device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+    clGetProgramBuildInfo(prog, c->device, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
     log[sizeof log - 1] = 0;
-    return ocl_error(c, FF_ERR_BACKEND, "opencl init: the kernels do not compile on \"%s\" (%s): %.1500s",
+    clReleaseProgram(prog);
+    return ocl_error(c, FF_ERR_BACKEND, "opencl %s: the kernels do not compile on \"%s\" (%s): %.1500s", entry,
                      c->device_name, ocl_cl_error_name(err), log);
+}
+
+/* The prelude + the first body_len bytes of the kernels + tail, built (or loaded from the
+ * disk cache) for the device. */
+static ff_status build_cached(ocl_ctx *c, const char *entry, size_t body_len, const char *tail, cl_program *out)
+{
+    char *src = make_source(body_len, tail);
+    if (!src) return ocl_error(c, FF_ERR_OOM, "opencl %s: out of memory", entry);
+    char path[1024];
+    int cached = cache_path(c, src, path, sizeof path);
+    ff_status st = FF_OK;
+    *out = cached ? load_cached(c, path) : NULL;
+    if (!*out) {
+        st = build_from_source(c, entry, src, out);
+        if (!st && cached) save_cached(*out, path);
+    }
+    free(src);
+    return st;
+}
+
+ff_status ocl_program_build_fused(ocl_ctx *c, const char *kernel_src, cl_program *out)
+{
+    return build_cached(c, "fused", ocl_kernel_prelude_len, kernel_src, out);
 }
 
 ff_status ocl_program_build(ocl_ctx *c)
 {
-    char *src = make_source();
-    if (!src) return ocl_error(c, FF_ERR_OOM, "opencl init: out of memory");
-    char path[1024];
-    int cached = cache_path(c, src, path, sizeof path);
-    ff_status st = FF_OK;
-    if (cached) c->program = load_cached(c, path);
-    if (!c->program) {
-        st = build_from_source(c, src);
-        if (!st && cached) save_cached(c->program, path);
-    }
-    free(src);
+    ff_status st = build_cached(c, "init", strlen(ocl_kernel_source), "", &c->program);
     if (st) return st;
     for (int k = 0; k < OK_COUNT; k++) {
         cl_int err;
