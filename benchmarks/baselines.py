@@ -71,6 +71,8 @@ def numpy_workloads(np, quick, max_mm):
         w["exp_f32_%s_out" % tag] = (lambda e=e, o=out: np.exp(e, out=o))
         if tag == "16M":
             w["sum_f32_16M"] = (lambda a=e: a.sum())
+            ra, rb, rc = (rng.uniform(-5, 5, n).astype(np.float32) for _ in range(3))
+            w["relu_mul_add_f32_16M"] = (lambda a=ra, b=rb, c=rc: np.maximum(a * b + c, 0))
             x = rng.uniform(-5, 5, (256 if quick else 4096, 4096)).astype(np.float32)
 
             def softmax(x=x):
@@ -159,6 +161,8 @@ def torch_workloads(torch, quick, max_mm):
         w["exp_f32_%s_out" % tag] = (lambda e=e, o=out: torch.exp(e, out=o))
         if tag == "16M":
             w["sum_f32_16M"] = (lambda e=e: torch.sum(e))
+            ra, rb, rc = (u(n, lo=-5, hi=5) for _ in range(3))
+            w["relu_mul_add_f32_16M"] = (lambda a=ra, b=rb, c=rc: torch.relu(a * b + c))
             x = u(256 if quick else 4096, 4096, lo=-5, hi=5)
             w["softmax_f32_16M"] = (lambda x=x: torch.softmax(x, -1))
     t4a, t4b = u(4), u(4)

@@ -23,10 +23,14 @@ typedef struct ff_state {
     ff_module *net;
     ff_optimizer *opt;
     bool ce; /* cross-entropy (else MSE) */
+    ff_graph *g;    /* the *_graph workloads: the captured region */
+    ff_tensor *out; /* and the result it keeps writing (the loss, y) */
 } ff_state;
 
 static void state_free(ff_state *s)
 {
+    ff_graph_release(s->g); /* before the optimizer it calls back into */
+    ff_tensor_release(s->out);
     ff_tensor_release(s->a), ff_tensor_release(s->b), ff_tensor_release(s->c), ff_tensor_release(s->y);
     ff_optimizer_release(s->opt);
     ff_module_release(s->net);
@@ -85,17 +89,53 @@ static int run_forward(void *v)
     return rc;
 }
 
-static int run_step(void *v)
+/* forward, loss, zero_grad, backward, optimizer step: the loss, or NULL on error */
+static ff_tensor *step_loss(ff_state *s)
 {
-    ff_state *s = v;
     ff_tensor *out = ff_module_forward(s->net, s->a);
     ff_tensor *loss = out ? (s->ce ? ff_cross_entropy(out, s->y) : ff_mse_loss(out, s->y)) : NULL;
-    int rc = loss && !ff_optimizer_zero_grad(s->opt) && !ff_backward(loss, NULL, NULL) && !ff_optimizer_step(s->opt)
-                 ? 0
-                 : -1;
+    if (loss && (ff_optimizer_zero_grad(s->opt) || ff_backward(loss, NULL, NULL) || ff_optimizer_step(s->opt))) {
+        ff_tensor_release(loss);
+        loss = NULL;
+    }
     ff_tensor_release(out);
-    ff_tensor_release(loss);
-    return rc;
+    return loss;
+}
+
+static int run_step(void *v) { return done(step_loss(v)); }
+
+/* y = relu(a * b + c), three allocating ops, temporaries released as a user would */
+static ff_tensor *relu_mul_add(ff_state *s)
+{
+    ff_tensor *ab = ff_mul(s->a, s->b), *abc = ab ? ff_add(ab, s->c) : NULL, *y = abc ? ff_relu(abc) : NULL;
+    ff_tensor_release(ab);
+    ff_tensor_release(abc);
+    return y;
+}
+
+static int run_relu_mul_add(void *v) { return done(relu_mul_add(v)); }
+
+/* The *_graph workloads: the region captured once, its result kept in s->out (as a user
+ * keeps the loss to read it; detached, so the history's saved tensors die in the region
+ * and are planned), then every timed call is one replay. */
+static int capture(ff_state *s, ff_tensor *(*region)(ff_state *))
+{
+    if (ff_graph_capture_begin()) return -1;
+    ff_tensor *r = region(s);
+    s->out = r ? ff_detach(r) : NULL;
+    ff_tensor_release(r);
+    s->g = ff_graph_capture_end();
+    if (!s->out || !s->g) {
+        fprintf(stderr, "ff-bench: capture failed: %s\n", ff_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int run_replay(void *v)
+{
+    ff_state *s = v;
+    return ff_graph_replay(s->g) ? -1 : 0;
 }
 
 static ff_tensor *uniform(int ndim, const int64_t *shape, double lo, double hi, uint64_t seed)
@@ -138,6 +178,20 @@ static void matmuls(ff_backend *be, int threads, const bench_opts *o, bool refer
     }
 }
 
+/* relu(a * b + c) over three full tensors: three eager ops, and the same captured once
+ * and replayed (one fused pass: reads a, b, c, writes y) */
+static void relu_mul_add_pair(ff_backend *be, int threads, const bench_opts *o, int64_t n)
+{
+    static const char *const names[2] = {"relu_mul_add_f32_16M", "relu_mul_add_f32_16M_graph"};
+    for (int graph = 0; graph < 2; graph++) {
+        if (!bench_selected(o, names[graph])) continue;
+        ff_state s = {.a = uniform(1, &n, -5, 5, 1), .b = uniform(1, &n, -5, 5, 2), .c = uniform(1, &n, -5, 5, 3)};
+        if (s.a && s.b && s.c && (!graph || !capture(&s, relu_mul_add)))
+            measure(o, names[graph], graph ? run_replay : run_relu_mul_add, &s, 16.0 * (double)n, "GB/s", be, threads);
+        state_free(&s);
+    }
+}
+
 static void elementwise(ff_backend *be, int threads, const bench_opts *o)
 {
     static const int64_t sizes[] = {1 << 20, 1 << 24};
@@ -166,6 +220,7 @@ static void elementwise(ff_backend *be, int threads, const bench_opts *o)
         }
         if (k == 1 && bench_selected(o, "sum_f32_16M")) measure(o, "sum_f32_16M", run_sum, &s, 4.0 * (double)n, "GB/s", be, threads);
         state_free(&s);
+        if (k == 1) relu_mul_add_pair(be, threads, o, n);
         if (k == 1 && bench_selected(o, "softmax_f32_16M")) {
             int64_t sh[2] = {o->quick ? 256 : 4096, 4096}; /* rows of 4096, softmax over the last axis */
             ff_state m = {.a = uniform(2, sh, -5, 5, 3)};
@@ -216,6 +271,17 @@ static void models(ff_backend *be, int threads, const bench_opts *o)
     if (bench_selected(o, "mlp_4_16_1_step") && !mlp_setup(&s, 4, 16, 1, 8, false))
         measure(o, "mlp_4_16_1_step", run_step, &s, 0, "", be, threads);
     state_free(&s);
+    /* the same steps captured (after one eager step, as SGD with momentum would need)
+     * and replayed */
+    if (bench_selected(o, "mlp_784_256_10_step_graph") && !mlp_setup(&s, 784, 256, 10, 64, true) && !run_step(&s) &&
+        !capture(&s, step_loss))
+        measure(o, "mlp_784_256_10_step_graph", run_replay, &s, 6.0 * 64 * (784 * 256 + 256 * 10), "GFLOP/s", be,
+                threads);
+    state_free(&s);
+    if (bench_selected(o, "mlp_4_16_1_step_graph") && !mlp_setup(&s, 4, 16, 1, 8, false) && !run_step(&s) &&
+        !capture(&s, step_loss))
+        measure(o, "mlp_4_16_1_step_graph", run_replay, &s, 0, "", be, threads);
+    state_free(&s);
     /* a 3x3 convolution, padding 1: [64, 32, 28, 28] by [64, 32, 3, 3] (1.85 GFLOP forward) */
     const double conv_flop = 2.0 * 64 * 64 * 28 * 28 * 32 * 9;
     int64_t xs[4] = {64, 32, 28, 28}, ws[4] = {64, 32, 3, 3}, ys[4] = {64, 64, 28, 28};
@@ -234,8 +300,9 @@ static void models(ff_backend *be, int threads, const bench_opts *o)
 }
 
 /* One epoch of the Fashion-MNIST demo: the MLP 784-256-128-10 with batch 128, or (cnn)
- * its CNN (2 x conv-BN-ReLU-pool, 1568-128-10) with batch 64; AdamW. */
-static void mnist_epoch(ff_backend *be, int threads, bool cnn)
+ * its CNN (2 x conv-BN-ReLU-pool, 1568-128-10) with batch 64; AdamW. graph: the demo's
+ * --graph (the step captured after one eager step and replayed). */
+static void mnist_epoch(ff_backend *be, int threads, bool cnn, bool graph, const char *name)
 {
     static mnist_split train;
     static int loaded;
@@ -247,7 +314,8 @@ static void mnist_epoch(ff_backend *be, int threads, bool cnn)
     }
     if (loaded < 0) return;
     ff_module *net = cnn ? mnist_cnn(42) : mnist_mlp(42);
-    mnist_train_cfg cfg = {.epochs = 1, .batch = cnn ? 64 : 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = NULL};
+    mnist_train_cfg cfg = {.epochs = 1, .batch = cnn ? 64 : 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .log = NULL,
+                           .graph = graph};
     double t0 = bench_now();
     int rc = net ? mnist_train(net, &train, &cfg, NULL, 0, NULL, NULL) : -1;
     double t = bench_now() - t0;
@@ -257,7 +325,7 @@ static void mnist_epoch(ff_backend *be, int threads, bool cnn)
         return;
     }
     bench_result r = {.threads = threads, .median_s = t, .min_s = t, .runs = 1, .inner = 1};
-    snprintf(r.workload, sizeof r.workload, cnn ? "fashion_mnist_cnn_epoch" : "fashion_mnist_epoch");
+    snprintf(r.workload, sizeof r.workload, "%s", name);
     snprintf(r.backend, sizeof r.backend, "%s", ff_backend_name(be));
     bench_emit(&r);
 }
@@ -272,6 +340,11 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     matmuls(be, threads, o, reference);
     elementwise(be, threads, o);
     models(be, threads, o);
-    if (o->mnist && bench_selected(o, "fashion_mnist_epoch") && !reference) mnist_epoch(be, threads, false);
-    if (o->mnist && bench_selected(o, "fashion_mnist_cnn_epoch") && !reference) mnist_epoch(be, threads, true);
+    if (o->mnist && !reference)
+        for (int k = 0; k < 4; k++) {
+            bool cnn = k >= 2, graph = k % 2;
+            char w[64];
+            snprintf(w, sizeof w, "fashion_mnist%s_epoch%s", cnn ? "_cnn" : "", graph ? "_graph" : "");
+            if (bench_selected(o, w)) mnist_epoch(be, threads, cnn, graph, w);
+        }
 }

@@ -11,7 +11,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fashion_mnist [--model mlp|cnn] [--epochs N] [--limit N] [--batch N] [--lr X] [--wd X] [--seed N]\n"
-            "                     [--data DIR]\n"
+            "                     [--data DIR] [--graph] [--graph-dump FILE.dot]\n"
             "  --model M   mlp (784-256-128-10, the default) or cnn (2 x conv-BN-ReLU-pool, then 1568-128-10)\n"
             "  --epochs N  passes over the training set (default 6 for the MLP, 4 for the CNN)\n"
             "  --limit N   train on the first N samples only (default: all 60000)\n"
@@ -19,7 +19,10 @@ static void usage(FILE *f)
             "  --lr X      peak AdamW learning rate, cosine-annealed per step (default 2e-3)\n"
             "  --wd X      AdamW decoupled weight decay (default 1e-4)\n"
             "  --seed N    seed for init and shuffling (default 42)\n"
-            "  --data DIR  directory with the IDX files (default " MNIST_DEFAULT_DIR ")\n");
+            "  --data DIR  directory with the IDX files (default " MNIST_DEFAULT_DIR ")\n"
+            "  --graph     capture the training step once (after one eager step) and replay it for every\n"
+            "              full batch (include/ff/graph.h, docs/graphs.md); not with MPI data parallel\n"
+            "  --graph-dump FILE.dot  with --graph (implied): write the captured step as Graphviz dot\n");
 }
 
 /* Parses argv into cfg; returns 0, 1 for --help, -1 on a bad option. */
@@ -28,6 +31,10 @@ static int parse_args(int argc, char **argv, mnist_train_cfg *cfg, const char **
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
+        if (!strcmp(a, "--graph")) {
+            cfg->graph = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "fashion_mnist: %s needs a value\n", a);
             return -1;
@@ -36,6 +43,11 @@ static int parse_args(int argc, char **argv, mnist_train_cfg *cfg, const char **
         char *end = NULL;
         if (!strcmp(a, "--data")) {
             *dir = v;
+            continue;
+        }
+        if (!strcmp(a, "--graph-dump")) {
+            cfg->graph = true;
+            cfg->graph_dump = v;
             continue;
         }
         if (!strcmp(a, "--model")) {
@@ -107,10 +119,10 @@ int main(int argc, char **argv)
     if (talk) {
         printf("Fashion-MNIST: %lld train / %lld test images from %s; backend %s\n", (long long)train.n,
                (long long)test.n, dir, ff_backend_name(be));
-        printf("%s (%lld parameters), AdamW lr %g wd %g, batch %d%s, %d epochs, seed %llu\n",
+        printf("%s (%lld parameters), AdamW lr %g wd %g, batch %d%s, %d epochs, seed %llu%s\n",
                cnn ? "CNN conv16-conv32-128-10" : "MLP 784-256-128-10", (long long)ff_module_num_parameters(net),
                cfg.lr, cfg.weight_decay, cfg.batch, ff_dist_size() > 1 ? " per rank" : "", cfg.epochs,
-               (unsigned long long)cfg.seed);
+               (unsigned long long)cfg.seed, cfg.graph ? ", step captured and replayed (--graph)" : "");
         if (ff_dist_size() > 1) printf("data parallel on %d ranks (MPI)\n", ff_dist_size());
     }
     double t0 = mnist_now(), sps = 0, acc = -1;

@@ -1,6 +1,7 @@
 /* The demo's training loop: shuffled mini-batches gathered on the host, forward,
- * cross-entropy, backward, AdamW step with a per-step cosine schedule. Every tensor
- * made in a step is released in that step. */
+ * cross-entropy, backward, AdamW step with a per-step cosine schedule. Eager, every
+ * tensor made in a step is released in that step; with cfg->graph the step is captured
+ * once (include/ff/graph.h) and replayed, the schedule's lr still set before each step. */
 #define _POSIX_C_SOURCE 200809L /* fileno, isatty */
 #include <math.h>
 #include <stdlib.h>
@@ -57,27 +58,103 @@ static void shuffle(int64_t *perm, int64_t n, uint64_t seed)
     }
 }
 
-/* One step on rows idx[0..b): returns the loss, or NAN on error. */
-static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, const mnist_split *d,
-                         const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
+static void gather(const mnist_split *d, const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
 {
     for (int64_t r = 0; r < b; r++) {
         memcpy(xbuf + r * MNIST_PIXELS, d->images + idx[r] * MNIST_PIXELS, MNIST_PIXELS * sizeof *xbuf);
         ybuf[r] = d->labels[idx[r]];
     }
+}
+
+/* forward, cross-entropy, backward, (data parallel: gradients averaged), AdamW step: the
+ * loss tensor, or NULL on error. The region a --graph run captures. */
+static ff_tensor *step_loss(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, const ff_tensor *x, const ff_tensor *y)
+{
+    ff_tensor *logits = ff_module_forward(net, x);
+    ff_tensor *loss = logits ? ff_cross_entropy(logits, y) : NULL;
+    ff_tensor_release(logits);
+    if (loss && (ff_optimizer_zero_grad(opt) || ff_backward(loss, NULL, NULL) || (ddp && ff_dist_ddp_sync_grads(ddp)) ||
+                 ff_optimizer_step(opt))) {
+        ff_tensor_release(loss);
+        loss = NULL;
+    }
+    return loss;
+}
+
+static double loss_value(const ff_tensor *loss)
+{
+    double v = NAN;
+    return loss && !ff_tensor_item(loss, &v) ? v : NAN;
+}
+
+/* --graph: the captured step, its input tensors and the loss it writes. */
+typedef struct step_graph {
+    ff_graph *g;
+    ff_tensor *x, *y, *loss;
+} step_graph;
+
+static void step_graph_free(step_graph *sg)
+{
+    ff_graph_release(sg->g);
+    ff_tensor_release(sg->x);
+    ff_tensor_release(sg->y);
+    ff_tensor_release(sg->loss);
+    memset(sg, 0, sizeof *sg);
+}
+
+static void log_graph(FILE *log, const ff_graph_info *i)
+{
+    fprintf(log, "graph: step captured: %lld kernels -> %lld launches per replay (%lld fused groups of %lld kernels, "
+                 "%lld constants hoisted, %lld host calls); memory: eager peak %.0f KiB, planned %.0f KiB (arena %.0f KiB)\n",
+            (long long)i->kernels_captured, (long long)i->launches, (long long)i->fused_groups,
+            (long long)i->fused_kernels, (long long)i->constants_hoisted, (long long)i->host_calls,
+            (double)i->eager_peak_bytes / 1024, (double)i->planned_peak_bytes / 1024, (double)i->arena_bytes / 1024);
+}
+
+/* The first call captures the step on batch (x, y), which become the graph's inputs (the
+ * step runs as it is captured); later calls copy their batch into those and replay.
+ * Returns the captured loss tensor (this step's loss), borrowed, or NULL on error. */
+static const ff_tensor *graph_step(step_graph *sg, ff_module *net, ff_optimizer *opt, const mnist_train_cfg *cfg,
+                                   ff_tensor *x, ff_tensor *y)
+{
+    if (sg->g) {
+        ff_tensor *inputs[2] = {sg->x, sg->y};
+        const ff_tensor *values[2] = {x, y};
+        return ff_graph_replay_with(sg->g, 2, inputs, values) ? NULL : sg->loss;
+    }
+    sg->x = ff_tensor_retain(x), sg->y = ff_tensor_retain(y);
+    if (ff_graph_capture_begin()) return NULL;
+    ff_tensor *loss = step_loss(net, opt, NULL, x, y);
+    sg->loss = loss ? ff_detach(loss) : NULL; /* the value only: its history (saved activations) dies here */
+    ff_tensor_release(loss);
+    if (!(sg->g = ff_graph_capture_end()) || !sg->loss) return NULL;
+    ff_graph_info info;
+    if (ff_graph_stats(sg->g, &info)) return NULL;
+    if (cfg->graph_info) *cfg->graph_info = info;
+    if (cfg->log) log_graph(cfg->log, &info);
+    return cfg->graph_dump && ff_graph_dump(sg->g, cfg->graph_dump) ? NULL : sg->loss;
+}
+
+/* One step on rows idx[0..b): eager, or (cfg->graph, after the first step, full batches
+ * only: a graph has its capture's shapes) through the graph. The loss, or NAN on error. */
+static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, step_graph *sg, bool use_graph,
+                         const mnist_train_cfg *cfg, const mnist_split *d, const int64_t *idx, int64_t b, float *xbuf,
+                         int64_t *ybuf)
+{
+    gather(d, idx, b, xbuf, ybuf);
     int64_t xs[2] = {b, MNIST_PIXELS};
     ff_tensor *x = ff_from_data(xbuf, 2, xs, FF_F32);
     ff_tensor *y = x ? ff_from_data(ybuf, 1, &b, FF_I64) : NULL;
-    ff_tensor *logits = y ? ff_module_forward(net, x) : NULL;
-    ff_tensor *loss = logits ? ff_cross_entropy(logits, y) : NULL;
     double v = NAN;
-    if (loss && !ff_optimizer_zero_grad(opt) && !ff_backward(loss, NULL, NULL) &&
-        !(ddp && ff_dist_ddp_sync_grads(ddp)) && !ff_optimizer_step(opt) && ff_tensor_item(loss, &v))
-        v = NAN;
+    if (y && use_graph) {
+        v = loss_value(graph_step(sg, net, opt, cfg, x, y));
+    } else if (y) {
+        ff_tensor *loss = step_loss(net, opt, ddp, x, y);
+        v = loss_value(loss);
+        ff_tensor_release(loss);
+    }
     ff_tensor_release(x);
     ff_tensor_release(y);
-    ff_tensor_release(logits);
-    ff_tensor_release(loss);
     return v;
 }
 
@@ -103,6 +180,10 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
     /* under mpirun: data parallel, each rank its shard of every epoch (ff_dist's sampler)
      * and batch b of its own, gradients averaged before each step */
     bool dp = ff_dist_size() > 1;
+    if (dp && cfg->graph) {
+        ff_set_error(FF_ERR_INVALID, "mnist_train: --graph does not capture data parallel steps (MPI collectives)");
+        return -1;
+    }
     ff_dist_ddp *ddp = dp ? ff_dist_ddp_new(net, 0) : NULL;
     if (dp && !ddp) return -1;
     int64_t n = dp ? ff_dist_shard_size(n_all, false) : n_all;
@@ -119,6 +200,7 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
     bool tty = cfg->log && isatty(fileno(cfg->log));
     int64_t every = steps_per_epoch / (tty ? 50 : 5) + 1, step = 0;
     double t_start = mnist_now();
+    step_graph sg = {0};
     ff_module_train(net, true);
     for (int e = 0; e < cfg->epochs && rc == 0; e++) {
         if (dp) {
@@ -133,7 +215,8 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
         for (int64_t s = 0; s < steps_per_epoch; s++, step++) {
             ff_optimizer_set_lr(opt, ff_lr_cosine(cfg->lr, step, total, cfg->lr / 100));
             int64_t lo = s * b, bs = n - lo < b ? n - lo : b;
-            double loss = train_step(net, opt, ddp, train, perm + lo, bs, xbuf, ybuf);
+            double loss = train_step(net, opt, ddp, &sg, cfg->graph && step > 0 && bs == b, cfg, train, perm + lo, bs,
+                                     xbuf, ybuf);
             if (loss != loss) {
                 rc = -1;
                 break;
@@ -156,6 +239,7 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
         double dt = mnist_now() - t_start;
         *samples_per_s = dt > 0 ? (double)n * ff_dist_size() * cfg->epochs / dt : 0;
     }
+    step_graph_free(&sg); /* before the optimizer its host calls use */
     ff_optimizer_release(opt);
     ff_dist_ddp_free(ddp);
     free(perm);

@@ -38,6 +38,12 @@ typedef struct mnist_train_cfg {
     double weight_decay; /* AdamW, decoupled */
     uint64_t seed;       /* init, shuffling */
     FILE *log;           /* progress bar + epoch summaries, or NULL for silence */
+    /* graph: after one eager step, capture a full-batch step (forward, loss, backward,
+     * AdamW) and replay it for every full batch; a last, smaller batch runs eagerly.
+     * Not with data parallel (MPI) training. graph_dump: a Graphviz file of the step. */
+    bool graph;
+    const char *graph_dump;
+    ff_graph_info *graph_info; /* if non-NULL and graph: the captured step's ff_graph_stats */
 } mnist_train_cfg;
 
 /* The MLP 784-256-128-10 with ReLU. */
