@@ -187,7 +187,9 @@ def from_numpy(arr):
     bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
-    _dtype.from_numpy_dtype(arr.dtype)
+    if _dtype.from_numpy_dtype(arr.dtype).code == _dtype.float16.code:
+        raise TypeError("from_numpy: float16 arrays cannot be shared yet (DLPack has no half codes in "
+                        "FusionFlow); use tensor(arr) for a copy")
     from ._dlpack import from_dlpack
     if arr.dtype == np.bool_:
         # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout
