@@ -1,5 +1,5 @@
 /* Vtable families "fill", "copy" (every source dtype x every destination dtype:
- * casts) and "where". All compare exactly, against the reference and against the
+ * casts, F16/BF16 included) and "where". All compare exactly, against the reference and against the
  * closed form (the ABI's conversion rules, cf_set_f / cf_set_i). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,8 +114,8 @@ static cf_result run_where(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 
 void cf_gen_fill_copy(void)
 {
-    for (int di = 0; di < CF_NDTYPES; di++) {
-        ff_dtype dt = cf_all_dtypes[di];
+    for (int di = 0; di < CF_NSTORAGE_DTYPES; di++) {
+        ff_dtype dt = cf_storage_dtypes[di];
         for (int si = 0; si < CF_EW_NSCEN; si++) {
             const cf_scenario *s = &cf_ew_scenarios[si];
             bool big = si >= CF_EW_FIRST_BIG;
@@ -137,8 +137,8 @@ void cf_gen_fill_copy(void)
                 cf_register(&c);
             }
             /* copy: every source dtype into dt */
-            for (int sj = 0; sj < CF_NDTYPES; sj++) {
-                ff_dtype src = cf_all_dtypes[sj];
+            for (int sj = 0; sj < CF_NSTORAGE_DTYPES; sj++) {
+                ff_dtype src = cf_storage_dtypes[sj];
                 if (!cf_ref_supports(FF_KIND_COPY, (int)src, dt)) continue;
                 if (s->inplace && src != dt) continue;
                 if (big && !(dt == FF_F32 && (src == FF_F32 || src == FF_I32))) continue;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cf.h"
+#include "ff_backend_scalar.h" /* the ABI's f16/bf16 conversions, shared with every backend */
 
 uint64_t cf_hash_str(uint64_t seed, const char *s)
 {
@@ -44,6 +45,7 @@ double cf_get_f(const void *p, ff_dtype dt, int64_t i)
     case FF_I64: return (double)((const int64_t *)p)[i];
     case FF_U8: return ((const uint8_t *)p)[i];
     case FF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case FF_F16: case FF_BF16: return ffb_ld_f64((const char *)p + i * 2, dt);
     default: return 0;
     }
 }
@@ -81,6 +83,7 @@ void cf_set_i(void *p, ff_dtype dt, int64_t i, int64_t v)
     case FF_I64: ((int64_t *)p)[i] = v; break;
     case FF_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
     case FF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case FF_F16: case FF_BF16: ffb_st_i64((char *)p + i * 2, dt, v); break; /* rounds once */
     default: break;
     }
 }
@@ -92,6 +95,7 @@ void cf_set_f(void *p, ff_dtype dt, int64_t i, double v)
     switch (dt) {
     case FF_F32: ((float *)p)[i] = (float)v; break;
     case FF_F64: ((double *)p)[i] = v; break;
+    case FF_F16: case FF_BF16: ffb_st_f64((char *)p + i * 2, dt, v); break; /* once, to nearest even */
     case FF_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
     case FF_I32:
         ((int32_t *)p)[i] = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;

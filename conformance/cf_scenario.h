@@ -53,5 +53,9 @@ static const cf_scenario cf_ew_scenarios[] = {
 
 static const ff_dtype cf_all_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define CF_NDTYPES 6
+/* The storage dtypes too: what copy and fill are checked on (the other families compute,
+ * and the core computes F16/BF16 in f32). */
+static const ff_dtype cf_storage_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16};
+#define CF_NSTORAGE_DTYPES 8
 
 #endif /* FF_CONFORMANCE_CF_SCENARIO_H */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ff_impl.h"
+#include "ff_backend_scalar.h" /* the f16/bf16 -> double conversions */
 
 /* Headers come from malloc, then get their fields assigned: glibc's calloc bypasses
  * the per-thread cache, and header allocation is a visible share of a tiny op's cost
@@ -70,9 +71,6 @@ ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtyp
     if (!be) return NULL; /* the caller's backend lookup already set the error */
     if ((unsigned)dtype >= FF_DTYPE_COUNT)
         return ff_error(FF_ERR_INVALID, "%s: invalid dtype %d", fn, (int)dtype), NULL;
-    if (dtype == FF_F16 || dtype == FF_BF16)
-        return ff_error(FF_ERR_UNSUPPORTED, "%s: dtype %s is a reserved storage format, not computable yet", fn,
-                        ff_dtype_name(dtype)), NULL;
     ff_layout l;
     int64_t numel, nbytes;
     if (ff_layout_init_contiguous(&l, ndim, shape, fn) || ff_layout_numel(&l, &numel)) return NULL;
@@ -224,6 +222,7 @@ static double scalar_as_double(const void *p, ff_dtype t)
     case FF_I64: return (double)*(const int64_t *)p;
     case FF_U8: return *(const uint8_t *)p;
     case FF_BOOL: return *(const uint8_t *)p != 0;
+    case FF_F16: case FF_BF16: return ffb_ld_f64(p, t); /* exact */
     default: return 0;
     }
 }

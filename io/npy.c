@@ -143,7 +143,7 @@ static ff_status parse_header(hdr *h, const char *path)
 static ff_status parse_descr(const char *d, ff_dtype *out, const char *path)
 {
     static const struct { const char *code; ff_dtype t; } table[] = {
-        {"f4", FF_F32}, {"f8", FF_F64}, {"i4", FF_I32}, {"i8", FF_I64}, {"u1", FF_U8}, {"b1", FF_BOOL},
+        {"f4", FF_F32}, {"f8", FF_F64}, {"f2", FF_F16}, {"i4", FF_I32}, {"i8", FF_I64}, {"u1", FF_U8}, {"b1", FF_BOOL},
     };
     char order = d[0];
     if (order != '<' && order != '|' && order != '=' && order != '>')
@@ -155,7 +155,7 @@ static ff_status parse_descr(const char *d, ff_dtype *out, const char *path)
         *out = table[k].t;
         return FF_OK;
     }
-    return ff_error(FF_ERR_UNSUPPORTED, "%s: '%s': dtype '%s' is unsupported (supported: <f4 <f8 <i4 <i8 |u1 |b1)",
+    return ff_error(FF_ERR_UNSUPPORTED, "%s: '%s': dtype '%s' is unsupported (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1)",
                     LOAD_FN, path, d);
 }
 
@@ -269,7 +269,8 @@ ff_tensor *ff_npy_load(const char *path)
 ff_status ff_npy_save(const char *path, const ff_tensor *t)
 {
     static const char *const descr[] = {
-        [FF_F32] = "<f4", [FF_F64] = "<f8", [FF_I32] = "<i4", [FF_I64] = "<i8", [FF_U8] = "|u1", [FF_BOOL] = "|b1",
+        [FF_F32] = "<f4", [FF_F64] = "<f8", [FF_I32] = "<i4", [FF_I64] = "<i8",
+        [FF_U8] = "|u1",  [FF_BOOL] = "|b1", [FF_F16] = "<f2", /* BF16: NumPy has none */
     };
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", SAVE_FN);
     if ((unsigned)t->dtype >= sizeof descr / sizeof descr[0] || !descr[t->dtype])

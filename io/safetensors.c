@@ -95,9 +95,9 @@ static ff_status parse_entry(const ff_json *j, entry *e, const char *path)
     size_t k = 0, nd = sizeof st_dtypes / sizeof st_dtypes[0];
     while (k < nd && strcmp(st_dtypes[k].name, dtype->str) != 0) k++;
     if (k == nd) return bad(path, "tensor '%s' has unknown dtype '%s'", name, dtype->str);
-    if (st_dtypes[k].dtype == FF_DTYPE_COUNT || st_dtypes[k].dtype == FF_F16 || st_dtypes[k].dtype == FF_BF16)
+    if (st_dtypes[k].dtype == FF_DTYPE_COUNT)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: '%s': tensor '%s' has dtype %s, which FusionFlow cannot load "
-                        "(supported: F32 F64 I32 I64 U8 BOOL)", LOAD_FN, path, name, dtype->str);
+                        "(supported: F32 F64 F16 BF16 I32 I64 U8 BOOL)", LOAD_FN, path, name, dtype->str);
     e->dtype = st_dtypes[k].dtype;
 
     uint64_t dims[FF_MAX_DIMS], off[2];

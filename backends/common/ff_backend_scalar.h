@@ -10,6 +10,11 @@
  *     cast (uint8_t)(int64_t)x, and like PyTorch on x86: -1.0 -> 255). Any value ->
  *     BOOL is (x != 0), so NaN -> true.
  *   - int64 -> narrower integer wraps modulo 2^32 / 2^8; int64 -> float rounds to nearest.
+ *   - F16 (IEEE binary16) and BF16 (bfloat16) are storage dtypes: every value converts
+ *     to them once, from double, to nearest even (f64 -> f16 never passes through f32,
+ *     which would round twice); past the largest finite value (65504 for f16: 65520 and
+ *     up is +inf) to +-inf; f16 subnormals exact; NaN -> a quiet NaN of the same sign;
+ *     -0 stays -0. int64 -> half rounds once too. f16/bf16 -> f32 and f64 are exact.
  *   - Per-element op formulas (unary, binary, reduction accumulators) for the generic,
  *     non-vectorized paths: floats in double (f32 rounded once at the store), integers
  *     and bool widened to int64 (U8 as 0..255, bool as 0/1).
@@ -31,14 +36,21 @@
 
 /* ---- dtypes ------------------------------------------------------------------ */
 
-/* The dtypes the CPU backends compute on: F32, F64, I32, I64, U8, BOOL.
- * F16/BF16 are storage-only formats in ABI v1. */
+/* The dtypes the CPU backends compute on: F32, F64, I32, I64, U8, BOOL. F16/BF16 they
+ * only copy and fill (ffb_dtype_storage_ok); the core computes on them in f32. */
 static inline int ffb_dtype_ok(ff_dtype t)
 {
     return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
 }
 
 static inline int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+
+/* The 2-byte float storage dtypes: the CPU backends copy and fill them (every dtype
+ * pair), and nothing else; the core computes on them in f32. */
+static inline int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
+
+/* What copy and fill take: the computable dtypes and the two half ones. */
+static inline int ffb_dtype_storage_ok(ff_dtype t) { return ffb_dtype_ok(t) || ffb_is_half(t); }
 
 /* Name of a dtype for messages. */
 static inline const char *ffb_dtype_name(ff_dtype t)
@@ -94,21 +106,22 @@ static inline ff_status ffb_verror(const ff_host_api *host, ff_status st, const 
 
 /* ---- view checks shared by the backends ------------------------------------------- */
 
-/* The checks every entry makes on a view the core passed: a computable dtype, a rank in
- * [0, FF_MAX_DIMS], non-negative offset, sizes and strides, a buffer when there are
- * elements. Messages read "<backend> <entry>: <what> ...". */
-static inline ff_status ffb_check_view(const ff_host_api *host, const char *backend, const char *entry,
-                                       const char *what, const ff_view *v)
+/* The checks every entry makes on a view the core passed: a computable dtype (or, with
+ * half_ok, for copy and fill, F16/BF16 too), a rank in [0, FF_MAX_DIMS], non-negative
+ * offset, sizes and strides, a buffer when there are elements. Messages read
+ * "<backend> <entry>: <what> ...". */
+static inline ff_status ffb_check_view_as(const ff_host_api *host, const char *backend, const char *entry,
+                                          const char *what, const ff_view *v, int half_ok)
 {
     char msg[256];
     ff_status st = FF_OK;
     if (!v) {
         snprintf(msg, sizeof msg, "%s %s: %s view is NULL", backend, entry, what), st = FF_ERR_INVALID;
-    } else if (v->dtype == FF_F16 || v->dtype == FF_BF16) {
+    } else if (ffb_is_half(v->dtype) && !half_ok) {
         snprintf(msg, sizeof msg, "%s %s: %s has dtype %s, which %s does not compute on", backend, entry, what,
                  ffb_dtype_name(v->dtype), backend);
         st = FF_ERR_UNSUPPORTED;
-    } else if (!ffb_dtype_ok(v->dtype)) {
+    } else if (!ffb_dtype_storage_ok(v->dtype)) {
         snprintf(msg, sizeof msg, "%s %s: %s has invalid dtype %d", backend, entry, what, (int)v->dtype), st = FF_ERR_INVALID;
     } else if (v->ndim < 0 || v->ndim > FF_MAX_DIMS) {
         snprintf(msg, sizeof msg, "%s %s: %s has rank %d outside [0, %d]", backend, entry, what, (int)v->ndim,
@@ -131,6 +144,13 @@ static inline ff_status ffb_check_view(const ff_host_api *host, const char *back
     }
     if (st && host && host->set_error) host->set_error("%s", msg);
     return st;
+}
+
+/* ffb_check_view_as for the compute entries: F16/BF16 are FF_ERR_UNSUPPORTED. */
+static inline ff_status ffb_check_view(const ff_host_api *host, const char *backend, const char *entry,
+                                       const char *what, const ff_view *v)
+{
+    return ffb_check_view_as(host, backend, entry, what, v, 0);
 }
 
 static inline int ffb_same_shape(const ff_view *a, const ff_view *b)
@@ -183,6 +203,75 @@ static inline int32_t ffb_f64_to_i32(double x)
     return (int32_t)x;
 }
 
+/* ---- half precision ------------------------------------------------------------------ */
+/* IEEE-style rounding of a double to a float format with `frac` fraction bits and
+ * smallest normal exponent emin (f16: 10, -14; bf16: 7, -126), on the bits: round to
+ * nearest, ties to even, once; subnormals; overflow to inf; NaN quiet with its sign.
+ * Works on the double's significand as an integer, so it is independent of the FPU's
+ * rounding mode and of flush-to-zero. */
+static inline uint16_t ffb_f64_to_small_float(double x, int frac, int emin)
+{
+    uint64_t b;
+    memcpy(&b, &x, 8);
+    uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    uint64_t ab = b & 0x7FFFFFFFFFFFFFFFull;
+    int emax = -emin + 1;
+    uint64_t inf = (uint64_t)(emax - emin + 2) << frac; /* all-ones exponent field */
+    if (ab > 0x7FF0000000000000ull) return (uint16_t)(sign | inf | (1u << (frac - 1))); /* quiet NaN */
+    int e = (int)(ab >> 52) - 1023;             /* unbiased exponent (subnormal doubles: tiny, -> 0) */
+    if (e > emax) return (uint16_t)(sign | inf); /* inf, or at least 2^(emax+1) */
+    if (e < emin - frac - 1) return sign;        /* below half the smallest subnormal: +-0 */
+    uint64_t m = (ab & 0xFFFFFFFFFFFFFull) | (1ull << 52); /* 53-bit significand: |x| = m 2^(e-52) */
+    int shift = 52 - frac + (e < emin ? emin - e : 0);     /* in [52 - frac, 53] */
+    uint64_t r = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    /* subnormal: r is the field as it stands (a carry to 1 << frac is the smallest normal);
+     * normal: the exponent field plus the fraction, where a carry moves up one binade */
+    uint64_t bits = e < emin ? r : ((uint64_t)(e - emin + 1) << frac) + (r - (1ull << frac));
+    if (bits >= inf) bits = inf;
+    return (uint16_t)(sign | bits);
+}
+
+static inline uint16_t ffb_f64_to_f16(double x) { return ffb_f64_to_small_float(x, 10, -14); }
+static inline uint16_t ffb_f64_to_bf16(double x) { return ffb_f64_to_small_float(x, 7, -126); }
+
+/* Exact: every f16 and bf16 value is a float. */
+static inline float ffb_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1Fu, fr = h & 0x3FFu, bits;
+    if (ex == 0x1F) {
+        bits = sign | 0x7F800000u | (fr << 13); /* inf, or NaN keeping its payload */
+    } else if (ex == 0) {
+        float v = (float)fr * 0x1p-24f; /* subnormal (or zero): exact */
+        return sign ? -v : v;
+    } else {
+        bits = sign | ((ex + 112u) << 23) | (fr << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline float ffb_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* int64 -> half, rounded once: beyond 2^53 the integer is first cut to 53 bits with a
+ * sticky last bit (round to odd), which the conversion to 11 or 8 bits then rounds
+ * exactly as from the integer itself. */
+static inline double ffb_i64_to_f64_odd(int64_t v)
+{
+    uint64_t u = v < 0 ? 0u - (uint64_t)v : (uint64_t)v, sticky = 0;
+    int sh = 0;
+    while (u >> 53) sticky |= u & 1u, u >>= 1, sh++;
+    double d = ldexp((double)(u | sticky), sh);
+    return v < 0 ? -d : d;
+}
+
 /* ---- element loads and stores ------------------------------------------------------ */
 /* p is the byte address of the element (any alignment). */
 
@@ -196,6 +285,8 @@ static inline double ffb_ld_f64(const char *p, ff_dtype t)
     case FF_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
     case FF_U8: return *(const uint8_t *)p;
     case FF_BOOL: return *(const uint8_t *)p != 0;
+    case FF_F16: { uint16_t h; memcpy(&h, p, 2); return ffb_f16_to_f32(h); }
+    case FF_BF16: { uint16_t h; memcpy(&h, p, 2); return ffb_bf16_to_f32(h); }
     default: return 0.0;
     }
 }
@@ -211,6 +302,7 @@ static inline int64_t ffb_ld_i64(const char *p, ff_dtype t)
     case FF_I64: { int64_t v; memcpy(&v, p, 8); return v; }
     case FF_U8: return *(const uint8_t *)p;
     case FF_BOOL: return *(const uint8_t *)p != 0;
+    case FF_F16: case FF_BF16: return ffb_f64_to_i64(ffb_ld_f64(p, t));
     default: return 0;
     }
 }
@@ -225,11 +317,13 @@ static inline void ffb_st_f64(char *p, ff_dtype t, double v)
     case FF_I64: { int64_t i = ffb_f64_to_i64(v); memcpy(p, &i, 8); break; }
     case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ffb_f64_to_i64(v); break;
     case FF_BOOL: *(uint8_t *)p = v != 0.0; break;
+    case FF_F16: { uint16_t h = ffb_f64_to_f16(v); memcpy(p, &h, 2); break; }
+    case FF_BF16: { uint16_t h = ffb_f64_to_bf16(v); memcpy(p, &h, 2); break; }
     default: break;
     }
 }
 
-/* Stores an int64: wraps into I32/U8, rounds to nearest into floats, != 0 for BOOL. */
+/* Stores an int64: wraps into I32/U8, rounds to nearest (once) into floats, != 0 for BOOL. */
 static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
 {
     switch (t) {
@@ -239,6 +333,7 @@ static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
     case FF_I64: memcpy(p, &v, 8); break;
     case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case FF_BOOL: *(uint8_t *)p = v != 0; break;
+    case FF_F16: case FF_BF16: ffb_st_f64(p, t, ffb_i64_to_f64_odd(v)); break;
     default: break;
     }
 }

@@ -39,10 +39,11 @@ static void cpu_shutdown(void *ctx) { free(ctx); }
 static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
+    if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
+    if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
+        return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
     if (!cpu_dtype_ok(dtype)) return 0;
     switch (kind) {
-    case FF_KIND_FILL: return op == 0;
-    case FF_KIND_COPY: return op >= 0 && op < FF_DTYPE_COUNT && cpu_dtype_ok((ff_dtype)op); /* op = source dtype */
     case FF_KIND_UNARY: return cpu_unary_supported((ff_unary_op)op, dtype);
     case FF_KIND_BINARY: return cpu_binary_supported((ff_binary_op)op, dtype);
     case FF_KIND_REDUCE: return cpu_reduce_supported((ff_reduce_op)op, dtype);

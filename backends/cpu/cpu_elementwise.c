@@ -2,10 +2,10 @@
 #include "cpu_impl.h"
 #include "cpu_iter.h"
 
-/* Every dtype the backend computes on; F16/BF16 are refused by cpu_check_view. */
+/* Every dtype the backend computes on, and F16/BF16 (value.f rounded once). */
 ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
 {
-    ff_status st = cpu_check_view(ctx, "fill", "dst", dst);
+    ff_status st = cpu_check_storage_view(ctx, "fill", "dst", dst);
     if (st) return st;
     void *db = dst->buf;
     ff_dtype dt = dst->dtype;
@@ -13,7 +13,7 @@ ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
     cpu_iter it;
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it)) {
         int64_t n = it.len, od = it.off[0], sd = it.step[0];
-        if (cpu_is_float(dt)) {
+        if (ff_dtype_is_float(dt)) {
             for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, value.f);
         } else {
             /* integers take value.i (wrapped into I32/U8), bool takes value.i != 0 */
@@ -23,13 +23,15 @@ ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
     return FF_OK;
 }
 
-/* Any source dtype to any destination dtype among the six. Same dtype copies bits;
- * a float source converts through double (NaN -> 0, truncation, saturation for
- * integer destinations); an integer or bool source converts through int64. */
+/* Any source dtype to any destination dtype among the eight (the six and F16/BF16).
+ * Same dtype copies bits; a float source converts through double (exact for every
+ * float dtype; NaN -> 0, truncation, saturation for integer destinations; one rounding
+ * into f32/f16/bf16); an integer or bool source converts through int64. */
 ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
 {
     ff_status st;
-    if ((st = cpu_check_view(ctx, "copy", "dst", dst)) || (st = cpu_check_view(ctx, "copy", "src", src))) return st;
+    if ((st = cpu_check_storage_view(ctx, "copy", "dst", dst)) || (st = cpu_check_storage_view(ctx, "copy", "src", src)))
+        return st;
     if (!cpu_same_shape(dst, src)) return cpu_shape_error(ctx, "copy", "dst", dst, "src", src);
     void *db = dst->buf;
     const void *sb = src->buf;
@@ -43,7 +45,7 @@ ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
             memmove((char *)db + (size_t)od * sz, (const char *)sb + (size_t)os * sz, (size_t)n * sz);
         } else if (dt == tsrc) {
             for (int64_t j = 0; j < n; j++) cpu_move_elem(db, od + j * sd, sb, os + j * ss, dt);
-        } else if (cpu_is_float(tsrc)) {
+        } else if (ff_dtype_is_float(tsrc)) {
             for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, cpu_load_f64(sb, tsrc, os + j * ss));
         } else {
             for (int64_t j = 0; j < n; j++) cpu_store_i64(db, dt, od + j * sd, cpu_load_i64(sb, tsrc, os + j * ss));

@@ -71,6 +71,8 @@ static inline int cpu_is_float(ff_dtype t) { return ffb_is_float(t); }
  * `what` name the call and the argument in the error message. Returns FF_OK, or
  * FF_ERR_UNSUPPORTED for F16/BF16, or FF_ERR_INVALID. */
 ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v);
+/* cpu_check_view that also takes F16/BF16: for copy and fill, which move half values. */
+ff_status cpu_check_storage_view(void *ctx, const char *entry, const char *what, const ff_view *v);
 
 /* 1 if a and b have the same rank and shape. */
 int cpu_same_shape(const ff_view *a, const ff_view *b);

@@ -31,13 +31,13 @@ const char *cpu_reduce_name(ff_reduce_op op)
     return n ? n : "invalid reduce op";
 }
 
-ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+static ff_status check_view(void *ctx, const char *entry, const char *what, const ff_view *v, int half_ok)
 {
     if (!v) return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s view is NULL", entry, what);
-    if (v->dtype == FF_F16 || v->dtype == FF_BF16)
+    if (ffb_is_half(v->dtype) && !half_ok)
         return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu %s: %s has dtype %s, which the cpu backend does not compute on",
                          entry, what, cpu_dtype_name(v->dtype));
-    if (!cpu_dtype_ok(v->dtype))
+    if (!ffb_dtype_storage_ok(v->dtype))
         return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has invalid dtype %d", entry, what, (int)v->dtype);
     if (v->ndim < 0 || v->ndim > FF_MAX_DIMS)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has rank %d outside [0, %d]", entry, what, (int)v->ndim,
@@ -53,6 +53,16 @@ ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const f
     if (!v->buf && ff_view_numel(v) > 0)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has elements but no buffer", entry, what);
     return FF_OK;
+}
+
+ff_status cpu_check_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+{
+    return check_view(ctx, entry, what, v, 0);
+}
+
+ff_status cpu_check_storage_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+{
+    return check_view(ctx, entry, what, v, 1);
 }
 
 int cpu_same_shape(const ff_view *a, const ff_view *b)

@@ -32,6 +32,12 @@ ff_status blas_check_view(void *ctx, const char *entry, const char *what, const 
     return ffb_check_view(c ? c->host : NULL, "cpu_blas", entry, what, v);
 }
 
+ff_status blas_check_storage_view(void *ctx, const char *entry, const char *what, const ff_view *v)
+{
+    blas_ctx *c = ctx;
+    return ffb_check_view_as(c ? c->host : NULL, "cpu_blas", entry, what, v, 1);
+}
+
 int blas_same_shape(const ff_view *a, const ff_view *b) { return ffb_same_shape(a, b); }
 
 ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b)
@@ -103,10 +109,11 @@ static void blas_shutdown(void *ctx)
 static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
+    if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
+    if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
+        return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
-    case FF_KIND_FILL: return op == 0;
-    case FF_KIND_COPY: return op >= 0 && op < FF_DTYPE_COUNT && blas_dtype_ok((ff_dtype)op); /* op = source dtype */
     case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);
     case FF_KIND_BINARY: return blas_binary_supported((ff_binary_op)op, dtype);
     case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, dtype);

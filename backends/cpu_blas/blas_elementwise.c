@@ -44,6 +44,8 @@ static void seg_fill(void *varg, int64_t n, char *const *p, const int64_t *s)
         uint64_t v;
         memcpy(&v, a->pat, 8);
         fill64(n, (uint64_t *)p[0], s[0], v);
+    } else if (a->esize == 2) {
+        for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0] * 2, a->pat, 2);
     } else {
         for (int64_t i = 0; i < n; i++) p[0][i * s[0]] = (char)a->pat[0];
     }
@@ -51,10 +53,10 @@ static void seg_fill(void *varg, int64_t n, char *const *p, const int64_t *s)
 
 ff_status blas_fill(void *ctx, const ff_view *dst, ff_scalar value)
 {
-    ff_status st = blas_check_view(ctx, "fill", "dst", dst);
+    ff_status st = blas_check_storage_view(ctx, "fill", "dst", dst);
     if (st) return st;
     fill_arg a = {{0}, (int64_t)ff_dtype_size(dst->dtype), 1};
-    if (blas_is_float(dst->dtype)) ffb_st_f64((char *)a.pat, dst->dtype, value.f);
+    if (ff_dtype_is_float(dst->dtype)) /* F16/BF16 too: rounded once */ ffb_st_f64((char *)a.pat, dst->dtype, value.f);
     else ffb_st_i64((char *)a.pat, dst->dtype, value.i);
     for (int i = 0; i < 8; i++) a.zero &= a.pat[i] == 0;
     const ff_view *vs[] = {dst};
@@ -87,6 +89,7 @@ static void seg_copy_same(void *varg, int64_t n, char *const *p, const int64_t *
     switch (a->dsz) {
     case 8: for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * ds, p[1] + i * ss, 8); break;
     case 4: for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * ds, p[1] + i * ss, 4); break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * ds, p[1] + i * ss, 2); break;
     default: for (int64_t i = 0; i < n; i++) p[0][i * ds] = p[1][i * ss]; break;
     }
 }
@@ -108,7 +111,7 @@ static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *
         return;
     }
     int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
-    if (blas_is_float(a->st)) {
+    if (ff_dtype_is_float(a->st)) { /* F16/BF16 too: exact through double */
         for (int64_t i = 0; i < n; i++) ffb_st_f64(p[0] + i * ds, a->dt, ffb_ld_f64(p[1] + i * ss, a->st));
     } else {
         for (int64_t i = 0; i < n; i++) ffb_st_i64(p[0] + i * ds, a->dt, ffb_ld_i64(p[1] + i * ss, a->st));
@@ -149,7 +152,8 @@ static void tcopy_task(void *arg, int64_t b, int64_t e)
 ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, "copy", "dst", dst)) || (st = blas_check_view(ctx, "copy", "src", src))) return st;
+    if ((st = blas_check_storage_view(ctx, "copy", "dst", dst)) || (st = blas_check_storage_view(ctx, "copy", "src", src)))
+        return st;
     if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "copy", dst, src);
     copy_arg a = {dst->dtype, src->dtype, (int64_t)ff_dtype_size(dst->dtype), (int64_t)ff_dtype_size(src->dtype)};
     const ff_view *vs[] = {dst, src};

@@ -71,6 +71,8 @@ static inline int blas_is_float(ff_dtype t) { return ffb_is_float(t); }
 
 /* Well-formed view of a computable dtype (FF_ERR_UNSUPPORTED for F16/BF16). */
 ff_status blas_check_view(void *ctx, const char *entry, const char *what, const ff_view *v);
+/* blas_check_view that also takes F16/BF16: for copy and fill, which move half values. */
+ff_status blas_check_storage_view(void *ctx, const char *entry, const char *what, const ff_view *v);
 int blas_same_shape(const ff_view *a, const ff_view *b);
 ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const ff_view *b);
 

@@ -36,13 +36,22 @@
  *
  * Dtypes. Every backend must take F32 for every kind, and say in supports() what else
  * it takes; I32/I64/U8/BOOL indices, masks and casts are what the core sends for
- * integer work. F16/BF16 are reserved.
+ * integer work. F16 (IEEE binary16) and BF16 (bfloat16) are storage dtypes: a backend
+ * that holds them takes them in copy and fill (supports(FF_KIND_COPY / FF_KIND_FILL)),
+ * and may compute on them in any other entry it says yes to. For every entry it
+ * declines on a half dtype, the core computes in f32: it copies the half operands to
+ * f32 temporaries, runs the f32 entry and copies the result back, rounding once. A
+ * backend that declines half copy leaves half tensors unusable on it (the core says so).
  *
  * Values: the semantics a backend must reproduce (the reference backend, backends/cpu,
  * is the executable form; ff-conformance checks each rule):
- *   - Conversions (copy and every store): float -> integer is NaN -> 0 and truncation
- *     toward zero saturating to the int64 range, then I32 clamps to its range while U8
- *     wraps modulo 256 (-1.0 -> 255, 300.0 -> 44, as PyTorch on x86); integer ->
+ *   - Conversions (copy and every store): into F16/BF16 from any float, to nearest even,
+ *     once from the source value (f64 -> f16 never through f32), past the largest finite
+ *     value to +-inf (f16: from 65520 on), subnormals kept, NaN -> quiet NaN; integers
+ *     into F16/BF16 round once too; F16/BF16 into wider floats are exact. float ->
+ *     integer is NaN -> 0 and truncation toward zero saturating to the int64 range, then
+ *     I32 clamps to its range while U8 wraps modulo 256 (-1.0 -> 255, 300.0 -> 44, as
+ *     PyTorch on x86); integer ->
  *     narrower integer wraps; anything -> BOOL is x != 0, so NaN -> true; BOOL -> number
  *     is 0 or 1. i64 -> f32 and f64 -> f32 round once, to nearest even.
  *   - Integer arithmetic wraps (two's complement: compute through uint64): ADD, SUB, MUL,
@@ -110,8 +119,8 @@ typedef enum ff_status {
 } ff_status;
 
 /* ---- dtypes ------------------------------------------------------------- */
-/* Values are ABI: never renumber. F16/BF16 are reserved storage formats (2 bytes);
- * no backend computes on them yet and the core refuses them with FF_ERR_UNSUPPORTED. */
+/* Values are ABI: never renumber. F16/BF16 are 2-byte storage dtypes (see "Dtypes" at
+ * the top: copy and fill, compute optional). */
 typedef enum ff_dtype {
     FF_F32 = 0,
     FF_F64 = 1,
@@ -119,8 +128,8 @@ typedef enum ff_dtype {
     FF_I64 = 3,
     FF_U8 = 4,
     FF_BOOL = 5, /* one byte, 0 or 1 */
-    FF_F16 = 6,  /* reserved */
-    FF_BF16 = 7, /* reserved */
+    FF_F16 = 6,  /* IEEE binary16: 1 sign, 5 exponent, 10 fraction bits */
+    FF_BF16 = 7, /* bfloat16: the top 16 bits of an f32 */
     FF_DTYPE_COUNT = 8
 } ff_dtype;
 

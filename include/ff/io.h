@@ -11,8 +11,9 @@
  *
  * Loading validates the whole file before creating anything and rejects a bad one with
  * FF_ERR_IO (cannot read / truncated) or FF_ERR_INVALID (malformed) and a message naming
- * the file and the problem; no input crashes or leaks. F16/BF16 data are refused with
- * FF_ERR_UNSUPPORTED. Saving writes a temporary file next to the target, fsyncs it and
+ * the file and the problem; no input crashes or leaks. safetensors keeps F16 and BF16
+ * (loaded and saved as they are); .npy keeps f16 ('<f2'; NumPy has no bfloat16, so a
+ * BF16 tensor is refused there). Saving writes a temporary file next to the target, fsyncs it and
  * renames it over the target, so a crash never leaves a half-written file there.
  * Same ownership rule as tensor.h: returned tensors are new references.
  */

@@ -1,19 +1,19 @@
 """dtypes: Python objects for the C ff_dtype enum, with their NumPy equivalents."""
 import numpy as np
 
-__all__ = ["DType", "float32", "float64", "int32", "int64", "uint8", "bool_", "to_dtype", "from_code",
-           "from_numpy_dtype"]
+__all__ = ["DType", "float32", "float64", "int32", "int64", "uint8", "bool_", "float16", "bfloat16", "to_dtype",
+           "from_code", "from_numpy_dtype"]
 
 
 class DType:
     __slots__ = ("name", "code", "np", "is_floating_point", "itemsize")
 
-    def __init__(self, name, code, npdt, is_float):
+    def __init__(self, name, code, npdt, is_float, itemsize=None):
         self.name = name
         self.code = code
-        self.np = np.dtype(npdt)
+        self.np = np.dtype(npdt) if npdt is not None else None  # None: NumPy has no such dtype
         self.is_floating_point = is_float
-        self.itemsize = self.np.itemsize
+        self.itemsize = itemsize or self.np.itemsize
 
     def __repr__(self):
         return "fusionflow." + self.name
@@ -29,13 +29,16 @@ int32 = DType("int32", 2, np.int32, False)
 int64 = DType("int64", 3, np.int64, False)
 uint8 = DType("uint8", 4, np.uint8, False)
 bool_ = DType("bool", 5, np.bool_, False)
-float16 = None  # reserved in the C enum; not computable
+# The half dtypes: stored in 2 bytes, computed in f32 by the core (rounded once).
+float16 = DType("float16", 6, np.float16, True)
+bfloat16 = DType("bfloat16", 7, None, True, itemsize=2)  # NumPy has no bfloat16
 
-_BY_CODE = {d.code: d for d in (float32, float64, int32, int64, uint8, bool_)}
-_BY_NP = {d.np: d for d in _BY_CODE.values()}
+_BY_CODE = {d.code: d for d in (float32, float64, int32, int64, uint8, bool_, float16, bfloat16)}
+_BY_NP = {d.np: d for d in _BY_CODE.values() if d.np is not None}
 _ALIASES = {"float": float32, "float32": float32, "f32": float32, "double": float64, "float64": float64,
             "f64": float64, "int": int32, "int32": int32, "i32": int32, "long": int64, "int64": int64,
-            "i64": int64, "uint8": uint8, "u8": uint8, "bool": bool_}
+            "i64": int64, "uint8": uint8, "u8": uint8, "bool": bool_, "float16": float16, "half": float16,
+            "f16": float16, "bfloat16": bfloat16, "bf16": bfloat16}
 
 
 def from_code(code):
@@ -48,8 +51,8 @@ def from_code(code):
 def from_numpy_dtype(npdt):
     d = _BY_NP.get(np.dtype(npdt))
     if d is None:
-        raise TypeError("NumPy dtype %s has no FusionFlow equivalent (supported: float32, float64, int32, "
-                        "int64, uint8, bool)" % np.dtype(npdt))
+        raise TypeError("NumPy dtype %s has no FusionFlow equivalent (supported: float16, float32, float64, "
+                        "int32, int64, uint8, bool)" % np.dtype(npdt))
     return d
 
 

@@ -144,7 +144,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if isinstance(data, np.ndarray):
         arr = data
         dt = to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype) \
-            if arr.dtype in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_) \
+            if arr.dtype in (np.float16, np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_) \
             else (float32 if arr.dtype.kind == "f" else int64 if arr.dtype.kind in "iu" else None)
         if dt is None:
             raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)
@@ -164,13 +164,19 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             dt = float32
         else:
             raise TypeError("cannot make a tensor from %r" % (type(data).__name__,))
-    arr = np.asarray(arr, dtype=dt.np, order="C")  # (ascontiguousarray would make 0-d 1-d)
+    # Half dtypes from other data go in as float64 and round once in the core's copy (bfloat16
+    # has no NumPy dtype; NumPy's own f16 cast rounds the same but warns on overflow).
+    half_from_other = dt.code in (6, 7) and (dt.np is None or arr.dtype != dt.np)
+    src = _dtype.float64 if half_from_other else dt
+    arr = np.asarray(arr, dtype=src.np, order="C")  # (ascontiguousarray would make 0-d 1-d)
     n, shp = shape_array(arr.shape)
     be = _on(device)
     if be:
-        t = wrap(C.ff_from_data_on(be, arr.ctypes.data, n, shp, dt.code))
+        t = wrap(C.ff_from_data_on(be, arr.ctypes.data, n, shp, src.code))
     else:
-        t = wrap(C.ff_from_data(arr.ctypes.data, n, shp, dt.code))
+        t = wrap(C.ff_from_data(arr.ctypes.data, n, shp, src.code))
+    if src is not dt:
+        t = wrap(C.ff_astype(t._ptr, dt.code))
     return _finish(t, requires_grad, None)
 
 
@@ -181,7 +187,9 @@ def from_numpy(arr):
     bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
-    _dtype.from_numpy_dtype(arr.dtype)
+    if _dtype.from_numpy_dtype(arr.dtype).code == _dtype.float16.code:
+        raise TypeError("from_numpy: float16 arrays cannot be shared yet (DLPack has no half codes in "
+                        "FusionFlow); use tensor(arr) for a copy")
     from ._dlpack import from_dlpack
     if arr.dtype == np.bool_:
         # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout

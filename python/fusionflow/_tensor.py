@@ -15,6 +15,7 @@ import ctypes
 import numpy as np
 
 from . import _dtype
+from . import _dtype as _dtype_mod
 from ._dtype import DType, float32, float64, int64, bool_, to_dtype, from_code
 from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
 
@@ -218,6 +219,8 @@ class Tensor:
     def numpy(self):
         """A NumPy copy of the values (row-major)."""
         dt = self.dtype
+        if dt.np is None:
+            raise TypeError("%s has no NumPy dtype: convert first, e.g. t.float().numpy()" % dt.name)
         out = np.empty(self.shape, dtype=dt.np)
         check_status(C.ff_tensor_to_host(self._ptr, out.ctypes.data, out.nbytes))
         return out
@@ -267,7 +270,7 @@ class Tensor:
             yield self[i]
 
     def __repr__(self):
-        arr = self.numpy()
+        arr = self.numpy() if self.dtype.np is not None else self.detach().float().numpy()  # bf16: exact in f32
         body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
         extra = []
         if self.dtype not in (float32, int64, bool_):
@@ -322,6 +325,12 @@ class Tensor:
 
     def double(self):
         return self.to(float64)
+
+    def half(self):
+        return self.to(_dtype_mod.float16)
+
+    def bfloat16(self):
+        return self.to(_dtype_mod.bfloat16)
 
     def long(self):
         return self.to(int64)

@@ -568,7 +568,8 @@ static void test_math_accuracy(void)
 
 static void test_errors(void)
 {
-    /* f16 is refused with UNSUPPORTED; mismatched shapes are INVALID; never a crash */
+    /* f16 compute is refused with UNSUPPORTED (the core computes half in f32; the
+     * backend only copies and fills it); mismatched shapes are INVALID; never a crash */
     void *buf = fast_be->vt->alloc(fast_be->ctx, 64);
     ff_view h = {.buf = buf, .dtype = FF_F16, .ndim = 1, .shape = {4}, .strides = {1}};
     ff_view f = {.buf = buf, .dtype = FF_F32, .ndim = 1, .shape = {4}, .strides = {1}};
