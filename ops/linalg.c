@@ -37,8 +37,17 @@ static ff_tensor *to_matrix(ff_expr *e, const ff_tensor *t, bool is_left)
     return FF_EX(e, ff_reshape(t, 2, shape));
 }
 
+/* A 2-D operand laid out column-major: a transposed view, like nn's x @ W^T. */
+static bool column_major(const ff_tensor *t)
+{
+    const ff_layout *l = &t->layout;
+    return l->ndim == 2 && l->shape[0] > 1 && l->shape[1] > 1 && l->strides[0] == 1 && l->strides[1] >= l->shape[0];
+}
+
 /* ga = g @ b^T, gb = a^T @ g in the matrix forms, summed over broadcast batch dims
- * (ff_sum_to_shape) and reshaped back to the operands' own shapes. */
+ * (ff_sum_to_shape) and reshaped back to the operands' own shapes. A column-major 2-D b
+ * (W^T) gets gb as (g^T @ a)^T: the same sums, written in W's own layout, so the
+ * gradient reaches W.grad without a transposing copy. */
 static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
@@ -62,7 +71,13 @@ static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         const ff_tensor *op = k == 0 ? a : b;
         ff_tensor *other = k == 0 ? bm : am;
         ff_tensor *ot = FF_EX(&e, ff_mT(other));
-        ff_tensor *full = FF_EX(&e, k == 0 ? ff_matmul(gm, ot) : ff_matmul(ot, gm));
+        ff_tensor *full;
+        if (k == 1 && column_major(b) && gm->layout.ndim == 2) {
+            ff_tensor *gt = FF_EX(&e, ff_mT(gm));
+            full = FF_EX(&e, ff_mT(FF_EX(&e, ff_matmul(gt, am))));
+        } else {
+            full = FF_EX(&e, k == 0 ? ff_matmul(gm, ot) : ff_matmul(ot, gm));
+        }
         ff_tensor *om = k == 0 ? am : bm;
         ff_tensor *red = FF_EX(&e, ff_sum_to_shape(full, om ? om->layout.ndim : 0, om ? om->layout.shape : NULL));
         ff_tensor *r = FF_EX(&e, ff_reshape(red, op->layout.ndim, op->layout.shape));

@@ -40,6 +40,8 @@ typedef struct fused_slot {
     char *mem;       /* contiguous view: its first element (tiles live in memory); else NULL */
     int load, store; /* a view read before any instruction writes it / written */
     int stream;      /* a big contiguous output only: computed in a tile, streamed out */
+    int scalar;      /* a read-only view of one element (every stride 0: an lr, a constant):
+                      * its tile is filled once per chunk, not gathered per tile */
     blas_walk walk;  /* a view alone, for the gather and the scatter (not for temporaries) */
 } fused_slot;
 
@@ -98,12 +100,19 @@ static void run_tiles(void *arg, int64_t t0, int64_t t1)
     _Alignas(64) char bufs[FF_FUSED_MAX_VALUES * FUSED_TILE_BYTES];
     static const int64_t ones[3] = {1, 1, 1};
     char *at[FF_FUSED_MAX_VALUES];
+    for (int s = 0; s < pl->nslots; s++) {
+        const fused_slot *sl = &pl->slot[s];
+        char *tile = bufs + (size_t)s * FUSED_TILE_BYTES;
+        if (!sl->scalar) continue;
+        move_tile(pl, sl, 0, 1, tile, 0);
+        for (int64_t i = 1; i < pl->tile; i++) memcpy(tile + i * pl->esize, tile, (size_t)pl->esize);
+    }
     for (int64_t t = t0; t < t1; t++) {
         int64_t begin = t * pl->tile, n = pl->numel - begin < pl->tile ? pl->numel - begin : pl->tile;
         for (int s = 0; s < pl->nslots; s++) {
             const fused_slot *sl = &pl->slot[s];
             at[s] = sl->mem && !sl->stream ? sl->mem + begin * pl->esize : bufs + (size_t)s * FUSED_TILE_BYTES;
-            if (sl->load && !sl->mem) move_tile(pl, sl, begin, n, at[s], 0);
+            if (sl->load && !sl->mem && !sl->scalar) move_tile(pl, sl, begin, n, at[s], 0);
         }
         for (int i = 0; i < pl->nops; i++) {
             fused_op *o = &pl->op[i];
@@ -157,8 +166,13 @@ static void plan_slots(fused_plan *pl, const ff_fused_program *p, int *slot_of)
         pl->slot[o->dst].store = owner[o->dst] != NULL;
     }
     pl->nops = p->n_inst;
-    for (int s = 0; s < pl->nslots; s++) /* as the plain entries stream theirs (blas_stream.c) */
-        pl->slot[s].stream = pl->slot[s].mem && pl->slot[s].store && !pl->slot[s].load && pl->numel >= BLAS_STREAM_MIN;
+    for (int s = 0; s < pl->nslots; s++) { /* as the plain entries stream theirs (blas_stream.c) */
+        fused_slot *sl = &pl->slot[s];
+        sl->stream = sl->mem && sl->store && !sl->load && pl->numel >= BLAS_STREAM_MIN;
+        int all_zero = owner[s] != NULL;
+        for (int d = 0; all_zero && d < p->ndim; d++) all_zero = owner[s]->strides[d] == 0 || p->shape[d] == 1;
+        sl->scalar = all_zero && sl->load && !sl->store && !sl->mem;
+    }
 }
 
 ff_status blas_fused(void *ctx, const ff_fused_program *p)
