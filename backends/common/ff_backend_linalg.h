@@ -168,6 +168,8 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
 {
     ff_status st = ffb_linalg_check(host, backend, op, dst, n_dst, src, n_src);
     if (st) return st;
+    const char *name = ffb_linalg_name(op); /* checked: never NULL here (gcc cannot see it) */
+    if (!name) name = "?";
     const ff_view *a = &src[0];
     int nb = a->ndim - 2;
     int64_t m = ffb_rows(a), n = ffb_cols(a), k = m < n ? m : n, batch = 1;
@@ -182,7 +184,7 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
     size_t need = (size_t)(nA + nB + n1 + n2 + k + 1);
     double *w = malloc(need * sizeof(double));
     if (!w) return ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory for %s's %zu-double workspace", backend,
-                            ffb_linalg_name(op), need);
+                            name, need);
     double *A = w, *B = A + nA, *O1 = B + nB, *O2 = O1 + n1, *O3 = O2 + n2;
     double eps = a->dtype == FF_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
     for (int64_t b = 0; b < batch && !st; b++) {
@@ -223,7 +225,7 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
             break;
         }
         if (rc < 0)
-            st = ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory in %s", backend, ffb_linalg_name(op));
+            st = ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory in %s", backend, name);
         else if (rc > 0 && op == FF_LINALG_SOLVE)
             st = ffb_fail(host, FF_ERR_INVALID,
                           "%s linalg: solve: matrix %lld of the batch is singular (pivot %d of %lld is zero)", backend,
@@ -235,7 +237,7 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
                           backend, (long long)b, rc);
         else if (rc > 0)
             st = ffb_fail(host, FF_ERR_INVALID, "%s linalg: %s did not converge on matrix %lld of the batch", backend,
-                          ffb_linalg_name(op), (long long)b);
+                          name, (long long)b);
     }
     free(w);
     return st;
