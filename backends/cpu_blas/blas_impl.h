@@ -143,6 +143,9 @@ void blas_vlog_f32(int64_t n, float *dst, const float *src);
 void blas_vtanh_f32(int64_t n, float *dst, const float *src);
 void blas_vsigmoid_f32(int64_t n, float *dst, const float *src);
 void blas_vsilu_f32(int64_t n, float *dst, const float *src);
+/* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
+void blas_verf_f32(int64_t n, float *dst, const float *src);
+void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src);
 /* dst = exp(src - shift); returns the sum of dst accumulated in double. */
 double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift);
 /* Sums in double with blocked multiple accumulators + pairwise combination. */

@@ -43,6 +43,8 @@ static blas_map_f32_fn fast_f32(ff_unary_op op)
     case FF_UNARY_TANH: return blas_vtanh_f32;
     case FF_UNARY_SIGMOID: return blas_vsigmoid_f32;
     case FF_UNARY_SILU: return blas_vsilu_f32;
+    case FF_UNARY_ERF: return blas_verf_f32;
+    case FF_UNARY_GELU_ERF: return blas_vgelu_erf_f32;
     default: return NULL;
     }
 }
