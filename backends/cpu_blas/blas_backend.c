@@ -48,6 +48,23 @@ ff_status blas_shape_error(void *ctx, const char *entry, const ff_view *a, const
     return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: shapes %s and %s do not match", entry, sa, sb);
 }
 
+int blas_cpu_flags(void)
+{
+    static atomic_int cached = -1;
+    int f = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (f < 0) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        f = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? BLAS_CPU_AVX2_FMA : 0) |
+            (__builtin_cpu_supports("avx512f") ? BLAS_CPU_AVX512F : 0);
+#else
+        f = 0;
+#endif
+        atomic_store_explicit(&cached, f, memory_order_relaxed);
+    }
+    return f;
+}
+
 /* ---- lifecycle ------------------------------------------------------------------- */
 
 static ff_status blas_init(const ff_host_api *host, void **ctx)

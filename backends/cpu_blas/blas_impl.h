@@ -143,6 +143,10 @@ void blas_vlog_f32(int64_t n, float *dst, const float *src);
 void blas_vtanh_f32(int64_t n, float *dst, const float *src);
 void blas_vsigmoid_f32(int64_t n, float *dst, const float *src);
 void blas_vsilu_f32(int64_t n, float *dst, const float *src);
+/* What the CPU runs, asked once (an atomic cache: any thread may ask first). */
+#define BLAS_CPU_AVX2_FMA 1
+#define BLAS_CPU_AVX512F 2
+int blas_cpu_flags(void);
 /* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
 void blas_verf_f32(int64_t n, float *dst, const float *src);
 void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src);

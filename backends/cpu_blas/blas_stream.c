@@ -15,15 +15,7 @@
 
 typedef float v16f __attribute__((vector_size(64)));
 
-static int have_avx512(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    }
-    return cached;
-}
+static int have_avx512(void) { return (blas_cpu_flags() & BLAS_CPU_AVX512F) != 0; }
 
 #define STREAM_BINARY(NAME, OP)                                                                \
     __attribute__((target("avx512f"))) static void NAME(int64_t n, float *d, const float *a,   \

@@ -15,15 +15,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
 __m256d _ZGVdN4v_erf(__m256d x); /* glibc >= 2.35, libmvec */
 
-static int have_avx2(void)
-{
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return cached;
-}
+static int have_avx2(void) { return (blas_cpu_flags() & BLAS_CPU_AVX2_FMA) != 0; }
 
 __attribute__((target("avx2,fma"))) static void erf_map(int64_t n, float *dst, const float *src, int gelu)
 {
