@@ -13,7 +13,8 @@
 #include "blas_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
-__m256d _ZGVdN4v_erf(__m256d x); /* glibc >= 2.35, libmvec */
+/* glibc >= 2.35, libmvec; declared with the ISA its vector ABI passes in (ymm registers) */
+__attribute__((target("avx2"))) __m256d _ZGVdN4v_erf(__m256d x);
 
 static int have_avx2(void) { return (blas_cpu_flags() & BLAS_CPU_AVX2_FMA) != 0; }
 
