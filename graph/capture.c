@@ -40,12 +40,7 @@ static size_t hash_ptr(const void *p, int cap) { return ((uintptr_t)p >> 4) * 0x
 /* The buffer id of a storage that existed before the capture: retained on first sight. */
 static int input_buf(ff_graph *g, ff_storage *s)
 {
-    if (g->map_cap && g->map_n * 2 < g->map_cap)
-        for (size_t i = hash_ptr(s, g->map_cap);; i = (i + 1) % (size_t)g->map_cap) {
-            if (g->map_key[i] == s) return g->map_val[i];
-            if (!g->map_key[i]) break;
-        }
-    if ((g->map_n + 1) * 2 >= g->map_cap) { /* rehash at half load */
+    if ((g->map_n + 1) * 2 >= g->map_cap) { /* grow at half load, before looking */
         int nc = g->map_cap ? g->map_cap * 2 : 64;
         ff_storage **k = calloc((size_t)nc, sizeof *k);
         int *v = calloc((size_t)nc, sizeof *v);
@@ -62,16 +57,13 @@ static int input_buf(ff_graph *g, ff_storage *s)
         g->map_key = k;
         g->map_val = v;
         g->map_cap = nc;
-        for (size_t i = hash_ptr(s, nc);; i = (i + 1) % (size_t)nc) {
-            if (k[i] == s) return v[i];
-            if (!k[i]) break;
-        }
     }
+    size_t i = hash_ptr(s, g->map_cap);
+    for (; g->map_key[i]; i = (i + 1) % (size_t)g->map_cap)
+        if (g->map_key[i] == s) return g->map_val[i];
     int id = new_buf(g, GB_INPUT, s);
     if (id < 0) return -1;
     ff_storage_retain(s);
-    size_t i = hash_ptr(s, g->map_cap);
-    while (g->map_key[i]) i = (i + 1) % (size_t)g->map_cap;
     g->map_key[i] = s;
     g->map_val[i] = id;
     g->map_n++;

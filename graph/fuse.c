@@ -34,13 +34,6 @@ static bool one_dtype(const ff_graph *g, const gnode *n)
     return true;
 }
 
-static bool same_view(const ff_view *a, const ff_view *b)
-{
-    return a->dtype == b->dtype && a->offset == b->offset && a->ndim == b->ndim &&
-           !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
-           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
-}
-
 static bool same_space(const ff_view *a, const ff_view *b)
 {
     return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
@@ -57,7 +50,7 @@ static int distinct_views(const ff_graph *g, const int *members, int n_members, 
             for (int k2 = 0; k2 <= k && !seen; k2++) {
                 const gnode *m2 = k2 < n_members ? &g->nodes[members[k2]] : n;
                 for (int j2 = 0; j2 < (k2 == k ? j : m2->nv) && !seen; j2++)
-                    seen = g->vbuf[m2->v0 + j2] == g->vbuf[m->v0 + j] && same_view(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
+                    seen = g->vbuf[m2->v0 + j2] == g->vbuf[m->v0 + j] && ff_graph_same_layout(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
             }
             count += !seen;
         }
@@ -81,7 +74,7 @@ static bool joins(const ff_graph *g, const int *members, int n_members, const gn
             for (int j = 0; j < m->nv; j++) {
                 if (g->vbuf[m->v0 + j] != b) continue;
                 bool written = i < n->n_dst || j < m->n_dst;
-                if (written && !same_view(v, &g->views[m->v0 + j])) return false;
+                if (written && !ff_graph_same_layout(v, &g->views[m->v0 + j])) return false;
             }
         }
     }
@@ -127,7 +120,7 @@ static int mark_temps(ff_graph *g, const int *members, int n_members)
             for (int k2 = 0; k2 < n_members && ok; k2++) {
                 const gnode *m2 = &g->nodes[members[k2]];
                 for (int j2 = 0; j2 < m2->nv && ok; j2++)
-                    if (&g->bufs[g->vbuf[m2->v0 + j2]] == b) ok = same_view(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
+                    if (&g->bufs[g->vbuf[m2->v0 + j2]] == b) ok = ff_graph_same_layout(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
             }
             if (ok) {
                 b->fused_temp = true;
@@ -213,7 +206,7 @@ static int value_of(const ff_graph *g, gfused *f, int *vb, const int *temp_of, i
     int b = g->vbuf[m_v];
     if (g->bufs[b].fused_temp) return temp_of[b];
     for (int i = 0; i < f->prog.n_views; i++)
-        if (vb[i] == b && same_view(&f->views[i], &g->views[m_v])) return i;
+        if (vb[i] == b && ff_graph_same_layout(&f->views[i], &g->views[m_v])) return i;
     int i = f->prog.n_views++;
     f->views[i] = g->views[m_v];
     vb[i] = b;
@@ -273,8 +266,7 @@ static ff_status build_program(ff_graph *g, gfused *f)
     f->prog.inst = f->inst;
     f->n_temps = n_temps;
     if (f->by_backend) return FF_OK;
-    int64_t inner = 1;
-    for (int d = 1; d < head->ndim; d++) inner *= head->shape[d];
+    int64_t inner = inner_elems(head);
     int64_t rows = head->ndim ? head->shape[0] : 1;
     f->tile_rows = head->ndim ? (inner > 0 ? TILE_ELEMS / inner : rows) : 1;
     if (f->tile_rows < 1) f->tile_rows = 1;

@@ -10,6 +10,8 @@
 #ifndef FF_GRAPH_IMPL_H
 #define FF_GRAPH_IMPL_H
 
+#include <string.h>
+
 #include "ff/graph.h"
 #include "ff_impl.h"
 
@@ -101,6 +103,15 @@ struct ff_graph {
     void *arena;
     ff_graph_info info;
 };
+
+/* Two views over the same elements in the same order, whatever their buffers: dtype,
+ * offset, shape and strides equal. */
+static inline bool ff_graph_same_layout(const ff_view *a, const ff_view *b)
+{
+    return a->dtype == b->dtype && a->offset == b->offset && a->ndim == b->ndim &&
+           !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
+           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
+}
 
 /* Planning, called by ff_graph_capture_end: FF_OK or an error (the graph is then freed). */
 ff_status ff_graph_plan(ff_graph *g);

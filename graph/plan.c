@@ -101,13 +101,6 @@ static step_views step_of(const ff_graph *g, int s)
 
 static int member(step_views sv, int k) { return sv.members ? sv.members[k] : sv.single; }
 
-static bool same_layout(const ff_view *a, const ff_view *b)
-{
-    return a->dtype == b->dtype && a->offset == b->offset && a->ndim == b->ndim &&
-           !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
-           !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
-}
-
 /* An elementwise node's output may take the slot of an operand that dies at it when the
  * two views are the same elements in the same order (the ABI allows dst == src). */
 static int in_place_donor(const ff_graph *g, const gnode *n, int b, int step)
@@ -119,7 +112,7 @@ static int in_place_donor(const ff_graph *g, const gnode *n, int b, int step)
         int y = g->vbuf[n->v0 + i];
         const gbuf *yb = &g->bufs[y];
         if (y == b || yb->role != GB_DEAD || yb->fused_temp || yb->last != step) continue;
-        if (round_up(yb->nbytes) != round_up(g->bufs[b].nbytes) || !same_layout(&v[0], &v[i])) continue;
+        if (round_up(yb->nbytes) != round_up(g->bufs[b].nbytes) || !ff_graph_same_layout(&v[0], &v[i])) continue;
         if (ff_dtype_size(v[i].dtype) != ff_dtype_size(v[0].dtype)) continue;
         return y;
     }

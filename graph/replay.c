@@ -87,8 +87,8 @@ ff_status ff_graph_replay(ff_graph *g)
     static const char fn[] = "ff_graph_replay";
     if (!g) return ff_error(FF_ERR_INVALID, "%s: graph is NULL", fn);
     if (ff_graph_recording) return ff_error(FF_ERR_INVALID, "%s: this thread is capturing; replay after capture_end", fn);
+    ff_clear_error(); /* once: an entry sets the message only when it fails */
     for (int i = 0; i < g->n_launch; i++) {
-        ff_clear_error();
         ff_status st = ff_graph_run_node(g, &g->launch[i]);
         if (st) {
             char msg[512];

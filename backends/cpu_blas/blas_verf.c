@@ -12,6 +12,14 @@
 
 #include "blas_impl.h"
 
+static void erf_scalar(int64_t n, float *dst, const float *src, int gelu)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double x = src[i];
+        dst[i] = (float)(gelu ? 0.5 * x * (1.0 + erf(x * 0.7071067811865476)) : erf(x));
+    }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
 /* glibc >= 2.35, libmvec; declared with the ISA its vector ABI passes in (ymm registers) */
 __attribute__((target("avx2"))) __m256d _ZGVdN4v_erf(__m256d x);
@@ -28,20 +36,9 @@ __attribute__((target("avx2,fma"))) static void erf_map(int64_t n, float *dst, c
                          : _ZGVdN4v_erf(x);
         _mm_storeu_ps(dst + i, _mm256_cvtpd_ps(y));
     }
-    for (; i < n; i++) {
-        double x = src[i];
-        dst[i] = (float)(gelu ? 0.5 * x * (1.0 + erf(x * 0.7071067811865476)) : erf(x));
-    }
+    erf_scalar(n - i, dst + i, src + i, gelu);
 }
 #endif
-
-static void erf_scalar(int64_t n, float *dst, const float *src, int gelu)
-{
-    for (int64_t i = 0; i < n; i++) {
-        double x = src[i];
-        dst[i] = (float)(gelu ? 0.5 * x * (1.0 + erf(x * 0.7071067811865476)) : erf(x));
-    }
-}
 
 static void map(int64_t n, float *dst, const float *src, int gelu)
 {

@@ -88,3 +88,20 @@ def from_dlpack(x, _as_bool=False):
         raise error()  # the capsule keeps ownership; its destructor frees it
     _api.PyCapsule_SetName(capsule, _USED)
     return wrap(p)
+
+
+# ---- the export side as Tensor methods (the protocol NumPy and PyTorch call) ------------
+def _tensor_dlpack(self, stream=None):
+    return to_capsule(self)
+
+
+def _tensor_dlpack_device(self):
+    if not C.ff_backend_flags(C.ff_tensor_backend(self._ptr)) & 1:
+        raise BufferError("tensor lives on backend '%s', whose memory is not host memory" % self.device)
+    return (1, 0)  # (kDLCPU, 0)
+
+
+from ._tensor import Tensor  # noqa: E402  (after to_capsule: _tensor imports nothing from here)
+
+Tensor.__dlpack__ = _tensor_dlpack
+Tensor.__dlpack_device__ = _tensor_dlpack_device

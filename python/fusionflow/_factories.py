@@ -98,19 +98,26 @@ def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
                    seed=seed)
 
 
-def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard, scale, shift):
+    """A random fill: seeded(n, shape, dtype, p0, p1, seed) for an explicit seed, else the
+    global generator's standard draw (standard(n, shape, dtype)) scaled and shifted."""
     if isinstance(shape, int):
         shape = (shape,)
     n, arr = shape_array(tuple(shape))
     code = to_dtype(dtype).code
     if seed is not None:
-        t = wrap(C.ff_rand_uniform(n, arr, code, float(low), float(high), int(seed)))
+        t = wrap(seeded(n, arr, code, float(p0), float(p1), int(seed)))
     else:
-        t = wrap(C.ff_rand(n, arr, code))
-        if low != 0.0 or high != 1.0:
+        t = wrap(standard(n, arr, code))
+        if scale != 1.0 or shift != 0.0:
             with no_grad():
-                t = t * (high - low) + low
+                t = t * scale + shift
     return _finish(t, requires_grad, device)
+
+
+def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+    return _random(shape, low, high, dtype, requires_grad, device, seed, C.ff_rand_uniform, C.ff_rand,
+                   high - low, low)
 
 
 def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
@@ -119,18 +126,7 @@ def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
 
 
 def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
-    if isinstance(shape, int):
-        shape = (shape,)
-    n, arr = shape_array(tuple(shape))
-    code = to_dtype(dtype).code
-    if seed is not None:
-        t = wrap(C.ff_rand_normal(n, arr, code, float(mean), float(std), int(seed)))
-    else:
-        t = wrap(C.ff_randn(n, arr, code))
-        if mean != 0.0 or std != 1.0:
-            with no_grad():
-                t = t * std + mean
-    return _finish(t, requires_grad, device)
+    return _random(shape, mean, std, dtype, requires_grad, device, seed, C.ff_rand_normal, C.ff_randn, std, mean)
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):

@@ -364,16 +364,6 @@ class Tensor:
     def retain_grad(self):
         raise FusionFlowError("retain_grad() is not supported: only leaves accumulate .grad")
 
-    # ---- DLPack ------------------------------------------------------------------------
-    def __dlpack__(self, stream=None):
-        from ._dlpack import to_capsule
-        return to_capsule(self)
-
-    def __dlpack_device__(self):
-        if not C.ff_backend_flags(C.ff_tensor_backend(self._ptr)) & 1:
-            raise BufferError("tensor lives on backend '%s', whose memory is not host memory" % self.device)
-        return (1, 0)  # (kDLCPU, 0)
-
     # ---- binary operators -------------------------------------------------------------
     def _binop(self, other, op):
         if isinstance(other, Tensor):
