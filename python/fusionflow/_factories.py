@@ -179,13 +179,11 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
 def from_numpy(arr):
     """A tensor sharing arr's memory (zero-copy through DLPack), like torch.from_numpy.
 
-    Needs a writeable, aligned array of a supported dtype (float32/64, int32/64, uint8,
-    bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
+    Needs a writeable, aligned array of a supported dtype (float16/32/64, int32/64,
+    uint8, bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
-    if _dtype.from_numpy_dtype(arr.dtype).code == _dtype.float16.code:
-        raise TypeError("from_numpy: float16 arrays cannot be shared yet (DLPack has no half codes in "
-                        "FusionFlow); use tensor(arr) for a copy")
+    _dtype.from_numpy_dtype(arr.dtype)  # an unsupported dtype raises TypeError, as in PyTorch
     from ._dlpack import from_dlpack
     if arr.dtype == np.bool_:
         # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout

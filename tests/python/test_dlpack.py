@@ -53,7 +53,18 @@ def test_import_from_numpy_zero_copy(live_counter):
     gc.collect()
     assert t[0, 1].item() == 100  # FusionFlow keeps NumPy's buffer alive
     with pytest.raises(TypeError):
-        ff.from_numpy(np.zeros(3, dtype=np.float16))
+        ff.from_numpy(np.zeros(3, dtype=np.complex64))
+
+
+def test_float16_shares_both_ways(live_counter):
+    a = np.array([[1.5, -2.0, 65504.0], [2.0 ** -24, np.inf, -0.0]], dtype=np.float16)
+    t = ff.from_numpy(a)
+    assert t.dtype == ff.float16 and t.data_ptr() == a.ctypes.data
+    a[0, 0] = 3.0
+    assert t[0, 0].item() == 3.0
+    b = np.from_dlpack(t.T)
+    assert b.dtype == np.float16 and b.ctypes.data == a.ctypes.data
+    np.testing.assert_array_equal(b, a.T)
 
 
 def test_numpy_round_trip_keeps_identity(live_counter):
@@ -109,6 +120,19 @@ def test_torch_round_trips(live_counter):
     z = torch.from_dlpack(ff.from_dlpack(torch.ones(4, dtype=torch.int64)))
     assert z.tolist() == [1, 1, 1, 1]
     del x, xv, y, u, z
+    gc.collect()
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_torch_half_round_trips(live_counter, name):
+    y = torch.tensor([[0.1, -3.0, 1e4], [2.0, -0.0, 7.5]], dtype=getattr(torch, name))[:, ::2]
+    u = ff.from_dlpack(y)
+    assert u.dtype == getattr(ff, name) and u.data_ptr() == y.data_ptr() and u.stride() == y.stride()
+    assert u.float().tolist() == y.float().tolist()
+    x = torch.from_dlpack(u * 2)
+    assert x.dtype == y.dtype and x.float().tolist() == (y * 2).float().tolist()
+    del x, y, u
     gc.collect()
 
 
