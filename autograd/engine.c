@@ -406,9 +406,20 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
     return st;
 }
 
+/* Autocast is off while a backward pass runs: the formulas follow the dtypes the
+ * forward pass saved, as PyTorch's do. */
+static ff_status run_backward_no_autocast(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts,
+                                          int n_inputs, ff_tensor *const *inputs, ff_tensor **grads_out)
+{
+    ff_dtype ac = ff_autocast_swap(FF_F32);
+    ff_status st = run_backward(root, grad_output, opts, n_inputs, inputs, grads_out);
+    ff_autocast_swap(ac);
+    return st;
+}
+
 ff_status ff_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts)
 {
-    return run_backward(root, grad_output, opts, 0, NULL, NULL);
+    return run_backward_no_autocast(root, grad_output, opts, 0, NULL, NULL);
 }
 
 ff_status ff_autograd_grad(ff_tensor *output, const ff_tensor *grad_output, int n_inputs, ff_tensor *const *inputs,
@@ -421,7 +432,7 @@ ff_status ff_autograd_grad(ff_tensor *output, const ff_tensor *grad_output, int 
         if (!inputs[i] || !inputs[i]->requires_grad)
             return ff_error(FF_ERR_AUTOGRAD, "ff_autograd_grad: input %d does not require grad", i);
     }
-    ff_status st = run_backward(output, grad_output, opts, n_inputs, inputs, grads_out);
+    ff_status st = run_backward_no_autocast(output, grad_output, opts, n_inputs, inputs, grads_out);
     if (st)
         for (int i = 0; i < n_inputs; i++) {
             ff_tensor_release(grads_out[i]);

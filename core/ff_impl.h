@@ -258,6 +258,9 @@ typedef struct ff_node {
 
 /* True if grad mode is on and any of the tensors requires grad. */
 bool ff_autograd_needed(int n, const ff_tensor *const *inputs);
+/* Sets this thread's autocast dtype without checks and returns the previous one (the
+ * engine turns autocast off around a backward pass). */
+ff_dtype ff_autocast_swap(ff_dtype dtype);
 /* Creates a node for out with the given inputs (retained) and attaches it: out gets
  * requires_grad and grad_fn. Returns the node (borrowed; out owns it) or NULL on OOM
  * (out is left without history and an error is set). */

@@ -11,7 +11,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: fashion_mnist [--model mlp|cnn] [--epochs N] [--limit N] [--batch N] [--lr X] [--wd X] [--seed N]\n"
-            "                     [--data DIR] [--graph] [--graph-dump FILE.dot]\n"
+            "                     [--data DIR] [--precision f32|bf16|f16] [--graph] [--graph-dump FILE.dot]\n"
             "  --model M   mlp (784-256-128-10, the default) or cnn (2 x conv-BN-ReLU-pool, then 1568-128-10)\n"
             "  --epochs N  passes over the training set (default 6 for the MLP, 4 for the CNN)\n"
             "  --limit N   train on the first N samples only (default: all 60000)\n"
@@ -20,6 +20,9 @@ static void usage(FILE *f)
             "  --wd X      AdamW decoupled weight decay (default 1e-4)\n"
             "  --seed N    seed for init and shuffling (default 42)\n"
             "  --data DIR  directory with the IDX files (default " MNIST_DEFAULT_DIR ")\n"
+            "  --precision P  f32 (default), or bf16 / f16 mixed precision: matmul and conv in P with f32\n"
+            "              master weights, softmax and the loss in f32 (include/ff/amp.h); f16 adds dynamic\n"
+            "              loss scaling (not with --graph)\n"
             "  --graph     capture the training step once (after one eager step) and replay it for every\n"
             "              full batch (include/ff/graph.h, docs/graphs.md); not with MPI data parallel\n"
             "  --graph-dump FILE.dot  with --graph (implied): write the captured step as Graphviz dot\n");
@@ -48,6 +51,16 @@ static int parse_args(int argc, char **argv, mnist_train_cfg *cfg, const char **
         if (!strcmp(a, "--graph-dump")) {
             cfg->graph = true;
             cfg->graph_dump = v;
+            continue;
+        }
+        if (!strcmp(a, "--precision")) {
+            if (!strcmp(v, "f32")) cfg->precision = FF_F32;
+            else if (!strcmp(v, "bf16")) cfg->precision = FF_BF16;
+            else if (!strcmp(v, "f16")) cfg->precision = FF_F16;
+            else {
+                fprintf(stderr, "fashion_mnist: --precision must be f32, bf16 or f16, got '%s'\n", v);
+                return -1;
+            }
             continue;
         }
         if (!strcmp(a, "--model")) {
@@ -123,12 +136,18 @@ int main(int argc, char **argv)
                cnn ? "CNN conv16-conv32-128-10" : "MLP 784-256-128-10", (long long)ff_module_num_parameters(net),
                cfg.lr, cfg.weight_decay, cfg.batch, ff_dist_size() > 1 ? " per rank" : "", cfg.epochs,
                (unsigned long long)cfg.seed, cfg.graph ? ", step captured and replayed (--graph)" : "");
+        if (cfg.precision != FF_F32)
+            printf("mixed precision: matmul and conv in %s, f32 master weights and loss%s\n",
+                   ff_dtype_name(cfg.precision), cfg.precision == FF_F16 ? ", dynamic loss scaling" : "");
         if (ff_dist_size() > 1) printf("data parallel on %d ranks (MPI)\n", ff_dist_size());
     }
     double t0 = mnist_now(), sps = 0, acc = -1;
     int rc = net ? mnist_train(net, &train, &cfg, NULL, 0, NULL, &sps) : -1;
     double t1 = mnist_now();
-    if (rc == 0) acc = mnist_evaluate(net, &test, 1000);
+    if (rc == 0 && !ff_autocast_set(cfg.precision)) { /* evaluated as trained */
+        acc = mnist_evaluate(net, &test, 1000);
+        ff_autocast_set(FF_F32);
+    }
     if (rc || acc < 0) {
         fprintf(stderr, "fashion_mnist: training failed: %s\n", ff_last_error());
         rc = 1;

@@ -66,18 +66,26 @@ static void gather(const mnist_split *d, const int64_t *idx, int64_t b, float *x
     }
 }
 
-/* forward, cross-entropy, backward, (data parallel: gradients averaged), AdamW step: the
- * loss tensor, or NULL on error. The region a --graph run captures. */
-static ff_tensor *step_loss(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, const ff_tensor *x, const ff_tensor *y)
+/* forward, cross-entropy (under autocast for mixed precision), backward (of the scaled
+ * loss with a scaler), (data parallel: gradients averaged), AdamW step (the scaler's,
+ * which skips steps whose gradients overflowed): the loss tensor, or NULL on error. The
+ * region a --graph run captures. */
+static ff_tensor *step_loss(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, ff_dtype precision,
+                            ff_grad_scaler *scaler, const ff_tensor *x, const ff_tensor *y)
 {
+    ff_autocast_set(precision);
     ff_tensor *logits = ff_module_forward(net, x);
     ff_tensor *loss = logits ? ff_cross_entropy(logits, y) : NULL;
+    ff_autocast_set(FF_F32);
+    ff_tensor *scaled = loss && scaler ? ff_grad_scaler_scale(scaler, loss) : ff_tensor_retain(loss);
     ff_tensor_release(logits);
-    if (loss && (ff_optimizer_zero_grad(opt) || ff_backward(loss, NULL, NULL) || (ddp && ff_dist_ddp_sync_grads(ddp)) ||
-                 ff_optimizer_step(opt))) {
+    if (loss && (!scaled || ff_optimizer_zero_grad(opt) || ff_backward(scaled, NULL, NULL) ||
+                 (ddp && ff_dist_ddp_sync_grads(ddp)) ||
+                 (scaler ? ff_grad_scaler_step(scaler, opt, NULL) : ff_optimizer_step(opt)))) {
         ff_tensor_release(loss);
         loss = NULL;
     }
+    ff_tensor_release(scaled);
     return loss;
 }
 
@@ -124,7 +132,7 @@ static const ff_tensor *graph_step(step_graph *sg, ff_module *net, ff_optimizer 
     }
     sg->x = ff_tensor_retain(x), sg->y = ff_tensor_retain(y);
     if (ff_graph_capture_begin()) return NULL;
-    ff_tensor *loss = step_loss(net, opt, NULL, x, y);
+    ff_tensor *loss = step_loss(net, opt, NULL, cfg->precision, NULL, x, y);
     sg->loss = loss ? ff_detach(loss) : NULL; /* the value only: its history (saved activations) dies here */
     ff_tensor_release(loss);
     if (!(sg->g = ff_graph_capture_end()) || !sg->loss) return NULL;
@@ -137,9 +145,9 @@ static const ff_tensor *graph_step(step_graph *sg, ff_module *net, ff_optimizer 
 
 /* One step on rows idx[0..b): eager, or (cfg->graph, after the first step, full batches
  * only: a graph has its capture's shapes) through the graph. The loss, or NAN on error. */
-static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, step_graph *sg, bool use_graph,
-                         const mnist_train_cfg *cfg, const mnist_split *d, const int64_t *idx, int64_t b, float *xbuf,
-                         int64_t *ybuf)
+static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, ff_grad_scaler *scaler,
+                         step_graph *sg, bool use_graph, const mnist_train_cfg *cfg, const mnist_split *d,
+                         const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
 {
     gather(d, idx, b, xbuf, ybuf);
     int64_t xs[2] = {b, MNIST_PIXELS};
@@ -149,7 +157,7 @@ static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, st
     if (y && use_graph) {
         v = loss_value(graph_step(sg, net, opt, cfg, x, y));
     } else if (y) {
-        ff_tensor *loss = step_loss(net, opt, ddp, x, y);
+        ff_tensor *loss = step_loss(net, opt, ddp, cfg->precision, scaler, x, y);
         v = loss_value(loss);
         ff_tensor_release(loss);
     }
@@ -184,8 +192,23 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
         ff_set_error(FF_ERR_INVALID, "mnist_train: --graph does not capture data parallel steps (MPI collectives)");
         return -1;
     }
+    if (cfg->precision != FF_F32 && cfg->precision != FF_BF16 && cfg->precision != FF_F16) {
+        ff_set_error(FF_ERR_INVALID, "mnist_train: precision must be f32, bf16 or f16, got %s",
+                     ff_dtype_name(cfg->precision));
+        return -1;
+    }
+    if (cfg->precision == FF_F16 && cfg->graph) {
+        ff_set_error(FF_ERR_INVALID, "mnist_train: --graph does not capture f16 steps (the loss scaler reads the "
+                     "gradients every step); use --precision bf16, which needs no scaling");
+        return -1;
+    }
+    ff_grad_scaler *scaler = cfg->precision == FF_F16 ? ff_grad_scaler_new(NULL) : NULL;
+    if (cfg->precision == FF_F16 && !scaler) return -1;
     ff_dist_ddp *ddp = dp ? ff_dist_ddp_new(net, 0) : NULL;
-    if (dp && !ddp) return -1;
+    if (dp && !ddp) {
+        ff_grad_scaler_free(scaler);
+        return -1;
+    }
     int64_t n = dp ? ff_dist_shard_size(n_all, false) : n_all;
     int64_t b = cfg->batch, steps_per_epoch = (n + b - 1) / b, total = steps_per_epoch * cfg->epochs;
     int np = ff_module_parameters(net, NULL, 0);
@@ -215,7 +238,7 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
         for (int64_t s = 0; s < steps_per_epoch; s++, step++) {
             ff_optimizer_set_lr(opt, ff_lr_cosine(cfg->lr, step, total, cfg->lr / 100));
             int64_t lo = s * b, bs = n - lo < b ? n - lo : b;
-            double loss = train_step(net, opt, ddp, &sg, cfg->graph && step > 0 && bs == b, cfg, train, perm + lo, bs,
+            double loss = train_step(net, opt, ddp, scaler, &sg, cfg->graph && step > 0 && bs == b, cfg, train, perm + lo, bs,
                                      xbuf, ybuf);
             if (loss != loss) {
                 rc = -1;
@@ -242,6 +265,7 @@ int mnist_train(ff_module *net, const mnist_split *train, const mnist_train_cfg 
     step_graph_free(&sg); /* before the optimizer its host calls use */
     ff_optimizer_release(opt);
     ff_dist_ddp_free(ddp);
+    ff_grad_scaler_free(scaler);
     free(perm);
     free(ybuf);
     free(xbuf);

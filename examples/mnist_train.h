@@ -44,6 +44,11 @@ typedef struct mnist_train_cfg {
     bool graph;
     const char *graph_dump;
     ff_graph_info *graph_info; /* if non-NULL and graph: the captured step's ff_graph_stats */
+    /* precision: FF_F32 (0, the default), or FF_BF16 / FF_F16 for mixed precision: the
+     * forward and the loss under ff_autocast_set (include/ff/amp.h) with f32 master
+     * weights; f16 adds dynamic loss scaling (not with graph: the scaler reads the
+     * gradients every step to decide whether to skip it). */
+    ff_dtype precision;
 } mnist_train_cfg;
 
 /* The MLP 784-256-128-10 with ReLU. */

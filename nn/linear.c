@@ -25,7 +25,13 @@ static ff_tensor *linear_forward(ff_module *m, const ff_tensor *x, void *user)
     ff_tensor *y = ff_matmul(x, wt);
     ff_tensor_release(wt);
     if (!y || !li->has_bias) return y;
-    ff_tensor *yb = ff_add(y, ff_module_param_at(m, 1));
+    /* under autocast the bias joins y's dtype, so the output stays in it (as PyTorch's) */
+    ff_tensor *bias = ff_module_param_at(m, 1);
+    ff_dtype ydt = ff_tensor_dtype(y);
+    bool cast = ydt != FF_F32 && ydt == ff_autocast_get() && ff_tensor_dtype(bias) != ydt;
+    ff_tensor *bc = cast ? ff_astype(bias, ydt) : ff_tensor_retain(bias);
+    ff_tensor *yb = bc ? ff_add(y, bc) : NULL;
+    ff_tensor_release(bc);
     ff_tensor_release(y);
     return yb;
 }

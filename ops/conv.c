@@ -180,6 +180,13 @@ ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bi
 {
     static const char fn[] = "ff_conv2d";
     if (check_conv(x, w, bias, fn)) return NULL;
+    ff_tensor *ac[3];
+    int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 3, (const ff_tensor *[]){x, w, bias}, ac, fn);
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_conv2d(ac[0], ac[1], ac[2], stride_h, stride_w, pad_h, pad_w) : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     const int64_t *xs = x->layout.shape, *ws = w->layout.shape;
     int64_t n = xs[0], c = xs[1], o = ws[0], oh = 0, ow = 0;
     ff_expr e = {0};

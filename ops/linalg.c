@@ -200,6 +200,13 @@ ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b)
     if (a->layout.ndim == 0 || b->layout.ndim == 0)
         return ff_error(FF_ERR_INVALID, "%s: both operands need at least 1 dim, got ranks %d and %d (use ff_mul)", fn,
                         a->layout.ndim, b->layout.ndim), NULL;
+    ff_tensor *ac[2];
+    int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 2, (const ff_tensor *[]){a, b}, ac, fn);
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_matmul(ac[0], ac[1]) : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     ff_dtype dt = ff_dtype_promote(a->dtype, b->dtype);
     if (dt == FF_BOOL) return ff_error(FF_ERR_INVALID, "%s: bool operands are not supported", fn), NULL;
     return matmul_impl(a, b, dt, NULL, fn);

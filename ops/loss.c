@@ -46,6 +46,13 @@ ff_tensor *ff_mse_loss(const ff_tensor *pred, const ff_tensor *target)
 {
     static const char fn[] = "ff_mse_loss";
     if (!pred || !target) return ff_error(FF_ERR_INVALID, "%s: NULL argument", fn), NULL;
+    ff_tensor *ac[2];
+    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 2, (const ff_tensor *[]){pred, target}, ac, fn);
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_mse_loss(ac[0], ac[1]) : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     /* Equal shapes only: PyTorch broadcasts with a warning, which usually hides a bug. */
     const ff_layout *p = &pred->layout, *t = &target->layout;
     bool same = p->ndim == t->ndim;

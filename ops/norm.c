@@ -49,6 +49,13 @@ ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight,
 {
     static const char fn[] = "ff_layer_norm";
     if (!x) return ff_error(FF_ERR_INVALID, "%s: x is NULL", fn), NULL;
+    ff_tensor *ac[3];
+    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 3, (const ff_tensor *[]){x, weight, bias}, ac, fn);
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_layer_norm(ac[0], nnorm, ac[1], ac[2], eps) : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     int nd = x->layout.ndim;
     if (nnorm < 1 || nnorm > nd)
         return ff_error(FF_ERR_INVALID, "%s: nnorm %d must be in [1, %d] for x of rank %d", fn, nnorm, nd, nd), NULL;
@@ -356,6 +363,15 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
 {
     static const char fn[] = "ff_batch_norm";
     if (!x) return ff_error(FF_ERR_INVALID, "%s: x is NULL", fn), NULL;
+    /* the running statistics are updated in place: they keep their dtype */
+    ff_tensor *ac[3];
+    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 3, (const ff_tensor *[]){x, weight, bias}, ac, fn);
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_batch_norm(ac[0], running_mean, running_var, ac[1], ac[2], training, momentum, eps)
+                             : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     int nd = x->layout.ndim;
     char xb[160], pb[160];
     if (nd < 2)

@@ -11,6 +11,16 @@
  * still reaches t. */
 ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn);
 
+/* Autocast (ops/autocast.c, include/ff/amp.h). LOW: the matmul-like ops' rule, every
+ * f32/f16/bf16 operand to the autocast dtype (nothing when one is f64 or an integer);
+ * WIDE: the precision-sensitive ops' rule, half operands to f32. When autocast is off or
+ * nothing needs a cast, returns 0 and the op runs as it is; else fills out[0..n) with new
+ * references (NULL inputs stay NULL) and returns n, and the op calls itself on those
+ * (which then need no cast) and releases them with ff_autocast_release; -1 on error. */
+typedef enum ff_autocast_rule { FF_AUTOCAST_LOW, FF_AUTOCAST_WIDE } ff_autocast_rule;
+int ff_autocast_operands(ff_autocast_rule rule, int n, const ff_tensor *const *in, ff_tensor **out, const char *fn);
+void ff_autocast_release(int n, ff_tensor **t);
+
 /* Records node `name` on out if any input requires grad; on failure releases out and
  * returns NULL. Saves the listed tensors (may be NULL entries, skipped). */
 ff_tensor *ff_op_record(ff_tensor *out, const char *name, ff_backward_fn bw, int n,

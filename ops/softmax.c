@@ -105,6 +105,17 @@ static ff_tensor *softmax_impl(const ff_tensor *x, int axis, bool log, const cha
     return out;
 }
 
-ff_tensor *ff_softmax(const ff_tensor *x, int axis) { return softmax_impl(x, axis, false, "ff_softmax"); }
+/* Under autocast, half logits are computed in f32 (include/ff/amp.h). */
+static ff_tensor *softmax_autocast(const ff_tensor *x, int axis, bool log, const char *fn)
+{
+    ff_tensor *ac[1];
+    int nac = x ? ff_autocast_operands(FF_AUTOCAST_WIDE, 1, &x, ac, fn) : 0;
+    if (!nac) return softmax_impl(x, axis, log, fn);
+    ff_tensor *r = nac > 0 ? softmax_impl(ac[0], axis, log, fn) : NULL;
+    ff_autocast_release(nac, ac);
+    return r;
+}
 
-ff_tensor *ff_log_softmax(const ff_tensor *x, int axis) { return softmax_impl(x, axis, true, "ff_log_softmax"); }
+ff_tensor *ff_softmax(const ff_tensor *x, int axis) { return softmax_autocast(x, axis, false, "ff_softmax"); }
+
+ff_tensor *ff_log_softmax(const ff_tensor *x, int axis) { return softmax_autocast(x, axis, true, "ff_log_softmax"); }

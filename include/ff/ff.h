@@ -6,6 +6,7 @@
  *   ff/ops.h       the op library
  *   ff/autograd.h  reverse-mode autograd, no_grad, gradcheck
  *   ff/nn.h        modules, losses, optimizers
+ *   ff/amp.h       mixed precision: autocast, dynamic loss scaling
  *   ff/io.h        safetensors, .npy, DLPack
  *   ff/graph.h     capture a region of calls once, replay it (planned, fused)
  *   ff/debug.h     live-object counters for leak tests
@@ -25,6 +26,7 @@
 #include "ff/ops.h"
 #include "ff/autograd.h"
 #include "ff/nn.h"
+#include "ff/amp.h"
 #include "ff/io.h"
 #include "ff/dist.h"
 #include "ff/graph.h"

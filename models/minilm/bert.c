@@ -31,6 +31,7 @@ typedef struct layer {
 struct minilm_model {
     minilm_config cfg;
     ff_backend *be;
+    ff_dtype dtype; /* of the weights and the encoder's activations */
     ff_tensor *word, *pos, *type, *ln_w, *ln_b; /* embeddings */
     layer *layer;
 };
@@ -122,9 +123,10 @@ int minilm_config_load(const char *dir, minilm_config *c, char *err, size_t cap)
 }
 
 /* ---- weights ------------------------------------------------------------------------- */
-/* The f32 tensor prefix+name of d with the given shape (new reference), or NULL + err. */
+/* The f32 tensor prefix+name of d with the given shape, converted to dtype (new
+ * reference), or NULL + err. */
 static ff_tensor *weight(const ff_tensor_dict *d, const char *prefix, const char *name, int64_t d0, int64_t d1,
-                         char *err, size_t cap)
+                         ff_dtype dtype, char *err, size_t cap)
 {
     char full[256];
     snprintf(full, sizeof full, "%s%s", prefix, name);
@@ -135,8 +137,13 @@ static ff_tensor *weight(const ff_tensor_dict *d, const char *prefix, const char
     ff_tensor *t = ff_tensor_dict_get(d, full);
     int ndim = d1 ? 2 : 1;
     const int64_t *sh = t ? ff_tensor_shape(t) : NULL;
-    if (t && ff_tensor_dtype(t) == FF_F32 && ff_tensor_ndim(t) == ndim && sh[0] == d0 && (ndim == 1 || sh[1] == d1))
-        return t;
+    if (t && ff_tensor_dtype(t) == FF_F32 && ff_tensor_ndim(t) == ndim && sh[0] == d0 && (ndim == 1 || sh[1] == d1)) {
+        if (dtype == FF_F32) return t;
+        ff_tensor *half = ff_astype(t, dtype);
+        ff_tensor_release(t);
+        if (!half) snprintf(err, cap, "%s: %s", full, ff_last_error());
+        return half;
+    }
     char want[64];
     if (d1) snprintf(want, sizeof want, "[%lld, %lld]", (long long)d0, (long long)d1);
     else snprintf(want, sizeof want, "[%lld]", (long long)d0);
@@ -147,14 +154,14 @@ static ff_tensor *weight(const ff_tensor_dict *d, const char *prefix, const char
 
 /* Query, key and value weights ([3H, H]) or biases ([3H]) of layer i, stacked. */
 static ff_tensor *qkv(const ff_tensor_dict *d, const char *prefix, int i, const char *what, int64_t h,
-                      char *err, size_t cap)
+                      ff_dtype dtype, char *err, size_t cap)
 {
     static const char *const parts[3] = {"query", "key", "value"};
     ff_tensor *t[3] = {NULL, NULL, NULL}, *out = NULL;
     for (int p = 0; p < 3; p++) {
         char name[128];
         snprintf(name, sizeof name, "encoder.layer.%d.attention.self.%s.%s", i, parts[p], what);
-        if (!(t[p] = weight(d, prefix, name, h, strcmp(what, "weight") ? 0 : h, err, cap))) break;
+        if (!(t[p] = weight(d, prefix, name, h, strcmp(what, "weight") ? 0 : h, dtype, err, cap))) break;
     }
     if (t[2] && !(out = ff_concat(3, t, 0))) snprintf(err, cap, "%s", ff_last_error());
     for (int p = 0; p < 3; p++) ff_tensor_release(t[p]);
@@ -162,7 +169,7 @@ static ff_tensor *qkv(const ff_tensor_dict *d, const char *prefix, int i, const 
 }
 
 static int load_layer(const ff_tensor_dict *d, const char *prefix, int i, const minilm_config *c, layer *L,
-                      char *err, size_t cap)
+                      ff_dtype dtype, char *err, size_t cap)
 {
     const int64_t h = c->hidden, f = c->intermediate;
     struct { ff_tensor **dst; const char *name; int64_t d0, d1; } w[] = {
@@ -174,10 +181,10 @@ static int load_layer(const ff_tensor_dict *d, const char *prefix, int i, const 
     for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
         char name[128];
         snprintf(name, sizeof name, "encoder.layer.%d.%s", i, w[k].name);
-        if (!(*w[k].dst = weight(d, prefix, name, w[k].d0, w[k].d1, err, cap))) return -1;
+        if (!(*w[k].dst = weight(d, prefix, name, w[k].d0, w[k].d1, dtype, err, cap))) return -1;
     }
-    if (!(L->qkv_w = qkv(d, prefix, i, "weight", h, err, cap))) return -1;
-    if (!(L->qkv_b = qkv(d, prefix, i, "bias", h, err, cap))) return -1;
+    if (!(L->qkv_w = qkv(d, prefix, i, "weight", h, dtype, err, cap))) return -1;
+    if (!(L->qkv_b = qkv(d, prefix, i, "bias", h, dtype, err, cap))) return -1;
     return 0;
 }
 
@@ -194,26 +201,34 @@ static int load_weights(minilm_model *m, const char *dir, char *err, size_t cap)
     /* BertModel's own names, or BertFor*'s with "bert." in front */
     const char *prefix = ff_tensor_dict_contains(d, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
     int rc = -1;
-    if ((m->word = weight(d, prefix, "embeddings.word_embeddings.weight", c->vocab_size, c->hidden, err, cap)) &&
-        (m->pos = weight(d, prefix, "embeddings.position_embeddings.weight", c->max_positions, c->hidden, err, cap)) &&
-        (m->type = weight(d, prefix, "embeddings.token_type_embeddings.weight", c->type_vocab, c->hidden, err, cap)) &&
-        (m->ln_w = weight(d, prefix, "embeddings.LayerNorm.weight", c->hidden, 0, err, cap)) &&
-        (m->ln_b = weight(d, prefix, "embeddings.LayerNorm.bias", c->hidden, 0, err, cap))) {
+    const ff_dtype dt = m->dtype;
+    if ((m->word = weight(d, prefix, "embeddings.word_embeddings.weight", c->vocab_size, c->hidden, dt, err, cap)) &&
+        (m->pos = weight(d, prefix, "embeddings.position_embeddings.weight", c->max_positions, c->hidden, dt, err,
+                         cap)) &&
+        (m->type = weight(d, prefix, "embeddings.token_type_embeddings.weight", c->type_vocab, c->hidden, dt, err,
+                          cap)) &&
+        (m->ln_w = weight(d, prefix, "embeddings.LayerNorm.weight", c->hidden, 0, dt, err, cap)) &&
+        (m->ln_b = weight(d, prefix, "embeddings.LayerNorm.bias", c->hidden, 0, dt, err, cap))) {
         rc = 0;
-        for (int i = 0; i < c->layers && !rc; i++) rc = load_layer(d, prefix, i, c, &m->layer[i], err, cap);
+        for (int i = 0; i < c->layers && !rc; i++) rc = load_layer(d, prefix, i, c, &m->layer[i], m->dtype, err, cap);
     }
     ff_tensor_dict_free(d); /* the model holds its own references */
     return rc;
 }
 
-minilm_model *minilm_model_load(const char *dir, ff_backend *be, char *err, size_t cap)
+minilm_model *minilm_model_load(const char *dir, ff_backend *be, ff_dtype dtype, char *err, size_t cap)
 {
+    if (dtype != FF_F32 && dtype != FF_BF16 && dtype != FF_F16) {
+        snprintf(err, cap, "the model computes in f32, bf16 or f16, not %s", ff_dtype_name(dtype));
+        return NULL;
+    }
     minilm_model *m = calloc(1, sizeof *m);
     if (!m) {
         snprintf(err, cap, "out of memory");
         return NULL;
     }
     m->be = be;
+    m->dtype = dtype;
     if (minilm_config_load(dir, &m->cfg, err, cap) ||
         !(m->layer = calloc((size_t)m->cfg.layers, sizeof *m->layer)) || load_weights(m, dir, err, cap)) {
         if (!m->layer && !err[0]) snprintf(err, cap, "out of memory");
@@ -324,6 +339,8 @@ ff_tensor *minilm_embed(const minilm_model *m, int64_t B, int64_t T, const int64
                      (long long)T, (long long)m->cfg.max_positions);
         return NULL;
     }
+    /* HF's additive mask: (1 - mask) * finfo(dtype).min, in the encoder's dtype */
+    const float mask_min = m->dtype == FF_F16 ? -65504.0f : m->dtype == FF_BF16 ? -0x1.fep127f : -FLT_MAX;
     float *bias = malloc((size_t)(B * T) * sizeof *bias), *keep01 = malloc((size_t)(B * T) * sizeof *keep01);
     if (!bias || !keep01) {
         free(bias);
@@ -334,12 +351,13 @@ ff_tensor *minilm_embed(const minilm_model *m, int64_t B, int64_t T, const int64
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) {
             keep01[b * T + t] = t < lens[b] ? 1.0f : 0.0f;
-            bias[b * T + t] = t < lens[b] ? 0.0f : -FLT_MAX; /* HF: (1 - mask) * finfo.min */
+            bias[b * T + t] = t < lens[b] ? 0.0f : mask_min;
         }
     bool grad = ff_set_grad_enabled(false);
     scope s = {0};
     ff_tensor *ids_t = K(&s, ff_from_data_on(m->be, ids, 2, (int64_t[]){B, T}, FF_I64));
-    ff_tensor *mask_bias = K(&s, ff_from_data_on(m->be, bias, 4, (int64_t[]){B, 1, 1, T}, FF_F32));
+    ff_tensor *mask_f32 = K(&s, ff_from_data_on(m->be, bias, 4, (int64_t[]){B, 1, 1, T}, FF_F32));
+    ff_tensor *mask_bias = K(&s, mask_f32 ? ff_astype(mask_f32, m->dtype) : NULL);
     ff_tensor *mask = K(&s, ff_from_data_on(m->be, keep01, 3, (int64_t[]){B, T, 1}, FF_F32));
     free(bias);
     free(keep01);

@@ -15,12 +15,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: " PROG " [--backend NAME] [--dtype f32] [--model DIR] [--similarity] [--print-model-dir]\n"
+            "usage: " PROG " [--backend NAME] [--dtype f32|bf16|f16] [--model DIR] [--similarity] [--print-model-dir]\n"
             "                [--ids] [--repeat N] [--] SENTENCE...\n"
             "  Embeds each SENTENCE (or, with none, each line of standard input) with all-MiniLM-L6-v2\n"
             "  and prints one line per sentence: 384 numbers, the L2-normalized mean-pooled embedding.\n"
             "  --backend NAME     a backend name or plugin path (default: FF_BACKEND, else cpu_blas)\n"
-            "  --dtype f32        the compute dtype; f32 only for now (bf16 and f16 are refused)\n"
+            "  --dtype T          the encoder's dtype: f32 (default), or bf16 / f16 (weights converted once,\n"
+            "                     every op rounds to T as model.half() does; pooling stays in f32)\n"
             "  --model DIR        the model directory (default: FF_MODEL_DIR, else\n"
             "                     $XDG_CACHE_HOME or ~/.cache, then fusionflow/models/" MINILM_NAME ")\n"
             "  --similarity       print the cosine similarity matrix instead (one row per sentence)\n"
@@ -34,6 +35,7 @@ static void usage(FILE *f)
 typedef struct opts {
     const char *backend, *model;
     int similarity, print_dir, ids, repeat;
+    ff_dtype dtype; /* FF_F32 (0) unless --dtype */
     char **sentences;
     int n;
 } opts;
@@ -68,12 +70,10 @@ static int parse_args(int argc, char **argv, opts *o)
                     return 2;
                 }
                 o->repeat = (int)r;
-            } else if (!strcmp(v, "bf16") || !strcmp(v, "f16")) {
-                fprintf(stderr, PROG ": --dtype %s: not supported yet: half precision is issue 13's other half"
-                                " (use --dtype f32)\n", v);
-                return 2;
-            } else if (strcmp(v, "f32")) {
-                fprintf(stderr, PROG ": --dtype must be f32 (bf16 and f16 are not supported yet), got '%s'\n", v);
+            } else if (!strcmp(v, "f32") || !strcmp(v, "bf16") || !strcmp(v, "f16")) {
+                o->dtype = !strcmp(v, "f32") ? FF_F32 : !strcmp(v, "bf16") ? FF_BF16 : FF_F16;
+            } else {
+                fprintf(stderr, PROG ": --dtype must be f32, bf16 or f16, got '%s'\n", v);
                 return 2;
             }
         } else {
@@ -231,7 +231,7 @@ static int embed_main(const opts *o, const char *dir)
         return failed ? 1 : 0;
     }
     ff_backend *be = o->backend ? ff_backend_load(o->backend) : ff_backend_default();
-    minilm_model *m = be ? minilm_model_load(dir, be, err, sizeof err) : NULL;
+    minilm_model *m = be ? minilm_model_load(dir, be, o->dtype, err, sizeof err) : NULL;
     if (!be) snprintf(err, sizeof err, "%s", ff_last_error());
     float *out = m ? malloc((size_t)(B * (o->similarity ? B : cfg.hidden)) * sizeof *out) : NULL;
     int rc = 1;

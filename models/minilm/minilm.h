@@ -74,8 +74,11 @@ typedef struct minilm_config {
 int minilm_config_load(const char *dir, minilm_config *c, char *err, size_t cap);
 
 typedef struct minilm_model minilm_model;
-/* minilm_config_load, then model.safetensors onto be, every weight's shape checked. */
-minilm_model *minilm_model_load(const char *dir, ff_backend *be, char *err, size_t cap);
+/* minilm_config_load, then model.safetensors onto be, every weight's shape checked, and
+ * the weights converted to dtype (FF_F32, FF_BF16 or FF_F16: model.half() or
+ * .to(torch.bfloat16)), in which the encoder then computes; pooling and normalization
+ * run in f32 whatever the dtype. */
+minilm_model *minilm_model_load(const char *dir, ff_backend *be, ff_dtype dtype, char *err, size_t cap);
 void minilm_model_free(minilm_model *m);
 const minilm_config *minilm_model_config(const minilm_model *m);
 /* The sentence embeddings of a batch: ids [batch, seq] row-major, sentence i's first

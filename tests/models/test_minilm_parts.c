@@ -178,26 +178,26 @@ static void write_tiny_model(void)
     for (int i = 0; i < t.n; i++) ff_tensor_release(t.ts[i]);
 }
 
-static void test_tiny_encoder(void)
+/* The tiny model's embeddings in dtype: sentence 0 alone (a[8]) and padded in a batch
+ * beside a longer sentence 1 (b[16]); the padding must change nothing (within tol). */
+static void tiny_embed(ff_dtype dtype, double tol, float *a, float *b)
 {
-    write_tiny_model();
     char err[512] = "";
-    minilm_model *m = minilm_model_load(dir, ff_backend_default(), err, sizeof err);
+    minilm_model *m = minilm_model_load(dir, ff_backend_default(), dtype, err, sizeof err);
     CHECK(m != NULL);
     if (!m) {
         fprintf(stderr, "  %s\n", err);
         return;
     }
-    /* sentence 0 alone, then padded in a batch beside a longer sentence 1 */
     int64_t alone[] = {2, 10, 12, 3}, batch[] = {2, 10, 12, 3, 0, 0, 0, 2, 14, 5, 6, 7, 9, 3};
     ff_tensor *e1 = minilm_embed(m, 1, 4, alone, (int64_t[]){4});
     ff_tensor *e2 = minilm_embed(m, 2, 7, batch, (int64_t[]){4, 7});
     CHECK(e1 && e2 && ff_tensor_dim(e2, 0) == 2 && ff_tensor_dim(e2, 1) == 8);
-    float a[8], b[16];
-    if (e1 && e2 && !ff_tensor_to_host(e1, a, sizeof a) && !ff_tensor_to_host(e2, b, sizeof b)) {
+    CHECK(e1 && ff_tensor_dtype(e1) == FF_F32); /* pooled in f32 whatever the encoder's dtype */
+    if (e1 && e2 && !ff_tensor_to_host(e1, a, 8 * sizeof *a) && !ff_tensor_to_host(e2, b, 16 * sizeof *b)) {
         double n0 = 0, n1 = 0;
         for (int i = 0; i < 8; i++) {
-            CHECK_NEAR(a[i], b[i], 1e-5); /* the padding changed nothing */
+            CHECK_NEAR(a[i], b[i], tol); /* the padding changed nothing */
             n0 += (double)b[i] * b[i];
             n1 += (double)b[8 + i] * b[8 + i];
         }
@@ -207,12 +207,30 @@ static void test_tiny_encoder(void)
     CHECK(minilm_embed(m, 1, 17, alone, (int64_t[]){4}) == NULL && strstr(ff_last_error(), "at most 16"));
     RELEASE(e1, e2);
     minilm_model_free(m);
+}
+
+static void test_tiny_encoder(void)
+{
+    write_tiny_model();
+    float a[8], b[16], ah[8], bh[16];
+    tiny_embed(FF_F32, 1e-5, a, b);
+    /* half weights and activations: close to f32, cosine >= 0.99 */
+    ff_dtype halves[2] = {FF_BF16, FF_F16};
+    for (int h = 0; h < 2; h++) {
+        tiny_embed(halves[h], 2e-2, ah, bh);
+        double dot = 0;
+        for (int i = 0; i < 16; i++) dot += (double)b[i] * bh[i];
+        CHECK(dot / 2 >= 0.99);
+    }
+    char err[512] = "";
+    CHECK(minilm_model_load(dir, ff_backend_default(), FF_I32, err, sizeof err) == NULL &&
+          strstr(err, "f32, bf16 or f16, not i32"));
 
     /* sizes that do not match the weights: the tensor and the expected shape are named */
     write_file("config.json", "{\"vocab_size\": 20, \"hidden_size\": 8, \"num_hidden_layers\": 2,"
                               " \"num_attention_heads\": 2, \"intermediate_size\": 16,"
                               " \"max_position_embeddings\": 16}");
-    CHECK(minilm_model_load(dir, ff_backend_default(), err, sizeof err) == NULL &&
+    CHECK(minilm_model_load(dir, ff_backend_default(), FF_F32, err, sizeof err) == NULL &&
           strstr(err, "embeddings.word_embeddings.weight is not an f32 tensor of shape [20, 8]"));
 }
 

@@ -170,14 +170,8 @@ def test_missing_model_says_how_to_fetch_it(binary, tmp_path):
     assert p.stdout == ""
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f16"])
-def test_half_precision_is_refused_for_now(binary, dtype):
-    p = ff_embed("--dtype", dtype, "hello", code=2)
-    assert "not supported yet: half precision is issue 13's other half" in p.stderr
-
-
 def test_bad_usage_exits_2(binary):
-    assert "--dtype must be f32" in ff_embed("--dtype", "f64", "x", code=2).stderr
+    assert "--dtype must be f32, bf16 or f16, got 'f64'" in ff_embed("--dtype", "f64", "x", code=2).stderr
     assert "unknown option --nope" in ff_embed("--nope", "x", code=2).stderr
     assert "--backend needs a value" in ff_embed("--backend", code=2).stderr
     assert "usage: ff-embed" in ff_embed("--help").stdout
@@ -217,6 +211,24 @@ def test_embeddings_match_pytorch(model, torch_model, tokenizer, device):
     cos = cosines(got, want)
     assert cos.min() >= 0.9999, (device, cos)
     assert np.abs(got - want).max() < 1e-5, (device, np.abs(got - want).max())
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_half_embeddings_match_pytorch(model, torch_model, tokenizer, device, dtype):
+    """Half weights and activations (every op rounding to the dtype) against PyTorch's f32
+    forward: cosine >= 0.99 for every sentence (the issue's bar), including the padded
+    ones; measured 0.9999 (bf16) and 0.999998 (f16), so a tighter bar guards regressions."""
+    if device == "opencl":
+        pytest.skip("the opencl backend declines half copies (it holds no f16/bf16 tensors yet)")
+    got = matrix(ff_embed("--backend", device, "--dtype", dtype, "--", *SENTENCES).stdout)
+    want = torch_embeddings(torch_model, tokenizer, SENTENCES)
+    assert got.shape == want.shape
+    cos = cosines(got, want)
+    assert cos.min() >= (0.999 if dtype == "bf16" else 0.99999), (device, dtype, cos)
+    f32 = matrix(ff_embed("--backend", device, "--", *SENTENCES).stdout)
+    assert np.abs(got - f32).max() > 1e-4  # it did compute in half
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
 
 
