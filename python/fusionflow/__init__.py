@@ -17,7 +17,8 @@ from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import backends, default_backend, set_default_backend
 from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
-from . import autograd, fft, nn, optim  # noqa: E402
+from . import amp, autograd, fft, nn, optim  # noqa: E402
+from .amp import autocast  # noqa: E402  (fusionflow.autocast, as torch.autocast)
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
 

@@ -306,6 +306,8 @@ _PROTOS = {
     "ff_autograd_grad": (c_int, [T, T, c_int, POINTER(c_void_p), POINTER(c_void_p), POINTER(BackwardOpts)]),
     "ff_grad_enabled": (c_bool, []),
     "ff_set_grad_enabled": (c_bool, [c_bool]),
+    "ff_autocast_set": (c_int, [c_int]),
+    "ff_autocast_get": (c_int, []),
     # backends
     "ff_backend_load": (c_void_p, [c_char_p]),
     "ff_backend_default": (c_void_p, []),

@@ -10,7 +10,12 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "silu", "softplus", "sof
 
 def linear(x, weight, bias=None):
     y = x @ weight.mT if weight.ndim == 2 else x @ weight
-    return y + bias if bias is not None else y
+    if bias is None:
+        return y
+    ac = C.ff_autocast_get()
+    if ac != _dtype.float32.code and y.dtype.code == ac and bias.dtype != y.dtype:
+        bias = bias.to(y.dtype)  # under autocast the output stays in the autocast dtype, as torch's
+    return y + bias
 
 
 def relu(x):
