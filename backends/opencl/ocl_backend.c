@@ -54,6 +54,11 @@ ff_status ocl_check_view(ocl_ctx *c, const char *entry, const char *what, const 
     return ffb_check_view(c ? c->host : NULL, "opencl", entry, what, v);
 }
 
+ff_status ocl_check_storage_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v)
+{
+    return ffb_check_view_as(c ? c->host : NULL, "opencl", entry, what, v, 1);
+}
+
 int ocl_same_shape(const ff_view *a, const ff_view *b) { return ffb_same_shape(a, b); }
 
 ff_status ocl_shape_error(ocl_ctx *c, const char *entry, const ff_view *a, const ff_view *b)
@@ -128,10 +133,12 @@ static ff_status ocl_device_info(void *ctx, char *buf, size_t cap)
 static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
+    /* F16/BF16 are held (copy, fill) but not computed on: the core's f32 detour does that */
+    if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
+    if (kind == FF_KIND_COPY)
+        return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
     if (!ffb_dtype_ok(dtype)) return 0;
     switch (kind) {
-    case FF_KIND_FILL: return op == 0;
-    case FF_KIND_COPY: return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_ok((ff_dtype)op);
     case FF_KIND_UNARY: return ffb_unary_supported((ff_unary_op)op, dtype);
     case FF_KIND_BINARY: return ffb_binary_supported((ff_binary_op)op, dtype);
     case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, dtype);

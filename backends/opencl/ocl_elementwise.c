@@ -8,7 +8,7 @@
 ff_status ocl_fill(void *ctx, const ff_view *dst, ff_scalar value)
 {
     ocl_ctx *c = ctx;
-    ff_status st = ocl_check_view(c, "fill", "dst", dst);
+    ff_status st = ocl_check_storage_view(c, "fill", "dst", dst);
     int64_t n = st ? 0 : ff_view_numel(dst);
     if (st || n == 0) return st;
     ocl_kview d = ocl_kview_of(dst);
@@ -23,7 +23,8 @@ ff_status ocl_copy(void *ctx, const ff_view *dst, const ff_view *src)
 {
     ocl_ctx *c = ctx;
     ff_status st;
-    if ((st = ocl_check_view(c, "copy", "dst", dst)) || (st = ocl_check_view(c, "copy", "src", src))) return st;
+    if ((st = ocl_check_storage_view(c, "copy", "dst", dst)) || (st = ocl_check_storage_view(c, "copy", "src", src)))
+        return st;
     if (!ocl_same_shape(dst, src)) return ocl_shape_error(c, "copy", dst, src);
     int64_t n = ff_view_numel(dst);
     if (n == 0) return FF_OK;

@@ -91,6 +91,8 @@ const char *ocl_cl_error_name(cl_int err);
 /* "opencl <entry>: <call> failed: CL_... (n)"; FF_ERR_OOM for the out-of-memory codes. */
 ff_status ocl_cl_fail(ocl_ctx *c, const char *entry, const char *call, cl_int err);
 ff_status ocl_check_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v);
+/* The same for copy and fill, which take F16/BF16 too. */
+ff_status ocl_check_storage_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v);
 int ocl_same_shape(const ff_view *a, const ff_view *b);
 ff_status ocl_shape_error(ocl_ctx *c, const char *entry, const ff_view *a, const ff_view *b);
 

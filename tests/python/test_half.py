@@ -13,8 +13,7 @@ import pytest
 import fusionflow as ff
 from conftest import DEVICES as ALL_DEVICES
 
-# The opencl backend does not hold half dtypes yet (it declines their copy and fill).
-DEVICES = [d for d in ALL_DEVICES if d != "opencl"]
+DEVICES = ALL_DEVICES  # opencl holds half tensors (copy, fill) and computes through the f32 detour
 
 try:
     import torch
@@ -118,8 +117,19 @@ def test_against_torch(name, device):
     check(fa.softmax(1), ta.float().softmax(1).to(tdt), 1.01)
 
 
-def test_opencl_declines_half_clearly():
+def test_opencl_holds_half_and_computes_through_f32():
+    """opencl copies and fills f16/bf16 itself (its kernels convert on the bits) and the
+    core's f32 detour computes the rest: results equal the host backends' bit for bit."""
     if "opencl" not in ALL_DEVICES:
         pytest.skip("no opencl backend")
-    with pytest.raises(ff.FusionFlowError, match="backend 'opencl' cannot copy f64 to f16"):
-        ff.tensor([1.0, 2.0], dtype=ff.float16, device="opencl")
+    for name in ("float16", "bfloat16"):
+        dt = getattr(ff, name)
+        vals_in = [1.0, -2.5, 65504.0, 65520.0, 2.0 ** -24, 2.0 ** -25, -0.0, float("inf"), float("nan"), 3.14159]
+        a = ff.tensor(vals_in, dtype=dt, device="opencl")
+        h = ff.tensor(vals_in, dtype=dt)
+        np.testing.assert_array_equal(vals(a), vals(h))
+        b = ff.full((10,), 1.5, dtype=dt, device="opencl")
+        for got, want in ((a * b + a, h * 1.5 + h), ((a * b).exp(), (h * 1.5).exp()), (a.to(ff.int32), h.to(ff.int32)),
+                          (ff.arange(10, device="opencl").to(dt) / 3, ff.arange(10).to(dt) / 3)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(vals(got), vals(want))

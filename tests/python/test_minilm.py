@@ -220,8 +220,8 @@ def test_half_embeddings_match_pytorch(model, torch_model, tokenizer, device, dt
     """Half weights and activations (every op rounding to the dtype) against PyTorch's f32
     forward: cosine >= 0.99 for every sentence (the issue's bar), including the padded
     ones; measured 0.9999 (bf16) and 0.999998 (f16), so a tighter bar guards regressions."""
-    if device == "opencl":
-        pytest.skip("the opencl backend declines half copies (it holds no f16/bf16 tensors yet)")
+    if device == "opencl" and dtype == "f16":
+        pytest.skip("opencl computes half through the same f32 detour as the others: bf16 covers it (30 s saved)")
     got = matrix(ff_embed("--backend", device, "--dtype", dtype, "--", *SENTENCES).stdout)
     want = torch_embeddings(torch_model, tokenizer, SENTENCES)
     assert got.shape == want.shape
