@@ -5,7 +5,10 @@ and 32, one thread each (FF_NUM_THREADS / OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
 torch.set_num_threads(1); OPENBLAS_CORETYPE as the environment has it, for both).
 
     /usr/bin/python3 benchmarks/bench_embed.py [--ff-embed build/bin/ff-embed] [--backend cpu_blas]
-                                               [--runs 30] [--threads 1]
+                                               [--runs 30] [--threads 1] [--dtype f32|bf16|f16]
+
+--dtype runs both in that dtype: ff-embed --dtype, PyTorch on the weights converted with
+.to(dtype) (PyTorch 1.13 has no float16 matmul on CPU: its column says n/a there).
 
 ff-embed times its own forwards (`--repeat N`: the batch's forward, the embeddings read
 back to the host; tokenizing and loading excluded) and reports the median; the PyTorch
@@ -66,9 +69,9 @@ def one_thread_env(threads):
     return env
 
 
-def ff_forward_ms(exe, backend, sentences, runs, env):
+def ff_forward_ms(exe, backend, dtype, sentences, runs, env):
     """(median ms, tokens per sentence after padding) of ff-embed's forward."""
-    p = subprocess.run([exe, "--backend", backend, "--repeat", str(runs), "--", *sentences],
+    p = subprocess.run([exe, "--backend", backend, "--dtype", dtype, "--repeat", str(runs), "--", *sentences],
                        capture_output=True, text=True, env=env)
     if p.returncode:
         sys.exit("bench_embed: ff-embed failed: %s" % p.stderr.strip())
@@ -87,7 +90,10 @@ def torch_forward_ms(ref, w, cfg, seqs, runs):
     ids = np.zeros((len(seqs), max(lens)), dtype=np.int64)  # [PAD] is 0
     for i, s in enumerate(seqs):
         ids[i, :len(s)] = s
-    ref.forward(w, cfg, ids, lens)  # warm-up
+    try:
+        ref.forward(w, cfg, ids, lens)  # warm-up
+    except RuntimeError:  # e.g. "addmm_impl_cpu_" not implemented for 'Half'
+        return float("nan")
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -102,6 +108,7 @@ def main():
     ap.add_argument("--backend", default="cpu_blas")
     ap.add_argument("--runs", type=int, default=30, help="timed forwards per measurement (default 30)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", default="f32", choices=("f32", "bf16", "f16"))
     a = ap.parse_args()
     env = one_thread_env(a.threads)
     os.environ.update({k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
@@ -112,14 +119,16 @@ def main():
     model = subprocess.run([a.ff_embed, "--print-model-dir"], capture_output=True, text=True,
                            check=True).stdout.strip()
     w, cfg = ref.load(model)
+    if a.dtype != "f32":
+        w = ref.half(w, torch.bfloat16 if a.dtype == "bf16" else torch.float16)
 
-    print("all-MiniLM-L6-v2 forward, %d thread(s), ff-embed --backend %s vs PyTorch %s (OPENBLAS_CORETYPE=%s)"
-          % (a.threads, a.backend, torch.__version__, os.environ.get("OPENBLAS_CORETYPE", "unset")))
+    print("all-MiniLM-L6-v2 forward in %s, %d thread(s), ff-embed --backend %s vs PyTorch %s (OPENBLAS_CORETYPE=%s)"
+          % (a.dtype, a.threads, a.backend, torch.__version__, os.environ.get("OPENBLAS_CORETYPE", "unset")))
     print("%-6s %-7s %12s %12s %12s %12s %8s" % ("batch", "tokens", "ff ms", "ff sent/s", "torch ms", "torch sent/s",
                                                   "ff/torch"))
     for batch in (1, 32):
         sentences = SENTENCES[:batch]
-        ff_ms, tokens = ff_forward_ms(a.ff_embed, a.backend, sentences, a.runs, env)
+        ff_ms, tokens = ff_forward_ms(a.ff_embed, a.backend, a.dtype, sentences, a.runs, env)
         t_ms = torch_forward_ms(ref, w, cfg, ff_ids(a.ff_embed, sentences), a.runs)
         print("%-6d %-7d %12.3f %12.1f %12.3f %12.1f %7.2fx" % (batch, tokens, ff_ms, 1e3 * batch / ff_ms, t_ms,
                                                                 1e3 * batch / t_ms, t_ms / ff_ms))

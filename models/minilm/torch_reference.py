@@ -32,6 +32,11 @@ def read_safetensors(path):
     return out
 
 
+def half(w, dtype):
+    """The weights converted to dtype (torch.bfloat16 or torch.float16)."""
+    return {k: v.to(dtype) for k, v in w.items()}
+
+
 def load(directory):
     """(weights as torch tensors, config) of the model in directory."""
     with open(os.path.join(directory, "config.json")) as f:
@@ -43,13 +48,15 @@ def load(directory):
 
 
 def forward(w, cfg, ids, lens):
-    """Embeddings [B, H] of the padded batch ids [B, T] (ints) with lengths lens."""
+    """Embeddings [B, H] of the padded batch ids [B, T] (ints) with lengths lens, computed in
+    the weights' dtype (half(w) for bf16/f16, as model.to(dtype)); pooling in f32."""
     ids = torch.as_tensor(ids, dtype=torch.int64)
     B, T = ids.shape
     H, nh = cfg["hidden"], cfg["heads"]
     dh, eps = H // nh, cfg["eps"]
     keep = (torch.arange(T)[None, :] < torch.as_tensor(lens)[:, None]).to(torch.float32)  # [B, T]
-    bias = (1.0 - keep)[:, None, None, :] * torch.finfo(torch.float32).min  # HF's extended mask
+    dt = w["embeddings.LayerNorm.weight"].dtype
+    bias = ((1.0 - keep)[:, None, None, :] * torch.finfo(dt).min).to(dt)  # HF's extended mask
     ln = torch.nn.functional.layer_norm
     lin = torch.nn.functional.linear
     with torch.no_grad():
@@ -72,5 +79,5 @@ def forward(w, cfg, ids, lens):
             o = lin(h, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
             x = ln(o + x, (H,), w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
         m = keep[:, :, None]
-        mean = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
+        mean = (x.float() * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(mean, p=2, dim=1)
