@@ -201,6 +201,7 @@ static char *first_element(const ff_view *v)
 ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     ff_status st;
+    if (a && ffb_is_half(a->dtype)) return blas_half_binary(ctx, op, dst, a, b);
     if ((st = blas_check_view(ctx, "binary", "dst", dst)) || (st = blas_check_view(ctx, "binary", "a", a)) ||
         (st = blas_check_view(ctx, "binary", "b", b)))
         return st;

@@ -156,6 +156,7 @@ void blas_unary_plan(blas_elem_plan *pl, ff_unary_op op, ff_dtype t)
 ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
 {
     ff_status st;
+    if (src && ffb_is_half(src->dtype)) return blas_half_unary(ctx, op, dst, src);
     if ((st = blas_check_view(ctx, "unary", "dst", dst)) || (st = blas_check_view(ctx, "unary", "src", src))) return st;
     if ((unsigned)op >= FF_UNARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: invalid op %d", (int)op);
     if (!blas_unary_supported(op, src->dtype))
