@@ -108,7 +108,7 @@ void cf_gen_matmul(void)
 {
     for (int di = 0; di < CF_NDTYPES; di++) {
         ff_dtype dt = cf_all_dtypes[di];
-        if (!cf_ref_supports(FF_KIND_MATMUL, 0, dt)) continue;
+        if (!cf_ref_computes(FF_KIND_MATMUL, 0, dt)) continue;
         for (int si = 0; si < NSCEN; si++) {
             if (scens[si].m >= 96 && !ff_dtype_is_float(dt)) continue;
             cf_case c = {.family = "matmul", .op = "matmul", .dtype = dt, .level = CF_LEVEL_VTABLE, .run = run,
