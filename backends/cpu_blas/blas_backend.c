@@ -140,8 +140,8 @@ static int blas_half_supports(ff_op_kind kind, int op)
     }
     if (o) return 0;
     switch (kind) {
-    case FF_KIND_UNARY: return blas_half_unary_supported((ff_unary_op)op);
-    case FF_KIND_BINARY: return blas_half_binary_supported((ff_binary_op)op);
+    case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, FF_F32); /* every float op */
+    case FF_KIND_BINARY: return blas_binary_supported((ff_binary_op)op, FF_F32);
     case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
     case FF_KIND_MATMUL: case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
     case FF_KIND_SOFTMAX: return op == 0 || op == 1;

@@ -300,30 +300,12 @@ static void seg_half(void *varg, int64_t n, char *const *p, const int64_t *s)
     }
 }
 
-static ff_status half_check(void *ctx, const char *entry, int n, const ff_view *const *v, const char *const *what)
-{
-    ff_status st;
-    for (int i = 0; i < n; i++)
-        if ((st = blas_check_storage_view(ctx, entry, what[i], v[i]))) return st;
-    return FF_OK;
-}
-
+/* The entries (blas_unary.c, blas_binary.c) have checked the call. */
 ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
 {
-    static const char *const what[] = {"dst", "src"};
-    const ff_view *vs[] = {dst, src};
-    ff_status st = half_check(ctx, "unary", 2, vs, what);
-    if (st) return st;
-    if (!blas_half_unary_supported(op))
-        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas unary: op %d is not supported on %s", (int)op,
-                          blas_dtype_name(src->dtype));
-    ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
-    if (dst->dtype != want)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: op %d on %s writes %s, but dst is %s", (int)op,
-                          blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
-    if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
     half_plan h = {.t = src->dtype, .nin = 1};
     blas_unary_plan(&h.f, op, FF_F32);
+    const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
     blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, seg_half, &h);
@@ -332,31 +314,11 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
 
 ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
-    static const char *const what[] = {"dst", "a", "b"};
-    const ff_view *vs[] = {dst, a, b};
-    ff_status st = half_check(ctx, "binary", 3, vs, what);
-    if (st) return st;
-    if (a->dtype != b->dtype)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: operands differ in dtype (%s and %s)",
-                          blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
-    if (!blas_half_binary_supported(op))
-        return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas binary: op %d is not supported on %s", (int)op,
-                          blas_dtype_name(a->dtype));
-    ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
-    if (dst->dtype != want)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: op %d on %s writes %s, but dst is %s", (int)op,
-                          blas_dtype_name(a->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
-    if (!blas_same_shape(dst, a)) return blas_shape_error(ctx, "binary", dst, a);
-    if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "binary", dst, b);
     half_plan h = {.t = a->dtype, .nin = 2};
     blas_binary_plan(&h.f, op, FF_F32);
+    const ff_view *vs[] = {dst, a, b};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
     blas_walk_run(ctx, &w, BLAS_PAR_MIN, seg_half, &h);
     return FF_OK;
 }
-
-/* What the half forms take: every op the f32 entry takes (the integer-only ones, bitwise
- * and BITWISE_NOT, the reference refuses on every float). */
-int blas_half_unary_supported(ff_unary_op op) { return blas_unary_supported(op, FF_F32); }
-int blas_half_binary_supported(ff_binary_op op) { return blas_binary_supported(op, FF_F32); }

@@ -172,8 +172,7 @@ void blas_half_convert(blas_ctx *c, const ff_view *dst, const ff_view *src);
 int blas_half_is_conversion(ff_dtype dt, ff_dtype st);
 /* A dense row-major F32 view of like's shape over buf. */
 ff_view blas_f32_view(float *buf, const ff_view *like);
-int blas_half_unary_supported(ff_unary_op op);
-int blas_half_binary_supported(ff_binary_op op);
+/* unary/binary on half views the entries have checked */
 ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
 ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
 ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
