@@ -12,6 +12,9 @@
 
 #include "blas_impl.h"
 #include "ff_backend_host_entries.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 /* From OpenBLAS (cblas.h); declared here so this file needs no BLAS header. */
 void openblas_set_num_threads(int num_threads);
@@ -56,8 +59,11 @@ int blas_cpu_flags(void)
 #if defined(__x86_64__) && defined(__GNUC__)
         __builtin_cpu_init();
         f = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? BLAS_CPU_AVX2_FMA : 0) |
-            (__builtin_cpu_supports("avx512f") ? BLAS_CPU_AVX512F : 0) |
-            (__builtin_cpu_supports("f16c") ? BLAS_CPU_F16C : 0);
+            (__builtin_cpu_supports("avx512f") ? BLAS_CPU_AVX512F : 0);
+        /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no
+         * "f16c"; its ymm form needs the AVX state, which the avx2 answer implies */
+        unsigned eax, ebx, ecx, edx;
+        if ((f & BLAS_CPU_AVX2_FMA) && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29))) f |= BLAS_CPU_F16C;
 #else
         f = 0;
 #endif
