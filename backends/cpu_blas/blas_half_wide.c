@@ -155,6 +155,41 @@ ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const
     return st;
 }
 
+/* bf16 on AVX512-BF16, products past this many multiply-adds: blas_half_dot.c per batch
+ * element into a dense f32 C, rounded once. 1 if done, 0 to take the f32 gemm (also when
+ * an operand holds a subnormal, which the kernel would read as zero), -1 on OOM. */
+#define DOT_MIN_MNK ((int64_t)1 << 18)
+
+static int matmul_dot(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    int r = dst->ndim;
+    if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r || !blas_bf16_dot_available()) return 0;
+    int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
+    for (int d = 0; d < r - 2; d++)
+        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0; /* blas_matmul reports it */
+    if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DOT_MIN_MNK) return 0;
+    wide w;
+    memset(&w, 0, sizeof w);
+    if (widen(c, &w, 0, dst, 0)) return -1;
+    int64_t idx[FF_MAX_DIMS] = {0}, ao = a->offset, bo = b->offset, nbatch = ff_view_numel(dst) / (M * N);
+    int st = 0;
+    for (int64_t n = 0; n < nbatch && !st; n++) {
+        st = blas_bf16_dot_gemm(c, M, N, K, (const uint16_t *)a->buf + ao, a->strides[r - 2], a->strides[r - 1],
+                                (const uint16_t *)b->buf + bo, b->strides[r - 2], b->strides[r - 1], w.mem[0] + n * M * N);
+        for (int d = r - 3; d >= 0; d--) { /* the next batch element, row-major */
+            if (++idx[d] < dst->shape[d]) {
+                ao += a->strides[d], bo += b->strides[d];
+                break;
+            }
+            idx[d] = 0;
+            ao -= a->strides[d] * (a->shape[d] - 1), bo -= b->strides[d] * (b->shape[d] - 1);
+        }
+    }
+    if (!st) blas_half_convert(c, dst, &w.v[0]);
+    wide_free(c, &w);
+    return st < 0 ? -1 : st ? 0 : 1; /* st 1: a subnormal operand, the f32 gemm instead */
+}
+
 ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     ff_status st;
@@ -165,6 +200,8 @@ ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, cons
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: dtypes differ (dst %s, a %s, b %s)",
                           blas_dtype_name(dst->dtype), blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
     blas_ctx *c = ctx;
+    int dot = matmul_dot(c, dst, a, b);
+    if (dot) return dot > 0 ? FF_OK : blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for bf16 packing");
     wide w;
     memset(&w, 0, sizeof w);
     if (widen(c, &w, 0, dst, 0) || widen(c, &w, 1, a, 1) || widen(c, &w, 2, b, 1)) {

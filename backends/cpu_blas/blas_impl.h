@@ -177,6 +177,12 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
 ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
 ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
 ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* blas_half_dot.c: bf16 gemm on AVX512-BF16 (FF_BF16_DOT=0 turns it off): C (M x N, dense
+ * f32) = A . B, any strides; 0, -1 on OOM, 1 when an operand holds a subnormal (C is then
+ * not the product: the caller takes the f32 gemm). */
+int blas_bf16_dot_available(void);
+int blas_bf16_dot_gemm(blas_ctx *c, int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t ars, int64_t acs,
+                       const uint16_t *B, int64_t brs, int64_t bcs, float *C);
 
 /* ---- streaming stores (blas_stream.c) ------------------------------------------- */
 /* Runs of at least this many elements whose output aliases no input are written with

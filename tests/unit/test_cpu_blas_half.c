@@ -11,8 +11,10 @@
  *   - where and gather: bit for bit; softmax and log_softmax rows: bit for bit;
  *   - reductions (sum, prod, max, min, argmax, argmin, any, all) over either axis and all:
  *     bit for bit with the detour, and within 2 half epsilons of the sum in double;
- *   - matmul, small (the direct kernel) and large (the sgemm path), transposed operands:
- *     within 2 half epsilons + the f32 accumulation bound of the product in double;
+ *   - matmul, small (the direct kernel) and large (the f32 gemm, or for bf16 on AVX512-BF16
+ *     the vdpbf16ps kernel), transposed operands: within 2 half epsilons + the f32
+ *     accumulation bound of the product in double; on edge operands NaN and inf where the
+ *     f32 gemm on widened copies has them;
  *   - the conversions themselves (cpu_blas copy): every f16/bf16 to f32, and 2^24 f32
  *     bit patterns spread over the whole range to f16/bf16, equal to the shared scalar
  *     rules. ctest runs this once per conversion path (FF_HALF_ISA=scalar, avx2, and what
@@ -33,7 +35,7 @@ static void *dev(const void *host, size_t nb)
 {
     void *b = be->vt->alloc(be->ctx, nb ? nb : 1);
     CHECK(b != NULL);
-    if (nb) be->vt->upload(be->ctx, b, 0, host, nb);
+    if (nb && host) be->vt->upload(be->ctx, b, 0, host, nb);
     return b;
 }
 
@@ -275,6 +277,45 @@ static void matmul_case(ff_dtype t, int64_t M, int64_t N, int64_t K, int trans_a
     free(ha), free(hb), free(hc);
 }
 
+/* Edge operands (NaN, +-inf, +-0, subnormals, ordinary values; no values near the top of
+ * the range, whose sums overflow or not by summation order) through the native matmul
+ * (on AVX512-BF16 the vdpbf16ps kernel; with subnormal operands, which it would read as
+ * zero, the f32 gemm) and through the f32 gemm on widened copies: NaN and inf where the other has them, with their signs;
+ * finite results within 2 half epsilons plus the subnormal products the kernel drops. */
+static void matmul_edges(ff_dtype t, int with_subnormals)
+{
+    enum { M = 40, N = 48, K = 200 }; /* 384000 multiply-adds: past the bf16 kernel's threshold */
+    double sub = t == FF_F16 ? 0x1p-24 : 0x1p-133; /* the bf16 kernel leaves such operands to the f32 gemm */
+    const double ev[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, with_subnormals ? sub : 0.5, 1.0, -2.5, 0.75};
+    uint16_t *ha = malloc(M * K * 2), *hb = malloc(K * N * 2), *hc = malloc(M * N * 2);
+    float *fa = malloc(M * K * 4), *fb = malloc(K * N * 4), *fc = malloc(M * N * 4);
+    for (int i = 0; i < M * K; i++) {
+        uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull >> 40;
+        ha[i] = to_half(t, h % 61 == 0 ? ev[h % 9] : ev[3 + h % 6]), fa[i] = from_half(t, ha[i]);
+    }
+    for (int i = 0; i < K * N; i++) hb[i] = to_half(t, ev[3 + (i * 7) % 6]), fb[i] = from_half(t, hb[i]);
+    for (int side = 0; side < 2; side++) {
+        ff_dtype dt = side ? FF_F32 : t;
+        size_t es = ff_dtype_size(dt);
+        void *a = dev(side ? (void *)fa : (void *)ha, M * K * es), *b = dev(side ? (void *)fb : (void *)hb, K * N * es);
+        void *c = dev(NULL, M * N * es);
+        ff_view va = {.buf = a, .dtype = dt, .ndim = 2, .shape = {M, K}, .strides = {K, 1}};
+        ff_view vb = {.buf = b, .dtype = dt, .ndim = 2, .shape = {K, N}, .strides = {N, 1}};
+        ff_view vc = {.buf = c, .dtype = dt, .ndim = 2, .shape = {M, N}, .strides = {N, 1}};
+        CHECK(be->vt->matmul(be->ctx, &vc, &va, &vb) == FF_OK);
+        back(a, ha, 0), back(b, hb, 0), back(c, side ? (void *)fc : (void *)hc, M * N * es);
+    }
+    double eps = t == FF_F16 ? 0x1p-10 : 0x1p-7;
+    int bad = 0;
+    for (int i = 0; i < M * N; i++) {
+        double g = from_half(t, hc[i]), w = from_half(t, to_half(t, fc[i]));
+        int ok = isnan(w) ? isnan(g) : isinf(w) ? g == w : fabs(g - w) <= 2 * eps * fabs(w) + K * 2.5 * 0x1p-126;
+        if (!ok && bad++ < 3) fprintf(stderr, "matmul edges %s element %d: %g, the f32 gemm's %g\n", ff_dtype_name(t), i, g, w);
+    }
+    CHECK(bad == 0);
+    free(ha), free(hb), free(hc), free(fa), free(fb), free(fc);
+}
+
 static void test_matmul(void)
 {
     for (int ti = 0; ti < 2; ti++) {
@@ -284,6 +325,8 @@ static void test_matmul(void)
         matmul_case(t, 33, 45, 70, 1);
         matmul_case(t, 200, 150, 300, 0);
         matmul_case(t, 130, 129, 257, 1);
+        matmul_edges(t, 0);
+        matmul_edges(t, 1);
     }
 }
 
