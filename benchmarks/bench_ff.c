@@ -154,7 +154,7 @@ static int run_synced(void *v)
     return rc || ff_backend_sync(synced_be) ? -1 : 0;
 }
 
-static void measure(const bench_opts *o, const char *w, int (*run)(void *), ff_state *s, double work,
+static void measure(const bench_opts *o, const char *w, int (*run)(void *), void *s, double work,
                     const char *unit, ff_backend *be, int threads)
 {
     synced_run = run, synced_be = be;
@@ -232,6 +232,81 @@ static void elementwise(ff_backend *be, int threads, const bench_opts *o)
     ff_state t = {.a = uniform(1, &four, -1, 1, 4), .b = uniform(1, &four, -1, 1, 5)};
     if (t.a && t.b && bench_selected(o, "add_f32_4")) measure(o, "add_f32_4", run_add, &t, 0, "", be, threads);
     state_free(&t);
+}
+
+/* ---- half precision: native entries vs the core's f32 detour ----------------------- */
+/* Each half workload twice: as is (on cpu_blas the native half entries) and as the
+ * detour the core takes for a backend that declines the half dtype, written out: the
+ * operands copied to f32, the f32 op, the result copied back (one rounding). Both in one
+ * process, so the ratio is not at the mercy of run-to-run noise. (FF_BLAS_HALF=0 makes
+ * cpu_blas decline half, so the plain rows measure the core's own detour.) */
+typedef struct half_op {
+    ff_state *s;
+    ff_dtype t;
+    int kind; /* 0 add, 1 gelu (erf), 2 sum, 3 matmul */
+} half_op;
+
+static ff_tensor *half_compute(const half_op *h, const ff_tensor *a, const ff_tensor *b)
+{
+    switch (h->kind) {
+    case 0: return ff_add(a, b);
+    case 1: return ff_gelu(a, false);
+    case 2: return ff_sum(a, 0, NULL, false);
+    default: return ff_matmul(a, b);
+    }
+}
+
+static int run_half(void *v)
+{
+    const half_op *h = v;
+    return done(half_compute(h, h->s->a, h->s->b));
+}
+
+static int run_half_detour(void *v)
+{
+    const half_op *h = v;
+    ff_tensor *a = ff_astype(h->s->a, FF_F32), *b = h->s->b ? ff_astype(h->s->b, FF_F32) : NULL;
+    ff_tensor *r = a && (b || !h->s->b) ? half_compute(h, a, b) : NULL, *back = r ? ff_astype(r, h->t) : NULL;
+    ff_tensor_release(a), ff_tensor_release(b), ff_tensor_release(r);
+    return done(back);
+}
+
+static ff_tensor *uniform_as(int ndim, const int64_t *shape, ff_dtype t, uint64_t seed)
+{
+    ff_tensor *f = uniform(ndim, shape, -5, 5, seed), *h = f ? ff_astype(f, t) : NULL;
+    ff_tensor_release(f);
+    return h;
+}
+
+static void half_pair(ff_backend *be, int threads, const bench_opts *o, const char *name, ff_dtype t, int kind,
+                      int ndim, const int64_t *shape, double work, const char *unit)
+{
+    char w[2][64];
+    snprintf(w[0], sizeof w[0], "%s", name);
+    snprintf(w[1], sizeof w[1], "%s_detour", name);
+    if (!bench_selected(o, w[0]) && !bench_selected(o, w[1])) return;
+    ff_state s = {.a = uniform_as(ndim, shape, t, 41), .b = kind == 0 || kind == 3 ? uniform_as(ndim, shape, t, 42) : NULL};
+    half_op h = {&s, t, kind};
+    if (s.a && (s.b || kind == 1 || kind == 2))
+        for (int d = 0; d < 2; d++)
+            if (bench_selected(o, w[d])) measure(o, w[d], d ? run_half_detour : run_half, &h, work, unit, be, threads);
+    state_free(&s);
+}
+
+static void half_rows(ff_backend *be, int threads, const bench_opts *o)
+{
+    int64_t n16 = o->quick ? 1 << 20 : 1 << 24, n4 = o->quick ? 1 << 18 : 1 << 22, m = o->quick ? 256 : 1024;
+    int64_t mm[2] = {m, m};
+    half_pair(be, threads, o, o->quick ? "add_f16_1M" : "add_f16_16M", FF_F16, 0, 1, &n16, 6.0 * (double)n16, "GB/s");
+    half_pair(be, threads, o, o->quick ? "add_bf16_1M" : "add_bf16_16M", FF_BF16, 0, 1, &n16, 6.0 * (double)n16, "GB/s");
+    half_pair(be, threads, o, o->quick ? "gelu_bf16_256K" : "gelu_bf16_4M", FF_BF16, 1, 1, &n4, 4.0 * (double)n4, "GB/s");
+    half_pair(be, threads, o, o->quick ? "gelu_f16_256K" : "gelu_f16_4M", FF_F16, 1, 1, &n4, 4.0 * (double)n4, "GB/s");
+    half_pair(be, threads, o, o->quick ? "sum_bf16_1M" : "sum_bf16_16M", FF_BF16, 2, 1, &n16, 2.0 * (double)n16, "GB/s");
+    char w[64];
+    snprintf(w, sizeof w, "matmul_bf16_%lld", (long long)m);
+    half_pair(be, threads, o, w, FF_BF16, 3, 2, mm, 2.0 * (double)(m * m * m), "GFLOP/s");
+    snprintf(w, sizeof w, "matmul_f16_%lld", (long long)m);
+    half_pair(be, threads, o, w, FF_F16, 3, 2, mm, 2.0 * (double)(m * m * m), "GFLOP/s");
 }
 
 /* An MLP in -> hidden -> out with ReLU, SGD(lr 0.01). */
@@ -339,6 +414,7 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     }
     matmuls(be, threads, o, reference);
     elementwise(be, threads, o);
+    if (!reference) half_rows(be, threads, o);
     models(be, threads, o);
     if (o->mnist && !reference)
         for (int k = 0; k < 4; k++) {

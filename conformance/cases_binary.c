@@ -82,7 +82,7 @@ void cf_gen_binary(void)
     for (int op = 0; op < FF_BINARY_COUNT; op++) {
         for (int di = 0; di < CF_NDTYPES; di++) {
             ff_dtype dt = cf_all_dtypes[di];
-            if (!cf_ref_supports(FF_KIND_BINARY, op, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_BINARY, op, dt)) continue;
             for (int si = 0; si < CF_EW_NSCEN; si++) {
                 const cf_scenario *s = &cf_ew_scenarios[si];
                 if (s->inplace && writes_bool(op) && dt != FF_BOOL) continue;

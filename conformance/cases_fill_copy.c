@@ -130,7 +130,7 @@ void cf_gen_fill_copy(void)
                 }
             }
             /* where: dst/a/b of every dtype, cond bool */
-            if (cf_ref_supports(FF_KIND_WHERE, 0, dt) && (!big || dt == FF_F32)) {
+            if (cf_ref_computes(FF_KIND_WHERE, 0, dt) && (!big || dt == FF_F32)) {
                 cf_case c = {.family = "where", .op = "where", .dtype = dt, .level = CF_LEVEL_VTABLE,
                              .run = run_where, .kind = FF_KIND_WHERE, .opcode = 0, .p = {0, si}};
                 snprintf(c.id, sizeof c.id, "where.%s.%s", ff_dtype_name(dt), s->name);

@@ -177,13 +177,13 @@ void cf_gen_index(void)
     for (int di = 0; di < CF_NDTYPES; di++) {
         ff_dtype dt = cf_all_dtypes[di];
         for (int si = 0; si < NSCEN; si++) {
-            if (cf_ref_supports(FF_KIND_GATHER, 0, dt)) {
+            if (cf_ref_computes(FF_KIND_GATHER, 0, dt)) {
                 cf_case c = {.family = "gather", .op = "gather", .dtype = dt, .level = CF_LEVEL_VTABLE,
                              .run = run_gather, .kind = FF_KIND_GATHER, .opcode = 0, .p = {0, si}};
                 snprintf(c.id, sizeof c.id, "gather.%s.%s", ff_dtype_name(dt), scens[si].name);
                 cf_register(&c);
             }
-            if (cf_ref_supports(FF_KIND_SCATTER_ADD, 0, dt)) {
+            if (cf_ref_computes(FF_KIND_SCATTER_ADD, 0, dt)) {
                 cf_case c = {.family = "scatter_add", .op = "scatter_add", .dtype = dt, .level = CF_LEVEL_VTABLE,
                              .run = run_scatter, .kind = FF_KIND_SCATTER_ADD, .opcode = 0, .p = {0, si}};
                 snprintf(c.id, sizeof c.id, "scatter_add.%s.%s", ff_dtype_name(dt), scens[si].name);

@@ -195,7 +195,7 @@ void cf_gen_reduce(void)
     for (int op = 0; op < FF_REDUCE_COUNT; op++) {
         for (int di = 0; di < CF_NDTYPES; di++) {
             ff_dtype dt = cf_all_dtypes[di];
-            if (!cf_ref_supports(FF_KIND_REDUCE, op, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_REDUCE, op, dt)) continue;
             for (int si = 0; si < NSCEN; si++) {
                 const red_scen *s = &scens[si];
                 bool empty = cf_numel(s->ndim, s->shape) == 0;

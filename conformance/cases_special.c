@@ -74,7 +74,7 @@ static ff_scalar fill_value(ff_dtype dt, int v)
 {
     ff_scalar s = {0, 0};
     if (ff_dtype_is_float(dt)) {
-        const double f[] = {NAN, -INFINITY, -0.0, dt == FF_F32 ? FLT_TRUE_MIN : DBL_TRUE_MIN};
+        const double f[] = {NAN, -INFINITY, -0.0, cf_dtype_true_min(dt)};
         s.f = f[v];
         s.i = 0;
     } else {
@@ -176,7 +176,7 @@ void cf_gen_special(void)
     for (int di = 0; di < CF_NDTYPES; di++) {
         ff_dtype dt = cf_all_dtypes[di];
         for (int op = 0; op < FF_UNARY_COUNT; op++) {
-            if (!cf_ref_supports(FF_KIND_UNARY, op, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_UNARY, op, dt)) continue;
             add(SP_UNARY, FF_KIND_UNARY, op, op, dt, cf_unary_name(op));
             snprintf(name, sizeof name, "%s_edges", cf_unary_name(op));
             add(SP_UNARY_EDGES, FF_KIND_UNARY, op, op, dt, name);
@@ -186,26 +186,26 @@ void cf_gen_special(void)
             }
         }
         for (int op = 0; op < FF_BINARY_COUNT; op++) {
-            if (!cf_ref_supports(FF_KIND_BINARY, op, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_BINARY, op, dt)) continue;
             add(SP_BINARY, FF_KIND_BINARY, op, op, dt, cf_binary_name(op));
             snprintf(name, sizeof name, "%s_edges", cf_binary_name(op));
             add(SP_BINARY_EDGES, FF_KIND_BINARY, op, op, dt, name);
         }
         for (int sj = 0; sj < CF_NDTYPES; sj++) {
             ff_dtype src = cf_all_dtypes[sj];
-            if (!cf_ref_supports(FF_KIND_COPY, (int)src, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_COPY, (int)src, dt)) continue;
             snprintf(name, sizeof name, "copy_%s_to_%s", ff_dtype_name(src), ff_dtype_name(dt));
             add(SP_COPY, FF_KIND_COPY, (int)src, (int)src, dt, name);
         }
         /* NaN semantics of the extremes and of any/all; sums of specials are in the
          * README as "not compared" (accumulation order decides overflow) */
         for (int op = FF_REDUCE_MAX; op < FF_REDUCE_COUNT; op++)
-            if (cf_ref_supports(FF_KIND_REDUCE, op, dt)) {
+            if (cf_ref_computes(FF_KIND_REDUCE, op, dt)) {
                 snprintf(name, sizeof name, "reduce_%s", cf_reduce_name(op));
                 add(SP_REDUCE, FF_KIND_REDUCE, op, op, dt, name);
             }
         for (int op = FF_REDUCE_MAX; op <= FF_REDUCE_ARGMIN && ff_dtype_is_float(dt); op++) {
-            if (!cf_ref_supports(FF_KIND_REDUCE, op, dt)) continue;
+            if (!cf_ref_computes(FF_KIND_REDUCE, op, dt)) continue;
             for (int z = 0; z < (int)(sizeof zero_scens / sizeof zero_scens[0]); z++) {
                 cf_case c = {.family = "special", .dtype = dt, .level = CF_LEVEL_VTABLE, .run = run,
                              .kind = FF_KIND_REDUCE, .opcode = op, .p = {SP_REDUCE_ZEROS, op, z}};
@@ -214,7 +214,7 @@ void cf_gen_special(void)
                 cf_register(&c);
             }
         }
-        if (dt != FF_BOOL && cf_ref_supports(FF_KIND_FILL, 0, dt))
+        if (dt != FF_BOOL && cf_ref_computes(FF_KIND_FILL, 0, dt))
             for (int v = 0; v < 4; v++) {
                 snprintf(name, sizeof name, "fill_v%d", v);
                 add(SP_FILL, FF_KIND_FILL, v, 0, dt, name);

@@ -83,6 +83,9 @@ void cf_register(const cf_case *c);
 /* The reference backend (for generation-time supports() queries). */
 ff_backend *cf_reference(void);
 bool cf_ref_supports(int kind, int op, ff_dtype dt);
+/* What the reference computes: cf_ref_supports, and F16/BF16 wherever it takes F32 (the
+ * core's f32 detour computes them; cf_detour.c). The families generate cases from this. */
+bool cf_ref_computes(int kind, int op, ff_dtype dt);
 
 /* Family generators: each registers its cases. */
 void cf_gen_fill_copy(void);
@@ -137,6 +140,9 @@ typedef enum cf_domain {
                          * three lands in [2^60, 2^63), exact only in integer arithmetic */
 } cf_domain;
 
+/* The largest finite value and the smallest subnormal of a float dtype. */
+double cf_dtype_max(ff_dtype dt);
+double cf_dtype_true_min(ff_dtype dt);
 /* Writes n elements of dtype dt from the domain into p. */
 void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom);
 /* The edge values of dtype dt (what CF_DOM_SPECIAL draws from): NaN, +-Inf, +-0, +-1,
@@ -223,6 +229,12 @@ typedef struct cf_exec_result {
 } cf_exec_result;
 
 ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res);
+/* F16/BF16 on a backend that declines the entry but takes it on F32: the core's f32
+ * detour (cf_detour.c). cf_exec takes it by itself for such calls. */
+typedef ff_status (*cf_entry_fn)(ff_backend *be, const cf_call *c, const ff_view *v);
+bool cf_detour_needed(ff_backend *be, int kind, int op, ff_dtype dt);
+bool cf_call_detours(ff_backend *be, const cf_call *c);
+ff_status cf_exec_detour(ff_backend *be, const cf_call *c, const ff_view *v, cf_entry_fn call);
 /* Remembers the floating-point environment the suite starts with (before any backend is
  * loaded): every call must find it, and leave it, unchanged. */
 void cf_fpenv_capture(void);

@@ -15,8 +15,28 @@ const char *cf_tol_class_name(cf_tol_class cls)
     return (unsigned)cls < CF_TOL_COUNT ? n[cls] : "?";
 }
 
+/* F16/BF16: a half result is an f32 computation rounded once, so the tolerances are one
+ * or two of the half dtype's epsilons (eps, the ulp of 1: f16 2^-10, bf16 2^-7) on top
+ * of what the f32 computation may differ by; subnormal results get the smallest
+ * subnormal as atol. */
+static cf_tol half_tolerance(ff_dtype dt, cf_tol_class cls, double kk)
+{
+    const double eps = dt == FF_F16 ? 0x1p-10 : 0x1p-7, tiny = cf_dtype_true_min(dt);
+    cf_tol t = {0, 0, false};
+    switch (cls) {
+    case CF_TOL_EXACT: break;
+    case CF_TOL_ROUNDED: break; /* exact: the rounding through f32 is innocuous (24 >= 2 * 11 + 2 bits) */
+    case CF_TOL_TRANSCEND: t.rtol = eps, t.atol = 1e-6 + tiny; break; /* 1 ulp past f32's atol */
+    case CF_TOL_ACCUM: t.rtol = 2 * eps, t.atol = 2 * 1.1920929e-7 * kk + tiny; break;
+    case CF_TOL_PROD: t.rtol = 2 * 1.1920929e-7 * kk + 2 * eps, t.atol = tiny; break;
+    default: break;
+    }
+    return t;
+}
+
 cf_tol cf_tolerance(ff_dtype dt, cf_tol_class cls, int64_t k)
 {
+    if (dt == FF_F16 || dt == FF_BF16) return half_tolerance(dt, cls, k < 1 ? 1.0 : (double)k);
     const bool f32 = dt == FF_F32;
     const double eps = f32 ? 1.1920929e-7 : 2.220446049250313e-16;
     double kk = k < 1 ? 1.0 : (double)k;

@@ -107,6 +107,16 @@ void cf_set_f(void *p, ff_dtype dt, int64_t i, double v)
     }
 }
 
+double cf_dtype_max(ff_dtype dt)
+{
+    return dt == FF_F32 ? FLT_MAX : dt == FF_F16 ? 65504.0 : dt == FF_BF16 ? 0x1.fep127 : DBL_MAX;
+}
+
+double cf_dtype_true_min(ff_dtype dt)
+{
+    return dt == FF_F32 ? FLT_TRUE_MIN : dt == FF_F16 ? 0x1p-24 : dt == FF_BF16 ? 0x1p-133 : DBL_TRUE_MIN;
+}
+
 /* ---- domains -------------------------------------------------------------- */
 /* The edge values of each dtype: CF_DOM_SPECIAL draws from them at random, the
  * special family's "_edges" cases lay every one of them out in order. */
@@ -123,6 +133,16 @@ static const double f64_edges[] = {
     DBL_MIN / 4,
     DBL_MAX, -DBL_MAX, 100.0, -100.0, 1e-3,
     6.0, 10.0, -10.0, 3e9, -3e9};
+/* F16: the smallest subnormal 2^-24, a mid one 2^-18, the largest finite 65504; 60000
+ * squares and 12 exps past it. BF16: f32's range, 8 significant bits. */
+static const double f16_edges[] = {
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
+    0x1p-24, -0x1p-24, 0x1p-18, 65504.0, -65504.0, 100.0, -100.0, 1e-3,
+    6.0, 10.0, -10.0, 60000.0, 12.0};
+static const double bf16_edges[] = {
+    NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5,
+    0x1p-133, -0x1p-133, 0x1p-128, 0x1.fep127, -0x1.fep127, 100.0, -100.0, 1e-3,
+    6.0, 10.0, -10.0, 3e9, -3e9};
 static const int64_t i32_edges[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1, 2, -2, 65536};
 static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, (int64_t)1 << 53, INT32_MAX, 3,
                                     /* to f32 this must round once: through f64 it rounds twice, to 2^60 */
@@ -136,6 +156,8 @@ int cf_edge_count(ff_dtype dt)
     switch (dt) {
     case FF_F32: return NELEMS(f32_edges);
     case FF_F64: return NELEMS(f64_edges);
+    case FF_F16: return NELEMS(f16_edges);
+    case FF_BF16: return NELEMS(bf16_edges);
     case FF_I32: return NELEMS(i32_edges);
     case FF_I64: return NELEMS(i64_edges);
     case FF_U8: return NELEMS(u8_edges);
@@ -148,6 +170,8 @@ void cf_set_edge(void *p, ff_dtype dt, int64_t i, int k)
     switch (dt) {
     case FF_F32: cf_set_f(p, dt, i, f32_edges[k % NELEMS(f32_edges)]); break;
     case FF_F64: cf_set_f(p, dt, i, f64_edges[k % NELEMS(f64_edges)]); break;
+    case FF_F16: cf_set_f(p, dt, i, f16_edges[k % NELEMS(f16_edges)]); break;
+    case FF_BF16: cf_set_f(p, dt, i, bf16_edges[k % NELEMS(bf16_edges)]); break;
     case FF_I32: cf_set_i(p, dt, i, i32_edges[k % NELEMS(i32_edges)]); break;
     case FF_I64: cf_set_i(p, dt, i, i64_edges[k % NELEMS(i64_edges)]); break;
     case FF_U8: cf_set_i(p, dt, i, u8_edges[k % NELEMS(u8_edges)]); break;
@@ -218,12 +242,15 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             break;
         case CF_DOM_HUGE_TIES:
             if (fl) {
-                double top = 0.9 * (dt == FF_F32 ? FLT_MAX : DBL_MAX);
+                double top = 0.9 * cf_dtype_max(dt);
                 int64_t k = cf_rng_int(r, 0, 5);
                 double v = k < 4 ? top : k == 4 ? -top : 100.0;
-                for (int64_t s = cf_rng_int(r, 0, 2); s > 0 && k < 4; s--) /* 0-2 ulps below: ties and near ties */
-                    v = dt == FF_F32 ? (double)nextafterf((float)v, 0.0f) : nextafter(v, 0.0);
-                cf_set_f(p, dt, i, v);
+                cf_set_f(p, dt, i, v); /* rounded into the dtype, then stepped down in its ulps */
+                for (int64_t s = cf_rng_int(r, 0, 2); s > 0 && k < 4; s--) { /* 0-2 ulps below: ties and near ties */
+                    if (dt == FF_F16 || dt == FF_BF16) ((uint16_t *)p)[i]--; /* positive: one ulp toward 0 */
+                    else cf_set_f(p, dt, i, dt == FF_F32 ? (double)nextafterf((float)cf_get_f(p, dt, i), 0.0f)
+                                                         : nextafter(cf_get_f(p, dt, i), 0.0));
+                }
             } else {
                 cf_set_i(p, dt, i, cf_rng_int(r, -30, 30));
             }

@@ -126,7 +126,7 @@ ff_status cf_exec(ff_backend *be, const cf_call *c, cf_exec_result *res)
             memcpy(v[i].strides, o->strides, sizeof o->strides);
         }
         ff_clear_error();
-        st = call_entry(be, c, v);
+        st = cf_call_detours(be, c) ? cf_exec_detour(be, c, v, call_entry) : call_entry(be, c, v);
         if (!res->contract[0]) fpenv_check("during the call", res->contract, sizeof res->contract);
         if (st) snprintf(res->error, sizeof res->error, "%s", ff_last_error()[0] ? ff_last_error() : "(no message)");
         ff_status ss = be->vt->sync(be->ctx);

@@ -28,6 +28,11 @@ ff_backend *cf_reference(void) { return reference; }
 
 bool cf_ref_supports(int kind, int op, ff_dtype dt) { return ff_backend_supports(reference, (ff_op_kind)kind, op, dt); }
 
+bool cf_ref_computes(int kind, int op, ff_dtype dt)
+{
+    return cf_ref_supports(kind, op, dt) || cf_detour_needed(reference, kind, op, dt);
+}
+
 
 int cf_generate(ff_backend *ref)
 {
@@ -113,9 +118,14 @@ static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
         return false;
     }
     if (ff_backend_supports(ctx->t, (ff_op_kind)c->kind, c->opcode, c->dtype)) return true;
+    if (cf_detour_needed(ctx->t, c->kind, c->opcode, c->dtype)) return true; /* F16/BF16 through f32 */
     if (c->kind == FF_KIND_COPY)
         snprintf(rep->msg, sizeof rep->msg, "backend declines copy %s -> %s", ff_dtype_name((ff_dtype)c->opcode),
                  ff_dtype_name(c->dtype));
+    else if ((c->dtype == FF_F16 || c->dtype == FF_BF16) && c->kind != FF_KIND_FILL)
+        snprintf(rep->msg, sizeof rep->msg,
+                 "backend declines %s %s (op %d) on %s and cannot copy %s to and from f32 for the core's f32 detour",
+                 cf_kind_name(c->kind), c->op, c->opcode, ff_dtype_name(c->dtype), ff_dtype_name(c->dtype));
     else if (c->kind == FF_KIND_UNARY || c->kind == FF_KIND_BINARY || c->kind == FF_KIND_REDUCE)
         snprintf(rep->msg, sizeof rep->msg, "backend declines %s %s (op %d) on %s", cf_kind_name(c->kind),
                  c->kind == FF_KIND_UNARY    ? cf_unary_name(c->opcode)

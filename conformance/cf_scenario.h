@@ -51,10 +51,12 @@ static const cf_scenario cf_ew_scenarios[] = {
 #define CF_EW_NSCEN ((int)(sizeof cf_ew_scenarios / sizeof cf_ew_scenarios[0]))
 #define CF_EW_FIRST_BIG (CF_EW_NSCEN - 2)
 
-static const ff_dtype cf_all_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
-#define CF_NDTYPES 6
-/* The storage dtypes too: what copy and fill are checked on (the other families compute,
- * and the core computes F16/BF16 in f32). */
+/* Every dtype the families compute on: F16/BF16 run wherever the reference takes F32 (the
+ * core computes them through its f32 detour; a backend that declines the half dtype is
+ * run the same way: cf_detour.c). */
+static const ff_dtype cf_all_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16};
+#define CF_NDTYPES 8
+/* The storage dtypes: what copy and fill are checked on. */
 static const ff_dtype cf_storage_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16};
 #define CF_NSTORAGE_DTYPES 8
 

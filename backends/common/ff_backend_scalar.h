@@ -36,8 +36,9 @@
 
 /* ---- dtypes ------------------------------------------------------------------ */
 
-/* The dtypes the CPU backends compute on: F32, F64, I32, I64, U8, BOOL. F16/BF16 they
- * only copy and fill (ffb_dtype_storage_ok); the core computes on them in f32. */
+/* The dtypes the CPU backends compute on in every entry: F32, F64, I32, I64, U8, BOOL.
+ * F16/BF16 they copy and fill (ffb_dtype_storage_ok); cpu_blas computes some entries on
+ * them too (its supports() says which), the core computes the rest in f32. */
 static inline int ffb_dtype_ok(ff_dtype t)
 {
     return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
@@ -45,8 +46,7 @@ static inline int ffb_dtype_ok(ff_dtype t)
 
 static inline int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
 
-/* The 2-byte float storage dtypes: the CPU backends copy and fill them (every dtype
- * pair), and nothing else; the core computes on them in f32. */
+/* The 2-byte float dtypes: the CPU backends copy and fill them (every dtype pair). */
 static inline int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
 
 /* What copy and fill take: the computable dtypes and the two half ones. */

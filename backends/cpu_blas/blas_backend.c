@@ -12,6 +12,9 @@
 
 #include "blas_impl.h"
 #include "ff_backend_host_entries.h"
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 /* From OpenBLAS (cblas.h); declared here so this file needs no BLAS header. */
 void openblas_set_num_threads(int num_threads);
@@ -57,6 +60,10 @@ int blas_cpu_flags(void)
         __builtin_cpu_init();
         f = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? BLAS_CPU_AVX2_FMA : 0) |
             (__builtin_cpu_supports("avx512f") ? BLAS_CPU_AVX512F : 0);
+        /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports has no
+         * "f16c"; its ymm form needs the AVX state, which the avx2 answer implies */
+        unsigned eax, ebx, ecx, edx;
+        if ((f & BLAS_CPU_AVX2_FMA) && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29))) f |= BLAS_CPU_F16C;
 #else
         f = 0;
 #endif
@@ -102,7 +109,9 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     blas_gemm_kind g = blas_gemm_pick();
     c->own_gemm = g == BLAS_GEMM_OWN;
     c->dnnl_gemm = g == BLAS_GEMM_DNNL;
-    if (host->log) host->log("cpu_blas: %d thread(s), f32 gemm: %s", c->nthreads, blas_gemm_name(g));
+    if (host->log)
+        host->log("cpu_blas: %d thread(s), f32 gemm: %s, f16/bf16 conversions: %s", c->nthreads, blas_gemm_name(g),
+                  blas_half_isa_name());
     blas_fft_context_up();
     *ctx = c;
     return FF_OK;
@@ -118,6 +127,34 @@ static void blas_shutdown(void *ctx)
     free(c);
 }
 
+/* F16/BF16 (blas_half.c, blas_half_wide.c): the elementwise entries, where, reduce,
+ * matmul, gather and softmax compute on them natively, each result the f32 entry's
+ * rounded once, as the core's f32 detour gives it. Declined, so the core detours: random
+ * (the detour's double rounding through f32 is the reference's value), scatter_add
+ * (the detour rounds the f32 sums once, per-add rounding in half would not), the
+ * optional entries past softmax, and fused programs (the core runs them op by op
+ * through the half entries). FF_BLAS_HALF=0 declines everything but copy and fill, to
+ * measure or check against the detour. */
+static int blas_half_supports(ff_op_kind kind, int op)
+{
+    static atomic_int off = -1;
+    int o = atomic_load_explicit(&off, memory_order_relaxed);
+    if (o < 0) {
+        const char *e = getenv("FF_BLAS_HALF");
+        o = e && strcmp(e, "0") == 0;
+        atomic_store_explicit(&off, o, memory_order_relaxed);
+    }
+    if (o) return 0;
+    switch (kind) {
+    case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, FF_F32); /* every float op */
+    case FF_KIND_BINARY: return blas_binary_supported((ff_binary_op)op, FF_F32);
+    case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
+    case FF_KIND_MATMUL: case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
+    case FF_KIND_SOFTMAX: return op == 0 || op == 1;
+    default: return 0;
+    }
+}
+
 /* The same table as the reference backend: every family's predicate, and the kernels
  * refuse exactly what it refuses. Op codes are named, never bounded by a *_COUNT: an op
  * code appended to the ABI after this backend was written is declined
@@ -129,6 +166,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
     if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
+    if (ffb_is_half(dtype)) return blas_half_supports(kind, op);
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);

@@ -201,14 +201,16 @@ static char *first_element(const ff_view *v)
 ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, "binary", "dst", dst)) || (st = blas_check_view(ctx, "binary", "a", a)) ||
-        (st = blas_check_view(ctx, "binary", "b", b)))
+    /* F16/BF16: the ops f32 takes, computed by blas_half.c after the same checks */
+    int half = a && ffb_is_half(a->dtype);
+    ff_status (*check)(void *, const char *, const char *, const ff_view *) = half ? blas_check_storage_view : blas_check_view;
+    if ((st = check(ctx, "binary", "dst", dst)) || (st = check(ctx, "binary", "a", a)) || (st = check(ctx, "binary", "b", b)))
         return st;
     if ((unsigned)op >= FF_BINARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: invalid op %d", (int)op);
     if (a->dtype != b->dtype)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: operands differ in dtype (%s and %s)",
                           blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
-    if (!blas_binary_supported(op, a->dtype))
+    if (!blas_binary_supported(op, half ? FF_F32 : a->dtype))
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas binary: op %d is not supported on %s", (int)op,
                           blas_dtype_name(a->dtype));
     ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
@@ -217,6 +219,7 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
                           blas_dtype_name(a->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
     if (!blas_same_shape(dst, a)) return blas_shape_error(ctx, "binary", dst, a);
     if (!blas_same_shape(dst, b)) return blas_shape_error(ctx, "binary", dst, b);
+    if (half) return blas_half_binary(ctx, op, dst, a, b);
 
     blas_elem_plan arg;
     blas_binary_plan(&arg, op, a->dtype);

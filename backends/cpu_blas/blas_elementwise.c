@@ -106,6 +106,11 @@ static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *
         default: break;
         }
     }
+    if (s[0] == 1 && s[1] == 1 && blas_half_is_conversion(a->dt, a->st)) { /* vectorized, the same bits as below */
+        if (a->dt == FF_F32) blas_half_to_f32(a->st, n, (float *)p[0], p[1]);
+        else blas_f32_to_half(a->dt, n, p[0], (const float *)p[1]);
+        return;
+    }
     if (s[0] == 1 && s[1] == 1 && a->dt == FF_F64 && a->st == FF_F32) {
         f32_to_f64(n, (double *)p[0], (const float *)p[1]);
         return;
@@ -192,6 +197,7 @@ ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
         }                                                                                                    \
     }
 WHERE_LOOP(uint8_t)
+WHERE_LOOP(uint16_t)
 WHERE_LOOP(uint32_t)
 WHERE_LOOP(uint64_t)
 
@@ -201,14 +207,16 @@ static void seg_where(void *varg, int64_t n, char *const *p, const int64_t *s)
     const uint8_t *c = (const uint8_t *)p[1];
     if (esz == 8) where_uint64_t(n, (uint64_t *)p[0], s[0], c, s[1], (const uint64_t *)p[2], s[2], (const uint64_t *)p[3], s[3]);
     else if (esz == 4) where_uint32_t(n, (uint32_t *)p[0], s[0], c, s[1], (const uint32_t *)p[2], s[2], (const uint32_t *)p[3], s[3]);
+    else if (esz == 2) where_uint16_t(n, (uint16_t *)p[0], s[0], c, s[1], (const uint16_t *)p[2], s[2], (const uint16_t *)p[3], s[3]);
     else where_uint8_t(n, (uint8_t *)p[0], s[0], c, s[1], (const uint8_t *)p[2], s[2], (const uint8_t *)p[3], s[3]);
 }
 
 ff_status blas_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, "where", "dst", dst)) || (st = blas_check_view(ctx, "where", "cond", cond)) ||
-        (st = blas_check_view(ctx, "where", "a", a)) || (st = blas_check_view(ctx, "where", "b", b)))
+    /* a select moves elements: F16/BF16 are two-byte ones */
+    if ((st = blas_check_storage_view(ctx, "where", "dst", dst)) || (st = blas_check_view(ctx, "where", "cond", cond)) ||
+        (st = blas_check_storage_view(ctx, "where", "a", a)) || (st = blas_check_storage_view(ctx, "where", "b", b)))
         return st;
     if (cond->dtype != FF_BOOL)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas where: cond must be bool, got %s", blas_dtype_name(cond->dtype));

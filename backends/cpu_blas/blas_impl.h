@@ -146,6 +146,7 @@ void blas_vsilu_f32(int64_t n, float *dst, const float *src);
 /* What the CPU runs, asked once (an atomic cache: any thread may ask first). */
 #define BLAS_CPU_AVX2_FMA 1
 #define BLAS_CPU_AVX512F 2
+#define BLAS_CPU_F16C 4
 int blas_cpu_flags(void);
 /* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
 void blas_verf_f32(int64_t n, float *dst, const float *src);
@@ -158,6 +159,30 @@ double blas_vsum_f64(int64_t n, const double *x);
 /* NaN-propagating max/min of n >= 1 contiguous values. */
 float blas_vmax_f32(int64_t n, const float *x);
 float blas_vmin_f32(int64_t n, const float *x);
+
+/* ---- F16/BF16 (blas_half.c, blas_half_wide.c) ------------------------------------ */
+/* Every half result is the f32 entry's on the widened operands, rounded once (the core's
+ * f32 detour, bit for bit). Conversions of n contiguous values, vectorized by what the
+ * CPU has (FF_HALF_ISA=scalar|avx2 caps it); t is FF_F16 or FF_BF16. */
+void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x);
+void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x);
+const char *blas_half_isa_name(void);
+/* dst = src over equal shapes, one side F32 and the other F16/BF16, any strides. */
+void blas_half_convert(blas_ctx *c, const ff_view *dst, const ff_view *src);
+int blas_half_is_conversion(ff_dtype dt, ff_dtype st);
+/* A dense row-major F32 view of like's shape over buf. */
+ff_view blas_f32_view(float *buf, const ff_view *like);
+/* unary/binary on half views the entries have checked */
+ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
+ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
+ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* blas_half_dot.c: bf16 gemm on AVX512-BF16 (FF_BF16_DOT=0 turns it off): C (M x N, dense
+ * f32) = A . B, any strides; 0, -1 on OOM, 1 when an operand holds a subnormal (C is then
+ * not the product: the caller takes the f32 gemm). */
+int blas_bf16_dot_available(void);
+int blas_bf16_dot_gemm(blas_ctx *c, int64_t M, int64_t N, int64_t K, const uint16_t *A, int64_t ars, int64_t acs,
+                       const uint16_t *B, int64_t brs, int64_t bcs, float *C);
 
 /* ---- streaming stores (blas_stream.c) ------------------------------------------- */
 /* Runs of at least this many elements whose output aliases no input are written with

@@ -12,11 +12,15 @@
  */
 #include "blas_impl.h"
 
+/* half_ok: gather moves F16/BF16 elements as they are; scatter_add declines them (the
+ * core's detour sums in f32 and rounds once). */
 static ff_status check_index(void *ctx, const char *entry, const ff_view *dst, const ff_view *src,
-                             const ff_view *index, int axis)
+                             const ff_view *index, int axis, int half_ok)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, entry, "dst", dst)) || (st = blas_check_view(ctx, entry, "src", src)) ||
+    ff_status (*check)(void *, const char *, const char *, const ff_view *) =
+        half_ok ? blas_check_storage_view : blas_check_view;
+    if ((st = check(ctx, entry, "dst", dst)) || (st = check(ctx, entry, "src", src)) ||
         (st = blas_check_view(ctx, entry, "index", index)))
         return st;
     if (dst->dtype != src->dtype)
@@ -83,7 +87,7 @@ static void walk_next(nd_walk *w)
 
 ff_status blas_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis)
 {
-    ff_status st = check_index(ctx, "gather", dst, src, index, axis);
+    ff_status st = check_index(ctx, "gather", dst, src, index, axis, 1);
     if (st) return st;
     ff_view t0, t1, t2;
     dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
@@ -107,7 +111,7 @@ ff_status blas_gather(void *ctx, const ff_view *dst, const ff_view *src, const f
 
 ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis)
 {
-    ff_status st = check_index(ctx, "scatter_add", dst, src, index, axis);
+    ff_status st = check_index(ctx, "scatter_add", dst, src, index, axis, 0);
     if (st) return st;
     ff_view t0, t1, t2;
     dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);

@@ -216,6 +216,7 @@ static int matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, 
 
 ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
+    if (dst && ffb_is_half(dst->dtype)) return blas_half_matmul(ctx, dst, a, b);
     ff_status st = check_matmul(ctx, dst, a, b);
     if (st) return st;
     if (ff_view_numel(dst) == 0) return FF_OK;

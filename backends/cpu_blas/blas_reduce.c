@@ -294,6 +294,7 @@ static ff_status reduce_general(blas_ctx *c, ff_reduce_op op, const ff_view *dst
 
 ff_status blas_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
 {
+    if (src && ffb_is_half(src->dtype)) return blas_half_reduce(ctx, op, dst, src, axes_mask);
     int axis = -1;
     ff_status st = check_reduce(ctx, op, dst, src, axes_mask, &axis);
     if (st) return st;

@@ -1,5 +1,5 @@
 /*
- * softmax / log_softmax along one axis (the optional entry), F32 and F64, threaded
+ * softmax / log_softmax along one axis (the optional entry), F32, F64, F16, BF16, threaded
  * over rows. Same definition as the reference: m = max(x), s = sum exp(x - m) (in
  * double), softmax = exp(x - m) / s, log_softmax = (x - m) - log(s); a NaN anywhere in a
  * row makes the whole row NaN; dst may be src itself.
@@ -72,14 +72,35 @@ static void row_generic(const sm_arg *a, int64_t so, int64_t dof)
     }
 }
 
+/* F16/BF16 rows of up to HALF_ROW elements: widened into a buffer, the f32 fast path in
+ * place, rounded back once: the core's f32 detour bit for bit (its f32 temporaries are
+ * dense, so the detour takes row_f32 too). Longer rows take row_generic (double, one
+ * rounding: within the transcendental tolerance of the detour). */
+#define HALF_ROW 8192
+
+static void row_half(const sm_arg *a, int64_t so, int64_t dof)
+{
+    float buf[HALF_ROW];
+    ff_dtype t = a->src->dtype;
+    const uint16_t *x = (const uint16_t *)a->src->buf + so;
+    uint16_t *d = (uint16_t *)a->dst->buf + dof;
+    if (a->ss == 1) blas_half_to_f32(t, a->len, buf, x);
+    else for (int64_t j = 0; j < a->len; j++) buf[j] = (float)ffb_ld_f64((const char *)(x + j * a->ss), t);
+    row_f32(a, buf, buf);
+    if (a->ds == 1) blas_f32_to_half(t, a->len, d, buf);
+    else for (int64_t j = 0; j < a->len; j++) ffb_st_f64((char *)(d + j * a->ds), t, buf[j]);
+}
+
 static void rows_task(void *varg, int64_t begin, int64_t end)
 {
     const sm_arg *a = varg;
     int fast = a->src->dtype == FF_F32 && a->ss == 1 && a->ds == 1;
+    int half = ffb_is_half(a->src->dtype) && a->len <= HALF_ROW;
     for (int64_t r = begin; r < end; r++) {
         int64_t so, dof;
         row_offsets(a, r, &so, &dof);
         if (fast) row_f32(a, (const float *)a->src->buf + so, (float *)a->dst->buf + dof);
+        else if (half) row_half(a, so, dof);
         else row_generic(a, so, dof);
     }
 }
@@ -87,9 +108,10 @@ static void rows_task(void *varg, int64_t begin, int64_t end)
 ff_status blas_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axis, int want_log)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, "softmax", "dst", dst)) || (st = blas_check_view(ctx, "softmax", "src", src)))
+    if ((st = blas_check_storage_view(ctx, "softmax", "dst", dst)) ||
+        (st = blas_check_storage_view(ctx, "softmax", "src", src)))
         return st;
-    if (!blas_is_float(src->dtype))
+    if (!blas_is_float(src->dtype) && !ffb_is_half(src->dtype))
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas softmax: not supported on %s", blas_dtype_name(src->dtype));
     if (dst->dtype != src->dtype)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas softmax: dst (%s) and src (%s) differ in dtype",

@@ -156,9 +156,12 @@ void blas_unary_plan(blas_elem_plan *pl, ff_unary_op op, ff_dtype t)
 ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, "unary", "dst", dst)) || (st = blas_check_view(ctx, "unary", "src", src))) return st;
+    /* F16/BF16: the ops f32 takes, computed by blas_half.c after the same checks */
+    int half = src && ffb_is_half(src->dtype);
+    ff_status (*check)(void *, const char *, const char *, const ff_view *) = half ? blas_check_storage_view : blas_check_view;
+    if ((st = check(ctx, "unary", "dst", dst)) || (st = check(ctx, "unary", "src", src))) return st;
     if ((unsigned)op >= FF_UNARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: invalid op %d", (int)op);
-    if (!blas_unary_supported(op, src->dtype))
+    if (!blas_unary_supported(op, half ? FF_F32 : src->dtype))
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas unary: op %d is not supported on %s", (int)op,
                           blas_dtype_name(src->dtype));
     ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
@@ -166,6 +169,7 @@ ff_status blas_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_vie
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas unary: op %d on %s writes %s, but dst is %s", (int)op,
                           blas_dtype_name(src->dtype), blas_dtype_name(want), blas_dtype_name(dst->dtype));
     if (!blas_same_shape(dst, src)) return blas_shape_error(ctx, "unary", dst, src);
+    if (half) return blas_half_unary(ctx, op, dst, src);
 
     blas_elem_plan pl;
     blas_unary_plan(&pl, op, src->dtype);

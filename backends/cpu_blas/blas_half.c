@@ -1,0 +1,324 @@
+/*
+ * F16 and BF16 conversions, vectorized and chosen at run time, and the half forms of
+ * the elementwise entries (unary, binary) and softmax.
+ *
+ * The rule every half result here follows is the core's f32 detour (core/kernel.c): the
+ * value is the f32 entry's result on the exactly widened operands, rounded once to the
+ * half dtype (to nearest even, NaN -> the quiet NaN of its sign, past the largest finite
+ * value to inf, subnormals kept: ffb_f64_to_f16 / ffb_f64_to_bf16). So the elementwise
+ * entries run the very f32 plans of blas_unary.c / blas_binary.c on tiles of HALF_TILE
+ * widened values and round the tile back: bit-identical to the detour, without its two
+ * full-size f32 temporaries and its three passes over memory.
+ *
+ * Conversions, by what blas_cpu_flags() reports (FF_HALF_ISA=scalar|avx2|avx512 caps it,
+ * for the tests that pin every path to the same bits):
+ *   avx512: F16 through vcvtph2ps / vcvtps2ph zmm (AVX-512F), BF16 as 32-bit shifts and
+ *           the integer round-to-nearest-even (AVX-512F's vpmovdw narrows);
+ *   avx2:   the same with F16C ymm and AVX2 integers;
+ *   scalar: ff_backend_scalar.h's conversions.
+ * AVX512-BF16's vcvtneps2bf16 is not used for the stores: it flushes subnormal inputs
+ * and outputs to zero and keeps NaN payloads, where the ABI keeps subnormals and the
+ * reference writes the canonical quiet NaN. NaNs are made canonical before the F16C
+ * store for the same reason (vcvtps2ph keeps the payload's top bits).
+ */
+#include <stdlib.h>
+
+#include "blas_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HALF_X86 1
+#endif
+
+/* Elements per tile: three f32 tiles (two inputs, one output) stay in L1. */
+#define HALF_TILE 512
+
+/* ---- conversions ------------------------------------------------------------------ */
+
+static void load_scalar(ff_dtype t, int64_t n, float *d, const uint16_t *x)
+{
+    if (t == FF_F16)
+        for (int64_t i = 0; i < n; i++) d[i] = ffb_f16_to_f32(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) d[i] = ffb_bf16_to_f32(x[i]);
+}
+
+static void store_scalar(ff_dtype t, int64_t n, uint16_t *d, const float *x)
+{
+    if (t == FF_F16)
+        for (int64_t i = 0; i < n; i++) d[i] = ffb_f64_to_f16(x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) d[i] = ffb_f64_to_bf16(x[i]);
+}
+
+#ifdef HALF_X86
+/* bf16 from the bits of f32s: round to nearest even on the integer, NaN -> sign | 0x7FC0 */
+#define BF16_RNE(V, ADD, AND, SRL, OR, SET1, CMPNAN, BLEND)                                       \
+    do {                                                                                          \
+        __typeof__(V) lsb_ = AND(SRL(V, 16), SET1(1));                                            \
+        __typeof__(V) r_ = SRL(ADD(ADD(V, SET1(0x7FFF)), lsb_), 16);                              \
+        __typeof__(V) q_ = OR(AND(SRL(V, 16), SET1(0x8000)), SET1(0x7FC0));                       \
+        V = BLEND(CMPNAN, r_, q_);                                                                \
+    } while (0)
+
+__attribute__((target("avx512f"))) static void load_avx512(ff_dtype t, int64_t n, float *d, const uint16_t *x)
+{
+    int64_t i = 0;
+    if (t == FF_F16) {
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
+    } else {
+        for (; i + 16 <= n; i += 16) {
+            __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i)));
+            _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
+        }
+    }
+    load_scalar(t, n - i, d + i, x + i);
+}
+
+__attribute__((target("avx512f"))) static void store_avx512(ff_dtype t, int64_t n, uint16_t *d, const float *x)
+{
+    int64_t i = 0;
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), qnan = _mm512_set1_epi32(0x7FC00000);
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        __m512i b = _mm512_castps_si512(v);
+        if (t == FF_F16) {
+            /* a NaN becomes f32's canonical quiet NaN of its sign, which vcvtps2ph maps to
+             * 0x7E00 | sign, the reference's NaN */
+            __m512i canon = _mm512_or_si512(_mm512_and_si512(b, sign), qnan);
+            v = _mm512_mask_blend_ps(nan, v, _mm512_castsi512_ps(canon));
+            _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        } else {
+#define NAN_BLEND512(m, a, b) _mm512_mask_blend_epi32(m, a, b)
+            BF16_RNE(b, _mm512_add_epi32, _mm512_and_si512, _mm512_srli_epi32, _mm512_or_si512, _mm512_set1_epi32, nan,
+                     NAN_BLEND512);
+#undef NAN_BLEND512
+            _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtepi32_epi16(b));
+        }
+    }
+    store_scalar(t, n - i, d + i, x + i);
+}
+
+__attribute__((target("avx2,f16c"))) static void load_avx2(ff_dtype t, int64_t n, float *d, const uint16_t *x)
+{
+    int64_t i = 0;
+    if (t == FF_F16) {
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + i)));
+            _mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(w, 16));
+        }
+    }
+    load_scalar(t, n - i, d + i, x + i);
+}
+
+__attribute__((target("avx2,f16c"))) static void store_avx2(ff_dtype t, int64_t n, uint16_t *d, const float *x)
+{
+    int64_t i = 0;
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u), qnan = _mm256_set1_epi32(0x7FC00000);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        __m256i b = _mm256_castps_si256(v);
+        if (t == FF_F16) {
+            __m256i canon = _mm256_or_si256(_mm256_and_si256(b, sign), qnan);
+            v = _mm256_blendv_ps(v, _mm256_castsi256_ps(canon), nan);
+            _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        } else {
+#define NAN_BLEND256(m, a, b) _mm256_blendv_epi8(a, b, _mm256_castps_si256(m))
+            BF16_RNE(b, _mm256_add_epi32, _mm256_and_si256, _mm256_srli_epi32, _mm256_or_si256, _mm256_set1_epi32, nan,
+                     NAN_BLEND256);
+#undef NAN_BLEND256
+            /* every lane is <= 0xFFFF, so the signed-to-unsigned saturating pack is exact */
+            __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+            _mm_storeu_si128((__m128i *)(d + i), _mm_packus_epi32(lo, hi));
+        }
+    }
+    store_scalar(t, n - i, d + i, x + i);
+}
+#endif
+
+/* 0 scalar, 1 avx2 + f16c, 2 avx512f: what the CPU has, capped by FF_HALF_ISA. */
+static int half_isa(void)
+{
+    static atomic_int cached = -1;
+    int isa = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (isa >= 0) return isa;
+    int f = blas_cpu_flags();
+    isa = (f & BLAS_CPU_AVX512F) && (f & BLAS_CPU_F16C) ? 2 : (f & BLAS_CPU_AVX2_FMA) && (f & BLAS_CPU_F16C) ? 1 : 0;
+    const char *cap = getenv("FF_HALF_ISA");
+    if (cap && strcmp(cap, "scalar") == 0) isa = 0;
+    else if (cap && strcmp(cap, "avx2") == 0 && isa > 1) isa = 1;
+    atomic_store_explicit(&cached, isa, memory_order_relaxed);
+    return isa;
+}
+
+const char *blas_half_isa_name(void)
+{
+    static const char *const names[] = {"scalar", "avx2+f16c", "avx512f"};
+    return names[half_isa()];
+}
+
+void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x)
+{
+#ifdef HALF_X86
+    int isa = half_isa();
+    if (isa == 2) { load_avx512(t, n, d, x); return; }
+    if (isa == 1) { load_avx2(t, n, d, x); return; }
+#endif
+    load_scalar(t, n, d, x);
+}
+
+void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x)
+{
+#ifdef HALF_X86
+    int isa = half_isa();
+    if (isa == 2) { store_avx512(t, n, d, x); return; }
+    if (isa == 1) { store_avx2(t, n, d, x); return; }
+#endif
+    store_scalar(t, n, d, x);
+}
+
+/* n halves at stride s (elements, >= 0) widened into d. */
+static void load_strided(ff_dtype t, int64_t n, float *d, const uint16_t *x, int64_t s)
+{
+    if (s == 1) {
+        blas_half_to_f32(t, n, d, x);
+        return;
+    }
+    uint16_t h[HALF_TILE];
+    for (int64_t i = 0; i < n; i += HALF_TILE) {
+        int64_t m = n - i < HALF_TILE ? n - i : HALF_TILE;
+        for (int64_t j = 0; j < m; j++) h[j] = x[(i + j) * s];
+        blas_half_to_f32(t, m, d + i, h);
+    }
+}
+
+static void store_strided(ff_dtype t, int64_t n, uint16_t *d, int64_t s, const float *x)
+{
+    if (s == 1) {
+        blas_f32_to_half(t, n, d, x);
+        return;
+    }
+    uint16_t h[HALF_TILE];
+    for (int64_t i = 0; i < n; i += HALF_TILE) {
+        int64_t m = n - i < HALF_TILE ? n - i : HALF_TILE;
+        blas_f32_to_half(t, m, h, x + i);
+        for (int64_t j = 0; j < m; j++) d[(i + j) * s] = h[j];
+    }
+}
+
+/* Walk callbacks between a half view and an f32 one: p[0]/s[0] the destination. */
+static void seg_widen(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    ff_dtype t = *(const ff_dtype *)varg;
+    float *d = (float *)p[0];
+    if (s[0] == 1) {
+        load_strided(t, n, d, (const uint16_t *)p[1], s[1]);
+        return;
+    }
+    float buf[HALF_TILE];
+    for (int64_t i = 0; i < n; i += HALF_TILE) {
+        int64_t m = n - i < HALF_TILE ? n - i : HALF_TILE;
+        load_strided(t, m, buf, (const uint16_t *)p[1] + i * s[1], s[1]);
+        for (int64_t j = 0; j < m; j++) d[(i + j) * s[0]] = buf[j];
+    }
+}
+
+static void seg_narrow(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    ff_dtype t = *(const ff_dtype *)varg;
+    const float *x = (const float *)p[1];
+    if (s[1] == 1) {
+        store_strided(t, n, (uint16_t *)p[0], s[0], x);
+        return;
+    }
+    float buf[HALF_TILE];
+    for (int64_t i = 0; i < n; i += HALF_TILE) {
+        int64_t m = n - i < HALF_TILE ? n - i : HALF_TILE;
+        for (int64_t j = 0; j < m; j++) buf[j] = x[(i + j) * s[1]];
+        store_strided(t, m, (uint16_t *)p[0] + i * s[0], s[0], buf);
+    }
+}
+
+void blas_half_convert(blas_ctx *c, const ff_view *dst, const ff_view *src)
+{
+    ff_dtype t = ffb_is_half(dst->dtype) ? dst->dtype : src->dtype;
+    const ff_view *vs[] = {dst, src};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
+    blas_walk_run(c, &w, BLAS_PAR_MIN * 2, ffb_is_half(dst->dtype) ? seg_narrow : seg_widen, &t);
+}
+
+int blas_half_is_conversion(ff_dtype dt, ff_dtype st)
+{
+    return (ffb_is_half(dt) && st == FF_F32) || (dt == FF_F32 && ffb_is_half(st));
+}
+
+ff_view blas_f32_view(float *buf, const ff_view *like)
+{
+    ff_view v = {.buf = buf, .offset = 0, .dtype = FF_F32, .ndim = like->ndim};
+    int64_t st = 1;
+    for (int d = like->ndim - 1; d >= 0; d--) {
+        v.shape[d] = like->shape[d];
+        v.strides[d] = st;
+        st *= like->shape[d];
+    }
+    return v;
+}
+
+/* ---- unary and binary: the f32 plans on widened tiles --------------------------------- */
+typedef struct half_plan {
+    blas_elem_plan f; /* the f32 plan of the op */
+    ff_dtype t;       /* F16 or BF16 */
+    int nin;          /* 1 unary, 2 binary */
+} half_plan;
+
+/* p/s: {dst, inputs...} as the walk gives them. Inputs with stride 0 (broadcast) are
+ * widened once and handed to the f32 plan with stride 0 too, as the detour's f32
+ * operands arrive; a BOOL result is written by the plan directly. */
+static void seg_half(void *varg, int64_t n, char *const *p, const int64_t *s)
+{
+    const half_plan *h = varg;
+    float in[2][HALF_TILE], out[HALF_TILE];
+    int bool_out = h->f.dt == FF_BOOL;
+    for (int64_t i = 0; i < n; i += HALF_TILE) {
+        int64_t m = n - i < HALF_TILE ? n - i : HALF_TILE;
+        char *q[3];
+        int64_t qs[3];
+        for (int k = 0; k < h->nin; k++) {
+            int64_t sk = s[k + 1];
+            load_strided(h->t, sk ? m : 1, in[k], (const uint16_t *)p[k + 1] + i * sk, sk);
+            q[k + 1] = (char *)in[k], qs[k + 1] = sk ? 1 : 0;
+        }
+        if (bool_out) q[0] = p[0] + i * s[0], qs[0] = s[0];
+        else q[0] = (char *)out, qs[0] = 1;
+        h->f.seg((void *)&h->f, m, q, qs);
+        if (!bool_out) store_strided(h->t, m, (uint16_t *)p[0] + i * s[0], s[0], out);
+    }
+}
+
+/* The entries (blas_unary.c, blas_binary.c) have checked the call. */
+ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
+{
+    half_plan h = {.t = src->dtype, .nin = 1};
+    blas_unary_plan(&h.f, op, FF_F32);
+    const ff_view *vs[] = {dst, src};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN / 2, seg_half, &h);
+    return FF_OK;
+}
+
+ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    half_plan h = {.t = a->dtype, .nin = 2};
+    blas_binary_plan(&h.f, op, FF_F32);
+    const ff_view *vs[] = {dst, a, b};
+    blas_walk w;
+    blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
+    blas_walk_run(ctx, &w, BLAS_PAR_MIN, seg_half, &h);
+    return FF_OK;
+}
