@@ -133,10 +133,24 @@ static ff_status ocl_device_info(void *ctx, char *buf, size_t cap)
 static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
-    /* F16/BF16 are held (copy, fill) but not computed on: the core's f32 detour does that */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
+    /* F16/BF16: the kernels load them as double, compute as every float and round once at
+     * the store. Declined, so the core computes them in f32: matmul (CLBlast's half gemm
+     * needs cl_khr_fp16), scatter_add and scan (rounding per addition in half is not the
+     * detour's one rounding of f32 sums), random (the reference's half sample is the f32
+     * sample rounded), argsort and fused programs. */
+    if (ffb_is_half(dtype)) {
+        switch (kind) {
+        case FF_KIND_UNARY: return ffb_unary_supported((ff_unary_op)op, FF_F32);
+        case FF_KIND_BINARY: return ffb_binary_supported((ff_binary_op)op, FF_F32);
+        case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
+        case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
+        case FF_KIND_SOFTMAX: return op == 0 || op == 1;
+        default: return 0;
+        }
+    }
     if (!ffb_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return ffb_unary_supported((ff_unary_op)op, dtype);

@@ -43,8 +43,10 @@ ff_status ocl_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view
 {
     ocl_ctx *c = ctx;
     ff_status st;
-    if ((st = ocl_check_view(c, "unary", "dst", dst)) || (st = ocl_check_view(c, "unary", "src", src))) return st;
-    if (!ffb_unary_supported(op, src->dtype))
+    if ((st = ocl_check_storage_view(c, "unary", "dst", dst)) || (st = ocl_check_storage_view(c, "unary", "src", src)))
+        return st;
+    ff_dtype rule = ocl_rule_dtype(src->dtype);
+    if (!ffb_unary_supported(op, rule))
         return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl unary: %s is not supported on %s",
                          ffb_unary_name(op) ? ffb_unary_name(op) : "an unknown op", ffb_dtype_name(src->dtype));
     ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
@@ -56,7 +58,7 @@ ff_status ocl_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view
     if (n == 0) return FF_OK;
     ocl_kview v[2] = {ocl_kview_of(dst), ocl_kview_of(src)};
     ocl_kview_merge(v, 2);
-    cl_int cop = ffb_unary_effective(op, src->dtype);
+    cl_int cop = ffb_unary_effective(op, rule);
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
     cl_long nn = n;
     if (src->dtype == FF_F32 && dst->dtype == FF_F32 && dense(&v[0]) && dense(&v[1])) {
@@ -79,13 +81,13 @@ ff_status ocl_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_vi
 {
     ocl_ctx *c = ctx;
     ff_status st;
-    if ((st = ocl_check_view(c, "binary", "dst", dst)) || (st = ocl_check_view(c, "binary", "a", a)) ||
-        (st = ocl_check_view(c, "binary", "b", b)))
+    if ((st = ocl_check_storage_view(c, "binary", "dst", dst)) || (st = ocl_check_storage_view(c, "binary", "a", a)) ||
+        (st = ocl_check_storage_view(c, "binary", "b", b)))
         return st;
     if (a->dtype != b->dtype)
         return ocl_error(c, FF_ERR_INVALID, "opencl binary: a (%s) and b (%s) differ in dtype",
                          ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
-    if (!ffb_binary_supported(op, a->dtype))
+    if (!ffb_binary_supported(op, ocl_rule_dtype(a->dtype)))
         return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl binary: %s is not supported on %s",
                          ffb_binary_name(op) ? ffb_binary_name(op) : "an unknown op", ffb_dtype_name(a->dtype));
     ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
@@ -115,8 +117,8 @@ ff_status ocl_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff
 {
     ocl_ctx *c = ctx;
     ff_status st;
-    if ((st = ocl_check_view(c, "where", "dst", dst)) || (st = ocl_check_view(c, "where", "cond", cond)) ||
-        (st = ocl_check_view(c, "where", "a", a)) || (st = ocl_check_view(c, "where", "b", b)))
+    if ((st = ocl_check_storage_view(c, "where", "dst", dst)) || (st = ocl_check_view(c, "where", "cond", cond)) ||
+        (st = ocl_check_storage_view(c, "where", "a", a)) || (st = ocl_check_storage_view(c, "where", "b", b)))
         return st;
     if (cond->dtype != FF_BOOL)
         return ocl_error(c, FF_ERR_INVALID, "opencl where: cond is %s, expected bool", ffb_dtype_name(cond->dtype));

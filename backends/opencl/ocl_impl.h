@@ -91,8 +91,12 @@ const char *ocl_cl_error_name(cl_int err);
 /* "opencl <entry>: <call> failed: CL_... (n)"; FF_ERR_OOM for the out-of-memory codes. */
 ff_status ocl_cl_fail(ocl_ctx *c, const char *entry, const char *call, cl_int err);
 ff_status ocl_check_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v);
-/* The same for copy and fill, which take F16/BF16 too. */
+/* The same for the entries that take F16/BF16 too (copy, fill and those ocl_supports
+ * lists for half). */
 ff_status ocl_check_storage_view(ocl_ctx *c, const char *entry, const char *what, const ff_view *v);
+/* The dtype whose rules (ops, accumulation) an F16/BF16 view follows: F32. The kernels
+ * compute half in double as every float, rounding once at the store. */
+static inline ff_dtype ocl_rule_dtype(ff_dtype t) { return ffb_is_half(t) ? FF_F32 : t; }
 int ocl_same_shape(const ff_view *a, const ff_view *b);
 ff_status ocl_shape_error(ocl_ctx *c, const char *entry, const ff_view *a, const ff_view *b);
 

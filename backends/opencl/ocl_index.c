@@ -15,7 +15,7 @@ static ff_status check_index(ocl_ctx *c, const char *entry, const ff_view *dst, 
                              const ff_view *index, int axis)
 {
     ff_status st;
-    if ((st = ocl_check_view(c, entry, "dst", dst)) || (st = ocl_check_view(c, entry, "src", src)) ||
+    if ((st = ocl_check_storage_view(c, entry, "dst", dst)) || (st = ocl_check_storage_view(c, entry, "src", src)) ||
         (st = ocl_check_view(c, entry, "index", index)))
         return st;
     if (dst->dtype != src->dtype)
@@ -105,6 +105,9 @@ ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
     ocl_ctx *c = ctx;
     ff_status st = check_index(c, "scatter_add", dst, src, index, axis);
     if (st) return st;
+    if (ffb_is_half(dst->dtype)) /* supports() declines it: the core sums in f32 and rounds once */
+        return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl scatter_add: not supported on %s (the core computes it in f32)",
+                         ffb_dtype_name(dst->dtype));
     ff_view d1, s1, i1;
     dst = ffb_as_rank1(dst, &d1);
     src = ffb_as_rank1(src, &s1);

@@ -14,7 +14,10 @@
 static ff_status check_reduce(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t mask)
 {
     int axis;
-    ff_status st = ffb_reduce_check(c->host, "opencl", op, dst, src, mask, &axis);
+    /* half views are checked under the f32 rules they follow (ocl_rule_dtype) */
+    ff_view d = dst ? *dst : (ff_view){0}, s = src ? *src : (ff_view){0};
+    d.dtype = ocl_rule_dtype(d.dtype), s.dtype = ocl_rule_dtype(s.dtype);
+    ff_status st = ffb_reduce_check(c->host, "opencl", op, dst ? &d : NULL, src ? &s : NULL, mask, &axis);
     if (st) return st;
     if (ff_view_numel(src) == 0 && ff_view_numel(dst) > 0 &&
         (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || ffb_reduce_is_arg(op)))
@@ -66,8 +69,8 @@ ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
     }
     int64_t ngroups = nout * nchunks;
     size_t groups = L == 1 ? ocl_grid(c, nout) : (size_t)(ngroups < 65536 ? ngroups : 65536);
-    cl_int cop = op, float_acc = ffb_is_float(src->dtype) ||
-                                 ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));
+    ff_dtype sr = ocl_rule_dtype(src->dtype), dr = ocl_rule_dtype(dst->dtype);
+    cl_int cop = op, float_acc = ffb_is_float(sr) || ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dr));
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
     void *partial = NULL;
     if (nchunks > 1 && !(partial = ocl_alloc(c, (size_t)ngroups * RACC_BYTES))) return FF_ERR_OOM;
@@ -104,8 +107,10 @@ ff_status ocl_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
 {
     ocl_ctx *c = ctx;
     ff_status st;
-    if ((st = ocl_check_view(c, "softmax", "dst", dst)) || (st = ocl_check_view(c, "softmax", "src", src))) return st;
-    if (!ffb_is_float(src->dtype))
+    if ((st = ocl_check_storage_view(c, "softmax", "dst", dst)) ||
+        (st = ocl_check_storage_view(c, "softmax", "src", src)))
+        return st;
+    if (!ffb_is_float(ocl_rule_dtype(src->dtype)))
         return ocl_error(c, FF_ERR_UNSUPPORTED, "opencl softmax: not supported on %s", ffb_dtype_name(src->dtype));
     if (dst->dtype != src->dtype)
         return ocl_error(c, FF_ERR_INVALID, "opencl softmax: dst (%s) and src (%s) differ in dtype",
