@@ -19,14 +19,13 @@
  * The MLP row (ff against PyTorch on the same GPU) comes from ff-bench --backends cuda
  * and benchmarks/bench_cuda_torch.py; gpu-check.sh merges them into the same report.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h" /* bench_now */
 #include "ff/ff.h"
 #include "ff_impl.h" /* the tensors' device pointers, for cuBLAS on the same buffers */
 
@@ -41,13 +40,6 @@ typedef struct row {
 
 static row rows[MAX_ROWS];
 static int nrows;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -76,11 +68,11 @@ static double time_calls(call_fn fn, void *state, int (*sync)(void *), int calls
     double t[SAMPLES];
     if (fn(state) || sync(state)) die("warm-up");
     for (int s = 0; s < SAMPLES; s++) {
-        double t0 = now();
+        double t0 = bench_now();
         for (int i = 0; i < calls; i++)
             if (fn(state)) die("timed call");
         if (sync(state)) die("sync");
-        t[s] = (now() - t0) / calls;
+        t[s] = (bench_now() - t0) / calls;
     }
     qsort(t, SAMPLES, sizeof t[0], cmp_double);
     return t[SAMPLES / 2];
@@ -178,10 +170,10 @@ static double measured_bandwidth(size_t bytes)
     double best = 1e30;
     for (int i = 0; i < 10; i++) {
         cuda_check(cudaDeviceSynchronize(), "sync");
-        double t0 = now();
+        double t0 = bench_now();
         cuda_check(cudaMemcpy(y, x, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
         cuda_check(cudaDeviceSynchronize(), "sync");
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < best) best = t;
     }
     cudaFree(x);

@@ -61,11 +61,12 @@ static ff_status check_indices(cuda_ctx *c, const char *entry, const ff_view *in
     return st;
 }
 
-/* The checks of the reference (backends/cpu/cpu_index.c): dtypes, ranks, axis, and
- * index.shape[d] <= v.shape[d] (but along axis when skip_axis). */
-static ff_status check_args(cuda_ctx *c, const char *entry, const ff_view *dst, const ff_view *src,
-                            const ff_view *index, int axis)
+/* The checks of the reference (backends/cpu/cpu_index.c): dtypes, ranks, axis; then
+ * 0-d views become rank-1 views of one element (held in t[3]). */
+static ff_status check_args(cuda_ctx *c, const char *entry, const ff_view **dstp, const ff_view **srcp,
+                            const ff_view **indexp, int axis, ff_view t[3])
 {
+    const ff_view *dst = *dstp, *src = *srcp, *index = *indexp;
     ff_status st;
     if ((st = cuda_check_view(c, entry, "dst", dst, 0)) || (st = cuda_check_view(c, entry, "src", src, 0)) ||
         (st = cuda_check_view(c, entry, "index", index, 0)))
@@ -82,6 +83,7 @@ static ff_status check_args(cuda_ctx *c, const char *entry, const ff_view *dst, 
     int rank = src->ndim > 0 ? src->ndim : 1;
     if (axis < 0 || axis >= rank)
         return cuda_error(c, FF_ERR_INVALID, "cuda %s: axis %d out of range for rank %d", entry, axis, (int)src->ndim);
+    *dstp = ffb_as_rank1(dst, &t[0]), *srcp = ffb_as_rank1(src, &t[1]), *indexp = ffb_as_rank1(index, &t[2]);
     return FF_OK;
 }
 
@@ -114,10 +116,9 @@ __global__ void k_gather(cuda_walk w, void *db, const void *ib, ff_dtype it, con
 extern "C" ff_status cuda_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    ff_status st = check_args(c, "gather", dst, src, index, axis);
+    ff_view t[3];
+    ff_status st = check_args(c, "gather", &dst, &src, &index, axis, t);
     if (st) return st;
-    ff_view t0, t1, t2;
-    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if (!ffb_same_shape(dst, index)) return cuda_shape_error(c, "gather", dst, index);
     if ((st = check_fits(c, "gather", index, src, "src", axis, 1))) return st;
     int64_t size = src->shape[axis], step = src->strides[axis];
@@ -157,10 +158,9 @@ __global__ void k_scatter_add(cuda_walk w, const void *ib, ff_dtype it, int64_t 
 extern "C" ff_status cuda_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    ff_status st = check_args(c, "scatter_add", dst, src, index, axis);
+    ff_view t[3];
+    ff_status st = check_args(c, "scatter_add", &dst, &src, &index, axis, t);
     if (st) return st;
-    ff_view t0, t1, t2;
-    dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if ((st = check_fits(c, "scatter_add", index, src, "src", axis, 0)) ||
         (st = check_fits(c, "scatter_add", index, dst, "dst", axis, 1)))
         return st;
