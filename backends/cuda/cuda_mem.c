@@ -223,6 +223,7 @@ void cuda_free(void *ctx, void *buf)
 {
     cuda_ctx *c = ctx;
     if (!buf) return;
+    cuda_use_device(c, "free"); /* a drain below calls cudaFree */
     pthread_mutex_lock(&c->alloc_lock);
     cuda_block *b = live_find(c, buf, 1);
     if (!b) { /* not ours: nothing to do (the core never does this) */
