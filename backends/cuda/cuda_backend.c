@@ -150,6 +150,20 @@ static ff_status cuda_device_info(void *ctx, char *buf, size_t cap)
     return FF_OK;
 }
 
+/* DLPack: kDLCUDA and the device index; waits for the whole device (every stream, PyTorch's
+ * too), since legacy DLPack hands memory over without a stream handshake. */
+static ff_status cuda_dlpack_device(void *ctx, int32_t *device_type, int32_t *device_id)
+{
+    cuda_ctx *c = ctx;
+    ff_status st = cuda_use_device(c, "dlpack_device");
+    if (st) return st;
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) return cuda_fail(c, "dlpack_device", "cudaDeviceSynchronize", err);
+    *device_type = 2; /* kDLCUDA */
+    *device_id = c->device;
+    return FF_OK;
+}
+
 /* ---- supports ---------------------------------------------------------------------- */
 
 int cuda_unary_supported(ff_unary_op op, ff_dtype t)
@@ -210,6 +224,7 @@ static const ff_backend_vtable cuda_vtable = {
     .memory_stats = cuda_memory_stats,
     .empty_cache = cuda_empty_cache,
     .device_info = cuda_device_info,
+    .dlpack_device = cuda_dlpack_device,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &cuda_vtable; }

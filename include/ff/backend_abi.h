@@ -586,6 +586,19 @@ typedef struct ff_backend_vtable {
      * must be bit-identical to the plain entries'. May be NULL: the core then runs the
      * chain itself, tile by tile through the unary and binary entries. */
     ff_status (*fused)(void *ctx, const ff_fused_program *prog);
+
+    /* Where the buffers live in DLPack's terms, for zero-copy DLPack export and import
+     * (ff_to_dlpack, ff_from_dlpack_on) on a backend whose buffers are not host memory:
+     * *device_type is a DLDeviceType (kDLCUDA = 2, kDLROCM = 10, ...) and *device_id the
+     * device's index; a buf handle is then the device address of the buffer's first byte
+     * (an element is at buf + offset * element size). The call also waits until the device
+     * has finished everything queued so far, by this backend and by anyone else using the
+     * device (CUDA: cudaDeviceSynchronize), so that memory handed over in either direction
+     * is complete: the legacy DLPack protocol has no stream handshake. Imported memory then
+     * arrives in views as buf handles that alloc never returned: upload and download must
+     * take them (the core releases them through their producer, never through free). May
+     * be NULL: the core refuses DLPack export, and import of device memory. */
+    ff_status (*dlpack_device)(void *ctx, int32_t *device_type, int32_t *device_id);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):
