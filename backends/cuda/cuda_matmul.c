@@ -9,7 +9,8 @@
  * neither (both strides > 1, a broadcast inside the matrix) is copied to a contiguous
  * temporary first; so is dst when it is not row-major (computed there, copied back).
  * The batch dims of dst, a and b are merged; one remaining batch dim is one
- * strided-batched call (stride 0 for a broadcast operand), more loop on the host.
+ * strided-batched call (stride 0 for a broadcast operand), more loop on the host; a
+ * single product is a plain cublasSgemm / cublasDgemm.
  *
  * Precision: TF32 is off (CUBLAS_DEFAULT_MATH: f32 products and sums in f32 on the
  * CUDA cores), as the ABI's accuracy rule for matmul asks; FF_CUDA_TF32=1 switches
@@ -86,6 +87,15 @@ static cublasStatus_t gemm(cuda_ctx *c, ff_dtype t, const gemm_args *g, const vo
                            int batch)
 {
     cublasHandle_t h = (cublasHandle_t)c->cublas;
+    /* one product: the plain call, whose kernel choice is what a direct cuBLAS user gets */
+    if (batch == 1 && t == FF_F32) {
+        const float one = 1.0f, zero = 0.0f;
+        return cublasSgemm(h, g->ta, g->tb, g->m, g->n, g->k, &one, A, g->lda, B, g->ldb, &zero, C, g->ldc);
+    }
+    if (batch == 1) {
+        const double one = 1.0, zero = 0.0;
+        return cublasDgemm(h, g->ta, g->tb, g->m, g->n, g->k, &one, A, g->lda, B, g->ldb, &zero, C, g->ldc);
+    }
     if (t == FF_F32) {
         const float one = 1.0f, zero = 0.0f;
         return cublasSgemmStridedBatched(h, g->ta, g->tb, g->m, g->n, g->k, &one, A, g->lda, g->sa, B, g->ldb, g->sb,
@@ -133,8 +143,8 @@ static ff_status gemm_views(cuda_ctx *c, const ff_view *dst, const ff_view *a, c
         cublasStatus_t s = gemm(c, dst->dtype, &g, (const char *)b->buf + off[2] * es, (const char *)a->buf + off[1] * es,
                                 (char *)dst->buf + off[0] * es, (int)batch);
         if (s != CUBLAS_STATUS_SUCCESS)
-            st = cuda_error(c, FF_ERR_BACKEND, "cuda matmul: cublas%cgemmStridedBatched failed: %s",
-                            dst->dtype == FF_F32 ? 'S' : 'D', cublasGetStatusString(s));
+            st = cuda_error(c, FF_ERR_BACKEND, "cuda matmul: cublas%cgemm%s failed: %s", dst->dtype == FF_F32 ? 'S' : 'D',
+                            batch == 1 ? "" : "StridedBatched", cublasGetStatusString(s));
     }
     pthread_mutex_unlock(&c->blas_lock);
     return st;
