@@ -12,19 +12,10 @@
 
 #define CUDA_THREADS 256
 
-/* Offsets of element n for the first nv operands of w (64-bit indexing throughout). */
+/* cuda_walk_at (cuda_impl.h): element offsets of a walk, shared with the host tests. */
 __device__ __forceinline__ void cuda_walk_at(const cuda_walk &w, int64_t n, int nv, int64_t *off)
 {
-    for (int i = 0; i < nv; i++) off[i] = w.offset[i];
-    if (w.ndim == 1) {
-        for (int i = 0; i < nv; i++) off[i] += n * w.strides[i][0];
-        return;
-    }
-    for (int d = w.ndim - 1; d >= 0; d--) {
-        int64_t s = w.shape[d], q = n / s, k = n - q * s;
-        n = q;
-        for (int i = 0; i < nv; i++) off[i] += k * w.strides[i][d];
-    }
+    cuda_walk_offsets(&w, n, nv, off);
 }
 
 /* The byte address of element `at` of a buffer of dtype t. */

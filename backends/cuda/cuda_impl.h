@@ -110,12 +110,39 @@ typedef struct cuda_walk {
     int64_t strides[CUDA_WALK_MAX][FF_MAX_DIMS];
 } cuda_walk;
 
+#if defined(__CUDACC__)
+#define CUDA_HD __host__ __device__ __forceinline__
+#else
+#define CUDA_HD inline
+#endif
+
+/* Offsets of element n (row-major over w's shape) for the first nv operands of w, 64-bit
+ * indexing throughout. The kernels' index math, also compiled into the host unit test
+ * (tests/unit/test_cuda_walk.c), which checks it against the views it came from. */
+static CUDA_HD void cuda_walk_offsets(const cuda_walk *w, int64_t n, int nv, int64_t *off)
+{
+    for (int i = 0; i < nv; i++) off[i] = w->offset[i];
+    if (w->ndim == 1) {
+        for (int i = 0; i < nv; i++) off[i] += n * w->strides[i][0];
+        return;
+    }
+    for (int d = w->ndim - 1; d >= 0; d--) {
+        int64_t s = w->shape[d], q = n / s, k = n - q * s;
+        n = q;
+        for (int i = 0; i < nv; i++) off[i] += k * w->strides[i][d];
+    }
+}
+
 /* The walk of n views of one shape (vs[0]'s), size-1 dims dropped and dims that are
  * contiguous in every view merged: contiguous, broadcast-scalar and most permuted
  * operands end up rank 0 or 1. */
 cuda_walk cuda_walk_of(const ff_view *const *vs, int n);
 /* Drops size-1 dims and merges mergeable ones in place. */
 void cuda_walk_merge(cuda_walk *w);
+/* reduce's two walks: outer (src, dst) over the dims not in mask (the rows, dst's
+ * elements), inner (src) over those in it (a row, row-major); both merged. Element k of
+ * row r is at outer offset[0] + inner offset[0] - src->offset. */
+void cuda_walk_split(const ff_view *dst, const ff_view *src, uint32_t mask, cuda_walk *outer, cuda_walk *inner);
 /* 1 when every operand of w is dense (rank <= 1, stride 1 or rank 0). */
 int cuda_walk_dense(const cuda_walk *w);
 int64_t cuda_walk_numel(const cuda_walk *w);

@@ -161,28 +161,6 @@ __global__ void k_reduce_finish(cuda_walk outer, ff_reduce_op op, int float_acc,
     }
 }
 
-/* outer (src, dst) over the dims not in mask, inner (src) over those in it; merged. */
-static void split_walks(const ff_view *dst, const ff_view *src, uint32_t mask, cuda_walk *outer, cuda_walk *inner)
-{
-    memset(outer, 0, sizeof *outer);
-    memset(inner, 0, sizeof *inner);
-    outer->nv = 2, inner->nv = 1;
-    outer->offset[0] = inner->offset[0] = src->offset;
-    outer->offset[1] = dst->offset;
-    for (int d = 0; d < src->ndim; d++) {
-        if ((mask >> d) & 1u) {
-            inner->shape[inner->ndim] = src->shape[d];
-            inner->strides[0][inner->ndim++] = src->strides[d];
-        } else {
-            outer->shape[outer->ndim] = src->shape[d];
-            outer->strides[0][outer->ndim] = src->strides[d];
-            outer->strides[1][outer->ndim++] = dst->strides[d];
-        }
-    }
-    cuda_walk_merge(outer);
-    cuda_walk_merge(inner);
-}
-
 extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
@@ -195,7 +173,7 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
         return cuda_error(c, FF_ERR_INVALID, "cuda reduce: %s of an empty set", ffb_reduce_name(op));
     if ((st = cuda_use_device(c, "reduce"))) return st;
     cuda_walk outer, inner;
-    split_walks(dst, src, axes_mask, &outer, &inner);
+    cuda_walk_split(dst, src, axes_mask, &outer, &inner);
     int64_t rowlen = cuda_walk_numel(&inner);
     int float_acc = ffb_is_float(src->dtype) ||
                     ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));

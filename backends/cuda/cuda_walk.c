@@ -55,6 +55,27 @@ cuda_walk cuda_walk_of(const ff_view *const *vs, int n)
     return w;
 }
 
+void cuda_walk_split(const ff_view *dst, const ff_view *src, uint32_t mask, cuda_walk *outer, cuda_walk *inner)
+{
+    memset(outer, 0, sizeof *outer);
+    memset(inner, 0, sizeof *inner);
+    outer->nv = 2, inner->nv = 1;
+    outer->offset[0] = inner->offset[0] = src->offset;
+    outer->offset[1] = dst->offset;
+    for (int d = 0; d < src->ndim; d++) {
+        if ((mask >> d) & 1u) {
+            inner->shape[inner->ndim] = src->shape[d];
+            inner->strides[0][inner->ndim++] = src->strides[d];
+        } else {
+            outer->shape[outer->ndim] = src->shape[d];
+            outer->strides[0][outer->ndim] = src->strides[d];
+            outer->strides[1][outer->ndim++] = dst->strides[d];
+        }
+    }
+    cuda_walk_merge(outer);
+    cuda_walk_merge(inner);
+}
+
 int cuda_walk_dense(const cuda_walk *w)
 {
     if (w->ndim > 1) return 0;
