@@ -1,0 +1,207 @@
+/* The cuda backend's caching allocator and transfers (backends/cuda/cuda_mem.c) on the
+ * host, built only with FF_BUILD_CUDA. This file defines the few CUDA runtime functions
+ * cuda_mem.c calls, over host memory ("device" pointers are malloc'd; a limit makes
+ * cudaMalloc fail like a full GPU), so the pool logic runs here without a GPU: size
+ * classes and reuse, splitting and merging of large blocks, memory_stats, empty_cache,
+ * the empty-the-cache-and-retry-once path and its FF_ERR_OOM message, and chunked
+ * transfers through the staging buffer. */
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "cuda_impl.h"
+#include "ff_test.h"
+
+/* ---- a CUDA runtime over malloc ---------------------------------------------------------- */
+
+static size_t dev_used, dev_limit = (size_t)1 << 40;
+static int n_malloc, n_free;
+#define MAX_LIVE 4096
+static struct { void *p; size_t n; } live[MAX_LIVE];
+
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+    if (dev_used + n > dev_limit) return cudaErrorMemoryAllocation;
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (!live[i].p) {
+            live[i].p = *p = malloc(n ? n : 1);
+            live[i].n = n;
+            dev_used += n;
+            n_malloc++;
+            return cudaSuccess;
+        }
+    return cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *p)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i].p == p) {
+            dev_used -= live[i].n;
+            free(p);
+            live[i].p = NULL;
+            n_free++;
+            return cudaSuccess;
+        }
+    return cudaErrorInvalidValue; /* not a segment start: the allocator freed a split block */
+}
+
+cudaError_t cudaMallocHost(void **p, size_t n) { return (*p = malloc(n)) ? cudaSuccess : cudaErrorMemoryAllocation; }
+cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorMemoryAllocation ? "out of memory" : "error"; }
+
+static int n_copies;
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
+{
+    (void)k, (void)s;
+    memcpy(dst, src, n);
+    n_copies++;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
+{
+    *free_b = dev_limit - dev_used;
+    *total = dev_limit;
+    return cudaSuccess;
+}
+
+/* ---- what cuda_backend.c provides ------------------------------------------------------------ */
+
+static char last_msg[512];
+ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
+{
+    (void)c;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+ff_status cuda_fail(cuda_ctx *c, const char *entry, const char *call, cudaError_t err)
+{
+    return cuda_error(c, FF_ERR_BACKEND, "cuda %s: %s failed: %d", entry, call, (int)err);
+}
+
+ff_status cuda_use_device(cuda_ctx *c, const char *entry) { (void)c, (void)entry; return FF_OK; }
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static cuda_ctx ctx;
+
+static void setup(void)
+{
+    memset(&ctx, 0, sizeof ctx);
+    pthread_mutex_init(&ctx.alloc_lock, NULL);
+    pthread_mutex_init(&ctx.staging_lock, NULL);
+    ctx.stream = (cudaStream_t)&ctx; /* any non-NULL handle */
+    snprintf(ctx.name, sizeof ctx.name, "fake GPU");
+}
+
+static void stats(size_t *in_use, size_t *cached, size_t *peak) { cuda_memory_stats(&ctx, in_use, cached, peak); }
+
+static void test_small_reuse(void)
+{
+    size_t in_use, cached, peak;
+    void *a = cuda_alloc(&ctx, 100), *z = cuda_alloc(&ctx, 0);
+    CHECK(a && z && a != z);
+    stats(&in_use, &cached, &peak);
+    CHECK(in_use == 100 && cached == 0);
+    int mallocs = n_malloc;
+    cuda_free(&ctx, a);
+    stats(&in_use, &cached, &peak);
+    CHECK(in_use == 0 && cached == 512 && peak == 100);
+    void *b = cuda_alloc(&ctx, 300); /* the same 512-byte class: the cached block again */
+    CHECK(b == a && n_malloc == mallocs);
+    void *c = cuda_alloc(&ctx, 1000); /* another class: a new block */
+    CHECK(c && c != a && n_malloc == mallocs + 1);
+    cuda_free(&ctx, b);
+    cuda_free(&ctx, c);
+    cuda_free(&ctx, z);
+    cuda_free(&ctx, NULL);
+    CHECK(cuda_empty_cache(&ctx) == FF_OK);
+    stats(&in_use, &cached, &peak);
+    CHECK(in_use == 0 && cached == 0 && dev_used == 0);
+}
+
+static void test_large_split_and_merge(void)
+{
+    size_t in_use, cached;
+    const size_t MB = (size_t)1 << 20;
+    char *big = cuda_alloc(&ctx, 10 * MB);
+    CHECK(big != NULL);
+    cuda_free(&ctx, big);
+    stats(&in_use, &cached, NULL);
+    CHECK(in_use == 0 && cached == 10 * MB);
+    int mallocs = n_malloc;
+    /* 3 MB rounds to 4 MB: split from the cached 10 MB, the 6 MB rest stays cached */
+    char *a = cuda_alloc(&ctx, 3 * MB), *b = cuda_alloc(&ctx, 5 * MB);
+    CHECK(a == big && b == big + 4 * MB && n_malloc == mallocs);
+    stats(&in_use, &cached, NULL);
+    CHECK(in_use == 8 * MB && cached == 0); /* b took the 6 MB rest whole (a 0 MB rest is not split off) */
+    char *c = cuda_alloc(&ctx, 4 * MB); /* nothing cached fits: a new segment */
+    CHECK(c && n_malloc == mallocs + 1);
+    /* a block of a partly used segment is not released by empty_cache */
+    cuda_free(&ctx, a);
+    CHECK(cuda_empty_cache(&ctx) == FF_OK);
+    stats(&in_use, &cached, NULL);
+    CHECK(cached == 4 * MB && dev_used == 14 * MB);
+    /* freeing b merges a, b and the tail back into one 10 MB segment, released whole */
+    cuda_free(&ctx, b);
+    cuda_free(&ctx, c);
+    stats(&in_use, &cached, NULL);
+    CHECK(in_use == 0 && cached == 14 * MB);
+    CHECK(cuda_empty_cache(&ctx) == FF_OK);
+    stats(&in_use, &cached, NULL);
+    CHECK(cached == 0 && dev_used == 0);
+}
+
+static void test_oom_retries_then_reports(void)
+{
+    const size_t MB = (size_t)1 << 20;
+    dev_limit = 16 * MB;
+    void *a = cuda_alloc(&ctx, 8 * MB);
+    cuda_free(&ctx, a); /* 8 MB cached */
+    void *b = cuda_alloc(&ctx, 12 * MB); /* fails, empties the cache, succeeds */
+    CHECK(b != NULL && dev_used == 12 * MB);
+    void *c = cuda_alloc(&ctx, 6 * MB); /* 12 + 6 > 16 even with an empty cache */
+    CHECK(c == NULL);
+    CHECK(strstr(last_msg, "out of device memory allocating 6291456 bytes on fake GPU") != NULL);
+    cuda_free(&ctx, b);
+    cuda_empty_cache(&ctx);
+    dev_limit = (size_t)1 << 40;
+    CHECK(dev_used == 0);
+}
+
+static void test_transfers(void)
+{
+    /* 20 MB: three chunks through the 8 MB staging buffer, both ways, at an offset */
+    size_t n = (size_t)20 << 20;
+    unsigned char *host = malloc(n), *back = malloc(n);
+    char *d = cuda_alloc(&ctx, n + 64);
+    CHECK(host && back && d);
+    if (host && back && d) {
+        for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 7 + 3);
+        n_copies = 0;
+        CHECK(cuda_upload(&ctx, d, 64, host, n) == FF_OK);
+        CHECK(n_copies == 3);
+        memset(back, 0, n);
+        CHECK(cuda_download(&ctx, d, 64, back, n) == FF_OK);
+        CHECK(memcmp(host, back, n) == 0);
+        CHECK(cuda_upload(&ctx, d, 65, host, n) == FF_ERR_INVALID); /* one byte past the end */
+        CHECK(strstr(last_msg, "outside the") != NULL);
+        CHECK(cuda_download(&ctx, d, 0, back, 0) == FF_OK);
+    }
+    cuda_free(&ctx, d);
+    free(host);
+    free(back);
+    cuda_alloc_destroy(&ctx);
+    if (ctx.staging) cudaFreeHost(ctx.staging);
+    ctx.staging = NULL;
+    CHECK(dev_used == 0);
+}
+
+FF_TEST_MAIN("cuda_mem", TEST(setup), TEST(test_small_reuse), TEST(test_large_split_and_merge),
+             TEST(test_oom_retries_then_reports), TEST(test_transfers))
