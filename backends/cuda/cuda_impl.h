@@ -13,6 +13,7 @@
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
  *   cuda_device.cuh     device helpers: the walk's element offsets, the launch grid
+ *   cuda_reduce_acc.h   how reduce's partial accumulators combine (host+device)
  * The per-element formulas are backends/common/ff_backend_scalar.h itself, compiled for
  * the device (its FFB_HD functions), so values agree with the reference by construction.
  */

@@ -22,44 +22,12 @@
  * the last pass recomputes exp(x - max), so dst may be src (in place).
  */
 #include "cuda_device.cuh"
+#include "cuda_reduce_acc.h"
 
 #define CHUNK_MIN 16384 /* elements per block before a row is cut into chunks */
 #define MAX_CHUNKS 1024
 
 typedef ffb_reduce_acc acc_t;
-
-/* MAX/MIN accumulate as ARGMAX/ARGMIN: the same comparison, plus the index. */
-__host__ __device__ static inline ff_reduce_op fold_op(ff_reduce_op op)
-{
-    return op == FF_REDUCE_MAX ? FF_REDUCE_ARGMAX : op == FF_REDUCE_MIN ? FF_REDUCE_ARGMIN : op;
-}
-
-/* a = a (+) b, where b holds elements at other indices (fop: the folding op). */
-__device__ static inline void combine(acc_t *a, const acc_t *b, ff_reduce_op fop, int float_acc)
-{
-    switch (fop) {
-    case FF_REDUCE_SUM: if (float_acc) a->f += b->f; else a->u += b->u; break;
-    case FF_REDUCE_PROD: if (float_acc) a->f *= b->f; else a->u *= b->u; break;
-    case FF_REDUCE_ANY: a->u |= b->u; break;
-    case FF_REDUCE_ALL: a->u &= b->u; break;
-    case FF_REDUCE_ARGMAX:
-    case FF_REDUCE_ARGMIN: {
-        if (b->arg < 0) break;
-        if (a->arg < 0) { *a = *b; break; }
-        int take, earlier = b->arg < a->arg, mx = fop == FF_REDUCE_ARGMAX;
-        if (float_acc) {
-            int an = isnan(a->f), bn = isnan(b->f);
-            if (an || bn) take = an && bn ? earlier : bn;
-            else take = (mx ? b->f > a->f : b->f < a->f) || (b->f == a->f && earlier);
-        } else {
-            take = (mx ? b->i > a->i : b->i < a->i) || (b->i == a->i && earlier);
-        }
-        if (take) *a = *b;
-        break;
-    }
-    default: break;
-    }
-}
 
 __device__ static inline void fold(acc_t *a, ff_reduce_op fop, int float_acc, const void *sb, ff_dtype t, int64_t at,
                                    int64_t k)
@@ -85,7 +53,7 @@ __device__ static void block_combine(acc_t *a, ff_reduce_op fop, int float_acc)
     __shared__ acc_t warps[32];
     for (int d = 16; d > 0; d /= 2) {
         acc_t o = shfl_down(*a, d);
-        combine(a, &o, fop, float_acc);
+        cuda_acc_combine(a, &o, fop, float_acc);
     }
     int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = blockDim.x / 32;
     if (lane == 0) warps[wid] = *a;
@@ -95,7 +63,7 @@ __device__ static void block_combine(acc_t *a, ff_reduce_op fop, int float_acc)
         else ffb_reduce_acc_init(a, fop);
         for (int d = 16; d > 0; d /= 2) {
             acc_t o = shfl_down(*a, d);
-            combine(a, &o, fop, float_acc);
+            cuda_acc_combine(a, &o, fop, float_acc);
         }
     }
     __syncthreads(); /* warps[] is reused by the block's next row */
@@ -106,7 +74,7 @@ __device__ static void block_combine(acc_t *a, ff_reduce_op fop, int float_acc)
 __global__ void k_reduce_rows(cuda_walk outer, cuda_walk inner, ff_reduce_op op, int float_acc, const void *sb,
                               ff_dtype t, void *db, ff_dtype dt, int64_t nout, int64_t rowlen)
 {
-    ff_reduce_op fop = fold_op(op);
+    ff_reduce_op fop = cuda_fold_op(op);
     CUDA_FOR(r, nout) {
         int64_t o[2];
         cuda_walk_at(outer, r, 2, o);
@@ -126,7 +94,7 @@ __global__ void k_reduce_blocks(cuda_walk outer, cuda_walk inner, ff_reduce_op o
                                 ff_dtype t, void *db, ff_dtype dt, int64_t nout, int64_t rowlen, int64_t chunks,
                                 acc_t *part)
 {
-    ff_reduce_op fop = fold_op(op);
+    ff_reduce_op fop = cuda_fold_op(op);
     int64_t per = (rowlen + chunks - 1) / chunks;
     for (int64_t b = blockIdx.x; b < nout * chunks; b += gridDim.x) {
         int64_t r = b / chunks, ch = b - r * chunks;
@@ -151,12 +119,12 @@ __global__ void k_reduce_blocks(cuda_walk outer, cuda_walk inner, ff_reduce_op o
 __global__ void k_reduce_finish(cuda_walk outer, ff_reduce_op op, int float_acc, void *db, ff_dtype dt, int64_t nout,
                                 int64_t chunks, const acc_t *part)
 {
-    ff_reduce_op fop = fold_op(op);
+    ff_reduce_op fop = cuda_fold_op(op);
     CUDA_FOR(r, nout) {
         int64_t o[2];
         cuda_walk_at(outer, r, 2, o);
         acc_t a = part[r * chunks];
-        for (int64_t ch = 1; ch < chunks; ch++) combine(&a, &part[r * chunks + ch], fop, float_acc);
+        for (int64_t ch = 1; ch < chunks; ch++) cuda_acc_combine(&a, &part[r * chunks + ch], fop, float_acc);
         ffb_reduce_acc_store(&a, op, float_acc, cuda_elem(db, dt, o[1]), dt);
     }
 }
