@@ -1,0 +1,220 @@
+/* The cuda backend's matmul planning on the host (built only with FF_BUILD_CUDA): which
+ * operands cuBLAS reads in place (row-major, or transposed through CUBLAS_OP_T), which
+ * are copied first, leading dimensions, the row-major <-> column-major swap, merged batch
+ * strides (0 for broadcast), the strided-batched and plain calls. The cuBLAS calls of
+ * backends/cuda/cuda_matmul.c land in a column-major GEMM written here over host memory,
+ * which also rejects what cuBLAS rejects (lda < rows, a batch stride of 0 on C), and the
+ * results are compared with a naive product of the views, for random layouts. */
+#include <cublas_v2.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "cuda_impl.h"
+#include "ff_test.h"
+
+/* ---- cuBLAS as the BLAS reference semantics, over host memory ---------------------------- */
+
+static int n_calls, n_batched;
+
+static double at(const void *p, int f32, int64_t i) { return f32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+
+static cublasStatus_t gemm(int f32, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+                           int lda, long long sa, const void *B, int ldb, long long sb, void *C, int ldc, long long sc,
+                           int batch)
+{
+    int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n; /* rows of A and B as stored */
+    if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) ||
+        (batch > 1 && sc == 0))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    n_calls++;
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0;
+                for (int p = 0; p < k; p++) {
+                    int64_t ai = ta == CUBLAS_OP_N ? i + (int64_t)p * lda : p + (int64_t)i * lda;
+                    int64_t bi = tb == CUBLAS_OP_N ? p + (int64_t)j * ldb : j + (int64_t)p * ldb;
+                    s += at(A, f32, b * sa + ai) * at(B, f32, b * sb + bi);
+                }
+                int64_t ci = b * sc + i + (int64_t)j * ldc;
+                if (f32) ((float *)C)[ci] = (float)s;
+                else ((double *)C)[ci] = s;
+            }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                           float *C, int ldc)
+{
+    (void)h, (void)alpha, (void)beta;
+    return gemm(1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+}
+
+cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const double *alpha, const double *A, int lda, const double *B, int ldb, const double *beta,
+                           double *C, int ldc)
+{
+    (void)h, (void)alpha, (void)beta;
+    return gemm(0, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                                         long long sc, int batch)
+{
+    (void)h, (void)alpha, (void)beta;
+    n_batched++;
+    return gemm(1, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+}
+
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const double *alpha, const double *A, int lda, long long sa,
+                                         const double *B, int ldb, long long sb, const double *beta, double *C,
+                                         int ldc, long long sc, int batch)
+{
+    (void)h, (void)alpha, (void)beta;
+    n_batched++;
+    return gemm(0, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+}
+
+cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t)&n_calls; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDestroy(cublasHandle_t h) { (void)h; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) { (void)h, (void)s; return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { (void)h, (void)m; return CUBLAS_STATUS_SUCCESS; }
+const char *cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "success" : "invalid value"; }
+
+/* ---- the rest of the backend, on the host ------------------------------------------------ */
+
+static char last_msg[512];
+ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
+{
+    (void)c;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+ff_status cuda_use_device(cuda_ctx *c, const char *entry) { (void)c, (void)entry; return FF_OK; }
+void *cuda_temp(cuda_ctx *c, const char *entry, size_t n) { (void)c, (void)entry; return malloc(n); }
+void cuda_free(void *ctx, void *buf) { (void)ctx, free(buf); }
+ff_status cuda_matmul_int(cuda_ctx *c, const ff_view *d, const ff_view *a, const ff_view *b)
+{
+    (void)d, (void)a, (void)b;
+    return cuda_error(c, FF_ERR_UNSUPPORTED, "not in this test");
+}
+
+/* element offset of v at the row-major index n */
+static int64_t elem(const ff_view *v, int64_t n)
+{
+    int64_t off = v->offset;
+    for (int d = v->ndim - 1; d >= 0; d--) off += (n % v->shape[d]) * v->strides[d], n /= v->shape[d];
+    return off;
+}
+
+ff_status cuda_copy(void *ctx, const ff_view *dst, const ff_view *src)
+{
+    (void)ctx;
+    size_t es = ff_dtype_size(dst->dtype);
+    for (int64_t n = 0; n < ff_view_numel(dst); n++)
+        memcpy((char *)dst->buf + elem(dst, n) * es, (const char *)src->buf + elem(src, n) * es, es);
+    return FF_OK;
+}
+
+ff_status cuda_fill(void *ctx, const ff_view *dst, ff_scalar v)
+{
+    (void)ctx;
+    for (int64_t n = 0; n < ff_view_numel(dst); n++) {
+        if (dst->dtype == FF_F32) ((float *)dst->buf)[elem(dst, n)] = (float)v.f;
+        else ((double *)dst->buf)[elem(dst, n)] = v.f;
+    }
+    return FF_OK;
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static uint64_t rng = 77;
+static int64_t rnd(int64_t n)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (int64_t)(rng % (uint64_t)n);
+}
+
+/* A view of shape over a fresh buffer: batch dims contiguous or broadcast (stride 0), the
+ * matrix row-major, transposed, stepped, or with a broadcast row/column. */
+static void *make(ff_view *v, ff_dtype t, int r, const int64_t *shape, int is_dst)
+{
+    memset(v, 0, sizeof *v);
+    v->ndim = r, v->dtype = t, v->offset = rnd(4);
+    int64_t R = shape[r - 2], Cn = shape[r - 1];
+    int mode = (int)rnd(is_dst ? 3 : 5);
+    int64_t pad = rnd(3);
+    if (mode == 0) v->strides[r - 1] = 1, v->strides[r - 2] = Cn + pad;          /* row-major, maybe lda > cols */
+    else if (mode == 1) v->strides[r - 2] = 1, v->strides[r - 1] = R + pad;      /* transposed */
+    else if (mode == 2) v->strides[r - 1] = 2, v->strides[r - 2] = 2 * Cn + 1;   /* stepped: copied */
+    else if (mode == 3) v->strides[r - 1] = 1, v->strides[r - 2] = 0;            /* a broadcast row */
+    else v->strides[r - 2] = 1, v->strides[r - 1] = 0;                           /* a broadcast column */
+    int64_t span = v->offset + 1 + (R - 1) * v->strides[r - 2] + (Cn - 1) * v->strides[r - 1];
+    if (span < 1) span = 1; /* K = 0: no element */
+    for (int d = r - 3; d >= 0; d--) {
+        v->shape[d] = shape[d];
+        v->strides[d] = !is_dst && rnd(3) == 0 ? 0 : span;
+        span += (shape[d] - 1) * v->strides[d];
+    }
+    v->shape[r - 2] = R, v->shape[r - 1] = Cn;
+    size_t bytes = (size_t)(span + 1) * ff_dtype_size(t);
+    void *p = calloc(1, bytes);
+    v->buf = p;
+    for (size_t i = 0; i < bytes / ff_dtype_size(t); i++) {
+        double x = (double)(rnd(17) - 8);
+        if (t == FF_F32) ((float *)p)[i] = (float)x;
+        else ((double *)p)[i] = x;
+    }
+    return p;
+}
+
+static void test_random_layouts(void)
+{
+    cuda_ctx c;
+    memset(&c, 0, sizeof c);
+    pthread_mutex_init(&c.blas_lock, NULL);
+    CHECK(cuda_blas_init(&c) == FF_OK);
+    int bad = 0, batched_before = n_batched;
+    for (int iter = 0; iter < 2000 && !bad; iter++) {
+        ff_dtype t = rnd(2) ? FF_F32 : FF_F64;
+        int r = 2 + (int)rnd(3);
+        int64_t M = 1 + rnd(5), N = 1 + rnd(5), K = rnd(6), sd[FF_MAX_DIMS], sa[FF_MAX_DIMS], sb[FF_MAX_DIMS];
+        for (int d = 0; d < r - 2; d++) sd[d] = sa[d] = sb[d] = 1 + rnd(3);
+        sd[r - 2] = sa[r - 2] = M, sd[r - 1] = sb[r - 1] = N, sa[r - 1] = sb[r - 2] = K;
+        ff_view dv, av, bv;
+        void *pd = make(&dv, t, r, sd, 1), *pa = make(&av, t, r, sa, 0), *pb = make(&bv, t, r, sb, 0);
+        if (cuda_matmul(&c, &dv, &av, &bv)) {
+            fprintf(stderr, "iteration %d: %s\n", iter, last_msg);
+            bad = 1;
+        }
+        int64_t batches = ff_view_numel(&dv) / (M * N);
+        for (int64_t bt = 0; bt < batches && !bad; bt++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double s = 0;
+                    for (int64_t p = 0; p < K; p++)
+                        s += at(av.buf, t == FF_F32, elem(&av, (bt * M + i) * K + p)) *
+                             at(bv.buf, t == FF_F32, elem(&bv, (bt * K + p) * N + j));
+                    double got = at(dv.buf, t == FF_F32, elem(&dv, (bt * M + i) * N + j));
+                    if (got != s && !bad) {
+                        fprintf(stderr, "iteration %d: rank %d M %lld N %lld K %lld: [%lld][%lld][%lld] got %g want %g\n",
+                                iter, r, (long long)M, (long long)N, (long long)K, (long long)bt, (long long)i,
+                                (long long)j, got, s);
+                        bad = 1;
+                    }
+                }
+        free(pd), free(pa), free(pb);
+    }
+    CHECK(!bad);
+    CHECK(n_batched > batched_before); /* batched calls were made, not only plain ones */
+    cuda_blas_destroy(&c);
+}
+
+FF_TEST_MAIN("cuda_matmul", TEST(test_random_layouts))
