@@ -10,6 +10,14 @@
 
 #include "cuda_impl.h"
 
+#if defined(FF_CUDA_EMU)
+#include "cuda_emu.h" /* tests/cuda_emu: the kernels on the host */
+#else
+/* CUDA_LAUNCH(k, grid, block, stream)(args): the launch, spelled so that the host
+ * emulation of tests/cuda_emu can turn it into a plain call */
+#define CUDA_LAUNCH(k, grid, block, stream) k<<<(grid), (block), 0, (stream)>>>
+#endif
+
 #define CUDA_THREADS 256
 
 /* cuda_walk_at (cuda_impl.h): element offsets of a walk, shared with the host tests. */

@@ -122,7 +122,7 @@ extern "C" ff_status cuda_fill(void *ctx, const ff_view *dst, ff_scalar value)
     cuda_walk w;
     int64_t n;
     if ((st = prepare(c, "fill", vs, 1, &w, &n)) || !n) return st;
-    k_fill<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, dst->buf, dst->dtype, value.f, value.i, n);
+    CUDA_LAUNCH(k_fill, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, value.f, value.i, n);
     return cuda_launch_check(c, "fill", "k_fill");
 }
 
@@ -142,7 +142,7 @@ extern "C" ff_status cuda_copy(void *ctx, const ff_view *dst, const ff_view *src
                                           (size_t)n * sz, cudaMemcpyDeviceToDevice, c->stream);
         return err == cudaSuccess ? FF_OK : cuda_fail(c, "copy", "cudaMemcpyAsync", err);
     }
-    k_copy<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, dst->buf, dst->dtype, src->buf, src->dtype, n);
+    CUDA_LAUNCH(k_copy, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, src->buf, src->dtype, n);
     return cuda_launch_check(c, "copy", "k_copy");
 }
 
@@ -169,10 +169,10 @@ extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, c
     if ((st = prepare(c, "unary", vs, 2, &w, &n)) || !n) return st;
     if (w.ndim <= 1 && src->dtype == FF_F32 && dst->dtype == FF_F32) {
         int64_t sd = w.ndim ? w.strides[0][0] : 0, ss = w.ndim ? w.strides[1][0] : 0;
-        k_unary_f32<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(op, (float *)dst->buf, w.offset[0], sd,
+        CUDA_LAUNCH(k_unary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
                                                                     (const float *)src->buf, w.offset[1], ss, n);
     } else {
-        k_unary<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, op, dst->buf, dst->dtype, src->buf, src->dtype, n);
+        CUDA_LAUNCH(k_unary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, src->buf, src->dtype, n);
     }
     return cuda_launch_check(c, "unary", "k_unary");
 }
@@ -203,11 +203,11 @@ extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst,
     if ((st = prepare(c, "binary", vs, 3, &w, &n)) || !n) return st;
     if (w.ndim <= 1 && a->dtype == FF_F32 && dst->dtype == FF_F32) {
         int64_t sd = w.ndim ? w.strides[0][0] : 0, sa = w.ndim ? w.strides[1][0] : 0, sb = w.ndim ? w.strides[2][0] : 0;
-        k_binary_f32<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(op, (float *)dst->buf, w.offset[0], sd,
+        CUDA_LAUNCH(k_binary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
                                                                      (const float *)a->buf, w.offset[1], sa,
                                                                      (const float *)b->buf, w.offset[2], sb, n);
     } else {
-        k_binary<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, op, dst->buf, dst->dtype, a->buf, b->buf, a->dtype, n);
+        CUDA_LAUNCH(k_binary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, a->buf, b->buf, a->dtype, n);
     }
     return cuda_launch_check(c, "binary", "k_binary");
 }
@@ -231,7 +231,7 @@ extern "C" ff_status cuda_where(void *ctx, const ff_view *dst, const ff_view *co
     cuda_walk w;
     int64_t n;
     if ((st = prepare(c, "where", vs, 4, &w, &n)) || !n) return st;
-    k_where<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, dst->buf, (const uint8_t *)cond->buf, a->buf, b->buf,
+    CUDA_LAUNCH(k_where, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, (const uint8_t *)cond->buf, a->buf, b->buf,
                                                            dst->dtype, n);
     return cuda_launch_check(c, "where", "k_where");
 }

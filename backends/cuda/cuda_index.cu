@@ -47,7 +47,7 @@ static ff_status check_indices(cuda_ctx *c, const char *entry, const ff_view *in
     cudaError_t err = cudaMemsetAsync(flag, 0, sizeof *flag, c->stream);
     ff_status st = err == cudaSuccess ? FF_OK : cuda_fail(c, entry, "cudaMemsetAsync", err);
     if (!st) {
-        k_index_check<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, index->buf, index->dtype, size, n, flag);
+        CUDA_LAUNCH(k_index_check, cuda_blocks(n), CUDA_THREADS, c->stream)(w, index->buf, index->dtype, size, n, flag);
         st = cuda_launch_check(c, entry, "k_index_check");
     }
     if (!st && (err = cudaMemcpyAsync(&host, flag, sizeof host, cudaMemcpyDeviceToHost, c->stream)) != cudaSuccess)
@@ -129,7 +129,7 @@ extern "C" ff_status cuda_gather(void *ctx, const ff_view *dst, const ff_view *s
     int64_t n = cuda_walk_numel(&w);
     if (n == 0) return FF_OK;
     if ((st = cuda_use_device(c, "gather")) || (st = check_indices(c, "gather", index, size, axis))) return st;
-    k_gather<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, dst->buf, index->buf, index->dtype, src->buf,
+    CUDA_LAUNCH(k_gather, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, index->buf, index->dtype, src->buf,
                                                             src->dtype, size, step, n);
     return cuda_launch_check(c, "gather", "k_gather");
 }
@@ -173,7 +173,7 @@ extern "C" ff_status cuda_scatter_add(void *ctx, const ff_view *dst, const ff_vi
     const ff_view *vs[] = {&iv, &sv, &dv};
     cuda_walk w = cuda_walk_of(vs, 3);
     int64_t lines = cuda_walk_numel(&w);
-    k_scatter_add<<<cuda_blocks(lines), CUDA_THREADS, 0, c->stream>>>(w, index->buf, index->dtype,
+    CUDA_LAUNCH(k_scatter_add, cuda_blocks(lines), CUDA_THREADS, c->stream)(w, index->buf, index->dtype,
                                                                      index->strides[axis], src->buf, src->strides[axis],
                                                                      dst->buf, dst->dtype, step, len, lines);
     return cuda_launch_check(c, "scatter_add", "k_scatter_add");
@@ -211,7 +211,7 @@ extern "C" ff_status cuda_random(void *ctx, const ff_view *dst, ff_random_dist d
     int64_t n = cuda_walk_numel(&w);
     if (n == 0) return FF_OK;
     if ((st = cuda_use_device(c, "random"))) return st;
-    k_random<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(w, dst->buf, dst->dtype, dist == FF_RANDOM_NORMAL, seed,
+    CUDA_LAUNCH(k_random, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, dist == FF_RANDOM_NORMAL, seed,
                                                             counter_base, p0, p1, n);
     return cuda_launch_check(c, "random", "k_random");
 }
@@ -251,7 +251,7 @@ extern "C" ff_status cuda_matmul_int(cuda_ctx *c, const ff_view *dst, const ff_v
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
     int64_t n = cuda_walk_numel(&w) * M * N;
     if (n == 0) return FF_OK;
-    k_matmul_int<<<cuda_blocks(n), CUDA_THREADS, 0, c->stream>>>(
+    CUDA_LAUNCH(k_matmul_int, cuda_blocks(n), CUDA_THREADS, c->stream)(
         w, dst->buf, a->buf, b->buf, dst->dtype, M, N, K, dst->strides[r - 2], dst->strides[r - 1], a->strides[r - 2],
         a->strides[r - 1], b->strides[r - 2], b->strides[r - 1], n);
     return cuda_launch_check(c, "matmul", "k_matmul_int");

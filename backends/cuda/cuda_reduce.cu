@@ -37,6 +37,7 @@ __device__ static inline void fold(acc_t *a, ff_reduce_op fop, int float_acc, co
     else ffb_reduce_acc_int(a, fop, ffb_ld_i64(p, t), k);
 }
 
+#if !defined(FF_CUDA_EMU)
 __device__ static inline acc_t shfl_down(const acc_t &a, int delta)
 {
     acc_t r;
@@ -46,10 +47,14 @@ __device__ static inline acc_t shfl_down(const acc_t &a, int delta)
     r.arg = __shfl_down_sync(0xffffffffu, a.arg, delta);
     return r;
 }
+#endif
 
 /* Combines the block's accumulators into thread 0's (blockDim.x a multiple of 32, <= 1024). */
 __device__ static void block_combine(acc_t *a, ff_reduce_op fop, int float_acc)
 {
+#if defined(FF_CUDA_EMU)
+    (void)a, (void)fop, (void)float_acc; /* one thread: it holds the block's result */
+#else
     __shared__ acc_t warps[32];
     for (int d = 16; d > 0; d /= 2) {
         acc_t o = shfl_down(*a, d);
@@ -67,6 +72,7 @@ __device__ static void block_combine(acc_t *a, ff_reduce_op fop, int float_acc)
         }
     }
     __syncthreads(); /* warps[] is reused by the block's next row */
+#endif
 }
 
 /* One thread per row, sequential. outer: src, dst over the kept dims; inner: src over
@@ -146,7 +152,7 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
     int float_acc = ffb_is_float(src->dtype) ||
                     ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));
     if (rowlen < 64) {
-        k_reduce_rows<<<cuda_blocks(nout), CUDA_THREADS, 0, c->stream>>>(outer, inner, op, float_acc, src->buf,
+        CUDA_LAUNCH(k_reduce_rows, cuda_blocks(nout), CUDA_THREADS, c->stream)(outer, inner, op, float_acc, src->buf,
                                                                         src->dtype, dst->buf, dst->dtype, nout, rowlen);
         return cuda_launch_check(c, "reduce", "k_reduce_rows");
     }
@@ -159,11 +165,11 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
     if (chunks > 1 && !(part = (acc_t *)cuda_temp(c, "reduce", (size_t)(nout * chunks) * sizeof(acc_t))))
         return FF_ERR_OOM;
     int64_t blocks = nout * chunks < 65536 ? nout * chunks : 65536;
-    k_reduce_blocks<<<(unsigned)blocks, CUDA_THREADS, 0, c->stream>>>(outer, inner, op, float_acc, src->buf, src->dtype,
+    CUDA_LAUNCH(k_reduce_blocks, (unsigned)blocks, CUDA_THREADS, c->stream)(outer, inner, op, float_acc, src->buf, src->dtype,
                                                                     dst->buf, dst->dtype, nout, rowlen, chunks, part);
     st = cuda_launch_check(c, "reduce", "k_reduce_blocks");
     if (!st && chunks > 1) {
-        k_reduce_finish<<<cuda_blocks(nout), CUDA_THREADS, 0, c->stream>>>(outer, op, float_acc, dst->buf, dst->dtype,
+        CUDA_LAUNCH(k_reduce_finish, cuda_blocks(nout), CUDA_THREADS, c->stream)(outer, op, float_acc, dst->buf, dst->dtype,
                                                                           nout, chunks, part);
         st = cuda_launch_check(c, "reduce", "k_reduce_finish");
     }
@@ -175,6 +181,9 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
 
 __device__ static double block_max(double m)
 {
+#if defined(FF_CUDA_EMU)
+    return m; /* one thread */
+#else
     __shared__ double w[32];
     for (int d = 16; d > 0; d /= 2) {
         double o = __shfl_down_sync(0xffffffffu, m, d);
@@ -188,10 +197,14 @@ __device__ static double block_max(double m)
         if (isnan(w[i]) || w[i] > m) m = w[i];
     __syncthreads();
     return m;
+#endif
 }
 
 __device__ static double block_sum(double s)
 {
+#if defined(FF_CUDA_EMU)
+    return s; /* one thread */
+#else
     __shared__ double w[32];
     for (int d = 16; d > 0; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
     int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = blockDim.x / 32;
@@ -201,6 +214,7 @@ __device__ static double block_sum(double s)
     for (int i = 0; i < nw; i++) s += w[i];
     __syncthreads();
     return s;
+#endif
 }
 
 /* outer: src, dst over every dim but the axis; rows of len elements at strides ss, ds. */
@@ -253,6 +267,6 @@ extern "C" ff_status cuda_softmax(void *ctx, const ff_view *dst, const ff_view *
     if ((st = cuda_use_device(c, "softmax"))) return st;
     unsigned threads = len <= 64 ? 32 : CUDA_THREADS;
     unsigned blocks = rows < 65536 ? (unsigned)rows : 65536u;
-    k_softmax<<<blocks, threads, 0, c->stream>>>(outer, src->buf, dst->buf, src->dtype, rows, len, ss, ds, want_log);
+    CUDA_LAUNCH(k_softmax, blocks, threads, c->stream)(outer, src->buf, dst->buf, src->dtype, rows, len, ss, ds, want_log);
     return cuda_launch_check(c, "softmax", "k_softmax");
 }

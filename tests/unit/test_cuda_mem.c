@@ -1,7 +1,7 @@
 /* The cuda backend's caching allocator and transfers (backends/cuda/cuda_mem.c) on the
- * host, built only with FF_BUILD_CUDA. This file defines the few CUDA runtime functions
- * cuda_mem.c calls, over host memory ("device" pointers are malloc'd; a limit makes
- * cudaMalloc fail like a full GPU), so the pool logic runs here without a GPU: size
+ * host, built only with FF_BUILD_CUDA, over the CUDA runtime of tests/cuda_emu (host
+ * memory; a limit makes cudaMalloc fail like a full GPU), so the pool logic runs here
+ * without a GPU: size
  * classes and reuse, splitting and merging of large blocks, memory_stats, empty_cache,
  * the empty-the-cache-and-retry-once path and its FF_ERR_OOM message, and chunked
  * transfers through the staging buffer. */
@@ -11,61 +11,9 @@
 #include "cuda_impl.h"
 #include "ff_test.h"
 
-/* ---- a CUDA runtime over malloc ---------------------------------------------------------- */
-
-static size_t dev_used, dev_limit = (size_t)1 << 40;
-static int n_malloc, n_free;
-#define MAX_LIVE 4096
-static struct { void *p; size_t n; } live[MAX_LIVE];
-
-cudaError_t cudaMalloc(void **p, size_t n)
-{
-    if (dev_used + n > dev_limit) return cudaErrorMemoryAllocation;
-    for (int i = 0; i < MAX_LIVE; i++)
-        if (!live[i].p) {
-            live[i].p = *p = malloc(n ? n : 1);
-            live[i].n = n;
-            dev_used += n;
-            n_malloc++;
-            return cudaSuccess;
-        }
-    return cudaErrorMemoryAllocation;
-}
-
-cudaError_t cudaFree(void *p)
-{
-    for (int i = 0; i < MAX_LIVE; i++)
-        if (live[i].p == p) {
-            dev_used -= live[i].n;
-            free(p);
-            live[i].p = NULL;
-            n_free++;
-            return cudaSuccess;
-        }
-    return cudaErrorInvalidValue; /* not a segment start: the allocator freed a split block */
-}
-
-cudaError_t cudaMallocHost(void **p, size_t n) { return (*p = malloc(n)) ? cudaSuccess : cudaErrorMemoryAllocation; }
-cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorMemoryAllocation ? "out of memory" : "error"; }
-
-static int n_copies;
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
-{
-    (void)k, (void)s;
-    memcpy(dst, src, n);
-    n_copies++;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
-{
-    *free_b = dev_limit - dev_used;
-    *total = dev_limit;
-    return cudaSuccess;
-}
+/* the CUDA runtime over malloc: tests/cuda_emu/cuda_emu_runtime.c */
+extern size_t cuda_emu_used, cuda_emu_limit;
+extern int cuda_emu_mallocs, cuda_emu_copies;
 
 /* ---- what cuda_backend.c provides ------------------------------------------------------------ */
 
@@ -109,21 +57,21 @@ static void test_small_reuse(void)
     CHECK(a && z && a != z);
     stats(&in_use, &cached, &peak);
     CHECK(in_use == 100 && cached == 0);
-    int mallocs = n_malloc;
+    int mallocs = cuda_emu_mallocs;
     cuda_free(&ctx, a);
     stats(&in_use, &cached, &peak);
     CHECK(in_use == 0 && cached == 512 && peak == 100);
     void *b = cuda_alloc(&ctx, 300); /* the same 512-byte class: the cached block again */
-    CHECK(b == a && n_malloc == mallocs);
+    CHECK(b == a && cuda_emu_mallocs == mallocs);
     void *c = cuda_alloc(&ctx, 1000); /* another class: a new block */
-    CHECK(c && c != a && n_malloc == mallocs + 1);
+    CHECK(c && c != a && cuda_emu_mallocs == mallocs + 1);
     cuda_free(&ctx, b);
     cuda_free(&ctx, c);
     cuda_free(&ctx, z);
     cuda_free(&ctx, NULL);
     CHECK(cuda_empty_cache(&ctx) == FF_OK);
     stats(&in_use, &cached, &peak);
-    CHECK(in_use == 0 && cached == 0 && dev_used == 0);
+    CHECK(in_use == 0 && cached == 0 && cuda_emu_used == 0);
 }
 
 static void test_large_split_and_merge(void)
@@ -135,19 +83,19 @@ static void test_large_split_and_merge(void)
     cuda_free(&ctx, big);
     stats(&in_use, &cached, NULL);
     CHECK(in_use == 0 && cached == 10 * MB);
-    int mallocs = n_malloc;
+    int mallocs = cuda_emu_mallocs;
     /* 3 MB rounds to 4 MB: split from the cached 10 MB, the 6 MB rest stays cached */
     char *a = cuda_alloc(&ctx, 3 * MB), *b = cuda_alloc(&ctx, 5 * MB);
-    CHECK(a == big && b == big + 4 * MB && n_malloc == mallocs);
+    CHECK(a == big && b == big + 4 * MB && cuda_emu_mallocs == mallocs);
     stats(&in_use, &cached, NULL);
     CHECK(in_use == 8 * MB && cached == 0); /* b took the 6 MB rest whole (a 0 MB rest is not split off) */
     char *c = cuda_alloc(&ctx, 4 * MB); /* nothing cached fits: a new segment */
-    CHECK(c && n_malloc == mallocs + 1);
+    CHECK(c && cuda_emu_mallocs == mallocs + 1);
     /* a block of a partly used segment is not released by empty_cache */
     cuda_free(&ctx, a);
     CHECK(cuda_empty_cache(&ctx) == FF_OK);
     stats(&in_use, &cached, NULL);
-    CHECK(cached == 4 * MB && dev_used == 14 * MB);
+    CHECK(cached == 4 * MB && cuda_emu_used == 14 * MB);
     /* freeing b merges a, b and the tail back into one 10 MB segment, released whole */
     cuda_free(&ctx, b);
     cuda_free(&ctx, c);
@@ -155,24 +103,24 @@ static void test_large_split_and_merge(void)
     CHECK(in_use == 0 && cached == 14 * MB);
     CHECK(cuda_empty_cache(&ctx) == FF_OK);
     stats(&in_use, &cached, NULL);
-    CHECK(cached == 0 && dev_used == 0);
+    CHECK(cached == 0 && cuda_emu_used == 0);
 }
 
 static void test_oom_retries_then_reports(void)
 {
     const size_t MB = (size_t)1 << 20;
-    dev_limit = 16 * MB;
+    cuda_emu_limit = 16 * MB;
     void *a = cuda_alloc(&ctx, 8 * MB);
     cuda_free(&ctx, a); /* 8 MB cached */
     void *b = cuda_alloc(&ctx, 12 * MB); /* fails, empties the cache, succeeds */
-    CHECK(b != NULL && dev_used == 12 * MB);
+    CHECK(b != NULL && cuda_emu_used == 12 * MB);
     void *c = cuda_alloc(&ctx, 6 * MB); /* 12 + 6 > 16 even with an empty cache */
     CHECK(c == NULL);
     CHECK(strstr(last_msg, "out of device memory allocating 6291456 bytes on fake GPU") != NULL);
     cuda_free(&ctx, b);
     cuda_empty_cache(&ctx);
-    dev_limit = (size_t)1 << 40;
-    CHECK(dev_used == 0);
+    cuda_emu_limit = (size_t)1 << 40;
+    CHECK(cuda_emu_used == 0);
 }
 
 static void test_transfers(void)
@@ -184,9 +132,9 @@ static void test_transfers(void)
     CHECK(host && back && d);
     if (host && back && d) {
         for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 7 + 3);
-        n_copies = 0;
+        cuda_emu_copies = 0;
         CHECK(cuda_upload(&ctx, d, 64, host, n) == FF_OK);
-        CHECK(n_copies == 3);
+        CHECK(cuda_emu_copies == 3);
         memset(back, 0, n);
         CHECK(cuda_download(&ctx, d, 64, back, n) == FF_OK);
         CHECK(memcmp(host, back, n) == 0);
@@ -200,7 +148,7 @@ static void test_transfers(void)
     cuda_alloc_destroy(&ctx);
     if (ctx.staging) cudaFreeHost(ctx.staging);
     ctx.staging = NULL;
-    CHECK(dev_used == 0);
+    CHECK(cuda_emu_used == 0);
 }
 
 FF_TEST_MAIN("cuda_mem", TEST(setup), TEST(test_small_reuse), TEST(test_large_split_and_merge),
