@@ -5,7 +5,6 @@
  * backends/cuda/cuda_matmul.c land in a column-major GEMM written here over host memory,
  * which also rejects what cuBLAS rejects (lda < rows, a batch stride of 0 on C), and the
  * results are compared with a naive product of the views, for random layouts. */
-#include <stdarg.h>
 #include <stdlib.h>
 
 #include "cuda_impl.h"
@@ -18,17 +17,7 @@ static double at(const void *p, int f32, int64_t i) { return f32 ? ((const float
 
 /* ---- the rest of the backend, on the host ------------------------------------------------ */
 
-static char last_msg[512];
-ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
-{
-    (void)c;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
-    va_end(ap);
-    return st;
-}
-ff_status cuda_use_device(cuda_ctx *c, const char *entry) { (void)c, (void)entry; return FF_OK; }
+extern char cuda_emu_last_msg[]; /* cuda_error, cuda_use_device: tests/cuda_emu/cuda_emu_messages.c */
 void *cuda_temp(cuda_ctx *c, const char *entry, size_t n) { (void)c, (void)entry; return malloc(n); }
 void cuda_free(void *ctx, void *buf) { (void)ctx, free(buf); }
 ff_status cuda_matmul_int(cuda_ctx *c, const ff_view *d, const ff_view *a, const ff_view *b)
@@ -122,7 +111,7 @@ static void test_random_layouts(void)
         ff_view dv, av, bv;
         void *pd = make(&dv, t, r, sd, 1), *pa = make(&av, t, r, sa, 0), *pb = make(&bv, t, r, sb, 0);
         if (cuda_matmul(&c, &dv, &av, &bv)) {
-            fprintf(stderr, "iteration %d: %s\n", iter, last_msg);
+            fprintf(stderr, "iteration %d: %s\n", iter, cuda_emu_last_msg);
             bad = 1;
         }
         int64_t batches = ff_view_numel(&dv) / (M * N);

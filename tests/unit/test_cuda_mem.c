@@ -5,7 +5,6 @@
  * classes and reuse, splitting and merging of large blocks, memory_stats, empty_cache,
  * the empty-the-cache-and-retry-once path and its FF_ERR_OOM message, and chunked
  * transfers through the staging buffer. */
-#include <stdarg.h>
 #include <stdlib.h>
 
 #include "cuda_impl.h"
@@ -15,25 +14,8 @@
 extern size_t cuda_emu_used, cuda_emu_limit;
 extern int cuda_emu_mallocs, cuda_emu_copies;
 
-/* ---- what cuda_backend.c provides ------------------------------------------------------------ */
-
-static char last_msg[512];
-ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
-{
-    (void)c;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-ff_status cuda_fail(cuda_ctx *c, const char *entry, const char *call, cudaError_t err)
-{
-    return cuda_error(c, FF_ERR_BACKEND, "cuda %s: %s failed: %d", entry, call, (int)err);
-}
-
-ff_status cuda_use_device(cuda_ctx *c, const char *entry) { (void)c, (void)entry; return FF_OK; }
+/* cuda_error and friends: tests/cuda_emu/cuda_emu_messages.c */
+extern char cuda_emu_last_msg[];
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
@@ -116,7 +98,7 @@ static void test_oom_retries_then_reports(void)
     CHECK(b != NULL && cuda_emu_used == 12 * MB);
     void *c = cuda_alloc(&ctx, 6 * MB); /* 12 + 6 > 16 even with an empty cache */
     CHECK(c == NULL);
-    CHECK(strstr(last_msg, "out of device memory allocating 6291456 bytes on fake GPU") != NULL);
+    CHECK(strstr(cuda_emu_last_msg, "out of device memory allocating 6291456 bytes on fake GPU") != NULL);
     cuda_free(&ctx, b);
     cuda_empty_cache(&ctx);
     cuda_emu_limit = (size_t)1 << 40;
@@ -139,7 +121,7 @@ static void test_transfers(void)
         CHECK(cuda_download(&ctx, d, 64, back, n) == FF_OK);
         CHECK(memcmp(host, back, n) == 0);
         CHECK(cuda_upload(&ctx, d, 65, host, n) == FF_ERR_INVALID); /* one byte past the end */
-        CHECK(strstr(last_msg, "outside the") != NULL);
+        CHECK(strstr(cuda_emu_last_msg, "outside the") != NULL);
         CHECK(cuda_download(&ctx, d, 0, back, 0) == FF_OK);
     }
     cuda_free(&ctx, d);
