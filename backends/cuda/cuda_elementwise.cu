@@ -102,6 +102,41 @@ __global__ void k_where(cuda_walk w, void *db, const uint8_t *cb, const void *ab
     }
 }
 
+/* The fused program (cuda_fused.c): per element, the instructions in order; views in
+ * memory, temporaries in the thread, rounded to the dtype as the plain entries' stores. */
+__global__ void k_fused(cuda_fused_args a, int64_t n)
+{
+    ff_dtype t = (ff_dtype)a.dtype;
+    CUDA_FOR(e, n) {
+        int64_t off[FF_FUSED_MAX_VIEWS], rest = e;
+        for (int v = 0; v < a.n_views; v++) off[v] = a.offset[v];
+        for (int d = a.ndim - 1; d >= 0; d--) {
+            int64_t s = a.shape[d], q = rest / s, k = rest - q * s;
+            rest = q;
+            for (int v = 0; v < a.n_views; v++) off[v] += k * a.strides[v][d];
+        }
+        double tmp[FF_FUSED_MAX_VALUES];
+        for (int i = 0; i < a.n_inst; i++) {
+            const uint8_t *in = a.inst[i];
+            double x[2];
+            for (int k = 0; k < 1 + in[0]; k++) {
+                int s = in[3 + k];
+                x[k] = s < a.n_views ? ffb_ld_f64(cuda_elem_c(a.buf[s], t, off[s]), t) : tmp[s];
+            }
+            double r = in[0] ? ffb_binary_f64((ff_binary_op)in[1], x[0], x[1]) : ffb_unary_f64((ff_unary_op)in[1], x[0]);
+            int d = in[2];
+            if (d < a.n_views) ffb_st_f64(cuda_elem(a.buf[d], t, off[d]), t, r);
+            else tmp[d] = t == FF_F32 ? (double)(float)r : r;
+        }
+    }
+}
+
+extern "C" ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel)
+{
+    CUDA_LAUNCH(k_fused, cuda_blocks(numel), CUDA_THREADS, c->stream)(*a, numel);
+    return cuda_launch_check(c, "fused", "k_fused");
+}
+
 /* ---- entries -------------------------------------------------------------------------- */
 
 /* The walk of the views, its element count, and the device made current; *n == 0 means

@@ -9,6 +9,7 @@
  *   cuda_mem.c          caching allocator over cudaMalloc, pinned staging, upload/download/sync
  *   cuda_walk.c         views -> walks (dim dropping and merging), shared by every entry
  *   cuda_matmul.c       matmul: cuBLAS for f32/f64 (transposes from strides), the integer kernel
+ *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_elementwise.cu fill, copy, unary, binary, where
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
@@ -166,6 +167,20 @@ void cuda_blas_destroy(cuda_ctx *c);
 /* The integer product (cuda_index.cu): dst = a @ b for one batch walk over the leading
  * dims (w: dst, a, b over dst's batch shape), wrapping in 64 bits. */
 ff_status cuda_matmul_int(cuda_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b);
+
+/* The fused entry (cuda_fused.c checks and packs, cuda_elementwise.cu runs): the program
+ * by value, one thread per element, temporaries in the thread's registers/local memory. */
+#define CUDA_FUSED_MAX_INST 64
+typedef struct cuda_fused_args {
+    int32_t dtype, ndim, n_views, n_inst;
+    int64_t shape[FF_MAX_DIMS];
+    void *buf[FF_FUSED_MAX_VIEWS];
+    int64_t offset[FF_FUSED_MAX_VIEWS];
+    int64_t strides[FF_FUSED_MAX_VIEWS][FF_MAX_DIMS];
+    uint8_t inst[CUDA_FUSED_MAX_INST][5]; /* kind (0 unary, 1 binary), op, dst, src0, src1 */
+} cuda_fused_args;
+ff_status cuda_fused(void *ctx, const ff_fused_program *prog);
+ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
 
 /* The unary ops the backend computes (ffb_unary_supported minus LGAMMA, see README). */
 int cuda_unary_supported(ff_unary_op op, ff_dtype t);
