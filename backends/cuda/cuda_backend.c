@@ -14,6 +14,7 @@
 
 #include "cuda_impl.h"
 #include "ff_backend_fused.h"
+#include "ff_backend_lines.h"
 
 ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
 {
@@ -193,7 +194,9 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && ffb_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && ffb_is_float(dtype);
     case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* F32, F64 */
-    default: return 0; /* conv2d, scan, sort, linalg, fft, batch_norm, pool2d: entries left NULL */
+    case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
+    case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
+    default: return 0; /* conv2d, linalg, fft, batch_norm, pool2d: entries left NULL */
     }
 }
 
@@ -230,6 +233,8 @@ static const ff_backend_vtable cuda_vtable = {
     .memory_stats = cuda_memory_stats,
     .empty_cache = cuda_empty_cache,
     .device_info = cuda_device_info,
+    .scan = cuda_scan,
+    .argsort = cuda_argsort,
     .fused = cuda_fused,
     .dlpack_device = cuda_dlpack_device,
 };

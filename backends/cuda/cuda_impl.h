@@ -13,6 +13,7 @@
  *   cuda_elementwise.cu fill, copy, unary, binary, where
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
+ *   cuda_lines.cu       scan (cumsum/cumprod) and argsort, one thread per line
  *   cuda_device.cuh     device helpers: the walk's element offsets, the launch grid
  *   cuda_reduce_acc.h   how reduce's partial accumulators combine (host+device)
  * The per-element formulas are backends/common/ff_backend_scalar.h itself, compiled for
@@ -180,6 +181,8 @@ typedef struct cuda_fused_args {
     uint8_t inst[CUDA_FUSED_MAX_INST][5]; /* kind (0 unary, 1 binary), op, dst, src0, src1 */
 } cuda_fused_args;
 ff_status cuda_fused(void *ctx, const ff_fused_program *prog);
+ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
 
 /* The unary ops the backend computes (ffb_unary_supported minus LGAMMA, see README). */
