@@ -90,11 +90,15 @@ else
 fi
 
 # One report: the benchmark rows, the MLP comparison, conformance and the demo.
-python3 - "$OUT" "$conf_summary" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report"
+python3 - "$OUT" "$conf_summary" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
 import json, os, sys
 out, conf, acc, mlp_ff, mlp_torch = sys.argv[1:6]
-bench = json.load(open(os.path.join(out, "bench_cuda.json")))
-rows = bench["results"]
+missing = []
+path = os.path.join(out, "bench_cuda.json")
+bench = json.load(open(path)) if os.path.exists(path) else {}
+if not bench:
+    missing.append("ff-bench-cuda wrote no results")
+rows = bench.get("results", [])
 ff_s = torch_s = None
 if mlp_ff:
     for r in json.load(open(mlp_ff)).get("results", []):
@@ -102,6 +106,8 @@ if mlp_ff:
             ff_s = r["median_s"]
 if mlp_torch:
     torch_s = json.load(open(mlp_torch))["results"][0]["median_s"]
+if mlp_ff and ff_s is None:
+    missing.append("ff-bench gave no cuda row for mlp_784_256_10_step (see mlp_ff.txt)")
 mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "torch_s": torch_s,
        "torch_over_ff": (torch_s / ff_s) if ff_s and torch_s else None}
 report = {"device": bench.get("device"), "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
@@ -110,12 +116,16 @@ json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 with open(os.path.join(out, "gpu-check.md"), "w") as f:
     f.write("# gpu-check\n\nDevice: %s\n\nConformance: %s\n\nDemo (Fashion-MNIST MLP on cuda): test accuracy %s "
             "(target >= 0.88)\n\n" % (report["device"], conf or "missing", acc or "missing"))
-    f.write(open(os.path.join(out, "bench_cuda.md")).read())
+    md = os.path.join(out, "bench_cuda.md")
+    f.write(open(md).read() if os.path.exists(md) else "(no ff-bench-cuda table)\n")
     ms = lambda s: "%.3f" % (s * 1e3) if s else "n/a"
     f.write("\n| MLP 784-256-10 step (batch 64) | FusionFlow ms | PyTorch ms | PyTorch/FusionFlow |\n|---|---|---|---|\n")
     f.write("| cuda | %s | %s | %s |\n" % (ms(ff_s), ms(torch_s),
             "%.2f" % mlp["torch_over_ff"] if mlp["torch_over_ff"] else "n/a"))
 print(open(os.path.join(out, "gpu-check.md")).read())
+for m in missing:
+    print("gpu-check report: " + m, file=sys.stderr)
+sys.exit(1 if missing else 0)
 EOF
 
 if [ ${#failures[@]} -ne 0 ]; then
