@@ -399,6 +399,23 @@ bool ff_backend_has_conv2d(const ff_backend *be)
     return be && FF_VT_OPT(be, conv2d) && FF_VT_OPT(be, conv2d_backward_input) && FF_VT_OPT(be, conv2d_backward_weight);
 }
 
+ff_status ff_backend_dlpack_device(ff_backend *be, int32_t *device_type, int32_t *device_id)
+{
+    if (!be || !device_type || !device_id) return ff_error(FF_ERR_INVALID, "ff_backend_dlpack_device: NULL argument");
+    if (be->vt->flags & FF_BACKEND_HOST_MEMORY) {
+        *device_type = 1, *device_id = 0; /* kDLCPU */
+        return FF_OK;
+    }
+    ff_status (*where)(void *, int32_t *, int32_t *) = FF_VT_OPT(be, dlpack_device);
+    if (!where)
+        return ff_error(FF_ERR_UNSUPPORTED, "backend '%s' does not keep tensors in host memory and has no DLPack "
+                        "device; copy to a host backend first (ff_to)", be->name);
+    ff_clear_error();
+    ff_status st = where(be->ctx, device_type, device_id);
+    if (st) return ff_error(st, "backend '%s' dlpack_device: %s", be->name, ff_last_error()[0] ? ff_last_error() : ff_status_name(st));
+    return FF_OK;
+}
+
 ff_status ff_backend_device_info(const ff_backend *be, char *buf, size_t cap)
 {
     if (!be || !buf || cap == 0) return ff_error(FF_ERR_INVALID, "ff_backend_device_info: NULL backend or buffer");

@@ -47,9 +47,10 @@ struct DLManagedTensor *ff_to_dlpack(const ff_tensor *t)
 {
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", TO_FN), NULL;
     ff_backend *be = t->storage->backend;
-    if (!(be->vt->flags & FF_BACKEND_HOST_MEMORY))
-        return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' does not keep tensors in host memory; copy to a host "
-                        "backend first (ff_to)", TO_FN, be->name), NULL;
+    /* host memory: kDLCPU; a device backend's own DLPack device (its queue drained) */
+    int32_t dev_type, dev_id;
+    if (ff_backend_dlpack_device(be, &dev_type, &dev_id))
+        return ff_error(ff_last_status(), "%s: %s", TO_FN, ff_last_error()), NULL;
     DLDataType dt;
     if (!dl_dtype(t->dtype, &dt))
         return ff_error(FF_ERR_UNSUPPORTED, "%s: dtype %s has no DLPack 0.6 type%s", TO_FN, ff_dtype_name(t->dtype),
@@ -71,7 +72,7 @@ struct DLManagedTensor *ff_to_dlpack(const ff_tensor *t)
     /* data points at the first element with byte_offset 0, as PyTorch exports: some
      * consumers (older PyTorch) ignore byte_offset. */
     dl->data = (char *)t->storage->buf + t->layout.offset * (int64_t)ff_dtype_size(t->dtype);
-    dl->device = (DLDevice){kDLCPU, 0};
+    dl->device = (DLDevice){(DLDeviceType)dev_type, dev_id};
     dl->ndim = t->layout.ndim;
     dl->dtype = dt;
     dl->shape = c->shape;
@@ -132,9 +133,14 @@ ff_tensor *ff_from_dlpack_on(ff_backend *be, struct DLManagedTensor *m)
     if (!be) return ff_error(FF_ERR_INVALID, "%s: backend is NULL", FROM_FN), NULL;
     if (!m) return ff_error(FF_ERR_INVALID, "%s: DLManagedTensor is NULL", FROM_FN), NULL;
     const DLTensor *dl = &m->dl_tensor;
-    if (dl->device.device_type != kDLCPU)
-        return ff_error(FF_ERR_UNSUPPORTED, "%s: device type %d is not kDLCPU; only host memory can be imported",
-                        FROM_FN, (int)dl->device.device_type), NULL;
+    /* device memory: only onto the backend whose device it is, as a view (zero copy) */
+    int device_mem = dl->device.device_type != kDLCPU;
+    int32_t dev_type = kDLCPU, dev_id = 0;
+    if (device_mem && (ff_backend_dlpack_device(be, &dev_type, &dev_id) || dev_type != (int32_t)dl->device.device_type ||
+                       dev_id != dl->device.device_id))
+        return ff_error(FF_ERR_UNSUPPORTED, "%s: device (type %d, id %d) is neither kDLCPU nor the DLPack device of "
+                        "backend '%s'; import device memory onto the backend of that device (kDLCUDA: cuda)", FROM_FN,
+                        (int)dl->device.device_type, (int)dl->device.device_id, be->name), NULL;
     ff_dtype dtype;
     if (from_dl_dtype(dl->dtype, &dtype)) return NULL;
     if (dl->ndim < 0 || dl->ndim > FF_MAX_DIMS)
@@ -173,7 +179,7 @@ ff_tensor *ff_from_dlpack_on(ff_backend *be, struct DLManagedTensor *m)
     if ((uintptr_t)data % (uintptr_t)es)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: data at %p is not aligned to its %lld-byte element size", FROM_FN,
                         (void *)data, (long long)es), NULL;
-    if (be->vt->flags & FF_BACKEND_HOST_MEMORY) /* zero-copy: a view over the producer's memory */
+    if (device_mem || (be->vt->flags & FF_BACKEND_HOST_MEMORY)) /* zero-copy: a view over the producer's memory */
         return ff_io_wrap_external(be, data, (size_t)t, dtype, &l, import_release, m, FROM_FN);
     return copy_to_device(be, m, data, (size_t)t, dtype, &l);
 }

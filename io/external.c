@@ -9,7 +9,8 @@ ff_tensor *ff_io_wrap_external(ff_backend *be, void *buf, size_t nbytes, ff_dtyp
                                void (*release)(void *ctx), void *ctx, const char *fn)
 {
     if (!be) return NULL; /* the backend lookup set the error */
-    if (!(be->vt->flags & FF_BACKEND_HOST_MEMORY))
+    /* device memory only from DLPack import, which checked the device (io/dlpack.c) */
+    if (!(be->vt->flags & FF_BACKEND_HOST_MEMORY) && !FF_VT_OPT(be, dlpack_device))
         return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' does not use host memory, so it cannot view external memory",
                         fn, be->name), NULL;
     if (!release) return ff_error(FF_ERR_INVALID, "%s: no release function for external memory", fn), NULL;

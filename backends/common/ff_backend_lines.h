@@ -10,7 +10,7 @@
 
 /* ---- lines along one axis (scan, argsort) -------------------------------------------- */
 /* Where line n (row-major over the shape without `axis`) of two same-shaped views starts. */
-static inline void ffb_line_start(const ff_view *a, const ff_view *b, int axis, int64_t n, int64_t *oa, int64_t *ob)
+static inline FFB_HD void ffb_line_start(const ff_view *a, const ff_view *b, int axis, int64_t n, int64_t *oa, int64_t *ob)
 {
     int64_t rest = n;
     *oa = a->offset, *ob = b->offset;
@@ -47,6 +47,30 @@ static inline ff_status ffb_scan_check(const ff_host_api *host, const char *back
     return FF_OK;
 }
 
+/* Scans one line of len elements of dtype t: src at sp, dst at dp, strides ss, ds in
+ * elements (dst may be src: each element is read before it is written). Also the cuda
+ * backend's device code (FFB_HD). */
+static inline FFB_HD void ffb_scan_line(int op, ff_dtype t, const char *sp, int64_t ss, char *dp, int64_t ds,
+                                        int64_t len)
+{
+    int64_t es = (int64_t)ff_dtype_size(t);
+    if (ffb_is_float(t)) {
+        double acc = op ? 1.0 : 0.0;
+        for (int64_t i = 0; i < len; i++) {
+            double x = ffb_ld_f64(sp + i * ss * es, t);
+            acc = op ? acc * x : acc + x;
+            ffb_st_f64(dp + i * ds * es, t, acc);
+        }
+    } else {
+        uint64_t acc = op ? 1u : 0u;
+        for (int64_t i = 0; i < len; i++) {
+            uint64_t x = (uint64_t)ffb_ld_i64(sp + i * ss * es, t);
+            acc = op ? acc * x : acc + x;
+            ffb_st_i64(dp + i * ds * es, t, ffb_u64_to_i64(acc));
+        }
+    }
+}
+
 /* Scans every line of src along axis into dst (same shape and dtype, host buffers; dst
  * may be src itself: each element is read before it is written). */
 static inline void ffb_scan_host(int op, const ff_view *dst, const ff_view *src, int axis)
@@ -58,23 +82,7 @@ static inline void ffb_scan_host(int op, const ff_view *dst, const ff_view *src,
     for (int64_t n = 0; n < lines; n++) {
         int64_t so, dof;
         ffb_line_start(dst, src, axis, n, &dof, &so);
-        const char *sp = (const char *)src->buf + so * es;
-        char *dp = (char *)dst->buf + dof * es;
-        if (ffb_is_float(t)) {
-            double acc = op ? 1.0 : 0.0;
-            for (int64_t i = 0; i < len; i++) {
-                double x = ffb_ld_f64(sp + i * ss * es, t);
-                acc = op ? acc * x : acc + x;
-                ffb_st_f64(dp + i * ds * es, t, acc);
-            }
-        } else {
-            uint64_t acc = op ? 1u : 0u;
-            for (int64_t i = 0; i < len; i++) {
-                uint64_t x = (uint64_t)ffb_ld_i64(sp + i * ss * es, t);
-                acc = op ? acc * x : acc + x;
-                ffb_st_i64(dp + i * ds * es, t, ffb_u64_to_i64(acc));
-            }
-        }
+        ffb_scan_line(op, t, (const char *)src->buf + so * es, ss, (char *)dst->buf + dof * es, ds, len);
     }
 }
 
@@ -88,7 +96,7 @@ typedef struct ffb_sort_key {
 } ffb_sort_key;
 
 /* a strictly before b? (stability: the caller merges left before right on ties) */
-static inline int ffb_sort_before(const ffb_sort_key *a, const ffb_sort_key *b, int is_float, int desc)
+static inline FFB_HD int ffb_sort_before(const ffb_sort_key *a, const ffb_sort_key *b, int is_float, int desc)
 {
     if (is_float) {
         int an = isnan(a->f), bn = isnan(b->f);
@@ -99,7 +107,7 @@ static inline int ffb_sort_before(const ffb_sort_key *a, const ffb_sort_key *b, 
 }
 
 /* Sorts k[0..n) stably using tmp[0..n) as scratch; returns k or tmp, whichever holds the result. */
-static inline ffb_sort_key *ffb_merge_sort(ffb_sort_key *k, ffb_sort_key *tmp, int64_t n, int is_float, int desc)
+static inline FFB_HD ffb_sort_key *ffb_merge_sort(ffb_sort_key *k, ffb_sort_key *tmp, int64_t n, int is_float, int desc)
 {
     ffb_sort_key *from = k, *to = tmp;
     for (int64_t w = 1; w < n; w *= 2) {
@@ -134,6 +142,23 @@ static inline ff_status ffb_argsort_check(const ff_host_api *host, const char *b
     return FF_OK;
 }
 
+/* Sorts one line of len elements of dtype t (src at sp, stride ss) into dst's indices
+ * (dp, stride ds), with keys[0 .. 2 len) as scratch. Also the cuda backend's device code. */
+static inline FFB_HD void ffb_argsort_line(ff_dtype t, const char *sp, int64_t ss, int64_t *dp, int64_t ds, int64_t len,
+                                           int desc, ffb_sort_key *keys)
+{
+    int is_float = ffb_is_float(t);
+    int64_t es = (int64_t)ff_dtype_size(t);
+    for (int64_t j = 0; j < len; j++) {
+        const char *p = sp + j * ss * es;
+        keys[j].idx = j;
+        if (is_float) keys[j].f = ffb_ld_f64(p, t);
+        else keys[j].i = ffb_ld_i64(p, t);
+    }
+    ffb_sort_key *sorted = ffb_merge_sort(keys, keys + len, len, is_float, desc);
+    for (int64_t j = 0; j < len; j++) dp[j * ds] = sorted[j].idx;
+}
+
 /* Checks, then sorts every line; FF_ERR_OOM if the scratch cannot be had. */
 static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *backend, const ff_view *dst,
                                          const ff_view *src, int axis, int desc)
@@ -145,20 +170,12 @@ static inline ff_status ffb_argsort_host(const ff_host_api *host, const char *ba
     if (len > 0 && !(keys = (ffb_sort_key *)malloc(sizeof *keys * 2 * (size_t)len)))
         return ffb_fail(host, FF_ERR_OOM, "%s argsort: out of memory for a line of %lld", backend, (long long)len);
     ff_dtype t = src->dtype;
-    int is_float = ffb_is_float(t);
     int64_t es = (int64_t)ff_dtype_size(t), ss = src->ndim ? src->strides[axis] : 0, ds = dst->ndim ? dst->strides[axis] : 0;
     int64_t lines = len ? ff_view_numel(src) / len : 0;
     for (int64_t n = 0; n < lines; n++) {
         int64_t so, dof;
         ffb_line_start(dst, src, axis, n, &dof, &so);
-        for (int64_t j = 0; j < len; j++) {
-            const char *p = (const char *)src->buf + (so + j * ss) * es;
-            keys[j].idx = j;
-            if (is_float) keys[j].f = ffb_ld_f64(p, t);
-            else keys[j].i = ffb_ld_i64(p, t);
-        }
-        ffb_sort_key *sorted = ffb_merge_sort(keys, keys + len, len, is_float, desc);
-        for (int64_t j = 0; j < len; j++) ((int64_t *)dst->buf)[dof + j * ds] = sorted[j].idx;
+        ffb_argsort_line(t, (const char *)src->buf + so * es, ss, (int64_t *)dst->buf + dof, ds, len, desc, keys);
     }
     free(keys);
     return FF_OK;

@@ -34,6 +34,20 @@
 
 #include "ff/backend_abi.h"
 
+/* The per-element formulas (conversions, loads and stores, unary, binary, reduction
+ * accumulators) are also the device code of the cuda backend: under nvcc they are
+ * __host__ __device__, so its kernels compute with these very functions. */
+#if defined(__CUDACC__)
+#define FFB_HD __host__ __device__
+#else
+#define FFB_HD
+#endif
+#if defined(__cplusplus)
+#define FFB_STATIC_ASSERT static_assert
+#else
+#define FFB_STATIC_ASSERT _Static_assert
+#endif
+
 /* ---- dtypes ------------------------------------------------------------------ */
 
 /* The dtypes the CPU backends compute on in every entry: F32, F64, I32, I64, U8, BOOL.
@@ -44,7 +58,7 @@ static inline int ffb_dtype_ok(ff_dtype t)
     return t == FF_F32 || t == FF_F64 || t == FF_I32 || t == FF_I64 || t == FF_U8 || t == FF_BOOL;
 }
 
-static inline int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+static inline FFB_HD int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
 
 /* The 2-byte float dtypes: the CPU backends copy and fill them (every dtype pair). */
 static inline int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
@@ -69,7 +83,7 @@ static inline const char *ffb_unary_name(int op)
         "reciprocal", "sin", "cos", "tanh", "sigmoid", "relu", "gelu_tanh", "gelu_erf", "silu",
         "softplus", "floor", "ceil", "round", "isnan", "isinf", "logical_not", "erf", "bitwise_not",
         "atan", "asin", "acos", "erfinv", "lgamma", "digamma", "trigamma"};
-    _Static_assert(sizeof names / sizeof names[0] == FF_UNARY_COUNT, "a unary op code has no name");
+    FFB_STATIC_ASSERT(sizeof names / sizeof names[0] == FF_UNARY_COUNT, "a unary op code has no name");
     return (unsigned)op < FF_UNARY_COUNT ? names[op] : NULL;
 }
 
@@ -78,14 +92,14 @@ static inline const char *ffb_binary_name(int op)
     static const char *const names[] = {
         "add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod", "eq", "ne", "lt", "le", "gt", "ge",
         "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "atan2"};
-    _Static_assert(sizeof names / sizeof names[0] == FF_BINARY_COUNT, "a binary op code has no name");
+    FFB_STATIC_ASSERT(sizeof names / sizeof names[0] == FF_BINARY_COUNT, "a binary op code has no name");
     return (unsigned)op < FF_BINARY_COUNT ? names[op] : NULL;
 }
 
 static inline const char *ffb_reduce_name(int op)
 {
     static const char *const names[] = {"sum", "prod", "max", "min", "argmax", "argmin", "any", "all"};
-    _Static_assert(sizeof names / sizeof names[0] == FF_REDUCE_COUNT, "a reduce op code has no name");
+    FFB_STATIC_ASSERT(sizeof names / sizeof names[0] == FF_REDUCE_COUNT, "a reduce op code has no name");
     return (unsigned)op < FF_REDUCE_COUNT ? names[op] : NULL;
 }
 
@@ -173,20 +187,20 @@ static inline void ffb_shape_str(const ff_view *v, char *buf, size_t cap)
 /* ---- wrap-around integers and saturating conversions ---------------------------- */
 
 /* uint64 -> int64 modulo 2^64 without implementation-defined conversions. */
-static inline int64_t ffb_u64_to_i64(uint64_t u)
+static inline FFB_HD int64_t ffb_u64_to_i64(uint64_t u)
 {
     return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
 }
 
 /* Low 32 bits of v as a signed int32 (two's complement wrap). */
-static inline int32_t ffb_wrap_i32(int64_t v)
+static inline FFB_HD int32_t ffb_wrap_i32(int64_t v)
 {
     uint32_t w = (uint32_t)(uint64_t)v;
     return w <= (uint32_t)INT32_MAX ? (int32_t)w : (int32_t)(w - 0x80000000u) + INT32_MIN;
 }
 
 /* double -> int64: NaN -> 0, truncate toward zero, saturate. */
-static inline int64_t ffb_f64_to_i64(double x)
+static inline FFB_HD int64_t ffb_f64_to_i64(double x)
 {
     if (isnan(x)) return 0;
     if (x >= 9223372036854775808.0) return INT64_MAX;
@@ -195,7 +209,7 @@ static inline int64_t ffb_f64_to_i64(double x)
 }
 
 /* double -> int32: NaN -> 0, truncate toward zero, saturate. */
-static inline int32_t ffb_f64_to_i32(double x)
+static inline FFB_HD int32_t ffb_f64_to_i32(double x)
 {
     if (isnan(x)) return 0;
     if (x >= 2147483647.0) return INT32_MAX;
@@ -209,7 +223,7 @@ static inline int32_t ffb_f64_to_i32(double x)
  * nearest, ties to even, once; subnormals; overflow to inf; NaN quiet with its sign.
  * Works on the double's significand as an integer, so it is independent of the FPU's
  * rounding mode and of flush-to-zero. */
-static inline uint16_t ffb_f64_to_small_float(double x, int frac, int emin)
+static inline FFB_HD uint16_t ffb_f64_to_small_float(double x, int frac, int emin)
 {
     uint64_t b;
     memcpy(&b, &x, 8);
@@ -232,11 +246,11 @@ static inline uint16_t ffb_f64_to_small_float(double x, int frac, int emin)
     return (uint16_t)(sign | bits);
 }
 
-static inline uint16_t ffb_f64_to_f16(double x) { return ffb_f64_to_small_float(x, 10, -14); }
-static inline uint16_t ffb_f64_to_bf16(double x) { return ffb_f64_to_small_float(x, 7, -126); }
+static inline FFB_HD uint16_t ffb_f64_to_f16(double x) { return ffb_f64_to_small_float(x, 10, -14); }
+static inline FFB_HD uint16_t ffb_f64_to_bf16(double x) { return ffb_f64_to_small_float(x, 7, -126); }
 
 /* Exact: every f16 and bf16 value is a float. */
-static inline float ffb_f16_to_f32(uint16_t h)
+static inline FFB_HD float ffb_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, ex = (h >> 10) & 0x1Fu, fr = h & 0x3FFu, bits;
     if (ex == 0x1F) {
@@ -252,7 +266,7 @@ static inline float ffb_f16_to_f32(uint16_t h)
     return f;
 }
 
-static inline float ffb_bf16_to_f32(uint16_t h)
+static inline FFB_HD float ffb_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
     float f;
@@ -263,7 +277,7 @@ static inline float ffb_bf16_to_f32(uint16_t h)
 /* int64 -> half, rounded once: beyond 2^53 the integer is first cut to 53 bits with a
  * sticky last bit (round to odd), which the conversion to 11 or 8 bits then rounds
  * exactly as from the integer itself. */
-static inline double ffb_i64_to_f64_odd(int64_t v)
+static inline FFB_HD double ffb_i64_to_f64_odd(int64_t v)
 {
     uint64_t u = v < 0 ? 0u - (uint64_t)v : (uint64_t)v, sticky = 0;
     int sh = 0;
@@ -276,7 +290,7 @@ static inline double ffb_i64_to_f64_odd(int64_t v)
 /* p is the byte address of the element (any alignment). */
 
 /* Element as double. Exact for every dtype except I64 beyond 2^53. */
-static inline double ffb_ld_f64(const char *p, ff_dtype t)
+static inline FFB_HD double ffb_ld_f64(const char *p, ff_dtype t)
 {
     switch (t) {
     case FF_F32: { float v; memcpy(&v, p, 4); return v; }
@@ -293,7 +307,7 @@ static inline double ffb_ld_f64(const char *p, ff_dtype t)
 
 /* Element as int64. Bool bytes read as 0/1 (any non-zero byte is true); float
  * elements convert with ffb_f64_to_i64. */
-static inline int64_t ffb_ld_i64(const char *p, ff_dtype t)
+static inline FFB_HD int64_t ffb_ld_i64(const char *p, ff_dtype t)
 {
     switch (t) {
     case FF_F32: { float v; memcpy(&v, p, 4); return ffb_f64_to_i64(v); }
@@ -308,7 +322,7 @@ static inline int64_t ffb_ld_i64(const char *p, ff_dtype t)
 }
 
 /* Stores a double with the conversion rules at the top of this file. */
-static inline void ffb_st_f64(char *p, ff_dtype t, double v)
+static inline FFB_HD void ffb_st_f64(char *p, ff_dtype t, double v)
 {
     switch (t) {
     case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
@@ -324,7 +338,7 @@ static inline void ffb_st_f64(char *p, ff_dtype t, double v)
 }
 
 /* Stores an int64: wraps into I32/U8, rounds to nearest (once) into floats, != 0 for BOOL. */
-static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
+static inline FFB_HD void ffb_st_i64(char *p, ff_dtype t, int64_t v)
 {
     switch (t) {
     case FF_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
@@ -348,7 +362,7 @@ static inline void ffb_st_i64(char *p, ff_dtype t, int64_t v)
  * Every predicate below names the op codes it accepts: an op code appended to the ABI
  * after this file was written is declined (see "Growing the op enums" in backend_abi.h). */
 
-static inline int ffb_unary_writes_bool(ff_unary_op op)
+static inline FFB_HD int ffb_unary_writes_bool(ff_unary_op op)
 {
     return op == FF_UNARY_ISNAN || op == FF_UNARY_ISINF || op == FF_UNARY_LOGICAL_NOT;
 }
@@ -394,12 +408,12 @@ static inline int ffb_unary_supported(ff_unary_op op, ff_dtype t)
 
 /* The op a kernel computes for (op, src dtype): BITWISE_NOT on bool is LOGICAL_NOT
  * (ffb_unary_i64 sees bool as 0/1 and ~1 would store as true). */
-static inline ff_unary_op ffb_unary_effective(ff_unary_op op, ff_dtype t)
+static inline FFB_HD ff_unary_op ffb_unary_effective(ff_unary_op op, ff_dtype t)
 {
     return op == FF_UNARY_BITWISE_NOT && t == FF_BOOL ? FF_UNARY_LOGICAL_NOT : op;
 }
 
-static inline double ffb_sigmoid(double x)
+static inline FFB_HD double ffb_sigmoid(double x)
 {
     /* never exp() of a large positive number: exact 0/1 limits, no overflow */
     if (x >= 0) return 1.0 / (1.0 + exp(-x));
@@ -411,7 +425,7 @@ static inline double ffb_sigmoid(double x)
  * function", GPU Computing Gems, 2011) as the start, then Newton steps on erf, or past
  * 0.5 on log(erfc), where 1 - |x| is exact and erf has no digits left (x = 1 - 2^-53:
  * the start is far off there, and log(erfc) is close to linear in the tail). */
-static inline double ffb_erfinv(double x)
+static inline FFB_HD double ffb_erfinv(double x)
 {
     if (isnan(x) || x < -1.0 || x > 1.0) return NAN;
     if (x == 1.0 || x == -1.0) return x * INFINITY;
@@ -457,12 +471,18 @@ static inline double ffb_erfinv(double x)
  * which a header cannot define for its includer (feature macros must precede the first
  * system header), so it is declared here, as glibc declares it where that is visible.
  * +inf at 0, the negative integers and +-inf. */
-extern double lgamma_r(double x, int *sign);
+#if !defined(__cplusplus)
+extern double lgamma_r(double x, int *sign); /* C++ (g++ defines _GNU_SOURCE) sees glibc's */
+#endif
 
-static inline double ffb_lgamma(double x)
+static inline FFB_HD double ffb_lgamma(double x)
 {
+#if defined(__CUDA_ARCH__)
+    return lgamma(x); /* device code: CUDA's lgamma has no global signgam to race on */
+#else
     int sign;
     return lgamma_r(x, &sign);
+#endif
 }
 
 #define FFB_PI 3.141592653589793
@@ -470,7 +490,7 @@ static inline double ffb_lgamma(double x)
 /* digamma for x > 0 (and +inf, NaN): the recurrence psi(x) = psi(x + 1) - 1/x up to
  * x >= 10, then the asymptotic series log x - 1/(2x) - sum B_2k / (2k x^2k) to B_14
  * (Cephes' psi, as PyTorch: the first term left out is below 5e-17 at x = 10). */
-static inline double ffb_digamma_pos(double x)
+static inline FFB_HD double ffb_digamma_pos(double x)
 {
     double r = 0.0;
     while (x < 10.0) {
@@ -489,7 +509,7 @@ static inline double ffb_digamma_pos(double x)
  * lose x's integer digits, and x's fraction next to -1 (x = -2.99998) would put pi r next
  * to -pi, where its rounding error is large against tan's small value (PyTorch's modf:
  * 1e-11 relative off there). */
-static inline double ffb_digamma(double x)
+static inline FFB_HD double ffb_digamma(double x)
 {
     if (x == 0.0) return copysign(INFINITY, -x);
     if (x < 0.0) {
@@ -503,7 +523,7 @@ static inline double ffb_digamma(double x)
  * psi1(x) = psi1(x + 1) + 1/x^2 up to x >= 12 (every term positive: no cancellation),
  * then 1/x + 1/(2x^2) + sum B_2k / x^(2k+1) to B_14 (the first term left out is below
  * 3e-17 relative at x = 12). */
-static inline double ffb_trigamma_pos(double x)
+static inline FFB_HD double ffb_trigamma_pos(double x)
 {
     double r = 0.0;
     while (x < 12.0) {
@@ -519,7 +539,7 @@ static inline double ffb_trigamma_pos(double x)
  * gives large finite values there), NaN at -inf, 0 at +inf. Below 0 the reflection
  * pi^2 / sin^2(pi x) - psi1(1 - x), both terms positive and the first the larger; the sine
  * on x - round(x), as digamma's cotangent. */
-static inline double ffb_trigamma(double x)
+static inline FFB_HD double ffb_trigamma(double x)
 {
     if (x == -INFINITY) return NAN;
     if (x <= 0.0 && x == trunc(x)) return INFINITY;
@@ -531,7 +551,7 @@ static inline double ffb_trigamma(double x)
 }
 
 /* A unary op on a float value, in double. */
-static inline double ffb_unary_f64(ff_unary_op op, double x)
+static inline FFB_HD double ffb_unary_f64(ff_unary_op op, double x)
 {
     switch (op) {
     case FF_UNARY_NEG: return -x;
@@ -578,7 +598,7 @@ static inline double ffb_unary_f64(ff_unary_op op, double x)
 /* A unary op on an integer or bool value widened to int64, wrapping through uint64
  * (ABS(INT_MIN) = INT_MIN); the store into dst wraps I32/U8 and maps bool to != 0.
  * FLOOR/CEIL/ROUND are the identity, ISNAN/ISINF false. */
-static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
+static inline FFB_HD int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
 {
     switch (op) {
     case FF_UNARY_NEG: return ffb_u64_to_i64(0u - (uint64_t)x);
@@ -600,7 +620,7 @@ static inline int64_t ffb_unary_i64(ff_unary_op op, int64_t x)
  * on bool's 0/1 the logical ops). Comparisons and logical ops (ff_binary_op_writes_bool)
  * write BOOL, everything else a's dtype. */
 
-static inline int ffb_binary_writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
+static inline FFB_HD int ffb_binary_writes_bool(ff_binary_op op) { return ff_binary_op_writes_bool(op); }
 
 static inline int ffb_binary_is_bitwise(ff_binary_op op)
 {
@@ -634,7 +654,7 @@ static inline int ffb_binary_supported(ff_binary_op op, ff_dtype t)
 
 /* A binary op on float values, in double. MAXIMUM/MINIMUM propagate NaN; comparisons
  * with NaN are false except NE; logical ops treat any non-zero (NaN included) as true. */
-static inline double ffb_binary_f64(ff_binary_op op, double x, double y)
+static inline FFB_HD double ffb_binary_f64(ff_binary_op op, double x, double y)
 {
     switch (op) {
     case FF_BINARY_ADD: return x + y;
@@ -668,7 +688,7 @@ static inline double ffb_binary_f64(ff_binary_op op, double x, double y)
 /* base^e by repeated squaring, wrapping modulo 2^64 (and so modulo 2^32 / 2^8 once
  * the store narrows it, since multiplication commutes with the reduction). A negative
  * exponent gives 1 for base 1, +-1 for base -1, else 0. */
-static inline int64_t ffb_ipow(int64_t base, int64_t e)
+static inline FFB_HD int64_t ffb_ipow(int64_t base, int64_t e)
 {
     if (e < 0) {
         if (base == 1) return 1;
@@ -687,7 +707,7 @@ static inline int64_t ffb_ipow(int64_t base, int64_t e)
 /* A binary op on integer or bool values widened to int64. ADD/SUB/MUL/POW wrap; DIV
  * truncates toward zero, x / 0 = 0, INT_MIN / -1 = INT_MIN; FMOD has the sign of the
  * dividend, x % 0 = 0. Results wrap when the store narrows them to dst's dtype. */
-static inline int64_t ffb_binary_i64(ff_binary_op op, int64_t x, int64_t y)
+static inline FFB_HD int64_t ffb_binary_i64(ff_binary_op op, int64_t x, int64_t y)
 {
     switch (op) {
     case FF_BINARY_ADD: return ffb_u64_to_i64((uint64_t)x + (uint64_t)y);
@@ -746,9 +766,9 @@ static inline int ffb_reduce_supported(ff_reduce_op op, ff_dtype t)
     }
 }
 
-static inline int ffb_reduce_is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
+static inline FFB_HD int ffb_reduce_is_arg(ff_reduce_op op) { return op == FF_REDUCE_ARGMAX || op == FF_REDUCE_ARGMIN; }
 
-static inline void ffb_reduce_acc_init(ffb_reduce_acc *a, ff_reduce_op op)
+static inline FFB_HD void ffb_reduce_acc_init(ffb_reduce_acc *a, ff_reduce_op op)
 {
     a->f = op == FF_REDUCE_PROD ? 1.0 : op == FF_REDUCE_MAX ? -INFINITY : op == FF_REDUCE_MIN ? INFINITY : 0.0;
     a->u = op == FF_REDUCE_PROD || op == FF_REDUCE_ALL;
@@ -757,7 +777,7 @@ static inline void ffb_reduce_acc_init(ffb_reduce_acc *a, ff_reduce_op op)
 }
 
 /* Folds one float element x at index k (along the reduced axis) into a. */
-static inline void ffb_reduce_acc_float(ffb_reduce_acc *a, ff_reduce_op op, double x, int64_t k)
+static inline FFB_HD void ffb_reduce_acc_float(ffb_reduce_acc *a, ff_reduce_op op, double x, int64_t k)
 {
     switch (op) {
     case FF_REDUCE_SUM: a->f += x; break;
@@ -776,7 +796,7 @@ static inline void ffb_reduce_acc_float(ffb_reduce_acc *a, ff_reduce_op op, doub
 }
 
 /* Folds one integer (or bool) element x at index k into a. */
-static inline void ffb_reduce_acc_int(ffb_reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
+static inline FFB_HD void ffb_reduce_acc_int(ffb_reduce_acc *a, ff_reduce_op op, int64_t x, int64_t k)
 {
     switch (op) {
     case FF_REDUCE_SUM: a->u += (uint64_t)x; break;
@@ -794,7 +814,7 @@ static inline void ffb_reduce_acc_int(ffb_reduce_acc *a, ff_reduce_op op, int64_
 }
 
 /* Writes the result held in a to the element at p (dtype t). float_acc: a->f holds it. */
-static inline void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op, int float_acc, char *p, ff_dtype t)
+static inline FFB_HD void ffb_reduce_acc_store(const ffb_reduce_acc *a, ff_reduce_op op, int float_acc, char *p, ff_dtype t)
 {
     if (ffb_reduce_is_arg(op)) ffb_st_i64(p, t, a->arg);
     else if (op == FF_REDUCE_ANY || op == FF_REDUCE_ALL) ffb_st_i64(p, t, (int64_t)a->u);

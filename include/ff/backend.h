@@ -42,6 +42,10 @@ bool ff_backend_has_conv2d(const ff_backend *be);
  * cap bytes (NUL-terminated). */
 ff_status ff_backend_device_info(const ff_backend *be, char *buf, size_t cap);
 ff_status ff_backend_sync(ff_backend *be);
+/* DLPack's (device_type, device_id) of be's memory: (kDLCPU = 1, 0) for a host-memory
+ * backend, the backend's own answer for a device backend with the optional dlpack_device
+ * entry (which also waits for the device to finish its work), FF_ERR_UNSUPPORTED else. */
+ff_status ff_backend_dlpack_device(ff_backend *be, int32_t *device_type, int32_t *device_id);
 ff_status ff_backend_memory_stats(ff_backend *be, size_t *in_use, size_t *cached, size_t *peak);
 ff_status ff_backend_empty_cache(ff_backend *be);
 

@@ -102,6 +102,14 @@ extern "C" {
 #define FF_PLUGIN_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* The inline helpers below are plain C; a CUDA backend's kernels call the very same
+ * ones (Philox, uniform and normal samples), so under nvcc they are __host__ __device__. */
+#if defined(__CUDACC__)
+#define FF_ABI_HD __host__ __device__
+#else
+#define FF_ABI_HD
+#endif
+
 /* The name of the one symbol a plugin exports. */
 #define FF_BACKEND_ENTRY_SYMBOL "ff_backend_entry"
 
@@ -221,7 +229,7 @@ typedef enum ff_binary_op {
  *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_UNARY_ERFINV,
  *                         FF_BINARY_ATAN2.
  *   ABI 1, fourth step:   FF_UNARY_LGAMMA, FF_UNARY_DIGAMMA, FF_UNARY_TRIGAMMA. */
-static inline int ff_binary_op_writes_bool(ff_binary_op op)
+static inline FF_ABI_HD int ff_binary_op_writes_bool(ff_binary_op op)
 {
     return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;
 }
@@ -578,6 +586,19 @@ typedef struct ff_backend_vtable {
      * must be bit-identical to the plain entries'. May be NULL: the core then runs the
      * chain itself, tile by tile through the unary and binary entries. */
     ff_status (*fused)(void *ctx, const ff_fused_program *prog);
+
+    /* Where the buffers live in DLPack's terms, for zero-copy DLPack export and import
+     * (ff_to_dlpack, ff_from_dlpack_on) on a backend whose buffers are not host memory:
+     * *device_type is a DLDeviceType (kDLCUDA = 2, kDLROCM = 10, ...) and *device_id the
+     * device's index; a buf handle is then the device address of the buffer's first byte
+     * (an element is at buf + offset * element size). The call also waits until the device
+     * has finished everything queued so far, by this backend and by anyone else using the
+     * device (CUDA: cudaDeviceSynchronize), so that memory handed over in either direction
+     * is complete: the legacy DLPack protocol has no stream handshake. Imported memory then
+     * arrives in views as buf handles that alloc never returned: upload and download must
+     * take them (the core releases them through their producer, never through free). May
+     * be NULL: the core refuses DLPack export, and import of device memory. */
+    ff_status (*dlpack_device)(void *ctx, int32_t *device_type, int32_t *device_id);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):
@@ -593,7 +614,7 @@ typedef const ff_backend_vtable *(*ff_backend_entry_fn)(void);
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
 
 /* ---- shared helpers ------------------------------------------------------ */
-static inline size_t ff_dtype_size(ff_dtype t)
+static inline FF_ABI_HD size_t ff_dtype_size(ff_dtype t)
 {
     switch (t) {
     case FF_F32: case FF_I32: return 4;
@@ -604,7 +625,7 @@ static inline size_t ff_dtype_size(ff_dtype t)
     }
 }
 
-static inline int ff_dtype_is_float(ff_dtype t)
+static inline FF_ABI_HD int ff_dtype_is_float(ff_dtype t)
 {
     return t == FF_F32 || t == FF_F64 || t == FF_F16 || t == FF_BF16;
 }
@@ -622,7 +643,7 @@ static inline int64_t ff_view_numel(const ff_view *v)
  * split and any order of evaluation gives the same numbers. */
 typedef struct ff_philox_out { uint32_t v[4]; } ff_philox_out;
 
-static inline ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
+static inline FF_ABI_HD ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
 {
     uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
     uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
@@ -646,7 +667,7 @@ static inline ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
  * uniform samples exactly as p0 + (p1 - p0) * ff_random_uniform01(seed, n) in double,
  * rounded once to the destination dtype; ff_random_uniform_f32 does the f32 case,
  * keeping the result inside [p0, p1). */
-static inline double ff_random_uniform01(uint64_t seed, uint64_t n)
+static inline FF_ABI_HD double ff_random_uniform01(uint64_t seed, uint64_t n)
 {
     ff_philox_out o = ff_philox4x32(seed, n);
     uint64_t bits = ((uint64_t)o.v[0] << 21) ^ ((uint64_t)o.v[1] >> 11);
@@ -654,7 +675,7 @@ static inline double ff_random_uniform01(uint64_t seed, uint64_t n)
 }
 
 /* Rounding to f32 can carry a value just below p1 up to p1; step it back inside. */
-static inline float ff_random_uniform_f32(uint64_t seed, uint64_t n, double p0, double p1)
+static inline FF_ABI_HD float ff_random_uniform_f32(uint64_t seed, uint64_t n, double p0, double p1)
 {
     float v = (float)(p0 + (p1 - p0) * ff_random_uniform01(seed, n));
     if ((double)v >= p1 && p1 > p0) v = nextafterf((float)p1, (float)p0);
@@ -665,7 +686,7 @@ static inline float ff_random_uniform_f32(uint64_t seed, uint64_t n, double p0, 
  * words 2 and 3, so it is independent of the uniform words). Normal samples are
  * p0 + p1 * ff_random_normal01(seed, n). Backends with a different libm may differ
  * in the last bits; conformance compares normals with a tolerance. */
-static inline void ff_random_normal_uniforms(uint64_t seed, uint64_t n, double *u1, double *u2)
+static inline FF_ABI_HD void ff_random_normal_uniforms(uint64_t seed, uint64_t n, double *u1, double *u2)
 {
     ff_philox_out o = ff_philox4x32(seed, n);
     /* u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). */
@@ -673,7 +694,7 @@ static inline void ff_random_normal_uniforms(uint64_t seed, uint64_t n, double *
     *u2 = (double)o.v[3] * (1.0 / 4294967296.0);
 }
 
-static inline double ff_random_normal01(uint64_t seed, uint64_t n)
+static inline FF_ABI_HD double ff_random_normal01(uint64_t seed, uint64_t n)
 {
     double u1, u2;
     ff_random_normal_uniforms(seed, n, &u1, &u2);

@@ -58,6 +58,7 @@ def to_capsule(t):
 
 _DLTENSOR_DTYPE_CODE = 20  # offsetof(DLManagedTensor, dl_tensor.dtype.code): data, device, ndim before it
 _KDLBOOL = 6  # DLPack >= 0.8; ff_from_dlpack reads it as bool
+_DEVICE_BACKENDS = {1: None, 2: "cuda"}  # DLPack device type -> backend (kDLCPU: the default one)
 
 
 def from_dlpack(x, _as_bool=False):
@@ -68,10 +69,11 @@ def from_dlpack(x, _as_bool=False):
     from ._tensor import Tensor, wrap
     if isinstance(x, Tensor):
         return x.detach()
+    dev = (1, 0)
     if hasattr(x, "__dlpack__"):
         dev = x.__dlpack_device__() if hasattr(x, "__dlpack_device__") else (1, 0)
-        if dev[0] != 1:
-            raise BufferError("from_dlpack: device type %d is not kDLCPU" % dev[0])
+        if dev[0] not in _DEVICE_BACKENDS:
+            raise BufferError("from_dlpack: device type %d is neither kDLCPU nor kDLCUDA" % dev[0])
         capsule = x.__dlpack__()
     else:
         capsule = x
@@ -83,7 +85,11 @@ def from_dlpack(x, _as_bool=False):
         if code.value != 1 or ctypes.c_uint8.from_address(m + _DLTENSOR_DTYPE_CODE + 1).value != 8:
             raise TypeError("from_dlpack: a bool share needs uint8 data")
         code.value = _KDLBOOL
-    p = C.ff_from_dlpack(m)
+    if dev[0] == 1:
+        p = C.ff_from_dlpack(m)
+    else:  # device memory: a view on the backend of that device (zero copy), e.g. cuda
+        from ._backend import backend_handle
+        p = C.ff_from_dlpack_on(backend_handle(_DEVICE_BACKENDS[dev[0]]), m)
     if not p:
         raise error()  # the capsule keeps ownership; its destructor frees it
     _api.PyCapsule_SetName(capsule, _USED)
@@ -96,9 +102,12 @@ def _tensor_dlpack(self, stream=None):
 
 
 def _tensor_dlpack_device(self):
-    if not C.ff_backend_flags(C.ff_tensor_backend(self._ptr)) & 1:
-        raise BufferError("tensor lives on backend '%s', whose memory is not host memory" % self.device)
-    return (1, 0)  # (kDLCPU, 0)
+    """(kDLCPU, 0) on host backends; a device backend's own device ((kDLCUDA, i) on cuda)."""
+    kind, index = ctypes.c_int32(), ctypes.c_int32()
+    if C.ff_backend_dlpack_device(C.ff_tensor_backend(self._ptr), ctypes.byref(kind), ctypes.byref(index)):
+        raise BufferError("tensor lives on backend '%s', whose memory is not host memory and has no DLPack "
+                          "device" % self.device)
+    return (kind.value, index.value)
 
 
 from ._tensor import Tensor  # noqa: E402  (after to_capsule: _tensor imports nothing from here)

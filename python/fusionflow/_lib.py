@@ -318,6 +318,7 @@ _PROTOS = {
     "ff_backend_path": (c_char_p, [c_void_p]),
     "ff_backend_discover": (c_int, [DiscoverFn, c_void_p]),
     "ff_backend_flags": (c_uint32, [c_void_p]),
+    "ff_backend_dlpack_device": (c_int, [c_void_p, POINTER(ctypes.c_int32), POINTER(ctypes.c_int32)]),
     "ff_backend_count": (c_int, []),
     "ff_backend_at": (c_void_p, [c_int]),
     "ff_to": (T, [T, c_void_p]),

@@ -123,6 +123,7 @@ static void test_import_refused(void)
     DLTensor *d = &m->dl_tensor;
     d->device.device_type = kDLCUDA;
     CHECK_ERROR(ff_from_dlpack(m) == NULL, FF_ERR_UNSUPPORTED, "kDLCPU");
+    CHECK(strstr(ff_last_error(), "type 2, id 0") != NULL); /* CUDA memory goes to the cuda backend only */
     d->device.device_type = kDLCPU;
     d->dtype.bits = 8;
     CHECK_ERROR(ff_from_dlpack(m) == NULL, FF_ERR_UNSUPPORTED, "8 bits");
@@ -178,5 +179,15 @@ static void test_round_trip(void)
     CHECK(ff_debug_live_tensors() == base);
 }
 
-FF_TEST_MAIN("io_dlpack", TEST(test_export_strided), TEST(test_import), TEST(test_import_refused),
+/* The DLPack device of a backend's memory: kDLCPU for the host backends (device backends
+ * answer through their dlpack_device entry; cuda: kDLCUDA, checked by scripts/gpu-check.sh). */
+static void test_backend_dlpack_device(void)
+{
+    int32_t type = -1, id = -1;
+    CHECK(ff_backend_dlpack_device(ff_backend_load("cpu"), &type, &id) == FF_OK);
+    CHECK(type == kDLCPU && id == 0);
+    CHECK_ERROR(ff_backend_dlpack_device(NULL, &type, &id) != FF_OK, FF_ERR_INVALID, "NULL");
+}
+
+FF_TEST_MAIN("io_dlpack", TEST(test_backend_dlpack_device), TEST(test_export_strided), TEST(test_import), TEST(test_import_refused),
              TEST(test_round_trip))

@@ -1,0 +1,272 @@
+/*
+ * fill, copy, unary, binary, where.
+ *
+ * One general kernel per entry over a merged walk (cuda_walk.c): every element is
+ * loaded as double (floats) or int64 (integers, bool), computed with the reference's own
+ * formulas (ffb_unary_f64, ffb_binary_i64, ... from ff_backend_scalar.h, compiled for
+ * the device) and stored with the ABI's conversion rules (ffb_st_f64 / ffb_st_i64: the
+ * saturating float -> int casts, U8 wrap, NaN -> 0, half rounding to nearest even), so
+ * results are the reference's bit for bit wherever the device's libm agrees with the
+ * host's (+ - * / sqrt always; transcendental functions within CUDA's documented ulps).
+ * F32 ops whose walk is rank <= 1 (dense, broadcast scalars, 1-D strided) take kernels
+ * with typed loads and no dtype switches: same formulas, same roundings.
+ */
+#include "cuda_device.cuh"
+
+/* ---- kernels ------------------------------------------------------------------------ */
+
+__global__ void k_fill(cuda_walk w, void *db, ff_dtype dt, double f, int64_t i, int64_t n)
+{
+    int is_float = ff_dtype_is_float(dt);
+    CUDA_FOR(e, n) {
+        int64_t off;
+        cuda_walk_at(w, e, 1, &off);
+        char *p = cuda_elem(db, dt, off);
+        if (is_float) ffb_st_f64(p, dt, f);
+        else ffb_st_i64(p, dt, i);
+    }
+}
+
+/* Moves one element of `size` bytes (element addresses are aligned to their size:
+ * cudaMalloc aligns to 256 and offsets count whole elements). */
+__device__ __forceinline__ void move_elem(char *d, const char *s, size_t size)
+{
+    switch (size) {
+    case 1: *d = *s; break;
+    case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
+    case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
+    default: *(uint64_t *)d = *(const uint64_t *)s; break;
+    }
+}
+
+__global__ void k_copy(cuda_walk w, void *db, ff_dtype dt, const void *sb, ff_dtype t, int64_t n)
+{
+    CUDA_FOR(e, n) {
+        int64_t off[2];
+        cuda_walk_at(w, e, 2, off);
+        char *d = cuda_elem(db, dt, off[0]);
+        const char *s = cuda_elem_c(sb, t, off[1]);
+        if (dt == t) move_elem(d, s, ff_dtype_size(t));
+        else if (ff_dtype_is_float(t)) ffb_st_f64(d, dt, ffb_ld_f64(s, t));
+        else ffb_st_i64(d, dt, ffb_ld_i64(s, t));
+    }
+}
+
+__global__ void k_unary(cuda_walk w, ff_unary_op op, void *db, ff_dtype dt, const void *sb, ff_dtype t, int64_t n)
+{
+    int is_float = ffb_is_float(t);
+    CUDA_FOR(e, n) {
+        int64_t off[2];
+        cuda_walk_at(w, e, 2, off);
+        char *d = cuda_elem(db, dt, off[0]);
+        const char *s = cuda_elem_c(sb, t, off[1]);
+        if (is_float) ffb_st_f64(d, dt, ffb_unary_f64(op, ffb_ld_f64(s, t)));
+        else ffb_st_i64(d, dt, ffb_unary_i64(op, ffb_ld_i64(s, t)));
+    }
+}
+
+/* f32 in, f32 out, rank <= 1: in double, rounded once, as the generic path. */
+__global__ void k_unary_f32(ff_unary_op op, float *d, int64_t od, int64_t sd, const float *s, int64_t os, int64_t ss,
+                            int64_t n)
+{
+    CUDA_FOR(e, n) d[od + e * sd] = (float)ffb_unary_f64(op, (double)s[os + e * ss]);
+}
+
+__global__ void k_binary(cuda_walk w, ff_binary_op op, void *db, ff_dtype dt, const void *ab, const void *bb,
+                         ff_dtype t, int64_t n)
+{
+    int is_float = ffb_is_float(t);
+    CUDA_FOR(e, n) {
+        int64_t off[3];
+        cuda_walk_at(w, e, 3, off);
+        char *d = cuda_elem(db, dt, off[0]);
+        const char *x = cuda_elem_c(ab, t, off[1]), *y = cuda_elem_c(bb, t, off[2]);
+        if (is_float) ffb_st_f64(d, dt, ffb_binary_f64(op, ffb_ld_f64(x, t), ffb_ld_f64(y, t)));
+        else ffb_st_i64(d, dt, ffb_binary_i64(op, ffb_ld_i64(x, t), ffb_ld_i64(y, t)));
+    }
+}
+
+__global__ void k_binary_f32(ff_binary_op op, float *d, int64_t od, int64_t sd, const float *a, int64_t oa, int64_t sa,
+                             const float *b, int64_t ob, int64_t sb, int64_t n)
+{
+    CUDA_FOR(e, n) d[od + e * sd] = (float)ffb_binary_f64(op, (double)a[oa + e * sa], (double)b[ob + e * sb]);
+}
+
+__global__ void k_where(cuda_walk w, void *db, const uint8_t *cb, const void *ab, const void *bb, ff_dtype t, int64_t n)
+{
+    size_t size = ff_dtype_size(t);
+    CUDA_FOR(e, n) {
+        int64_t off[4];
+        cuda_walk_at(w, e, 4, off);
+        move_elem(cuda_elem(db, t, off[0]), cb[off[1]] ? cuda_elem_c(ab, t, off[2]) : cuda_elem_c(bb, t, off[3]), size);
+    }
+}
+
+/* The fused program (cuda_fused.c): per element, the instructions in order; views in
+ * memory, temporaries in the thread, rounded to the dtype as the plain entries' stores. */
+__global__ void k_fused(cuda_fused_args a, int64_t n)
+{
+    ff_dtype t = (ff_dtype)a.dtype;
+    CUDA_FOR(e, n) {
+        int64_t off[FF_FUSED_MAX_VIEWS], rest = e;
+        for (int v = 0; v < a.n_views; v++) off[v] = a.offset[v];
+        for (int d = a.ndim - 1; d >= 0; d--) {
+            int64_t s = a.shape[d], q = rest / s, k = rest - q * s;
+            rest = q;
+            for (int v = 0; v < a.n_views; v++) off[v] += k * a.strides[v][d];
+        }
+        double tmp[FF_FUSED_MAX_VALUES];
+        for (int i = 0; i < a.n_inst; i++) {
+            const uint8_t *in = a.inst[i];
+            double x[2];
+            for (int k = 0; k < 1 + in[0]; k++) {
+                int s = in[3 + k];
+                x[k] = s < a.n_views ? ffb_ld_f64(cuda_elem_c(a.buf[s], t, off[s]), t) : tmp[s];
+            }
+            double r = in[0] ? ffb_binary_f64((ff_binary_op)in[1], x[0], x[1]) : ffb_unary_f64((ff_unary_op)in[1], x[0]);
+            int d = in[2];
+            if (d < a.n_views) ffb_st_f64(cuda_elem(a.buf[d], t, off[d]), t, r);
+            else tmp[d] = t == FF_F32 ? (double)(float)r : r;
+        }
+    }
+}
+
+extern "C" ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel)
+{
+    CUDA_LAUNCH(k_fused, cuda_blocks(numel), CUDA_THREADS, c->stream)(*a, numel);
+    return cuda_launch_check(c, "fused", "k_fused");
+}
+
+/* ---- entries -------------------------------------------------------------------------- */
+
+/* The walk of the views, its element count, and the device made current; *n == 0 means
+ * nothing to do. */
+static ff_status prepare(cuda_ctx *c, const char *entry, const ff_view *const *vs, int nv, cuda_walk *w, int64_t *n)
+{
+    *w = cuda_walk_of(vs, nv);
+    *n = cuda_walk_numel(w);
+    return *n ? cuda_use_device(c, entry) : FF_OK;
+}
+
+extern "C" ff_status cuda_fill(void *ctx, const ff_view *dst, ff_scalar value)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    ff_status st = cuda_check_view(c, "fill", "dst", dst, 1);
+    if (st) return st;
+    const ff_view *vs[] = {dst};
+    cuda_walk w;
+    int64_t n;
+    if ((st = prepare(c, "fill", vs, 1, &w, &n)) || !n) return st;
+    CUDA_LAUNCH(k_fill, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, value.f, value.i, n);
+    return cuda_launch_check(c, "fill", "k_fill");
+}
+
+extern "C" ff_status cuda_copy(void *ctx, const ff_view *dst, const ff_view *src)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    ff_status st;
+    if ((st = cuda_check_view(c, "copy", "dst", dst, 1)) || (st = cuda_check_view(c, "copy", "src", src, 1))) return st;
+    if (!ffb_same_shape(dst, src)) return cuda_shape_error(c, "copy", dst, src);
+    const ff_view *vs[] = {dst, src};
+    cuda_walk w;
+    int64_t n;
+    if ((st = prepare(c, "copy", vs, 2, &w, &n)) || !n) return st;
+    if (dst->dtype == src->dtype && cuda_walk_dense(&w)) { /* one block move */
+        size_t sz = ff_dtype_size(dst->dtype);
+        cudaError_t err = cudaMemcpyAsync((char *)dst->buf + w.offset[0] * sz, (const char *)src->buf + w.offset[1] * sz,
+                                          (size_t)n * sz, cudaMemcpyDeviceToDevice, c->stream);
+        return err == cudaSuccess ? FF_OK : cuda_fail(c, "copy", "cudaMemcpyAsync", err);
+    }
+    CUDA_LAUNCH(k_copy, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, src->buf, src->dtype, n);
+    return cuda_launch_check(c, "copy", "k_copy");
+}
+
+extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    ff_status st;
+    if ((st = cuda_check_view(c, "unary", "dst", dst, 0)) || (st = cuda_check_view(c, "unary", "src", src, 0)))
+        return st;
+    const char *name = ffb_unary_name(op);
+    if (!name) return cuda_error(c, FF_ERR_INVALID, "cuda unary: invalid op %d", (int)op);
+    if (!cuda_unary_supported(op, src->dtype))
+        return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda unary: %s is not supported on %s", name,
+                          ffb_dtype_name(src->dtype));
+    ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
+    if (dst->dtype != want)
+        return cuda_error(c, FF_ERR_INVALID, "cuda unary: %s on %s writes %s, but dst is %s", name,
+                          ffb_dtype_name(src->dtype), ffb_dtype_name(want), ffb_dtype_name(dst->dtype));
+    if (!ffb_same_shape(dst, src)) return cuda_shape_error(c, "unary", dst, src);
+    op = ffb_unary_effective(op, src->dtype); /* ~bool is the logical not */
+    const ff_view *vs[] = {dst, src};
+    cuda_walk w;
+    int64_t n;
+    if ((st = prepare(c, "unary", vs, 2, &w, &n)) || !n) return st;
+    if (w.ndim <= 1 && src->dtype == FF_F32 && dst->dtype == FF_F32) {
+        int64_t sd = w.ndim ? w.strides[0][0] : 0, ss = w.ndim ? w.strides[1][0] : 0;
+        CUDA_LAUNCH(k_unary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
+                                                                    (const float *)src->buf, w.offset[1], ss, n);
+    } else {
+        CUDA_LAUNCH(k_unary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, src->buf, src->dtype, n);
+    }
+    return cuda_launch_check(c, "unary", "k_unary");
+}
+
+extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    ff_status st;
+    if ((st = cuda_check_view(c, "binary", "dst", dst, 0)) || (st = cuda_check_view(c, "binary", "a", a, 0)) ||
+        (st = cuda_check_view(c, "binary", "b", b, 0)))
+        return st;
+    const char *name = ffb_binary_name(op);
+    if (!name) return cuda_error(c, FF_ERR_INVALID, "cuda binary: invalid op %d", (int)op);
+    if (a->dtype != b->dtype)
+        return cuda_error(c, FF_ERR_INVALID, "cuda binary: %s operands differ in dtype (%s and %s)", name,
+                          ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
+    if (!ffb_binary_supported(op, a->dtype))
+        return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda binary: %s is not supported on %s", name, ffb_dtype_name(a->dtype));
+    ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
+    if (dst->dtype != want)
+        return cuda_error(c, FF_ERR_INVALID, "cuda binary: %s on %s writes %s, but dst is %s", name,
+                          ffb_dtype_name(a->dtype), ffb_dtype_name(want), ffb_dtype_name(dst->dtype));
+    if (!ffb_same_shape(dst, a)) return cuda_shape_error(c, "binary", dst, a);
+    if (!ffb_same_shape(dst, b)) return cuda_shape_error(c, "binary", dst, b);
+    const ff_view *vs[] = {dst, a, b};
+    cuda_walk w;
+    int64_t n;
+    if ((st = prepare(c, "binary", vs, 3, &w, &n)) || !n) return st;
+    if (w.ndim <= 1 && a->dtype == FF_F32 && dst->dtype == FF_F32) {
+        int64_t sd = w.ndim ? w.strides[0][0] : 0, sa = w.ndim ? w.strides[1][0] : 0, sb = w.ndim ? w.strides[2][0] : 0;
+        CUDA_LAUNCH(k_binary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
+                                                                     (const float *)a->buf, w.offset[1], sa,
+                                                                     (const float *)b->buf, w.offset[2], sb, n);
+    } else {
+        CUDA_LAUNCH(k_binary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, a->buf, b->buf, a->dtype, n);
+    }
+    return cuda_launch_check(c, "binary", "k_binary");
+}
+
+extern "C" ff_status cuda_where(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a, const ff_view *b)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    ff_status st;
+    if ((st = cuda_check_view(c, "where", "dst", dst, 0)) || (st = cuda_check_view(c, "where", "cond", cond, 0)) ||
+        (st = cuda_check_view(c, "where", "a", a, 0)) || (st = cuda_check_view(c, "where", "b", b, 0)))
+        return st;
+    if (cond->dtype != FF_BOOL)
+        return cuda_error(c, FF_ERR_INVALID, "cuda where: cond must be bool, got %s", ffb_dtype_name(cond->dtype));
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return cuda_error(c, FF_ERR_INVALID, "cuda where: a (%s) and b (%s) must have dst's dtype %s",
+                          ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype), ffb_dtype_name(dst->dtype));
+    if (!ffb_same_shape(dst, cond)) return cuda_shape_error(c, "where", dst, cond);
+    if (!ffb_same_shape(dst, a)) return cuda_shape_error(c, "where", dst, a);
+    if (!ffb_same_shape(dst, b)) return cuda_shape_error(c, "where", dst, b);
+    const ff_view *vs[] = {dst, cond, a, b};
+    cuda_walk w;
+    int64_t n;
+    if ((st = prepare(c, "where", vs, 4, &w, &n)) || !n) return st;
+    CUDA_LAUNCH(k_where, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, (const uint8_t *)cond->buf, a->buf, b->buf,
+                                                           dst->dtype, n);
+    return cuda_launch_check(c, "where", "k_where");
+}

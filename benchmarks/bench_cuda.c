@@ -1,0 +1,264 @@
+/*
+ * ff-bench-cuda: FusionFlow's cuda backend against the hardware and cuBLAS, on a GPU
+ * (built only with the cuda backend; scripts/gpu-check.sh runs it).
+ *
+ *   ff-bench-cuda [--json FILE] [--md FILE] [--quick]
+ *
+ * Rows, each with a target; the exit status is 1 when any row misses its target:
+ *   matmul_f32_<n>, n = 1024 .. 8192: ff_matmul on the cuda backend against a direct
+ *     cublasSgemm on the very same device buffers (the tensors' storage), same shapes
+ *     and math mode; ratio = cuBLAS time / FusionFlow time, target >= 0.95.
+ *   add_f32_64M, exp_f32_64M: ff_add / ff_exp of 64M floats (a fresh output each call,
+ *     from the allocator's cache), as a fraction of the measured device bandwidth: the
+ *     best of 10 cudaMemcpy device-to-device copies of 1 GiB, counting read + write
+ *     (the theoretical peak from the memory clock and bus width is printed beside it);
+ *     target >= 0.6 (our choice: a plain grid-stride kernel, no vector loads).
+ * Times are medians of 7 samples, each a run of calls ended by a device sync, so host
+ * overhead hides behind the queued GPU work as it does in real use.
+ *
+ * The MLP row (ff against PyTorch on the same GPU) comes from ff-bench --backends cuda
+ * and benchmarks/bench_cuda_torch.py; gpu-check.sh merges them into the same report.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h" /* bench_now */
+#include "ff/ff.h"
+#include "ff_impl.h" /* the tensors' device pointers, for cuBLAS on the same buffers */
+
+#define SAMPLES 7
+#define MAX_ROWS 16
+
+typedef struct row {
+    char workload[48];
+    double ff_s, base_s, ratio, target;
+    const char *metric; /* what ratio means */
+} row;
+
+static row rows[MAX_ROWS];
+static int nrows;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "ff-bench-cuda: %s: %s\n", what, ff_last_error());
+    exit(2);
+}
+
+static void cuda_check(cudaError_t err, const char *what)
+{
+    if (err != cudaSuccess) {
+        fprintf(stderr, "ff-bench-cuda: %s: %s\n", what, cudaGetErrorString(err));
+        exit(2);
+    }
+}
+
+/* Median seconds per call of fn over SAMPLES runs of `calls` calls, each ending in sync(). */
+typedef int (*call_fn)(void *);
+static double time_calls(call_fn fn, void *state, int (*sync)(void *), int calls)
+{
+    double t[SAMPLES];
+    if (fn(state) || sync(state)) die("warm-up");
+    for (int s = 0; s < SAMPLES; s++) {
+        double t0 = bench_now();
+        for (int i = 0; i < calls; i++)
+            if (fn(state)) die("timed call");
+        if (sync(state)) die("sync");
+        t[s] = (bench_now() - t0) / calls;
+    }
+    qsort(t, SAMPLES, sizeof t[0], cmp_double);
+    return t[SAMPLES / 2];
+}
+
+/* ---- FusionFlow calls -------------------------------------------------------------- */
+
+typedef struct ff_state {
+    ff_backend *be;
+    ff_tensor *a, *b;
+    int op; /* 0 matmul, 1 add, 2 exp */
+} ff_state;
+
+static int ff_call(void *v)
+{
+    ff_state *s = v;
+    ff_tensor *r = s->op == 0 ? ff_matmul(s->a, s->b) : s->op == 1 ? ff_add(s->a, s->b) : ff_exp(s->a);
+    if (!r) return -1;
+    ff_tensor_release(r);
+    return 0;
+}
+
+static int ff_sync(void *v) { return ff_backend_sync(((ff_state *)v)->be) ? -1 : 0; }
+
+/* ---- cuBLAS on the same buffers ------------------------------------------------------ */
+
+typedef struct blas_state {
+    cublasHandle_t h;
+    const float *a, *b;
+    float *c;
+    int n;
+} blas_state;
+
+static int blas_call(void *v)
+{
+    blas_state *s = v;
+    const float one = 1.0f, zero = 0.0f;
+    /* row-major C = A B is column-major C^T = B^T A^T: FusionFlow's own call */
+    return cublasSgemm(s->h, CUBLAS_OP_N, CUBLAS_OP_N, s->n, s->n, s->n, &one, s->b, s->n, s->a, s->n, &zero, s->c,
+                       s->n) == CUBLAS_STATUS_SUCCESS ? 0 : -1;
+}
+
+static int device_sync(void *v)
+{
+    (void)v;
+    return cudaDeviceSynchronize() == cudaSuccess ? 0 : -1;
+}
+
+static void add_row(const char *w, double ff_s, double base_s, double ratio, double target, const char *metric)
+{
+    if (nrows == MAX_ROWS) return;
+    row *r = &rows[nrows++];
+    snprintf(r->workload, sizeof r->workload, "%s", w);
+    r->ff_s = ff_s, r->base_s = base_s, r->ratio = ratio, r->target = target, r->metric = metric;
+    printf("%-18s ff %10.3f ms  baseline %10.3f ms  %s %.3f (target >= %.2f) %s\n", w, ff_s * 1e3, base_s * 1e3, metric,
+           ratio, target, ratio >= target ? "ok" : "MISSED");
+    fflush(stdout);
+}
+
+static float *dev_ptr(const ff_tensor *t)
+{
+    return (float *)t->storage->buf + t->layout.offset;
+}
+
+static void bench_matmul(ff_backend *be, int n)
+{
+    int64_t shape[2] = {n, n};
+    ff_state s = {be, ff_rand(2, shape, FF_F32), ff_rand(2, shape, FF_F32), 0};
+    ff_tensor *c = s.a && s.b ? ff_matmul(s.a, s.b) : NULL;
+    if (!c) die("matmul setup");
+    int calls = n >= 8192 ? 5 : n >= 4096 ? 20 : 50;
+    double t_ff = time_calls(ff_call, &s, ff_sync, calls);
+    blas_state b = {NULL, dev_ptr(s.a), dev_ptr(s.b), dev_ptr(c), n};
+    if (cublasCreate(&b.h) != CUBLAS_STATUS_SUCCESS) die("cublasCreate");
+    /* same math mode as the backend: no TF32 unless FF_CUDA_TF32=1 */
+    const char *tf32 = getenv("FF_CUDA_TF32");
+    cublasSetMathMode(b.h, tf32 && !strcmp(tf32, "1") ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    double t_blas = time_calls(blas_call, &b, device_sync, calls);
+    cublasDestroy(b.h);
+    char w[48];
+    snprintf(w, sizeof w, "matmul_f32_%d", n);
+    add_row(w, t_ff, t_blas, t_blas / t_ff, 0.95, "cublas/ff");
+    ff_tensor_release(c);
+    ff_tensor_release(s.a);
+    ff_tensor_release(s.b);
+}
+
+/* Device-to-device copy bandwidth in bytes/s (read + write), best of 10. */
+static double measured_bandwidth(size_t bytes)
+{
+    void *x = NULL, *y = NULL;
+    cuda_check(cudaMalloc(&x, bytes), "cudaMalloc");
+    cuda_check(cudaMalloc(&y, bytes), "cudaMalloc");
+    cuda_check(cudaMemcpy(y, x, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+    double best = 1e30;
+    for (int i = 0; i < 10; i++) {
+        cuda_check(cudaDeviceSynchronize(), "sync");
+        double t0 = bench_now();
+        cuda_check(cudaMemcpy(y, x, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy");
+        cuda_check(cudaDeviceSynchronize(), "sync");
+        double t = bench_now() - t0;
+        if (t < best) best = t;
+    }
+    cudaFree(x);
+    cudaFree(y);
+    return 2.0 * (double)bytes / best;
+}
+
+static void bench_elementwise(ff_backend *be, int op, double bw, int64_t n)
+{
+    int64_t shape[1] = {n};
+    ff_state s = {be, ff_rand(1, shape, FF_F32), ff_rand(1, shape, FF_F32), op};
+    if (!s.a || !s.b) die("elementwise setup");
+    double t = time_calls(ff_call, &s, ff_sync, 10);
+    double bytes = (double)n * 4.0 * (op == 1 ? 3.0 : 2.0); /* add reads 2, writes 1; exp reads 1, writes 1 */
+    char w[48];
+    snprintf(w, sizeof w, "%s_f32_%lldM", op == 1 ? "add" : "exp", (long long)(n >> 20));
+    add_row(w, t, bytes / bw, bytes / t / bw, 0.6, "of_bandwidth");
+    ff_tensor_release(s.a);
+    ff_tensor_release(s.b);
+}
+
+static int write_reports(const char *json, const char *md, const char *device, double bw, double peak)
+{
+    int missed = 0;
+    for (int i = 0; i < nrows; i++) missed += rows[i].ratio < rows[i].target;
+    FILE *f = json ? fopen(json, "w") : NULL;
+    if (f) {
+        fprintf(f, "{\n  \"tool\": \"ff-bench-cuda\",\n  \"device\": \"%s\",\n  \"measured_bandwidth_gbs\": %.1f,\n"
+                   "  \"theoretical_bandwidth_gbs\": %.1f,\n  \"results\": [\n", device, bw / 1e9, peak / 1e9);
+        for (int i = 0; i < nrows; i++)
+            fprintf(f, "    {\"workload\": \"%s\", \"ff_s\": %.9g, \"baseline_s\": %.9g, \"metric\": \"%s\", "
+                       "\"value\": %.4f, \"target\": %.2f, \"ok\": %s}%s\n", rows[i].workload, rows[i].ff_s,
+                    rows[i].base_s, rows[i].metric, rows[i].ratio, rows[i].target,
+                    rows[i].ratio >= rows[i].target ? "true" : "false", i + 1 < nrows ? "," : "");
+        fprintf(f, "  ]\n}\n");
+        fclose(f);
+    }
+    f = md ? fopen(md, "w") : NULL;
+    if (f) {
+        fprintf(f, "Device: %s; measured D2D bandwidth %.0f GB/s (theoretical %.0f GB/s)\n\n", device, bw / 1e9,
+                peak / 1e9);
+        fprintf(f, "| workload | FusionFlow ms | baseline ms | metric | value | target | |\n|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < nrows; i++)
+            fprintf(f, "| %s | %.3f | %.3f | %s | %.3f | >= %.2f | %s |\n", rows[i].workload, rows[i].ff_s * 1e3,
+                    rows[i].base_s * 1e3, rows[i].metric, rows[i].ratio, rows[i].target,
+                    rows[i].ratio >= rows[i].target ? "ok" : "**missed**");
+        fclose(f);
+    }
+    return missed;
+}
+
+int main(int argc, char **argv)
+{
+    const char *json = NULL, *md = NULL;
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--md") && i + 1 < argc) md = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else {
+            fprintf(stderr, "usage: ff-bench-cuda [--json FILE] [--md FILE] [--quick]\n");
+            return 2;
+        }
+    }
+    ff_backend *be = ff_backend_load("cuda");
+    if (!be || ff_backend_set_default(be)) die("cuda backend");
+    char device[512] = "";
+    ff_backend_device_info(be, device, sizeof device);
+    for (char *p = device; *p; p++)
+        if (*p == '"' || *p == '\\') *p = '\'';
+    printf("%s\n", device);
+    int dev = 0, clock_khz = 0, bus_bits = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, dev);
+    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev);
+    double peak = 2.0 * clock_khz * 1e3 * bus_bits / 8.0; /* double data rate */
+    double bw = measured_bandwidth(quick ? (size_t)256 << 20 : (size_t)1 << 30);
+    printf("device-to-device copy: %.0f GB/s measured, %.0f GB/s theoretical\n", bw / 1e9, peak / 1e9);
+    static const int sizes[] = {1024, 2048, 4096, 8192};
+    for (int i = 0; i < (quick ? 2 : 4); i++) bench_matmul(be, sizes[i]);
+    int64_t n = quick ? (int64_t)4 << 20 : (int64_t)64 << 20;
+    bench_elementwise(be, 1, bw, n);
+    bench_elementwise(be, 2, bw, n);
+    int missed = write_reports(json, md, device, bw, peak);
+    ff_shutdown();
+    if (missed) fprintf(stderr, "ff-bench-cuda: %d row(s) missed their target\n", missed);
+    return missed ? 1 : 0;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""PyTorch's side of the GPU MLP row (scripts/gpu-check.sh): one training step of the MLP
+784-256-10 (batch 64, ReLU, cross-entropy, SGD lr 0.01), as ff-bench's
+mlp_784_256_10_step and benchmarks/baselines.py time it on the CPU, here on CUDA with a
+torch.cuda.synchronize() ending every sample. Writes one JSON result row.
+
+    python3 benchmarks/bench_cuda_torch.py --json out.json
+Exit status 3 when PyTorch or a CUDA device is missing (the row is then skipped)."""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--calls", type=int, default=200)
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("bench_cuda_torch: PyTorch is not installed", file=sys.stderr)
+        return 3
+    if not torch.cuda.is_available():
+        print("bench_cuda_torch: torch.cuda.is_available() is False", file=sys.stderr)
+        return 3
+    dev = torch.device("cuda")
+    nn, F = torch.nn, torch.nn.functional
+    torch.manual_seed(11)
+    net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)).to(dev)
+    x = torch.rand(64, 784, device=dev)
+    y = ((torch.arange(64) * 7) % 10).to(dev)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+
+    def step():
+        loss = F.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    for _ in range(20):
+        step()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(args.calls):
+            step()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - t0) / args.calls)
+    row = {"workload": "mlp_784_256_10_step", "backend": "torch_cuda", "median_s": statistics.median(samples),
+           "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
+    with open(args.json, "w") as f:
+        json.dump({"tool": "bench_cuda_torch.py", "results": [row]}, f, indent=2)
+    print("torch %s on %s: mlp_784_256_10_step %.3f ms" % (torch.__version__, row["device"], row["median_s"] * 1e3))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
