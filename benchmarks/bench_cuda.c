@@ -12,7 +12,7 @@
  *     from the allocator's cache), as a fraction of the measured device bandwidth: the
  *     best of 10 cudaMemcpy device-to-device copies of 1 GiB, counting read + write
  *     (the theoretical peak from the memory clock and bus width is printed beside it);
- *     target >= 0.6 (our choice: a plain grid-stride kernel, no vector loads).
+ *     target >= 0.8 (issue 15's; dense f32 runs take 16-byte loads and stores).
  * Times are medians of 7 samples, each a run of calls ended by a device sync, so host
  * overhead hides behind the queued GPU work as it does in real use.
  *
@@ -190,7 +190,7 @@ static void bench_elementwise(ff_backend *be, int op, double bw, int64_t n)
     double bytes = (double)n * 4.0 * (op == 1 ? 3.0 : 2.0); /* add reads 2, writes 1; exp reads 1, writes 1 */
     char w[48];
     snprintf(w, sizeof w, "%s_f32_%lldM", op == 1 ? "add" : "exp", (long long)(n >> 20));
-    add_row(w, t, bytes / bw, bytes / t / bw, 0.6, "of_bandwidth");
+    add_row(w, t, bytes / bw, bytes / t / bw, 0.8, "of_bandwidth");
     ff_tensor_release(s.a);
     ff_tensor_release(s.b);
 }

@@ -10,7 +10,7 @@
 #    (data: /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist, else
 #    downloaded once into $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist);
 # 4. ff-bench-cuda: matmul f32 n = 1024..8192 against cuBLAS on the same buffers (>= 0.95),
-#    add and exp on 64M floats against the measured device bandwidth (>= 0.6);
+#    add and exp on 64M floats against the measured device bandwidth (>= 0.8);
 # 5. the MLP 784-256-10 training step through FusionFlow (ff-bench, when the cpu_blas
 #    build made it) and through PyTorch on the same GPU (when torch.cuda.is_available()).
 # Reports land in BUILD_DIR/gpu-check/: gpu-check.json and gpu-check.md (the table), plus

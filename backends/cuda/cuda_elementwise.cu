@@ -72,6 +72,63 @@ __global__ void k_unary_f32(ff_unary_op op, float *d, int64_t od, int64_t sd, co
     CUDA_FOR(e, n) d[od + e * sd] = (float)ffb_unary_f64(op, (double)s[os + e * ss]);
 }
 
+/* ---- dense f32 runs, four elements a thread -------------------------------------------- */
+/* Every operand dense (stride 1) or one broadcast element (stride 0), the dense ones
+ * starting 16-byte aligned: one 16-byte load or store per dense operand and four elements
+ * (the memory-bound case: add, exp ... on big tensors). The same values as k_*_f32: the
+ * double formulas rounded once, and float + - * directly, which round the same (a float
+ * sum, difference or product computed in double and rounded once is the correctly rounded
+ * float result: 53 >= 2 * 24 + 2 bits). The caller runs the n % 4 tail with k_*_f32. */
+struct alignas(16) cuda_f32x4 {
+    float v[4];
+};
+
+__device__ __forceinline__ cuda_f32x4 cuda_load4(const float *p, int64_t stride, int64_t q)
+{
+    if (stride) return ((const cuda_f32x4 *)p)[q];
+    cuda_f32x4 r = {{p[0], p[0], p[0], p[0]}};
+    return r;
+}
+
+__device__ __forceinline__ float cuda_binary_f32(ff_binary_op op, float x, float y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return x + y;
+    case FF_BINARY_SUB: return x - y;
+    case FF_BINARY_MUL: return x * y;
+    default: return (float)ffb_binary_f64(op, (double)x, (double)y);
+    }
+}
+
+__global__ void k_unary_f32x4(ff_unary_op op, float *d, const float *s, int64_t ss, int64_t n4)
+{
+    CUDA_FOR(q, n4) {
+        cuda_f32x4 x = cuda_load4(s, ss, q), r;
+        for (int k = 0; k < 4; k++) r.v[k] = (float)ffb_unary_f64(op, (double)x.v[k]);
+        ((cuda_f32x4 *)d)[q] = r;
+    }
+}
+
+__global__ void k_binary_f32x4(ff_binary_op op, float *d, const float *a, int64_t sa, const float *b, int64_t sb,
+                               int64_t n4)
+{
+    CUDA_FOR(q, n4) {
+        cuda_f32x4 x = cuda_load4(a, sa, q), y = cuda_load4(b, sb, q), r;
+        for (int k = 0; k < 4; k++) r.v[k] = cuda_binary_f32(op, x.v[k], y.v[k]);
+        ((cuda_f32x4 *)d)[q] = r;
+    }
+}
+
+/* Whether a rank <= 1 walk over n elements takes the 16-byte kernels: dst dense, every
+ * operand dense or broadcast, dense bases aligned, at least one full group of four. */
+static int dense4(const float *const *base, const int64_t *stride, int nv, int64_t n)
+{
+    if (n < 4 || stride[0] != 1) return 0;
+    for (int i = 0; i < nv; i++)
+        if ((stride[i] != 0 && stride[i] != 1) || (stride[i] == 1 && (uintptr_t)base[i] % 16 != 0)) return 0;
+    return 1;
+}
+
 __global__ void k_binary(cuda_walk w, ff_binary_op op, void *db, ff_dtype dt, const void *ab, const void *bb,
                          ff_dtype t, int64_t n)
 {
@@ -203,9 +260,19 @@ extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, c
     int64_t n;
     if ((st = prepare(c, "unary", vs, 2, &w, &n)) || !n) return st;
     if (w.ndim <= 1 && src->dtype == FF_F32 && dst->dtype == FF_F32) {
-        int64_t sd = w.ndim ? w.strides[0][0] : 0, ss = w.ndim ? w.strides[1][0] : 0;
-        CUDA_LAUNCH(k_unary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
-                                                                    (const float *)src->buf, w.offset[1], ss, n);
+        int64_t sd = w.ndim ? w.strides[0][0] : 0, ss = w.ndim ? w.strides[1][0] : 0, done = 0;
+        float *d = (float *)dst->buf + w.offset[0];
+        const float *s = (const float *)src->buf + w.offset[1];
+        const float *base[2] = {d, s};
+        const int64_t stride[2] = {sd, ss};
+        if (dense4(base, stride, 2, n)) {
+            done = n / 4 * 4;
+            CUDA_LAUNCH(k_unary_f32x4, cuda_blocks(n / 4), CUDA_THREADS, c->stream)(op, d, s, ss, n / 4);
+        }
+        if (done < n)
+            CUDA_LAUNCH(k_unary_f32, cuda_blocks(n - done), CUDA_THREADS, c->stream)(
+                op, (float *)dst->buf, w.offset[0] + done * sd, sd, (const float *)src->buf, w.offset[1] + done * ss, ss,
+                n - done);
     } else {
         CUDA_LAUNCH(k_unary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, src->buf, src->dtype, n);
     }
@@ -238,9 +305,19 @@ extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst,
     if ((st = prepare(c, "binary", vs, 3, &w, &n)) || !n) return st;
     if (w.ndim <= 1 && a->dtype == FF_F32 && dst->dtype == FF_F32) {
         int64_t sd = w.ndim ? w.strides[0][0] : 0, sa = w.ndim ? w.strides[1][0] : 0, sb = w.ndim ? w.strides[2][0] : 0;
-        CUDA_LAUNCH(k_binary_f32, cuda_blocks(n), CUDA_THREADS, c->stream)(op, (float *)dst->buf, w.offset[0], sd,
-                                                                     (const float *)a->buf, w.offset[1], sa,
-                                                                     (const float *)b->buf, w.offset[2], sb, n);
+        float *d = (float *)dst->buf + w.offset[0];
+        const float *pa = (const float *)a->buf + w.offset[1], *pb = (const float *)b->buf + w.offset[2];
+        const float *base[3] = {d, pa, pb};
+        const int64_t stride[3] = {sd, sa, sb};
+        int64_t done = 0;
+        if (dense4(base, stride, 3, n)) {
+            done = n / 4 * 4;
+            CUDA_LAUNCH(k_binary_f32x4, cuda_blocks(n / 4), CUDA_THREADS, c->stream)(op, d, pa, sa, pb, sb, n / 4);
+        }
+        if (done < n)
+            CUDA_LAUNCH(k_binary_f32, cuda_blocks(n - done), CUDA_THREADS, c->stream)(
+                op, (float *)dst->buf, w.offset[0] + done * sd, sd, (const float *)a->buf, w.offset[1] + done * sa, sa,
+                (const float *)b->buf, w.offset[2] + done * sb, sb, n - done);
     } else {
         CUDA_LAUNCH(k_binary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, a->buf, b->buf, a->dtype, n);
     }
