@@ -176,12 +176,15 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 
 void cf_gen_ops(void)
 {
-    static const ff_dtype dts[] = {FF_F32, FF_F64, FF_I32, FF_I64};
+    /* the half dtypes reach every optional entry (conv2d, scan, sort, batch_norm, pool2d,
+     * linalg, fft) through the public ops: natively where a backend takes half, else
+     * through the core's f32 detour */
+    static const ff_dtype dts[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_F16, FF_BF16};
     for (int k = 0; k < cf_noptable; k++) {
         const cf_opdef *def = &cf_optable[k];
         bool all_fixed = true;
         for (int i = 0; i < def->nin; i++) all_fixed &= def->fixed[i] != FF_DTYPE_COUNT;
-        for (int di = 0; di < 4; di++) {
+        for (int di = 0; di < (int)(sizeof dts / sizeof dts[0]); di++) {
             ff_dtype dt = dts[di];
             if (all_fixed && di > 0) break; /* the case dtype is irrelevant */
             if (!ff_dtype_is_float(dt) && !def->ints) continue;
