@@ -154,6 +154,43 @@ static void tcopy_task(void *arg, int64_t b, int64_t e)
         }
 }
 
+/* The same tiling for an f32 <-> F16/BF16 cast whose sides run in different directions
+ * (autocast's cast of a transposed weight, W^T, into the half dtype): each tile row is
+ * gathered into a stack buffer, converted with the vectorized conversions, scattered. */
+typedef struct tcast {
+    const blas_walk *w;
+    ff_dtype dt, st;
+} tcast;
+
+static void tcast_task(void *arg, int64_t b, int64_t e)
+{
+    const tcast *t = arg;
+    const blas_walk *w = t->w;
+    int64_t R = w->shape[0], C = w->shape[1];
+    int64_t dr = w->strides[0][0], dc = w->strides[0][1], sr = w->strides[1][0], sc = w->strides[1][1];
+    float f[TILE];
+    uint16_t h[TILE];
+    for (int64_t i0 = b * TILE; i0 < e * TILE && i0 < R; i0 += TILE)
+        for (int64_t j0 = 0; j0 < C; j0 += TILE) {
+            int64_t i1 = i0 + TILE < R ? i0 + TILE : R, n = (j0 + TILE < C ? j0 + TILE : C) - j0;
+            for (int64_t i = i0; i < i1; i++) {
+                if (t->st == FF_F32) { /* f32 -> half */
+                    const float *x = (const float *)w->base[1] + i * sr + j0 * sc;
+                    uint16_t *d = (uint16_t *)w->base[0] + i * dr + j0 * dc;
+                    for (int64_t j = 0; j < n; j++) f[j] = x[j * sc];
+                    blas_f32_to_half(t->dt, n, h, f);
+                    for (int64_t j = 0; j < n; j++) d[j * dc] = h[j];
+                } else { /* half -> f32 */
+                    const uint16_t *x = (const uint16_t *)w->base[1] + i * sr + j0 * sc;
+                    float *d = (float *)w->base[0] + i * dr + j0 * dc;
+                    for (int64_t j = 0; j < n; j++) h[j] = x[j * sc];
+                    blas_half_to_f32(t->st, n, f, h);
+                    for (int64_t j = 0; j < n; j++) d[j * dc] = f[j];
+                }
+            }
+        }
+}
+
 ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
 {
     ff_status st;
@@ -169,6 +206,13 @@ ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
         tcopy t = {&w, a.dsz};
         int64_t tiles = (w.shape[0] + TILE - 1) / TILE;
         blas_parallel_for(ctx, tiles, BLAS_PAR_MIN / (TILE * (w.shape[1] > 0 ? w.shape[1] : 1)) + 2, 1, tcopy_task, &t);
+        return FF_OK;
+    }
+    if (blas_half_is_conversion(dst->dtype, src->dtype) && w.ndim == 2 && w.strides[0][1] != w.strides[1][1] &&
+        w.numel >= 4096) {
+        tcast t = {&w, dst->dtype, src->dtype};
+        int64_t tiles = (w.shape[0] + TILE - 1) / TILE;
+        blas_parallel_for(ctx, tiles, BLAS_PAR_MIN / (TILE * (w.shape[1] > 0 ? w.shape[1] : 1)) + 2, 1, tcast_task, &t);
         return FF_OK;
     }
     blas_walk_run(ctx, &w, BLAS_PAR_MIN * 2, dst->dtype == src->dtype ? seg_copy_same : seg_copy_conv, &a);

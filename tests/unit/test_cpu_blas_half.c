@@ -371,6 +371,43 @@ static void test_conversions(void)
     }
 }
 
+/* Transposed casts (autocast's cast of W^T): the tiled path, both directions, against
+ * the scalar conversions, on a shape with partial tiles. */
+static void test_transposed_casts(void)
+{
+    enum { R = 77, C = 301 }; /* src is [R, C]; dst [C, R] reads it transposed */
+    for (int ti = 0; ti < 2; ti++) {
+        ff_dtype t = ti ? FF_BF16 : FF_F16;
+        float *f = malloc(sizeof(float) * R * C), *fb = malloc(sizeof(float) * R * C);
+        uint16_t *h = malloc(2 * R * C);
+        for (int64_t i = 0; i < R * C; i++) f[i] = (float)value(t, i, 3);
+        void *s = dev(f, sizeof(float) * R * C), *d = dev(NULL, 2 * R * C);
+        ff_view vs = {.buf = s, .dtype = FF_F32, .ndim = 2, .shape = {C, R}, .strides = {1, C}};
+        ff_view vd = {.buf = d, .dtype = t, .ndim = 2, .shape = {C, R}, .strides = {R, 1}};
+        CHECK(be->vt->copy(be->ctx, &vd, &vs) == FF_OK);
+        be->vt->download(be->ctx, d, 0, h, 2 * R * C);
+        int bad = 0;
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++) bad += h[j * R + i] != to_half(t, f[i * C + j]);
+        CHECK(bad == 0);
+        /* and back: the half [C, R] read transposed into f32 [R, C] */
+        void *d2 = dev(NULL, sizeof(float) * R * C);
+        ff_view hs = {.buf = d, .dtype = t, .ndim = 2, .shape = {R, C}, .strides = {1, R}};
+        ff_view fd = {.buf = d2, .dtype = FF_F32, .ndim = 2, .shape = {R, C}, .strides = {C, 1}};
+        CHECK(be->vt->copy(be->ctx, &fd, &hs) == FF_OK);
+        back(d2, fb, sizeof(float) * R * C);
+        bad = 0;
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t j = 0; j < C; j++) {
+                float w = from_half(t, h[j * R + i]);
+                bad += memcmp(&w, &fb[i * C + j], 4) != 0 && !(isnan(w) && isnan(fb[i * C + j]));
+            }
+        CHECK(bad == 0);
+        back(s, NULL, 0), back(d, NULL, 0);
+        free(f), free(fb), free(h);
+    }
+}
+
 static void setup(void)
 {
     setenv("FF_NUM_THREADS", "2", 1);
@@ -381,5 +418,5 @@ static void setup(void)
     }
 }
 
-FF_TEST_MAIN("cpu_blas_half", TEST(setup), TEST(test_conversions), TEST(test_elementwise_bitwise),
+FF_TEST_MAIN("cpu_blas_half", TEST(setup), TEST(test_conversions), TEST(test_transposed_casts), TEST(test_elementwise_bitwise),
              TEST(test_where_gather), TEST(test_reduce_softmax), TEST(test_matmul))
