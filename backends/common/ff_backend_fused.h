@@ -11,7 +11,7 @@
 #ifndef FF_BACKEND_FUSED_H
 #define FF_BACKEND_FUSED_H
 
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 static inline int ffb_fused_supported(int op, ff_dtype t) { return op == 0 && ffb_is_float(t); }
 

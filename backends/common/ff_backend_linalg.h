@@ -14,7 +14,7 @@
 
 #include <float.h>
 
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 /* Per-matrix kernels on column-major doubles (element (i, j) of an r-row matrix is
  * p[i + j * r]). Each returns 0 on success, a positive number for a mathematical failure

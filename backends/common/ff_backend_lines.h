@@ -6,7 +6,7 @@
 #ifndef FF_BACKEND_LINES_H
 #define FF_BACKEND_LINES_H
 
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 /* ---- lines along one axis (scan, argsort) -------------------------------------------- */
 /* Where line n (row-major over the shape without `axis`) of two same-shaped views starts. */

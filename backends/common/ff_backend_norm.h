@@ -6,7 +6,7 @@
 #ifndef FF_BACKEND_NORM_H
 #define FF_BACKEND_NORM_H
 
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 static inline int ffb_batch_norm_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_is_float(t); }
 

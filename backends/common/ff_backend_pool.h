@@ -6,7 +6,7 @@
 #ifndef FF_BACKEND_POOL_H
 #define FF_BACKEND_POOL_H
 
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 static inline int ffb_pool2d_supported(int op, ff_dtype t) { return op >= 0 && op < FF_POOL2D_COUNT && ffb_is_float(t); }
 

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "ff/backend_abi.h"
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 /* ---- context ---------------------------------------------------------- */
 

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "ff/backend_abi.h"
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 /* Compile a function three times (AVX-512, AVX2+FMA, baseline x86-64) and pick one at
  * load time through an ifunc: one binary, full speed on the machine it runs on. gcc

@@ -29,7 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ff/backend_abi.h"
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 #ifdef __cplusplus
 extern "C" {

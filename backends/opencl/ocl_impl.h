@@ -24,7 +24,7 @@
 #include <pthread.h>
 
 #include "ff/backend_abi.h"
-#include "ff_backend_scalar.h"
+#include "ff_backend_checks.h"
 
 /* A buffer handle (what alloc returns as void *): the cl_mem and its size class. */
 typedef struct ocl_buf {
