@@ -123,71 +123,57 @@ static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *
     }
 }
 
-/* A same-dtype 2-D copy whose two sides run in different directions (a transpose made
- * contiguous): 32 x 32 tiles, so both sides stay in cache. Rows of tiles go to threads. */
-typedef struct tcopy {
-    const blas_walk *w;
-    int64_t es;
-} tcopy;
-
+/* A 2-D copy whose two sides run in different directions (a transpose made contiguous,
+ * or autocast's cast of W^T into a half dtype): 32 x 32 tiles, so both sides stay in
+ * cache; rows of tiles go to threads. Within a tile, row i's columns [j0, j0 + n) move at
+ * once: same-dtype elements directly, f32 <-> F16/BF16 gathered into a stack buffer,
+ * converted by the vectorized conversions and scattered. */
 #define TILE 32
-static void tcopy_task(void *arg, int64_t b, int64_t e)
-{
-    const tcopy *t = arg;
-    const blas_walk *w = t->w;
-    int64_t R = w->shape[0], C = w->shape[1];
-    int64_t dr = w->strides[0][0], dc = w->strides[0][1], sr = w->strides[1][0], sc = w->strides[1][1];
-    for (int64_t i0 = b * TILE; i0 < e * TILE && i0 < R; i0 += TILE)
-        for (int64_t j0 = 0; j0 < C; j0 += TILE) {
-            int64_t i1 = i0 + TILE < R ? i0 + TILE : R, j1 = j0 + TILE < C ? j0 + TILE : C;
-            if (t->es == 4) {
-                uint32_t *d = (uint32_t *)w->base[0];
-                const uint32_t *x = (const uint32_t *)w->base[1];
-                for (int64_t i = i0; i < i1; i++)
-                    for (int64_t j = j0; j < j1; j++) d[i * dr + j * dc] = x[i * sr + j * sc];
-            } else {
-                uint64_t *d = (uint64_t *)w->base[0];
-                const uint64_t *x = (const uint64_t *)w->base[1];
-                for (int64_t i = i0; i < i1; i++)
-                    for (int64_t j = j0; j < j1; j++) d[i * dr + j * dc] = x[i * sr + j * sc];
-            }
-        }
-}
-
-/* The same tiling for an f32 <-> F16/BF16 cast whose sides run in different directions
- * (autocast's cast of a transposed weight, W^T, into the half dtype): each tile row is
- * gathered into a stack buffer, converted with the vectorized conversions, scattered. */
-typedef struct tcast {
+typedef struct tiled {
     const blas_walk *w;
     ff_dtype dt, st;
-} tcast;
+    int64_t es; /* element size when dt == st */
+} tiled;
 
-static void tcast_task(void *arg, int64_t b, int64_t e)
+/* f and h: TILE-element scratch for the conversions */
+static void tile_row(const tiled *t, int64_t i, int64_t j0, int64_t n, float *f, uint16_t *h)
 {
-    const tcast *t = arg;
     const blas_walk *w = t->w;
-    int64_t R = w->shape[0], C = w->shape[1];
-    int64_t dr = w->strides[0][0], dc = w->strides[0][1], sr = w->strides[1][0], sc = w->strides[1][1];
+    int64_t dc = w->strides[0][1], sc = w->strides[1][1];
+    int64_t d0 = i * w->strides[0][0] + j0 * dc, s0 = i * w->strides[1][0] + j0 * sc;
+    if (t->dt == t->st && t->es == 4) {
+        uint32_t *d = (uint32_t *)w->base[0] + d0;
+        const uint32_t *x = (const uint32_t *)w->base[1] + s0;
+        for (int64_t j = 0; j < n; j++) d[j * dc] = x[j * sc];
+    } else if (t->dt == t->st) {
+        uint64_t *d = (uint64_t *)w->base[0] + d0;
+        const uint64_t *x = (const uint64_t *)w->base[1] + s0;
+        for (int64_t j = 0; j < n; j++) d[j * dc] = x[j * sc];
+    } else if (t->st == FF_F32) { /* f32 -> half */
+        uint16_t *d = (uint16_t *)w->base[0] + d0;
+        const float *x = (const float *)w->base[1] + s0;
+        for (int64_t j = 0; j < n; j++) f[j] = x[j * sc];
+        blas_f32_to_half(t->dt, n, h, f);
+        for (int64_t j = 0; j < n; j++) d[j * dc] = h[j];
+    } else { /* half -> f32 */
+        float *d = (float *)w->base[0] + d0;
+        const uint16_t *x = (const uint16_t *)w->base[1] + s0;
+        for (int64_t j = 0; j < n; j++) h[j] = x[j * sc];
+        blas_half_to_f32(t->st, n, f, h);
+        for (int64_t j = 0; j < n; j++) d[j * dc] = f[j];
+    }
+}
+
+static void tiled_task(void *arg, int64_t b, int64_t e)
+{
+    const tiled *t = arg;
+    int64_t R = t->w->shape[0], C = t->w->shape[1];
     float f[TILE];
     uint16_t h[TILE];
     for (int64_t i0 = b * TILE; i0 < e * TILE && i0 < R; i0 += TILE)
         for (int64_t j0 = 0; j0 < C; j0 += TILE) {
             int64_t i1 = i0 + TILE < R ? i0 + TILE : R, n = (j0 + TILE < C ? j0 + TILE : C) - j0;
-            for (int64_t i = i0; i < i1; i++) {
-                if (t->st == FF_F32) { /* f32 -> half */
-                    const float *x = (const float *)w->base[1] + i * sr + j0 * sc;
-                    uint16_t *d = (uint16_t *)w->base[0] + i * dr + j0 * dc;
-                    for (int64_t j = 0; j < n; j++) f[j] = x[j * sc];
-                    blas_f32_to_half(t->dt, n, h, f);
-                    for (int64_t j = 0; j < n; j++) d[j * dc] = h[j];
-                } else { /* half -> f32 */
-                    const uint16_t *x = (const uint16_t *)w->base[1] + i * sr + j0 * sc;
-                    float *d = (float *)w->base[0] + i * dr + j0 * dc;
-                    for (int64_t j = 0; j < n; j++) h[j] = x[j * sc];
-                    blas_half_to_f32(t->st, n, f, h);
-                    for (int64_t j = 0; j < n; j++) d[j * dc] = f[j];
-                }
-            }
+            for (int64_t i = i0; i < i1; i++) tile_row(t, i, j0, n, f, h);
         }
 }
 
@@ -201,18 +187,12 @@ ff_status blas_copy(void *ctx, const ff_view *dst, const ff_view *src)
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
-    if (dst->dtype == src->dtype && w.ndim == 2 && (a.dsz == 4 || a.dsz == 8) && w.strides[0][1] != w.strides[1][1] &&
-        w.numel >= 4096) {
-        tcopy t = {&w, a.dsz};
+    int tiles_pay = w.ndim == 2 && w.strides[0][1] != w.strides[1][1] && w.numel >= 4096;
+    if (tiles_pay && ((dst->dtype == src->dtype && (a.dsz == 4 || a.dsz == 8)) ||
+                      blas_half_is_conversion(dst->dtype, src->dtype))) {
+        tiled t = {&w, dst->dtype, src->dtype, a.dsz};
         int64_t tiles = (w.shape[0] + TILE - 1) / TILE;
-        blas_parallel_for(ctx, tiles, BLAS_PAR_MIN / (TILE * (w.shape[1] > 0 ? w.shape[1] : 1)) + 2, 1, tcopy_task, &t);
-        return FF_OK;
-    }
-    if (blas_half_is_conversion(dst->dtype, src->dtype) && w.ndim == 2 && w.strides[0][1] != w.strides[1][1] &&
-        w.numel >= 4096) {
-        tcast t = {&w, dst->dtype, src->dtype};
-        int64_t tiles = (w.shape[0] + TILE - 1) / TILE;
-        blas_parallel_for(ctx, tiles, BLAS_PAR_MIN / (TILE * (w.shape[1] > 0 ? w.shape[1] : 1)) + 2, 1, tcast_task, &t);
+        blas_parallel_for(ctx, tiles, BLAS_PAR_MIN / (TILE * (w.shape[1] > 0 ? w.shape[1] : 1)) + 2, 1, tiled_task, &t);
         return FF_OK;
     }
     blas_walk_run(ctx, &w, BLAS_PAR_MIN * 2, dst->dtype == src->dtype ? seg_copy_same : seg_copy_conv, &a);
