@@ -59,6 +59,14 @@ static const fz_prog progs[] = {
     {"same_operand_pow", 1, 1, -1, 4, 7,
      {B(MUL, 2, 0, 0), B(ADD, 2, 2, 2), U(ABS, 3, 0), U(SQRT, 3, 3), B(POW, 3, 3, 2), B(FMOD, 3, 3, 0),
       B(ATAN2, 1, 3, 2)}},
+    /* the exact ops (cpu_blas runs such programs in vector registers): an output read
+     * back after it is written, the second output's last write streamed when big */
+    {"exact_ops", 2, 2, -1, 6, 8,
+     {B(SUB, 4, 0, 1), U(ABS, 5, 4), U(SQRT, 5, 5), B(DIV, 2, 5, 1), U(RECIPROCAL, 4, 2), U(SQUARE, 4, 4),
+      U(NEG, 5, 0), B(MUL, 3, 4, 5)}},
+    /* exact ops in place through the identical view: out (2) is a's, and a is read after
+     * out is written (so out = 2 (-a b) / b) */
+    {"exact_alias", 2, 1, 0, 4, 4, {U(NEG, 3, 0), B(MUL, 2, 3, 1), B(ADD, 3, 2, 0), B(DIV, 2, 3, 1)}},
     /* libm functions (sin, cos, erf, gelu) */
     {"libm_mix", 2, 1, -1, 5, 6,
      {U(SIN, 3, 0), U(COS, 4, 1), B(MUL, 3, 3, 4), U(ERF, 4, 3), U(GELU_TANH, 3, 1), B(ADD, 2, 3, 4)}},
@@ -95,7 +103,8 @@ static const fz_scen scens[] = {
 #undef C
 #define NSCEN ((int)(sizeof scens / sizeof scens[0]))
 #define BIG_SCEN (NSCEN - 1)
-#define BIG_PROGS(pi) ((pi) == 0 || (pi) == 2 || (pi) == 3) /* relu_mul_add, two_outputs, inplace_value */
+/* relu_mul_add, two_outputs, inplace_value, exact_ops */
+#define BIG_PROGS(pi) ((pi) == 0 || (pi) == 2 || (pi) == 3 || (pi) == 6)
 
 static const char *const view_names[CF_MAX_OPERANDS] = {"a", "b", "c", "d"};
 static const char *const out_names[2] = {"out", "out2"};

@@ -39,28 +39,59 @@ static bool same_space(const ff_view *a, const ff_view *b)
     return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
 }
 
-/* Distinct (buffer, view) pairs of the run with n: what the program may need as views. */
+/* Member k of the run members[0..n_members) followed by extra (when not NULL). */
+static const gnode *member(const ff_graph *g, const int *members, int n_members, const gnode *extra, int k)
+{
+    return k < n_members ? &g->nodes[members[k]] : extra;
+}
+
+/* Buffer b would be a temporary of the run (with extra) if it closed now: an
+ * intermediate not already inside a program, every use of it in the run, the first of
+ * them a write, all through the same view. */
+static bool temp_in_run(const ff_graph *g, const int *members, int n_members, const gnode *extra, int b)
+{
+    const gbuf *gb = &g->bufs[b];
+    if (gb->role != GB_DEAD || gb->fused_temp) return false;
+    int n = n_members + (extra != NULL), uses = 0;
+    const ff_view *first = NULL;
+    for (int k = 0; k < n; k++) {
+        const gnode *m = member(g, members, n_members, extra, k);
+        for (int j = 0; j < m->nv; j++) {
+            if (g->vbuf[m->v0 + j] != b) continue;
+            const ff_view *v = &g->views[m->v0 + j];
+            if (!first && j >= m->n_dst) return false; /* read before the run writes it */
+            if (first && !ff_graph_same_layout(first, v)) return false;
+            if (!first) first = v;
+            uses++;
+        }
+    }
+    return uses == gb->refs;
+}
+
+/* Distinct (buffer, view) pairs of the run with n that would not be temporaries: what
+ * the program would take as views. */
 static int distinct_views(const ff_graph *g, const int *members, int n_members, const gnode *n)
 {
     int count = 0;
     for (int k = 0; k <= n_members; k++) {
-        const gnode *m = k < n_members ? &g->nodes[members[k]] : n;
+        const gnode *m = member(g, members, n_members, n, k);
         for (int j = 0; j < m->nv; j++) {
             bool seen = false;
             for (int k2 = 0; k2 <= k && !seen; k2++) {
-                const gnode *m2 = k2 < n_members ? &g->nodes[members[k2]] : n;
+                const gnode *m2 = member(g, members, n_members, n, k2);
                 for (int j2 = 0; j2 < (k2 == k ? j : m2->nv) && !seen; j2++)
                     seen = g->vbuf[m2->v0 + j2] == g->vbuf[m->v0 + j] && ff_graph_same_layout(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
             }
-            count += !seen;
+            count += !seen && !temp_in_run(g, members, n_members, n, g->vbuf[m->v0 + j]);
         }
     }
     return count;
 }
 
-/* n may join the run of members: same iteration space, within the ABI's view cap (temps
- * counted as views: which are temporaries is only known when the run closes), and no
- * buffer that the run (with n) writes is seen through two different views. */
+/* n may join the run of members: same iteration space, within the ABI's view cap (the
+ * buffers that would be temporaries if the run closed with n are not views; later
+ * members can only make more of them temporaries, never fewer), and no buffer that the
+ * run (with n) writes is seen through two different views. */
 static bool joins(const ff_graph *g, const int *members, int n_members, const gnode *n)
 {
     const ff_view *head = &g->views[g->nodes[members[0]].v0];
@@ -105,32 +136,16 @@ static bool backend_takes(const ff_graph *g, const int *members, int n)
 /* Marks the run's temporaries; returns how many. */
 static int mark_temps(ff_graph *g, const int *members, int n_members)
 {
-    for (int k = 0; k < n_members; k++) {
-        const gnode *m = &g->nodes[members[k]];
-        for (int j = 0; j < m->nv; j++) g->bufs[g->vbuf[m->v0 + j]].group_refs++;
-    }
     int temps = 0;
     for (int k = 0; k < n_members; k++) {
         const gnode *m = &g->nodes[members[k]];
         for (int j = 0; j < m->nv; j++) {
-            gbuf *b = &g->bufs[g->vbuf[m->v0 + j]];
-            if (b->role != GB_DEAD || b->fused_temp || b->group_refs != b->refs) continue;
-            /* its first use here must be the write, and every use the same view */
-            bool ok = j < m->n_dst;
-            for (int k2 = 0; k2 < n_members && ok; k2++) {
-                const gnode *m2 = &g->nodes[members[k2]];
-                for (int j2 = 0; j2 < m2->nv && ok; j2++)
-                    if (&g->bufs[g->vbuf[m2->v0 + j2]] == b) ok = ff_graph_same_layout(&g->views[m2->v0 + j2], &g->views[m->v0 + j]);
-            }
-            if (ok) {
-                b->fused_temp = true;
+            int b = g->vbuf[m->v0 + j];
+            if (temp_in_run(g, members, n_members, NULL, b)) {
+                g->bufs[b].fused_temp = true;
                 temps++;
             }
         }
-    }
-    for (int k = 0; k < n_members; k++) {
-        const gnode *m = &g->nodes[members[k]];
-        for (int j = 0; j < m->nv; j++) g->bufs[g->vbuf[m->v0 + j]].group_refs = 0;
     }
     return temps;
 }

@@ -1,6 +1,8 @@
 /*
  * The optional fused entry: an elementwise program (ff_fused_program in backend_abi.h) in
- * one pass, F32 and F64, checks in backends/common/ff_backend_fused.h.
+ * one pass, F32 and F64, checks in backends/common/ff_backend_fused.h. The plan below is
+ * made for every program; an f32 program of exact ops over contiguous views then runs in
+ * vector registers (blas_fused_vec.c), and every other one through the tiles here.
  *
  * The iteration space is cut into tiles of FUSED_TILE_BYTES (128 f32 or 64 f64 elements:
  * even 64 values' tiles, 32 KiB, stay in L1). Small tiles are what makes it fast: the
@@ -31,31 +33,11 @@
 #include <stdlib.h>
 
 #include "blas_impl.h"
+#include "blas_fused.h"
 #include "ff_backend_fused.h"
 
 #define FUSED_TILE_BYTES 512
 #define FUSED_STACK_INST FF_FUSED_MAX_VALUES
-
-typedef struct fused_slot {
-    char *mem;       /* contiguous view: its first element (tiles live in memory); else NULL */
-    int load, store; /* a view read before any instruction writes it / written */
-    int stream;      /* a big contiguous output only: computed in a tile, streamed out */
-    int scalar;      /* a read-only view of one element (every stride 0: an lr, a constant):
-                      * its tile is filled once per chunk, not gathered per tile */
-    blas_walk walk;  /* a view alone, for the gather and the scatter (not for temporaries) */
-} fused_slot;
-
-typedef struct fused_op {
-    blas_elem_plan plan;
-    int dst, src[2]; /* slots */
-} fused_op;
-
-typedef struct fused_plan {
-    int64_t numel, tile, esize;
-    int nslots, nops;
-    fused_slot slot[FF_FUSED_MAX_VALUES];
-    fused_op op[]; /* nops */
-} fused_plan;
 
 /* ---- gather and scatter of one tile, through a view's walk ------------------------- */
 typedef struct tile_cursor {
@@ -179,6 +161,7 @@ static void plan_slots(fused_plan *pl, const ff_fused_program *p, int *slot_of)
         int all_zero = owner[s] != NULL;
         for (int d = 0; all_zero && d < p->ndim; d++) all_zero = owner[s]->strides[d] == 0 || p->shape[d] == 1;
         sl->scalar = all_zero && sl->load && !sl->store && !sl->mem;
+        sl->one = sl->scalar ? (const char *)owner[s]->buf + owner[s]->offset * pl->esize : NULL;
     }
 }
 
@@ -201,8 +184,10 @@ ff_status blas_fused(void *ctx, const ff_fused_program *p)
     pl->tile = FUSED_TILE_BYTES / pl->esize;
     int slot_of[FF_FUSED_MAX_VALUES];
     plan_slots(pl, p, slot_of);
-    int64_t ntiles = (numel + pl->tile - 1) / pl->tile;
-    blas_parallel_for(c, ntiles, BLAS_PAR_MIN / pl->tile, 1, run_tiles, pl);
+    if (!blas_fused_vec(c, pl, p)) {
+        int64_t ntiles = (numel + pl->tile - 1) / pl->tile;
+        blas_parallel_for(c, ntiles, BLAS_PAR_MIN / pl->tile, 1, run_tiles, pl);
+    }
     if ((unsigned char *)pl != stack) free(pl);
     return FF_OK;
 }
