@@ -205,6 +205,11 @@ void *cuda_alloc(void *ctx, size_t nbytes)
     pthread_mutex_unlock(&c->alloc_lock);
     if (!b) {
         cudaError_t err = device_malloc(c, &b, cap, cls < 0);
+        if (err != cudaSuccess && err != cudaErrorMemoryAllocation) {
+            /* not a full device: e.g. the sticky error of a kernel that faulted earlier */
+            cuda_fail(c, "alloc", "cudaMalloc", err);
+            return NULL;
+        }
         if (err != cudaSuccess) {
             size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
