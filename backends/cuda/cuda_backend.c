@@ -28,6 +28,10 @@ ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
 ff_status cuda_fail(cuda_ctx *c, const char *entry, const char *call, cudaError_t err)
 {
     ff_status st = err == cudaErrorMemoryAllocation ? FF_ERR_OOM : FF_ERR_BACKEND;
+    /* a failing call also records err as the thread's last error: clear it here, or the
+     * next entry's cudaGetLastError (cuda_launch_check) reports it against a launch that
+     * succeeded (sticky errors come back anyway) */
+    cudaGetLastError();
     return cuda_error(c, st, "cuda %s: %s failed: %s: %s", entry, call, cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
@@ -39,12 +43,16 @@ ff_status cuda_launch_check(cuda_ctx *c, const char *entry, const char *kernel)
 
 ff_status cuda_use_device(cuda_ctx *c, const char *entry)
 {
-    /* the runtime's current device is per host thread, and entries come from any thread */
-    static _Thread_local int current = -1;
-    if (current == c->device) return FF_OK;
+    /* the runtime's current device is per host thread, and entries come from any thread.
+     * Asked each time, not cached per thread: other code on the thread (PyTorch through
+     * DLPack, the application) may switch it between entries, and a stale cache would
+     * cudaMalloc on that device and launch into c->stream from it. cudaGetDevice is a
+     * thread-local read. */
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == c->device) return FF_OK;
+    cudaGetLastError();
     cudaError_t err = cudaSetDevice(c->device);
     if (err != cudaSuccess) return cuda_fail(c, entry, "cudaSetDevice", err);
-    current = c->device;
     return FF_OK;
 }
 
@@ -145,7 +153,10 @@ static ff_status cuda_device_info(void *ctx, char *buf, size_t cap)
 {
     cuda_ctx *c = ctx;
     size_t free_b = 0, total_b = 0;
-    if (cuda_use_device(c, "device_info") || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) free_b = 0;
+    if (cuda_use_device(c, "device_info") || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        free_b = 0;
+        cudaGetLastError(); /* not left for the next launch check to report */
+    }
     snprintf(buf, cap, "CUDA: %s (device %d, compute capability %d.%d, %d SMs), %zu MiB, %zu MiB free; matmul "
              "through cuBLAS, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count, c->total_mem >> 20,
              free_b >> 20, c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");

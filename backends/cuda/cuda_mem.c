@@ -123,12 +123,15 @@ ff_status cuda_empty_cache(void *ctx)
     return FF_OK;
 }
 
-/* A cached block for the request, split when large; alloc_lock held. */
+/* A cached block for the request, split when large; alloc_lock held. The block is marked
+ * in use here, under the lock: cuda_alloc relocks only later, and a neighbour freed in
+ * between would otherwise see free == 1, merge the block and free its struct while it is
+ * being handed out. */
 static cuda_block *take_cached(cuda_ctx *c, int cls, size_t cap)
 {
     if (cls >= 0) {
         cuda_block *b = c->small_free[cls];
-        if (b) c->small_free[cls] = b->next, c->cached -= b->size;
+        if (b) c->small_free[cls] = b->next, c->cached -= b->size, b->free = 0;
         return b;
     }
     cuda_block *best = NULL;
@@ -136,6 +139,7 @@ static cuda_block *take_cached(cuda_ctx *c, int cls, size_t cap)
         if (b->size >= cap && (!best || b->size < best->size)) best = b;
     if (!best) return NULL;
     large_unlink(c, best);
+    best->free = 0;
     c->cached -= best->size;
     if (best->size - cap >= LARGE_ROUND) { /* split: the tail stays cached */
         cuda_block *rest = calloc(1, sizeof *rest);
@@ -201,6 +205,11 @@ void *cuda_alloc(void *ctx, size_t nbytes)
     pthread_mutex_unlock(&c->alloc_lock);
     if (!b) {
         cudaError_t err = device_malloc(c, &b, cap, cls < 0);
+        if (err != cudaSuccess && err != cudaErrorMemoryAllocation) {
+            /* not a full device: e.g. the sticky error of a kernel that faulted earlier */
+            cuda_fail(c, "alloc", "cudaMalloc", err);
+            return NULL;
+        }
         if (err != cudaSuccess) {
             size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);

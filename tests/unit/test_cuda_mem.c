@@ -4,7 +4,8 @@
  * without a GPU: size
  * classes and reuse, splitting and merging of large blocks, memory_stats, empty_cache,
  * the empty-the-cache-and-retry-once path and its FF_ERR_OOM message, and chunked
- * transfers through the staging buffer. */
+ * transfers through the staging buffer, alloc/free from two threads. */
+#define _POSIX_C_SOURCE 200809L /* rand_r */
 #include <stdlib.h>
 
 #include "cuda_impl.h"
@@ -133,5 +134,41 @@ static void test_transfers(void)
     CHECK(cuda_emu_used == 0);
 }
 
+/* Two threads allocating and freeing large blocks split from one cached segment: the
+ * block take_cached hands out must be marked in use under the lock, or a neighbour freed
+ * before cuda_alloc relocks merges it and frees its struct (a use-after-free that ASan
+ * reported here within 200000 steps). The pool must come out whole. */
+static void *alloc_free_worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    void *held[4] = {NULL, NULL, NULL, NULL};
+    for (int it = 0; it < 200000; it++) {
+        int k = rand_r(&seed) % 4;
+        if (held[k]) {
+            cuda_free(&ctx, held[k]);
+            held[k] = NULL;
+        } else {
+            held[k] = cuda_alloc(&ctx, (size_t)(1 + rand_r(&seed) % 3) << 21);
+        }
+    }
+    for (int k = 0; k < 4; k++) cuda_free(&ctx, held[k]);
+    return NULL;
+}
+
+static void test_threads_alloc_free(void)
+{
+    void *seg = cuda_alloc(&ctx, (size_t)64 << 20); /* one 64 MiB segment, then cached */
+    CHECK(seg != NULL);
+    cuda_free(&ctx, seg);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, alloc_free_worker, (void *)(uintptr_t)(i + 1)) == 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    size_t in_use, cached, peak;
+    stats(&in_use, &cached, &peak);
+    CHECK(in_use == 0 && cached >= ((size_t)64 << 20));
+    CHECK(cuda_empty_cache(&ctx) == FF_OK); /* every segment merged whole again: all released */
+    CHECK(cuda_emu_used == 0);
+}
+
 FF_TEST_MAIN("cuda_mem", TEST(setup), TEST(test_small_reuse), TEST(test_large_split_and_merge),
-             TEST(test_oom_retries_then_reports), TEST(test_transfers))
+             TEST(test_oom_retries_then_reports), TEST(test_transfers), TEST(test_threads_alloc_free))
