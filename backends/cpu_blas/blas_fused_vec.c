@@ -33,6 +33,8 @@ enum vcode { V_ADD, V_SUB, V_MUL, V_DIV, V_NEG, V_ABS, V_SQUARE, V_SQRT, V_RECIP
 
 typedef struct vec_op {
     unsigned char code, dst, a, b; /* slots */
+    unsigned char a_acc, b_acc;    /* the operand is the previous instruction's result: in registers */
+    unsigned char store;           /* the result goes to memory: a view, or a temporary read later */
     unsigned char stream;          /* the program's last write of a big output that it never reads */
 } vec_op;
 
@@ -68,8 +70,11 @@ static int code_of(const ff_fused_inst *in)
 
 /* One chunk: n = CHUNK elements at i (full: plain loads and stores, a program's last
  * write of a big output streamed), or the tail (fewer: masked). Inlined twice, so each
- * copy has no tests of the other's. Instructions read and write the views where they lie
- * (at[s]) and temporaries in r: no copy in or out. */
+ * copy has no tests of the other's. An accumulator machine: each instruction leaves its
+ * result in acc (registers), where the next one takes an operand that is that result;
+ * other operands are read where they lie (at[s]: the views in place, temporaries and
+ * broadcast scalars in a stack chunk), and a result goes to memory only when it is a
+ * view or a temporary that a later instruction reads. */
 __attribute__((target("avx512f"), always_inline)) static inline void run_chunk(const vec_plan *vp, float *const *at,
                                                                                int64_t n, const int full)
 {
@@ -81,45 +86,50 @@ __attribute__((target("avx512f"), always_inline)) static inline void run_chunk(c
         m[k] = full || left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1);
     }
 #define LD(p, k) (full ? _mm512_loadu_ps((p) + 16 * (k)) : _mm512_maskz_loadu_ps(m[k], (p) + 16 * (k)))
+#define OPA(k) (o->a_acc ? acc[k] : LD(pa, k))
+#define OPB(k) (o->b_acc ? acc[k] : LD(pb, k))
+    __m512 acc[VECS] = {0}; /* the previous instruction's result */
     for (int j = 0; j < vp->nops; j++) {
         const vec_op *o = &vp->op[j];
         const float *pa = at[o->a], *pb = at[o->b];
         float *pd = at[o->dst];
-        __m512 v[VECS];
         switch ((enum vcode)o->code) {
-        case V_ADD: for (int k = 0; k < VECS; k++) v[k] = _mm512_add_ps(LD(pa, k), LD(pb, k)); break;
-        case V_SUB: for (int k = 0; k < VECS; k++) v[k] = _mm512_sub_ps(LD(pa, k), LD(pb, k)); break;
-        case V_MUL: for (int k = 0; k < VECS; k++) v[k] = _mm512_mul_ps(LD(pa, k), LD(pb, k)); break;
-        case V_DIV: for (int k = 0; k < VECS; k++) v[k] = _mm512_div_ps(LD(pa, k), LD(pb, k)); break;
+        case V_ADD: for (int k = 0; k < VECS; k++) acc[k] = _mm512_add_ps(OPA(k), OPB(k)); break;
+        case V_SUB: for (int k = 0; k < VECS; k++) acc[k] = _mm512_sub_ps(OPA(k), OPB(k)); break;
+        case V_MUL: for (int k = 0; k < VECS; k++) acc[k] = _mm512_mul_ps(OPA(k), OPB(k)); break;
+        case V_DIV: for (int k = 0; k < VECS; k++) acc[k] = _mm512_div_ps(OPA(k), OPB(k)); break;
         case V_SQUARE:
             for (int k = 0; k < VECS; k++) {
-                __m512 x = LD(pa, k);
-                v[k] = _mm512_mul_ps(x, x);
+                __m512 x = OPA(k);
+                acc[k] = _mm512_mul_ps(x, x);
             }
             break;
-        case V_SQRT: for (int k = 0; k < VECS; k++) v[k] = _mm512_sqrt_ps(LD(pa, k)); break;
-        case V_RECIP: for (int k = 0; k < VECS; k++) v[k] = _mm512_div_ps(one, LD(pa, k)); break;
+        case V_SQRT: for (int k = 0; k < VECS; k++) acc[k] = _mm512_sqrt_ps(OPA(k)); break;
+        case V_RECIP: for (int k = 0; k < VECS; k++) acc[k] = _mm512_div_ps(one, OPA(k)); break;
         case V_NEG:
-            for (int k = 0; k < VECS; k++) v[k] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(LD(pa, k)), sign));
+            for (int k = 0; k < VECS; k++) acc[k] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(OPA(k)), sign));
             break;
         case V_ABS:
-            for (int k = 0; k < VECS; k++) v[k] = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(LD(pa, k))));
+            for (int k = 0; k < VECS; k++) acc[k] = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(OPA(k))));
             break;
         case V_RELU:
             for (int k = 0; k < VECS; k++) {
-                __m512 x = LD(pa, k);
-                v[k] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, zero);
+                __m512 x = OPA(k);
+                acc[k] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), x, zero);
             }
             break;
         default: __builtin_unreachable(); /* blas_fused_vec takes only these codes */
         }
+        if (!o->store) continue;
         if (full && o->stream)
-            for (int k = 0; k < VECS; k++) _mm512_stream_ps(pd + 16 * k, v[k]);
+            for (int k = 0; k < VECS; k++) _mm512_stream_ps(pd + 16 * k, acc[k]);
         else if (full)
-            for (int k = 0; k < VECS; k++) _mm512_storeu_ps(pd + 16 * k, v[k]);
+            for (int k = 0; k < VECS; k++) _mm512_storeu_ps(pd + 16 * k, acc[k]);
         else
-            for (int k = 0; k < VECS; k++) _mm512_mask_storeu_ps(pd + 16 * k, m[k], v[k]);
+            for (int k = 0; k < VECS; k++) _mm512_mask_storeu_ps(pd + 16 * k, m[k], acc[k]);
     }
+#undef OPA
+#undef OPB
 #undef LD
 }
 
@@ -163,12 +173,21 @@ int blas_fused_vec(blas_ctx *c, const fused_plan *pl, const ff_fused_program *p)
         int code = code_of(&p->inst[i]);
         if (code < 0) return 0;
         const fused_op *o = &pl->op[i];
-        vp.op[i] = (vec_op){(unsigned char)code, (unsigned char)o->dst, (unsigned char)o->src[0], (unsigned char)o->src[1], 0};
+        vp.op[i] = (vec_op){.code = (unsigned char)code, .dst = (unsigned char)o->dst, .a = (unsigned char)o->src[0], .b = (unsigned char)o->src[1]};
     }
     for (int s = 0; s < pl->nslots; s++) {
         const fused_slot *sl = &pl->slot[s];
         if ((sl->load || sl->store) && !sl->mem && !sl->scalar) return 0; /* a strided view: the tiles gather it */
         if (sl->mem) vp.view[vp.nviews++] = (unsigned char)s;
+    }
+    for (int i = 0; i < pl->nops; i++) {
+        vec_op *o = &vp.op[i];
+        int prev = i ? vp.op[i - 1].dst : -1;
+        o->a_acc = o->a == prev;
+        o->b_acc = o->b == prev;
+        o->store = pl->slot[o->dst].mem != NULL; /* a view */
+        for (int j = i + 2; j < pl->nops && !o->store; j++) /* the next one takes it from acc */
+            o->store = vp.op[j].a == o->dst || vp.op[j].b == o->dst;
     }
     /* A big output's last write streams when no later instruction reads it and it is
      * 64-byte aligned (chunks are 256 bytes, so every chunk's vectors are too). */
