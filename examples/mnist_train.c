@@ -119,17 +119,12 @@ static void log_graph(FILE *log, const ff_graph_info *i)
             (double)i->eager_peak_bytes / 1024, (double)i->planned_peak_bytes / 1024, (double)i->arena_bytes / 1024);
 }
 
-/* The first call captures the step on batch (x, y), which become the graph's inputs (the
- * step runs as it is captured); later calls copy their batch into those and replay.
- * Returns the captured loss tensor (this step's loss), borrowed, or NULL on error. */
-static const ff_tensor *graph_step(step_graph *sg, ff_module *net, ff_optimizer *opt, const mnist_train_cfg *cfg,
+/* Captures the step on batch (x, y), which become the graph's inputs (the step runs as it
+ * is captured; train_step uploads later batches into them and replays). Returns the
+ * captured loss tensor (this step's loss), borrowed, or NULL on error. */
+static const ff_tensor *graph_capture(step_graph *sg, ff_module *net, ff_optimizer *opt, const mnist_train_cfg *cfg,
                                    ff_tensor *x, ff_tensor *y)
 {
-    if (sg->g) {
-        ff_tensor *inputs[2] = {sg->x, sg->y};
-        const ff_tensor *values[2] = {x, y};
-        return ff_graph_replay_with(sg->g, 2, inputs, values) ? NULL : sg->loss;
-    }
     sg->x = ff_tensor_retain(x), sg->y = ff_tensor_retain(y);
     if (ff_graph_capture_begin()) return NULL;
     ff_tensor *loss = step_loss(net, opt, NULL, cfg->precision, NULL, x, y);
@@ -150,12 +145,17 @@ static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, ff
                          const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
 {
     gather(d, idx, b, xbuf, ybuf);
+    if (use_graph && sg->g) /* the batch straight into the captured inputs: one upload each */
+        return ff_copy_from_host_(sg->x, xbuf, sizeof(float) * (size_t)(b * MNIST_PIXELS)) ||
+                       ff_copy_from_host_(sg->y, ybuf, sizeof(int64_t) * (size_t)b) || ff_graph_replay(sg->g)
+                   ? NAN
+                   : loss_value(sg->loss);
     int64_t xs[2] = {b, MNIST_PIXELS};
     ff_tensor *x = ff_from_data(xbuf, 2, xs, FF_F32);
     ff_tensor *y = x ? ff_from_data(ybuf, 1, &b, FF_I64) : NULL;
     double v = NAN;
     if (y && use_graph) {
-        v = loss_value(graph_step(sg, net, opt, cfg, x, y));
+        v = loss_value(graph_capture(sg, net, opt, cfg, x, y));
     } else if (y) {
         ff_tensor *loss = step_loss(net, opt, ddp, cfg->precision, scaler, x, y);
         v = loss_value(loss);

@@ -16,8 +16,8 @@
  *
  * Rules (those of CUDA graphs and torch.compile's static inputs):
  *   - Shapes, dtypes and control flow are those of the capture. To feed new data, write
- *     it into the captured input tensors (ff_copy_, or ff_graph_replay_with, which also
- *     checks shapes and dtypes).
+ *     it into the captured input tensors (ff_copy_, ff_copy_from_host_ from host memory,
+ *     or ff_graph_replay_with, which also checks shapes and dtypes).
  *   - Values read back to the host while capturing (ff_tensor_item, ff_tensor_to_host:
  *     counted in ff_graph_info.host_reads) are read once, at capture time.
  *   - Host-side state that a step advances is advanced through host calls

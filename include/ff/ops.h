@@ -349,6 +349,11 @@ ff_status ff_mul_scalar_(ff_tensor *x, double s);
 ff_status ff_fill_(ff_tensor *x, double value);
 ff_status ff_zero_(ff_tensor *x);
 ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src); /* broadcasting, casting */
+/* dst's elements, row-major, from host memory of nbytes = numel x dtype size (the
+ * counterpart of ff_tensor_to_host): one upload into dst's memory when dst is contiguous
+ * (a captured graph's input takes its next batch so), through a staging tensor otherwise.
+ * While capturing, the bytes are captured as they are: replays write them again. */
+ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes);
 /* x += alpha * y, a common optimizer step. */
 ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y);
 /* In place forms of the indexed writes above: t's own memory (through its view, so a

@@ -293,6 +293,7 @@ _PROTOS = {
     "ff_fill_": (c_int, [T, c_double]),
     "ff_zero_": (c_int, [T]),
     "ff_copy_": (c_int, [T, T]),
+    "ff_copy_from_host_": (c_int, [T, c_void_p, ctypes.c_size_t]),
     "ff_axpy_": (c_int, [T, c_double, T]),
     # autograd
     "ff_set_requires_grad": (c_int, [T, c_bool]),

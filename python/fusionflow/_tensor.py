@@ -560,6 +560,12 @@ class Tensor:
         return self.copy_(self ** other)
 
     def copy_(self, src):
+        if isinstance(src, np.ndarray) and src.shape == tuple(self.shape) and src.dtype == self.dtype.np:
+            # host data of the tensor's shape and dtype: one upload into its memory
+            # (ff_copy_from_host_), no staging tensor; any other source broadcasts/casts
+            a = np.ascontiguousarray(src)
+            check_status(C.ff_copy_from_host_(self._ptr, a.ctypes.data, a.nbytes))
+            return self
         s = as_tensor(src)
         check_status(C.ff_copy_(self._ptr, s._ptr))
         return self

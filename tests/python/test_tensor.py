@@ -161,3 +161,29 @@ def test_to_another_backend_is_differentiable():
     np.testing.assert_allclose(x.grad.numpy(), 2 * np.ones((3, 3)) @ xn, rtol=1e-3, atol=1e-3)
     assert x.grad.device == "cpu"
     assert np.array_equal(np.from_dlpack(y), xn)  # cpu_blas memory is host memory too
+
+
+def test_copy_from_numpy_uploads_in_place():
+    """copy_ from a NumPy array of the tensor's shape and dtype writes the tensor's own
+    memory (ff_copy_from_host_); views, strided arrays and other dtypes keep NumPy's values."""
+    x = ff.zeros(2, 3)
+    before = x.data_ptr() if hasattr(x, "data_ptr") else None
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert x.copy_(a) is x and np.array_equal(x.numpy(), a)
+    if before is not None:
+        assert x.data_ptr() == before
+    x.copy_(np.ascontiguousarray(a[::-1]))  # another array, same memory
+    assert np.array_equal(x.numpy(), a[::-1])
+    x.copy_(a.T.copy().T)  # a Fortran-ordered array: its values, row-major
+    assert np.array_equal(x.numpy(), a)
+    t = x.t()  # a strided destination: staged, then copied through the view
+    t.copy_(np.arange(6, dtype=np.float32).reshape(3, 2) * 10)
+    assert np.array_equal(x.numpy(), (np.arange(6, dtype=np.float32).reshape(3, 2) * 10).T)
+    x.copy_(np.ones((2, 3), np.float64) * 2.5)  # another dtype: cast as before
+    assert np.array_equal(x.numpy(), np.full((2, 3), 2.5, np.float32))
+    x.copy_(np.array([1, 2, 3], np.float32))  # broadcast as before
+    assert np.array_equal(x.numpy(), [[1, 2, 3], [1, 2, 3]])
+    w = ff.zeros(3, requires_grad=True)
+    with pytest.raises(FusionFlowError, match="leaf"):
+        w.copy_(np.ones(3, np.float32))
+    assert w.detach().numpy().tolist() == [0, 0, 0]

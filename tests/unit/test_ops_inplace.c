@@ -131,5 +131,39 @@ static void test_out_forms(void)
     RELEASE(a, b, out, big, view, m, i);
 }
 
+/* From host memory: one upload into a contiguous tensor or view, a staging copy into a
+ * strided one, the version bump autograd checks, and the refusals (size, NULL, broadcast,
+ * a leaf that requires grad) that leave the tensor as it was. */
+static void test_copy_from_host(void)
+{
+    ff_tensor *x = ff_test_tensor(FF_F32, 2, SHAPE(2, 3), VALS(0, 0, 0, 0, 0, 0));
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    CHECK(ff_copy_from_host_(x, six, sizeof six) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(1, 2, 3, 4, 5, 6), 0);
+    ff_tensor *row = ff_slice(x, 0, 1, 2, 1); /* contiguous view at an offset */
+    const float three[3] = {7, 8, 9};
+    CHECK(ff_copy_from_host_(row, three, sizeof three) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(1, 2, 3, 7, 8, 9), 0);
+    ff_tensor *t = ff_transpose(x, 0, 1); /* [3, 2], strided: row-major data of the view */
+    CHECK(ff_copy_from_host_(t, six, sizeof six) == FF_OK);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(1, 3, 5, 2, 4, 6), 0);
+    CHECK_ERROR(ff_copy_from_host_(x, six, 5 * sizeof(float)) != FF_OK, FF_ERR_INVALID, "20 bytes given, the f32 tensor of 6 elements takes 24");
+    CHECK_ERROR(ff_copy_from_host_(x, NULL, sizeof six) != FF_OK, FF_ERR_INVALID, "source is NULL");
+    ff_tensor *one = ff_zeros(2, SHAPE(1, 3), FF_F32), *e = ff_expand(one, 2, SHAPE(2, 3));
+    CHECK_ERROR(ff_copy_from_host_(e, six, sizeof six) != FF_OK, FF_ERR_INVALID, "broadcast");
+    ff_tensor *w = ff_zeros(1, SHAPE(3), FF_F32);
+    ff_set_requires_grad(w, true);
+    CHECK_ERROR(ff_copy_from_host_(w, three, sizeof three) != FF_OK, FF_ERR_AUTOGRAD, "leaf");
+    CHECK_TENSOR(w, 1, SHAPE(3), VALS(0, 0, 0), 0);
+    CHECK_TENSOR(x, 2, SHAPE(2, 3), VALS(1, 3, 5, 2, 4, 6), 0);
+    /* a saved input overwritten from the host: backward notices */
+    ff_tensor *v = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(1, 2, 3));
+    ff_tensor *y = ff_mul(w, v), *s = ff_sum(y, 0, NULL, false);
+    CHECK(ff_copy_from_host_(v, three, sizeof three) == FF_OK);
+    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified in place");
+    RELEASE(x, row, t, one, e, w, v, y, s);
+}
+
 FF_TEST_MAIN("ops_inplace", TEST(test_binary_inplace_values), TEST(test_views_and_aliasing), TEST(test_dtype_rules),
-             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias), TEST(test_out_forms))
+             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias), TEST(test_out_forms),
+             TEST(test_copy_from_host))
