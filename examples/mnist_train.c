@@ -144,12 +144,17 @@ static double train_step(ff_module *net, ff_optimizer *opt, ff_dist_ddp *ddp, ff
                          step_graph *sg, bool use_graph, const mnist_train_cfg *cfg, const mnist_split *d,
                          const int64_t *idx, int64_t b, float *xbuf, int64_t *ybuf)
 {
-    gather(d, idx, b, xbuf, ybuf);
-    if (use_graph && sg->g) /* the batch straight into the captured inputs: one upload each */
-        return ff_copy_from_host_(sg->x, xbuf, sizeof(float) * (size_t)(b * MNIST_PIXELS)) ||
+    if (use_graph && sg->g) {
+        /* the batch straight into the captured inputs: gathered in place where they are
+         * host memory (cpu backends), else one upload each */
+        float *xin = ff_tensor_is_contiguous(sg->x) ? ff_tensor_data_ptr(sg->x) : NULL;
+        gather(d, idx, b, xin ? xin : xbuf, ybuf);
+        return (!xin && ff_copy_from_host_(sg->x, xbuf, sizeof(float) * (size_t)(b * MNIST_PIXELS))) ||
                        ff_copy_from_host_(sg->y, ybuf, sizeof(int64_t) * (size_t)b) || ff_graph_replay(sg->g)
                    ? NAN
                    : loss_value(sg->loss);
+    }
+    gather(d, idx, b, xbuf, ybuf);
     int64_t xs[2] = {b, MNIST_PIXELS};
     ff_tensor *x = ff_from_data(xbuf, 2, xs, FF_F32);
     ff_tensor *y = x ? ff_from_data(ybuf, 1, &b, FF_I64) : NULL;
