@@ -1,5 +1,5 @@
 /*
- * ff-bench-graph [--backend NAME] [--blocks N] [--filter SUBSTR]: each graph workload
+ * ff-bench-graph [--backend NAME] [--blocks N] [--filter SUBSTR] [--mnist]: each graph workload
  * beside its eager twin in one process (issue 14's targets). The eager region and the
  * replay of its capture alternate in N blocks (default 21); each block is timed in this
  * thread's CPU time, so load from other processes on a shared machine moves both sides of
@@ -14,6 +14,9 @@
  *   mlp_784_256_10_step   cross-entropy, SGD, batch 64
  *   demo_step             the demo's MLP 784-256-128-10, AdamW (lr 2e-3, wd 1e-4), batch 128
  *   relu_mul_add_f32_16M  relu(a * b + c): three allocating ops / one fused program
+ *   fashion_mnist_epoch   --mnist: one epoch of the demo's training (examples/mnist_train.c)
+ *                         against the same with --graph, a fresh model each, in
+ *                         max(3, N / 4) blocks (an epoch takes about a second)
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include <time.h>
 
 #include "ff/ff.h"
+#include "mnist_train.h"
 
 typedef struct work {
     ff_module *net;
@@ -151,16 +155,61 @@ static int compare(const char *name, work *w, ff_tensor *(*region)(work *), int 
     return rc;
 }
 
+static double mnist_epoch_cpu(const mnist_split *train, bool graph)
+{
+    ff_module *net = mnist_mlp(42);
+    mnist_train_cfg cfg = {.epochs = 1, .batch = 128, .lr = 2e-3, .weight_decay = 1e-4, .seed = 42, .graph = graph};
+    double t0 = cpu_now();
+    int rc = net ? mnist_train(net, train, &cfg, NULL, 0, NULL, NULL) : -1;
+    double t = cpu_now() - t0;
+    ff_module_release(net);
+    return rc ? -1 : t;
+}
+
+/* The demo's epoch, eager against --graph, alternated. */
+static int mnist_compare(int blocks)
+{
+    static mnist_split train;
+    char err[256];
+    double mean = 0, std = 0;
+    if (mnist_load(MNIST_DEFAULT_DIR, "train", 0, &mean, &std, &train, err, sizeof err)) {
+        fprintf(stderr, "ff-bench-graph: Fashion-MNIST: %s\n", err);
+        return -1;
+    }
+    double te[64], tg[64], ratio[64];
+    if (blocks > 64) blocks = 64;
+    int rc = 0;
+    for (int k = 0; k < blocks && !rc; k++) {
+        te[k] = mnist_epoch_cpu(&train, false);
+        tg[k] = mnist_epoch_cpu(&train, true);
+        rc = te[k] < 0 || tg[k] < 0 ? -1 : 0;
+        ratio[k] = tg[k] / te[k];
+    }
+    mnist_free(&train);
+    if (rc) {
+        fprintf(stderr, "ff-bench-graph: fashion_mnist_epoch: %s\n", ff_last_error());
+        return -1;
+    }
+    qsort(te, (size_t)blocks, sizeof *te, cmp_double);
+    qsort(tg, (size_t)blocks, sizeof *tg, cmp_double);
+    qsort(ratio, (size_t)blocks, sizeof *ratio, cmp_double);
+    printf("%-22s eager %10.1f ms  graph %10.1f ms  graph/eager %.3f (quartiles %.3f %.3f)\n", "fashion_mnist_epoch",
+           1e3 * te[blocks / 2], 1e3 * tg[blocks / 2], ratio[blocks / 2], ratio[blocks / 4], ratio[3 * blocks / 4]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *backend = "cpu_blas", *filter = NULL;
     int blocks = 21;
+    bool mnist = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
+        else if (!strcmp(argv[i], "--mnist")) mnist = true;
         else {
-            fprintf(stderr, "usage: ff-bench-graph [--backend NAME] [--blocks N] [--filter SUBSTR]\n");
+            fprintf(stderr, "usage: ff-bench-graph [--backend NAME] [--blocks N] [--filter SUBSTR] [--mnist]\n");
             return 2;
         }
     }
@@ -197,5 +246,6 @@ int main(int argc, char **argv)
         fails += !w.a || !w.b || !w.c || compare("relu_mul_add_f32_16M", &w, relu_mul_add, 3, blocks);
         work_free(&w);
     }
+    if (mnist && SELECTED("fashion_mnist_epoch")) fails += mnist_compare(blocks / 4 > 3 ? blocks / 4 : 3) != 0;
     return fails ? 1 : 0;
 }
