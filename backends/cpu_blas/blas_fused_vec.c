@@ -5,11 +5,13 @@
  * Why: the tile executor (blas_fused.c) calls each instruction's plain kernel on 128-element
  * tiles, and those calls, the tile bookkeeping and the copy into the streamed output cost a
  * fifth to a third of a memory-bound program's time: relu(a * b + c) on 16M f32 took about
- * 1.3x a hand-written loop. Here every value lives in registers (a stack array the compiler
- * keeps in L1 at worst) for one chunk: the views read before they are written are loaded,
- * the instructions run in program order, the views written are stored (streamed past
- * BLAS_STREAM_MIN elements, as the plain entries do) - one pass, the streams interleaved
- * the way a hand-written loop interleaves them.
+ * 1.3x a hand-written loop, and AdamW's 14-op update paid a call per op per tile. Here the
+ * program runs chunk by chunk as an accumulator machine (run_chunk): each instruction's
+ * result stays in registers for the next one; operands are read where they lie (views in
+ * place, broadcast scalars and stored temporaries in a stack chunk); a result reaches
+ * memory only when it is a view or a temporary read again later, a big output's last
+ * write streamed past BLAS_STREAM_MIN elements as the plain entries do - one pass, the
+ * streams interleaved the way a hand-written loop interleaves them.
  *
  * Same bits as the plain entries: add, sub, mul, div, sqrt are IEEE's correctly rounded
  * operations whatever the vector width; neg and abs touch only the sign bit (NaN payloads
