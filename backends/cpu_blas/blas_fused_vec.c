@@ -109,10 +109,12 @@ __attribute__((target("avx512f"), always_inline)) static inline void run_chunk(c
         case V_SQRT: for (int k = 0; k < VECS; k++) acc[k] = _mm512_sqrt_ps(OPA(k)); break;
         case V_RECIP: for (int k = 0; k < VECS; k++) acc[k] = _mm512_div_ps(one, OPA(k)); break;
         case V_NEG:
-            for (int k = 0; k < VECS; k++) acc[k] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(OPA(k)), sign));
+            for (int k = 0; k < VECS; k++)
+                acc[k] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(OPA(k)), sign));
             break;
         case V_ABS:
-            for (int k = 0; k < VECS; k++) acc[k] = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(OPA(k))));
+            for (int k = 0; k < VECS; k++)
+                acc[k] = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(OPA(k))));
             break;
         case V_RELU:
             for (int k = 0; k < VECS; k++) {
@@ -175,7 +177,8 @@ int blas_fused_vec(blas_ctx *c, const fused_plan *pl, const ff_fused_program *p)
         int code = code_of(&p->inst[i]);
         if (code < 0) return 0;
         const fused_op *o = &pl->op[i];
-        vp.op[i] = (vec_op){.code = (unsigned char)code, .dst = (unsigned char)o->dst, .a = (unsigned char)o->src[0], .b = (unsigned char)o->src[1]};
+        vp.op[i] = (vec_op){.code = (unsigned char)code, .dst = (unsigned char)o->dst, .a = (unsigned char)o->src[0],
+                            .b = (unsigned char)o->src[1]};
     }
     for (int s = 0; s < pl->nslots; s++) {
         const fused_slot *sl = &pl->slot[s];
