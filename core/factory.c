@@ -80,12 +80,7 @@ ff_tensor *ff_from_data_on(ff_backend *be, const void *data, int ndim, const int
         ff_tensor_release(t);
         return ff_error(FF_ERR_INVALID, "%s: data is NULL", fn), NULL;
     }
-    ff_clear_error();
-    ff_status st = nbytes ? be->vt->upload(be->ctx, t->storage->buf, 0, data, nbytes) : FF_OK;
-    if (!st && nbytes && ff_graph_recording) ff_graph_record_upload(t->storage, 0, data, nbytes);
-    if (st) {
-        ff_error_prefix(fn);
-        ff_error(st, "%s", ff_last_error());
+    if (ff_kernel_upload(t, data, nbytes, fn)) {
         ff_tensor_release(t);
         return NULL;
     }

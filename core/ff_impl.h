@@ -152,6 +152,9 @@ ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn);
 /* The same for a number: an INT keeps all 64 bits into integer dtypes. */
 ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const char *fn);
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn); /* same shape */
+/* nbytes of host memory into contiguous dst's elements (at its offset): one upload,
+ * recorded while a graph captures, the version bumped. */
+ff_status ff_kernel_upload(const ff_tensor *dst, const void *src, size_t nbytes, const char *fn);
 ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn);
 /* a and b are broadcast to dst's shape here (stride 0), so they may have any
  * broadcast-compatible shape. */

@@ -170,6 +170,17 @@ ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char 
     return finish_rec(be->vt->copy(be->ctx, &v[0], &v[1]), dst, fn, FF_KIND_COPY, 0, 2, v, ts_, NULL);
 }
 
+ff_status ff_kernel_upload(const ff_tensor *dst, const void *src, size_t nbytes, const char *fn)
+{
+    if (!nbytes) return FF_OK;
+    ff_backend *be = dst->storage->backend;
+    size_t off = (size_t)dst->layout.offset * ff_dtype_size(dst->dtype);
+    ff_clear_error();
+    ff_status st = be->vt->upload(be->ctx, dst->storage->buf, off, src, nbytes);
+    if (!st && ff_graph_recording) ff_graph_record_upload(dst->storage, off, src, nbytes);
+    return finish(st, dst, fn);
+}
+
 ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn)
 {
     BEGIN_KERNEL(2, dst, src);

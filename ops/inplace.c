@@ -185,24 +185,11 @@ ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes)
         return ff_error(FF_ERR_INVALID, "%s: %zu bytes given, the %s tensor of %lld elements takes %zu", fn, nbytes,
                         ff_dtype_name(dst->dtype), (long long)ff_tensor_numel(dst), want);
     if (!want) return FF_OK;
-    ff_backend *be = dst->storage->backend;
-    if (!ff_layout_is_contiguous(&dst->layout)) { /* through a contiguous staging tensor */
-        ff_tensor *tmp = ff_from_data_on(be, src, dst->layout.ndim, dst->layout.shape, dst->dtype);
-        ff_status st = tmp ? ff_kernel_copy(dst, tmp, fn) : ff_last_status();
-        ff_tensor_release(tmp);
-        return st;
-    }
-    /* one upload into dst's own memory: no allocation, no second copy */
-    size_t off = (size_t)dst->layout.offset * ff_dtype_size(dst->dtype);
-    ff_clear_error();
-    ff_status st = be->vt->upload(be->ctx, dst->storage->buf, off, src, nbytes);
-    if (st) {
-        ff_error_prefix(fn);
-        return ff_error(st, "%s", ff_last_error());
-    }
-    if (ff_graph_recording) ff_graph_record_upload(dst->storage, off, src, nbytes);
-    ff_storage_bump_version(dst->storage);
-    return FF_OK;
+    if (ff_layout_is_contiguous(&dst->layout)) return ff_kernel_upload(dst, src, nbytes, fn); /* in place */
+    ff_tensor *tmp = ff_from_data_on(dst->storage->backend, src, dst->layout.ndim, dst->layout.shape, dst->dtype);
+    ff_status st = tmp ? ff_kernel_copy(dst, tmp, fn) : ff_last_status(); /* through a staging tensor */
+    ff_tensor_release(tmp);
+    return st;
 }
 
 ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y)
