@@ -101,13 +101,14 @@ ff_status ff_dist_finalize(void)
     return FF_OK;
 }
 
+enum { DESC_N = 5 + FF_MAX_DIMS };
+
+#ifdef FF_HAVE_MPI /* only MPI has other ranks to disagree with or wait for */
 static const char *kind_name(int k)
 {
     static const char *const n[] = {"?", "allreduce", "broadcast", "allgather", "barrier", "gradient bucket"};
     return k >= 0 && k <= FF_DIST_K_BUCKET ? n[k] : "?";
 }
-
-enum { DESC_N = 5 + FF_MAX_DIMS };
 
 /* "allreduce of f32 [3, 4] (op 1, root 0)" */
 static void describe(const int64_t *d, char *buf, size_t cap)
@@ -120,6 +121,7 @@ static void describe(const int64_t *d, char *buf, size_t cap)
              d[1] >= 0 && d[1] < FF_DTYPE_COUNT ? ff_dtype_name((ff_dtype)d[1]) : "?", shape, (long long)d[3],
              (long long)d[4]);
 }
+#endif
 
 ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int ndim, const int64_t *shape, int op,
                         int root)

@@ -2,22 +2,28 @@
 # The cuda backend's acceptance run, for a machine with an NVIDIA GPU, driver and the CUDA
 # toolkit (nvcc on PATH or in /usr/local/cuda/bin):
 #
-#     bash scripts/gpu-check.sh [BUILD_DIR]        (default build-gpu)
+#     bash scripts/gpu-check.sh [--prebuilt] [BUILD_DIR]        (default build-gpu)
 #
-# 1. configure and build with -DFF_BUILD_CUDA=ON (a missing nvcc fails the configure);
-# 2. ff-conformance --backend cuda: must report 0 failures;
+# 1. configure and build with -DFF_BUILD_CUDA=ON for this GPU's architecture, all cores, only
+#    the targets below (a missing nvcc fails the configure; cpu_blas only where OpenBLAS is
+#    found). --prebuilt skips this step: BUILD_DIR holds bin/ and lib/ built elsewhere for
+#    this GPU (same CUDA major version), e.g. copied from a machine without one;
+# 2. ff-conformance --backend cuda, then again with --graph: both must report 0 failures;
 # 3. the demo on the GPU, FF_BACKEND=cuda fashion_mnist: test accuracy must be >= 0.88
 #    (data: /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist, else
-#    downloaded once into $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist);
+#    $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist, downloaded once if empty);
 # 4. ff-bench-cuda: matmul f32 n = 1024..8192 against cuBLAS on the same buffers (>= 0.95),
 #    add and exp on 64M floats against the measured device bandwidth (>= 0.8);
 # 5. the MLP 784-256-10 training step through FusionFlow (ff-bench, when the cpu_blas
 #    build made it) and through PyTorch on the same GPU (when torch.cuda.is_available()).
+# Every step prints as it goes and has a time limit (a hang costs that step, not the run).
 # Reports land in BUILD_DIR/gpu-check/: gpu-check.json and gpu-check.md (the table), plus
 # each step's log. Exit status 0 only when every step ran and met its target; every miss
 # is named at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PREBUILT=0
+if [ "${1:-}" = --prebuilt ]; then PREBUILT=1; shift; fi
 BUILD=${1:-build-gpu}
 OUT=$BUILD/gpu-check
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -33,31 +39,55 @@ else
     echo "gpu-check: nvidia-smi not found (no driver?); continuing, init will say what is missing" >&2
 fi
 
-echo "== configure and build ($BUILD, -DFF_BUILD_CUDA=ON)"
-mkdir -p "$BUILD"
-if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFF_BUILD_CUDA=ON >"$BUILD/configure.log" 2>&1; then
-    cat "$BUILD/configure.log" >&2
-    echo "gpu-check: FAILED: configure (see above)" >&2
-    exit 1
+t0=$(date +%s)
+stamp() { echo "[gpu-check +$(($(date +%s) - t0)) s] $*"; }
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
 fi
-build_start=$(date +%s)
-if ! cmake --build "$BUILD" -j "$JOBS"; then
-    echo "gpu-check: FAILED: build" >&2
-    exit 1
+if [ "$PREBUILT" = 1 ]; then
+    stamp "using the prebuilt $BUILD (no build)"
+    [ -x "$BUILD/bin/ff-conformance" ] || { echo "gpu-check: FAILED: $BUILD/bin/ff-conformance missing" >&2; exit 1; }
+else
+    stamp "configure and build ($BUILD, -DFF_BUILD_CUDA=ON)"
+    mkdir -p "$BUILD"
+    blas=OFF targets=(ff-conformance fashion_mnist ff-bench-cuda ff-info ff_backend_cpu ff_backend_cuda)
+    if pkg-config --exists openblas 2>/dev/null; then blas=ON targets+=(ff-bench ff_backend_cpu_blas); fi
+    # native: this GPU's architecture only (a third of the compile time of the default list);
+    # warnings are shown, not fatal: a newer host compiler must not stop an acceptance run
+    if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFF_BUILD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native \
+        -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_BUILD_TESTS=OFF -DFF_WERROR=OFF \
+        >"$BUILD/configure.log" 2>&1; then
+        cat "$BUILD/configure.log" >&2
+        echo "gpu-check: FAILED: configure (see above)" >&2
+        exit 1
+    fi
+    if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"; then
+        echo "gpu-check: FAILED: build" >&2
+        exit 1
+    fi
+    stamp "built"
 fi
-echo "build took $(($(date +%s) - build_start)) s"
 mkdir -p "$OUT"
 FF_BACKEND=cuda "$BUILD/bin/ff-info" -v --default-only | tee "$OUT/ff-info.txt" || fail "ff-info: the cuda backend does not load"
 
-echo "== conformance"
-"$BUILD/bin/ff-conformance" --backend cuda 2>&1 | tee "$OUT/conformance.txt"
-conf_rc=${PIPESTATUS[0]}
-conf_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/conformance.txt" | tail -1)
-if [ "$conf_rc" -ne 0 ] || ! grep -qE '^[1-9][0-9]* passed, 0 failed' <<<"$conf_summary"; then
-    fail "conformance: ${conf_summary:-no summary line} (exit $conf_rc)"
-fi
+conformance() { # $1: log name, then ff-conformance's extra arguments; sets conf_last
+    local log=$OUT/$1.txt
+    shift
+    stamp "ff-conformance --backend cuda $*"
+    timeout 600 "$BUILD/bin/ff-conformance" --backend cuda --timeout 60 "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]} summary
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ "$rc" -ne 0 ] || ! grep -qE '^[1-9][0-9]* passed, 0 failed' <<<"$summary"; then
+        fail "conformance $*: ${summary:-no summary line} (exit $rc)"
+    fi
+    conf_last=$summary
+}
+conformance conformance
+conf_summary=$conf_last
+conformance conformance-graph --graph
+conf_graph=$conf_last
 
-echo "== demo: Fashion-MNIST MLP on cuda"
+stamp "demo: Fashion-MNIST MLP on cuda"
 data=/usr/share/datasets/fashion-mnist
 if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
     data=${FF_DATA_DIR:-$HOME/.cache/fusionflow/fashion-mnist}
@@ -67,60 +97,68 @@ if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx
             "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/$f.gz" || fail "download of $f.gz"
     done
 fi
-FF_BACKEND=cuda "$BUILD/bin/fashion_mnist" --data "$data" 2>&1 | tr '\r' '\n' | tee "$OUT/demo.txt"
+FF_BACKEND=cuda timeout 300 "$BUILD/bin/fashion_mnist" --data "$data" 2>&1 | tr '\r' '\n' | tee "$OUT/demo.txt"
 acc=$(grep -oE 'test accuracy: [0-9.]+' "$OUT/demo.txt" | tail -1 | awk '{print $3}')
 if [ -z "$acc" ] || ! awk -v a="$acc" 'BEGIN { exit !(a >= 0.88) }'; then
     fail "demo: test accuracy ${acc:-missing}, target >= 0.88"
 fi
 
-echo "== benchmarks"
-"$BUILD/bin/ff-bench-cuda" --json "$OUT/bench_cuda.json" --md "$OUT/bench_cuda.md" || fail "ff-bench-cuda: a row missed its target (or it failed)"
+stamp "benchmarks"
+timeout 300 "$BUILD/bin/ff-bench-cuda" --json "$OUT/bench_cuda.json" --md "$OUT/bench_cuda.md" || fail "ff-bench-cuda: a row missed its target (or it failed)"
 mlp_ff="" mlp_torch=""
 if [ -x "$BUILD/bin/ff-bench" ]; then
-    "$BUILD/bin/ff-bench" --backends cuda --threads 1 --filter mlp_784_256_10_step --json "$OUT/mlp_ff.json" \
+    timeout 120 "$BUILD/bin/ff-bench" --backends cuda --threads 1 --filter mlp_784_256_10_step --json "$OUT/mlp_ff.json" \
         >"$OUT/mlp_ff.txt" 2>&1 && mlp_ff=$OUT/mlp_ff.json || fail "ff-bench (MLP step on cuda), see $OUT/mlp_ff.txt"
 else
     echo "gpu-check: ff-bench was not built (it needs the cpu_blas build, OpenBLAS): no FusionFlow MLP row" >&2
 fi
 if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    python3 benchmarks/bench_cuda_torch.py --json "$OUT/mlp_torch.json" && mlp_torch=$OUT/mlp_torch.json ||
+    timeout 120 python3 benchmarks/bench_cuda_torch.py --json "$OUT/mlp_torch.json" && mlp_torch=$OUT/mlp_torch.json ||
         fail "bench_cuda_torch.py"
 else
     echo "gpu-check: PyTorch with CUDA not available: no PyTorch MLP row" >&2
 fi
 
 # One report: the benchmark rows, the MLP comparison, conformance and the demo.
-python3 - "$OUT" "$conf_summary" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
+stamp "report"
+python3 - "$OUT" "$conf_summary" "$conf_graph" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
 import json, os, sys
-out, conf, acc, mlp_ff, mlp_torch = sys.argv[1:6]
+out, conf, conf_graph, acc, mlp_ff, mlp_torch = sys.argv[1:7]
 missing = []
 path = os.path.join(out, "bench_cuda.json")
 bench = json.load(open(path)) if os.path.exists(path) else {}
 if not bench:
     missing.append("ff-bench-cuda wrote no results")
 rows = bench.get("results", [])
-ff_s = torch_s = None
+ff_s = torch_s = ff_graph_s = None
 if mlp_ff:
     for r in json.load(open(mlp_ff)).get("results", []):
         if r.get("workload") == "mlp_784_256_10_step" and r.get("backend") == "cuda":
             ff_s = r["median_s"]
+for r in rows:  # ff-bench-cuda times the same step (eager and replayed) when ff-bench was not built
+    if r.get("workload") == "mlp_784_256_10_step" and ff_s is None:
+        ff_s = r["ff_s"]
+    if r.get("workload") == "mlp_784_256_10_step_graph":
+        ff_graph_s = r["ff_s"]
 if mlp_torch:
     torch_s = json.load(open(mlp_torch))["results"][0]["median_s"]
 if mlp_ff and ff_s is None:
     missing.append("ff-bench gave no cuda row for mlp_784_256_10_step (see mlp_ff.txt)")
-mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "torch_s": torch_s,
+mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "ff_graph_s": ff_graph_s, "torch_s": torch_s,
        "torch_over_ff": (torch_s / ff_s) if ff_s and torch_s else None}
 report = {"device": bench.get("device"), "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
-          "conformance": conf, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
+          "conformance": conf, "conformance_graph": conf_graph, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
 json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 with open(os.path.join(out, "gpu-check.md"), "w") as f:
-    f.write("# gpu-check\n\nDevice: %s\n\nConformance: %s\n\nDemo (Fashion-MNIST MLP on cuda): test accuracy %s "
-            "(target >= 0.88)\n\n" % (report["device"], conf or "missing", acc or "missing"))
+    f.write("# gpu-check\n\nDevice: %s\n\nConformance: %s\n\nConformance --graph: %s\n\n"
+            "Demo (Fashion-MNIST MLP on cuda): test accuracy %s (target >= 0.88)\n\n"
+            % (report["device"], conf or "missing", conf_graph or "missing", acc or "missing"))
     md = os.path.join(out, "bench_cuda.md")
     f.write(open(md).read() if os.path.exists(md) else "(no ff-bench-cuda table)\n")
     ms = lambda s: "%.3f" % (s * 1e3) if s else "n/a"
-    f.write("\n| MLP 784-256-10 step (batch 64) | FusionFlow ms | PyTorch ms | PyTorch/FusionFlow |\n|---|---|---|---|\n")
-    f.write("| cuda | %s | %s | %s |\n" % (ms(ff_s), ms(torch_s),
+    f.write("\n| MLP 784-256-10 step (batch 64) | FusionFlow ms | FusionFlow graph replay ms | PyTorch ms "
+            "| PyTorch/FusionFlow |\n|---|---|---|---|---|\n")
+    f.write("| cuda | %s | %s | %s | %s |\n" % (ms(ff_s), ms(ff_graph_s), ms(torch_s),
             "%.2f" % mlp["torch_over_ff"] if mlp["torch_over_ff"] else "n/a"))
 print(open(os.path.join(out, "gpu-check.md")).read())
 for m in missing:
