@@ -11,7 +11,13 @@
  * start in the same order everywhere; each start is checked like any collective (the
  * bucket's index and size are in the descriptor). ff_dist_ddp_sync_grads starts what
  * backward did not (parameters without a gradient this step count as zeros), waits for
- * every bucket and hands each parameter its averaged gradient. */
+ * every bucket and hands each parameter its averaged gradient.
+ *
+ * On a backend with device collectives (cuda: NCCL), when every rank's is: a bucket is a
+ * flat tensor of that backend; packing is device copies queued behind the backward
+ * kernels that made the gradients, the allreduce (mean) runs on the group's own stream
+ * beside the rest of backward, and sync_grads makes the backend's stream wait for it
+ * (coll_wait). Nothing goes through the host, and the host never waits for the device. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +27,9 @@ typedef struct ddp_bucket {
     int first, last;     /* params [first, last) */
     int64_t count;       /* elements */
     ff_dtype dtype;
-    void *buf;           /* host, packed */
+    void *buf;           /* host, packed (staged through MPI) */
+    ff_tensor *dev;      /* or on the device: flat, [count] (device collectives) */
+    bool started_dev;    /* its device allreduce is queued */
     int ready;           /* params whose gradient backward has finished this step */
     ff_dist_pending *op; /* started allreduce, or NULL */
 } ddp_bucket;
@@ -38,6 +46,8 @@ struct ff_dist_ddp {
     ddp_param *hooks;
     ddp_bucket *buckets;
     ff_status deferred; /* an error met inside a hook, reported by the next sync */
+    ff_backend *be;     /* device collectives: the parameters' backend and its group */
+    void *comm;
 };
 
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d) { return d ? d->nbuckets : 0; }
@@ -49,9 +59,11 @@ void ff_dist_ddp_free(ff_dist_ddp *d)
     for (int i = 0; i < d->np; i++)
         if (d->params[i] && d->params[i]->grad_hook_user == &d->hooks[i])
             ff_set_post_accumulate_grad_hook(d->params[i], NULL, NULL);
+    if (d->comm) ff_dist_coll_wait(d->be, d->comm, "ff_dist_ddp_free");
     for (int b = 0; b < d->nbuckets; b++) {
         if (d->buckets[b].op) ff_dist_wait(d->buckets[b].op, "ff_dist_ddp_free");
         free(d->buckets[b].buf);
+        ff_tensor_release(d->buckets[b].dev);
     }
     ff_module_release(d->m);
     free(d->params);
@@ -94,10 +106,61 @@ static ff_status unpack(const ddp_bucket *bk, ff_tensor *const *params)
     return FF_OK;
 }
 
+/* Parameter i's slice of a device bucket, shaped as the parameter (a view). */
+static ff_tensor *slice(const ddp_bucket *bk, ff_tensor *const *params, int i, int64_t at)
+{
+    ff_tensor *w = params[i], *flat = ff_narrow(bk->dev, 0, at, ff_tensor_numel(w));
+    ff_tensor *v = flat ? ff_reshape(flat, w->layout.ndim, w->layout.shape) : NULL;
+    ff_tensor_release(flat);
+    return v;
+}
+
+/* The device form of pack / unpack: copies queued on the backend, no host round trip. */
+static ff_status pack_device(ddp_bucket *bk, ff_tensor *const *params)
+{
+    ff_status st = FF_OK;
+    bool prev = ff_set_grad_enabled(false);
+    int64_t at = 0;
+    for (int i = bk->first; i < bk->last && !st; at += ff_tensor_numel(params[i]), i++) {
+        ff_tensor *g = ff_grad(params[i]), *v = slice(bk, params, i, at);
+        if (!v) st = ff_last_status();
+        else if (!g) st = ff_zero_(v);
+        else if (g->dtype != params[i]->dtype)
+            st = ff_error(FF_ERR_INVALID, "ff_dist_ddp_sync_grads: a gradient's dtype differs from its parameter's");
+        else st = ff_copy_(v, g);
+        ff_tensor_release(g);
+        ff_tensor_release(v);
+    }
+    ff_set_grad_enabled(prev);
+    return st;
+}
+
+static ff_status unpack_device(const ddp_bucket *bk, ff_tensor *const *params)
+{
+    ff_status st = FF_OK;
+    bool prev = ff_set_grad_enabled(false);
+    int64_t at = 0;
+    for (int i = bk->first; i < bk->last && !st; at += ff_tensor_numel(params[i]), i++) {
+        ff_tensor *v = slice(bk, params, i, at), *g = v ? ff_clone(v) : NULL; /* its own memory: the bucket is reused */
+        st = g ? ff_set_grad(params[i], g) : ff_last_status();
+        ff_tensor_release(g);
+        ff_tensor_release(v);
+    }
+    ff_set_grad_enabled(prev);
+    return st;
+}
+
 /* Packs bucket b and starts its allreduce (mean). */
 static ff_status start(ff_dist_ddp *d, int b, const char *fn)
 {
     ddp_bucket *bk = &d->buckets[b];
+    if (bk->dev) {
+        ff_status st = pack_device(bk, d->params);
+        if (!st) st = ff_dist_agree(fn, FF_DIST_K_BUCKET, bk->dtype, 1, &bk->count, b, 0);
+        if (!st) st = ff_dist_coll_run(d->be, d->comm, FF_COLL_ALLREDUCE, FF_COLL_AVG, true, bk->dev, bk->dev, fn);
+        bk->started_dev = !st;
+        return st;
+    }
     ff_status st = pack(bk, d->params);
     if (!st) st = ff_dist_agree(fn, FF_DIST_K_BUCKET, bk->dtype, 1, &bk->count, b, 0);
     if (!st && !(bk->op = ff_dist_iallreduce_host(bk->buf, bk->count, bk->dtype, FF_DIST_MEAN, fn)))
@@ -112,7 +175,7 @@ static void grad_ready(ff_tensor *leaf, void *user)
     ff_dist_ddp *d = h->d;
     ddp_bucket *bk = &d->buckets[h->bucket];
     for (int b = 0; b < d->nbuckets; b++) ff_dist_poke(d->buckets[b].op); /* let started ones move */
-    if (d->deferred || bk->op || ++bk->ready < bk->last - bk->first) return;
+    if (d->deferred || bk->op || bk->started_dev || ++bk->ready < bk->last - bk->first) return;
     ff_status st = start(d, h->bucket, "ff_dist_ddp (during backward)");
     if (st) d->deferred = st;
     else d->launched++;
@@ -154,18 +217,38 @@ ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes)
         bk->last = i + 1, bk->count += ff_tensor_numel(p);
         size += bytes;
     }
-    for (int b = 0; b < d->nbuckets; b++)
-        if (!(d->buckets[b].buf = malloc((size_t)d->buckets[b].count * ff_dtype_size(d->buckets[b].dtype) + 1))) {
+    /* device buckets when every parameter is on one backend with collectives, on every rank */
+    ff_backend *be = d->np ? d->params[0]->storage->backend : NULL;
+    bool device = be != NULL;
+    for (int i = 0; i < d->np && device; i++)
+        device = d->params[i]->storage->backend == be && ff_dist_coll_capable(be, FF_COLL_ALLREDUCE, d->params[i]->dtype);
+    int64_t np64 = d->np;
+    if (ff_dist_agree_device(fn, FF_DIST_K_DDP, FF_F32, 1, &np64, 0, 0, &device) ||
+        (device && ff_dist_coll_group(be, fn, &d->comm))) {
+        ff_dist_ddp_free(d);
+        return NULL;
+    }
+    if (d->comm) d->be = be;
+    for (int b = 0; b < d->nbuckets; b++) {
+        ddp_bucket *bk = &d->buckets[b];
+        if (d->comm && !(bk->dev = ff_empty_on(be, 1, &bk->count, bk->dtype))) {
+            ff_dist_ddp_free(d);
+            return NULL;
+        }
+        if (!d->comm && !(bk->buf = malloc((size_t)bk->count * ff_dtype_size(bk->dtype) + 1))) {
             ff_dist_ddp_free(d);
             return ff_error(FF_ERR_OOM, "%s: out of memory for the gradient buckets", fn), NULL;
         }
+    }
     for (int i = 0; i < d->np; i++) /* rank 0's initial values everywhere */
         if (ff_dist_broadcast(d->params[i], 0)) {
             ff_error_prefix(fn);
             ff_dist_ddp_free(d);
             return NULL;
         }
-    if (ff_dist_size() > 1)
+    /* a group of one on the host is the identity; device buckets run as they would on many
+     * (PyTorch's DDP does too), so one GPU exercises the path a job of many takes */
+    if (ff_dist_size() > 1 || d->comm)
         for (int b = 0; b < d->nbuckets; b++)
             for (int i = d->buckets[b].first; i < d->buckets[b].last; i++) {
                 d->hooks[i] = (ddp_param){d, b};
@@ -183,15 +266,20 @@ ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d)
     if (!d) return ff_error(FF_ERR_INVALID, "%s: NULL", fn);
     ff_status st = d->deferred;
     if (st) ff_error(st, "%s: a gradient bucket failed during backward: %s", fn, ff_last_error());
-    if (ff_dist_size() > 1)
+    if (ff_dist_size() > 1 || d->comm)
         for (int b = 0; b < d->nbuckets && !st; b++) /* the buckets backward did not start, in order */
-            if (!d->buckets[b].op) st = start(d, b, fn);
+            if (!d->buckets[b].op && !d->buckets[b].started_dev) st = start(d, b, fn);
+    if (d->comm) { /* the backend's stream waits for the group's: the host does not */
+        ff_status sw = ff_dist_coll_wait(d->be, d->comm, fn);
+        if (!st) st = sw;
+    }
     for (int b = 0; b < d->nbuckets; b++) {
         ddp_bucket *bk = &d->buckets[b];
         ff_status sb = bk->op ? ff_dist_wait(bk->op, fn) : FF_OK;
         if (bk->op && !st && !sb) sb = unpack(bk, d->params);
+        if (bk->started_dev && !st) sb = unpack_device(bk, d->params);
         if (!st) st = sb;
-        bk->op = NULL, bk->ready = 0;
+        bk->op = NULL, bk->ready = 0, bk->started_dev = false;
     }
     d->deferred = FF_OK;
     d->launched_last = d->launched, d->launched = 0;

@@ -9,7 +9,15 @@
  * tune far better than their non-blocking ones (ff-bench's dist_allreduce rows compare
  * with raw MPI_Allreduce).
  *
- * Built without MPI, the group is one process and every collective is the identity. */
+ * Device collectives: when every rank's tensor lives on a backend with the coll_* entries
+ * (the cuda backend: NCCL), the payload moves device to device there instead of being
+ * staged through host memory. The descriptor carries a flag "this rank can": the ranks
+ * take that path only when all can, and the group behind it (one per backend, made at
+ * its first collective) is joined only when every rank's backend could make an id, so a
+ * rank without NCCL turns the job back to MPI staging on every rank, never into a hang.
+ *
+ * Built without MPI, the group is one process and every collective is the identity, but
+ * for the device collectives, which run on a group of one (the same path as on many). */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
 #include <stdio.h>
@@ -23,10 +31,21 @@
 #include <mpi.h>
 #endif
 
+/* A backend's device collective group (coll_init's handle), or why it has none. */
+#define COLL_MAX 4
+typedef struct coll_group {
+    ff_backend *be;
+    void *comm;
+    bool failed; /* the ranks agreed it cannot be made: stage through MPI */
+} coll_group;
+
 static struct {
     bool init, owns_mpi, broken;
     int rank, size, local_rank;
     double timeout;
+    coll_group coll[COLL_MAX];
+    int ncoll;
+    int64_t n_device, n_staged; /* collectives run so far each way (ff_dist_counts) */
 #ifdef FF_HAVE_MPI
     MPI_Comm comm;
 #endif
@@ -89,6 +108,13 @@ ff_status ff_dist_init(void)
 ff_status ff_dist_finalize(void)
 {
     if (!G.init) return FF_OK;
+    for (int i = 0; i < G.ncoll; i++)
+        if (G.coll[i].comm) {
+            void (*leave)(void *, void *) = FF_VT_OPT(G.coll[i].be, coll_free);
+            leave(G.coll[i].be->ctx, G.coll[i].comm);
+        }
+    memset(G.coll, 0, sizeof G.coll);
+    G.ncoll = 0;
 #ifdef FF_HAVE_MPI
     if (!G.broken) MPI_Comm_free(&G.comm);
     int fin = 0;
@@ -101,13 +127,16 @@ ff_status ff_dist_finalize(void)
     return FF_OK;
 }
 
-enum { DESC_N = 5 + FF_MAX_DIMS };
+/* kind, dtype, ndim, op, root, shape[FF_MAX_DIMS], then the device flag (not compared:
+ * combined with AND) */
+enum { DESC_N = 6 + FF_MAX_DIMS };
 
 #ifdef FF_HAVE_MPI /* only MPI has other ranks to disagree with or wait for */
 static const char *kind_name(int k)
 {
-    static const char *const n[] = {"?", "allreduce", "broadcast", "allgather", "barrier", "gradient bucket"};
-    return k >= 0 && k <= FF_DIST_K_BUCKET ? n[k] : "?";
+    static const char *const n[] = {"?", "allreduce", "broadcast", "allgather", "barrier", "gradient bucket",
+                                    "data-parallel setup"};
+    return k >= 0 && k <= FF_DIST_K_DDP ? n[k] : "?";
 }
 
 /* "allreduce of f32 [3, 4] (op 1, root 0)" */
@@ -126,6 +155,12 @@ static void describe(const int64_t *d, char *buf, size_t cap)
 ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int ndim, const int64_t *shape, int op,
                         int root)
 {
+    return ff_dist_agree_device(fn, kind, dtype, ndim, shape, op, root, NULL);
+}
+
+ff_status ff_dist_agree_device(const char *fn, ff_dist_kind kind, ff_dtype dtype, int ndim, const int64_t *shape,
+                               int op, int root, bool *device)
+{
     if (!G.init) return ff_error(FF_ERR_INVALID, "%s: call ff_dist_init first", fn);
     if (G.broken)
         return ff_error(FF_ERR_BACKEND, "%s: the process group is unusable after an earlier timeout", fn);
@@ -134,6 +169,7 @@ ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int n
 #ifdef FF_HAVE_MPI
     int64_t d[DESC_N] = {kind, dtype, ndim, op, root};
     for (int i = 0; i < ndim && i < FF_MAX_DIMS; i++) d[5 + i] = shape[i];
+    d[DESC_N - 1] = device && *device;
     int64_t *all = malloc(sizeof(int64_t) * DESC_N * (size_t)G.size);
     if (!all) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
     MPI_Request req;
@@ -174,11 +210,146 @@ ff_status ff_dist_agree(const char *fn, ff_dist_kind kind, ff_dtype dtype, int n
             free(all);
             return ff_error(FF_ERR_INVALID, "%s: the ranks disagree: rank 0 runs %s, rank %d runs %s", fn, a, r, b);
         }
+    for (int r = 0; device && r < G.size; r++) *device = *device && all[(size_t)r * DESC_N + DESC_N - 1];
     free(all);
 #else
-    (void)kind, (void)dtype, (void)ndim, (void)shape, (void)op;
+    (void)kind, (void)dtype, (void)ndim, (void)shape, (void)op, (void)device;
 #endif
     return FF_OK;
+}
+
+/* ---- device collectives (the backend's coll_* entries) ----------------------------- */
+
+bool ff_dist_coll_capable(ff_backend *be, ff_coll_op op, ff_dtype t)
+{
+    if (!be || !FF_VT_OPT(be, coll_id) || !FF_VT_OPT(be, coll_init) || !FF_VT_OPT(be, coll_run) ||
+        !FF_VT_OPT(be, coll_wait) || !FF_VT_OPT(be, coll_free))
+        return false;
+    const char *env = getenv("FF_DIST_DEVICE"); /* 0: always stage through MPI */
+    if (env && !strcmp(env, "0")) return false;
+    for (int i = 0; i < G.ncoll; i++)
+        if (G.coll[i].be == be && G.coll[i].failed) return false;
+    return be->vt->supports(be->ctx, FF_KIND_COLLECTIVE, op, t) != 0;
+}
+
+static ff_status coll_fail(ff_backend *be, const char *fn, const char *entry, ff_status st)
+{
+    return ff_error(st, "%s: backend '%s' %s: %s", fn, be->name, entry,
+                    ff_last_error()[0] ? ff_last_error() : ff_status_name(st));
+}
+
+/* Every rank's verdict combined: all true, or false everywhere. */
+static bool all_ranks(bool ok)
+{
+#ifdef FF_HAVE_MPI
+    int mine = ok, all = 0;
+    if (G.size > 1 && MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, G.comm) == MPI_SUCCESS) return all != 0;
+    if (G.size > 1) return false;
+#endif
+    return ok;
+}
+
+ff_status ff_dist_coll_group(ff_backend *be, const char *fn, void **comm)
+{
+    *comm = NULL;
+    int i = 0;
+    while (i < G.ncoll && G.coll[i].be != be) i++;
+    if (i < G.ncoll) {
+        *comm = G.coll[i].comm;
+        return FF_OK;
+    }
+    if (G.ncoll == COLL_MAX) return FF_OK; /* more device backends than groups: stage */
+    /* Every rank makes an id first (that loads the library and checks the device), so a
+     * rank that cannot is known before anyone blocks in coll_init; rank 0's id is used. */
+    char id[FF_COLL_ID_MAX], why[512] = "";
+    size_t len = 0;
+    ff_status (*make_id)(void *, void *, size_t, size_t *) = FF_VT_OPT(be, coll_id);
+    ff_status (*join)(void *, const void *, size_t, int, int, void **) = FF_VT_OPT(be, coll_init);
+    ff_clear_error();
+    bool ok = make_id(be->ctx, id, sizeof id, &len) == FF_OK && len <= sizeof id;
+    if (!ok) snprintf(why, sizeof why, "%s", ff_last_error());
+    if ((ok = all_ranks(ok))) {
+#ifdef FF_HAVE_MPI
+        uint64_t n = len;
+        if (G.size > 1 && (MPI_Bcast(&n, 1, MPI_UINT64_T, 0, G.comm) != MPI_SUCCESS ||
+                           MPI_Bcast(id, (int)n, MPI_BYTE, 0, G.comm) != MPI_SUCCESS))
+            return ff_error(FF_ERR_BACKEND, "%s: broadcasting the %s group's id failed", fn, be->name);
+        len = (size_t)n;
+#endif
+        ff_clear_error();
+        void *c = NULL;
+        ok = join(be->ctx, id, len, G.rank, G.size, &c) == FF_OK;
+        if (!ok) snprintf(why, sizeof why, "%s", ff_last_error());
+        if (!(ok = all_ranks(ok)) && c) {
+            void (*leave)(void *, void *) = FF_VT_OPT(be, coll_free);
+            leave(be->ctx, c);
+        } else if (ok) {
+            *comm = c;
+        }
+    }
+    G.coll[G.ncoll++] = (coll_group){be, *comm, !ok};
+    if (!ok)
+        ff_log_debug("ff_dist: backend '%s' has no device collectives on every rank (%s); its tensors are staged "
+                     "through host memory and MPI", be->name, why[0] ? why : "failed on another rank");
+    return FF_OK;
+}
+
+ff_status ff_dist_coll_run(ff_backend *be, void *comm, ff_coll_op op, int arg, bool async, ff_tensor *dst,
+                           const ff_tensor *src, const char *fn)
+{
+    ff_view vd, vs;
+    ff_tensor_view(dst, &vd);
+    ff_tensor_view(src, &vs);
+    ff_status (*run)(void *, void *, int, int, int, const ff_view *, const ff_view *) = FF_VT_OPT(be, coll_run);
+    ff_clear_error();
+    ff_status st = run(be->ctx, comm, op, arg, async, &vd, &vs);
+    if (st) return coll_fail(be, fn, "coll_run", st);
+    G.n_device++;
+    ff_storage_bump_version(dst->storage);
+    return FF_OK;
+}
+
+ff_status ff_dist_coll_wait(ff_backend *be, void *comm, const char *fn)
+{
+    ff_status (*wait)(void *, void *) = FF_VT_OPT(be, coll_wait);
+    ff_clear_error();
+    ff_status st = wait(be->ctx, comm);
+    return st ? coll_fail(be, fn, "coll_wait", st) : FF_OK;
+}
+
+void ff_dist_counts(int64_t *device, int64_t *staged)
+{
+    if (device) *device = G.n_device;
+    if (staged) *staged = G.n_staged;
+}
+
+/* t's collective on the device: in place on t, through a dense copy when t is a strided
+ * view (copied back after). out: allgather's result (NULL for the in-place ones).
+ * *staged: the group could not be made on every rank, so nothing ran: stage instead. */
+static ff_status device_collective(ff_tensor *t, ff_coll_op op, int arg, ff_tensor **out, bool *staged,
+                                   const char *fn)
+{
+    ff_backend *be = t->storage->backend;
+    void *comm;
+    ff_status st = ff_dist_coll_group(be, fn, &comm);
+    *staged = !st && !comm;
+    if (st || !comm) return st;
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *src = ff_tensor_is_contiguous(t) ? ff_tensor_retain(t) : ff_clone(t);
+    if (!src) st = ff_last_status();
+    else if (op == FF_COLL_ALLGATHER) {
+        int64_t shape[FF_MAX_DIMS];
+        shape[0] = G.size;
+        memcpy(shape + 1, t->layout.shape, sizeof(int64_t) * (size_t)t->layout.ndim);
+        *out = ff_empty_on(be, t->layout.ndim + 1, shape, t->dtype);
+        st = *out ? ff_dist_coll_run(be, comm, op, arg, false, *out, src, fn) : ff_last_status();
+    } else {
+        st = ff_dist_coll_run(be, comm, op, arg, false, src, src, fn);
+        if (!st && src != t) st = ff_copy_(t, src);
+    }
+    ff_tensor_release(src);
+    ff_set_grad_enabled(prev);
+    return st;
 }
 
 #ifdef FF_HAVE_MPI
@@ -342,9 +513,17 @@ ff_status ff_dist_allreduce(ff_tensor *t, ff_dist_reduce op)
     static const char fn[] = "ff_dist_allreduce";
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     ff_status st = check_reduce(t->dtype, op, fn);
-    if (st || (st = ff_dist_agree(fn, FF_DIST_K_ALLREDUCE, t->dtype, t->layout.ndim, t->layout.shape, op, 0))) return st;
+    if (st) return st;
+    bool device = ff_dist_coll_capable(t->storage->backend, FF_COLL_ALLREDUCE, t->dtype);
+    if ((st = ff_dist_agree_device(fn, FF_DIST_K_ALLREDUCE, t->dtype, t->layout.ndim, t->layout.shape, op, 0,
+                                   &device)))
+        return st;
     int64_t n = ff_tensor_numel(t);
-    if (G.size == 1 || n == 0) return FF_OK;
+    if (n == 0) return FF_OK;
+    bool host = true;
+    if (device && ((st = device_collective(t, FF_COLL_ALLREDUCE, (int)op, NULL, &host, fn)) || !host)) return st;
+    if (G.size == 1) return FF_OK;
+    G.n_staged++;
     bool staged;
     void *p = host_elements(t, (size_t)n * ff_dtype_size(t->dtype), &staged, fn);
     if (!p) return ff_last_status();
@@ -362,9 +541,15 @@ ff_status ff_dist_broadcast(ff_tensor *t, int root)
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     if (t->dtype == FF_F16 || t->dtype == FF_BF16)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: %s tensors are not supported yet", fn, ff_dtype_name(t->dtype));
-    ff_status st = ff_dist_agree(fn, FF_DIST_K_BROADCAST, t->dtype, t->layout.ndim, t->layout.shape, 0, root);
+    bool device = ff_dist_coll_capable(t->storage->backend, FF_COLL_BROADCAST, t->dtype);
+    ff_status st =
+        ff_dist_agree_device(fn, FF_DIST_K_BROADCAST, t->dtype, t->layout.ndim, t->layout.shape, 0, root, &device);
     int64_t n = ff_tensor_numel(t);
-    if (st || G.size == 1 || n == 0) return st;
+    if (st || n == 0) return st;
+    bool host = true;
+    if (device && ((st = device_collective(t, FF_COLL_BROADCAST, root, NULL, &host, fn)) || !host)) return st;
+    if (G.size == 1) return FF_OK;
+    G.n_staged++;
 #ifdef FF_HAVE_MPI
     size_t es = ff_dtype_size(t->dtype);
     bool staged;
@@ -396,7 +581,19 @@ ff_tensor *ff_dist_allgather(const ff_tensor *t)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: %s tensors are not supported yet", fn, ff_dtype_name(t->dtype)), NULL;
     if (t->layout.ndim >= FF_MAX_DIMS)
         return ff_error(FF_ERR_INVALID, "%s: rank %d leaves no room for the ranks' axis", fn, t->layout.ndim), NULL;
-    if (ff_dist_agree(fn, FF_DIST_K_ALLGATHER, t->dtype, t->layout.ndim, t->layout.shape, 0, 0)) return NULL;
+    bool device = ff_dist_coll_capable(t->storage->backend, FF_COLL_ALLGATHER, t->dtype);
+    if (ff_dist_agree_device(fn, FF_DIST_K_ALLGATHER, t->dtype, t->layout.ndim, t->layout.shape, 0, 0, &device))
+        return NULL;
+    if (device && ff_tensor_numel(t) > 0) {
+        ff_tensor *out = NULL;
+        bool staged = true;
+        ff_status st = device_collective((ff_tensor *)t, FF_COLL_ALLGATHER, 0, &out, &staged, fn);
+        if (st || !staged) {
+            if (st) ff_tensor_release(out);
+            return st ? NULL : out;
+        }
+    }
+    G.n_staged += G.size > 1;
     int64_t shape[FF_MAX_DIMS], n = ff_tensor_numel(t);
     shape[0] = G.size;
     memcpy(shape + 1, t->layout.shape, sizeof(int64_t) * (size_t)t->layout.ndim);

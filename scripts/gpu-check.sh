@@ -14,8 +14,11 @@
 #    $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist, downloaded once if empty);
 # 4. ff-bench-cuda: matmul f32 n = 1024..8192 against cuBLAS on the same buffers (>= 0.95),
 #    add and exp on 64M floats against the measured device bandwidth (>= 0.8);
-# 5. the MLP 784-256-10 training step through FusionFlow (ff-bench, when the cpu_blas
-#    build made it) and through PyTorch on the same GPU (when torch.cuda.is_available()).
+# 5. the MLP 784-256-10 training step through FusionFlow (ff-bench-cuda, and ff-bench when
+#    the cpu_blas build made it) and through PyTorch on the same GPU (when
+#    torch.cuda.is_available());
+# 6. ff_dist's device collectives on NCCL, one rank (tests/dist/test_dist_device.c: values,
+#    the path they took, DDP's device buckets), alone and under mpirun -np 1 where MPI is.
 # Every step prints as it goes and has a time limit (a hang costs that step, not the run).
 # Reports land in BUILD_DIR/gpu-check/: gpu-check.json and gpu-check.md (the table), plus
 # each step's log. Exit status 0 only when every step ran and met its target; every miss
@@ -41,8 +44,11 @@ fi
 
 t0=$(date +%s)
 stamp() { echo "[gpu-check +$(($(date +%s) - t0)) s] $*"; }
+gpu_line=""
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    gpu_line=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+    gpu_line="$gpu_line (driver), $(nvcc --version 2>/dev/null | grep -oE 'release [0-9.]+' | head -1) (nvcc)"
 fi
 if [ "$PREBUILT" = 1 ]; then
     stamp "using the prebuilt $BUILD (no build)"
@@ -50,12 +56,12 @@ if [ "$PREBUILT" = 1 ]; then
 else
     stamp "configure and build ($BUILD, -DFF_BUILD_CUDA=ON)"
     mkdir -p "$BUILD"
-    blas=OFF targets=(ff-conformance fashion_mnist ff-bench-cuda ff-info ff_backend_cpu ff_backend_cuda)
+    blas=OFF targets=(ff-conformance fashion_mnist ff-bench-cuda ff-info ff_backend_cpu ff_backend_cuda test_dist_device)
     if pkg-config --exists openblas 2>/dev/null; then blas=ON targets+=(ff-bench ff_backend_cpu_blas); fi
     # native: this GPU's architecture only (a third of the compile time of the default list);
     # warnings are shown, not fatal: a newer host compiler must not stop an acceptance run
     if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFF_BUILD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native \
-        -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_BUILD_TESTS=OFF -DFF_WERROR=OFF \
+        -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_WERROR=OFF \
         >"$BUILD/configure.log" 2>&1; then
         cat "$BUILD/configure.log" >&2
         echo "gpu-check: FAILED: configure (see above)" >&2
@@ -120,10 +126,28 @@ else
 fi
 
 # One report: the benchmark rows, the MLP comparison, conformance and the demo.
+stamp "NCCL: ff_dist's device collectives on one rank"
+nccl=""
+if [ -x "$BUILD/bin/test_dist_device" ]; then
+    FF_LOG=1 timeout 120 "$BUILD/bin/test_dist_device" cuda 2>&1 | grep -v "^\[ff\] loaded" | tee "$OUT/nccl.txt"
+    rc=${PIPESTATUS[0]}
+    if command -v mpirun >/dev/null; then
+        FF_LOG=1 timeout 120 mpirun -np 1 --allow-run-as-root -x FF_LOG "$BUILD/bin/test_dist_device" cuda 2>&1 |
+            grep -v "^\[ff\] loaded" | tee -a "$OUT/nccl.txt"
+        rc=$((rc | PIPESTATUS[0]))
+    fi
+    nccl=$(grep -oE "device collectives: .*" "$OUT/nccl.txt" | tail -1)
+    if [ "$rc" -ne 0 ] || ! grep -qE "device collectives: [1-9][0-9]* device, [0-9]+ staged, 0 failure" <<<"$nccl"; then
+        fail "NCCL: test_dist_device: ${nccl:-no result} (exit $rc)"
+    fi
+else
+    echo "gpu-check: test_dist_device was not built (a --prebuilt tree without it?): no NCCL row" >&2
+fi
+
 stamp "report"
-python3 - "$OUT" "$conf_summary" "$conf_graph" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
+python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
 import json, os, sys
-out, conf, conf_graph, acc, mlp_ff, mlp_torch = sys.argv[1:7]
+out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch = sys.argv[1:9]
 missing = []
 path = os.path.join(out, "bench_cuda.json")
 bench = json.load(open(path)) if os.path.exists(path) else {}
@@ -146,13 +170,14 @@ if mlp_ff and ff_s is None:
     missing.append("ff-bench gave no cuda row for mlp_784_256_10_step (see mlp_ff.txt)")
 mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "ff_graph_s": ff_graph_s, "torch_s": torch_s,
        "torch_over_ff": (torch_s / ff_s) if ff_s and torch_s else None}
-report = {"device": bench.get("device"), "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
-          "conformance": conf, "conformance_graph": conf_graph, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
+report = {"device": bench.get("device"), "gpu": gpu, "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
+          "conformance": conf, "conformance_graph": conf_graph, "nccl_one_rank": nccl, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
 json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 with open(os.path.join(out, "gpu-check.md"), "w") as f:
-    f.write("# gpu-check\n\nDevice: %s\n\nConformance: %s\n\nConformance --graph: %s\n\n"
+    f.write("# gpu-check\n\nGPU: %s\n\nDevice: %s\n\nConformance: %s\n\nConformance --graph: %s\n\n"
             "Demo (Fashion-MNIST MLP on cuda): test accuracy %s (target >= 0.88)\n\n"
-            % (report["device"], conf or "missing", conf_graph or "missing", acc or "missing"))
+            "NCCL, one rank (test_dist_device): %s\n\n"
+            % (gpu or "?", report["device"], conf or "missing", conf_graph or "missing", acc or "missing", nccl or "missing"))
     md = os.path.join(out, "bench_cuda.md")
     f.write(open(md).read() if os.path.exists(md) else "(no ff-bench-cuda table)\n")
     ms = lambda s: "%.3f" % (s * 1e3) if s else "n/a"

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "cuda_impl.h"
+#ifdef FF_CUDA_NCCL
+#include "cuda_coll.h"
+#endif
 #include "ff_backend_fused.h"
 #include "ff_backend_lines.h"
 
@@ -79,6 +82,9 @@ static void cuda_shutdown(void *ctx)
         cudaSetDevice(c->device);
         cudaStreamSynchronize(c->stream);
     }
+#ifdef FF_CUDA_NCCL
+    cuda_coll_destroy_all(c);
+#endif
     cuda_blas_destroy(c);
     cuda_alloc_destroy(c);
     if (c->staging) cudaFreeHost(c->staging);
@@ -86,6 +92,7 @@ static void cuda_shutdown(void *ctx)
     pthread_mutex_destroy(&c->alloc_lock);
     pthread_mutex_destroy(&c->staging_lock);
     pthread_mutex_destroy(&c->blas_lock);
+    pthread_mutex_destroy(&c->comm_lock);
     free(c);
 }
 
@@ -134,6 +141,7 @@ static ff_status cuda_init(const ff_host_api *host, void **ctx)
     pthread_mutex_init(&c->alloc_lock, NULL);
     pthread_mutex_init(&c->staging_lock, NULL);
     pthread_mutex_init(&c->blas_lock, NULL);
+    pthread_mutex_init(&c->comm_lock, NULL);
     const char *env = getenv("FF_CUDA_TF32");
     c->tf32 = env && !strcmp(env, "1");
     ff_status st = open_device(c);
@@ -207,6 +215,9 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* F32, F64 */
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
+#ifdef FF_CUDA_NCCL
+    case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
+#endif
     default: return 0; /* conv2d, linalg, fft, batch_norm, pool2d: entries left NULL */
     }
 }
@@ -248,6 +259,13 @@ static const ff_backend_vtable cuda_vtable = {
     .argsort = cuda_argsort,
     .fused = cuda_fused,
     .dlpack_device = cuda_dlpack_device,
+#ifdef FF_CUDA_NCCL
+    .coll_id = cuda_coll_id,
+    .coll_init = cuda_coll_init,
+    .coll_run = cuda_coll_run,
+    .coll_wait = cuda_coll_wait,
+    .coll_free = cuda_coll_free,
+#endif
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &cuda_vtable; }

@@ -10,6 +10,7 @@
  *   cuda_walk.c         views -> walks (dim dropping and merging), shared by every entry
  *   cuda_matmul.c       matmul: cuBLAS for f32/f64 (transposes from strides), the integer kernel
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
+ *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
  *   cuda_elementwise.cu fill, copy, unary, binary, where
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
@@ -72,7 +73,11 @@ typedef struct cuda_ctx {
     pthread_mutex_t staging_lock;
     void *staging;
     size_t staging_size;
+    /* NCCL groups still open (cuda_coll.c), freed at shutdown */
+    pthread_mutex_t comm_lock;
+    struct cuda_comm *comms;
 } cuda_ctx;
+typedef struct cuda_comm cuda_comm;
 
 /* ---- messages (cuda_backend.c) ---- */
 ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
@@ -184,6 +189,10 @@ ff_status cuda_fused(void *ctx, const ff_fused_program *prog);
 ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
+
+/* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
+void cuda_coll_destroy_all(cuda_ctx *c);
+int cuda_coll_supported(int op, ff_dtype t);
 
 /* The unary ops the backend computes (ffb_unary_supported minus LGAMMA, see README). */
 int cuda_unary_supported(ff_unary_op op, ff_dtype t);

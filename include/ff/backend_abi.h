@@ -298,8 +298,23 @@ typedef enum ff_op_kind {
     FF_KIND_POOL2D,
     /* the optional fused entry: op = 0; dtype = the program's (every value's) dtype */
     FF_KIND_FUSED,
+    /* the optional collective entries: op = ff_coll_op; dtype = the views' */
+    FF_KIND_COLLECTIVE,
     FF_KIND_COUNT
 } ff_op_kind;
+
+/* The collectives of the optional coll_run entry, and the reductions of FF_COLL_ALLREDUCE
+ * (the same order as ff_dist_reduce in ff/dist.h). */
+typedef enum ff_coll_op {
+    FF_COLL_ALLREDUCE = 0, /* dst = the reduction over the ranks of their src; dst may be src */
+    FF_COLL_BROADCAST,     /* dst = root's src on every rank; dst may be src */
+    FF_COLL_ALLGATHER,     /* dst [size * n] = every rank's src [n], in rank order */
+    FF_COLL_COUNT
+} ff_coll_op;
+typedef enum ff_coll_reduce { FF_COLL_SUM = 0, FF_COLL_AVG, FF_COLL_MAX, FF_COLL_MIN } ff_coll_reduce;
+
+/* The largest group id coll_id may write (NCCL's ncclUniqueId is 128 bytes). */
+#define FF_COLL_ID_MAX 256
 
 /* The fft entry's transforms (unnormalized; the core scales). Complex values travel
  * as real views whose LAST dim has size 2 (re, im), torch.view_as_real's layout, with
@@ -599,6 +614,33 @@ typedef struct ff_backend_vtable {
      * take them (the core releases them through their producer, never through free). May
      * be NULL: the core refuses DLPack export, and import of device memory. */
     ff_status (*dlpack_device)(void *ctx, int32_t *device_type, int32_t *device_id);
+
+    /* Collectives between the processes of a job on the backend's own memory, without
+     * staging through the host (NCCL on cuda). ff_dist (include/ff/dist.h) bootstraps and
+     * orders them over MPI; the backend moves the bytes:
+     *   coll_id:   on rank 0 only: writes an opaque id naming a new group (*len <= cap,
+     *              cap = FF_COLL_ID_MAX), which the core hands to every rank.
+     *   coll_init: on every rank, with that id, the rank and the group's size: *comm
+     *              receives the group's handle. It returns once every rank has joined.
+     *   coll_run:  one collective (ff_coll_op; arg: the ff_coll_reduce of an allreduce,
+     *              the root of a broadcast) on dense views (contiguous from their offset)
+     *              of one dtype that supports(FF_KIND_COLLECTIVE, op, dtype) accepted.
+     *              Queued in order with the backend's own work: what entries called
+     *              before it wrote, it reads; entries called after it see its result.
+     *              async != 0 lets it run beside the backend's later work (a second
+     *              stream) until coll_wait; until then nobody touches dst or src.
+     *   coll_wait: the backend's later work waits for every async collective on comm
+     *              (the host need not).
+     *   coll_free: leaves the group (after a coll_wait); shutdown frees groups still open.
+     * Every rank runs the same collectives on the same group in the same order (the core
+     * agrees on each one over MPI first). Either all five are present or the core uses
+     * none; the core uses them only when every rank's tensor is on a backend that has
+     * them and coll_init succeeded on every rank, else it stages through host memory. */
+    ff_status (*coll_id)(void *ctx, void *id, size_t cap, size_t *len);
+    ff_status (*coll_init)(void *ctx, const void *id, size_t len, int rank, int size, void **comm);
+    ff_status (*coll_run)(void *ctx, void *comm, int op, int arg, int async, const ff_view *dst, const ff_view *src);
+    ff_status (*coll_wait)(void *ctx, void *comm);
+    void (*coll_free)(void *ctx, void *comm);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

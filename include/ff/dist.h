@@ -12,7 +12,9 @@
  * without MPI (FF_BUILD_MPI=OFF or no libopenmpi-dev), or run outside mpirun, it is one
  * process of size 1 and every collective is the identity. Collectives take tensors of any
  * backend: host-memory backends' contiguous tensors are handed to MPI in place, others
- * are staged through host memory.
+ * are staged through host memory, except where every rank's tensor is on a backend with
+ * collectives of its own (cuda: NCCL, bootstrapped over MPI), which then moves the bytes
+ * device to device (also in a group of one; FF_DIST_DEVICE=0 turns it off).
  *
  * Before each collective the ranks exchange what they are about to do (which collective,
  * dtype, shape, root): a disagreement is an FF_ERR_INVALID error on every rank naming both
@@ -58,6 +60,9 @@ ff_status ff_dist_allreduce(ff_tensor *t, ff_dist_reduce op);
 ff_status ff_dist_broadcast(ff_tensor *t, int root);
 /* [size, *t's shape], rank r's tensor at index r (a new tensor on t's backend). */
 ff_tensor *ff_dist_allgather(const ff_tensor *t);
+/* How many collectives (gradient buckets included) this process has run on a backend's
+ * own collectives (NCCL) and how many through host memory and MPI; NULL-safe. */
+void ff_dist_counts(int64_t *device, int64_t *staged);
 
 /* ---- data parallel ------------------------------------------------------------ */
 typedef struct ff_dist_ddp ff_dist_ddp;
