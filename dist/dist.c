@@ -108,11 +108,15 @@ ff_status ff_dist_init(void)
 ff_status ff_dist_finalize(void)
 {
     if (!G.init) return FF_OK;
-    for (int i = 0; i < G.ncoll; i++)
-        if (G.coll[i].comm) {
+    for (int i = 0; i < G.ncoll; i++) {
+        /* only a backend still loaded (after ff_shutdown its own shutdown left the group) */
+        bool loaded = false;
+        for (int k = 0; k < ff_backend_count() && !loaded; k++) loaded = ff_backend_at(k) == G.coll[i].be;
+        if (G.coll[i].comm && loaded) {
             void (*leave)(void *, void *) = FF_VT_OPT(G.coll[i].be, coll_free);
             leave(G.coll[i].be->ctx, G.coll[i].comm);
         }
+    }
     memset(G.coll, 0, sizeof G.coll);
     G.ncoll = 0;
 #ifdef FF_HAVE_MPI

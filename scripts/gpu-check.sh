@@ -58,10 +58,22 @@ else
     mkdir -p "$BUILD"
     blas=OFF targets=(ff-conformance fashion_mnist ff-bench-cuda ff-info ff_backend_cpu ff_backend_cuda test_dist_device)
     if pkg-config --exists openblas 2>/dev/null; then blas=ON targets+=(ff-bench ff_backend_cpu_blas); fi
+    # DLPack's header: Debian's libdlpack-dev, else a copy that a Python package ships
+    # (GPU images often have PyTorch or CuPy, rarely libdlpack-dev)
+    extra=()
+    if [ ! -e /usr/include/dlpack/dlpack.h ] && [ ! -e /usr/local/include/dlpack/dlpack.h ]; then
+        h=$(find /usr /opt -path '*/include/dlpack/dlpack.h' 2>/dev/null | head -1)
+        if [ -n "$h" ]; then
+            echo "gpu-check: DLPack header from $h"
+            extra+=("-DFF_DLPACK_INCLUDE_DIR=$(dirname "$(dirname "$h")")")
+        fi
+    fi
     # native: this GPU's architecture only (a third of the compile time of the default list);
-    # warnings are shown, not fatal: a newer host compiler must not stop an acceptance run
+    # warnings are shown, not fatal: a newer host compiler must not stop an acceptance run.
+    # FF_CMAKE_ARGS: more configure arguments.
+    # shellcheck disable=SC2086
     if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFF_BUILD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native \
-        -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_WERROR=OFF \
+        -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_WERROR=OFF "${extra[@]}" ${FF_CMAKE_ARGS:-} \
         >"$BUILD/configure.log" 2>&1; then
         cat "$BUILD/configure.log" >&2
         echo "gpu-check: FAILED: configure (see above)" >&2

@@ -12,17 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_check.h"
 #include "ff/ff.h"
-
-static int failures;
-#define CHECK(c)                                                                                              \
-    do {                                                                                                      \
-        if (!(c)) {                                                                                           \
-            fprintf(stderr, "rank %d: %s:%d: CHECK failed: %s (last error: %s)\n", ff_dist_rank(), __FILE__, \
-                    __LINE__, #c, ff_last_error());                                                           \
-            failures++;                                                                                       \
-        }                                                                                                     \
-    } while (0)
 
 enum { IN = 8, HID = 16, OUT = 4, B = 6, STEPS = 20 };
 
@@ -33,6 +24,7 @@ static ff_tensor *mlp_forward(ff_module *m, const ff_tensor *x, void *user)
     ff_tensor *w2 = ff_module_get_parameter(m, "w2"), *b2 = ff_module_get_parameter(m, "b2");
     ff_tensor *h = ff_matmul(x, w1), *hb = ff_add(h, b1), *a = ff_tanh(hb), *o = ff_matmul(a, w2), *y = ff_add(o, b2);
     ff_tensor_release(h), ff_tensor_release(hb), ff_tensor_release(a), ff_tensor_release(o);
+    ff_tensor_release(w1), ff_tensor_release(b1), ff_tensor_release(w2), ff_tensor_release(b2);
     return y;
 }
 

@@ -21,17 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_check.h"
 #include "ff/ff.h"
-
-static int failures;
-#define CHECK(c)                                                                                              \
-    do {                                                                                                      \
-        if (!(c)) {                                                                                           \
-            fprintf(stderr, "rank %d: %s:%d: CHECK failed: %s (last error: %s)\n", ff_dist_rank(), __FILE__, \
-                    __LINE__, #c, ff_last_error());                                                           \
-            failures++;                                                                                       \
-        }                                                                                                     \
-    } while (0)
 
 static int rank, size;
 
@@ -128,7 +119,7 @@ static ff_tensor *linear_forward(ff_module *m, const ff_tensor *x, void *user)
     (void)user;
     ff_tensor *w = ff_module_get_parameter(m, "w"), *bias = ff_module_get_parameter(m, "b");
     ff_tensor *h = ff_matmul(x, w), *y = h ? ff_add(h, bias) : NULL;
-    ff_tensor_release(h);
+    ff_tensor_release(h), ff_tensor_release(w), ff_tensor_release(bias);
     return y;
 }
 
@@ -144,7 +135,7 @@ static void grads(ff_module *m, ff_dist_ddp *ddp, ff_backend *be, float scale, f
     ff_tensor *w = ff_module_get_parameter(m, "w"), *b = ff_module_get_parameter(m, "b");
     ff_tensor *g1 = ff_grad(w), *g2 = ff_grad(b);
     CHECK(g1 && g2 && !ff_tensor_to_host(g1, gw, 12 * sizeof(float)) && !ff_tensor_to_host(g2, gb, 3 * sizeof(float)));
-    ff_tensor_release(g1), ff_tensor_release(g2);
+    ff_tensor_release(g1), ff_tensor_release(g2), ff_tensor_release(w), ff_tensor_release(b);
     ff_tensor_release(x), ff_tensor_release(y), ff_tensor_release(y2), ff_tensor_release(loss);
 }
 
