@@ -115,8 +115,15 @@ ff_tensor *ff_mul_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_div_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_pow_scalar(const ff_tensor *a, double s);
 /* min(max(x, lo), hi); lo and hi are tensors broadcasting with x, or NULL for no bound;
- * gradients reach all three (PyTorch's clamp). NaN in x stays NaN. */
+ * gradients reach all three (PyTorch's clamp). NaN in x stays NaN; a NaN bound element
+ * gives NaN there (no gradient), as PyTorch's clamp with tensor bounds. */
 ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi);
+/* clamp with number bounds (NULL: none), PyTorch's clamp(Tensor, Scalar?, Scalar?): the
+ * dtype is x's promoted by each number (u8 with -1 and 5.5: f32, [1, 254, 0] -> [1, 5.5,
+ * 0]), and the numbers are converted to it after; an int bound an integer result cannot
+ * hold is an error (u8 takes -255..255, -1 being 255, as PyTorch). A NaN bound makes
+ * every element NaN when both are given; alone it leaves x as it is (PyTorch 1.13). */
+ff_tensor *ff_clamp_number(const ff_tensor *x, const ff_number *lo, const ff_number *hi);
 /* clamp with float bounds (an integer x gives f32); an infinite bound clamps nothing. */
 ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi);
 ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b);
