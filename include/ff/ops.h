@@ -199,7 +199,8 @@ ff_tensor *ff_multinomial(const ff_tensor *weights, int64_t num_samples, bool re
 /* Coordinates of the non-zero elements (NaN counts), [count, ndim] i64, row-major order. */
 ff_tensor *ff_nonzero(const ff_tensor *x);
 /* Occurrences of each value of a 1-d non-negative integer x (weighted: sums of weights,
- * in the weights' dtype; else i64), length max(max(x) + 1, minlength). */
+ * f32 for f32 weights and f64 for any other, as PyTorch; else i64), length
+ * max(max(x) + 1, minlength). */
 ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t minlength);
 /* torch.histc: a histogram of x in `bins` equal bins over [min, max] (min == max: the
  * data's range); elements outside and NaN ignored; counts in x's (float) dtype. */

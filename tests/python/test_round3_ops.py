@@ -178,3 +178,37 @@ def test_clamp_nan_number_bounds_gradient(device):
             ty.sum().backward()
             same(ty, want, "float32")
             same(tx.grad, [0.0, 0.0], "float32")
+
+
+# ---- 9. bincount: weights' dtype --------------------------------------------------------------
+BINCOUNT_WEIGHTS = [  # (weights dtype, weights, result dtype): PyTorch sums float32 weights in
+    ("float32", [0.5, 2.0, 3.0, 4.0], "float32"),  # float32 and converts every other to float64
+    ("float64", [0.5, 2.0, 3.0, 4.0], "float64"),
+    ("float16", [0.5, 2.0, 3.0, 4.0], "float64"),
+    ("bfloat16", [0.5, 2.0, 3.0, 4.0], "float64"),
+    ("int32", [1, 2, 3, 4], "float64"),
+    ("int64", [1, 2, 3, 4], "float64"),
+    ("uint8", [1, 2, 3, 4], "float64"),
+    ("bool", [True, True, False, True], "float64"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("wdt,w,rdt", BINCOUNT_WEIGHTS)
+def test_bincount_weights_dtype(device, wdt, w, rdt):
+    x = [0, 1, 1, 3]
+    want = [float(w[0]), float(w[1]) + float(w[2]), 0.0, float(w[3])]
+    same(ff.bincount(T(x, "int64", device), T(w, wdt, device)), want, rdt)
+    same(T(x, "int32", device).bincount(T(w, wdt, device), minlength=5), want + [0.0], rdt)
+    if torch is not None:
+        same(torch.bincount(TT(x, "int64"), TT(w, wdt)), want, rdt)
+        same(TT(x, "int32").bincount(TT(w, wdt), minlength=5), want + [0.0], rdt)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bincount_f16_weights_summed_in_f64(device):
+    """2048 + 1 + 1 in f16 is 2048 (1 is below f16's step there); in f64, 2050."""
+    x, w = [0, 0, 0], [2048.0, 1.0, 1.0]
+    same(ff.bincount(T(x, "int64", device), T(w, "float16", device)), [2050.0], "float64")
+    if torch is not None:
+        same(torch.bincount(TT(x, "int64"), TT(w, "float16")), [2050.0], "float64")
