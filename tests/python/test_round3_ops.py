@@ -212,3 +212,29 @@ def test_bincount_f16_weights_summed_in_f64(device):
     same(ff.bincount(T(x, "int64", device), T(w, "float16", device)), [2050.0], "float64")
     if torch is not None:
         same(torch.bincount(TT(x, "int64"), TT(w, "float16")), [2050.0], "float64")
+
+
+# ---- 10. einsum: a diagonal keeps the dtype ---------------------------------------------------
+EINSUM_DTYPES = [  # (equation, dtype, result dtype, values): 2-d operand [[1, 0], [1, 1]], 3-d
+    ("ii->i", "int32", "int32", [1, 1]),                    # [i][a][k] = 4 i + 2 a + k
+    ("ii->i", "uint8", "uint8", [1, 1]),
+    ("ii->i", "int64", "int64", [1, 1]),
+    ("ii->i", "bool", "bool", [True, True]),
+    ("iij->ij", "int32", "int32", [[0, 1], [6, 7]]),
+    ("iij->ij", "uint8", "uint8", [[0, 1], [6, 7]]),
+    ("ii", "int32", "int64", 2),  # a sum after the diagonal: sum's int64
+    ("ii", "uint8", "int64", 2),
+    ("ij->j", "int32", "int64", [2, 1]),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("eq,dtype,rdt,want", EINSUM_DTYPES)
+def test_einsum_diagonal_keeps_dtype(device, eq, dtype, rdt, want):
+    if eq.startswith("iij"):
+        data = [[[4 * i + 2 * a + k for k in range(2)] for a in range(2)] for i in range(2)]
+    else:
+        data = [[1, 0], [1, 1]]
+    same(ff.einsum(eq, T(data, dtype, device)), want, rdt)
+    if torch is not None:
+        same(torch.einsum(eq, TT(data, dtype)), want, rdt)
