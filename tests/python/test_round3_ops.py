@@ -238,3 +238,31 @@ def test_einsum_diagonal_keeps_dtype(device, eq, dtype, rdt, want):
     same(ff.einsum(eq, T(data, dtype, device)), want, rdt)
     if torch is not None:
         same(torch.einsum(eq, TT(data, dtype)), want, rdt)
+
+
+# ---- 12. nonzero: as_tuple takes a 0-d tensor as 1-d -------------------------------------------
+NONZERO_0D = [  # (value, dtype, as_tuple index values, nonzero() shape)
+    (3.0, "float32", [0], (1, 0)),
+    (0.0, "float32", [], (0, 0)),
+    (nan, "float32", [0], (1, 0)),
+    (True, "bool", [0], (1, 0)),
+    (False, "bool", [], (0, 0)),
+    (7, "int64", [0], (1, 0)),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("value,dtype,want,shape", NONZERO_0D)
+def test_nonzero_zero_dim(device, value, dtype, want, shape):
+    x = T(value, dtype, device)
+    for got in (ff.nonzero(x, as_tuple=True), x.nonzero(as_tuple=True)):
+        assert isinstance(got, tuple) and len(got) == 1
+        same(got[0], want, "int64")
+    r = ff.nonzero(x)
+    assert r.shape == shape and dtype_name(r) == "int64"
+    if torch is not None:
+        tx = TT(value, dtype)
+        for got in (torch.nonzero(tx, as_tuple=True), tx.nonzero(as_tuple=True)):
+            assert isinstance(got, tuple) and len(got) == 1
+            same(got[0], want, "int64")
+        assert tuple(torch.nonzero(tx).shape) == shape
