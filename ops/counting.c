@@ -62,12 +62,15 @@ ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t min
         }
     }
     int64_t len = hi + 1 > minlength ? hi + 1 : minlength;
-    ff_dtype dt = weights ? weights->dtype : FF_I64;
+    /* PyTorch sums f32 weights in f32 and converts any other weights to f64 first (ints,
+     * bool, f16, bf16: the sums of small types would wrap or round) */
+    ff_dtype dt = !weights ? FF_I64 : weights->dtype == FF_F32 ? FF_F32 : FF_F64;
     ff_tensor *r = NULL;
     if (!e.failed) {
         ff_tensor *zero = FF_EX(&e, ff_full_on(x->storage->backend, 1, &len, dt, 0.0));
         ff_tensor *idx = FF_EX(&e, ff_astype(x, FF_I64));
-        ff_tensor *src = weights ? (ff_tensor *)weights : FF_EX(&e, ff_full_on(x->storage->backend, 1, &n, dt, 1.0));
+        ff_tensor *src = weights ? FF_EX(&e, ff_op_cast(weights, dt, fn))
+                                 : FF_EX(&e, ff_full_on(x->storage->backend, 1, &n, dt, 1.0));
         r = n ? FF_EX(&e, ff_scatter_add(zero, 0, idx, src)) : zero;
         if (r) ff_tensor_retain(r);
     }
@@ -115,6 +118,7 @@ ff_tensor *ff_histc(const ff_tensor *x, int64_t bins, double min, double max)
     ff_tensor *idx = FF_EX(&e, ff_astype(b2, FF_I64));
     ff_tensor *w = FF_EX(&e, ff_astype(in, x->dtype));
     ff_tensor *h = FF_EX(&e, ff_bincount(idx, w, bins));
+    h = FF_EX(&e, ff_op_cast(h, x->dtype, fn)); /* bincount's f64 for f16/bf16 weights: back to x's */
     ff_tensor *r = e.failed ? NULL : ff_tensor_retain(h);
     ff_set_grad_enabled(prev);
     ff_expr_free(&e);

@@ -69,7 +69,9 @@ static int find(const term *t, int lab)
     return -1;
 }
 
-/* x with dims j merged into i (same label): where(eye, x, 0) summed over j. */
+/* x with dims j merged into i (same label): where(eye, x, 0) summed over j, then in x's
+ * dtype again (sum gives i64 for integers and bool; the sum of one element and zeros is
+ * exact), as PyTorch's diagonal view keeps x's dtype. */
 static ff_tensor *take_diagonal(ff_expr *e, ff_tensor *x, term *t, int i, int j)
 {
     int nd = t->n;
@@ -81,6 +83,7 @@ static ff_tensor *take_diagonal(ff_expr *e, ff_tensor *x, term *t, int i, int j)
     ff_tensor *zero = FF_EX(e, ff_op_scalar_like(x, 0.0, x->dtype));
     ff_tensor *kept = FF_EX(e, ff_where(mask, x, zero));
     ff_tensor *r = FF_EX(e, ff_sum(kept, 1, &j, false));
+    if (r && r->dtype != x->dtype) r = FF_EX(e, ff_op_cast(r, x->dtype, "ff_einsum"));
     for (int d = j; d + 1 < nd; d++) t->lab[d] = t->lab[d + 1];
     t->n--;
     return r;

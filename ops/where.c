@@ -97,11 +97,13 @@ static ff_status clamp_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 
 /* min(max(x, lo), hi) with where(), so NaN in x stays NaN: where(x < lo, lo, x), then
  * where(. > hi, hi, .). Bounds are tensors that broadcast with x (NULL: none); the
- * dtype is the result type of all three (0-d bounds are weak, see ff_result_type). */
-ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi)
+ * dtype is the result type of all three (0-d bounds are weak, see ff_result_type).
+ * nan_bounds: a NaN bound element gives NaN there (PyTorch's clamp with tensor bounds,
+ * its maximum and minimum); else a NaN bound compares false and leaves x, as PyTorch's
+ * clamp with a single number bound. */
+static ff_tensor *clamp_impl(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi, bool nan_bounds,
+                             const char *fn)
 {
-    static const char fn[] = "ff_clamp";
-    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
     const ff_tensor *all[3] = {x, lo, hi};
     int nall = 0;
     const ff_tensor *given[3];
@@ -109,6 +111,7 @@ ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi
         if (all[k]) given[nall++] = all[k];
     if (!ff_common_backend(nall, given, fn)) return NULL;
     ff_dtype dt = ff_result_type_n(nall, given);
+    nan_bounds = nan_bounds && ff_dtype_is_float(dt); /* no other dtype holds a NaN */
     bool prev = ff_set_grad_enabled(false); /* the forward is a composition; clamp_backward is the gradient */
     ff_expr e = {0};
     ff_tensor *r = FF_EX(&e, ff_op_cast(x, dt, fn));
@@ -116,17 +119,27 @@ ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi
     if (lo) {
         los = FF_EX(&e, ff_op_cast(lo, dt, fn));
         ff_tensor *below = FF_EX(&e, ff_lt(r, los));
+        if (nan_bounds) {
+            ff_tensor *lo_nan = FF_EX(&e, ff_isnan(los));
+            below = FF_EX(&e, ff_logical_or(below, lo_nan));
+        }
         r = FF_EX(&e, ff_where(below, los, r));
     }
     if (hi) {
         his = FF_EX(&e, ff_op_cast(hi, dt, fn));
         ff_tensor *above = FF_EX(&e, ff_gt(r, his));
+        if (nan_bounds) {
+            ff_tensor *hi_nan = FF_EX(&e, ff_isnan(his));
+            above = FF_EX(&e, ff_logical_or(above, hi_nan));
+        }
         r = FF_EX(&e, ff_where(above, his, r));
     }
     if (!lo && !hi) r = FF_EX(&e, ff_clone(r)); /* still a new tensor, as every op returns */
     ff_set_grad_enabled(prev);
     ff_tensor *out = ff_expr_result(&e, r);
     if (out && ff_dtype_is_float(dt)) {
+        /* the masks of clamp_backward compare false with a NaN bound: no gradient there
+         * to x or to the bound, as PyTorch */
         const ff_tensor *ins[3], *save[3];
         int ni = 0;
         save[0] = xs;
@@ -140,6 +153,54 @@ ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi
         }
     }
     ff_expr_free(&e);
+    return out;
+}
+
+ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi)
+{
+    static const char fn[] = "ff_clamp";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    return clamp_impl(x, lo, hi, true, fn);
+}
+
+/* Whether int number n converts to the integer dtype dt as PyTorch's checked conversion
+ * of a clamp bound allows: within dt's range, or for u8 down to -255 (C's conversion to
+ * unsigned: -1 is 255). Anything else would wrap silently (300 -> 44 in u8). */
+static bool bound_fits(ff_number n, ff_dtype dt)
+{
+    if (n.kind == FF_NUMBER_FLOAT) return true; /* a float bound makes dt a float */
+    switch (dt) {
+    case FF_U8: return n.i >= -255 && n.i <= 255;
+    case FF_I32: return n.i >= INT32_MIN && n.i <= INT32_MAX;
+    default: return true; /* i64 holds every int; float dtypes round; bool takes bools only */
+    }
+}
+
+/* PyTorch's clamp(Tensor, Scalar?, Scalar?): the numbers join the promotion first (their
+ * kind, as ff_dtype_promote_number), then are converted to the result dtype, so u8 with
+ * -1 and 5.5 clamps in f32 to [-1, 5.5] rather than to [255 (-1 in u8), 5.5]. */
+ff_tensor *ff_clamp_number(const ff_tensor *x, const ff_number *lo, const ff_number *hi)
+{
+    static const char fn[] = "ff_clamp_number";
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
+    const ff_number *b[2] = {lo, hi};
+    ff_dtype dt = x->dtype;
+    for (int k = 0; k < 2; k++)
+        if (b[k]) dt = ff_dtype_promote_number(dt, *b[k]);
+    for (int k = 0; k < 2; k++)
+        if (b[k] && !bound_fits(*b[k], dt))
+            return ff_error(FF_ERR_INVALID, "%s: %s bound %lld is out of range for %s", fn, k ? "max" : "min",
+                            (long long)b[k]->i, ff_dtype_name(dt)), NULL;
+    ff_backend *be = x->storage->backend;
+    ff_tensor *t[2] = {NULL, NULL};
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; k++)
+        if (b[k]) ok = (t[k] = ff_number_tensor_on(be, *b[k], dt)) != NULL;
+    /* PyTorch 1.13 fills NaN when both bounds are given and one is NaN, but with a single
+     * bound runs its clamp_min/clamp_max kernels, whose comparisons leave x as it is */
+    ff_tensor *out = ok ? clamp_impl(x, t[0], t[1], lo && hi, fn) : NULL;
+    ff_tensor_release(t[0]);
+    ff_tensor_release(t[1]);
     return out;
 }
 

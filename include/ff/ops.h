@@ -115,8 +115,15 @@ ff_tensor *ff_mul_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_div_scalar(const ff_tensor *a, double s);
 ff_tensor *ff_pow_scalar(const ff_tensor *a, double s);
 /* min(max(x, lo), hi); lo and hi are tensors broadcasting with x, or NULL for no bound;
- * gradients reach all three (PyTorch's clamp). NaN in x stays NaN. */
+ * gradients reach all three (PyTorch's clamp). NaN in x stays NaN; a NaN bound element
+ * gives NaN there (no gradient), as PyTorch's clamp with tensor bounds. */
 ff_tensor *ff_clamp(const ff_tensor *x, const ff_tensor *lo, const ff_tensor *hi);
+/* clamp with number bounds (NULL: none), PyTorch's clamp(Tensor, Scalar?, Scalar?): the
+ * dtype is x's promoted by each number (u8 with -1 and 5.5: f32, [1, 254, 0] -> [1, 5.5,
+ * 0]), and the numbers are converted to it after; an int bound an integer result cannot
+ * hold is an error (u8 takes -255..255, -1 being 255, as PyTorch). A NaN bound makes
+ * every element NaN when both are given; alone it leaves x as it is (PyTorch 1.13). */
+ff_tensor *ff_clamp_number(const ff_tensor *x, const ff_number *lo, const ff_number *hi);
 /* clamp with float bounds (an integer x gives f32); an infinite bound clamps nothing. */
 ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi);
 ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b);
@@ -192,7 +199,8 @@ ff_tensor *ff_multinomial(const ff_tensor *weights, int64_t num_samples, bool re
 /* Coordinates of the non-zero elements (NaN counts), [count, ndim] i64, row-major order. */
 ff_tensor *ff_nonzero(const ff_tensor *x);
 /* Occurrences of each value of a 1-d non-negative integer x (weighted: sums of weights,
- * in the weights' dtype; else i64), length max(max(x) + 1, minlength). */
+ * f32 for f32 weights and f64 for any other, as PyTorch; else i64), length
+ * max(max(x) + 1, minlength). */
 ff_tensor *ff_bincount(const ff_tensor *x, const ff_tensor *weights, int64_t minlength);
 /* torch.histc: a histogram of x in `bins` equal bins over [min, max] (min == max: the
  * data's range); elements outside and NaN ignored; counts in x's (float) dtype. */

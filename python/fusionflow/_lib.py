@@ -172,6 +172,7 @@ _PROTOS = {
     "ff_bitwise_xor": (T, [T, T]),
     "ff_bitwise_not": (T, [T]),
     "ff_clamp": (T, [T, T, T]),
+    "ff_clamp_number": (T, [T, POINTER(Number), POINTER(Number)]),
     "ff_clip": (T, [T, c_double, c_double]),
     "ff_where": (T, [T, T, T]),
     "ff_lerp": (T, [T, T, c_double]),

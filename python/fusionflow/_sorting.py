@@ -67,11 +67,11 @@ def nonzero(input, *, as_tuple=False):
     """[count, ndim] int64 coordinates of the non-zero elements (NaN counts), row-major;
     as_tuple: one 1-d tensor per dim."""
     x = as_tensor(input)
+    if as_tuple and x.ndim == 0:  # PyTorch takes a 0-d x as 1-d here: (tensor([0]),) if x != 0
+        x = x.reshape(1)
     r = wrap(C.ff_nonzero(x._ptr))
     if not as_tuple:
         return r
-    if x.ndim == 0:
-        return (r.reshape(-1),)
     return tuple(r[:, d] for d in range(x.ndim))
 
 

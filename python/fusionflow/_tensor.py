@@ -69,9 +69,14 @@ def _number_tensor(value, like):
     """value as a 0-d tensor on like's backend, of the dtype the number promotes like's
     dtype to; a 0-d operand never widens like within its category (ff_result_type), so
     an op on the pair gives what the op with the number would."""
+    return _number_tensor_of(value, like.dtype.code, like)
+
+
+def _number_tensor_of(value, code, like):
+    """value as a 0-d tensor on like's backend, of the dtype the number promotes dtype
+    code to (_number_tensor for a dtype other than like's)."""
     n = _number(value)
-    code = C.ff_dtype_promote_number(like.dtype.code, n)
-    return wrap(C.ff_number_tensor_on(C.ff_tensor_backend(like._ptr), n, code))
+    return wrap(C.ff_number_tensor_on(C.ff_tensor_backend(like._ptr), n, C.ff_dtype_promote_number(code, n)))
 
 
 def _operand(x, like):
@@ -665,8 +670,15 @@ class Tensor:
         """min/max: numbers or tensors (broadcasting, differentiable), as torch.clamp."""
         if min is None and max is None:
             raise ValueError("clamp: at least one of min and max must be given")
-        lo = None if min is None else _operand(min, self)
-        hi = None if max is None else _operand(max, self)
+        if all(b is None or _scalar_ok(b) for b in (min, max)):  # torch's clamp(Tensor, Scalar?, Scalar?)
+            lo, hi = (None if b is None else ctypes.byref(_number(b)) for b in (min, max))
+            return wrap(C.ff_clamp_number(self._ptr, lo, hi))
+        lo, hi = (b if b is None or _scalar_ok(b) else _operand(b, self) for b in (min, max))
+        # a number beside a tensor bound is converted in the dtype self and that tensor
+        # promote to, not in self's: u8.clamp(-1, f32 tensor) must not see -1 as 255
+        ref = lo if hi is None or _scalar_ok(hi) else hi
+        code = C.ff_result_type(self._ptr, ref._ptr)
+        lo, hi = (_number_tensor_of(b, code, self) if _scalar_ok(b) else b for b in (lo, hi))
         return wrap(C.ff_clamp(self._ptr, lo._ptr if lo is not None else None,
                                hi._ptr if hi is not None else None))
 

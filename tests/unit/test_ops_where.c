@@ -1,5 +1,5 @@
 /* where (broadcasting, cond casting, promotion, gradient), clip (bounds, ints, NaN,
- * gradient at the bounds) and lerp. */
+ * gradient at the bounds), clamp with tensor and number bounds, and lerp. */
 #include <math.h>
 
 #include "ff_test.h"
@@ -113,5 +113,34 @@ static void test_clamp_tensor_bounds(void)
     RELEASE(x, lo, hi, y, s, gx, gl, gh, none);
 }
 
+/* Number bounds join the promotion before they are converted (u8 with -1 and 5.5 is f32,
+ * the -1 never 255); an int bound the integer result cannot hold is an error; NaN bounds:
+ * PyTorch 1.13's rule (both given: NaN everywhere; alone: x unchanged; a tensor bound:
+ * NaN at its elements), never a gradient to x there. */
+static void test_clamp_number_bounds(void)
+{
+    ff_tensor *u = ff_test_tensor(FF_U8, 1, SHAPE(3), VALS(1, 254, 0));
+    ff_number m1 = ff_number_int(-1), f55 = ff_number_float(5.5), i5 = ff_number_int(5), i300 = ff_number_int(300);
+    ff_tensor *a = ff_clamp_number(u, &m1, &f55), *b = ff_clamp_number(u, &m1, &i5);
+    CHECK(a && ff_tensor_dtype(a) == FF_F32);
+    CHECK_TENSOR(a, 1, SHAPE(3), VALS(1, 5.5, 0), 0);
+    CHECK(b && ff_tensor_dtype(b) == FF_U8); /* all ints: u8, where -1 is 255 (PyTorch) */
+    CHECK_TENSOR(b, 1, SHAPE(3), VALS(5, 5, 5), 0);
+    CHECK_ERROR(ff_clamp_number(u, NULL, &i300) == NULL, FF_ERR_INVALID, "out of range");
+    ff_number fnan = ff_number_float(NAN), zero = ff_number_float(0);
+    ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(1, -2));
+    ff_set_requires_grad(x, true);
+    ff_tensor *both = ff_clamp_number(x, &zero, &fnan), *alone = ff_clamp_number(x, &fnan, NULL);
+    CHECK_TENSOR(both, 1, SHAPE(2), VALS(NAN, NAN), 0);
+    CHECK_TENSOR(alone, 1, SHAPE(2), VALS(1, -2), 0);
+    ff_tensor *s = alone ? ff_sum(alone, 0, NULL, false) : NULL;
+    CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *gx = ff_grad(x);
+    CHECK_TENSOR(gx, 1, SHAPE(2), VALS(0, 0), 0);
+    ff_tensor *lo = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(NAN, 0)), *t = ff_clamp(x, lo, NULL);
+    CHECK_TENSOR(t, 1, SHAPE(2), VALS(NAN, 0), 0);
+    RELEASE(u, a, b, x, both, alone, s, gx, lo, t);
+}
+
 FF_TEST_MAIN("ops_where", TEST(test_where_values), TEST(test_where_gradient), TEST(test_clip), TEST(test_lerp),
-             TEST(test_clamp_tensor_bounds))
+             TEST(test_clamp_tensor_bounds), TEST(test_clamp_number_bounds))
