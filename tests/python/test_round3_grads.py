@@ -1,6 +1,7 @@
 """Gradients issue 29 found wrong, item by item, against PyTorch 1.13: scans whose
 reverse cumulative sum cancelled (total - prefix), cumprod's gradient on small values
-and its second order with several zeros. As test_semantics_torch.py: every test checks
+and its second order with several zeros, and second orders through svd, svdvals and qr
+(which saw their outputs as constants). As test_semantics_torch.py: every test checks
 FusionFlow against written expected values and, when PyTorch is installed (CI: set
 FF_REQUIRE_TORCH=1), checks that PyTorch gives those same values."""
 import os
@@ -20,6 +21,7 @@ except ImportError:  # python3-torch not installed
 from conftest import DEVICES  # cpu, and cpu_blas and opencl when they were built
 
 inf = float("inf")
+LINALG = [d for d in DEVICES if d in ("cpu", "cpu_blas")]  # opencl has no linalg entry
 
 
 def same(got, want, rtol=1e-6, atol=0.0):
@@ -160,3 +162,51 @@ def test_cumsum_second_order_through_a_product(device):
         th, = torch.autograd.grad((tg * torch.tensor(w2, dtype=torch.float64)).sum(), tx)
         same(tg, want_g, rtol=0)
         same(th, want_h, rtol=0)
+
+
+# ---- 4. second orders through svd, svdvals and qr -------------------------------------------------
+A = [[2.0, 1.0], [0.5, -1.0], [1.0, 3.0]]
+W = [[1.0, -2.0], [0.5, 0.25], [-1.0, 2.0]]
+V = [[1.0, 0.5], [-1.0, 2.0]]
+
+
+def _svd_loss(lib, x, mk):
+    u, s, vh = lib.linalg.svd(x, full_matrices=False)
+    # a loss the free signs of the singular vectors do not change (u_i and v_i flip together)
+    return ((u * mk(W)).sum(-2) * (vh * mk(V)).sum(-1)).sum() + (s ** 3).sum()
+
+
+SECOND_LINALG = {  # name: (loss(lib, x, mk), d/dA sum(grad(loss)(A) * W)), written from PyTorch
+    "svdvals": (lambda lib, x, mk: lib.linalg.svdvals(x).sum(),
+                [[0.196753752053, -0.361699115941], [-0.416726163615, 0.533603461637],
+                 [-0.113061147266, 0.274406434182]]),
+    "svd": (_svd_loss,
+            [[3.009102920388, -15.725591006607], [11.426624933696, -4.03342460726],
+             [-4.221702482174, 23.354722007216]]),
+    "qr": (lambda lib, x, mk: (lib.linalg.qr(x).Q * mk(W)).sum() + lib.linalg.qr(x).R.sum(),
+           [[-1.363411730133, 0.807187178141], [-0.261461854659, -0.250575808164],
+            [1.242255853853, 0.127844061371]]),
+    "qr wide": (lambda lib, x, mk: lib.linalg.qr(x.mT).Q.sum() + (lib.linalg.qr(x.mT).R * mk(W).mT).sum(),
+                [[-3.359692136193, 3.253478907262], [0.0, 0.559016994375], [2.2360679775, 0.0]]),
+}
+
+
+def _linalg_second_order(lib, loss, device=None):
+    if lib is ff:
+        x = ff.tensor(A, dtype="float64", device=device, requires_grad=True)
+        mk = lambda v: ff.tensor(v, dtype="float64", device=device)
+    else:
+        x = torch.tensor(A, dtype=torch.float64, requires_grad=True)
+        mk = lambda v: torch.tensor(v, dtype=torch.float64)
+    g, = lib.autograd.grad(loss(lib, x, mk), x, create_graph=True)
+    h, = lib.autograd.grad((g * mk(W)).sum(), x)
+    return h
+
+
+@pytest.mark.parametrize("device", LINALG)
+@pytest.mark.parametrize("name", list(SECOND_LINALG))
+def test_linalg_second_order(device, name):
+    loss, want = SECOND_LINALG[name]
+    same(_linalg_second_order(ff, loss, device), want, rtol=1e-9, atol=1e-11)
+    if torch is not None:
+        same(_linalg_second_order(torch, loss), want, rtol=1e-9, atol=1e-11)
