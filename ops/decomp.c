@@ -4,7 +4,8 @@
  * is an error, as PyTorch); a backend without the entry says it does not support them.
  *
  * Gradients are written with ff ops (higher orders work where the formula's ops are
- * differentiable):
+ * differentiable; under create_graph a formula recomputes, with history, the outputs it
+ * reads, since saved outputs are constants):
  *   solve     X = A^-1 B:  gB = A^-T gX,  gA = -gB X^T
  *   inverse   solve(A, I), so solve's gradient
  *   det       gA = g det(A) A^-T (an error at a singular A, where PyTorch switches to SVD)
@@ -360,16 +361,28 @@ static const int qr_tail[2] = {2, 2};
 /* inputs A; saved Q, R (node ip[0]: complete) */
 static ff_status qr_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
-    const ff_tensor *A = n->inputs[0], *Q = ff_node_saved(n, 0), *R = Q ? ff_node_saved(n, 1) : NULL;
-    if (!R) return ff_last_status();
+    const ff_tensor *A = n->inputs[0], *Qs = ff_node_saved(n, 0), *Rs = Qs ? ff_node_saved(n, 1) : NULL;
+    if (!Rs) return ff_last_status();
     int nd = A->layout.ndim, nb = nd - 2;
     int64_t m = A->layout.shape[nd - 2], c = A->layout.shape[nd - 1];
     if (n->ip[0] && m > c)
         return ff_error(FF_ERR_UNSUPPORTED,
                         "%s backward: the QR decomposition is not differentiable when mode='complete' and rows > "
                         "cols (as PyTorch)", n->name);
-    int64_t sizes[2] = {Q->layout.shape[nd - 2] * Q->layout.shape[nd - 1], R->layout.shape[nd - 2] * c};
+    int64_t sizes[2] = {Qs->layout.shape[nd - 2] * Qs->layout.shape[nd - 1], Rs->layout.shape[nd - 2] * c};
     ff_expr e = {0};
+    /* under create_graph Q and R must carry their dependence on A, or a second order loses
+     * every path through them (svdvals' is then 0): recompute them with history (the same
+     * kernel on the same A gives the same signs; saving the tracked outputs instead would
+     * make the node hold itself) */
+    ff_tensor *Q = NULL, *R = NULL;
+    if (!ff_grad_enabled()) {
+        Q = FF_EX(&e, ff_tensor_retain((ff_tensor *)Qs)), R = FF_EX(&e, ff_tensor_retain((ff_tensor *)Rs));
+    } else if (ff_qr(A, n->ip[0] != 0, &Q, &R) == FF_OK) {
+        FF_EX(&e, Q), FF_EX(&e, R);
+    } else {
+        return ff_last_status();
+    }
     ff_tensor *gQ = FF_EX(&e, unpack(g, Q, nb, sizes, 0));
     ff_tensor *gR = FF_EX(&e, unpack(g, R, nb, sizes, 1));
     if (m >= c) {
@@ -500,13 +513,25 @@ static ff_tensor *svd_grad(const ff_tensor *U, const ff_tensor *S, const ff_tens
 /* inputs A; saved U, S, Vh */
 static ff_status svd_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
-    const ff_tensor *A = n->inputs[0], *U = ff_node_saved(n, 0), *S = U ? ff_node_saved(n, 1) : NULL;
-    const ff_tensor *Vh = S ? ff_node_saved(n, 2) : NULL;
-    if (!Vh) return ff_last_status();
+    const ff_tensor *A = n->inputs[0], *Us = ff_node_saved(n, 0), *Ss = Us ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *Vhs = Ss ? ff_node_saved(n, 2) : NULL;
+    if (!Vhs) return ff_last_status();
     int nd = A->layout.ndim, nb = nd - 2;
-    int64_t k = S->layout.shape[nb];
-    int64_t sizes[3] = {U->layout.shape[nb] * U->layout.shape[nb + 1], k, Vh->layout.shape[nb] * Vh->layout.shape[nb + 1]};
+    int64_t k = Ss->layout.shape[nb];
+    int64_t sizes[3] = {Us->layout.shape[nb] * Us->layout.shape[nb + 1], k,
+                        Vhs->layout.shape[nb] * Vhs->layout.shape[nb + 1]};
     ff_expr e = {0};
+    /* under create_graph U, S and Vh must carry their dependence on A (as qr's Q and R
+     * above): recompute them with history */
+    ff_tensor *U = NULL, *S = NULL, *Vh = NULL;
+    if (!ff_grad_enabled()) {
+        U = FF_EX(&e, ff_tensor_retain((ff_tensor *)Us)), S = FF_EX(&e, ff_tensor_retain((ff_tensor *)Ss));
+        Vh = FF_EX(&e, ff_tensor_retain((ff_tensor *)Vhs));
+    } else if (ff_svd(A, n->ip[0] != 0, &U, &S, &Vh) == FF_OK) {
+        FF_EX(&e, U), FF_EX(&e, S), FF_EX(&e, Vh);
+    } else {
+        return ff_last_status();
+    }
     ff_tensor *gU = FF_EX(&e, unpack(g, U, nb, sizes, 0));
     ff_tensor *gS = FF_EX(&e, unpack(g, S, nb, sizes, 1));
     ff_tensor *gVh = FF_EX(&e, unpack(g, Vh, nb, sizes, 2));
