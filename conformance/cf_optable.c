@@ -202,6 +202,38 @@ W(w_conv2d_s2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 0, 0))
 W(w_conv2d_k5s2p2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 2, 2))
 W(w_conv2d_k1, CALL(ff_conv2d, x[0], x[1], NULL, 1, 1, 0, 0))
 W(w_conv2d_s3x1_bias, CALL(ff_conv2d, x[0], x[1], x[2], 3, 1, 1, 0))
+/* conv2d on views the four variants never make: slices whose strides do not nest (a step
+ * in an outer dim that overruns it, so a channel's rows reach past the next channel's
+ * start), which cpu_blas once handed to oneDNN as if they were dense strides ("status
+ * 2", a crash, or, with size-1 dims around the step, wrong values). A cut gives, per dim
+ * of x and of w, {start, stop (0: the end), step (0: 1)}. */
+typedef struct conv_cut {
+    int64_t x[4][3], w[4][3], stride, pad;
+} conv_cut;
+static ff_tensor *cut_view(const ff_tensor *t, const int64_t (*c)[3])
+{
+    ff_tensor *v = ff_tensor_retain((ff_tensor *)t);
+    for (int d = 0; v && d < 4; d++) {
+        ff_tensor *s = ff_slice(v, d, c[d][0], c[d][1] ? c[d][1] : ff_tensor_dim(v, d), c[d][2] ? c[d][2] : 1);
+        ff_tensor_release(v);
+        v = s;
+    }
+    return v;
+}
+static ff_tensor *conv_cut_call(ff_tensor *const *x, const conv_cut *c)
+{
+    ff_tensor *xv = cut_view(x[0], c->x), *wv = xv ? cut_view(x[1], c->w) : NULL;
+    ff_tensor *r = wv ? ff_conv2d(xv, wv, NULL, c->stride, c->stride, c->pad, c->pad) : NULL;
+    ff_tensor_release(xv), ff_tensor_release(wv);
+    return r;
+}
+/* x [2, 3, 8, 6]: rows 1, 4, 7 (3 rows of stride 3 span 9 of a channel's 8); w [4, 3, 5, 3]:
+ * rows 0, 2, 4 (span 6 of 5) */
+static const conv_cut cut_rows = {{{0}, {0}, {1, 0, 3}, {0}}, {{0}, {0}, {0, 0, 2}, {0}}, 1, 1};
+/* x [1, 2, 4, 3]: column 1; w [2, 4, 5, 4]: [1:2, 2:4, ::2, 3:4], a step among size-1 dims */
+static const conv_cut cut_size1 = {{{0}, {0}, {0}, {1, 2, 1}}, {{1, 2, 1}, {2, 4, 1}, {0, 0, 2}, {3, 4, 1}}, 2, 1};
+static ff_tensor *w_conv2d_cut_rows(ff_tensor *const *x) { return conv_cut_call(x, &cut_rows); }
+static ff_tensor *w_conv2d_cut_size1(ff_tensor *const *x) { return conv_cut_call(x, &cut_size1); }
 W(w_outer, CALL(ff_outer, x[0], x[1]))
 W(w_softmax, CALL(ff_softmax, x[0], -1))
 W(w_log_softmax, CALL(ff_log_softmax, x[0], 0))
@@ -630,6 +662,10 @@ const cf_opdef cf_optable[] = {
      true, NULL},
     {"conv2d_stride3x1_bias", 3, {4, 4, 1}, {{2, 2, 8, 5}, {3, 2, 3, 2}, {3}}, {F, F, F}, {S, S, S}, {0},
      w_conv2d_s3x1_bias, CF_TOL_ACCUM, 12, false, true, NULL},
+    {"conv2d_rows_stepped_views", 2, {4, 4}, {{2, 3, 8, 6}, {4, 3, 5, 3}}, {F, F}, {S, S}, {0}, w_conv2d_cut_rows,
+     CF_TOL_ACCUM, 27, false, true, NULL},
+    {"conv2d_step_among_size1_dims", 2, {4, 4}, {{1, 2, 4, 3}, {2, 4, 5, 4}}, {F, F}, {S, S}, {0}, w_conv2d_cut_size1,
+     CF_TOL_ACCUM, 6, false, true, NULL},
 };
 const int cf_noptable = (int)(sizeof cf_optable / sizeof cf_optable[0]);
 
