@@ -389,27 +389,40 @@ static void c_mse(const double *const *in, double *out) /* [4,5] */
     out[0] = (double)(s / 20);
 }
 
-/* Closed forms of three Fourier rows along the last signal dim of row-major inputs: the
- * DFT summed in long double, angles from (k t mod n), independent of the backends' code.
+/* Closed forms of Fourier rows along the last signal dim of row-major inputs: the DFT
+ * summed in long double, angles from (k t mod n), independent of the backends' code.
  * op as ff_fft_op; lines x n complex (C2R: x m bins) in, the transform's layout out,
- * scaled as norm BACKWARD. */
+ * scaled as norm BACKWARD. A twiddle part that is exactly 0 (a quarter turn, taken
+ * exactly) adds nothing, as in an FFT, where w = 1, -1, +-i are adds, subtracts and
+ * swaps: an Inf or NaN input meeting only those leaves the other part finite. */
+static void twiddle_l(int64_t j, int64_t n, long double *c, long double *s) /* e^(-2 pi i j / n) = c - i s */
+{
+    static const long double qc[4] = {1, 0, -1, 0}, qs[4] = {0, 1, 0, -1};
+    const long double tau = 6.283185307179586476925286766559L;
+    if (4 * j % n == 0) {
+        *c = qc[4 * j / n], *s = qs[4 * j / n];
+    } else {
+        *c = cosl(tau * (long double)j / (long double)n), *s = sinl(tau * (long double)j / (long double)n);
+    }
+}
+
 static void dft_closed(int op, const double *in, double *out, int64_t lines, int64_t n)
 {
-    const long double tau = 6.283185307179586476925286766559L;
     int64_t m = n / 2 + 1, nin = op == FF_FFT_C2R ? m : n, nout = op == FF_FFT_R2C ? m : n;
     for (int64_t l = 0; l < lines; l++)
         for (int64_t k = 0; k < nout; k++) {
             long double re = 0, im = 0;
             for (int64_t t = 0; t < nin; t++) {
                 long double xr = op == FF_FFT_R2C ? in[l * n + t] : in[(l * nin + t) * 2];
-                long double xi = op == FF_FFT_R2C ? 0 : in[(l * nin + t) * 2 + 1];
-                long double a = tau * (long double)((k * t) % n) / (long double)n;
+                long double xi = op == FF_FFT_R2C ? 0 : in[(l * nin + t) * 2 + 1], c, s;
+                twiddle_l((k * t) % n, n, &c, &s);
                 if (op == FF_FFT_C2R) { /* bins 1 .. n - m count twice; imaginary parts of 0 and n/2 ignored */
                     long double wgt = t == 0 || t > n - m ? 1 : 2;
-                    re += wgt * (t == 0 || 2 * t == n ? xr * cosl(a) : xr * cosl(a) - xi * sinl(a));
-                } else {
-                    re += xr * cosl(a) + xi * sinl(a);
-                    im += xi * cosl(a) - xr * sinl(a);
+                    if (c != 0) re += wgt * xr * c;
+                    if (s != 0 && t != 0 && 2 * t != n) re -= wgt * xi * s;
+                } else { /* (xr + i xi)(c - i s) */
+                    if (c != 0) re += xr * c, im += xi * c;
+                    if (s != 0) re += xi * s, im -= xr * s;
                 }
             }
             if (op == FF_FFT_C2R) out[l * n + k] = (double)(re / (long double)n); /* norm BACKWARD */
@@ -419,6 +432,7 @@ static void dft_closed(int op, const double *in, double *out, int64_t lines, int
 static void closed_fft_last(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 3, 13); }
 static void closed_rfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_R2C, in[0], out, 4, 11); }
 static void closed_irfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_C2R, in[0], out, 3, 10); }
+static void closed_fft_len8(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 2, 8); }
 
 /* ---- the table ---------------------------------------------------------------- */
 #define F FF_DTYPE_COUNT /* "the case dtype" */
@@ -652,6 +666,26 @@ const cf_opdef cf_optable[] = {
     {"irfft_axis0_n9_norm_forward", 1, {3}, {{4, 3, 2}}, {F}, {S}, {0}, w_irfft_axis0_n9_forward, CF_TOL_ACCUM, 36,
      false, true, NULL},
     {"irfft_n1", 1, {3}, {{2, 3, 2}}, {F}, {S}, {0}, w_irfft_n1, CF_TOL_ACCUM, 4, false, true, NULL},
+    /* Inf and NaN at element 0, where every FFT multiplies by exactly 1: the answer does not
+     * depend on the algorithm (pocketfft, FFTW and the reference's sum agree), and the
+     * closed forms hold the reference to it (its full complex multiply once gave
+     * fft([inf, 0, 0]) = inf + NaN i in every bin) */
+    {"fft_last_prime13_inf_first", 1, {3}, {{3, 13, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_fft_last, CF_TOL_ACCUM, 52,
+     false, false, closed_fft_last},
+    {"fft_last_len8_nan_first", 1, {3}, {{2, 8, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_fft_last, CF_TOL_ACCUM, 32,
+     false, false, closed_fft_len8},
+    {"fft_axis0_pad_to8_inf_first", 1, {3}, {{5, 4, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_fft_axis0_pad8_forward,
+     CF_TOL_ACCUM, 32, false, false, NULL},
+    {"ifft_axis0_len17_nan_first", 1, {3}, {{17, 2, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_ifft_axis0, CF_TOL_ACCUM, 68,
+     false, false, NULL},
+    {"rfft_last_odd11_inf_first", 1, {2}, {{4, 11}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_rfft_last, CF_TOL_ACCUM, 44,
+     false, false, closed_rfft_last},
+    {"rfft_last_odd11_nan_first", 1, {2}, {{4, 11}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_rfft_last, CF_TOL_ACCUM, 44,
+     false, false, closed_rfft_last},
+    {"irfft_last_default_n10_inf_first", 1, {3}, {{3, 6, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_irfft_last,
+     CF_TOL_ACCUM, 40, false, false, closed_irfft_last},
+    {"irfft_last_default_n10_nan_first", 1, {3}, {{3, 6, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_irfft_last,
+     CF_TOL_ACCUM, 40, false, false, closed_irfft_last},
     {"conv2d_k3_pad1", 2, {4, 4}, {{2, 3, 7, 6}, {4, 3, 3, 3}}, {F, F}, {S, S}, {0}, w_conv2d_k3p1, CF_TOL_ACCUM, 27,
      false, true, NULL},
     {"conv2d_stride2_unread_rows_batch1_c1", 2, {4, 4}, {{1, 1, 6, 7}, {2, 1, 3, 3}}, {F, F}, {S, S}, {0},

@@ -1,8 +1,9 @@
 """Kernel bugs of issue 29, item by item, against PyTorch: conv2d on views whose strides
-have gaps (cpu_blas's oneDNN path). As in test_semantics_torch.py, every test checks
-FusionFlow against written expected values and, when PyTorch is installed (CI:
-FF_REQUIRE_TORCH=1 makes its absence an error), checks that PyTorch gives those same
-values, so the written values are PyTorch's."""
+have gaps (cpu_blas's oneDNN path) and the reference DFT on non-finite inputs
+(backends/cpu). As in test_semantics_torch.py, every test checks FusionFlow against
+written expected values and, when PyTorch is installed (CI: FF_REQUIRE_TORCH=1 makes its
+absence an error), checks that PyTorch gives those same values, so the written values are
+PyTorch's."""
 import os
 
 import numpy as np
@@ -21,6 +22,7 @@ from conftest import DEVICES  # cpu, and cpu_blas / opencl when they were built
 
 nan, inf = float("nan"), float("inf")
 A = slice(None)
+FFT_DEVICES = [d for d in DEVICES if d != "opencl"]  # opencl has no fft entry
 
 
 def same(got, want, rtol=1e-6, atol=0.0):
@@ -107,3 +109,52 @@ def test_conv2d_gapped_views(device, case):
         (ty * torch.tensor(g)).sum().backward()
         same(tx.grad, want_gx)
         same(tw.grad, want_gw)
+
+
+# ---- 2. the reference DFT on non-finite inputs ----------------------------------------------
+# FFTs multiply by the twiddles 1, -1 and +-i as adds, subtracts and swaps, so an Inf that
+# meets only those stays an Inf with the other part finite; backends/cpu multiplied in
+# full, (inf + 0i)(1 - 0i) = inf + (inf * -0 = NaN) i. The cases are those where the
+# value meets only such twiddles (t = 0, or n = 4 and 8 at t = 1 for the bins that are
+# quarter turns), on which PyTorch (pocketfft) and cpu_blas (FFTW) agree; with several
+# non-finite values in general positions FFT algorithms disagree among themselves.
+FFT_CASES = [  # kind, input (complex ones as (re, im) pairs), n, expected
+    ("fft", [[inf, 0], [0, 0], [0, 0]], None, [[inf, 0.0], [inf, 0.0], [inf, 0.0]]),
+    ("fft", [[nan, 0], [1, 0], [2, -1], [0, 0], [-1, 0.5]], None,
+     [[nan, -0.5], [nan, -2.114158045612832], [nan, 0.013017036442939611], [nan, -1.440068019567782],
+      [nan, 4.041209028737674]]),
+    ("fft", [[0, 0], [inf, 0], [0, 0], [1, 0]], None, [[inf, 0.0], [0.0, -inf], [-inf, 0.0], [0.0, inf]]),
+    ("fft", [[0, inf], [1, 0], [0, 0]], None, [[1.0, inf], [-0.5, inf], [-0.5, inf]]),
+    ("fft", [[-inf, 1], [1, 1], [0, 2], [3, 0], [0, 0], [1, -1], [2, 2]], None,
+     [[-inf, 5.0], [-inf, 3.1030566489170655], [-inf, 2.3180069506969923], [-inf, -4.352148281744467],
+      [-inf, 2.1933146780474186], [-inf, -3.4550702902397172], [-inf, 2.192840294322707]]),
+    ("fft", [[0, 0], [inf, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0], [0, 0]], None,
+     [[inf, 0.0], [inf, -inf], [0.0, -inf], [-inf, -inf], [-inf, 0.0], [-inf, inf], [0.0, inf], [inf, inf]]),
+    ("ifft", [[-inf, 0], [1, 1], [0, 2]], None,
+     [[-inf, 1.0], [-inf, -0.21132486540518713], [-inf, -0.7886751345948128]]),
+    ("rfft", [inf, 1, 0, 2, -1], None, [[inf, 0.0], [inf, -0.7265425280053608], [inf, -3.077683537175253]]),
+    ("rfft", [nan, 1, 0, 2, -1, 3], None,
+     [[nan, 0.0], [nan, 0.8660254037844386], [nan, 2.598076211353316], [nan, 0.0]]),
+    ("rfft", [0, inf, 0, 1], None, [[inf, 0.0], [0.0, -inf], [-inf, 0.0]]),
+    ("irfft", [[1, 0], [inf, 0], [0, 0]], None, [inf, 0.25, -inf, 0.25]),
+    ("irfft", [[1, 0], [0, inf], [0, 0]], None, [0.25, -inf, 0.25, inf]),
+    ("irfft", [[inf, 0], [1, 0], [0, 1]], None, [inf, inf, inf, inf]),
+]
+
+
+def _torch_fft(kind, data, n):
+    t = torch.tensor(data, dtype=torch.float64)
+    if kind == "rfft":
+        return torch.view_as_real(torch.fft.rfft(t, n=n))
+    out = getattr(torch.fft, kind)(torch.view_as_complex(t), n=n)
+    return out if kind == "irfft" else torch.view_as_real(out)
+
+
+@pytest.mark.parametrize("device", FFT_DEVICES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fft_non_finite_inputs(device, dtype):
+    for kind, data, n, want in FFT_CASES:
+        got = getattr(ff.fft, kind)(ff.tensor(data, dtype=dtype, device=device), n=n)
+        same(got, want, rtol=1e-5, atol=1e-6)
+        if torch is not None:
+            same(_torch_fft(kind, data, n), want, rtol=1e-12, atol=1e-12)
