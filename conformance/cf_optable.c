@@ -169,6 +169,36 @@ static ff_tensor *w_svd(ff_tensor *const *x, int which)
 static ff_tensor *w_svd_s(ff_tensor *const *x) { return w_svd(x, 0); }
 static ff_tensor *w_svd_uut(ff_tensor *const *x) { return w_svd(x, 1); }
 static ff_tensor *w_svd_vvt(ff_tensor *const *x) { return w_svd(x, 2); }
+/* SVDs of rank-deficient matrices built from x [.., 2, n] with public ops: rows x0, x1,
+ * 2 x0 and 0 (rank 2 of 4 rows, the transpose when wide; issue 29's [[1, 2, 3], [2, 4,
+ * 6], [0, 1, 0]] has such a row), whose null columns once kept the reference's Jacobi
+ * from converging. which: 0 S, 1 U^T U (= I: the columns of the zero singular values
+ * are a completion), 2 U S Vh (= A). */
+static ff_tensor *repeated_rows(const ff_tensor *x, bool wide)
+{
+    ff_tensor *x0 = ff_slice(x, -2, 0, 1, 1), *m = x0 ? ff_mul_scalar(x0, 2.0) : NULL;
+    ff_tensor *z = x0 ? ff_mul_scalar(x0, 0.0) : NULL, *parts[3] = {(ff_tensor *)x, m, z};
+    ff_tensor *a = m && z ? ff_concat(3, parts, -2) : NULL, *r = a && wide ? ff_mT(a) : ff_tensor_retain(a);
+    ff_tensor_release(x0), ff_tensor_release(m), ff_tensor_release(z), ff_tensor_release(a);
+    return r;
+}
+static ff_tensor *w_svd_rank2(ff_tensor *const *x, int which, bool wide)
+{
+    ff_tensor *a = repeated_rows(x[0], wide), *u = NULL, *s = NULL, *vh = NULL, *r = NULL;
+    if (a && !ff_svd(a, false, &u, &s, &vh)) {
+        ff_tensor *ut = which == 1 ? ff_mT(u) : NULL, *s1 = which == 2 ? ff_unsqueeze(s, -1) : NULL;
+        ff_tensor *svh = s1 ? ff_mul(s1, vh) : NULL;
+        if (which == 0) r = ff_tensor_retain(s);
+        else if (which == 1) r = ut ? ff_matmul(ut, u) : NULL;
+        else r = svh ? ff_matmul(u, svh) : NULL;
+        ff_tensor_release(ut), ff_tensor_release(s1), ff_tensor_release(svh);
+    }
+    ff_tensor_release(a), ff_tensor_release(u), ff_tensor_release(s), ff_tensor_release(vh);
+    return r;
+}
+static ff_tensor *w_svd_rank2_s(ff_tensor *const *x) { return w_svd_rank2(x, 0, false); }
+static ff_tensor *w_svd_rank2_wide_utu(ff_tensor *const *x) { return w_svd_rank2(x, 1, true); }
+static ff_tensor *w_svd_rank2_usvh(ff_tensor *const *x) { return w_svd_rank2(x, 2, false); }
 W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
 W(w_max_pool_k2s2, CALL(ff_max_pool2d, x[0], 2, 2, 2, 2, 0, 0))
 W(w_max_pool_k3s2p1, CALL(ff_max_pool2d, x[0], 3, 3, 2, 2, 1, 1))
@@ -434,6 +464,23 @@ static void closed_rfft_last(const double *const *in, double *out) { dft_closed(
 static void closed_irfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_C2R, in[0], out, 3, 10); }
 static void closed_fft_len8(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 2, 8); }
 
+/* The rank-2 SVD cases: U^T U of x [2, 2, 3] wide (U: 3 x 3) is I; U S Vh of x [2, 2, 3]
+ * is the matrix repeated_rows built */
+static void c_eye_2x3x3(const double *const *in, double *out)
+{
+    (void)in;
+    for (int i = 0; i < 18; i++) out[i] = i % 9 % 4 == 0;
+}
+static void c_repeated_rows_2x2x3(const double *const *in, double *out)
+{
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < 3; j++) {
+            const double *x = in[0] + b * 6;
+            double *a = out + b * 12;
+            a[j] = x[j], a[3 + j] = x[3 + j], a[6 + j] = 2.0 * x[j], a[9 + j] = 0;
+        }
+}
+
 /* ---- the table ---------------------------------------------------------------- */
 #define F FF_DTYPE_COUNT /* "the case dtype" */
 #define S CF_DOM_SIGNED
@@ -636,6 +683,18 @@ const cf_opdef cf_optable[] = {
     {"svd_s_wide", 1, {2}, {{3, 6}}, {F}, {U}, {0}, w_svd_s, CF_TOL_ACCUM, 18, false, true, NULL},
     {"svd_uut_tall", 1, {3}, {{2, 6, 3}}, {F}, {U}, {0}, w_svd_uut, CF_TOL_ACCUM, 18, false, true, NULL},
     {"svd_vvt_tall", 1, {2}, {{7, 4}}, {F}, {U}, {0}, w_svd_vvt, CF_TOL_ACCUM, 28, false, true, NULL},
+    /* rank-deficient (a repeated row, a zero row), f64 and f32 only: in a half dtype the
+     * zero singular values round to zeros whose sign is LAPACK's noise, and a half U^T U
+     * is off I by the half's rounding, far past a zero's atol. The completed U and the
+     * reconstruction against closed forms */
+    {"svd_s_repeated_rows_tall", 1, {3}, {{2, 2, 3}}, {FF_F64}, {U}, {0}, w_svd_rank2_s, CF_TOL_ACCUM, 12, false,
+     false, NULL},
+    {"svd_s_repeated_rows_square", 1, {3}, {{3, 2, 4}}, {FF_F32}, {U}, {0}, w_svd_rank2_s, CF_TOL_ACCUM, 16, false,
+     false, NULL},
+    {"svd_utu_repeated_rows_wide", 1, {3}, {{2, 2, 3}}, {FF_F64}, {U}, {0}, w_svd_rank2_wide_utu, CF_TOL_ACCUM, 12,
+     false, false, c_eye_2x3x3},
+    {"svd_usvh_repeated_rows_tall", 1, {3}, {{2, 2, 3}}, {FF_F32}, {U}, {0}, w_svd_rank2_usvh, CF_TOL_ACCUM, 12,
+     false, false, c_repeated_rows_2x2x3},
     {"lstsq_tall", 2, {2, 2}, {{6, 3}, {6, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 18, false, true, NULL},
     {"lstsq_wide_batched", 2, {3, 3}, {{2, 3, 5}, {2, 3, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 15, false,
      true, NULL},

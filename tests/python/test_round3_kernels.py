@@ -1,9 +1,9 @@
 """Kernel bugs of issue 29, item by item, against PyTorch: conv2d on views whose strides
-have gaps (cpu_blas's oneDNN path) and the reference DFT on non-finite inputs
-(backends/cpu). As in test_semantics_torch.py, every test checks FusionFlow against
-written expected values and, when PyTorch is installed (CI: FF_REQUIRE_TORCH=1 makes its
-absence an error), checks that PyTorch gives those same values, so the written values are
-PyTorch's."""
+have gaps (cpu_blas's oneDNN path), the reference DFT on non-finite inputs (backends/cpu),
+and the reference SVD on rank-deficient matrices (backends/cpu). As in
+test_semantics_torch.py, every test checks FusionFlow against written expected values
+and, when PyTorch is installed (CI: FF_REQUIRE_TORCH=1 makes its absence an error),
+checks that PyTorch gives those same values, so the written values are PyTorch's."""
 import os
 
 import numpy as np
@@ -23,6 +23,7 @@ from conftest import DEVICES  # cpu, and cpu_blas / opencl when they were built
 nan, inf = float("nan"), float("inf")
 A = slice(None)
 FFT_DEVICES = [d for d in DEVICES if d != "opencl"]  # opencl has no fft entry
+LINALG = [d for d in DEVICES if d in ("cpu", "cpu_blas")]  # the backends with the linalg entry
 
 
 def same(got, want, rtol=1e-6, atol=0.0):
@@ -158,3 +159,58 @@ def test_fft_non_finite_inputs(device, dtype):
         same(got, want, rtol=1e-5, atol=1e-6)
         if torch is not None:
             same(_torch_fft(kind, data, n), want, rtol=1e-12, atol=1e-12)
+
+
+# ---- 11. the reference SVD on rank-deficient matrices ---------------------------------------
+# A row repeated (or a multiple of another) leaves a zero singular value. In backends/cpu's
+# one-sided Jacobi the null column is rounding noise parallel to a live column: each
+# rotation cancelled it to a noise eps times smaller and parallel again, so it shrank
+# toward underflow without ever counting as orthogonal, and the SVD "did not converge".
+def _svd_checks(a, u, s, vh, tol):
+    """A = U S Vh, U and Vh with orthonormal columns / rows, S descending and >= 0."""
+    a, u, s, vh = (np.asarray(t.numpy(), dtype=np.float64) for t in (a, u, s, vh))
+    k = s.shape[-1]
+    assert np.all(s >= 0) and np.all(np.diff(s, axis=-1) <= tol), s
+    same(u[..., :k] @ (s[..., :, None] * vh[..., :k, :]), a, atol=tol)
+    eye_u, eye_v = np.eye(u.shape[-1]), np.eye(vh.shape[-2])
+    same(np.swapaxes(u, -1, -2) @ u, np.broadcast_to(eye_u, u.shape[:-2] + eye_u.shape), atol=tol)
+    same(vh @ np.swapaxes(vh, -1, -2), np.broadcast_to(eye_v, vh.shape[:-2] + eye_v.shape), atol=tol)
+
+
+@pytest.mark.parametrize("device", LINALG)
+@pytest.mark.parametrize("dtype,tol", [("float64", 1e-12), ("float32", 1e-5)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_repeated_row(device, dtype, tol, full):
+    rows = [[1.0, 2, 3], [2, 4, 6], [0, 1, 0]]  # row 1 = 2 row 0: rank 2
+    want = [8.383832511065442, 0.8434171129412104, 0.0]
+    zero_row = rows + [[0, 0, 0]]  # zero rows and columns, and reordered rows, keep S
+    for data in (rows, np.transpose(rows).tolist(), zero_row, np.transpose(zero_row).tolist(),
+                 [[0, 0, 0]] + rows[::-1]):
+        a = ff.tensor(data, dtype=dtype, device=device)
+        u, s, vh = ff.linalg.svd(a, full_matrices=full)
+        same(s, want, rtol=tol, atol=tol)
+        _svd_checks(a, u, s, vh, tol)
+        if torch is not None:
+            same(torch.linalg.svdvals(torch.tensor(data, dtype=getattr(torch, dtype))), want, rtol=tol, atol=tol * 10)
+
+
+@pytest.mark.parametrize("device", LINALG)
+def test_svd_random_rank_deficient(device):
+    """Random m x n matrices (2 <= m, n <= 6) with one row a multiple (1, 2, -2.5) of
+    another, the last three of each batch of 10 with a zero row too: S as PyTorch's, and the
+    decomposition's invariants."""
+    rng = np.random.default_rng(29)
+    for m in range(2, 7):
+        for n in range(2, 7):
+            a = rng.standard_normal((10, m, n))
+            for b in range(10):
+                i, j = rng.choice(m, 2, replace=False)
+                a[b, j] = a[b, i] * (1, 2, -2.5)[b % 3]
+                if b >= 7 and m > 2:
+                    a[b, rng.choice([r for r in range(m) if r not in (i, j)])] = 0
+            fa = ff.tensor(a, device=device)
+            for full in (False, True):
+                u, s, vh = ff.linalg.svd(fa, full_matrices=full)
+                _svd_checks(fa, u, s, vh, 1e-12)
+            if torch is not None:
+                same(s, torch.linalg.svdvals(torch.tensor(a)), atol=1e-12)
