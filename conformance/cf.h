@@ -136,8 +136,13 @@ typedef enum cf_domain {
     CF_DOM_BIGINT,      /* ints: I64 odd magnitudes in [2^53, 2^54) of alternating sign (no
                          * element is a double, so a sum through double fails); I32 full
                          * range; floats as SIGNED */
-    CF_DOM_BIGPROD      /* ints: odd magnitudes in [2^20, 2^21), random signs: a product of
+    CF_DOM_BIGPROD,     /* ints: odd magnitudes in [2^20, 2^21), random signs: a product of
                          * three lands in [2^60, 2^63), exact only in integer arithmetic */
+    CF_DOM_INF_FIRST,   /* floats: element 0 is +Inf, the rest as SIGNED; element 0 is at index
+                         * 0 along every dim, so a Fourier transform along any axis meets it
+                         * only with the twiddle 1 (no inf * 0 in a right answer); ints as
+                         * SIGNED */
+    CF_DOM_NAN_FIRST    /* the same with NaN */
 } cf_domain;
 
 /* The largest finite value and the smallest subnormal of a float dtype. */

@@ -269,6 +269,12 @@ void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
             else if (dt == FF_U8) cf_set_i(p, dt, i, cf_rng_int(r, 0, 255));
             else cf_set_i(p, dt, i, (cf_rng_u64(r) & 1 ? -1 : 1) * (int64_t)((1ull << 20) | (cf_rng_u64(r) >> 44) | 1));
             break;
+        case CF_DOM_INF_FIRST:
+        case CF_DOM_NAN_FIRST:
+            if (fl && i == 0) cf_set_f(p, dt, i, dom == CF_DOM_INF_FIRST ? INFINITY : NAN);
+            else if (fl) cf_set_f(p, dt, i, cf_rng_uniform(r, -2, 2));
+            else cf_set_i(p, dt, i, dt == FF_U8 ? cf_rng_int(r, 0, 18) : cf_rng_int(r, -9, 9));
+            break;
         default: cf_set_i(p, dt, i, 0); break;
         }
     }

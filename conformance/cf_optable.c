@@ -169,6 +169,36 @@ static ff_tensor *w_svd(ff_tensor *const *x, int which)
 static ff_tensor *w_svd_s(ff_tensor *const *x) { return w_svd(x, 0); }
 static ff_tensor *w_svd_uut(ff_tensor *const *x) { return w_svd(x, 1); }
 static ff_tensor *w_svd_vvt(ff_tensor *const *x) { return w_svd(x, 2); }
+/* SVDs of rank-deficient matrices built from x [.., 2, n] with public ops: rows x0, x1,
+ * 2 x0 and 0 (rank 2 of 4 rows, the transpose when wide; issue 29's [[1, 2, 3], [2, 4,
+ * 6], [0, 1, 0]] has such a row), whose null columns once kept the reference's Jacobi
+ * from converging. which: 0 S, 1 U^T U (= I: the columns of the zero singular values
+ * are a completion), 2 U S Vh (= A). */
+static ff_tensor *repeated_rows(const ff_tensor *x, bool wide)
+{
+    ff_tensor *x0 = ff_slice(x, -2, 0, 1, 1), *m = x0 ? ff_mul_scalar(x0, 2.0) : NULL;
+    ff_tensor *z = x0 ? ff_mul_scalar(x0, 0.0) : NULL, *parts[3] = {(ff_tensor *)x, m, z};
+    ff_tensor *a = m && z ? ff_concat(3, parts, -2) : NULL, *r = a && wide ? ff_mT(a) : ff_tensor_retain(a);
+    ff_tensor_release(x0), ff_tensor_release(m), ff_tensor_release(z), ff_tensor_release(a);
+    return r;
+}
+static ff_tensor *w_svd_rank2(ff_tensor *const *x, int which, bool wide)
+{
+    ff_tensor *a = repeated_rows(x[0], wide), *u = NULL, *s = NULL, *vh = NULL, *r = NULL;
+    if (a && !ff_svd(a, false, &u, &s, &vh)) {
+        ff_tensor *ut = which == 1 ? ff_mT(u) : NULL, *s1 = which == 2 ? ff_unsqueeze(s, -1) : NULL;
+        ff_tensor *svh = s1 ? ff_mul(s1, vh) : NULL;
+        if (which == 0) r = ff_tensor_retain(s);
+        else if (which == 1) r = ut ? ff_matmul(ut, u) : NULL;
+        else r = svh ? ff_matmul(u, svh) : NULL;
+        ff_tensor_release(ut), ff_tensor_release(s1), ff_tensor_release(svh);
+    }
+    ff_tensor_release(a), ff_tensor_release(u), ff_tensor_release(s), ff_tensor_release(vh);
+    return r;
+}
+static ff_tensor *w_svd_rank2_s(ff_tensor *const *x) { return w_svd_rank2(x, 0, false); }
+static ff_tensor *w_svd_rank2_wide_utu(ff_tensor *const *x) { return w_svd_rank2(x, 1, true); }
+static ff_tensor *w_svd_rank2_usvh(ff_tensor *const *x) { return w_svd_rank2(x, 2, false); }
 W(w_lstsq, CALL(ff_lstsq, x[0], x[1]))
 W(w_max_pool_k2s2, CALL(ff_max_pool2d, x[0], 2, 2, 2, 2, 0, 0))
 W(w_max_pool_k3s2p1, CALL(ff_max_pool2d, x[0], 3, 3, 2, 2, 1, 1))
@@ -202,6 +232,38 @@ W(w_conv2d_s2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 0, 0))
 W(w_conv2d_k5s2p2, CALL(ff_conv2d, x[0], x[1], NULL, 2, 2, 2, 2))
 W(w_conv2d_k1, CALL(ff_conv2d, x[0], x[1], NULL, 1, 1, 0, 0))
 W(w_conv2d_s3x1_bias, CALL(ff_conv2d, x[0], x[1], x[2], 3, 1, 1, 0))
+/* conv2d on views the four variants never make: slices whose strides do not nest (a step
+ * in an outer dim that overruns it, so a channel's rows reach past the next channel's
+ * start), which cpu_blas once handed to oneDNN as if they were dense strides ("status
+ * 2", a crash, or, with size-1 dims around the step, wrong values). A cut gives, per dim
+ * of x and of w, {start, stop (0: the end), step (0: 1)}. */
+typedef struct conv_cut {
+    int64_t x[4][3], w[4][3], stride, pad;
+} conv_cut;
+static ff_tensor *cut_view(const ff_tensor *t, const int64_t (*c)[3])
+{
+    ff_tensor *v = ff_tensor_retain((ff_tensor *)t);
+    for (int d = 0; v && d < 4; d++) {
+        ff_tensor *s = ff_slice(v, d, c[d][0], c[d][1] ? c[d][1] : ff_tensor_dim(v, d), c[d][2] ? c[d][2] : 1);
+        ff_tensor_release(v);
+        v = s;
+    }
+    return v;
+}
+static ff_tensor *conv_cut_call(ff_tensor *const *x, const conv_cut *c)
+{
+    ff_tensor *xv = cut_view(x[0], c->x), *wv = xv ? cut_view(x[1], c->w) : NULL;
+    ff_tensor *r = wv ? ff_conv2d(xv, wv, NULL, c->stride, c->stride, c->pad, c->pad) : NULL;
+    ff_tensor_release(xv), ff_tensor_release(wv);
+    return r;
+}
+/* x [2, 3, 8, 6]: rows 1, 4, 7 (3 rows of stride 3 span 9 of a channel's 8); w [4, 3, 5, 3]:
+ * rows 0, 2, 4 (span 6 of 5) */
+static const conv_cut cut_rows = {{{0}, {0}, {1, 0, 3}, {0}}, {{0}, {0}, {0, 0, 2}, {0}}, 1, 1};
+/* x [1, 2, 4, 3]: column 1; w [2, 4, 5, 4]: [1:2, 2:4, ::2, 3:4], a step among size-1 dims */
+static const conv_cut cut_size1 = {{{0}, {0}, {0}, {1, 2, 1}}, {{1, 2, 1}, {2, 4, 1}, {0, 0, 2}, {3, 4, 1}}, 2, 1};
+static ff_tensor *w_conv2d_cut_rows(ff_tensor *const *x) { return conv_cut_call(x, &cut_rows); }
+static ff_tensor *w_conv2d_cut_size1(ff_tensor *const *x) { return conv_cut_call(x, &cut_size1); }
 W(w_outer, CALL(ff_outer, x[0], x[1]))
 W(w_softmax, CALL(ff_softmax, x[0], -1))
 W(w_log_softmax, CALL(ff_log_softmax, x[0], 0))
@@ -357,27 +419,40 @@ static void c_mse(const double *const *in, double *out) /* [4,5] */
     out[0] = (double)(s / 20);
 }
 
-/* Closed forms of three Fourier rows along the last signal dim of row-major inputs: the
- * DFT summed in long double, angles from (k t mod n), independent of the backends' code.
+/* Closed forms of Fourier rows along the last signal dim of row-major inputs: the DFT
+ * summed in long double, angles from (k t mod n), independent of the backends' code.
  * op as ff_fft_op; lines x n complex (C2R: x m bins) in, the transform's layout out,
- * scaled as norm BACKWARD. */
+ * scaled as norm BACKWARD. A twiddle part that is exactly 0 (a quarter turn, taken
+ * exactly) adds nothing, as in an FFT, where w = 1, -1, +-i are adds, subtracts and
+ * swaps: an Inf or NaN input meeting only those leaves the other part finite. */
+static void twiddle_l(int64_t j, int64_t n, long double *c, long double *s) /* e^(-2 pi i j / n) = c - i s */
+{
+    static const long double qc[4] = {1, 0, -1, 0}, qs[4] = {0, 1, 0, -1};
+    const long double tau = 6.283185307179586476925286766559L;
+    if (4 * j % n == 0) {
+        *c = qc[4 * j / n], *s = qs[4 * j / n];
+    } else {
+        *c = cosl(tau * (long double)j / (long double)n), *s = sinl(tau * (long double)j / (long double)n);
+    }
+}
+
 static void dft_closed(int op, const double *in, double *out, int64_t lines, int64_t n)
 {
-    const long double tau = 6.283185307179586476925286766559L;
     int64_t m = n / 2 + 1, nin = op == FF_FFT_C2R ? m : n, nout = op == FF_FFT_R2C ? m : n;
     for (int64_t l = 0; l < lines; l++)
         for (int64_t k = 0; k < nout; k++) {
             long double re = 0, im = 0;
             for (int64_t t = 0; t < nin; t++) {
                 long double xr = op == FF_FFT_R2C ? in[l * n + t] : in[(l * nin + t) * 2];
-                long double xi = op == FF_FFT_R2C ? 0 : in[(l * nin + t) * 2 + 1];
-                long double a = tau * (long double)((k * t) % n) / (long double)n;
+                long double xi = op == FF_FFT_R2C ? 0 : in[(l * nin + t) * 2 + 1], c, s;
+                twiddle_l((k * t) % n, n, &c, &s);
                 if (op == FF_FFT_C2R) { /* bins 1 .. n - m count twice; imaginary parts of 0 and n/2 ignored */
                     long double wgt = t == 0 || t > n - m ? 1 : 2;
-                    re += wgt * (t == 0 || 2 * t == n ? xr * cosl(a) : xr * cosl(a) - xi * sinl(a));
-                } else {
-                    re += xr * cosl(a) + xi * sinl(a);
-                    im += xi * cosl(a) - xr * sinl(a);
+                    if (c != 0) re += wgt * xr * c;
+                    if (s != 0 && t != 0 && 2 * t != n) re -= wgt * xi * s;
+                } else { /* (xr + i xi)(c - i s) */
+                    if (c != 0) re += xr * c, im += xi * c;
+                    if (s != 0) re += xi * s, im -= xr * s;
                 }
             }
             if (op == FF_FFT_C2R) out[l * n + k] = (double)(re / (long double)n); /* norm BACKWARD */
@@ -387,6 +462,24 @@ static void dft_closed(int op, const double *in, double *out, int64_t lines, int
 static void closed_fft_last(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 3, 13); }
 static void closed_rfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_R2C, in[0], out, 4, 11); }
 static void closed_irfft_last(const double *const *in, double *out) { dft_closed(FF_FFT_C2R, in[0], out, 3, 10); }
+static void closed_fft_len8(const double *const *in, double *out) { dft_closed(FF_FFT_FORWARD, in[0], out, 2, 8); }
+
+/* The rank-2 SVD cases: U^T U of x [2, 2, 3] wide (U: 3 x 3) is I; U S Vh of x [2, 2, 3]
+ * is the matrix repeated_rows built */
+static void c_eye_2x3x3(const double *const *in, double *out)
+{
+    (void)in;
+    for (int i = 0; i < 18; i++) out[i] = i % 9 % 4 == 0;
+}
+static void c_repeated_rows_2x2x3(const double *const *in, double *out)
+{
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < 3; j++) {
+            const double *x = in[0] + b * 6;
+            double *a = out + b * 12;
+            a[j] = x[j], a[3 + j] = x[3 + j], a[6 + j] = 2.0 * x[j], a[9 + j] = 0;
+        }
+}
 
 /* ---- the table ---------------------------------------------------------------- */
 #define F FF_DTYPE_COUNT /* "the case dtype" */
@@ -590,6 +683,18 @@ const cf_opdef cf_optable[] = {
     {"svd_s_wide", 1, {2}, {{3, 6}}, {F}, {U}, {0}, w_svd_s, CF_TOL_ACCUM, 18, false, true, NULL},
     {"svd_uut_tall", 1, {3}, {{2, 6, 3}}, {F}, {U}, {0}, w_svd_uut, CF_TOL_ACCUM, 18, false, true, NULL},
     {"svd_vvt_tall", 1, {2}, {{7, 4}}, {F}, {U}, {0}, w_svd_vvt, CF_TOL_ACCUM, 28, false, true, NULL},
+    /* rank-deficient (a repeated row, a zero row), f64 and f32 only: in a half dtype the
+     * zero singular values round to zeros whose sign is LAPACK's noise, and a half U^T U
+     * is off I by the half's rounding, far past a zero's atol. The completed U and the
+     * reconstruction against closed forms */
+    {"svd_s_repeated_rows_tall", 1, {3}, {{2, 2, 3}}, {FF_F64}, {U}, {0}, w_svd_rank2_s, CF_TOL_ACCUM, 12, false,
+     false, NULL},
+    {"svd_s_repeated_rows_square", 1, {3}, {{3, 2, 4}}, {FF_F32}, {U}, {0}, w_svd_rank2_s, CF_TOL_ACCUM, 16, false,
+     false, NULL},
+    {"svd_utu_repeated_rows_wide", 1, {3}, {{2, 2, 3}}, {FF_F64}, {U}, {0}, w_svd_rank2_wide_utu, CF_TOL_ACCUM, 12,
+     false, false, c_eye_2x3x3},
+    {"svd_usvh_repeated_rows_tall", 1, {3}, {{2, 2, 3}}, {FF_F32}, {U}, {0}, w_svd_rank2_usvh, CF_TOL_ACCUM, 12,
+     false, false, c_repeated_rows_2x2x3},
     {"lstsq_tall", 2, {2, 2}, {{6, 3}, {6, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 18, false, true, NULL},
     {"lstsq_wide_batched", 2, {3, 3}, {{2, 3, 5}, {2, 3, 2}}, {F, F}, {U, U}, {0}, w_lstsq, CF_TOL_ACCUM, 15, false,
      true, NULL},
@@ -620,6 +725,26 @@ const cf_opdef cf_optable[] = {
     {"irfft_axis0_n9_norm_forward", 1, {3}, {{4, 3, 2}}, {F}, {S}, {0}, w_irfft_axis0_n9_forward, CF_TOL_ACCUM, 36,
      false, true, NULL},
     {"irfft_n1", 1, {3}, {{2, 3, 2}}, {F}, {S}, {0}, w_irfft_n1, CF_TOL_ACCUM, 4, false, true, NULL},
+    /* Inf and NaN at element 0, where every FFT multiplies by exactly 1: the answer does not
+     * depend on the algorithm (pocketfft, FFTW and the reference's sum agree), and the
+     * closed forms hold the reference to it (its full complex multiply once gave
+     * fft([inf, 0, 0]) = inf + NaN i in every bin) */
+    {"fft_last_prime13_inf_first", 1, {3}, {{3, 13, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_fft_last, CF_TOL_ACCUM, 52,
+     false, false, closed_fft_last},
+    {"fft_last_len8_nan_first", 1, {3}, {{2, 8, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_fft_last, CF_TOL_ACCUM, 32,
+     false, false, closed_fft_len8},
+    {"fft_axis0_pad_to8_inf_first", 1, {3}, {{5, 4, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_fft_axis0_pad8_forward,
+     CF_TOL_ACCUM, 32, false, false, NULL},
+    {"ifft_axis0_len17_nan_first", 1, {3}, {{17, 2, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_ifft_axis0, CF_TOL_ACCUM, 68,
+     false, false, NULL},
+    {"rfft_last_odd11_inf_first", 1, {2}, {{4, 11}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_rfft_last, CF_TOL_ACCUM, 44,
+     false, false, closed_rfft_last},
+    {"rfft_last_odd11_nan_first", 1, {2}, {{4, 11}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_rfft_last, CF_TOL_ACCUM, 44,
+     false, false, closed_rfft_last},
+    {"irfft_last_default_n10_inf_first", 1, {3}, {{3, 6, 2}}, {F}, {CF_DOM_INF_FIRST}, {0}, w_irfft_last,
+     CF_TOL_ACCUM, 40, false, false, closed_irfft_last},
+    {"irfft_last_default_n10_nan_first", 1, {3}, {{3, 6, 2}}, {F}, {CF_DOM_NAN_FIRST}, {0}, w_irfft_last,
+     CF_TOL_ACCUM, 40, false, false, closed_irfft_last},
     {"conv2d_k3_pad1", 2, {4, 4}, {{2, 3, 7, 6}, {4, 3, 3, 3}}, {F, F}, {S, S}, {0}, w_conv2d_k3p1, CF_TOL_ACCUM, 27,
      false, true, NULL},
     {"conv2d_stride2_unread_rows_batch1_c1", 2, {4, 4}, {{1, 1, 6, 7}, {2, 1, 3, 3}}, {F, F}, {S, S}, {0},
@@ -630,6 +755,10 @@ const cf_opdef cf_optable[] = {
      true, NULL},
     {"conv2d_stride3x1_bias", 3, {4, 4, 1}, {{2, 2, 8, 5}, {3, 2, 3, 2}, {3}}, {F, F, F}, {S, S, S}, {0},
      w_conv2d_s3x1_bias, CF_TOL_ACCUM, 12, false, true, NULL},
+    {"conv2d_rows_stepped_views", 2, {4, 4}, {{2, 3, 8, 6}, {4, 3, 5, 3}}, {F, F}, {S, S}, {0}, w_conv2d_cut_rows,
+     CF_TOL_ACCUM, 27, false, true, NULL},
+    {"conv2d_step_among_size1_dims", 2, {4, 4}, {{1, 2, 4, 3}, {2, 4, 5, 4}}, {F, F}, {S, S}, {0}, w_conv2d_cut_size1,
+     CF_TOL_ACCUM, 6, false, true, NULL},
 };
 const int cf_noptable = (int)(sizeof cf_optable / sizeof cf_optable[0]);
 

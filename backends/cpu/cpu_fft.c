@@ -5,7 +5,13 @@
  * store. The table is exact at quarter turns (see twiddle). The formulas are backend_abi.h's, written out:
  *   FORWARD / INVERSE: X[k] = sum_t x[t] w^(+-k t)
  *   R2C:               X[k] for k = 0..n/2 with x real
- *   C2R:               x[t] = Re X0 + 2 sum_{0<k<n-m+1} Re(X[k] w^(-k t)) + [n even] Re X[n/2] (-1)^t */
+ *   C2R:               x[t] = Re X0 + 2 sum_{0<k<n-m+1} Re(X[k] w^(-k t)) + [n even] Re X[n/2] (-1)^t
+ * Non-finite inputs: a product x w leaves out the parts of w that are exactly 0 (see
+ * term), as FFTs do, which multiply by w = 1, -1 and +-i with adds, subtracts and swaps:
+ * fft([inf, 0, 0]) is [inf, inf, inf] with zero imaginary parts (PyTorch's, FFTW's), not
+ * the (inf + 0i)(1 - 0i) = inf + NaN i of a full complex multiply. Where several
+ * non-finite values meet, FFT algorithms differ among themselves (pocketfft and FFTW
+ * combine them in different orders); this is the plain sum's answer. */
 #include <stdlib.h>
 
 #include "cpu_impl.h"
@@ -23,6 +29,15 @@ static void twiddle(int64_t j, int64_t n, double *c, double *s)
     *c = cr[quarter], *s = -sr[quarter];
 }
 
+/* *re, *im += (xr + i xi)(wr + i wi), where a part of w that is exactly 0 (w = +-1 or
+ * +-i, exact in the table) contributes nothing rather than 0 * x, NaN for an infinite x. */
+static inline void term(double xr, double xi, double wr, double wi, double *re, double *im)
+{
+    if (wi == 0) *re += xr * wr, *im += xi * wr;
+    else if (wr == 0) *re -= xi * wi, *im += xr * wi;
+    else *re += xr * wr - xi * wi, *im += xr * wi + xi * wr;
+}
+
 /* One line: in (len complex values; imaginary 0 for a real src) -> out per op. */
 static void dft_line(int op, int64_t n, const double *wr, const double *wi, const double *xr, const double *xi,
                      double *yr, double *yi)
@@ -33,8 +48,10 @@ static void dft_line(int op, int64_t n, const double *wr, const double *wi, cons
             double acc = xr[0];
             if (n % 2 == 0) acc += t % 2 ? -xr[n / 2] : xr[n / 2];
             for (int64_t k = 1, j = 0; k < n - m + 1; k++) {
-                j = (j + t) % n;                            /* j = k t mod n */
-                acc += 2 * (xr[k] * wr[j] + xi[k] * wi[j]); /* Re((xr + i xi)(wr - i wi)) */
+                double re = 0, im = 0;
+                j = (j + t) % n; /* j = k t mod n */
+                term(xr[k], xi[k], wr[j], -wi[j], &re, &im);
+                acc += 2 * re; /* Re((xr + i xi)(wr - i wi)) */
             }
             yr[t] = acc;
         }
@@ -44,10 +61,8 @@ static void dft_line(int op, int64_t n, const double *wr, const double *wi, cons
     int64_t outs = op == FF_FFT_R2C ? n / 2 + 1 : n;
     for (int64_t k = 0; k < outs; k++) {
         double re = 0, im = 0;
-        for (int64_t t = 0, j = 0; t < n; t++, j = (j + k) % n) { /* j = k t mod n */
-            re += xr[t] * wr[j] - xi[t] * s * wi[j];
-            im += xr[t] * s * wi[j] + xi[t] * wr[j];
-        }
+        for (int64_t t = 0, j = 0; t < n; t++, j = (j + k) % n) /* j = k t mod n */
+            term(xr[t], xi[t], wr[j], s * wi[j], &re, &im);
         yr[k] = re, yi[k] = im;
     }
 }

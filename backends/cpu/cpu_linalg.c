@@ -4,8 +4,9 @@
  *   cholesky     the column-by-column Cholesky-Banachiewicz recurrence
  *   qr           Householder reflections with LAPACK's sign rule (dlarfg: the new
  *                diagonal has the sign opposite to the old one), so R's signs agree
- *   svd          one-sided Jacobi (Hestenes) on the columns, to full convergence;
- *                null-space columns of U and V completed through qr
+ *   svd          one-sided Jacobi (Hestenes) on the columns, until every pair is
+ *                orthogonal to its dot product's rounding (null columns left out);
+ *                U's columns for zero singular values completed through qr
  *   lstsq        through svd: X = V S^+ U^T B, the minimum-norm solution
  * Column-major doubles; ffb_linalg_host (backends/common/ff_backend_linalg.h) does the
  * checks, the batch and the strided copies. */
@@ -166,10 +167,20 @@ static int complete_basis(int64_t m, int64_t r, int64_t cols, double *u)
 }
 
 /* One-sided Jacobi on a tall a (m x n, m >= n): rotate column pairs until every pair is
- * orthogonal to machine precision; then s = column norms, u = columns / s, and v the
- * accumulated rotations (n x n). */
-static int jacobi_tall(int64_t m, int64_t n, double *a, double *s, double *v)
+ * orthogonal to m rounding errors of its dot product (|x.y| <= m eps |x| |y|, as the
+ * dot product itself is only that exact); then s = column norms and v the accumulated
+ * rotations (n x n). A column of norm <= *tiny = eps ||A||_F is the rounding noise of a
+ * null direction (a repeated row leaves one): rotating it against a live column cancels
+ * it to a noise eps times smaller that is again parallel to that column, so it shrank
+ * toward underflow and never passed the test. Such columns are left out of the
+ * rotations; svd_tall gives them no direction of their own. 1 when the sweeps run out,
+ * or at once for a non-finite a (no rotation makes NaN columns orthogonal). */
+static int jacobi_tall(int64_t m, int64_t n, double *a, double *s, double *v, double *tiny)
 {
+    double fro = 0, tol = (double)m * DBL_EPSILON;
+    for (int64_t i = 0; i < m * n; i++) fro = hypot(fro, a[i]);
+    if (!isfinite(fro)) return 1;
+    *tiny = DBL_EPSILON * fro;
     for (int64_t j = 0; j < n; j++)
         for (int64_t i = 0; i < n; i++) v[i + j * n] = i == j;
     for (int sweep = 0; sweep < 80; sweep++) {
@@ -178,7 +189,8 @@ static int jacobi_tall(int64_t m, int64_t n, double *a, double *s, double *v)
             for (int64_t q = p + 1; q < n; q++) {
                 double *x = a + p * m, *y = a + q * m, al = 0, be = 0, ga = 0;
                 for (int64_t i = 0; i < m; i++) al += x[i] * x[i], be += y[i] * y[i], ga += x[i] * y[i];
-                if (ga == 0 || fabs(ga) <= DBL_EPSILON * sqrt(al * be)) continue;
+                double nx = sqrt(al), ny = sqrt(be);
+                if (nx <= *tiny || ny <= *tiny || fabs(ga) <= tol * nx * ny) continue;
                 rotated = 1;
                 double zeta = (be - al) / (2 * ga);
                 double t = copysign(1.0, zeta) / (fabs(zeta) + sqrt(1 + zeta * zeta));
@@ -208,7 +220,8 @@ static int jacobi_tall(int64_t m, int64_t n, double *a, double *s, double *v)
 /* svd of a tall a (m >= n): u (m x uc), s (n), v (n x n, columns = right vectors). */
 static int svd_tall(int64_t m, int64_t n, int64_t uc, double *a, double *u, double *s, double *v)
 {
-    int rc = jacobi_tall(m, n, a, s, v);
+    double tiny = 0;
+    int rc = jacobi_tall(m, n, a, s, v, &tiny);
     if (rc) return rc;
     int64_t *ord = malloc((size_t)(n + 1) * sizeof *ord);
     double *tmp = malloc((size_t)(n * n + n + 1) * sizeof *tmp);
@@ -222,12 +235,15 @@ static int svd_tall(int64_t m, int64_t n, int64_t uc, double *a, double *u, doub
             int64_t t = ord[i];
             ord[i] = ord[i - 1], ord[i - 1] = t;
         }
-    double smax = n ? s[ord[0]] : 0;
-    int64_t r = 0; /* columns with a direction of their own */
+    /* Columns with a direction of their own: those the rotations made orthogonal, that
+     * is all but the ones jacobi_tall left out (<= tiny; 2 tiny, so that hypot's norm
+     * and the sum of squares there never disagree about one). The rest of u, for the
+     * zero singular values, is an orthonormal completion. */
+    int64_t r = 0;
     for (int64_t j = 0; j < n; j++) {
         double sj = s[ord[j]];
         tmp[j] = sj;
-        if (sj > smax * DBL_EPSILON * (double)m && sj > 0) {
+        if (sj > 2 * tiny) {
             for (int64_t i = 0; i < m; i++) u[i + r * m] = a[i + ord[j] * m] / sj;
             r++;
         }

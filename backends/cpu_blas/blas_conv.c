@@ -10,7 +10,10 @@
  *
  * Each call describes the problem with format_tag_any, lets oneDNN pick its layouts,
  * and reorders the user's strided views in and out where they differ (oneDNN's own
- * primitive cache makes the repeated creation of the same primitive cheap). Rows of the
+ * primitive cache makes the repeated creation of the same primitive cheap). A view goes
+ * to oneDNN as it is only when its strides describe it (dnnl_strides); any other view
+ * (a step in an outer dim, a broadcast) is copied to a dense scratch first, and an
+ * output computed there is copied back (conv_operand). Rows of the
  * input that no window reaches (when (H + 2p - K) is not a multiple of the stride) are
  * cut from the view rather than described as negative right padding; for the input
  * gradient they are zero. f32 only: oneDNN has no f64 convolution, and the core
@@ -73,11 +76,42 @@ static void problem(conv_problem *q, const ff_view *x, const ff_view *w, const f
     }
 }
 
-static void md_of(dnnl_memory_desc_t *md, const ff_view *v)
+/* oneDNN's strides for the view v, or 0 when no strides of oneDNN's describe it. A
+ * oneDNN layout nests: its dims, ordered by stride, each start at or past the extent of
+ * the next inner one (stride * size). A view stepped in an outer dim need not: in
+ * x[:, :, 1:5:3] of 5 rows a channel's 2 rows span 6 rows, past the next channel's
+ * start. oneDNN refuses such strides (status 2) or, when size-1 dims with arbitrary
+ * strides sit among them, takes them and reads wrong elements; so a size-1 dim, which
+ * is never stepped over, gets the outermost extent, and a view that does not nest is
+ * reported here and copied by the caller. */
+static int dnnl_strides(const ff_view *v, dnnl_dims_t strides)
+{
+    int order[4], n = 0;
+    for (int d = 0; d < 4; d++)
+        if (v->shape[d] != 1) order[n++] = d;
+    for (int i = 1; i < n; i++) /* innermost (smallest stride) first: insertion sort */
+        for (int j = i; j > 0 && v->strides[order[j]] < v->strides[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    int64_t extent = 1; /* of the dims nested so far: 1, so a stride of 0 never nests */
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (v->strides[d] < extent) return 0;
+        strides[d] = v->strides[d];
+        extent = v->strides[d] * v->shape[d];
+    }
+    for (int d = 0; d < 4; d++)
+        if (v->shape[d] == 1) strides[d] = extent;
+    return 1;
+}
+
+static dnnl_status_t md_of(dnnl_memory_desc_t *md, const ff_view *v)
 {
     dnnl_dims_t dims, strides;
-    for (int d = 0; d < 4; d++) dims[d] = v->shape[d], strides[d] = v->strides[d];
-    dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
+    if (!dnnl_strides(v, strides)) return dnnl_invalid_arguments; /* the entries copied such views */
+    for (int d = 0; d < 4; d++) dims[d] = v->shape[d];
+    return dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
 }
 
 static void md_any(dnnl_memory_desc_t *md, const ff_view *v)
@@ -95,10 +129,10 @@ typedef struct conv_arg {
 static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, const dnnl_memory_desc_t *want, dnnl_engine_t eng)
 {
     dnnl_memory_desc_t md;
-    md_of(&md, v);
     a->user = a->prim = NULL;
     void *ptr = (float *)v->buf + v->offset;
-    dnnl_status_t s = dnnl_memory_create(&a->user, &md, eng, ptr);
+    dnnl_status_t s = md_of(&md, v);
+    if (s == dnnl_success) s = dnnl_memory_create(&a->user, &md, eng, ptr);
     if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) s = dnnl_memory_create(&a->prim, want, eng, DNNL_MEMORY_ALLOCATE);
     else if (s == dnnl_success) a->prim = a->user;
     return s;
@@ -280,14 +314,62 @@ static ff_status finish(void *ctx, const char *entry, dnnl_status_t s)
                       entry, (int)s);
 }
 
+/* An operand as oneDNN sees it: the user's view where dnnl_strides describes it, else
+ * a dense copy in scratch (an input copied in here, an output copied back by
+ * operand_done). */
+typedef struct conv_operand {
+    ff_view v;
+    float *mem; /* the scratch, or NULL */
+} conv_operand;
+
+static ff_status operand_make(void *ctx, conv_operand *o, const ff_view *user, bool input)
+{
+    dnnl_dims_t strides;
+    o->v = *user, o->mem = NULL;
+    if (dnnl_strides(user, strides)) return FF_OK;
+    o->mem = blas_scratch(ctx, (size_t)ff_view_numel(user) * sizeof(float));
+    if (!o->mem) return FF_ERR_OOM;
+    o->v = blas_f32_view(o->mem, user);
+    return input ? blas_copy(ctx, &o->v, user) : FF_OK;
+}
+
+/* Copies an output computed in scratch back to the user's view (when st is FF_OK), and
+ * frees the scratch. */
+static ff_status operand_done(void *ctx, conv_operand *o, const ff_view *user, ff_status st)
+{
+    if (o->mem && !st) st = blas_copy(ctx, user, &o->v);
+    blas_free(ctx, o->mem);
+    return st;
+}
+
+/* Pass `which` (as run's) on non-empty operands: out = y, gx or gw; a, b = (x, w),
+ * (gy, w) or (gy, x), as the entries take them. */
+static ff_status conv_pass(void *ctx, int which, const char *entry, const ff_view *out, const ff_view *a,
+                           const ff_view *b, const ff_conv2d_params *p)
+{
+    conv_operand o = {0}, oa = {0}, ob = {0};
+    ff_status st = operand_make(ctx, &o, out, false);
+    if (!st) st = operand_make(ctx, &oa, a, true);
+    if (!st) st = operand_make(ctx, &ob, b, true);
+    conv_problem q;
+    if (!st && which == 0) problem(&q, &oa.v, &ob.v, &o.v, p);
+    if (!st && which == 1) {
+        problem(&q, &o.v, &ob.v, &oa.v, p);
+        if (q.x.shape[2] != o.v.shape[2] || q.x.shape[3] != o.v.shape[3]) /* rows no window reads get no gradient */
+            st = blas_fill(ctx, &o.v, (ff_scalar){0.0, 0});
+    }
+    if (!st && which == 2) problem(&q, &ob.v, &o.v, &oa.v, p);
+    if (!st) st = finish(ctx, entry, dispatch(ctx, which, &q));
+    blas_free(ctx, ob.mem), blas_free(ctx, oa.mem);
+    return operand_done(ctx, &o, out, st);
+}
+
 ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)
 {
     ff_status st = check(ctx, "conv2d", y, x, w, p);
     if (st || ff_view_numel(y) == 0) return st;
-    conv_problem q;
-    problem(&q, x, w, y, p);
     if (ff_view_numel(x) == 0 || w->shape[1] == 0) return blas_fill(ctx, y, (ff_scalar){0.0, 0}); /* empty sums */
-    return finish(ctx, "conv2d", dispatch(ctx, 0, &q));
+    return conv_pass(ctx, 0, "conv2d", y, x, w, p);
 }
 
 ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
@@ -295,13 +377,8 @@ ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view
 {
     ff_status st = check(ctx, "conv2d_backward_input", gx, gy, w, p);
     if (st || ff_view_numel(gx) == 0) return st;
-    conv_problem q;
-    problem(&q, gx, w, gy, p);
-    int cut = q.x.shape[2] != gx->shape[2] || q.x.shape[3] != gx->shape[3];
-    if (cut || ff_view_numel(gy) == 0) /* rows no window reads get no gradient */
-        if ((st = blas_fill(ctx, gx, (ff_scalar){0.0, 0}))) return st;
-    if (ff_view_numel(gy) == 0) return FF_OK;
-    return finish(ctx, "conv2d_backward_input", dispatch(ctx, 1, &q));
+    if (ff_view_numel(gy) == 0) return blas_fill(ctx, gx, (ff_scalar){0.0, 0});
+    return conv_pass(ctx, 1, "conv2d_backward_input", gx, gy, w, p);
 }
 
 ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
@@ -309,10 +386,8 @@ ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_vie
 {
     ff_status st = check(ctx, "conv2d_backward_weight", gw, gy, x, p);
     if (st || ff_view_numel(gw) == 0) return st;
-    conv_problem q;
-    problem(&q, x, gw, gy, p);
     if (ff_view_numel(gy) == 0 || ff_view_numel(x) == 0) return blas_fill(ctx, gw, (ff_scalar){0.0, 0});
-    return finish(ctx, "conv2d_backward_weight", dispatch(ctx, 2, &q));
+    return conv_pass(ctx, 2, "conv2d_backward_weight", gw, gy, x, p);
 }
 #else
 ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)
