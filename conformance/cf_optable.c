@@ -1,6 +1,8 @@
 /* The public-op table (see cf_optable.h) and the helpers that build op inputs as
  * views with the public view ops. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -347,6 +349,40 @@ static ff_tensor *w_reshape(ff_tensor *const *x)
     return CALL(ff_reshape, x[0], 2, shape);
 }
 
+/* batch norm on views: x given as [C, 1, H, W] and permuted to [1, C, H, W] (N = 1: the
+ * statistics run over H W alone), the weight as every third element of a [3C] vector.
+ * The bases are the leaves: an entry or a gradient formula that reads a view as if it
+ * were contiguous fails the finite differences on every backend. "compose" takes the
+ * composition even where the backend has the entry (FF_BATCH_NORM=compose, set around
+ * the forward only: the recorded node remembers which path it took). */
+static ff_tensor *bn_views(ff_tensor *const *x, bool compose)
+{
+    static const int perm[] = {1, 0, 2, 3};
+    ff_tensor *xp = ff_permute(x[0], perm);
+    ff_tensor *w = xp ? ff_slice(x[1], 0, 0, ff_tensor_dim(x[1], 0), 3) : NULL;
+    const char *prev = getenv("FF_BATCH_NORM");
+    char saved[32] = "";
+    if (prev) snprintf(saved, sizeof saved, "%s", prev);
+    if (compose) setenv("FF_BATCH_NORM", "compose", 1);
+    ff_tensor *r = w ? ff_batch_norm(xp, NULL, NULL, w, x[2], true, 0.1, 1e-5) : NULL;
+    if (compose && prev) setenv("FF_BATCH_NORM", saved, 1);
+    else if (compose) unsetenv("FF_BATCH_NORM");
+    ff_tensor_release(xp);
+    ff_tensor_release(w);
+    return r;
+}
+static ff_tensor *w_batch_norm_views(ff_tensor *const *x) { return bn_views(x, false); }
+static ff_tensor *w_batch_norm_views_composed(ff_tensor *const *x) { return bn_views(x, true); }
+/* [N, C] x with the weight every second element of a [2C] vector (PyTorch 1.13's CPU
+ * backward reads such a weight as if contiguous) */
+static ff_tensor *w_batch_norm_stepped_weight(ff_tensor *const *x)
+{
+    ff_tensor *w = ff_slice(x[1], 0, 0, ff_tensor_dim(x[1], 0), 2);
+    ff_tensor *r = w ? ff_batch_norm(x[0], NULL, NULL, w, NULL, true, 0.1, 1e-5) : NULL;
+    ff_tensor_release(w);
+    return r;
+}
+
 /* ---- closed forms ------------------------------------------------------------- */
 static void c_sum_all(const double *const *in, double *out)
 {
@@ -665,6 +701,14 @@ const cf_opdef cf_optable[] = {
     {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,
      CF_TOL_ACCUM, 120, false, true, NULL},
     {"batch_norm_plain_nc", 1, {2}, {{9, 4}}, {F}, {S}, {0}, w_batch_norm_plain, CF_TOL_ACCUM, 9, false, true, NULL},
+    /* on views: x permuted with N = 1 and a stepped weight, through the entry and through
+     * the composition; an [N, C] x with a stepped weight */
+    {"batch_norm_views_permuted_n1", 3, {4, 1, 1}, {{3, 1, 4, 5}, {9}, {3}}, {F, F, F}, {S, S, S}, {0},
+     w_batch_norm_views, CF_TOL_ACCUM, 20, false, true, NULL},
+    {"batch_norm_views_permuted_n1_composed", 3, {4, 1, 1}, {{3, 1, 4, 5}, {9}, {3}}, {F, F, F}, {S, S, S}, {0},
+     w_batch_norm_views_composed, CF_TOL_ACCUM, 20, false, true, NULL},
+    {"batch_norm_stepped_weight_nc", 2, {2, 1}, {{6, 4}, {8}}, {F, F}, {S, S}, {0}, w_batch_norm_stepped_weight,
+     CF_TOL_ACCUM, 6, false, true, NULL},
     /* eval mode: x scale + shift (values only: the running statistics are buffers, which
      * PyTorch does not differentiate either, and the gradient rows would vary them) */
     {"batch_norm_eval_running", 3, {4, 1, 1}, {{2, 3, 4, 5}, {3}, {3}}, {F, F, F}, {S, S, P}, {0}, w_batch_norm_eval,

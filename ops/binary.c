@@ -139,7 +139,9 @@ static ff_status extremum_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
     return st;
 }
 
-/* fmod(a, b) = a - trunc(a / b) * b */
+/* fmod(a, b) = a - trunc(a / b) * b. On half operands the quotient is taken and truncated
+ * in f32, then rounded once: a quotient rounded to the half dtype first can reach the next
+ * integer (bf16 124.5 / 1.9765625 = 62.99 rounds to 63), and the gradient is one off. */
 static ff_status fmod_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
@@ -147,14 +149,15 @@ static ff_status fmod_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     ff_status st = FF_OK;
     if (n->needs_grad[0]) st = put(n, 0, ff_tensor_retain((ff_tensor *)g), gi);
     if (!st && n->needs_grad[1]) {
-        ff_tensor *q = ff_div(a, b), *m = q ? ff_binary_scalar(FF_BINARY_FMOD, q, 1.0) : NULL;
-        /* trunc(q) = q - fmod(q, 1) */
-        ff_tensor *tq = m ? ff_sub(q, m) : NULL, *gt = tq ? ff_mul(g, tq) : NULL;
-        st = put(n, 1, gt ? ff_neg(gt) : NULL, gi);
-        ff_tensor_release(q);
-        ff_tensor_release(m);
-        ff_tensor_release(tq);
-        ff_tensor_release(gt);
+        ff_dtype wide = a->dtype == FF_F16 || a->dtype == FF_BF16 ? FF_F32 : a->dtype;
+        ff_expr e = {0};
+        ff_tensor *wa = FF_EX(&e, ff_op_cast(a, wide, n->name)), *wb = FF_EX(&e, ff_op_cast(b, wide, n->name));
+        ff_tensor *q = FF_EX(&e, ff_div(wa, wb)), *m = FF_EX(&e, ff_binary_scalar(FF_BINARY_FMOD, q, 1.0));
+        ff_tensor *tq = FF_EX(&e, ff_sub(q, m)); /* trunc(q) = q - fmod(q, 1) */
+        tq = FF_EX(&e, ff_op_cast(tq, a->dtype, n->name));
+        ff_tensor *gt = FF_EX(&e, ff_mul(g, tq));
+        st = e.failed ? ff_last_status() : put(n, 1, ff_neg(gt), gi);
+        ff_expr_free(&e);
     }
     return st;
 }

@@ -29,13 +29,39 @@ static bool divmod_dtype(const ff_tensor *a, const ff_tensor *b, ff_dtype *dt, c
     return true;
 }
 
-/* a - floor(a / b) * b: fmod(a, b) + b where the signs differ. The gradient comes from
- * the pieces: g to a, -g * floor(a / b) to b (PyTorch's). */
+/* g to a, -g * floor(a / b) to b (PyTorch's). The floor is floor_divide's, on half
+ * operands in f32 and then rounded once: the gradient composed from the pieces (fmod's
+ * -trunc(a / b), plus g where the signs differ) rounded the quotient to the half dtype
+ * before truncating it, and the sum of the pieces again, and could be one off. saved:
+ * [0] a, [1] b in the computation dtype. */
+static ff_status remainder_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
+    if (!a || !b) return ff_last_status();
+    ff_expr e = {0};
+    if (n->needs_grad[0])
+        gi[0] = ff_sum_to_shape(g, n->inputs[0]->layout.ndim, n->inputs[0]->layout.shape);
+    if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) {
+        ff_dtype wide = a->dtype == FF_F16 || a->dtype == FF_BF16 ? FF_F32 : a->dtype;
+        ff_tensor *wa = FF_EX(&e, ff_op_cast(a, wide, n->name)), *wb = FF_EX(&e, ff_op_cast(b, wide, n->name));
+        ff_tensor *q = FF_EX(&e, ff_floor_divide(wa, wb));
+        q = FF_EX(&e, ff_op_cast(q, a->dtype, n->name));
+        ff_tensor *gq = FF_EX(&e, ff_neg(FF_EX(&e, ff_mul(g, q))));
+        gi[1] = e.failed ? NULL : ff_sum_to_shape(gq, n->inputs[1]->layout.ndim, n->inputs[1]->layout.shape);
+    }
+    ff_expr_free(&e);
+    bool ok = (!n->needs_grad[0] || gi[0]) && (!n->needs_grad[1] || gi[1]);
+    return ok ? FF_OK : ff_last_status();
+}
+
+/* a - floor(a / b) * b: fmod(a, b) + b where the signs differ, composed without history;
+ * one node stands for it (remainder_backward). */
 ff_tensor *ff_remainder(const ff_tensor *a, const ff_tensor *b)
 {
     static const char fn[] = "ff_remainder";
     ff_dtype dt;
     if (!divmod_dtype(a, b, &dt, fn)) return NULL;
+    bool prev = ff_set_grad_enabled(false);
     ff_expr e = {0};
     ff_tensor *ca = FF_EX(&e, ff_op_cast(a, dt, fn)), *cb = FF_EX(&e, ff_op_cast(b, dt, fn));
     ff_tensor *mod = NULL, *fix = NULL;
@@ -43,6 +69,10 @@ ff_tensor *ff_remainder(const ff_tensor *a, const ff_tensor *b)
     ff_tensor *shifted = FF_EX(&e, ff_add(mod, cb));
     ff_tensor *r = FF_EX(&e, ff_where(fix, shifted, mod));
     ff_tensor *out = ff_expr_result(&e, r);
+    ff_set_grad_enabled(prev);
+    if (out && ff_dtype_is_float(dt))
+        ff_op_record_node(&out, "remainder", remainder_backward, 2, (const ff_tensor *[]){a, b}, 2,
+                          (const ff_tensor *[]){ca, cb});
     ff_expr_free(&e);
     if (!out) ff_error_prefix(fn);
     return out;

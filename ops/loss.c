@@ -1,16 +1,27 @@
 /* Losses and label encodings: cross_entropy, mse_loss, one_hot. The losses are
  * compositions of differentiable ops (log_softmax, gather, mean), so their gradients
- * and higher orders come from those ops' nodes. */
+ * and higher orders come from those ops' nodes. Half operands are cast to f32 first and
+ * the loss rounded once at the end: composed in the half dtype every op rounds (a
+ * backend declining half compute runs each through the f32 detour). */
 #include <stdlib.h>
 
 #include "ops_impl.h"
 
 static bool is_integer(ff_dtype t) { return !ff_dtype_is_float(t) && t != FF_BOOL; }
 
+static bool is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
+
 ff_tensor *ff_cross_entropy(const ff_tensor *logits, const ff_tensor *targets)
 {
     static const char fn[] = "ff_cross_entropy";
     if (!logits || !targets) return ff_error(FF_ERR_INVALID, "%s: NULL argument", fn), NULL;
+    ff_tensor *ac[1];
+    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 1, &logits, ac, fn);
+    if (nac) { /* half logits in f32, and an f32 loss (as ff_log_softmax under autocast) */
+        ff_tensor *r = nac > 0 ? ff_cross_entropy(ac[0], targets) : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     if (!is_integer(targets->dtype))
         return ff_error(FF_ERR_INVALID, "%s: targets must be class indices of an integer dtype, got %s", fn,
                         ff_dtype_name(targets->dtype)), NULL;
@@ -29,16 +40,21 @@ ff_tensor *ff_cross_entropy(const ff_tensor *logits, const ff_tensor *targets)
     int64_t ishape[2] = {nd == 2 ? logits->layout.shape[0] : 1, 1};
     ff_tensor *t64 = ff_op_cast(targets, FF_I64, fn);
     ff_tensor *idx = t64 ? ff_reshape(t64, nd, nd == 2 ? ishape : ishape + 1) : NULL;
-    ff_tensor *lsm = idx ? ff_log_softmax(logits, -1) : NULL;
+    bool half = is_half(logits->dtype);
+    ff_tensor *lw = idx ? ff_op_cast(logits, half ? FF_F32 : logits->dtype, fn) : NULL;
+    ff_tensor *lsm = lw ? ff_log_softmax(lw, -1) : NULL;
     ff_tensor *picked = lsm ? ff_gather(lsm, -1, idx) : NULL;
     ff_tensor *m = picked ? ff_mean(picked, 0, NULL, false) : NULL;
-    ff_tensor *r = m ? ff_neg(m) : NULL;
+    ff_tensor *nm = m ? ff_neg(m) : NULL;
+    ff_tensor *r = nm ? (half ? ff_op_cast(nm, logits->dtype, fn) : ff_tensor_retain(nm)) : NULL;
     if (!r) ff_error_prefix(fn); /* e.g. a target out of range: the gather's FF_ERR_INDEX */
     ff_tensor_release(t64);
     ff_tensor_release(idx);
+    ff_tensor_release(lw);
     ff_tensor_release(lsm);
     ff_tensor_release(picked);
     ff_tensor_release(m);
+    ff_tensor_release(nm);
     return r;
 }
 
@@ -63,14 +79,21 @@ ff_tensor *ff_mse_loss(const ff_tensor *pred, const ff_tensor *target)
                         ff_shape_str(p->ndim, p->shape, b1, sizeof b1), ff_shape_str(t->ndim, t->shape, b2, sizeof b2)),
                NULL;
     }
-    ff_tensor *d = ff_sub(pred, target);
+    ff_dtype rt = ff_result_type(pred, target);
+    ff_dtype wide = is_half(rt) ? FF_F32 : rt;
+    ff_tensor *pw = ff_op_cast(pred, wide, fn), *tw = pw ? ff_op_cast(target, wide, fn) : NULL;
+    ff_tensor *d = tw ? ff_sub(pw, tw) : NULL;
     ff_tensor *df = d && !ff_dtype_is_float(d->dtype) ? ff_astype(d, ff_dtype_to_float(d->dtype)) : ff_tensor_retain(d);
     ff_tensor *sq = df ? ff_square(df) : NULL;
-    ff_tensor *r = sq ? ff_mean(sq, 0, NULL, false) : NULL;
+    ff_tensor *m = sq ? ff_mean(sq, 0, NULL, false) : NULL;
+    ff_tensor *r = m ? ff_op_cast(m, is_half(rt) ? rt : m->dtype, fn) : NULL;
     if (!r) ff_error_prefix(fn);
+    ff_tensor_release(pw);
+    ff_tensor_release(tw);
     ff_tensor_release(d);
     ff_tensor_release(df);
     ff_tensor_release(sq);
+    ff_tensor_release(m);
     return r;
 }
 

@@ -2,7 +2,10 @@
  * their gradients (including through the batch statistics) come from autograd. The
  * variance is the two-pass mean((x - mean)^2), biased, as PyTorch normalizes with.
  * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
- * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). */
+ * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). Half inputs too, and
+ * their weight and bias are applied in f64 before that one rounding: composed in the
+ * half dtype every op rounds (a backend declining half compute runs each through the
+ * f32 detour), and the result was several half ulps off. */
 #include <stdio.h>
 #include <string.h>
 
@@ -28,10 +31,23 @@ static const char *shape_str(const ff_tensor *t, char *buf, size_t cap)
     return buf;
 }
 
-/* x in the dtype its statistics are computed in: f64 for f32 (tracked cast). */
+/* x in the dtype its statistics are computed in: f64 for f32 and the half dtypes (bf16
+ * has f32's range, so f32 would overflow as above) (tracked cast). */
 static ff_tensor *widen(const ff_tensor *x, const char *fn)
 {
-    return ff_op_cast(x, x->dtype == FF_F32 ? FF_F64 : x->dtype, fn);
+    return ff_op_cast(x, FF_F64, fn);
+}
+
+static bool is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
+
+/* The dtype y has: x's, promoted with the weight's and the bias's (PyTorch refuses
+ * mixed dtypes; we promote, as mul and add would). */
+static ff_dtype result_dtype(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias)
+{
+    ff_dtype t = x->dtype;
+    if (weight) t = ff_dtype_promote(t, weight->dtype);
+    if (bias) t = ff_dtype_promote(t, bias->dtype);
+    return t;
 }
 
 static ff_status check_float(const ff_tensor *x, const ff_tensor *const *others, int n, const char *fn)
@@ -80,9 +96,11 @@ ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight,
     ff_tensor *ve = FF_EX(&e, ff_add_scalar(var, eps));
     ff_tensor *inv = FF_EX(&e, ff_rsqrt(ve));
     ff_tensor *y = FF_EX(&e, ff_mul(xc, inv));
-    y = FF_EX(&e, ff_op_cast(y, x->dtype, fn));
+    bool half = is_half(x->dtype); /* half: weight and bias in f64 too, one rounding at the end */
+    if (!half) y = FF_EX(&e, ff_op_cast(y, x->dtype, fn));
     if (weight) y = FF_EX(&e, ff_mul(y, weight));
     if (bias) y = FF_EX(&e, ff_add(y, bias));
+    if (half) y = FF_EX(&e, ff_op_cast(y, result_dtype(x, weight, bias), fn));
     ff_tensor *r = ff_expr_result(&e, y);
     ff_expr_free(&e);
     if (!r) ff_error_prefix(fn);
@@ -132,15 +150,16 @@ typedef struct bn_geometry {
 } bn_geometry;
 
 typedef struct bn_parts {
-    ff_tensor *mean, *var;  /* keepdim, in the statistics' dtype (f64 for f32) */
+    ff_tensor *mean, *var;  /* keepdim, in the statistics' dtype (f64 for f32 and half) */
     ff_tensor *inv_w;       /* 1 / sqrt(var + eps), same dtype */
+    ff_tensor *xhat_w;      /* xhat, same dtype (a half y is computed from it, rounded once) */
     ff_tensor *xhat, *inv;  /* in x's dtype */
 } bn_parts;
 
 static void bn_parts_free(bn_parts *p)
 {
     ff_tensor_release(p->mean), ff_tensor_release(p->var), ff_tensor_release(p->inv_w);
-    ff_tensor_release(p->xhat), ff_tensor_release(p->inv);
+    ff_tensor_release(p->xhat_w), ff_tensor_release(p->xhat), ff_tensor_release(p->inv);
     memset(p, 0, sizeof *p);
 }
 
@@ -171,7 +190,7 @@ static ff_status bn_normalize(const ff_tensor *x, const bn_geometry *g, const ff
     ff_status st = e.failed ? ff_last_status() : FF_OK;
     if (!st) {
         p->mean = ff_tensor_retain(mean), p->var = ff_tensor_retain(var), p->inv_w = ff_tensor_retain(inv_w);
-        p->xhat = ff_tensor_retain(xhat), p->inv = ff_tensor_retain(inv);
+        p->xhat_w = ff_tensor_retain(xh), p->xhat = ff_tensor_retain(xhat), p->inv = ff_tensor_retain(inv);
     }
     ff_expr_free(&e);
     return st;
@@ -428,7 +447,8 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     bn_parts p = {0};
     ff_status st = bn_normalize(x, &geo, training ? NULL : running_mean, training ? NULL : running_var, &p, fn);
     ff_expr e = {0};
-    ff_tensor *y = st ? NULL : FF_EX(&e, ff_tensor_retain(p.xhat));
+    bool half = is_half(x->dtype); /* half: weight and bias in f64 too, one rounding at the end */
+    ff_tensor *y = st ? NULL : FF_EX(&e, ff_tensor_retain(half ? p.xhat_w : p.xhat));
     if (weight) {
         ff_tensor *wb = FF_EX(&e, ff_reshape(weight, nd, bshape));
         y = FF_EX(&e, ff_mul(y, wb));
@@ -437,6 +457,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         ff_tensor *bb = FF_EX(&e, ff_reshape(bias, nd, bshape));
         y = FF_EX(&e, ff_add(y, bb));
     }
+    if (half) y = FF_EX(&e, ff_op_cast(y, result_dtype(x, weight, bias), fn));
     ff_set_grad_enabled(prev);
     ff_tensor *r = ff_expr_result(&e, y);
     ff_expr_free(&e);

@@ -1,8 +1,13 @@
 /* softmax and log_softmax along one axis. The backend's fused entry is used when it
  * has one; otherwise the op is composed (x - max, exp, / sum) so every backend gets
- * the numerically stable form. Either way one node is recorded, whose gradient is
- * written with ff ops so higher orders work. */
-#include "ops_impl.h"
+ * the numerically stable form (FF_SOFTMAX=compose forces the composition, to compare
+ * the two). Either way one node is recorded, whose gradient is written with ff ops so
+ * higher orders work. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expr.h"
 
 static ff_tensor *softmax_impl(const ff_tensor *x, int axis, bool log, const char *fn);
 
@@ -40,29 +45,43 @@ static ff_status softmax_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi
 }
 
 /* ---- forward ------------------------------------------------------------------- */
-/* The composed form, without history (the caller records the single node). */
+/* The composed form, without history (the caller records the single node). A half x is
+ * composed in f32 and rounded once at the end: on a backend that declines half compute
+ * each op of the chain would round to the half dtype (the core's f32 detour, per op),
+ * and four roundings are 1-2 half ulps off.
+ * log_softmax is sh - log1p(t), t = sum(exp(sh)) - 1 summed without the row's leading 1
+ * (every maximum's term is exactly 1: the others, and the ties beyond the first); log of
+ * a sum that rounds to 1 is +0 and lost every other term. And where a row has another
+ * term than its maximum (an x above -inf), the maximum's exact value is negative even
+ * when the other terms underflow (e^-200), so it is -(log1p(t) - sh): -0, not 0 - +0. */
 static ff_tensor *softmax_compose(const ff_tensor *x, int axis, bool log, const char *fn)
 {
     bool prev = ff_set_grad_enabled(false);
-    ff_tensor *m = ff_amax(x, 1, &axis, true);
-    ff_tensor *sh = m ? ff_sub(x, m) : NULL;
-    ff_tensor *e = sh ? ff_exp(sh) : NULL;
-    ff_tensor *s = e ? ff_sum(e, 1, &axis, true) : NULL;
-    ff_tensor *r = NULL;
-    if (s && log) {
-        ff_tensor *ls = ff_log(s);
-        r = ls ? ff_sub(sh, ls) : NULL;
-        ff_tensor_release(ls);
-    } else if (s) {
-        r = ff_div(e, s);
+    ff_expr e = {0};
+    ff_dtype wide = x->dtype == FF_F16 || x->dtype == FF_BF16 ? FF_F32 : x->dtype;
+    ff_tensor *xw = FF_EX(&e, ff_op_cast(x, wide, fn));
+    ff_tensor *m = FF_EX(&e, ff_amax(xw, 1, &axis, true));
+    ff_tensor *sh = FF_EX(&e, ff_sub(xw, m));
+    ff_tensor *ex = FF_EX(&e, ff_exp(sh)), *r;
+    if (log) {
+        ff_tensor *top = FF_EX(&e, ff_binary_scalar(FF_BINARY_EQ, sh, 0.0));
+        ff_tensor *rest = FF_EX(&e, ff_where(top, FF_EX(&e, ff_zeros_like(ex)), ex));
+        ff_tensor *ties = FF_EX(&e, ff_sum(FF_EX(&e, ff_op_cast(top, wide, fn)), 1, &axis, true));
+        ff_tensor *t = FF_EX(&e, ff_add(FF_EX(&e, ff_sum(rest, 1, &axis, true)), FF_EX(&e, ff_sub_scalar(ties, 1.0))));
+        ff_tensor *ls = FF_EX(&e, ff_log1p(t));
+        ff_tensor *terms = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, xw, -INFINITY)); /* x - max may overflow */
+        ff_tensor *nterms = FF_EX(&e, ff_sum(FF_EX(&e, ff_op_cast(terms, wide, fn)), 1, &axis, true));
+        ff_tensor *others = FF_EX(&e, ff_binary_scalar(FF_BINARY_GT, nterms, 1.0));
+        r = FF_EX(&e, ff_where(others, FF_EX(&e, ff_neg(FF_EX(&e, ff_sub(ls, sh)))), FF_EX(&e, ff_sub(sh, ls))));
+    } else {
+        r = FF_EX(&e, ff_div(ex, FF_EX(&e, ff_sum(ex, 1, &axis, true))));
     }
+    r = FF_EX(&e, ff_op_cast(r, x->dtype, fn));
+    ff_tensor *out = ff_expr_result(&e, r);
+    ff_expr_free(&e);
     ff_set_grad_enabled(prev);
-    ff_tensor_release(m);
-    ff_tensor_release(sh);
-    ff_tensor_release(e);
-    ff_tensor_release(s);
-    if (!r) ff_error_prefix(fn);
-    return r;
+    if (!out) ff_error_prefix(fn);
+    return out;
 }
 
 static ff_tensor *softmax_impl(const ff_tensor *x, int axis, bool log, const char *fn)
@@ -85,7 +104,8 @@ static ff_tensor *softmax_impl(const ff_tensor *x, int axis, bool log, const cha
     if (!xc) return NULL;
     ff_tensor *out = ff_tensor_new(xc->storage->backend, xc->layout.ndim, xc->layout.shape, cdt, fn);
     if (out && ff_tensor_numel(out) > 0) {
-        ff_status st = ff_kernel_softmax(out, xc, a, log, fn);
+        const char *mode = getenv("FF_SOFTMAX");
+        ff_status st = mode && !strcmp(mode, "compose") ? FF_ERR_UNSUPPORTED : ff_kernel_softmax(out, xc, a, log, fn);
         if (st == FF_ERR_UNSUPPORTED) { /* no fused entry: compose */
             ff_tensor_release(out);
             out = softmax_compose(xc, a, log, fn);

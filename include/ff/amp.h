@@ -33,8 +33,10 @@ extern "C" {
  *   - ff_matmul (and ff_bmm, ff_einsum ... built on it), ff_conv2d and ff_linear's
  *     forward take f32/f16/bf16 operands in the autocast dtype and return it; f64 and
  *     integer operands are left alone, as in PyTorch;
- *   - ff_softmax, ff_log_softmax (so ff_cross_entropy), ff_mse_loss, ff_layer_norm and
- *     ff_batch_norm compute half inputs in f32 and return f32;
+ *   - ff_softmax, ff_log_softmax, ff_cross_entropy, ff_mse_loss, ff_layer_norm and
+ *     ff_batch_norm compute half inputs in f32 and return f32 (PyTorch's CUDA list, on
+ *     every backend: its CPU autocast keeps bf16 for the softmaxes and the norms;
+ *     docs/semantics.md, "Mixed precision");
  *   - every other op runs in the dtypes it is given (type promotion as usual).
  * The casts are ordinary differentiable ops, so gradients reach f32 parameters in f32.
  * ff_backward and ff_autograd_grad run with autocast off: the backward pass follows the
