@@ -213,7 +213,7 @@ void ff_graph_record_storage_new(ff_storage *s);
 void ff_graph_record_storage_dead(ff_storage *s); /* s->graph is set */
 void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
 /* A download that succeeded: nbytes at byte_offset of s, now in host. */
-void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
+void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes, ff_dtype dtype);
 void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n);
 
 /* For ff-conformance's graph mode: a capture that records only kernels on backend

@@ -162,11 +162,12 @@ void ff_graph_record_storage_dead(ff_storage *s)
     if (s->release_external) fail(g, "foreign memory (DLPack, a mapped file) was released while capturing");
 }
 
-/* An upload (the bytes to write) or a checked read (the bytes eager read) of nbytes at
- * byte_offset of s: a byte view, so planning moves it like any other. */
-static void bytes_node(ff_graph *g, int kind, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+/* An upload (the bytes to write) or a checked read (the bytes eager read, op = their
+ * dtype) of nbytes at byte_offset of s: a byte view, so planning moves it like any other. */
+static void bytes_node(ff_graph *g, int kind, int op, ff_storage *s, size_t byte_offset, const void *host,
+                       size_t nbytes)
 {
-    gnode *nd = new_node(g, kind, 0, 1);
+    gnode *nd = new_node(g, kind, op, 1);
     if (!nd) return;
     if (!(nd->data = malloc(nbytes))) return fail(g, "out of memory");
     memcpy(nd->data, host, nbytes);
@@ -181,15 +182,15 @@ void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host,
     ff_graph *g = ff_graph_recording;
     if (g->only && s->backend != g->only) return;
     if (!same_backend(g, s)) return;
-    bytes_node(g, GN_UPLOAD, s, byte_offset, host, nbytes);
+    bytes_node(g, GN_UPLOAD, 0, s, byte_offset, host, nbytes);
 }
 
-void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes, ff_dtype dtype)
 {
     ff_graph *g = ff_graph_recording;
     if (g->only && s->backend != g->only) return;
     g->info.host_reads++;
-    if (g->checked && nbytes && same_backend(g, s)) bytes_node(g, GN_READBACK, s, byte_offset, host, nbytes);
+    if (g->checked && nbytes && same_backend(g, s)) bytes_node(g, GN_READBACK, (int)dtype, s, byte_offset, host, nbytes);
 }
 
 void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n)

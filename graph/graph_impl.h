@@ -43,7 +43,7 @@ typedef struct gbuf {
 enum { GN_HOST = 1000, GN_UPLOAD, GN_FUSED, GN_READBACK };
 
 typedef struct gnode {
-    int kind, op;
+    int kind, op; /* readback: op is the read's dtype */
     int v0, nv, n_dst; /* views g->views[v0 .. v0+nv), outputs first */
     ff_graph_params p;
     bool global_rng;   /* random: counters from the global generator */

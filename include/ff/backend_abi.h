@@ -77,6 +77,9 @@
  *     index before it writes.
  *   - softmax: subtract the row maximum, then exp(x - max) / sum and (x - max) - log(sum)
  *     for the log form; logits near the dtype's maximum must work.
+ *   - NaN is a class of values, not a bit pattern: a NaN result may carry any sign and
+ *     payload (a GPU's float and double units return different ones). The suite and the
+ *     graphs' checked replays match NaN with NaN; everything else, -0 included, to the bit.
  */
 #ifndef FF_BACKEND_ABI_H
 #define FF_BACKEND_ABI_H

@@ -393,6 +393,34 @@ static void test_checked_capture_compares_reads(void)
     ff_tensor_release(a);
 }
 
-FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_casts_and_comparisons_fuse), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
+/* A checked read matches NaN with any NaN: a GPU's float and double units return
+ * different NaN bits (the cuda backend's plain f32 kernels and its fused kernel did, on an
+ * H100), and NaN's sign and payload are not values. A number still has to match bit for bit. */
+static void test_checked_replay_matches_nan_with_nan(void)
+{
+    CHECK(use("cpu") == FF_OK);
+    uint32_t bits[4] = {0x7fc00001u, 0x3f800000u, 0xffc00000u, 0x80000000u}; /* NaN, 1, -NaN, -0 */
+    int64_t sh[1] = {4};
+    ff_tensor *a = ff_from_data(bits, 1, sh, FF_F32);
+    CHECK(ff_graph_capture_begin_checked(ff_backend_load("cpu")) == FF_OK);
+    ff_tensor *b = ff_mul_scalar(a, 2.0);
+    uint32_t out[4];
+    CHECK(ff_tensor_to_host(b, out, sizeof out) == FF_OK);
+    ff_tensor_release(b);
+    ff_graph *g = ff_graph_capture_end();
+    CHECK(g != NULL);
+    char msg[300] = "";
+    CHECK(ff_graph_check_replay(g, msg, sizeof msg) == 0);
+    uint32_t other_nans[4] = {0xffc12345u, 0x3f800000u, 0x7fc00000u, 0x80000000u};
+    CHECK(ff_copy_from_host_(a, other_nans, sizeof other_nans) == FF_OK);
+    CHECK(ff_graph_check_replay(g, msg, sizeof msg) == 0); /* only NaN bits changed */
+    uint32_t plus_zero[4] = {0x7fc00001u, 0x3f800000u, 0xffc00000u, 0x00000000u};
+    CHECK(ff_copy_from_host_(a, plus_zero, sizeof plus_zero) == FF_OK);
+    CHECK(ff_graph_check_replay(g, msg, sizeof msg) > 0 && strstr(msg, "at byte 15")); /* -0 became +0 */
+    ff_graph_release(g);
+    ff_tensor_release(a);
+}
+
+FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_checked_replay_matches_nan_with_nan), TEST(test_casts_and_comparisons_fuse), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
              TEST(test_training_steps_replay_bit_for_bit), TEST(test_fusion_and_planning_switches_give_same_values),
              TEST(test_random_draws_anew), TEST(test_errors), TEST(test_graph_owns_what_it_needs))
