@@ -1,6 +1,5 @@
 /* The public-op table (see cf_optable.h) and the helpers that build op inputs as
  * views with the public view ops. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,20 +352,17 @@ static ff_tensor *w_reshape(ff_tensor *const *x)
  * statistics run over H W alone), the weight as every third element of a [3C] vector.
  * The bases are the leaves: an entry or a gradient formula that reads a view as if it
  * were contiguous fails the finite differences on every backend. "compose" takes the
- * composition even where the backend has the entry (FF_BATCH_NORM=compose, set around
- * the forward only: the recorded node remembers which path it took). */
+ * composition even where the backend has the entry (ff_ops_force_compose, as
+ * FF_BATCH_NORM=compose, around the forward only: the recorded node remembers which path
+ * it took; never setenv, which races with the backend's threads reading the environment). */
 static ff_tensor *bn_views(ff_tensor *const *x, bool compose)
 {
     static const int perm[] = {1, 0, 2, 3};
     ff_tensor *xp = ff_permute(x[0], perm);
     ff_tensor *w = xp ? ff_slice(x[1], 0, 0, ff_tensor_dim(x[1], 0), 3) : NULL;
-    const char *prev = getenv("FF_BATCH_NORM");
-    char saved[32] = "";
-    if (prev) snprintf(saved, sizeof saved, "%s", prev);
-    if (compose) setenv("FF_BATCH_NORM", "compose", 1);
+    if (compose) ff_ops_force_compose(FF_KIND_BATCH_NORM, true);
     ff_tensor *r = w ? ff_batch_norm(xp, NULL, NULL, w, x[2], true, 0.1, 1e-5) : NULL;
-    if (compose && prev) setenv("FF_BATCH_NORM", saved, 1);
-    else if (compose) unsetenv("FF_BATCH_NORM");
+    if (compose) ff_ops_force_compose(FF_KIND_BATCH_NORM, false);
     ff_tensor_release(xp);
     ff_tensor_release(w);
     return r;

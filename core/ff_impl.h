@@ -286,4 +286,9 @@ ff_dtype ff_result_type_n(int n, const ff_tensor *const *ts);
 /* Float dtype ops on integers compute in (f32 for ints/bool, same for floats). */
 ff_dtype ff_dtype_to_float(ff_dtype t);
 
+/* Forces (on) or stops forcing the core's composition of kind where a backend has the entry
+ * (softmax, batch_norm, pool2d: what FF_SOFTMAX / FF_BATCH_NORM / FF_POOL=compose do), for
+ * the whole process, without touching the environment that other threads read. For tests. */
+void ff_ops_force_compose(ff_op_kind kind, bool on);
+
 #endif /* FF_IMPL_H */

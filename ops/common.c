@@ -1,5 +1,6 @@
 /* The shared plumbing of ops/: casts to the compute dtype, node recording, axes. */
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ops_impl.h"
@@ -71,11 +72,29 @@ ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype)
     return ff_scalar_on(t->storage->backend, s, dtype);
 }
 
+/* Kinds whose composition ff_ops_force_compose forces, one bit per ff_op_kind: the switch
+ * tests flip at run time. Flipping FF_<OP>=compose with setenv instead races with other
+ * threads' getenv (PoCL's workers call it while kernels run; under ASan that crashed a run). */
+static _Atomic uint64_t forced_compose;
+
+void ff_ops_force_compose(ff_op_kind kind, bool on)
+{
+    if ((unsigned)kind >= 64) return;
+    if (on) forced_compose |= (uint64_t)1 << kind;
+    else forced_compose &= ~((uint64_t)1 << kind);
+}
+
+bool ff_op_compose_forced(ff_op_kind kind, const char *env)
+{
+    if ((unsigned)kind < 64 && (forced_compose >> kind & 1)) return true;
+    const char *v = getenv(env); /* read, never written, by the library */
+    return v && !strcmp(v, "compose");
+}
+
 bool ff_op_entry_enabled(const ff_tensor *x, ff_op_kind kind, int op_first, int op_last, const char *env)
 {
     ff_backend *be = x->storage->backend;
     for (int op = op_first; op <= op_last; op++)
         if (!ff_backend_supports(be, kind, op, x->dtype)) return false;
-    const char *v = getenv(env);
-    return !(v && !strcmp(v, "compose"));
+    return !ff_op_compose_forced(kind, env);
 }

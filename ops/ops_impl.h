@@ -55,6 +55,8 @@ ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *i
  * kind for x's dtype, and the environment variable env is not "compose" (which forces the
  * composition, to compare or benchmark the two). */
 bool ff_op_entry_enabled(const ff_tensor *x, ff_op_kind kind, int op_first, int op_last, const char *env);
+/* Whether kind's composition is forced: ff_ops_force_compose, or the variable env = "compose". */
+bool ff_op_compose_forced(ff_op_kind kind, const char *env);
 
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);

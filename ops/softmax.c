@@ -104,8 +104,8 @@ static ff_tensor *softmax_impl(const ff_tensor *x, int axis, bool log, const cha
     if (!xc) return NULL;
     ff_tensor *out = ff_tensor_new(xc->storage->backend, xc->layout.ndim, xc->layout.shape, cdt, fn);
     if (out && ff_tensor_numel(out) > 0) {
-        const char *mode = getenv("FF_SOFTMAX");
-        ff_status st = mode && !strcmp(mode, "compose") ? FF_ERR_UNSUPPORTED : ff_kernel_softmax(out, xc, a, log, fn);
+        ff_status st =
+            ff_op_compose_forced(FF_KIND_SOFTMAX, "FF_SOFTMAX") ? FF_ERR_UNSUPPORTED : ff_kernel_softmax(out, xc, a, log, fn);
         if (st == FF_ERR_UNSUPPORTED) { /* no fused entry: compose */
             ff_tensor_release(out);
             out = softmax_compose(xc, a, log, fn);

@@ -344,6 +344,7 @@ _PROTOS = {
     "ff_from_dlpack_on": (T, [c_void_p, c_void_p]),
     "ff_dlpack_free": (None, [c_void_p]),
     "ff_debug_live_tensors": (c_long, []),
+    "ff_ops_force_compose": (None, [c_int, c_bool]),  # tests: FF_<OP>=compose without setenv
     # graphs
     "ff_graph_capture_begin": (c_int, []),
     "ff_graph_capture_end": (c_void_p, []),

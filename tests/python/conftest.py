@@ -37,6 +37,26 @@ def live_counter():
     assert ff._debug_live_tensors() == base
 
 
+_COMPOSABLE = {"softmax": 10, "batch_norm": 16, "pool2d": 17}  # ff_op_kind (backend_abi.h)
+
+
+@pytest.fixture
+def force_compose():
+    """force_compose("softmax" | "batch_norm" | "pool2d"): the core composes that op even
+    where the backend has its entry, as FF_SOFTMAX / FF_BATCH_NORM / FF_POOL=compose, until
+    the test ends. Not through the environment: setenv while a backend's threads read it
+    (PoCL's workers call getenv) is a data race that crashed an ASan run."""
+    from fusionflow._lib import lib
+    forced = []
+
+    def force(kind):
+        lib.ff_ops_force_compose(_COMPOSABLE[kind], True)
+        forced.append(_COMPOSABLE[kind])
+    yield force
+    for k in forced:
+        lib.ff_ops_force_compose(k, False)
+
+
 def _devices():
     """The backends the differential tests run on: cpu, and cpu_blas and opencl when they
     were built (opencl also needs an OpenCL platform: PoCL in CI, which installs one)."""

@@ -98,12 +98,12 @@ def test_pools_match_torch(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("compose", [False, True])
-def test_pools_second_order_and_ties(device, compose, monkeypatch):
+def test_pools_second_order_and_ties(device, compose, force_compose):
     """The gradient of a pooling gradient (create_graph), through the backend's pool2d entry
     (its create_graph path) and the composition (FF_POOL=compose), against PyTorch; and a
     tied window's gradient split evenly among its maxima on both paths."""
     if compose:
-        monkeypatch.setenv("FF_POOL", "compose")
+        force_compose("pool2d")
     x0 = np.random.default_rng(1).normal(size=(2, 3, 6, 6))
     for args in [dict(kernel_size=2), dict(kernel_size=3, stride=1, padding=1)]:
         for fn in ("max_pool2d", "avg_pool2d"):

@@ -106,9 +106,9 @@ def _bn_grads(lib, case, device=None, contiguous=False, dtype="float64"):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("case", BN_CASES, ids=[c[0] for c in BN_CASES])
 @pytest.mark.parametrize("device", DEVICES)
-def test_batch_norm_gradients_on_views(device, case, dtype, path, monkeypatch):
+def test_batch_norm_gradients_on_views(device, case, dtype, path, force_compose):
     if path == "compose":
-        monkeypatch.setenv("FF_BATCH_NORM", "compose")
+        force_compose("batch_norm")
     gx, gw = _bn_grads(ff, case, device, dtype=dtype)
     same(gx, case[6])
     if case[7] is not None:
@@ -188,9 +188,9 @@ SOFTMAX_CASES = [  # (dtype, x, softmax, log_softmax)
 @pytest.mark.parametrize("path", ["entry", "compose"])
 @pytest.mark.parametrize("case", SOFTMAX_CASES, ids=[c[0] for c in SOFTMAX_CASES])
 @pytest.mark.parametrize("device", DEVICES)
-def test_half_softmax_rounds_once(device, case, path, monkeypatch):
+def test_half_softmax_rounds_once(device, case, path, force_compose):
     if path == "compose":
-        monkeypatch.setenv("FF_SOFTMAX", "compose")
+        force_compose("softmax")
     dtype, x, want_sm, want_ls = case
     fx = ff.tensor(x, dtype=dtype, device=device)
     for f, want in ((ff.softmax, want_sm), (ff.log_softmax, want_ls)):
