@@ -126,23 +126,32 @@ static ff_status grads_on(ff_backend *be, const cf_opdef *def, ff_dtype dt, cf_v
     return st;
 }
 
+/* The status of the backward on the backend under test as the case's verdict so far: a
+ * declined op (or gradient) is a skip and a coverage gap, another error a failure, FF_OK
+ * goes on (CF_PASS). */
+static cf_result backend_backward(cf_report *rep, cf_ctx *ctx, const cf_case *cs, ff_status st)
+{
+    if (st == FF_ERR_UNSUPPORTED) {
+        snprintf(rep->msg, sizeof rep->msg, "backend declines: %s", ff_last_error());
+        rep->coverage_gap = true;
+        return CF_SKIP;
+    }
+    if (!st) return CF_PASS;
+    char why[1200];
+    snprintf(why, sizeof why, "backward on the backend failed (%s): %s", ff_status_name(st), ff_last_error());
+    return fail(rep, ctx, cs, why);
+}
+
 static cf_result run_ref(cf_ctx *ctx, const cf_case *cs, cf_report *rep, const cf_opdef *def, void *const *vals)
 {
     double *gt[CF_OP_MAX_IN] = {NULL}, *gr[CF_OP_MAX_IN] = {NULL};
     int64_t nt[CF_OP_MAX_IN] = {0}, nr[CF_OP_MAX_IN] = {0};
     cf_variant v = (cf_variant)cs->p[1];
     uint64_t wseed = cf_case_seed(ctx, cs) ^ 0x77;
-    cf_result res = CF_PASS;
     char why[1200];
     ff_status st = grads_on(ctx->t, def, cs->dtype, v, vals, wseed, gt, nt);
-    if (st == FF_ERR_UNSUPPORTED) { /* an op (or its gradient) the backend declines */
-        snprintf(rep->msg, sizeof rep->msg, "backend declines: %s", ff_last_error());
-        rep->coverage_gap = true;
-        res = CF_SKIP;
-    } else if (st) {
-        snprintf(why, sizeof why, "backward on the backend failed (%s): %s", ff_status_name(st), ff_last_error());
-        res = fail(rep, ctx, cs, why);
-    } else if (ctx->t != ctx->r) {
+    cf_result res = backend_backward(rep, ctx, cs, st);
+    if (res == CF_PASS && ctx->t != ctx->r) {
         st = grads_on(ctx->r, def, cs->dtype, v, vals, wseed, gr, nr);
         if (st) {
             snprintf(why, sizeof why, "backward on the reference failed (%s): %s", ff_status_name(st), ff_last_error());
@@ -283,16 +292,9 @@ static cf_result run_scan(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         g64 = !st && g ? ff_astype(g, FF_F64) : NULL;
         if (!st) st = g64 ? ff_tensor_to_host(g64, got, sizeof(double) * (size_t)total) : ff_last_status();
     }
-    cf_result res = CF_PASS;
-    char why[1200];
-    if (st == FF_ERR_UNSUPPORTED) { /* the backend declines the scan */
-        snprintf(rep->msg, sizeof rep->msg, "backend declines: %s", ff_last_error());
-        rep->coverage_gap = true;
-        res = CF_SKIP;
-    } else if (st) {
-        snprintf(why, sizeof why, "backward on the backend failed (%s): %s", ff_status_name(st), ff_last_error());
-        res = fail(rep, ctx, cs, why);
-    } else {
+    cf_result res = backend_backward(rep, ctx, cs, st);
+    if (res == CF_PASS) {
+        char why[1200];
         cf_tol tol = cf_tolerance(dt, CF_TOL_PROD, 2 * n); /* each partial sum and product: one rounding per term */
         cf_diff d;
         if (!cf_compare(got, want, FF_F64, total, tol, false, &d)) {
