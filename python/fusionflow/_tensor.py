@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _dtype
 from . import _dtype as _dtype_mod
-from ._dtype import DType, float32, float64, int64, bool_, to_dtype, from_code
+from ._dtype import float32, float64, int64, bool_, to_dtype, from_code
 from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
@@ -797,110 +797,6 @@ class Tensor:
     def scatter_add(self, dim, index, src):
         return wrap(C.ff_scatter_add(self._ptr, int(dim), index._ptr, src._ptr))
 
-    # ---- shape -------------------------------------------------------------------------------
-    def reshape(self, *shape):
-        n, arr = shape_array(_shape_args(shape))
-        return wrap(C.ff_reshape(self._ptr, n, arr))
-
-    def view(self, *shape):
-        if len(shape) == 1 and isinstance(shape[0], (DType, str, type)):
-            raise FusionFlowError("view(dtype) is not supported; use to(dtype)")
-        n, arr = shape_array(_shape_args(shape))
-        return wrap(C.ff_reshape_view(self._ptr, n, arr))
-
-    def view_as(self, other):
-        return self.view(other.shape)
-
-    def reshape_as(self, other):
-        return self.reshape(other.shape)
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        return wrap(C.ff_flatten(self._ptr, int(start_dim), int(end_dim)))
-
-    def squeeze(self, dim=None):
-        if dim is None:
-            return wrap(C.ff_squeeze_all(self._ptr))
-        return wrap(C.ff_squeeze(self._ptr, int(dim)))
-
-    def unsqueeze(self, dim):
-        return wrap(C.ff_unsqueeze(self._ptr, int(dim)))
-
-    def transpose(self, dim0, dim1):
-        return wrap(C.ff_transpose(self._ptr, int(dim0), int(dim1)))
-
-    swapaxes = transpose
-
-    def t(self):
-        if self.ndim > 2:
-            raise FusionFlowError("t() expects a tensor with <= 2 dims, got %d; use transpose()" % self.ndim)
-        return self if self.ndim < 2 else self.transpose(0, 1)
-
-    @property
-    def T(self):
-        nd = self.ndim
-        return self if nd < 2 else self.permute(*range(nd - 1, -1, -1))
-
-    @property
-    def mT(self):
-        return wrap(C.ff_mT(self._ptr))
-
-    def permute(self, *dims):
-        dims = _shape_args(dims)
-        if len(dims) != self.ndim:
-            raise FusionFlowError("permute: %d dims given for a tensor with %d" % (len(dims), self.ndim))
-        _, arr = int_array(dims)
-        return wrap(C.ff_permute(self._ptr, arr))
-
-    def expand(self, *sizes):
-        n, arr = shape_array(_shape_args(sizes))
-        return wrap(C.ff_expand(self._ptr, n, arr))
-
-    def expand_as(self, other):
-        return self.expand(other.shape)
-
-    def broadcast_to(self, shape):
-        n, arr = shape_array(tuple(shape))
-        return wrap(C.ff_broadcast_to(self._ptr, n, arr))
-
-    def narrow(self, dim, start, length):
-        return wrap(C.ff_narrow(self._ptr, int(dim), int(start), int(length)))
-
-    def contiguous(self):
-        return wrap(C.ff_contiguous(self._ptr))
-
-    def clone(self):
-        return wrap(C.ff_clone(self._ptr))
-
-    def flip(self, dims):
-        n, arr = _axes(dims)
-        return wrap(C.ff_flip(self._ptr, n, arr))
-
-    def tril(self, diagonal=0):
-        return wrap(C.ff_tril(self._ptr, int(diagonal)))
-
-    def triu(self, diagonal=0):
-        return wrap(C.ff_triu(self._ptr, int(diagonal)))
-
-    def repeat(self, *reps):
-        n, arr = shape_array(_shape_args(reps))
-        return wrap(C.ff_repeat(self._ptr, n, arr))
-
-    def tile(self, *reps):
-        n, arr = shape_array(_shape_args(reps))
-        return wrap(C.ff_tile(self._ptr, n, arr))
-
-    def split(self, split_size, dim=0):
-        return split(self, split_size, dim)
-
-    def chunk(self, chunks, dim=0):
-        return chunk(self, chunks, dim)
-
-    def unbind(self, dim=0):
-        return tuple(self.select(dim, i) for i in range(self.shape[dim]))
-
-    def select(self, dim, index):
-        return wrap(C.ff_select(self._ptr, int(dim), int(index)))
-
 
 # The rest of the Tensor machinery, split by concern; imported here (after Tensor exists,
 # which they import) so `from ._tensor import ...` keeps working everywhere.
@@ -909,3 +805,4 @@ from ._factories import (  # noqa: E402,F401
     full, zeros, ones, empty, zeros_like, ones_like, full_like, empty_like, eye, arange, linspace,
     rand, uniform, randn, normal, tensor, from_numpy, where, cat, concat, stack, split, chunk)
 from . import _indexing  # noqa: E402,F401  (attaches [], index_put, masked_fill, ... to Tensor)
+from . import _shape  # noqa: E402,F401  (attaches reshape, view, permute, expand, ... to Tensor)

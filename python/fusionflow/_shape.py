@@ -1,0 +1,114 @@
+"""Tensor's shape and view methods (reshape, view, permute, expand, narrow, repeat, ...),
+attached to Tensor after it exists, as _indexing attaches []: one concern out of the class."""
+from ._dtype import DType
+from ._factories import split as _split, chunk as _chunk
+from ._lib import C, FusionFlowError, int_array, shape_array
+from ._tensor import Tensor, _axes, _shape_args, wrap
+
+
+def reshape(self, *shape):
+    n, arr = shape_array(_shape_args(shape))
+    return wrap(C.ff_reshape(self._ptr, n, arr))
+
+def view(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (DType, str, type)):
+        raise FusionFlowError("view(dtype) is not supported; use to(dtype)")
+    n, arr = shape_array(_shape_args(shape))
+    return wrap(C.ff_reshape_view(self._ptr, n, arr))
+
+def view_as(self, other):
+    return self.view(other.shape)
+
+def reshape_as(self, other):
+    return self.reshape(other.shape)
+
+def flatten(self, start_dim=0, end_dim=-1):
+    return wrap(C.ff_flatten(self._ptr, int(start_dim), int(end_dim)))
+
+def squeeze(self, dim=None):
+    if dim is None:
+        return wrap(C.ff_squeeze_all(self._ptr))
+    return wrap(C.ff_squeeze(self._ptr, int(dim)))
+
+def unsqueeze(self, dim):
+    return wrap(C.ff_unsqueeze(self._ptr, int(dim)))
+
+def transpose(self, dim0, dim1):
+    return wrap(C.ff_transpose(self._ptr, int(dim0), int(dim1)))
+
+def t(self):
+    if self.ndim > 2:
+        raise FusionFlowError("t() expects a tensor with <= 2 dims, got %d; use transpose()" % self.ndim)
+    return self if self.ndim < 2 else self.transpose(0, 1)
+
+def T(self):
+    nd = self.ndim
+    return self if nd < 2 else self.permute(*range(nd - 1, -1, -1))
+
+def mT(self):
+    return wrap(C.ff_mT(self._ptr))
+
+def permute(self, *dims):
+    dims = _shape_args(dims)
+    if len(dims) != self.ndim:
+        raise FusionFlowError("permute: %d dims given for a tensor with %d" % (len(dims), self.ndim))
+    _, arr = int_array(dims)
+    return wrap(C.ff_permute(self._ptr, arr))
+
+def expand(self, *sizes):
+    n, arr = shape_array(_shape_args(sizes))
+    return wrap(C.ff_expand(self._ptr, n, arr))
+
+def expand_as(self, other):
+    return self.expand(other.shape)
+
+def broadcast_to(self, shape):
+    n, arr = shape_array(tuple(shape))
+    return wrap(C.ff_broadcast_to(self._ptr, n, arr))
+
+def narrow(self, dim, start, length):
+    return wrap(C.ff_narrow(self._ptr, int(dim), int(start), int(length)))
+
+def contiguous(self):
+    return wrap(C.ff_contiguous(self._ptr))
+
+def clone(self):
+    return wrap(C.ff_clone(self._ptr))
+
+def flip(self, dims):
+    n, arr = _axes(dims)
+    return wrap(C.ff_flip(self._ptr, n, arr))
+
+def tril(self, diagonal=0):
+    return wrap(C.ff_tril(self._ptr, int(diagonal)))
+
+def triu(self, diagonal=0):
+    return wrap(C.ff_triu(self._ptr, int(diagonal)))
+
+def repeat(self, *reps):
+    n, arr = shape_array(_shape_args(reps))
+    return wrap(C.ff_repeat(self._ptr, n, arr))
+
+def tile(self, *reps):
+    n, arr = shape_array(_shape_args(reps))
+    return wrap(C.ff_tile(self._ptr, n, arr))
+
+def split(self, split_size, dim=0):
+    return _split(self, split_size, dim)
+
+def chunk(self, chunks, dim=0):
+    return _chunk(self, chunks, dim)
+
+def unbind(self, dim=0):
+    return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+
+def select(self, dim, index):
+    return wrap(C.ff_select(self._ptr, int(dim), int(index)))
+
+
+for _f in (reshape, view, view_as, reshape_as, flatten, squeeze, unsqueeze, transpose, t, permute, expand, expand_as,
+           broadcast_to, narrow, contiguous, clone, flip, tril, triu, repeat, tile, split, chunk, unbind, select):
+    setattr(Tensor, _f.__name__, _f)
+Tensor.swapaxes = transpose
+Tensor.T = property(T)
+Tensor.mT = property(mT)
