@@ -36,19 +36,16 @@ fail() {
     failures+=("$*")
 }
 
-if command -v nvidia-smi >/dev/null; then
-    nvidia-smi -L || fail "nvidia-smi lists no GPU"
-else
-    echo "gpu-check: nvidia-smi not found (no driver?); continuing, init will say what is missing" >&2
-fi
-
 t0=$(date +%s)
 stamp() { echo "[gpu-check +$(($(date +%s) - t0)) s] $*"; }
-gpu_line=""
+gpu_line="" # the GPU and driver nvidia-smi names, and nvcc's release, for the report
 if command -v nvidia-smi >/dev/null; then
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv ||
+        fail "nvidia-smi lists no GPU"
     gpu_line=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
     gpu_line="$gpu_line (driver), $(nvcc --version 2>/dev/null | grep -oE 'release [0-9.]+' | head -1) (nvcc)"
+else
+    echo "gpu-check: nvidia-smi not found (no driver?); continuing, init will say what is missing" >&2
 fi
 if [ "$PREBUILT" = 1 ]; then
     stamp "using the prebuilt $BUILD (no build)"
