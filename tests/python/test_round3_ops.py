@@ -73,6 +73,22 @@ def test_clamp_number_bounds_promote_first(device, data, dtype, lo, hi, rdt, wan
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_clamp_number_bounds_gradient(device):
+    """The number-bound path (ff_clamp_number) differentiates as torch.clamp: 1 inside
+    [min, max], bounds included, 0 outside; an int bound on a float tensor too."""
+    xs, g = [-2.0, -1.0, 0.25, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0, 5.0]
+    want = [0.0, 2.0, 3.0, 4.0, 0.0]
+    for lo, hi in ((-1, 3.0), (-1.0, 3)):
+        x = T(xs, "float32", device, requires_grad=True)
+        x.clamp(lo, hi).backward(T(g, "float32", device))
+        same(x.grad, want, "float32")
+        if torch is not None:
+            tx = TT(xs, "float32", requires_grad=True)
+            tx.clamp(lo, hi).backward(TT(g, "float32"))
+            same(tx.grad, want, "float32")
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_clamp_number_beside_tensor_bound(device):
     """A number beside a tensor bound: PyTorch takes no such mix, so it is checked against a
     0-d tensor (weak like a number) of the number's kind."""
