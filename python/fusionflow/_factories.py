@@ -25,8 +25,8 @@ def _finish(t, requires_grad, device):
 def _on(device):
     if device is None:
         return None
-    from ._backend import backend_handle
-    return backend_handle(device)
+    from ._device import backend_for
+    return backend_for(device)
 
 
 def full(shape, fill_value, dtype=None, requires_grad=False, device=None):

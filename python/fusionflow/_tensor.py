@@ -169,8 +169,18 @@ class Tensor:
 
     @property
     def device(self):
-        """The backend's name ('cpu', 'cpu_blas', ...)."""
-        return C.ff_backend_name(C.ff_tensor_backend(self._ptr)).decode()
+        """A fusionflow.device: device('cpu') on the fast CPU backend, device('cpu_ref') on the
+        reference, device('cuda', 0), device('opencl') (_device.py)."""
+        from ._device import device_of
+        return device_of(C.ff_backend_name(C.ff_tensor_backend(self._ptr)).decode())
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
 
     @property
     def is_leaf(self):
@@ -281,7 +291,7 @@ class Tensor:
         if self.dtype not in (float32, int64, bool_):
             extra.append("dtype=" + repr(self.dtype))
         if C.ff_tensor_backend(self._ptr) != C.ff_backend_default():  # as PyTorch omits the default device
-            extra.append("device='%s'" % self.device)
+            extra.append("device='%s'" % str(self.device))
         gf = self.grad_fn
         if gf:
             extra.append("grad_fn=<%s>" % gf)
@@ -298,21 +308,24 @@ class Tensor:
         return (tensor, (self.numpy(), self.dtype, self.requires_grad))
 
     # ---- dtype / backend --------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy=False):
-        """to(dtype), to(backend_name), to(other_tensor) or to(device=..., dtype=...)."""
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor) or to(device=..., dtype=...);
+        a device is a fusionflow.device, a string ('cpu', 'cuda:0', 'cpu_ref', ...) or an int."""
+        from ._device import device as _device_cls, backend_for
         for a in args:
             if isinstance(a, Tensor):
                 dtype, device = a.dtype, a.device
             elif isinstance(a, str) and a in _dtype._ALIASES:
                 dtype = a
-            elif isinstance(a, str):
+            elif isinstance(a, (str, _device_cls)):
                 device = a
             else:
                 dtype = a
         t = self
-        if device is not None and device != t.device:
-            from ._backend import backend_handle
-            t = wrap(C.ff_to(t._ptr, backend_handle(device)))
+        if device is not None:
+            be = backend_for(device)
+            if be != C.ff_tensor_backend(t._ptr):
+                t = wrap(C.ff_to(t._ptr, be))
         if dtype is not None and to_dtype(dtype) is not t.dtype:
             t = wrap(C.ff_astype(t._ptr, to_dtype(dtype).code))
         elif copy and t is self:
@@ -348,6 +361,15 @@ class Tensor:
 
     def cpu(self):
         return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        """To the cuda backend (raises the loader's error where there is none)."""
+        return self.to("cuda" if device is None else device)
+
+    def get_device(self):
+        """torch's: the cuda index, -1 on the CPU."""
+        d = self.device
+        return d.index if d.type == "cuda" else -1
 
     # ---- autograd ----------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
