@@ -111,6 +111,22 @@ def _shape_args(shape):
     return tuple(int(s) for s in shape)
 
 
+def to_args(args, device=None, dtype=None):
+    """(device, dtype) of Tensor.to / Module.to's positional forms: a Tensor gives both, a
+    dtype name or DType the dtype, a device or other string the device."""
+    from ._device import device as device_cls
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, str) and a in _dtype._ALIASES:
+            dtype = a
+        elif isinstance(a, (str, device_cls)) or (isinstance(a, int) and not isinstance(a, bool)):
+            device = a  # an int is a cuda index, as torch
+        elif a is not None:
+            dtype = a
+    return device, dtype
+
+
 class Tensor:
     """An n-dimensional array on a FusionFlow backend, with autograd."""
 
@@ -217,6 +233,19 @@ class Tensor:
         """A detached alias (shares memory, no history), as torch's .data."""
         return self.detach()
 
+    @data.setter
+    def data(self, value):
+        """t.data = v, as torch: t now holds v's memory, shape, dtype and backend, keeps its
+        Python identity and requires_grad (so tied parameters stay tied), records no history
+        and drops its grad (Module.to carries grads over itself)."""
+        if not isinstance(value, Tensor):
+            raise TypeError("Tensor.data = value: expected a Tensor, got %s" % type(value).__name__)
+        rg = self.requires_grad
+        new = wrap(C.ff_detach(value._ptr))
+        self._ptr, new._ptr = new._ptr, self._ptr  # new releases the old C tensor
+        if rg:
+            self.requires_grad_(True)
+
     def is_contiguous(self):
         return C.ff_tensor_is_contiguous(self._ptr)
 
@@ -311,16 +340,8 @@ class Tensor:
     def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
         """to(dtype), to(device), to(device, dtype), to(other_tensor) or to(device=..., dtype=...);
         a device is a fusionflow.device, a string ('cpu', 'cuda:0', 'cpu_ref', ...) or an int."""
-        from ._device import device as _device_cls, backend_for
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, str) and a in _dtype._ALIASES:
-                dtype = a
-            elif isinstance(a, (str, _device_cls)):
-                device = a
-            else:
-                dtype = a
+        from ._device import backend_for
+        device, dtype = to_args(args, device, dtype)
         t = self
         if device is not None:
             be = backend_for(device)

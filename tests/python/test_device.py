@@ -141,3 +141,80 @@ def test_device_cpu_runs_at_the_fast_backends_speed():
     cpu, fast, ref = best("cpu"), best(ff.device("cpu_blas")), best("cpu_ref")
     assert cpu < 0.5 * ref, (cpu, ref)                   # measured ~26x; 2x leaves room for a busy machine
     assert cpu < 3 * fast + 1e-3, (cpu, fast)
+
+
+class _Tied(ff.nn.Module):
+    """nanoGPT's tying: the output projection is the embedding's weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = ff.nn.Embedding(7, 4)
+        self.head = ff.nn.Linear(4, 7, bias=False)
+        self.head.weight = self.wte.weight
+        self.register_buffer("scale", ff.tensor([2.0]))
+
+    def forward(self, idx):
+        return self.head(self.wte(idx) * self.scale)
+
+
+def _tied_torch():
+    class T(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(7, 4)
+            self.head = torch.nn.Linear(4, 7, bias=False)
+            self.head.weight = self.wte.weight
+            self.register_buffer("scale", torch.tensor([2.0]))
+
+        def forward(self, idx):
+            return self.head(self.wte(idx) * self.scale)
+    return T()
+
+
+@pytest.mark.parametrize("target", [("cpu_ref",), ("cpu", ff.float64), (ff.device("cpu"),)])
+def test_module_to_keeps_tied_weights_tied_and_trains_as_torch(target):
+    net, tnet = _Tied(), _tied_torch().double()
+    with ff.no_grad():
+        net.wte.weight.copy_(ff.tensor(tnet.wte.weight.detach().float().numpy()))
+    w = net.wte.weight
+    opt = ff.optim.AdamW(net.parameters(), lr=0.1)      # made before .to(): must still hold the params
+    net.to(*target)
+    assert net.wte.weight is w and net.head.weight is w and len(list(net.parameters())) == 1
+    dev = ff.device(target[0])
+    assert w.device == dev and net.scale.device == dev and net.scale.dtype == ff.float32
+    dt = target[1] if len(target) > 1 else ff.float32
+    assert w.dtype == dt and w.requires_grad
+    topt = torch.optim.AdamW(tnet.parameters(), lr=0.1)
+    idx = np.array([[1, 2, 3], [4, 5, 6]])
+    for _ in range(3):
+        opt.zero_grad()
+        topt.zero_grad()
+        loss = ff.nn.functional.cross_entropy(net(ff.tensor(idx, device=dev)).reshape(6, 7),
+                                              ff.tensor(idx.reshape(-1), device=dev))
+        tloss = torch.nn.functional.cross_entropy(tnet(torch.tensor(idx)).reshape(6, 7), torch.tensor(idx.reshape(-1)))
+        loss.backward()
+        tloss.backward()
+        opt.step()
+        topt.step()
+        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-5)
+    np.testing.assert_allclose(w.detach().numpy(), tnet.wte.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_module_to_moves_grads_and_load_state_dict_follows_the_device():
+    lin = ff.nn.Linear(3, 2)
+    lin(ff.ones(1, 3)).sum().backward()
+    g = lin.weight.grad.numpy()
+    lin.to("cpu_ref")
+    assert lin.weight.grad.device == lin.weight.device and np.array_equal(lin.weight.grad.numpy(), g)
+    sd = {"weight": np.full((2, 3), 0.5, np.float32), "bias": ff.tensor([1.0, 2.0], device="cpu")}
+    lin.load_state_dict(sd)
+    assert lin.weight.device == ff.device("cpu_ref") and lin.bias.tolist() == [1.0, 2.0]
+    assert lin.weight.numpy().tolist() == sd["weight"].tolist()
+
+
+def test_tensor_data_assignment_keeps_identity():
+    p = ff.nn.Parameter(ff.zeros(2))
+    p.data = ff.ones(3, dtype=ff.float64)
+    assert p.shape == (3,) and p.dtype == ff.float64 and p.requires_grad and isinstance(p, ff.nn.Parameter)
+    with pytest.raises(TypeError, match="data"):
+        p.data = [1.0]
