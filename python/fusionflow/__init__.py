@@ -16,10 +16,12 @@ from ._dlpack import from_dlpack
 from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import loaded_backends, default_backend, set_default_backend
 from ._device import device
+from ._generator import Generator
 from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
 from . import amp, autograd, fft, nn, optim  # noqa: E402
 from . import backends, cuda  # noqa: E402  (torch.backends' flags, torch.cuda)
+from . import utils  # noqa: E402  (fusionflow.utils.data)
 from .amp import autocast  # noqa: E402  (fusionflow.autocast, as torch.autocast)
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
