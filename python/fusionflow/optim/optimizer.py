@@ -1,4 +1,5 @@
-"""fusionflow.optim: SGD, Adam, AdamW with PyTorch's update rules.
+"""Optimizer: param groups, state, zero_grad, state_dict; and the host-call machinery that
+makes SGD, Adam and AdamW graph-safe.
 
 Updates run under no_grad with the C in-place ops (ff_axpy_, ff_mul_scalar_, ...), so
 parameters keep their identity and memory; optimizer state lives in C tensors too.
@@ -10,14 +11,13 @@ writes those coefficients into 0-d tensors of the parameter's dtype; the update 
 them. Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
 ff_mul_scalar_ with the same scalars would; a replayed step runs it again first, so it
 follows lr changes in param_groups and Adam's bias corrections."""
-import math
 import weakref
 
-from ._compile import host_call
-from ._lib import C, FF_ERR_INVALID, FusionFlowError, HostFn, error
-from ._tensor import Tensor, no_grad, wrap, zeros_like
+from .._compile import host_call
+from .._lib import C, FF_ERR_INVALID, HostFn, error
+from .._tensor import no_grad, wrap
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer"]
 
 
 class Optimizer:
@@ -61,7 +61,7 @@ class Optimizer:
     def step(self, closure=None):
         loss = None
         if closure is not None:
-            from ._tensor import enable_grad
+            from .._tensor import enable_grad
             with enable_grad():
                 loss = closure()
         with no_grad():
@@ -115,90 +115,3 @@ def _host_entry(opt_ref):
             C.ff_set_error(FF_ERR_INVALID, b"%s", msg.encode("utf-8", "replace"))
             return FF_ERR_INVALID
     return entry
-
-
-class SGD(Optimizer):
-    """p -= lr * g, with optional weight decay, momentum (dampening) and Nesterov, as
-    torch.optim.SGD."""
-
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError("lr, momentum and weight_decay must be >= 0")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov))
-
-    def _prepare(self, group, p, state):
-        self._coef(p, 0, -group["lr"])
-
-    def _update(self, group):
-        mom, damp, wd = group["momentum"], group["dampening"], group["weight_decay"]
-        for p, g, st in self._params_with_grad(group):
-            neg_lr = self._host_step(group, p)[0]
-            if wd:
-                g = g.clone().add_(p, alpha=wd)
-            if mom:
-                buf = st.get("momentum_buffer")
-                if buf is None:
-                    if C.ff_graph_is_capturing():
-                        raise FusionFlowError("SGD.step: the momentum buffers are created on a parameter's first step, "
-                                              "which a replayed graph would repeat; run one step before capturing "
-                                              "(fusionflow.compile's warm-up call does)")
-                    buf = st["momentum_buffer"] = g.clone()
-                else:
-                    buf.mul_(mom).add_(g, alpha=1.0 - damp)
-                if group["nesterov"]:
-                    g = g.clone().add_(buf, alpha=mom) if not wd else g.add_(buf, alpha=mom)
-                else:
-                    g = buf
-            p.add_(g * neg_lr)  # the bits of p.add_(g, alpha=-lr)
-
-
-class Adam(Optimizer):
-    """torch.optim.Adam (L2 weight decay added to the gradient)."""
-
-    decoupled = False
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
-            raise ValueError("invalid Adam hyper-parameters")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay))
-
-    def _prepare(self, group, p, st):
-        """State, the step count t, and coefficients 0: 1 / sqrt(1 - b2^t),
-        1: -lr / (1 - b1^t), 2 (AdamW): 1 - lr wd."""
-        lr, (b1, b2), wd = group["lr"], group["betas"], group["weight_decay"]
-        if not st:
-            st["step"] = 0
-            st["exp_avg"] = zeros_like(p)
-            st["exp_avg_sq"] = zeros_like(p)
-        st["step"] += 1
-        t = st["step"]
-        self._coef(p, 0, 1.0 / math.sqrt(1.0 - b2 ** t))
-        self._coef(p, 1, -lr / (1.0 - b1 ** t))
-        if wd and self.decoupled:
-            self._coef(p, 2, 1.0 - lr * wd)
-
-    def _update(self, group):
-        (b1, b2), eps, wd = group["betas"], group["eps"], group["weight_decay"]
-        for p, g, st in self._params_with_grad(group):
-            coef = self._host_step(group, p)
-            if wd and self.decoupled:
-                p.mul_(coef[2])
-            elif wd:
-                g = g.clone().add_(p, alpha=wd)
-            m, v = st["exp_avg"], st["exp_avg_sq"]
-            m.mul_(b1).add_(g, alpha=1.0 - b1)
-            v.mul_(b2).add_(g * g, alpha=1.0 - b2)
-            denom = v.sqrt().mul_(coef[0]).add_(eps)
-            p.add_((m / denom).mul_(coef[1]))  # the bits of p.add_(m / denom, alpha=coef 1)
-
-
-class AdamW(Adam):
-    """Adam with decoupled weight decay (p *= 1 - lr * wd), as torch.optim.AdamW."""
-
-    decoupled = True
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

@@ -1,0 +1,8 @@
+"""fusionflow.optim: PyTorch 1.13's optimizers, update rules and defaults, and
+lr_scheduler. SGD, Adam and AdamW are graph-safe (fusionflow.compile); the others run
+eagerly (optimizer.py says why and how)."""
+from .optimizer import Optimizer
+from .sgd import SGD
+from .adam import Adam, AdamW
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
