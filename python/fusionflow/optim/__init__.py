@@ -4,5 +4,10 @@ eagerly (optimizer.py says why and how)."""
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam, AdamW
+from .adaptive import RMSprop, Adagrad, Adadelta
+from .adam_variants import Adamax, NAdam, RAdam
+from .asgd import ASGD
+from .rprop import Rprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+           "ASGD", "Rprop"]

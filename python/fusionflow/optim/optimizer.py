@@ -14,34 +14,105 @@ follows lr changes in param_groups and Adam's bias corrections."""
 import weakref
 
 from .._compile import host_call
-from .._lib import C, FF_ERR_INVALID, HostFn, error
-from .._tensor import no_grad, wrap
+import numpy as np
 
-__all__ = ["Optimizer"]
+from .._lib import C, FF_ERR_INVALID, FusionFlowError, HostFn, error
+from .._tensor import Tensor, no_grad, tensor, wrap
+
+__all__ = ["Optimizer", "required"]
+
+
+def _state_value(name, v, p):
+    """A loaded state entry: tensors (ours, torch's, NumPy's) of a floating dtype become p's
+    dtype on p's device; 'step' and integer state stay as they are, as in PyTorch."""
+    if not isinstance(v, Tensor):
+        if hasattr(v, "detach") and hasattr(v, "numpy"):  # a torch tensor
+            v = v.detach().cpu().numpy()
+        if not isinstance(v, np.ndarray):
+            return v
+        v = tensor(v)
+    if name == "step":
+        return int(v.item()) if v.numel() == 1 else v
+    if v.dtype.is_floating_point:
+        return v.to(p.device, p.dtype, copy=True)
+    return v.to(p.device)
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()  # a default that a param group must supply (torch.optim.optimizer.required)
 
 
 class Optimizer:
+    """The base: param_groups (lists of dicts with "params"), state (param -> dict), zero_grad,
+    add_param_group, state_dict / load_state_dict in PyTorch's layout.
+
+    graph_safe: whether step() may be captured by fusionflow.compile. The optimizers that are
+    not (all but SGD, Adam, AdamW) refuse a capture with a clear error, which compile turns
+    into an eager fallback; their scalars come from the host on every step."""
+
+    graph_safe = False
+
     def __init__(self, params, defaults):
+        if isinstance(params, Tensor):
+            raise TypeError("%s: params should be an iterable of Tensors or dicts, got a Tensor"
+                            % type(self).__name__)
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
-        if isinstance(params[0], dict):
-            groups = [dict(defaults, **g) for g in params]
-            for g in groups:
-                g["params"] = list(g["params"])
-        else:
-            groups = [dict(defaults, params=params)]
-        self.param_groups = groups
         self.defaults = defaults
-        self.state = {}  # id(param) -> dict
+        self.param_groups = []
+        self.state = {}  # param -> dict (a Tensor hashes by identity)
         self._coefs = {}  # id(param) -> [0-d tensors]: the step's scalars the update kernels read
         self._host_targets = []  # host-call key -> (group, param)
         self._host_keys = {}  # (id(group), id(param)) -> key
         self._host_error = None  # what the last failed host call raised
         # captured graphs call this on every replay: kept here, and the optimizer is kept by them
         self._host_fn = HostFn(_host_entry(weakref.ref(self)))
+        for g in params if isinstance(params[0], dict) else [{"params": params}]:
+            self.add_param_group(g)
 
-    def zero_grad(self, set_to_none=True):
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append("Parameter Group %d" % i)
+            lines.extend("    %s: %s" % (k, g[k]) for k in sorted(g) if k != "params")
+        return "\n".join(lines) + "\n)"
+
+    def add_param_group(self, param_group):
+        """Adds a group: its params, and every option the group does not set from defaults."""
+        if not isinstance(param_group, dict):
+            raise TypeError("%s.add_param_group: expected a dict, got %s" % (type(self).__name__,
+                                                                            type(param_group).__name__))
+        group = dict(param_group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        if isinstance(ps, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the "
+                            "ordering of tensors in sets will change between runs; use a list instead")
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is %s"
+                                % type(p).__name__)
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for k, v in self.defaults.items():
+            if v is required and k not in group:
+                raise ValueError("parameter group didn't specify a value of required optimization parameter "
+                                 + k)
+            group.setdefault(k, v)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in group["params"]}) != len(group["params"]) or \
+                any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=False):
+        """Zeroes the grads in place, or drops them (set_to_none=True); PyTorch 1.13's default
+        is to zero them."""
         for g in self.param_groups:
             for p in g["params"]:
                 if set_to_none:
@@ -52,13 +123,52 @@ class Optimizer:
                         with no_grad():
                             gr.zero_()
 
+    def state_dict(self):
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}: params
+        numbered in group order, as PyTorch; the state's tensors are the live ones."""
+        index, groups = {}, []
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in g["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: st for p, st in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restores state and options from state_dict() (of this optimizer class, or torch's with
+        tensors of either library): groups and their sizes must match; floating state is cast to
+        its parameter's dtype and device."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("%s.load_state_dict: loaded state dict has %d parameter groups, the optimizer "
+                             "has %d" % (type(self).__name__, len(groups), len(self.param_groups)))
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(own["params"]):
+                raise ValueError("%s.load_state_dict: loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group (group %d: %d saved, %d here)"
+                                 % (type(self).__name__, i, len(saved["params"]), len(own["params"])))
+        by_index = {}
+        for saved, own in zip(groups, self.param_groups):
+            by_index.update(zip(saved["params"], own["params"]))
+        state = {}
+        for k, st in state_dict["state"].items():
+            p = by_index.get(int(k))
+            if p is not None:
+                state[p] = {n: _state_value(n, v, p) for n, v in st.items()}
+        for saved, own in zip(groups, self.param_groups):
+            own.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = state
+
     def _params_with_grad(self, group):
         for p in group["params"]:
             g = p.grad
             if g is not None:
-                yield p, g, self.state.setdefault(id(p), {})
+                yield p, g, self.state.setdefault(p, {})
 
     def step(self, closure=None):
+        if not self.graph_safe and C.ff_graph_is_capturing():
+            raise FusionFlowError("%s.step cannot be captured by fusionflow.compile (its scalars come from the "
+                                  "host each step); only SGD, Adam and AdamW are graph-safe" % type(self).__name__)
         loss = None
         if closure is not None:
             from .._tensor import enable_grad
@@ -106,7 +216,7 @@ def _host_entry(opt_ref):
         opt = opt_ref()
         try:
             group, p = opt._host_targets[user or 0]
-            opt._prepare(group, p, opt.state.setdefault(id(p), {}))
+            opt._prepare(group, p, opt.state.setdefault(p, {}))
             return 0
         except BaseException as e:  # noqa: B902  (KeyboardInterrupt included: nothing may unwind through C)
             if opt is not None:
