@@ -8,6 +8,7 @@ from .adaptive import RMSprop, Adagrad, Adadelta
 from .adam_variants import Adamax, NAdam, RAdam
 from .asgd import ASGD
 from .rprop import Rprop
+from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
            "ASGD", "Rprop"]
