@@ -162,3 +162,52 @@ def test_zero_grad_as_torch_1_13():
     opt.zero_grad(set_to_none=True)
     topt.zero_grad(set_to_none=True)
     assert p.grad is None and tp.grad is None
+
+
+def _lbfgs_problem(mod, dtype):
+    """A smooth non-quadratic least-squares fit (tanh model): LBFGS needs several iterations
+    and the line search has work to do."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((20, 4)).astype(dtype)
+    y = rng.standard_normal((20, 1)).astype(dtype)
+    w = mod.tensor(rng.standard_normal((4, 1)).astype(dtype) * 0.5, requires_grad=True)
+    b = mod.tensor(np.zeros((1,), dtype), requires_grad=True)
+    Xt, yt = mod.tensor(X), mod.tensor(y)
+
+    def closure(opt):
+        def f():
+            opt.zero_grad()
+            loss = ((((Xt @ w) + b).tanh() * 2.0 - yt) ** 2).mean() + (w ** 4).sum() * 0.01
+            loss.backward()
+            return loss
+        return f
+    return [w, b], closure
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", [dict(), dict(line_search_fn="strong_wolfe"),
+                                dict(lr=0.5, max_iter=4, history_size=2),
+                                dict(line_search_fn="strong_wolfe", history_size=3, max_iter=6,
+                                     tolerance_grad=1e-5, tolerance_change=1e-7)])
+def test_lbfgs_matches_torch(kw, dtype):
+    ps, mk = _lbfgs_problem(ff, dtype)
+    tps, tmk = _lbfgs_problem(torch, dtype)
+    opt, topt = ff.optim.LBFGS(ps, **kw), torch.optim.LBFGS(tps, **kw)
+    f, tf = mk(opt), tmk(topt)
+    # one LBFGS step is up to 20 iterations and 25 closure calls: float32 gradients that differ
+    # in their last bits (reduction order) drift to ~1e-4 near the optimum; float64 holds 1e-10
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for step in range(5):
+        loss, tloss = opt.step(f), topt.step(tf)
+        np.testing.assert_allclose(loss.item(), tloss.item(), rtol=tol, err_msg="step %d" % step)
+        for p, tp in zip(ps, tps):
+            np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=tol, atol=tol,
+                                       err_msg="%s step %d" % (kw, step))
+    st, tst = opt.state[ps[0]], topt.state[tps[0]]
+    if dtype == "float64":  # in float32, stopping on a loss change < 1e-9 near the optimum is a matter of bits
+        assert st["func_evals"] == tst["func_evals"] and st["n_iter"] == tst["n_iter"]
+    assert set(st) == set(tst)
+    with pytest.raises(ValueError, match="closure"):
+        opt.step()
+    with pytest.raises(ValueError, match="parameter groups"):
+        ff.optim.LBFGS([{"params": [ps[0]]}, {"params": [ps[1]]}])

@@ -8,7 +8,8 @@ from .adaptive import RMSprop, Adagrad, Adadelta
 from .adam_variants import Adamax, NAdam, RAdam
 from .asgd import ASGD
 from .rprop import Rprop
+from .lbfgs import LBFGS
 from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "ASGD", "Rprop"]
+           "ASGD", "Rprop", "LBFGS"]
