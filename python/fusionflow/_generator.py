@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 
-__all__ = ["Generator", "seed_from_global"]
+__all__ = ["Generator", "default_generator", "seed_from_global"]
 
 _DEFAULT_SEED = 67280421310721  # torch.Generator().initial_seed()
 
@@ -55,6 +55,21 @@ class Generator:
             raise ValueError("Generator.set_state: expected a state from Generator.get_state() (%s)" % e) from None
         self._seed, self._np = st["seed"], g
         return self
+
+
+class _DefaultGenerator(Generator):
+    """fusionflow.default_generator: seeding it seeds the C global generator (rand, randn,
+    dropout, init) and its own host-side stream together, as torch.manual_seed seeds
+    torch.default_generator."""
+
+    def manual_seed(self, seed):
+        super().manual_seed(seed)
+        from ._lib import C
+        C.ff_manual_seed(self._seed & 0xFFFFFFFFFFFFFFFF)
+        return self
+
+
+default_generator = _DefaultGenerator()
 
 
 def seed_from_global():

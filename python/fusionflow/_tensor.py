@@ -849,3 +849,4 @@ from ._factories import (  # noqa: E402,F401
     rand, uniform, randn, normal, tensor, from_numpy, where, cat, concat, stack, split, chunk)
 from . import _indexing  # noqa: E402,F401  (attaches [], index_put, masked_fill, ... to Tensor)
 from . import _shape  # noqa: E402,F401  (attaches reshape, view, permute, expand, ... to Tensor)
+from . import _tensor_new  # noqa: E402,F401  (attaches new_zeros, ..., element_size, __format__ to Tensor)
