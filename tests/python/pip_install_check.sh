@@ -93,6 +93,7 @@ import os, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 names = set(z.namelist())
 need = {"fusionflow/__init__.py", "fusionflow/__main__.py", "fusionflow/nn/__init__.py",
+        "fusionflow/optim/lr_scheduler/__init__.py", "fusionflow/utils/data/__init__.py", "fusionflow/cuda/amp.py",
         "fusionflow/libfusionflow.so", "fusionflow/libff_backend_cpu.so",
         "fusionflow/libff_backend_cuda_stub.so", "fusionflow/libff_backend_%s.so" % os.environ["FF_WANT"]}
 assert need <= names, sorted(need - names)
