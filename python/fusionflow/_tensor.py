@@ -89,11 +89,13 @@ def _operand(x, like):
     return tensor(x)
 
 
-def as_tensor(x, dtype=None, like=None):
-    """A Tensor from x (Tensor returned as is, unless a dtype conversion is asked)."""
+def as_tensor(x, dtype=None, like=None, device=None):
+    """A Tensor from x (a Tensor is returned as is, unless a dtype or device change is asked)."""
     if isinstance(x, Tensor):
+        if device is not None:
+            x = x.to(device)
         return x if dtype is None or x.dtype is to_dtype(dtype) else x.to(dtype)
-    return tensor(x, dtype=dtype)
+    return tensor(x, dtype=dtype, device=device)
 
 
 def _axes(dim, ndim=None):

@@ -218,3 +218,13 @@ def test_tensor_data_assignment_keeps_identity():
     assert p.shape == (3,) and p.dtype == ff.float64 and p.requires_grad and isinstance(p, ff.nn.Parameter)
     with pytest.raises(TypeError, match="data"):
         p.data = [1.0]
+
+
+def test_like_factories_and_as_tensor_take_device():
+    t = ff.ones(2, 3, device="cpu_ref")
+    for f in (ff.zeros_like, ff.ones_like, ff.empty_like, lambda x, **k: ff.full_like(x, 2.0, **k)):
+        assert f(t).device == t.device and f(t, device="cpu").device == ff.device("cpu")
+        assert f(t, device=ff.device("cpu")).shape == (2, 3)
+    a = ff.as_tensor([1.0, 2.0], device="cpu_ref")
+    assert a.device == t.device and ff.as_tensor(a, device="cpu").device == ff.device("cpu")
+    assert ff.as_tensor(a) is a and ff.as_tensor(a, device=a.device) is a
