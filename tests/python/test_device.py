@@ -181,8 +181,8 @@ def test_module_to_keeps_tied_weights_tied_and_trains_as_torch(target):
     net.to(*target)
     assert net.wte.weight is w and net.head.weight is w and len(list(net.parameters())) == 1
     dev = ff.device(target[0])
-    assert w.device == dev and net.scale.device == dev and net.scale.dtype == ff.float32
     dt = target[1] if len(target) > 1 else ff.float32
+    assert w.device == dev and net.scale.device == dev and net.scale.dtype == dt  # a float buffer follows, as torch
     assert w.dtype == dt and w.requires_grad
     topt = torch.optim.AdamW(tnet.parameters(), lr=0.1)
     idx = np.array([[1, 2, 3], [4, 5, 6]])
@@ -228,3 +228,15 @@ def test_like_factories_and_as_tensor_take_device():
     a = ff.as_tensor([1.0, 2.0], device="cpu_ref")
     assert a.device == t.device and ff.as_tensor(a, device="cpu").device == ff.device("cpu")
     assert ff.as_tensor(a) is a and ff.as_tensor(a, device=a.device) is a
+
+
+def test_module_to_dtype_casts_floating_buffers_only_as_torch():
+    for mod in (ff, torch):
+        m = mod.nn.Linear(2, 2)
+        m.register_buffer("f", mod.ones(2))
+        m.register_buffer("i", mod.arange(3))
+        m.to(mod.float64)
+        assert str(m.f.dtype).endswith("float64") and str(m.i.dtype).endswith("int64")
+        assert str(m.weight.dtype).endswith("float64")
+        with pytest.raises(TypeError, match="floating point"):
+            m.to(mod.int64)

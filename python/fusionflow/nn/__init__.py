@@ -189,11 +189,20 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves/casts every parameter and buffer. Parameters keep their identity (their data is
-        replaced, as torch's param.data = ...), so tied weights stay tied and an optimizer made
-        before still holds them; grads move with them. Buffers move but keep their dtype."""
+        """Moves every parameter and buffer to a device and casts the floating ones to a
+        floating dtype, as torch. Parameters keep their identity (their data is replaced, as
+        torch's param.data = ...), so tied weights stay tied and an optimizer made before
+        still holds them; grads move with them."""
         from .._tensor import to_args
         device, dtype = to_args(args, kwargs.get("device"), kwargs.get("dtype"))
+        if dtype is not None:
+            dtype = _dtype.to_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError("nn.Module.to only accepts floating point dtypes, but got desired dtype=%s"
+                                % dtype.name)
+
+        def target(t):
+            return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
         seen = set()
         with no_grad():
             for m in self.modules():
@@ -201,16 +210,16 @@ class Module:
                     if p is None or id(p) in seen:
                         continue
                     seen.add(id(p))
-                    q = p.detach().to(device=device, dtype=dtype)
+                    q = target(p.detach())
                     if q.dtype == p.dtype and q.device == p.device:  # to() made no copy
                         continue
                     g = p.grad
                     p.data = q
                     if g is not None:
-                        p.grad = g.to(device=device, dtype=dtype)
+                        p.grad = target(g)
                 for name, b in list(m._buffers.items()):
-                    if b is not None and device is not None:
-                        m._buffers[name] = b.to(device=device)
+                    if b is not None:
+                        m._buffers[name] = target(b)
         return self
 
     def cpu(self):
