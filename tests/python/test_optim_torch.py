@@ -211,3 +211,27 @@ def test_lbfgs_matches_torch(kw, dtype):
         opt.step()
     with pytest.raises(ValueError, match="parameter groups"):
         ff.optim.LBFGS([{"params": [ps[0]]}, {"params": [ps[1]]}])
+
+
+def test_eager_optimizers_refuse_a_capture_and_stay_usable():
+    net = ff.nn.Linear(3, 1)
+    opt = ff.optim.RMSprop(net.parameters(), lr=0.01)
+    x, y = ff.randn(4, 3, seed=1), ff.randn(4, 1, seed=2)
+
+    def loss_of():
+        return ((net(x) - y) ** 2).mean()
+
+    @ff.compile
+    def train(x, y):
+        opt.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        return loss
+    first = train(x, y).item()  # the eager warm-up call
+    with pytest.raises(ff.FusionFlowError, match="RMSprop.step cannot be captured"):
+        train(x, y)
+    opt.zero_grad()
+    loss_of().backward()
+    opt.step()
+    assert opt.state[net.weight]["step"] == 2 and loss_of().item() < first  # the refused step changed nothing

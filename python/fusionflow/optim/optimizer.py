@@ -51,8 +51,8 @@ class Optimizer:
     add_param_group, state_dict / load_state_dict in PyTorch's layout.
 
     graph_safe: whether step() may be captured by fusionflow.compile. The optimizers that are
-    not (all but SGD, Adam, AdamW) refuse a capture with a clear error, which compile turns
-    into an eager fallback; their scalars come from the host on every step."""
+    not (all but SGD, Adam, AdamW) raise when a capture reaches their step: their scalars
+    come from the host on every step, and a replay would freeze them."""
 
     graph_safe = False
 
