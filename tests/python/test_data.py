@@ -218,3 +218,17 @@ def test_map_dataset_with_workers_as_torch_and_worker_info():
     for g, w in zip(ours, td.DataLoader(tensors(torch), batch_size=2, num_workers=2)):
         same(g, w)
     assert len(ours) == 4
+
+
+def test_distributed_sampler_in_a_loader_single_process():
+    from fusionflow.utils.data.distributed import DistributedSampler
+    assert DistributedSampler is fd.DistributedSampler is ff.distributed.DistributedSampler
+    ds = tensors(ff)
+    s = fd.DistributedSampler(ds, shuffle=True, seed=3)
+    s.set_epoch(1)
+    got = [int(v) for _, y in fd.DataLoader(ds, batch_size=3, sampler=s) for v in y.tolist()]
+    assert sorted(got) == list(range(7)) and len(s) == 7
+    s.set_epoch(1)
+    assert [int(v) for _, y in fd.DataLoader(ds, batch_size=3, sampler=s) for v in y.tolist()] == got
+    plain = fd.DistributedSampler(ds, shuffle=False)
+    assert list(plain) == list(td.DistributedSampler(range(7), num_replicas=1, rank=0, shuffle=False))
