@@ -205,7 +205,8 @@ def embed(sentences, directory=None, device=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="all-MiniLM-L6-v2 sentence embeddings through fusionflow")
-    ap.add_argument("--backend", help="backend name (default: FF_BACKEND, else cpu_blas)")
+    ap.add_argument("--backend", help="device, as fusionflow.device names it: cpu (the fastest CPU backend), "
+                                      "cpu_ref (the reference), opencl, cuda (default: FF_BACKEND, else cpu_blas)")
     ap.add_argument("--model", help="model directory (default: as ff-embed's)")
     ap.add_argument("--similarity", action="store_true", help="print the cosine matrix instead")
     ap.add_argument("sentences", nargs="+")

@@ -12,12 +12,18 @@ from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, 
                       linspace, rand, randn, uniform, normal, zeros_like, ones_like, full_like, empty_like,
                       where, cat, concat, stack, split, chunk, no_grad, enable_grad, set_grad_enabled,
                       is_grad_enabled)
+from ._grad_mode import inference_mode
 from ._dlpack import from_dlpack
 from ._io import save, load, save_npy, load_npy, load_metadata
-from ._backend import backends, default_backend, set_default_backend
+from ._backend import loaded_backends, default_backend, set_default_backend
+from ._device import device
+from ._generator import Generator, default_generator
+from ._threads import set_num_threads, get_num_threads
 from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
 from . import amp, autograd, fft, nn, optim  # noqa: E402
+from . import backends, cuda  # noqa: E402  (torch.backends' flags, torch.cuda)
+from . import utils  # noqa: E402  (fusionflow.utils.data)
 from .amp import autocast  # noqa: E402  (fusionflow.autocast, as torch.autocast)
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
@@ -46,8 +52,22 @@ __version__ = "0.1.0"
 
 
 def manual_seed(seed):
-    """Seeds the global generator used by rand/randn/dropout/init."""
-    _C.ff_manual_seed(seed & 0xFFFFFFFFFFFFFFFF)
+    """Seeds the global generator used by rand/randn/dropout/init (and the host-side draws
+    of samplers without a generator); returns fusionflow.default_generator, as torch."""
+    return default_generator.manual_seed(seed)
+
+
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def seed():
+    """Seeds the global generator from the system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
 
 
 def result_type(a, b):

@@ -1,7 +1,7 @@
 """Backends by name: the C loader finds ff_backend_<name>.so next to libfusionflow."""
 from ._lib import C, check_ptr, check_status
 
-__all__ = ["backend_handle", "backends", "default_backend", "set_default_backend"]
+__all__ = ["backend_handle", "loaded_backends", "default_backend", "set_default_backend"]
 
 _handles = {}
 
@@ -15,8 +15,9 @@ def backend_handle(name):
     return h
 
 
-def backends():
-    """Names of the loaded backends (the default one is loaded on first use)."""
+def loaded_backends():
+    """C names of the loaded backends (the default one is loaded on first use). Was
+    fusionflow.backends() before that name became torch.backends' namespace."""
     C.ff_backend_default()
     return [C.ff_backend_name(C.ff_backend_at(i)).decode() for i in range(C.ff_backend_count())]
 

@@ -25,8 +25,8 @@ def _finish(t, requires_grad, device):
 def _on(device):
     if device is None:
         return None
-    from ._backend import backend_handle
-    return backend_handle(device)
+    from ._device import backend_for
+    return backend_for(device)
 
 
 def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
@@ -57,20 +57,23 @@ def empty(*shape, dtype=float32, requires_grad=False, device=None):
     return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
-def zeros_like(t, dtype=None, requires_grad=False):
-    return full(t.shape, 0, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+def zeros_like(t, dtype=None, requires_grad=False, device=None, memory_format=None):
+    return full(t.shape, 0, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                device=t.device if device is None else device)
 
 
-def ones_like(t, dtype=None, requires_grad=False):
-    return full(t.shape, 1, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+def ones_like(t, dtype=None, requires_grad=False, device=None, memory_format=None):
+    return full(t.shape, 1, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                device=t.device if device is None else device)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False):
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad, device=t.device)
+def full_like(t, fill_value, dtype=None, requires_grad=False, device=None, memory_format=None):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad,
+                device=t.device if device is None else device)
 
 
-def empty_like(t, dtype=None, requires_grad=False):
-    return zeros_like(t, dtype=dtype, requires_grad=requires_grad)
+def empty_like(t, dtype=None, requires_grad=False, device=None, memory_format=None):
+    return zeros_like(t, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def eye(n, m=None, dtype=float32, requires_grad=False, device=None):

@@ -54,3 +54,21 @@ class enable_grad(_GradMode):
 
 def is_grad_enabled():
     return C.ff_grad_enabled()
+
+
+class inference_mode(_GradMode):
+    """torch.inference_mode: here no_grad (no graph is recorded); inference_mode(False)
+    enables grad again, as torch's does inside an outer inference_mode."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self._mode = not self.mode
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with inference_mode(self.mode):
+                return fn(*a, **k)
+        return wrapper

@@ -59,8 +59,8 @@ def load(path, mmap=False, device=None):
     read into fresh memory."""
     flags = FF_IO_MMAP if mmap else 0
     if device is not None:
-        from ._backend import backend_handle
-        d = C.ff_safetensors_load_on(backend_handle(device), _path(path), flags)
+        from ._device import backend_for
+        d = C.ff_safetensors_load_on(backend_for(device), _path(path), flags)
     else:
         d = C.ff_safetensors_load(_path(path), flags)
     if not d:
@@ -82,6 +82,6 @@ def save_npy(path, t):
 
 def load_npy(path, device=None):
     if device is not None:
-        from ._backend import backend_handle
-        return wrap(C.ff_npy_load_on(backend_handle(device), _path(path)))
+        from ._device import backend_for
+        return wrap(C.ff_npy_load_on(backend_for(device), _path(path)))
     return wrap(C.ff_npy_load(_path(path)))

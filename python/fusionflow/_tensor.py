@@ -89,11 +89,13 @@ def _operand(x, like):
     return tensor(x)
 
 
-def as_tensor(x, dtype=None, like=None):
-    """A Tensor from x (Tensor returned as is, unless a dtype conversion is asked)."""
+def as_tensor(x, dtype=None, like=None, device=None):
+    """A Tensor from x (a Tensor is returned as is, unless a dtype or device change is asked)."""
     if isinstance(x, Tensor):
+        if device is not None:
+            x = x.to(device)
         return x if dtype is None or x.dtype is to_dtype(dtype) else x.to(dtype)
-    return tensor(x, dtype=dtype)
+    return tensor(x, dtype=dtype, device=device)
 
 
 def _axes(dim, ndim=None):
@@ -109,6 +111,22 @@ def _shape_args(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     return tuple(int(s) for s in shape)
+
+
+def to_args(args, device=None, dtype=None):
+    """(device, dtype) of Tensor.to / Module.to's positional forms: a Tensor gives both, a
+    dtype name or DType the dtype, a device or other string the device."""
+    from ._device import device as device_cls
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, str) and a in _dtype._ALIASES:
+            dtype = a
+        elif isinstance(a, (str, device_cls)) or (isinstance(a, int) and not isinstance(a, bool)):
+            device = a  # an int is a cuda index, as torch
+        elif a is not None:
+            dtype = a
+    return device, dtype
 
 
 class Tensor:
@@ -169,8 +187,18 @@ class Tensor:
 
     @property
     def device(self):
-        """The backend's name ('cpu', 'cpu_blas', ...)."""
-        return C.ff_backend_name(C.ff_tensor_backend(self._ptr)).decode()
+        """A fusionflow.device: device('cpu') on the fast CPU backend, device('cpu_ref') on the
+        reference, device('cuda', 0), device('opencl') (_device.py)."""
+        from ._device import device_of
+        return device_of(C.ff_backend_name(C.ff_tensor_backend(self._ptr)).decode())
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
 
     @property
     def is_leaf(self):
@@ -206,6 +234,19 @@ class Tensor:
     def data(self):
         """A detached alias (shares memory, no history), as torch's .data."""
         return self.detach()
+
+    @data.setter
+    def data(self, value):
+        """t.data = v, as torch: t now holds v's memory, shape, dtype and backend, keeps its
+        Python identity and requires_grad (so tied parameters stay tied), records no history
+        and drops its grad (Module.to carries grads over itself)."""
+        if not isinstance(value, Tensor):
+            raise TypeError("Tensor.data = value: expected a Tensor, got %s" % type(value).__name__)
+        rg = self.requires_grad
+        new = wrap(C.ff_detach(value._ptr))
+        self._ptr, new._ptr = new._ptr, self._ptr  # new releases the old C tensor
+        if rg:
+            self.requires_grad_(True)
 
     def is_contiguous(self):
         return C.ff_tensor_is_contiguous(self._ptr)
@@ -281,7 +322,7 @@ class Tensor:
         if self.dtype not in (float32, int64, bool_):
             extra.append("dtype=" + repr(self.dtype))
         if C.ff_tensor_backend(self._ptr) != C.ff_backend_default():  # as PyTorch omits the default device
-            extra.append("device='%s'" % self.device)
+            extra.append("device='%s'" % str(self.device))
         gf = self.grad_fn
         if gf:
             extra.append("grad_fn=<%s>" % gf)
@@ -298,21 +339,16 @@ class Tensor:
         return (tensor, (self.numpy(), self.dtype, self.requires_grad))
 
     # ---- dtype / backend --------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, copy=False):
-        """to(dtype), to(backend_name), to(other_tensor) or to(device=..., dtype=...)."""
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, str) and a in _dtype._ALIASES:
-                dtype = a
-            elif isinstance(a, str):
-                device = a
-            else:
-                dtype = a
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor) or to(device=..., dtype=...);
+        a device is a fusionflow.device, a string ('cpu', 'cuda:0', 'cpu_ref', ...) or an int."""
+        from ._device import backend_for
+        device, dtype = to_args(args, device, dtype)
         t = self
-        if device is not None and device != t.device:
-            from ._backend import backend_handle
-            t = wrap(C.ff_to(t._ptr, backend_handle(device)))
+        if device is not None:
+            be = backend_for(device)
+            if be != C.ff_tensor_backend(t._ptr):
+                t = wrap(C.ff_to(t._ptr, be))
         if dtype is not None and to_dtype(dtype) is not t.dtype:
             t = wrap(C.ff_astype(t._ptr, to_dtype(dtype).code))
         elif copy and t is self:
@@ -348,6 +384,15 @@ class Tensor:
 
     def cpu(self):
         return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        """To the cuda backend (raises the loader's error where there is none)."""
+        return self.to("cuda" if device is None else device)
+
+    def get_device(self):
+        """torch's: the cuda index, -1 on the CPU."""
+        d = self.device
+        return d.index if d.type == "cuda" else -1
 
     # ---- autograd ----------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
@@ -806,3 +851,4 @@ from ._factories import (  # noqa: E402,F401
     rand, uniform, randn, normal, tensor, from_numpy, where, cat, concat, stack, split, chunk)
 from . import _indexing  # noqa: E402,F401  (attaches [], index_put, masked_fill, ... to Tensor)
 from . import _shape  # noqa: E402,F401  (attaches reshape, view, permute, expand, ... to Tensor)
+from . import _tensor_new  # noqa: E402,F401  (attaches new_zeros, ..., element_size, __format__ to Tensor)

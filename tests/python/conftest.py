@@ -58,10 +58,11 @@ def force_compose():
 
 
 def _devices():
-    """The backends the differential tests run on: cpu, and cpu_blas and opencl when they
-    were built (opencl also needs an OpenCL platform: PoCL in CI, which installs one)."""
+    """The backends the differential tests run on: the reference (Python's 'cpu_ref', C's
+    'cpu'), and cpu_blas and opencl when they were built (opencl also needs an OpenCL
+    platform: PoCL in CI, which installs one)."""
     import fusionflow as ff
-    found = ["cpu"]
+    found = ["cpu_ref"]
     for name in ("cpu_blas", "opencl"):
         try:
             ff._backend.backend_handle(name)

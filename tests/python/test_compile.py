@@ -33,7 +33,7 @@ OPTIMIZERS = [
 ]
 
 
-def _train_ff(opt_name, kwargs, compiled, device="cpu", set_to_none=True):
+def _train_ff(opt_name, kwargs, compiled, device="cpu_ref", set_to_none=True):
     """STEPS steps of a Linear-ReLU-Linear classifier (cross-entropy); the lr halves
     before step 3 (a replay when compiled). Returns the losses, the final parameters and
     the step function."""

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import DEVICES, REPO
 
+C_NAME = {"cpu_ref": "cpu"}  # ff-embed takes C backend names; Python's 'cpu_ref' is C's cpu
+
 MINILM = os.path.join(REPO, "models", "minilm")
 REQUIRED = os.environ.get("FF_REQUIRE_MODEL") == "1"
 
@@ -206,7 +208,7 @@ def test_truncation_at_256_tokens_keeps_sep(model, tokenizer):
 # ---- the forward --------------------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
 def test_embeddings_match_pytorch(model, torch_model, tokenizer, device):
-    got = matrix(ff_embed("--backend", device, "--dtype", "f32", "--", *SENTENCES).stdout)
+    got = matrix(ff_embed("--backend", C_NAME.get(device, device), "--dtype", "f32", "--", *SENTENCES).stdout)
     want = torch_embeddings(torch_model, tokenizer, SENTENCES)
     assert got.shape == want.shape == (len(SENTENCES), 384)
     cos = cosines(got, want)
@@ -223,7 +225,7 @@ def test_half_embeddings_match_pytorch(model, torch_model, tokenizer, device, dt
     ones; measured 0.9999 (bf16) and 0.999998 (f16), so a tighter bar guards regressions."""
     if device == "opencl" and dtype == "f16":
         pytest.skip("opencl: bf16 covers its half kernels; f16 would add 30 s of the same paths")
-    got = matrix(ff_embed("--backend", device, "--dtype", dtype, "--", *SENTENCES).stdout)
+    got = matrix(ff_embed("--backend", C_NAME.get(device, device), "--dtype", dtype, "--", *SENTENCES).stdout)
     want = torch_embeddings(torch_model, tokenizer, SENTENCES)
     assert got.shape == want.shape
     cos = cosines(got, want)
@@ -232,7 +234,7 @@ def test_half_embeddings_match_pytorch(model, torch_model, tokenizer, device, dt
         import torch
         theirs = torch_embeddings(torch_model, tokenizer, SENTENCES, dtype=torch.bfloat16)
         assert cosines(got, theirs).min() >= 0.99, cosines(got, theirs)
-    f32 = matrix(ff_embed("--backend", device, "--", *SENTENCES).stdout)
+    f32 = matrix(ff_embed("--backend", C_NAME.get(device, device), "--", *SENTENCES).stdout)
     assert np.abs(got - f32).max() > 1e-4  # it did compute in half
     assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
 

@@ -23,7 +23,7 @@ from conftest import DEVICES  # cpu, and cpu_blas / opencl when they were built
 nan, inf = float("nan"), float("inf")
 A = slice(None)
 FFT_DEVICES = [d for d in DEVICES if d != "opencl"]  # opencl has no fft entry
-LINALG = [d for d in DEVICES if d in ("cpu", "cpu_blas")]  # the backends with the linalg entry
+LINALG = [d for d in DEVICES if d in ("cpu_ref", "cpu_blas")]  # the backends with the linalg entry
 
 
 def same(got, want, rtol=1e-6, atol=0.0):

@@ -23,7 +23,7 @@ from conftest import DEVICES  # cpu, and cpu_blas / opencl when they were built
 nan = float("nan")
 
 
-def T(data, dtype=None, device="cpu", requires_grad=False):
+def T(data, dtype=None, device="cpu_ref", requires_grad=False):
     return ff.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

@@ -24,7 +24,7 @@ _DT = {"float32": "float32", "float64": "float64", "int32": "int32", "int64": "i
        "bool": "bool"}
 
 
-def T(data, dtype=None, device="cpu", requires_grad=False):
+def T(data, dtype=None, device="cpu_ref", requires_grad=False):
     return ff.tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -55,7 +55,7 @@ def exact_ints(got, want, dtype):
     assert vals == want, (vals, want)
 
 
-def grad_of(f, data, dtype="float32", device="cpu"):
+def grad_of(f, data, dtype="float32", device="cpu_ref"):
     x = T(data, dtype=dtype, device=device, requires_grad=True)
     f(x).sum().backward()
     return x.grad

@@ -168,7 +168,7 @@ class Module:
                 if k not in state_dict:
                     continue
                 v = state_dict[k]
-                v = v if isinstance(v, Tensor) else tensor(v)
+                v = v.to(p.device) if isinstance(v, Tensor) else tensor(v, dtype=p.dtype, device=p.device)
                 if tuple(v.shape) != tuple(p.shape):
                     raise FusionFlowError("load_state_dict: '%s' has shape %s in the state dict but %s in the "
                                           "model" % (k, tuple(v.shape), tuple(p.shape)))
@@ -189,17 +189,44 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves/casts every parameter and buffer (in place of the registered objects)."""
-        for m in self.modules():
-            for name, p in list(m._parameters.items()):
-                if p is not None:
-                    q = p.detach().to(*args, **kwargs)
-                    m._parameters[name] = Parameter(q, requires_grad=p.requires_grad)
-            for name, b in list(m._buffers.items()):
-                if b is not None:
-                    dev = [a for a in args if isinstance(a, str)] or ([kwargs["device"]] if "device" in kwargs else [])
-                    m._buffers[name] = b.to(device=dev[0]) if dev else b  # buffers keep their dtype
+        """Moves every parameter and buffer to a device and casts the floating ones to a
+        floating dtype, as torch. Parameters keep their identity (their data is replaced, as
+        torch's param.data = ...), so tied weights stay tied and an optimizer made before
+        still holds them; grads move with them."""
+        from .._tensor import to_args
+        device, dtype = to_args(args, kwargs.get("device"), kwargs.get("dtype"))
+        if dtype is not None:
+            dtype = _dtype.to_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError("nn.Module.to only accepts floating point dtypes, but got desired dtype=%s"
+                                % dtype.name)
+
+        def target(t):
+            return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
+        seen = set()
+        with no_grad():
+            for m in self.modules():
+                for p in m._parameters.values():
+                    if p is None or id(p) in seen:
+                        continue
+                    seen.add(id(p))
+                    q = target(p.detach())
+                    if q.dtype == p.dtype and q.device == p.device:  # to() made no copy
+                        continue
+                    g = p.grad
+                    p.data = q
+                    if g is not None:
+                        p.grad = target(g)
+                for name, b in list(m._buffers.items()):
+                    if b is not None:
+                        m._buffers[name] = target(b)
         return self
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("%s.forward is not implemented" % type(self).__name__)
