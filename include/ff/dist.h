@@ -73,8 +73,13 @@ typedef struct ff_dist_ddp ff_dist_ddp;
 ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes);
 /* After backward, before the optimizer step: every parameter's .grad becomes the mean
  * over the ranks (a parameter without a gradient on some rank counts as zeros there and
- * gets one). */
+ * gets one). After several backwards (gradient accumulation) that is the mean of the
+ * accumulated .grad, the sum of every micro-batch's gradient, as in PyTorch. */
 ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d);
+/* PyTorch's no_sync(): while on, backward starts no reduction (each later backward would
+ * otherwise reduce the accumulated .grad again); the sync, or the first backward after it
+ * is off, reduces once. Same result, less traffic. Returns the previous setting. */
+bool ff_dist_ddp_no_sync(ff_dist_ddp *d, bool on);
 /* How many allreduce calls one sync makes (the number of buckets). */
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d);
 /* How many of them the last step started during backward (the rest started in sync). */
