@@ -208,7 +208,8 @@ static ff_status finalize_broken(bool *keep_comm)
         if (!done && MPI_Test(&G.pending, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
         notices_poll();
         bool never = false; /* some rank left without posting the exchange */
-        for (int r = 0; r < G.size && !done; r++) never = never || (r != G.rank && G.noticed[r] >= 0 && G.noticed[r] < G.seq);
+        for (int r = 0; r < G.size && !done; r++)
+            never = never || (r != G.rank && G.noticed[r] >= 0 && G.noticed[r] < G.seq);
         if ((done || never) && G.n_noticed == G.size - 1) {
             if (done) free(G.pending_buf);
             if (done) G.pending_buf = NULL;

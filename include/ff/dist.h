@@ -20,7 +20,9 @@
  * dtype, shape, root): a disagreement is an FF_ERR_INVALID error on every rank naming both
  * sides, never a hang or a corrupt result; a rank that does not arrive within the timeout
  * (default 300 s, FF_DIST_TIMEOUT or ff_dist_set_timeout) is an error too, after which the
- * group is unusable (mpirun ends the job when a rank exits).
+ * group is unusable: the waiting ranks and the late one (when it comes) get an error, every
+ * later collective fails at once, and ff_dist_finalize returns, or, when a rank cannot
+ * be unwound (it never comes), aborts the job with a message (docs/distributed.md).
  */
 #ifndef FF_DIST_H
 #define FF_DIST_H

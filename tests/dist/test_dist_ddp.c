@@ -125,7 +125,8 @@ static void accumulate(ff_module *m, ff_dist_ddp *ddp, enum accum_form form, boo
     int np = ff_module_parameters(m, ps, 4);
     for (int i = 0; i < np; i++) CHECK(ff_zero_grad(ps[i]) == FF_OK);
     for (int k = 0; k < MICRO; k++) {
-        if (ddp) ff_dist_ddp_no_sync(ddp, form == ACCUM_NO_SYNC_ALL || (form == ACCUM_NO_SYNC_BUT_LAST && k < MICRO - 1));
+        bool hold = form == ACCUM_NO_SYNC_ALL || (form == ACCUM_NO_SYNC_BUT_LAST && k < MICRO - 1);
+        if (ddp) ff_dist_ddp_no_sync(ddp, hold);
         int64_t start = (int64_t)k * ff_dist_size() * B + row0;
         ff_tensor *xb = ff_narrow(x, 0, start, rows), *yb = ff_narrow(y, 0, start, rows);
         ff_tensor *pred = partial && k == 1 ? partial_forward(m, xb) : ff_module_forward(m, xb);
