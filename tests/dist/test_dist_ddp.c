@@ -93,6 +93,7 @@ static void test_data_parallel_equals_one_big_batch(void)
             worst = rel > worst ? rel : worst;
         }
         free(va), free(vb);
+        ff_tensor_release(a), ff_tensor_release(b);
     }
     if (rank == 0) printf("data parallel on %d ranks vs one process: worst relative difference %.3g\n", size, worst);
     CHECK(worst <= 1e-6);
