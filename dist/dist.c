@@ -336,12 +336,14 @@ ff_status ff_dist_agree_device(const char *fn, ff_dist_kind kind, ff_dtype dtype
             return mpi_fail(rc, fn, "MPI_Test");
         }
         if (done) break;
-        if (notices_poll()) { /* another rank gave up: it will never join this one */
+        double waited = MPI_Wtime() - t0;
+        /* another rank gave up: it will never join this one (looked at only once the
+         * wait is long, to keep the ranks that arrive together on the fast path) */
+        if (waited > 2e-3 && notices_poll()) {
             keep_pending(req, d);
             group_break(kind);
             return ff_error(FF_ERR_BACKEND, "%s: the process group is unusable: %s", fn, G.why);
         }
-        double waited = MPI_Wtime() - t0;
         if (waited > G.timeout) {
             keep_pending(req, d);
             snprintf(G.why, sizeof G.why, "rank %d waited %.0f s for the other ranks at the %s (FF_DIST_TIMEOUT)",
