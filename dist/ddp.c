@@ -13,6 +13,15 @@
  * backward did not (parameters without a gradient this step count as zeros), waits for
  * every bucket and hands each parameter its averaged gradient.
  *
+ * Accumulation (several backwards before one sync), as PyTorch's DDP: a bucket reduces
+ * the parameters' accumulated .grad. When a later backward finishes the bucket again,
+ * the earlier reduction is waited for and dropped, and the bucket is packed and started
+ * anew; a bucket that some backward touched after its start (its parameters only partly
+ * used) is redone by the sync. So the sync's result is the mean over the ranks of the sum
+ * of the micro-batches' gradients, whatever happened in between. ff_dist_ddp_no_sync
+ * (PyTorch's no_sync) makes the backwards start nothing: one reduction, at the sync or in
+ * the first backward after it is turned off.
+ *
  * On a backend with device collectives (cuda: NCCL), when every rank's is: a bucket is a
  * flat tensor of that backend; packing is device copies queued behind the backward
  * kernels that made the gradients, the allreduce (mean) runs on the group's own stream
@@ -30,7 +39,9 @@ typedef struct ddp_bucket {
     void *buf;           /* host, packed (staged through MPI) */
     ff_tensor *dev;      /* or on the device: flat, [count] (device collectives) */
     bool started_dev;    /* its device allreduce is queued */
-    int ready;           /* params whose gradient backward has finished this step */
+    int ready;           /* params whose gradient backward has finished since the last start */
+    bool stale;          /* a gradient changed (a hook ran) after the last start */
+    bool in_backward;    /* the last start was inside backward */
     ff_dist_pending *op; /* started allreduce, or NULL */
 } ddp_bucket;
 
@@ -41,7 +52,8 @@ typedef struct ddp_param {
 
 struct ff_dist_ddp {
     ff_module *m;
-    int np, nbuckets, launched, launched_last;
+    int np, nbuckets, launched_last;
+    bool no_sync; /* backward starts no bucket */
     ff_tensor **params;
     ddp_param *hooks;
     ddp_bucket *buckets;
@@ -52,6 +64,14 @@ struct ff_dist_ddp {
 
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d) { return d ? d->nbuckets : 0; }
 int ff_dist_ddp_buckets_started_in_backward(const ff_dist_ddp *d) { return d ? d->launched_last : 0; }
+
+bool ff_dist_ddp_no_sync(ff_dist_ddp *d, bool on)
+{
+    if (!d) return false;
+    bool was = d->no_sync;
+    d->no_sync = on;
+    return was;
+}
 
 void ff_dist_ddp_free(ff_dist_ddp *d)
 {
@@ -168,6 +188,19 @@ static ff_status start(ff_dist_ddp *d, int b, const char *fn)
     return st;
 }
 
+/* Starts bucket b over: an earlier start's reduction (of gradients that have changed
+ * since) is completed and dropped first. On the device, the backend's stream waits for
+ * the group's, so that packing does not overwrite the bucket while NCCL reads it. */
+static ff_status restart(ff_dist_ddp *d, int b, const char *fn)
+{
+    ddp_bucket *bk = &d->buckets[b];
+    ff_status st = FF_OK;
+    if (bk->op) st = ff_dist_wait(bk->op, fn);
+    if (bk->started_dev) st = ff_dist_coll_wait(d->be, d->comm, fn);
+    bk->op = NULL, bk->started_dev = false, bk->ready = 0, bk->stale = false;
+    return st ? st : start(d, b, fn);
+}
+
 static void grad_ready(ff_tensor *leaf, void *user)
 {
     (void)leaf;
@@ -175,10 +208,16 @@ static void grad_ready(ff_tensor *leaf, void *user)
     ff_dist_ddp *d = h->d;
     ddp_bucket *bk = &d->buckets[h->bucket];
     for (int b = 0; b < d->nbuckets; b++) ff_dist_poke(d->buckets[b].op); /* let started ones move */
-    if (d->deferred || bk->op || bk->started_dev || ++bk->ready < bk->last - bk->first) return;
-    ff_status st = start(d, h->bucket, "ff_dist_ddp (during backward)");
+    if (d->deferred) return;
+    if (bk->op || bk->started_dev) bk->stale = true; /* accumulating onto what it reduces */
+    if (d->no_sync) {
+        bk->ready = 0;
+        return;
+    }
+    if (++bk->ready < bk->last - bk->first) return;
+    ff_status st = restart(d, h->bucket, "ff_dist_ddp (during backward)");
     if (st) d->deferred = st;
-    else d->launched++;
+    bk->in_backward = !st;
 }
 
 ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes)
@@ -267,21 +306,26 @@ ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d)
     ff_status st = d->deferred;
     if (st) ff_error(st, "%s: a gradient bucket failed during backward: %s", fn, ff_last_error());
     if (ff_dist_size() > 1 || d->comm)
-        for (int b = 0; b < d->nbuckets && !st; b++) /* the buckets backward did not start, in order */
-            if (!d->buckets[b].op && !d->buckets[b].started_dev) st = start(d, b, fn);
+        for (int b = 0; b < d->nbuckets && !st; b++) { /* those backward did not start, or changed since */
+            ddp_bucket *bk = &d->buckets[b];
+            if ((bk->op || bk->started_dev) && !bk->stale) continue;
+            st = restart(d, b, fn);
+            bk->in_backward = false;
+        }
     if (d->comm) { /* the backend's stream waits for the group's: the host does not */
         ff_status sw = ff_dist_coll_wait(d->be, d->comm, fn);
         if (!st) st = sw;
     }
+    d->launched_last = 0;
     for (int b = 0; b < d->nbuckets; b++) {
         ddp_bucket *bk = &d->buckets[b];
+        d->launched_last += bk->in_backward;
         ff_status sb = bk->op ? ff_dist_wait(bk->op, fn) : FF_OK;
         if (bk->op && !st && !sb) sb = unpack(bk, d->params);
         if (bk->started_dev && !st) sb = unpack_device(bk, d->params);
         if (!st) st = sb;
-        bk->op = NULL, bk->ready = 0, bk->started_dev = false;
+        bk->op = NULL, bk->ready = 0, bk->started_dev = false, bk->stale = false, bk->in_backward = false;
     }
     d->deferred = FF_OK;
-    d->launched_last = d->launched, d->launched = 0;
     return st;
 }

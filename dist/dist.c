@@ -39,6 +39,13 @@ typedef struct coll_group {
     bool failed; /* the ranks agreed it cannot be made: stage through MPI */
 } coll_group;
 
+/* Notices (MPI only): a rank that gives up on the group (a timeout) or leaves it
+ * (finalize) tells every other rank, on a communicator of their own, so that they stop
+ * too instead of entering a collective it will never join. A notice is {the kind of the
+ * collective given up on, 0 for leaving; the timeout in ms; how many descriptor exchanges
+ * the sender had posted}. */
+enum { NOTICE_N = 3 };
+
 static struct {
     bool init, owns_mpi, broken;
     int rank, size, local_rank;
@@ -46,8 +53,16 @@ static struct {
     coll_group coll[COLL_MAX];
     int ncoll;
     int64_t n_device, n_staged; /* collectives run so far each way (ff_dist_counts) */
+    char why[320];              /* why the group is unusable (broken) */
 #ifdef FF_HAVE_MPI
-    MPI_Comm comm;
+    MPI_Comm comm, ctl;             /* collectives; notices */
+    MPI_Request notice_req;         /* the posted receive of the next notice */
+    int64_t notice_in[NOTICE_N], notice_out[NOTICE_N];
+    int64_t *noticed;               /* [size]: that rank's notice's exchange count, -1: none yet */
+    int n_noticed;
+    int64_t seq;                    /* descriptor exchanges posted */
+    MPI_Request pending;            /* an exchange left running at a timeout (number seq) */
+    int64_t *pending_buf;           /* its buffers, alive until it completes */
 #endif
 } G = {.size = 1, .timeout = 300};
 
@@ -94,6 +109,15 @@ ff_status ff_dist_init(void)
     MPI_Comm_set_errhandler(G.comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(G.comm, &G.rank);
     MPI_Comm_size(G.comm, &G.size);
+    if ((rc = MPI_Comm_dup(G.comm, &G.ctl)) != MPI_SUCCESS) return mpi_fail(rc, "ff_dist_init", "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(G.ctl, MPI_ERRORS_RETURN);
+    if (!(G.noticed = malloc(sizeof *G.noticed * (size_t)G.size)))
+        return ff_error(FF_ERR_OOM, "ff_dist_init: out of memory");
+    for (int r = 0; r < G.size; r++) G.noticed[r] = -1;
+    G.n_noticed = 0;
+    G.seq = 0;
+    G.pending = MPI_REQUEST_NULL;
+    MPI_Irecv(G.notice_in, NOTICE_N, MPI_INT64_T, MPI_ANY_SOURCE, 0, G.ctl, &G.notice_req);
     MPI_Comm node;
     if (MPI_Comm_split_type(G.comm, MPI_COMM_TYPE_SHARED, G.rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_rank(node, &G.local_rank);
@@ -104,6 +128,110 @@ ff_status ff_dist_init(void)
     G.broken = false;
     return FF_OK;
 }
+
+#ifdef FF_HAVE_MPI
+static const char *kind_name(int k);
+
+/* Busy for the first 2 ms (ranks that arrive together finish an exchange in
+ * microseconds, and a sleep would be the whole cost of a small allreduce), then 50 us
+ * sleeps, so that a waiting rank leaves the cores to the slow ones. */
+static void poll_pause(double waited)
+{
+    if (waited > 2e-3) nanosleep(&(struct timespec){0, 50000}, NULL);
+}
+
+/* Takes in the notices that arrived; true when some rank has given up on the group or
+ * left it. The first one says, in G.why, who and where. */
+static bool notices_poll(void)
+{
+    for (;;) {
+        int got = 0;
+        MPI_Status s;
+        if (G.notice_req == MPI_REQUEST_NULL || MPI_Test(&G.notice_req, &got, &s) != MPI_SUCCESS || !got) break;
+        int r = s.MPI_SOURCE;
+        if (r >= 0 && r < G.size && G.noticed[r] < 0) {
+            if (!G.n_noticed++ && !G.broken && G.notice_in[0])
+                snprintf(G.why, sizeof G.why,
+                         "rank %d gave up waiting for the other ranks at the %s after %.0f s (FF_DIST_TIMEOUT)", r,
+                         kind_name((int)G.notice_in[0]), (double)G.notice_in[1] / 1e3);
+            else if (G.n_noticed == 1 && !G.broken)
+                snprintf(G.why, sizeof G.why, "rank %d has left the group (ff_dist_finalize)", r);
+            G.noticed[r] = G.notice_in[2];
+        }
+        MPI_Irecv(G.notice_in, NOTICE_N, MPI_INT64_T, MPI_ANY_SOURCE, 0, G.ctl, &G.notice_req);
+    }
+    return G.n_noticed > 0;
+}
+
+/* Tells every other rank that this one gave up at a collective of kind (0: leaves the
+ * group). Once; the sends are eager-sized and their buffer lives in G, so they are
+ * released, not waited for. */
+static void notices_send(int kind)
+{
+    G.notice_out[0] = kind;
+    G.notice_out[1] = (int64_t)(G.timeout * 1e3);
+    G.notice_out[2] = G.seq;
+    for (int r = 0; r < G.size; r++) {
+        MPI_Request q;
+        if (r != G.rank && MPI_Isend(G.notice_out, NOTICE_N, MPI_INT64_T, r, 0, G.ctl, &q) == MPI_SUCCESS)
+            MPI_Request_free(&q);
+    }
+}
+
+/* Keeps an exchange that a timeout left running, with its buffers, for finalize: MPI
+ * cannot cancel a collective, and the late rank will still write into them. */
+static void keep_pending(MPI_Request req, int64_t *buf)
+{
+    G.pending = req;
+    G.pending_buf = buf;
+}
+
+/* Marks the group unusable (G.why says why) and tells the other ranks. */
+static void group_break(ff_dist_kind kind)
+{
+    if (G.broken) return;
+    G.broken = true;
+    notices_send(kind);
+}
+
+/* Finalize on a broken group: MPI_Finalize is safe once every other rank has sent its
+ * notice (so none is blocked inside a collective, waiting for this one) and the exchange
+ * left at the timeout has completed, or cannot (a rank left before posting it: its
+ * buffers then stay allocated, and its communicator is not freed). That waits for a late
+ * rank to arrive, up to the timeout (10 s at least); past it, abort the job: a hang
+ * burns the whole allocation. *keep_comm: the exchange is still running on G.comm. */
+static ff_status finalize_broken(bool *keep_comm)
+{
+    double t0 = MPI_Wtime(), limit = G.timeout > 10 ? G.timeout : 10;
+    for (;;) {
+        int done = G.pending == MPI_REQUEST_NULL;
+        if (!done && MPI_Test(&G.pending, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        notices_poll();
+        bool never = false; /* some rank left without posting the exchange */
+        for (int r = 0; r < G.size && !done; r++)
+            never = never || (r != G.rank && G.noticed[r] >= 0 && G.noticed[r] < G.seq);
+        if ((done || never) && G.n_noticed == G.size - 1) {
+            if (done) free(G.pending_buf);
+            if (done) G.pending_buf = NULL;
+            *keep_comm = !done;
+            return FF_OK;
+        }
+        double waited = MPI_Wtime() - t0;
+        if (waited > limit) break;
+        poll_pause(waited);
+    }
+    char missing[160] = "";
+    for (int r = 0, at = 0; r < G.size && at < (int)sizeof missing - 12; r++)
+        if (r != G.rank && G.noticed[r] < 0) at += snprintf(missing + at, sizeof missing - (size_t)at, " %d", r);
+    fprintf(stderr,
+            "ff_dist_finalize: rank %d: the process group is unusable (%s), and rank(s)%s did not learn it within "
+            "%.0f s (one may be blocked inside a collective): aborting the MPI job rather than hang\n",
+            G.rank, G.why, missing[0] ? missing : " (all did, but the exchange left running never completed)", limit);
+    fflush(stderr);
+    MPI_Abort(G.comm, 1);
+    return ff_error(FF_ERR_BACKEND, "ff_dist_finalize: MPI_Abort returned on rank %d", G.rank);
+}
+#endif
 
 ff_status ff_dist_finalize(void)
 {
@@ -120,12 +248,24 @@ ff_status ff_dist_finalize(void)
     memset(G.coll, 0, sizeof G.coll);
     G.ncoll = 0;
 #ifdef FF_HAVE_MPI
-    if (!G.broken) MPI_Comm_free(&G.comm);
+    /* a rank that is not inside an exchange blocks nobody: it says it leaves and goes */
+    bool keep_comm = false;
+    if (!G.broken) notices_send(0);
+    ff_status st = G.broken ? finalize_broken(&keep_comm) : FF_OK;
+    if (st) return st;
+    if (G.notice_req != MPI_REQUEST_NULL) {
+        MPI_Cancel(&G.notice_req);
+        MPI_Wait(&G.notice_req, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(&G.ctl);
+    if (!keep_comm) MPI_Comm_free(&G.comm);
+    free(G.noticed);
+    G.noticed = NULL;
     int fin = 0;
     MPI_Finalized(&fin);
     if (G.owns_mpi && !fin) MPI_Finalize();
 #endif
-    G.init = G.owns_mpi = false;
+    G.init = G.owns_mpi = G.broken = false;
     G.rank = G.local_rank = 0;
     G.size = 1;
     return FF_OK;
@@ -166,44 +306,64 @@ ff_status ff_dist_agree_device(const char *fn, ff_dist_kind kind, ff_dtype dtype
                                int op, int root, bool *device)
 {
     if (!G.init) return ff_error(FF_ERR_INVALID, "%s: call ff_dist_init first", fn);
-    if (G.broken)
-        return ff_error(FF_ERR_BACKEND, "%s: the process group is unusable after an earlier timeout", fn);
+    if (G.broken) return ff_error(FF_ERR_BACKEND, "%s: the process group is unusable: %s", fn, G.why);
     if (root < 0 || root >= G.size)
         return ff_error(FF_ERR_INVALID, "%s: root %d is not a rank (size %d)", fn, root, G.size);
 #ifdef FF_HAVE_MPI
-    int64_t d[DESC_N] = {kind, dtype, ndim, op, root};
+    /* one block: this rank's descriptor, then every rank's (kept whole if left running) */
+    int64_t *d = calloc((size_t)DESC_N * ((size_t)G.size + 1), sizeof(int64_t));
+    if (!d) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    int64_t *all = d + DESC_N;
+    d[0] = kind, d[1] = dtype, d[2] = ndim, d[3] = op, d[4] = root;
     for (int i = 0; i < ndim && i < FF_MAX_DIMS; i++) d[5 + i] = shape[i];
     d[DESC_N - 1] = device && *device;
-    int64_t *all = malloc(sizeof(int64_t) * DESC_N * (size_t)G.size);
-    if (!all) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
     MPI_Request req;
     int rc = MPI_Iallgather(d, DESC_N, MPI_INT64_T, all, DESC_N, MPI_INT64_T, G.comm, &req);
     if (rc != MPI_SUCCESS) {
-        free(all);
+        free(d);
         return mpi_fail(rc, fn, "MPI_Iallgather");
     }
-    /* poll: spin for the first 2 ms (ranks that arrive together finish this in
-     * microseconds, and a sleep here would be the whole cost of a small allreduce), then
-     * sleep 50 us between tests so a waiting rank leaves the cores to the slow ones */
+    G.seq++;
+    /* Every rank that reaches this collective posts the exchange, even one that already
+     * holds a notice, so that the exchanges left running elsewhere complete. */
     double t0 = MPI_Wtime();
     int done = 0;
     for (;;) {
         if ((rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
-            free(all);
-            G.broken = true;
+            keep_pending(req, d);
+            snprintf(G.why, sizeof G.why, "MPI_Test failed on rank %d in the %s", G.rank, kind_name(kind));
+            group_break(kind);
             return mpi_fail(rc, fn, "MPI_Test");
         }
         if (done) break;
         double waited = MPI_Wtime() - t0;
+        /* another rank gave up: it will never join this one (looked at only once the
+         * wait is long, to keep the ranks that arrive together on the fast path) */
+        if (waited > 2e-3 && notices_poll()) {
+            keep_pending(req, d);
+            group_break(kind);
+            return ff_error(FF_ERR_BACKEND, "%s: the process group is unusable: %s", fn, G.why);
+        }
         if (waited > G.timeout) {
-            free(all);
-            G.broken = true;
+            keep_pending(req, d);
+            snprintf(G.why, sizeof G.why, "rank %d waited %.0f s for the other ranks at the %s (FF_DIST_TIMEOUT)",
+                     G.rank, G.timeout, kind_name(kind));
+            group_break(kind);
             return ff_error(FF_ERR_BACKEND,
                             "%s: rank %d waited %.0f s for the other ranks to reach the %s (a rank died, or runs a "
-                            "different sequence of collectives; FF_DIST_TIMEOUT sets the limit)",
+                            "different sequence of collectives; FF_DIST_TIMEOUT sets the limit); the process group "
+                            "is unusable now",
                             fn, G.rank, G.timeout, kind_name(kind));
         }
-        if (waited > 2e-3) nanosleep(&(struct timespec){0, 50000}, NULL);
+        poll_pause(waited);
+    }
+    /* Arrived late: the others' descriptors were all there, but one of them has given up
+     * since and will not join the payload's blocking collective. */
+    if (notices_poll()) {
+        free(d);
+        group_break(kind);
+        return ff_error(FF_ERR_BACKEND, "%s: rank %d arrived too late: %s; the process group is unusable", fn,
+                        G.rank, G.why);
     }
     for (int r = 1; r < G.size; r++)
         if (memcmp(all, all + (size_t)r * DESC_N, sizeof(int64_t) * (size_t)(5 + (all[2] > 0 ? all[2] : 0))) != 0 ||
@@ -211,11 +371,11 @@ ff_status ff_dist_agree_device(const char *fn, ff_dist_kind kind, ff_dtype dtype
             char a[256], b[256];
             describe(all, a, sizeof a);
             describe(all + (size_t)r * DESC_N, b, sizeof b);
-            free(all);
+            free(d);
             return ff_error(FF_ERR_INVALID, "%s: the ranks disagree: rank 0 runs %s, rank %d runs %s", fn, a, r, b);
         }
     for (int r = 0; device && r < G.size; r++) *device = *device && all[(size_t)r * DESC_N + DESC_N - 1];
-    free(all);
+    free(d);
 #else
     (void)kind, (void)dtype, (void)ndim, (void)shape, (void)op, (void)device;
 #endif

@@ -20,7 +20,9 @@
  * dtype, shape, root): a disagreement is an FF_ERR_INVALID error on every rank naming both
  * sides, never a hang or a corrupt result; a rank that does not arrive within the timeout
  * (default 300 s, FF_DIST_TIMEOUT or ff_dist_set_timeout) is an error too, after which the
- * group is unusable (mpirun ends the job when a rank exits).
+ * group is unusable: the waiting ranks and the late one (when it comes) get an error, every
+ * later collective fails at once, and ff_dist_finalize returns, or, when a rank cannot
+ * be unwound (it never comes), aborts the job with a message (docs/distributed.md).
  */
 #ifndef FF_DIST_H
 #define FF_DIST_H
@@ -73,8 +75,13 @@ typedef struct ff_dist_ddp ff_dist_ddp;
 ff_dist_ddp *ff_dist_ddp_new(ff_module *m, size_t bucket_bytes);
 /* After backward, before the optimizer step: every parameter's .grad becomes the mean
  * over the ranks (a parameter without a gradient on some rank counts as zeros there and
- * gets one). */
+ * gets one). After several backwards (gradient accumulation) that is the mean of the
+ * accumulated .grad, the sum of every micro-batch's gradient, as in PyTorch. */
 ff_status ff_dist_ddp_sync_grads(ff_dist_ddp *d);
+/* PyTorch's no_sync(): while on, backward starts no reduction (each later backward would
+ * otherwise reduce the accumulated .grad again); the sync, or the first backward after it
+ * is off, reduces once. Same result, less traffic. Returns the previous setting. */
+bool ff_dist_ddp_no_sync(ff_dist_ddp *d, bool on);
 /* How many allreduce calls one sync makes (the number of buckets). */
 int ff_dist_ddp_num_buckets(const ff_dist_ddp *d);
 /* How many of them the last step started during backward (the rest started in sync). */

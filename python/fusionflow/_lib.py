@@ -232,6 +232,7 @@ _PROTOS = {
     "ff_dist_ddp_sync_grads": (c_int, [c_void_p]),
     "ff_dist_ddp_num_buckets": (c_int, [c_void_p]),
     "ff_dist_ddp_buckets_started_in_backward": (c_int, [c_void_p]),
+    "ff_dist_ddp_no_sync": (c_bool, [c_void_p, c_bool]),
     "ff_dist_ddp_free": (None, [c_void_p]),
     "ff_dist_shard_indices": (c_int, [c_int64, c_uint64, c_int64, c_bool, c_bool, P64, c_int64]),
     "ff_einsum": (T, [c_char_p, c_int, POINTER(T)]),

@@ -12,7 +12,11 @@ process of size 1 and every collective is the identity.
 Differences from torch.distributed: one process group (no new_group, no backend
 argument); `sync_gradients()` after backward completes the averaging (the buckets start
 during backward, through the engine's post-accumulate-grad hooks, as PyTorch's do); a
-shape or dtype disagreement between ranks raises on every rank instead of hanging."""
+shape or dtype disagreement between ranks raises on every rank instead of hanging.
+Gradient accumulation as in PyTorch: several backwards, then `sync_gradients()`, give the
+mean over the ranks of the accumulated .grad; `with model.no_sync():` around all but the
+last backward saves the reductions in between."""
+import contextlib
 import ctypes
 
 from ._lib import C, check_status
@@ -109,7 +113,8 @@ class DistributedDataParallel:
     (and buffers) are broadcast at construction; during backward each bucket of
     bucket_cap_mb starts its allreduce as soon as backward has finished its parameters;
     `sync_gradients()` (after backward, before the optimizer step) waits for them and
-    installs the mean gradients. Calls and attribute reads go to the module."""
+    installs the mean gradients; after several backwards, the mean of the accumulated
+    .grad. Calls and attribute reads go to the module."""
 
     def __init__(self, module, bucket_cap_mb=25):
         object.__setattr__(self, "module", module)
@@ -146,6 +151,17 @@ class DistributedDataParallel:
 
     def sync_gradients(self):
         check_status(C.ff_dist_ddp_sync_grads(self._ddp))
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """As torch's DistributedDataParallel.no_sync: the backwards inside start no
+        reduction and only accumulate .grad; the first backward after it (or
+        sync_gradients) reduces the sum once."""
+        was = C.ff_dist_ddp_no_sync(self._ddp, True)
+        try:
+            yield
+        finally:
+            C.ff_dist_ddp_no_sync(self._ddp, was)
 
     @property
     def num_buckets(self):

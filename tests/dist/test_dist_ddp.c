@@ -2,6 +2,8 @@
  *   - data parallel: size ranks with batch b each end with the same parameters (1e-6
  *     relative) as one process with batch size * b, after 20 AdamW steps; the ranks start
  *     from different random weights, so the initial broadcast is needed too;
+ *   - gradient accumulation: 3 backwards then a sync give the gradients of one process on
+ *     all ranks' rows, with no_sync and without;
  *   - the collectives' values (allreduce sum/mean/max, broadcast, allgather) on cpu and
  *     cpu_blas tensors, strided ones included;
  *   - a shape disagreement is an error on every rank, and the group stays usable;
@@ -91,9 +93,105 @@ static void test_data_parallel_equals_one_big_batch(void)
             worst = rel > worst ? rel : worst;
         }
         free(va), free(vb);
+        ff_tensor_release(a), ff_tensor_release(b);
     }
     if (rank == 0) printf("data parallel on %d ranks vs one process: worst relative difference %.3g\n", size, worst);
     CHECK(worst <= 1e-6);
+    ff_dist_ddp_free(ddp);
+    ff_module_release(dp), ff_module_release(one);
+    ff_tensor_release(x), ff_tensor_release(y);
+}
+
+/* The MLP without b2 (so b2 gets no gradient: its bucket is only partly finished). */
+static ff_tensor *partial_forward(ff_module *m, const ff_tensor *x)
+{
+    ff_tensor *w1 = ff_module_get_parameter(m, "w1"), *b1 = ff_module_get_parameter(m, "b1");
+    ff_tensor *w2 = ff_module_get_parameter(m, "w2");
+    ff_tensor *h = ff_matmul(x, w1), *hb = ff_add(h, b1), *a = ff_tanh(hb), *o = ff_matmul(a, w2);
+    ff_tensor_release(h), ff_tensor_release(hb), ff_tensor_release(a);
+    ff_tensor_release(w1), ff_tensor_release(b1), ff_tensor_release(w2);
+    return o;
+}
+
+enum { MICRO = 3 };
+enum accum_form { ACCUM_PLAIN, ACCUM_NO_SYNC_BUT_LAST, ACCUM_NO_SYNC_ALL };
+
+/* MICRO backwards into the same .grad, micro-batch k on rows [k * size * B + row0,
+ * + rows); micro-batch 1 leaves b2 out when partial. With ddp: in the given form, then
+ * the sync. */
+static void accumulate(ff_module *m, ff_dist_ddp *ddp, enum accum_form form, bool partial, const ff_tensor *x,
+                       const ff_tensor *y, int64_t row0, int64_t rows)
+{
+    ff_tensor *ps[4];
+    int np = ff_module_parameters(m, ps, 4);
+    for (int i = 0; i < np; i++) CHECK(ff_zero_grad(ps[i]) == FF_OK);
+    for (int k = 0; k < MICRO; k++) {
+        bool hold = form == ACCUM_NO_SYNC_ALL || (form == ACCUM_NO_SYNC_BUT_LAST && k < MICRO - 1);
+        if (ddp) ff_dist_ddp_no_sync(ddp, hold);
+        int64_t start = (int64_t)k * ff_dist_size() * B + row0;
+        ff_tensor *xb = ff_narrow(x, 0, start, rows), *yb = ff_narrow(y, 0, start, rows);
+        ff_tensor *pred = partial && k == 1 ? partial_forward(m, xb) : ff_module_forward(m, xb);
+        ff_tensor *loss = pred ? ff_mse_loss(pred, yb) : NULL;
+        CHECK(loss && ff_backward(loss, NULL, NULL) == FF_OK);
+        ff_tensor_release(xb), ff_tensor_release(yb), ff_tensor_release(pred), ff_tensor_release(loss);
+    }
+    if (!ddp) return;
+    CHECK(ff_dist_ddp_no_sync(ddp, false) == (form == ACCUM_NO_SYNC_ALL));
+    CHECK(ff_dist_ddp_sync_grads(ddp) == FF_OK);
+    /* started in the last backward, unless no_sync held them; a bucket left partly
+     * finished by one backward may be redone by the sync instead */
+    int want = form == ACCUM_NO_SYNC_ALL ? 0 : ff_dist_ddp_num_buckets(ddp);
+    int got = ff_dist_ddp_buckets_started_in_backward(ddp);
+    CHECK(ff_dist_size() < 2 || (partial ? got <= want : got == want));
+}
+
+/* Largest relative difference between the two modules' parameters' .grad. */
+static double grad_difference(ff_module *a, ff_module *b)
+{
+    ff_tensor *pa[4], *pb[4];
+    int np = ff_module_parameters(a, pa, 4);
+    CHECK(ff_module_parameters(b, pb, 4) == np);
+    double worst = 0;
+    for (int i = 0; i < np; i++) {
+        ff_tensor *ga = ff_grad(pa[i]), *gb = ff_grad(pb[i]);
+        int64_t k = ff_tensor_numel(pa[i]);
+        double *va = calloc((size_t)k, sizeof(double)), *vb = calloc((size_t)k, sizeof(double));
+        CHECK(ga && gb && ff_tensor_to_host(ga, va, sizeof(double) * (size_t)k) == FF_OK &&
+              ff_tensor_to_host(gb, vb, sizeof(double) * (size_t)k) == FF_OK);
+        for (int64_t j = 0; j < k; j++) {
+            double rel = fabs(va[j] - vb[j]) / fmax(fabs(vb[j]), 1e-6);
+            worst = rel > worst ? rel : worst;
+        }
+        free(va), free(vb);
+        ff_tensor_release(ga), ff_tensor_release(gb);
+    }
+    return worst;
+}
+
+/* Gradient accumulation (issue 30): MICRO backwards then one sync give every rank the
+ * gradient one process gets from the same micro-batches over all ranks' rows (the mean
+ * over the ranks of each rank's accumulated .grad), with no_sync or without, and with a
+ * micro-batch that leaves a parameter of a shared bucket without a gradient. */
+static void test_accumulation_equals_one_process(void)
+{
+    int size = ff_dist_size(), rank = ff_dist_rank();
+    int64_t n = (int64_t)MICRO * size * B;
+    ff_manual_seed(99);
+    ff_tensor *x = ff_randn(2, (int64_t[]){n, IN}, FF_F64), *y = ff_randn(2, (int64_t[]){n, OUT}, FF_F64);
+    ff_module *dp = mlp(200 + (uint64_t)rank), *one = mlp(200);
+    ff_dist_ddp *ddp = ff_dist_ddp_new(dp, 1100);
+    CHECK(ddp && ff_dist_ddp_num_buckets(ddp) == 2);
+    const char *forms[] = {"plain", "no_sync but the last", "no_sync throughout"};
+    for (int form = ACCUM_PLAIN; ddp && form <= ACCUM_NO_SYNC_ALL; form++)
+        for (int partial = 0; partial < 2; partial++) {
+            accumulate(dp, ddp, (enum accum_form)form, partial, x, y, (int64_t)rank * B, B);
+            accumulate(one, NULL, ACCUM_PLAIN, partial, x, y, 0, (int64_t)size * B);
+            double worst = grad_difference(dp, one);
+            if (rank == 0)
+                printf("accumulation of %d micro-batches on %d ranks (%s%s) vs one process: worst relative "
+                       "difference %.3g\n", MICRO, size, forms[form], partial ? ", b2 unused once" : "", worst);
+            CHECK(worst <= 1e-9);
+        }
     ff_dist_ddp_free(ddp);
     ff_module_release(dp), ff_module_release(one);
     ff_tensor_release(x), ff_tensor_release(y);
@@ -181,6 +279,7 @@ int main(void)
         return 1;
     }
     test_data_parallel_equals_one_big_batch();
+    test_accumulation_equals_one_process();
     test_collectives("cpu");
     test_collectives("cpu_blas");
     test_disagreement_is_an_error_everywhere();

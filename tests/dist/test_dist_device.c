@@ -14,7 +14,9 @@
  *   - ranks whose tensors live on different kinds of backend (one without collectives)
  *     all stage, and agree;
  *   - DDP: gradients averaged over the ranks in buckets, started during backward, through
- *     the device path where it runs (device buckets), equal to the mean computed locally.
+ *     the device path where it runs (device buckets), equal to the mean computed locally;
+ *     two backwards before a sync (with no_sync on the first, and without) give the mean
+ *     of the accumulated gradient.
  * Prints "device collectives: N device, M staged" and exits 1 on any failure. */
 #include <math.h>
 #include <stdio.h>
@@ -139,6 +141,27 @@ static void grads(ff_module *m, ff_dist_ddp *ddp, ff_backend *be, float scale, f
     ff_tensor_release(x), ff_tensor_release(y), ff_tensor_release(y2), ff_tensor_release(loss);
 }
 
+/* Two backwards (the first under no_sync when hold) into one .grad, then the sync. */
+static void accumulated(ff_module *m, ff_dist_ddp *ddp, ff_backend *be, bool hold, float *gw, float *gb)
+{
+    float xv[8];
+    for (int i = 0; i < 8; i++) xv[i] = (float)(rank + 1) * (float)(i - 3) / 4;
+    ff_tensor *x = ff_from_data_on(be, xv, 2, (int64_t[]){2, 4}, FF_F32);
+    CHECK(ff_module_zero_grad(m) == FF_OK);
+    for (int k = 0; k < 2; k++) {
+        ff_dist_ddp_no_sync(ddp, hold && k == 0);
+        ff_tensor *y = ff_module_forward(m, x), *y2 = y ? ff_mul(y, y) : NULL;
+        ff_tensor *loss = y2 ? ff_sum(y2, 0, NULL, false) : NULL;
+        CHECK(loss && ff_backward(loss, NULL, NULL) == FF_OK);
+        ff_tensor_release(y), ff_tensor_release(y2), ff_tensor_release(loss);
+    }
+    CHECK(ff_dist_ddp_sync_grads(ddp) == FF_OK);
+    ff_tensor *w = ff_module_get_parameter(m, "w"), *b = ff_module_get_parameter(m, "b");
+    ff_tensor *g1 = ff_grad(w), *g2 = ff_grad(b);
+    CHECK(g1 && g2 && !ff_tensor_to_host(g1, gw, 12 * sizeof(float)) && !ff_tensor_to_host(g2, gb, 3 * sizeof(float)));
+    ff_tensor_release(g1), ff_tensor_release(g2), ff_tensor_release(w), ff_tensor_release(b), ff_tensor_release(x);
+}
+
 static void test_ddp(ff_backend *be, int want_device)
 {
     ff_module *m = ff_module_new("Linear", linear_forward, NULL, NULL);
@@ -165,6 +188,15 @@ static void test_ddp(ff_backend *be, int want_device)
     }
     /* the setup's two broadcasts and two buckets a step, on the device where it runs */
     CHECK(device_count() - d0 == (want_device ? 2 + 2 * 2 : 0));
+    /* accumulation: twice the one-pass gradient; each backward reduces both buckets anew
+     * (the first reduction dropped), or only the second under no_sync */
+    for (int hold = 0; ddp && hold < 2; hold++) {
+        d0 = device_count();
+        accumulated(m, ddp, be, hold, gw, gb);
+        for (int i = 0; i < 12; i++) CHECK(fabsf(gw[i] - 2 * want_w[i]) <= 1e-5f * (1 + fabsf(2 * want_w[i])));
+        for (int i = 0; i < 3; i++) CHECK(fabsf(gb[i] - 2 * want_b[i]) <= 1e-5f * (1 + fabsf(2 * want_b[i])));
+        CHECK(device_count() - d0 == (want_device ? (hold ? 2 : 4) : 0));
+    }
     ff_dist_ddp_free(ddp);
     ff_module_release(m);
 }

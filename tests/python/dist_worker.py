@@ -1,6 +1,7 @@
-"""Run by tests/python/test_dist.py under `mpirun -np N`: fusionflow.distributed's collectives, the
-DistributedDataParallel wrapper (N ranks with batch b end where one process with batch N b
-ends) and the DistributedSampler. Exits non-zero on the first failed check."""
+"""Run by tests/python/test_distributed.py under `mpirun -np N`: fusionflow.distributed's collectives,
+the DistributedDataParallel wrapper (N ranks with batch b end where one process with batch
+N b ends; gradient accumulation with and without no_sync) and the DistributedSampler. Exits non-zero on the first failed check."""
+import contextlib
 import os
 import sys
 
@@ -58,6 +59,35 @@ train(one, None, 0, n * B)
 for a, c in ((dp.weight, one.weight), (dp.bias, one.bias)):
     diff = np.abs(a.detach().numpy() - c.detach().numpy()).max() / max(np.abs(c.detach().numpy()).max(), 1e-3)
     assert diff < 1e-6, diff
+
+# gradient accumulation (issue 30): K backwards then one sync give every rank what one
+# process gets from the same micro-batches over all ranks' rows, with no_sync or without
+K = 3
+XA = rng.normal(size=(K * n * B, 6)).astype(np.float64)
+YA = rng.normal(size=(K * n * B, 2)).astype(np.float64)
+
+
+def accumulate(m, ddp, form, row0, rows):
+    ff.optim.SGD(list(m.parameters()), lr=0.1).zero_grad()
+    for k in range(K):
+        held = ddp is not None and (form == "no_sync" or (form == "no_sync_but_last" and k < K - 1))
+        with ddp.no_sync() if held else contextlib.nullcontext():
+            start = k * n * B + row0
+            F.mse_loss(m(ff.tensor(XA[start:start + rows])), ff.tensor(YA[start:start + rows])).backward()
+    if ddp is not None:
+        ddp.sync_gradients()
+        assert ddp.buckets_started_in_backward == (0 if form == "no_sync" else 2), (form, ddp.buckets_started_in_backward)
+
+
+dpa, onea = model(200 + r), model(200)
+ddpa = dist.DistributedDataParallel(dpa, bucket_cap_mb=0.00005)
+for form in ("plain", "no_sync_but_last", "no_sync"):
+    accumulate(dpa, ddpa, form, r * B, B)
+    accumulate(onea, None, form, 0, n * B)
+    for a, c in ((dpa.weight, onea.weight), (dpa.bias, onea.bias)):
+        ga, gc = a.grad.numpy(), c.grad.numpy()
+        diff = np.abs(ga - gc).max() / max(np.abs(gc).max(), 1e-6)
+        assert diff < 1e-9, (form, diff)
 
 s = dist.DistributedSampler(10, seed=1)
 s.set_epoch(2)
