@@ -37,4 +37,39 @@ void *ff_guarded_mem_open(guarded_ctx *c, const void *handle, size_t *nbytes, co
 /* Protects the buffer again (PROT_NONE). */
 void ff_guarded_mem_close(const void *handle);
 
+/* ---- one entry's window: lock, open the buffers it names, close them, unlock ---- */
+/* GUARDED_ENTER(name) ... GUARDED_LEAVE; frames an entry's body (which sets st, or jumps
+ * to out on an error); GUARDED_VIEW(v, src) opens src as the host view v
+ * (guarded_window_view, guarded_compute.c). */
+/* The buffers one entry has opened; the most views an entry takes is a fused program's. */
+typedef struct guarded_window {
+    const void *open[FF_FUSED_MAX_VIEWS + 8];
+    int n;
+} guarded_window;
+
+static inline void guarded_window_close(guarded_window *w)
+{
+    for (int i = 0; i < w->n; i++) ff_guarded_mem_close(w->open[i]);
+    w->n = 0;
+}
+
+#define GUARDED_ENTER(fn)                                                       \
+    guarded_ctx *c = ctx;                                                       \
+    guarded_window w = {.n = 0};                                                \
+    ff_status st = FF_ERR_INVALID;                                              \
+    const char *fname = fn;                                                     \
+    pthread_mutex_lock(&c->lock)
+#define GUARDED_VIEW(v, src)                                                    \
+    ff_view v;                                                                  \
+    if (guarded_window_view(c, &w, src, &v, fname)) goto out
+#define GUARDED_LEAVE                                                           \
+    out:                                                                        \
+    guarded_window_close(&w);                                                   \
+    pthread_mutex_unlock(&c->lock);                                             \
+    return st
+
+/* Fills vt's compute entries (fill ... random, and the optional ones the reference has)
+ * with wrappers that run the reference's kernels on opened views (guarded_compute.c). */
+void ff_guarded_compute_entries(ff_backend_vtable *vt, const ff_backend_vtable *base);
+
 #endif
