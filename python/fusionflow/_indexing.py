@@ -23,7 +23,7 @@ def _as_index(k, device):
             if arr.size and arr.dtype.kind not in "iu":
                 raise IndexError("tensors used as indices must be integer or bool")
             arr = arr.astype(np.int64)
-        kt = tensor(arr)
+        kt = tensor(arr, device=device)  # straight to the device, not through the default backend
     if kt.dtype.is_floating_point:
         raise IndexError("tensors used as indices must be integer or bool")
     return kt if kt.device == device else kt.to(device)

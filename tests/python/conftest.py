@@ -75,3 +75,32 @@ def _devices():
 DEVICES = _devices()
 if os.environ.get("FF_REQUIRE_OPENCL") and "opencl" not in DEVICES:  # CI: PoCL is there
     raise RuntimeError("FF_REQUIRE_OPENCL is set but the opencl backend does not load")
+
+
+def _default_keeps_host_memory():
+    """Whether tensors on the default backend are host memory (DLPack kDLCPU): zero-copy
+    sharing with NumPy and PyTorch and a real data_ptr() need it. Not so when FF_BACKEND
+    names a device backend, e.g. tests/guarded's PROT_NONE one."""
+    import fusionflow as ff
+    try:
+        return ff.zeros(1).__dlpack_device__()[0] == 1
+    except BufferError:
+        return False
+
+
+DEFAULT_HOST_MEMORY = _default_keeps_host_memory()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requires_host_memory: the test shares the default backend's memory "
+                            "with the host (DLPack, data_ptr); skipped when FF_BACKEND names a device backend")
+
+
+def pytest_collection_modifyitems(config, items):
+    if DEFAULT_HOST_MEMORY:
+        return
+    skip = pytest.mark.skip(reason="the default backend does not keep tensors in host memory (FF_BACKEND=%s)"
+                            % os.environ.get("FF_BACKEND", ""))
+    for item in items:
+        if item.get_closest_marker("requires_host_memory"):
+            item.add_marker(skip)

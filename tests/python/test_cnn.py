@@ -124,9 +124,9 @@ def test_pools_second_order_and_ties(device, compose, force_compose):
 @pytest.mark.parametrize("device", DEVICES)
 def test_batch_norm_train_and_eval(device):
     rng = np.random.default_rng(4)
-    bn = ff.nn.BatchNorm2d(3)
+    bn = ff.nn.BatchNorm2d(3).to(device)
     x0 = rng.normal(2.0, 3.0, size=(4, 3, 5, 5)).astype(np.float32)
-    x = ff.tensor(x0, requires_grad=True)
+    x = ff.tensor(x0, requires_grad=True, device=device)
     y = bn(x)
     mean, var = x0.mean(axis=(0, 2, 3)), x0.var(axis=(0, 2, 3))
     close(y, (x0 - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5), 1e-4)
@@ -135,7 +135,7 @@ def test_batch_norm_train_and_eval(device):
     assert bn.num_batches_tracked.item() == 1
     y.sum().backward()
     bn.eval()
-    ye = bn(ff.tensor(x0))
+    ye = bn(ff.tensor(x0, device=device))
     rm, rv = bn.running_mean.numpy(), bn.running_var.numpy()
     close(ye, (x0 - rm[None, :, None, None]) / np.sqrt(rv[None, :, None, None] + 1e-5), 1e-4)
     if torch is not None:
@@ -149,7 +149,7 @@ def test_batch_norm_train_and_eval(device):
         tbn.eval()
         close(ye, tbn(torch.from_numpy(x0)))
     with pytest.raises(ValueError, match="4-D"):
-        bn(ff.zeros(3, 3))
+        bn(ff.zeros(3, 3, device=device))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -54,7 +54,7 @@ def _train_ff(opt_name, kwargs, compiled, device="cpu_ref", set_to_none=True):
     for i, (x, y) in enumerate(_batches()):
         if i == 3:
             opt.param_groups[0]["lr"] *= 0.5
-        losses.append(step(ff.tensor(x).to(device), ff.tensor(y).to(device)).item())
+        losses.append(step(ff.tensor(x, device=device), ff.tensor(y, device=device)).item())
     return losses, [p.numpy() for p in model.parameters()], step
 
 
@@ -130,7 +130,8 @@ def test_pure_function_equals_eager_and_recaptures_for_new_shapes(device):
     rng = np.random.default_rng(1)
 
     def args(rows):
-        return [ff.tensor(rng.standard_normal(s).astype(np.float32)).to(device) for s in [(rows, 6), (rows, 6), (6,)]]
+        return [ff.tensor(rng.standard_normal(s).astype(np.float32), device=device)
+                for s in [(rows, 6), (rows, 6), (6,)]]
 
     outs = []
     for rows in (4, 4, 4, 4, 7, 7, 7, 4):

@@ -12,8 +12,12 @@ try:
 except ImportError:  # python3-torch not installed
     torch = None
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+# zero-copy exchange needs the default backend's memory to be host memory;
+# test_device_memory_is_never_shared covers a device backend as the default
+host_memory = pytest.mark.requires_host_memory
 
 
+@host_memory
 def test_numpy_sees_our_memory(live_counter):
     t = ff.arange(12, dtype=ff.float32).reshape(3, 4)
     a = np.from_dlpack(t)
@@ -28,6 +32,7 @@ def test_numpy_sees_our_memory(live_counter):
     del a
 
 
+@host_memory
 def test_numpy_strided_views(live_counter):
     base = ff.arange(24, dtype=ff.float64).reshape(4, 6)
     for v in (base.T, base[1:, ::2], base[:, 3], base.permute(1, 0)[::3]):
@@ -41,6 +46,7 @@ def test_numpy_strided_views(live_counter):
         np.from_dlpack(ff.tensor([True]))
 
 
+@host_memory
 def test_import_from_numpy_zero_copy(live_counter):
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     t = ff.from_dlpack(a)
@@ -56,6 +62,7 @@ def test_import_from_numpy_zero_copy(live_counter):
         ff.from_numpy(np.zeros(3, dtype=np.complex64))
 
 
+@host_memory
 def test_float16_shares_both_ways(live_counter):
     a = np.array([[1.5, -2.0, 65504.0], [2.0 ** -24, np.inf, -0.0]], dtype=np.float16)
     t = ff.from_numpy(a)
@@ -67,6 +74,7 @@ def test_float16_shares_both_ways(live_counter):
     np.testing.assert_array_equal(b, a.T)
 
 
+@host_memory
 def test_numpy_round_trip_keeps_identity(live_counter):
     a = np.random.default_rng(0).standard_normal((5, 3))
     t = ff.from_dlpack(a)
@@ -77,6 +85,7 @@ def test_numpy_round_trip_keeps_identity(live_counter):
     assert np.array_equal(b, a.T)  # NumPy -> FusionFlow -> NumPy: one buffer, kept alive by the chain
 
 
+@host_memory
 def test_unconsumed_capsule_frees_once(live_counter):
     t = ff.ones(3)
     caps = t.__dlpack__()
@@ -87,6 +96,7 @@ def test_unconsumed_capsule_frees_once(live_counter):
     assert t.__dlpack_device__() == (1, 0)
 
 
+@host_memory
 def test_consumed_capsule_is_renamed(live_counter):
     t = ff.ones(3)
     caps = t.__dlpack__()
@@ -102,6 +112,7 @@ def test_consumed_capsule_is_renamed(live_counter):
     assert u.tolist() == [1.0, 1.0, 1.0]  # the consumer still owns the export
 
 
+@host_memory
 @needs_torch
 def test_torch_round_trips(live_counter):
     t = ff.arange(12, dtype=ff.float32).reshape(3, 4)
@@ -123,6 +134,7 @@ def test_torch_round_trips(live_counter):
     gc.collect()
 
 
+@host_memory
 @needs_torch
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 def test_torch_half_round_trips(live_counter, name):
@@ -136,6 +148,7 @@ def test_torch_half_round_trips(live_counter, name):
     gc.collect()
 
 
+@host_memory
 @needs_torch
 def test_torch_gradient_exchange():
     """Autograd on our side, a gradient handed to torch without copying."""
@@ -143,3 +156,31 @@ def test_torch_gradient_exchange():
     (w * w).sum().backward()
     g = torch.from_dlpack(w.grad)
     assert torch.allclose(g, 2 * torch.from_dlpack(w.detach()))
+
+
+def _default_has_dlpack_device():
+    try:
+        ff.zeros(1).__dlpack_device__()
+        return True
+    except BufferError:
+        return False
+
+
+@pytest.mark.skipif(_default_has_dlpack_device(), reason="the default backend's memory can be exported")
+def test_device_memory_is_never_shared(live_counter):
+    """A default backend with neither host memory nor a DLPack device (CI: FF_BACKEND
+    names tests/guarded's plugin): export is refused with the reason, imports copy, and
+    no host address leaks out."""
+    t = ff.arange(6, dtype=ff.float32)
+    assert t.data_ptr() == 0
+    with pytest.raises(BufferError, match="host memory"):
+        np.from_dlpack(t)
+    with pytest.raises(BufferError, match="host memory"):
+        t.__dlpack_device__()
+    a = np.arange(3, dtype=np.float64)
+    u = ff.from_dlpack(a)  # copied to the device: later writes to a are not seen
+    a[0] = 7
+    assert u.device == t.device and u.tolist() == [0.0, 1.0, 2.0]
+    assert ff.from_numpy(a).tolist() == [7.0, 1.0, 2.0]
+    if torch is not None:
+        assert torch.from_numpy(t.numpy()).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

@@ -235,11 +235,11 @@ def test_lgamma_digamma_match_torch(device, name):
     rng = np.random.default_rng(11)
     v = _gamma_inputs(rng)
     tf = getattr(torch, name)
-    got64 = getattr(ff, name)(ff.tensor(v).to(device=device))
+    got64 = getattr(ff, name)(ff.tensor(v, device=device))
     assert got64.dtype is ff.float64
     close(got64, tf(torch.tensor(v)), 1e-12)
     v32 = v.astype(np.float32)
-    got32 = getattr(ff.tensor(v32).to(device=device), name)()
+    got32 = getattr(ff.tensor(v32, device=device), name)()
     assert got32.dtype is ff.float32
     close(got32, tf(torch.tensor(v32).double()).float(), 1e-6)
     close(got32, tf(torch.tensor(v32)), 1e-5)
@@ -247,7 +247,7 @@ def test_lgamma_digamma_match_torch(device, name):
     edges = np.array([0.0, -0.0, -1.0, -2.0, -1e20, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5], dtype=np.float64)
     for dt in (np.float32, np.float64):
         e = edges.astype(dt)
-        got, want = getattr(ff, name)(ff.tensor(e).to(device=device)).numpy(), tf(torch.tensor(e)).numpy()
+        got, want = getattr(ff, name)(ff.tensor(e, device=device)).numpy(), tf(torch.tensor(e)).numpy()
         assert np.array_equal(np.isnan(got), np.isnan(want)), (got, want)
         real = ~np.isnan(want)
         assert np.array_equal(np.isinf(got[real]), np.isinf(want[real])) and \
@@ -255,16 +255,16 @@ def test_lgamma_digamma_match_torch(device, name):
         assert np.allclose(got[real], want[real], rtol=1e-6, atol=1e-7), (got, want)
 
     for data in ([1, 2, 3, 7], [True, False]):
-        i = getattr(ff, name)(ff.tensor(data).to(device=device))
+        i = getattr(ff, name)(ff.tensor(data, device=device))
         assert i.dtype is ff.float32
         close(i, tf(torch.tensor(data)), 1e-6)
 
     for dt, tol in ((np.float64, 1e-9), (np.float32, 1e-5)):
         vd = v.astype(dt)
-        x = ff.tensor(vd).to(device=device).requires_grad_(True)
+        x = ff.tensor(vd, device=device).requires_grad_(True)
         tx = torch.tensor(vd).double().requires_grad_(True)  # PyTorch's f32 trigamma is up to 9e-4 off
         w = rng.normal(size=vd.shape)
-        (getattr(ff, name)(x) * ff.tensor(w.astype(dt)).to(device=device)).sum().backward()
+        (getattr(ff, name)(x) * ff.tensor(w.astype(dt), device=device)).sum().backward()
         (tf(tx) * torch.tensor(w)).sum().backward()
         assert x.grad.dtype is x.dtype
         close(x.grad, tx.grad.to(torch.float32 if dt == np.float32 else torch.float64), tol)
@@ -278,19 +278,19 @@ def test_polygamma_and_higher_orders(device):
     (polygamma(2, x)) is refused with a message that says so. Trigamma is +inf at its
     poles (PyTorch gives large finite values there, e.g. 6.6e32 at -1)."""
     v = _gamma_inputs(np.random.default_rng(12))
-    t, tt = ff.tensor(v).to(device=device), torch.tensor(v)
+    t, tt = ff.tensor(v, device=device), torch.tensor(v)
     close(ff.polygamma(0, t), torch.polygamma(0, tt), 1e-12)
     close(ff.polygamma(1, t), torch.polygamma(1, tt), 1e-8)
     close(t.polygamma(1).float(), torch.polygamma(1, tt).float(), 1e-6)
-    got = ff.polygamma(1, ff.tensor([0.0, -0.0, -1.0, -3.0, np.inf, -np.inf, np.nan]).to(device=device)).numpy()
+    got = ff.polygamma(1, ff.tensor([0.0, -0.0, -1.0, -3.0, np.inf, -np.inf, np.nan], device=device)).numpy()
     assert np.isposinf(got[:4]).all() and got[4] == 0 and np.isnan(got[5:]).all()
-    assert ff.polygamma(1, ff.tensor([1, 2])).dtype is ff.float32
+    assert ff.polygamma(1, ff.tensor([1, 2], device=device)).dtype is ff.float32
     with pytest.raises(NotImplementedError, match="n = 0 .* and n = 1"):
         ff.polygamma(2, t)
     with pytest.raises(ValueError):
         t.polygamma(-1)
 
-    x = ff.tensor(v[:40]).to(device=device).requires_grad_(True)
+    x = ff.tensor(v[:40], device=device).requires_grad_(True)
     tx = torch.tensor(v[:40], requires_grad=True)
     g, = ff.autograd.grad(ff.lgamma(x).sum(), [x], create_graph=True)
     tg, = torch.autograd.grad(torch.lgamma(tx).sum(), [tx], create_graph=True)
@@ -310,27 +310,27 @@ def test_cumsum_cumprod_match_torch(device):
     (cumprod's with zeros too: one, two, none per line), second order of both."""
     rng = np.random.default_rng(5)
     a = rng.standard_normal((3, 4, 5)).astype(np.float32)
-    t, tt = ff.tensor(a).to(device=device), torch.tensor(a)
+    t, tt = ff.tensor(a, device=device), torch.tensor(a)
     for dim in (0, 1, 2, -1):
         close(t.transpose(0, 2).cumsum(dim), tt.transpose(0, 2).cumsum(dim), 1e-5)
         close(ff.cumprod(t, dim), torch.cumprod(tt, dim), 1e-5)
     i = np.array([[1, -2, 3], [4, 5, -6]], dtype=np.int32)
-    ci, ti = ff.tensor(i).to(device=device).cumsum(1), torch.tensor(i).cumsum(1)
+    ci, ti = ff.tensor(i, device=device).cumsum(1), torch.tensor(i).cumsum(1)
     assert ci.dtype is ff.int64 and np.array_equal(ci.numpy(), ti.numpy())
     b = np.array([True, False, True, True])
-    assert np.array_equal(ff.tensor(b).to(device=device).cumsum(0).numpy(), torch.tensor(b).cumsum(0).numpy())
-    assert ff.tensor(i).cumprod(1, dtype=ff.float64).dtype is ff.float64
-    assert ff.tensor(np.float32(2.5)).cumsum(0).item() == 2.5
-    assert ff.zeros(0, 3).cumsum(0).shape == (0, 3)
+    assert np.array_equal(ff.tensor(b, device=device).cumsum(0).numpy(), torch.tensor(b).cumsum(0).numpy())
+    assert ff.tensor(i, device=device).cumprod(1, dtype=ff.float64).dtype is ff.float64
+    assert ff.tensor(np.float32(2.5), device=device).cumsum(0).item() == 2.5
+    assert ff.zeros(0, 3, device=device).cumsum(0).shape == (0, 3)
     x = ff.tensor(a + 3, requires_grad=True, device=device)
     tx = torch.tensor(a + 3, requires_grad=True)
     w = rng.standard_normal(a.shape).astype(np.float32)
-    (x.cumsum(1) * ff.tensor(w).to(device=device)).sum().backward()
+    (x.cumsum(1) * ff.tensor(w, device=device)).sum().backward()
     (tx.cumsum(1) * torch.tensor(w)).sum().backward()
     close(x.grad, tx.grad, 1e-5)
     y = ff.tensor(a + 3, requires_grad=True, device=device)
     ty = torch.tensor(a + 3, requires_grad=True)
-    (y.cumprod(2) * ff.tensor(w).to(device=device)).sum().backward()
+    (y.cumprod(2) * ff.tensor(w, device=device)).sum().backward()
     (ty.cumprod(2) * torch.tensor(w)).sum().backward()
     close(y.grad, ty.grad, 1e-4)
     z = ff.tensor(a[0], requires_grad=True, device=device)
@@ -345,7 +345,7 @@ def test_cumsum_cumprod_match_torch(device):
     wz = rng.standard_normal(zs.shape)
     u = ff.tensor(zs, requires_grad=True, device=device)
     tu = torch.tensor(zs, requires_grad=True)
-    gu, = ff.autograd.grad((u.cumprod(1) * ff.tensor(wz).to(device=device)).sum(), [u], create_graph=True)
+    gu, = ff.autograd.grad((u.cumprod(1) * ff.tensor(wz, device=device)).sum(), [u], create_graph=True)
     tgu, = torch.autograd.grad((tu.cumprod(1) * torch.tensor(wz)).sum(), [tu], create_graph=True)
     assert not np.isnan(gu.numpy()).any()
     close(gu, tgu, 1e-10)
@@ -399,7 +399,7 @@ def test_sorting_matches_torch(device):
     tm = tt.median(dim=1)
     close(m.values, tm.values, 0)
     assert np.isnan(m.values.numpy()[1]) and np.isnan(a[1, m.indices.numpy()[1]])
-    assert ff.tensor(np.float32(2.5)).median().item() == 2.5
+    assert ff.tensor(np.float32(2.5), device=device).median().item() == 2.5
     assert ff.msort(ff.tensor(a[:, :2], device=device)).numpy()[0, 0] == np.sort(a[:, 0])[0]
 
 
@@ -534,9 +534,10 @@ def test_multinomial_distribution(device):
     a = ff.multinomial(w, 5, replacement=True).numpy()
     ff.manual_seed(7)
     assert np.array_equal(a, ff.multinomial(w, 5, replacement=True).numpy())
-    for bad, kw in ((ff.tensor([0.5, -0.1]), {}), (ff.tensor([1.0, 0, 0]), {"num_samples": 2})):
+    for bad, kw in ((ff.tensor([0.5, -0.1], device=device), {}),
+                    (ff.tensor([1.0, 0, 0], device=device), {"num_samples": 2})):
         with pytest.raises(ff.FusionFlowError):
-            ff.multinomial(bad.to(device=device), kw.get("num_samples", 1))
+            ff.multinomial(bad, kw.get("num_samples", 1))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -553,7 +554,7 @@ def test_unique_matches_torch(device):
     u, c = ff.unique(ff.tensor([1.0, np.nan, np.nan, 1.0], device=device), return_counts=True)
     assert u.numpy()[0] == 1 and np.isnan(u.numpy()[1:]).all() and c.numpy().tolist() == [2, 1, 1]
     with pytest.raises(NotImplementedError):
-        ff.unique(ff.tensor([1, 2]), dim=0)
+        ff.unique(ff.tensor([1, 2], device=device), dim=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -579,7 +580,7 @@ def test_interpolate_matches_torch(device):
         (ty * torch.tensor(g)).sum().backward()
         close(x.grad, tx.grad, 2e-5)
     with pytest.raises(NotImplementedError):
-        F.interpolate(ff.zeros(1, 1, 4, 4), size=(2, 2), mode="bicubic")
+        F.interpolate(ff.zeros(1, 1, 4, 4, device=device), size=(2, 2), mode="bicubic")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -633,19 +634,19 @@ def _torch_fft(kind, t, n, dim, norm):
     return out if kind == "irfft" else torch.view_as_real(out)
 
 
-def _fft_input(rng, kind, length, dim, dt, layout):
+def _fft_input(rng, kind, length, dim, dt, layout, device):
     """Signal dims (3, 4) with `length` at dim (of the signal dims), plus the (re, im) dim for
-    complex inputs; as numpy data and as a tensor laid out contiguous, with two signal dims
-    transposed, or with the (re, im) pair strided (the pair dim transposed in)."""
+    complex inputs; as numpy data and as a tensor on device laid out contiguous, with two signal
+    dims transposed, or with the (re, im) pair strided (the pair dim transposed in)."""
     sig = [3, 4]
     sig[dim] = length
     shape = tuple(sig) + (() if kind == "rfft" else (2,))
     a = rng.standard_normal(shape).astype(dt)
     if layout == "transposed":
-        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, 0, 1))).transpose(0, 1)
+        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, 0, 1)), device=device).transpose(0, 1)
     if layout == "pair_strided" and kind != "rfft":
-        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)
-    return a, ff.tensor(a)
+        return a, ff.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), device=device).transpose(-1, -2)
+    return a, ff.tensor(a, device=device)
 
 
 @pytest.mark.parametrize("device", FFT_DEVICES)
@@ -666,15 +667,15 @@ def test_fft_matches_torch(device, kind):
                     i += 1
                     dim = (-1, 0, 1)[i % 3]
                     layout = ("contig", "transposed", "pair_strided")[i % 3 if i % 2 else 0]
-                    a, x = _fft_input(rng, kind, length, dim % 2, dt, layout)  # dim -1 is signal dim 1
+                    a, x = _fft_input(rng, kind, length, dim % 2, dt, layout, device)  # dim -1: signal dim 1
                     tx = torch.tensor(a, requires_grad=True)
                     if kind == "irfft" and n is None and length == 1:  # default n = 2 (1 - 1) = 0
                         with pytest.raises(RuntimeError):
                             _torch_fft(kind, tx, n, dim, norm)
                         with pytest.raises(ff.FusionFlowError, match="ff_fft_irfft: invalid number of data points"):
-                            fn(x.to(device=device), n=n, dim=dim, norm=norm)
+                            fn(x, n=n, dim=dim, norm=norm)
                         continue
-                    x = x.to(device=device).detach().requires_grad_(True)
+                    x = x.detach().requires_grad_(True)  # keeps the layout
                     y, ty = fn(x, n=n, dim=dim, norm=norm), _torch_fft(kind, tx, n, dim, norm)
                     assert y.dtype is (ff.float32 if dt == np.float32 else ff.float64)
                     close(y, ty, tol)

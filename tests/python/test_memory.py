@@ -3,6 +3,7 @@ and DLPack exchanges, and the live-tensor counter comes back to its baseline."""
 import gc
 
 import numpy as np
+import pytest
 
 import fusionflow as ff
 
@@ -23,6 +24,7 @@ def test_many_tensors_views_grads(live_counter):
     gc.collect()
 
 
+@pytest.mark.requires_host_memory
 def test_many_dlpack_exchanges(live_counter):
     a = np.arange(6, dtype=np.float32)
     for i in range(N):

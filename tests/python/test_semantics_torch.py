@@ -335,6 +335,7 @@ def test_inplace_division_by_zero(device):
 
 
 # ---- issue 10: from_numpy shares bool arrays ----------------------------------------------------
+@pytest.mark.requires_host_memory
 def test_from_numpy_shares_bool():
     arr = np.array([True, False, True])
     t = ff.from_numpy(arr)
