@@ -7,12 +7,16 @@
  * under a temporary name and renames over the target: the target is always either
  * the old file or the whole new one, and a name exists only for the instant between
  * link and rename. Where the file system has no O_TMPFILE, the data goes to a named
- * "<path>.tmp.XXXXXX". Either way the writer holds a lock on its file, and every save
- * first removes the unlocked "<path>.tmp.*" files, whose writers died. */
+ * "<path>.tmp.XXXXXX". Either way the writer holds a lock on its file from before it
+ * has a name the others act on (fallback: from just after mkstemp, checking the name is
+ * still its file) until after the rename, and every save first removes the unlocked
+ * "<path>.tmp.*" files, whose writers died: concurrent saves of one path all succeed,
+ * and the last rename wins. */
 #define _GNU_SOURCE /* O_TMPFILE, linkat */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +37,17 @@ static char *dir_of(const char *path)
     return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
 }
 
+/* Whether the name path still refers to the open file fd. */
+static bool names_fd(const char *path, int fd)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 /* Removes "<base>.tmp.*" files in dir that nobody holds a lock on: leftovers of
- * writers that died (fallback path only). */
+ * writers that died. A live writer holds its lock until its file is renamed away, so a
+ * lock taken here means a dead writer, or a fallback writer between mkstemp and flock,
+ * which sees its name gone and starts over (ff_io_writer_open). */
 static void remove_stale_temps(const char *path)
 {
     char *dir = dir_of(path);
@@ -50,7 +63,7 @@ static void remove_stale_temps(const char *path)
         snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
         int fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0) continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) unlink(full); /* its writer is gone */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && names_fd(full, fd)) unlink(full); /* its writer is gone */
         close(fd);
     }
     if (d) closedir(d);
@@ -82,18 +95,30 @@ ff_status ff_io_writer_open(ff_io_writer *w, const char *path, const char *fn)
     size_t n = strlen(path);
     w->tmp_path = malloc(n + sizeof TMP_SUFFIX "XXXXXX");
     if (!w->tmp_path) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
-    memcpy(w->tmp_path, path, n);
-    memcpy(w->tmp_path + n, TMP_SUFFIX "XXXXXX", sizeof TMP_SUFFIX "XXXXXX");
-    w->fd = mkstemp(w->tmp_path);
-    if (w->fd < 0) {
-        int e = errno;
-        free(w->tmp_path);
-        w->tmp_path = NULL;
-        return ff_error(FF_ERR_IO, "%s: cannot create a temporary file next to '%s': %s", fn, path, strerror(e));
+    /* mkstemp's file is visible, unlocked, for an instant: another save's cleanup may
+     * take it for a dead writer's and remove it. Once locked, a file still under its
+     * name is safe until commit; one that is gone is replaced by a new one. */
+    int e = EAGAIN; /* reported if every attempt loses its file to a cleanup */
+    for (int attempt = 0; attempt < 100; attempt++) {
+        memcpy(w->tmp_path, path, n);
+        memcpy(w->tmp_path + n, TMP_SUFFIX "XXXXXX", sizeof TMP_SUFFIX "XXXXXX");
+        w->fd = mkstemp(w->tmp_path);
+        if (w->fd < 0) {
+            e = errno;
+            break;
+        }
+        while (flock(w->fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+        if (names_fd(w->tmp_path, w->fd)) { /* locked (or a file system without flock) */
+            (void)fchmod(w->fd, 0644); /* mkstemp makes 0600; a saved model is meant to be shared */
+            return FF_OK;
+        }
+        close(w->fd);
+        w->fd = -1;
     }
-    (void)flock(w->fd, LOCK_EX); /* alive: the next save leaves this one alone */
-    (void)fchmod(w->fd, 0644); /* mkstemp makes 0600; a saved model is meant to be shared */
-    return FF_OK;
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    return ff_error(FF_ERR_IO, "%s: cannot create a temporary file next to '%s': %s", fn, path, strerror(e));
 }
 
 ff_status ff_io_writer_write(ff_io_writer *w, const void *p, size_t n, const char *fn)
@@ -113,8 +138,8 @@ ff_status ff_io_writer_write(ff_io_writer *w, const void *p, size_t n, const cha
 
 void ff_io_writer_abort(ff_io_writer *w)
 {
+    if (w->tmp_path) unlink(w->tmp_path); /* before close drops the lock that keeps it ours */
     if (w->fd >= 0) close(w->fd);
-    if (w->tmp_path) unlink(w->tmp_path);
     free(w->tmp_path);
     w->fd = -1;
     w->tmp_path = NULL;
@@ -154,13 +179,17 @@ ff_status ff_io_writer_commit(ff_io_writer *w, const char *fn)
         ff_io_writer_abort(w);
         return FF_ERR_IO;
     }
-    int rc = close(w->fd);
-    w->fd = -1;
-    if (rc != 0 || rename(w->tmp_path, w->path) != 0) {
+    /* rename before close: the lock (dropped by close) is what tells another save's
+     * cleanup that this temporary file's writer is alive */
+    if (rename(w->tmp_path, w->path) != 0) {
         ff_error(FF_ERR_IO, "%s: cannot move '%s' to '%s': %s", fn, w->tmp_path, w->path, strerror(errno));
         ff_io_writer_abort(w);
         return FF_ERR_IO;
     }
+    free(w->tmp_path);
+    w->tmp_path = NULL;
+    (void)close(w->fd); /* after a good fsync, close has nothing left to report */
+    w->fd = -1;
     /* Make the rename itself durable. Best effort: some filesystems refuse fsync on
      * directories, and the data is already safe under the new name. */
     char *dir = dir_of(w->path);
@@ -172,8 +201,6 @@ ff_status ff_io_writer_commit(ff_io_writer *w, const char *fn)
         }
         free(dir);
     }
-    free(w->tmp_path);
-    w->tmp_path = NULL;
     return FF_OK;
 }
 

@@ -50,7 +50,9 @@ bool ff_utf8_valid(const char *s, size_t n);
 /* Atomic writer: writes go to an unnamed O_TMPFILE file in path's directory (or, where
  * the file system has none, to a locked "<path>.tmp.XXXXXX"); commit fsyncs it, names it,
  * renames it over path and fsyncs the directory; abort removes it. A killed writer
- * leaves nothing behind (fallback: the next save of path removes its file). */
+ * leaves nothing behind (fallback: the next save of path removes its file). The file's
+ * flock is held until after the rename: it is how other saves of path tell a live
+ * writer's temporary from a dead one's. */
 typedef struct ff_io_writer {
     int fd;
     char *tmp_path;

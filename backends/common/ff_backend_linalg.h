@@ -13,12 +13,20 @@
 #define FF_BACKEND_LINALG_H
 
 #include <float.h>
+#include <math.h>
 
 #include "ff_backend_checks.h"
 
 /* Per-matrix kernels on column-major doubles (element (i, j) of an r-row matrix is
  * p[i + j * r]). Each returns 0 on success, a positive number for a mathematical failure
- * (singular pivot / non-positive minor, 1-based) and a negative one when out of memory. */
+ * (singular pivot / non-positive minor, 1-based) or one of the negative codes below.
+ * svd and lstsq never see a non-finite A: the driver refuses it first (LAPACK's gesdd
+ * and gelsd hand it to dlascl, which reports it through xerbla: a line on stderr, or,
+ * with NumPy's xerbla loaded, a Python exception raised under a ctypes call). */
+#define FFB_LINALG_OOM (-1)          /* out of memory */
+#define FFB_LINALG_TOO_BIG (-2)      /* a dimension or size past LAPACK's 32-bit INTEGER */
+#define FFB_LINALG_BAD_ARG(i) (-100 - (i)) /* LAPACK's info = -i: argument i was illegal */
+
 typedef struct ffb_linalg_kernels {
     /* a (n x n) is destroyed; b (n x k) becomes X with A X = B */
     int (*solve)(int64_t n, int64_t k, double *a, double *b);
@@ -160,6 +168,41 @@ static inline void ffb_mat_store(const ff_view *v, int nb, int64_t b, const doub
             ffb_st_f64((char *)v->buf + (off + i * rs + j * cs) * es, v->dtype, p[i + j * ld]);
 }
 
+/* The first non-finite element of the r x c column-major p, or -1 when all are finite. */
+static inline int64_t ffb_first_nonfinite(const double *p, int64_t r, int64_t c)
+{
+    for (int64_t i = 0; i < r * c; i++)
+        if (!isfinite(p[i])) return i;
+    return -1;
+}
+
+/* The failure message for a kernel's code rc != 0 on batch element b. */
+static inline ff_status ffb_linalg_fail(const ff_host_api *host, const char *backend, int op, int rc, int64_t b,
+                                        int64_t m, int64_t n)
+{
+    const char *name = ffb_linalg_name(op);
+    if (rc == FFB_LINALG_OOM) return ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory in %s", backend, name);
+    if (rc == FFB_LINALG_TOO_BIG)
+        return ffb_fail(host, FF_ERR_OVERFLOW, "%s linalg: %s: a %lld x %lld matrix is too large for LAPACK's 32-bit indices",
+                        backend, name, (long long)m, (long long)n);
+    if (rc < 0)
+        return ffb_fail(host, FF_ERR_BACKEND,
+                        "%s linalg: %s: LAPACK rejected its argument %d on matrix %lld of the batch (%lld x %lld): "
+                        "a FusionFlow bug, please report it",
+                        backend, name, -rc - 100, (long long)b, (long long)m, (long long)n);
+    if (op == FF_LINALG_SOLVE)
+        return ffb_fail(host, FF_ERR_INVALID,
+                        "%s linalg: solve: matrix %lld of the batch is singular (pivot %d of %lld is zero)", backend,
+                        (long long)b, rc, (long long)n);
+    if (op == FF_LINALG_CHOLESKY)
+        return ffb_fail(host, FF_ERR_INVALID,
+                        "%s linalg: cholesky: matrix %lld of the batch is not positive-definite (the leading minor "
+                        "of order %d is not positive)",
+                        backend, (long long)b, rc);
+    return ffb_fail(host, FF_ERR_INVALID, "%s linalg: %s did not converge on matrix %lld of the batch", backend, name,
+                    (long long)b);
+}
+
 /* The whole entry: checks, then per batch element load, kernel, store. Nothing is
  * written for a batch element whose kernel fails, but earlier elements are (the core
  * discards dst on error). */
@@ -189,6 +232,15 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
     double eps = a->dtype == FF_F32 ? (double)FLT_EPSILON : DBL_EPSILON;
     for (int64_t b = 0; b < batch && !st; b++) {
         ffb_mat_load(a, nb, b, A, m);
+        int64_t bad = op == FF_LINALG_SVD || op == FF_LINALG_LSTSQ ? ffb_first_nonfinite(A, m, n) : -1;
+        if (bad >= 0) { /* PyTorch's svd words; its lstsq (gelsd) fails on an internal assert */
+            st = ffb_fail(host, FF_ERR_INVALID,
+                          "%s linalg: %s: the input matrix contained non-finite values (element [%lld, %lld] of "
+                          "matrix %lld of the batch is %s)",
+                          backend, name, (long long)(bad % m), (long long)(bad / m), (long long)b,
+                          isnan(A[bad]) ? "nan" : A[bad] > 0 ? "inf" : "-inf");
+            break;
+        }
         int rc = 0;
         double det = 0;
         switch (op) {
@@ -224,20 +276,7 @@ static inline ff_status ffb_linalg_host(const ff_host_api *host, const char *bac
             if (!(rc = kn->lstsq(m, n, rhs, A, B, eps * (double)mx))) ffb_mat_store(&dst[0], nb, b, B, mx);
             break;
         }
-        if (rc < 0)
-            st = ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory in %s", backend, name);
-        else if (rc > 0 && op == FF_LINALG_SOLVE)
-            st = ffb_fail(host, FF_ERR_INVALID,
-                          "%s linalg: solve: matrix %lld of the batch is singular (pivot %d of %lld is zero)", backend,
-                          (long long)b, rc, (long long)n);
-        else if (rc > 0 && op == FF_LINALG_CHOLESKY)
-            st = ffb_fail(host, FF_ERR_INVALID,
-                          "%s linalg: cholesky: matrix %lld of the batch is not positive-definite (the leading minor "
-                          "of order %d is not positive)",
-                          backend, (long long)b, rc);
-        else if (rc > 0)
-            st = ffb_fail(host, FF_ERR_INVALID, "%s linalg: %s did not converge on matrix %lld of the batch", backend,
-                          name, (long long)b);
+        if (rc) st = ffb_linalg_fail(host, backend, op, rc, b, m, n);
     }
     free(w);
     return st;

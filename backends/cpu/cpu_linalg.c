@@ -82,7 +82,7 @@ static int ref_cholesky(int64_t n, double *a)
     for (int64_t j = 0; j < n; j++) {
         double d = a[j + j * n];
         for (int64_t c = 0; c < j; c++) d -= a[j + c * n] * a[j + c * n];
-        if (!(d > 0)) return (int)(j + 1);
+        if (d <= 0) return (int)(j + 1); /* NaN goes on into L, as LAPACK's potrf and PyTorch */
         double l = sqrt(d);
         a[j + j * n] = l;
         for (int64_t i = j + 1; i < n; i++) {

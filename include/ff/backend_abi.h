@@ -372,10 +372,15 @@ typedef struct ff_conv2d_params {
  *                                            signs as LAPACK's Householder (geqrf)
  *   SVD      src A (m x n), k = min(m, n)    dst U (m x u), S (k), Vh (v x n) with u = k,
  *                                            v = k (reduced) or u = m, v = n (full);
- *                                            S descending, >= 0; A = U[:, :k] S Vh[:k]
+ *                                            S descending, >= 0; A = U[:, :k] S Vh[:k];
+ *                                            a NaN or inf in A is an FF_ERR_INVALID error
+ *                                            ("non-finite values"), never NaN results
  *   LSTSQ    src A (m x n), B (m x k)        dst X (n x k): the minimum-norm minimizer of
  *                                            |A X - B|, singular values below
- *                                            eps(dtype) * max(m, n) * S[0] counted as 0 */
+ *                                            eps(dtype) * max(m, n) * S[0] counted as 0;
+ *                                            a non-finite A is an error as for SVD (a
+ *                                            non-finite B gives NaN in X, as PyTorch)
+ * SOLVE, DET, CHOLESKY and QR pass NaN and inf through to their results, as PyTorch. */
 typedef enum ff_linalg_op {
     FF_LINALG_SOLVE = 0,
     FF_LINALG_DET,

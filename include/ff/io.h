@@ -15,6 +15,11 @@
  * (loaded and saved as they are); .npy keeps f16 ('<f2'; NumPy has no bfloat16, so a
  * BF16 tensor is refused there). Saving writes a temporary file next to the target, fsyncs it and
  * renames it over the target, so a crash never leaves a half-written file there.
+ * Concurrent saves of one path (threads or processes, e.g. every DDP rank writing the same
+ * checkpoint) all succeed; the file is always one whole save, the last to rename. A save
+ * killed mid-write leaves nothing where the file system has O_TMPFILE; elsewhere (a named
+ * "<path>.tmp.XXXXXX", also forced by FF_IO_NO_O_TMPFILE=1) it leaves that one temporary
+ * file, which the next save of the path removes (one per killed save, never more).
  * Same ownership rule as tensor.h: returned tensors are new references.
  */
 #ifndef FF_IO_H

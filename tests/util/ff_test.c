@@ -1,6 +1,8 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ff_test.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 int ff_test_failures;
 int ff_test_checks;
@@ -8,10 +10,17 @@ int ff_test_checks;
 int ff_test_run(const char *suite, const ff_test_case *cases, int n)
 {
     int failed_cases = 0;
+    const char *times = getenv("FF_TEST_TIMES"); /* "1": each case's wall time, to find the slow ones */
     for (int i = 0; i < n; i++) {
         int before = ff_test_failures;
         ff_clear_error();
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         cases[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (times && *times == '1')
+            fprintf(stderr, "%s.%s: %.2f s\n", suite, cases[i].name,
+                    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
         if (ff_test_failures != before) {
             failed_cases++;
             fprintf(stderr, "FAIL %s.%s\n", suite, cases[i].name);
