@@ -17,6 +17,7 @@ from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import backends, default_backend, set_default_backend
 from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
+from ._args import named as _named
 from . import amp, autograd, fft, nn, optim  # noqa: E402
 from .amp import autocast  # noqa: E402  (fusionflow.autocast, as torch.autocast)
 from . import _functions  # noqa: E402
@@ -71,7 +72,7 @@ def _unary_fn(name):
     def f(x, *args, **kwargs):
         return getattr(as_tensor(x), name)(*args, **kwargs)
     f.__name__ = name
-    return f
+    return _named(f)
 
 
 for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tanh",
@@ -86,4 +87,13 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
            "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "atan2",
            "arctan2"):
     globals()[_n] = _unary_fn(_n)
+# errors name the function they were given to (_args.named), here as in _functions, _sorting
+for _n in ("from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "linspace", "rand",
+           "randn", "zeros_like", "ones_like", "full_like", "empty_like", "where", "cat", "concat", "stack", "split",
+           "chunk"):
+    globals()[_n] = _named(globals()[_n])
+for _n in linalg.__all__:
+    setattr(linalg, _n, _named(getattr(linalg, _n)))
+# torch.linalg.matrix_power is torch.matrix_power: one definition, whose n must be an int
+linalg.matrix_power = matrix_power  # noqa: F405  (from _functions)
 del _n
