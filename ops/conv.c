@@ -20,8 +20,8 @@
 
 /* Checks the window geometry over x [N, C, H, W] and gives the output size. A stride
  * beyond the padded size gives one window, as the padded size itself does: *sh and *sw
- * come back no larger, so no later step multiplies a stride near INT64_MAX (a strided
- * slice's gradient did, and oneDNN refuses such strides; PyTorch takes them). */
+ * come back no larger, so no later step sees a stride near INT64_MAX (oneDNN refuses
+ * such strides; PyTorch takes them). */
 static ff_status windows_geometry(const ff_tensor *x, int64_t kh, int64_t kw, int64_t *stride_h, int64_t *stride_w,
                                   int64_t ph, int64_t pw, int64_t *oh, int64_t *ow, const char *fn)
 {

@@ -18,7 +18,7 @@ __all__ = ["int_arg", "named"]
 
 
 def int_arg(fn, name, value):
-    if isinstance(value, bool) or isinstance(value, float):
+    if isinstance(value, (bool, float)):
         raise TypeError("%s(): argument '%s' must be int, not %s" % (fn, name, type(value).__name__))
     try:
         return operator.index(value)
@@ -33,10 +33,6 @@ _RETYPED = {AttributeError: TypeError, ctypes.ArgumentError: TypeError, ZeroDivi
 _NAMED = (TypeError, ValueError, IndexError, RuntimeError, NotImplementedError) + tuple(_RETYPED)
 
 
-def _names(msg, fn):
-    return fn in msg
-
-
 def named(f, name=None):
     fn = name or f.__name__
 
@@ -46,12 +42,11 @@ def named(f, name=None):
             return f(*args, **kwargs)
         except _NAMED as e:
             msg = str(e.args[0]) if e.args else ""
-            prefixed = msg if _names(msg, fn) else "%s(): %s" % (fn, msg or type(e).__name__)
+            prefixed = msg if fn in msg else "%s(): %s" % (fn, msg or type(e).__name__)
             for bad, good in _RETYPED.items():
                 if isinstance(e, bad) and not isinstance(e, good):
                     raise good(prefixed) from e
             if prefixed is not msg:
                 e.args = (prefixed,) + tuple(e.args[1:])
             raise
-    g.__wrapped_named__ = True
     return g

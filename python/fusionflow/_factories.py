@@ -246,4 +246,5 @@ def split(t, split_size, dim=0):
 
 
 def chunk(t, chunks, dim=0):
-    return _pieces(C.ff_chunk, t, int_arg("chunk", "chunks", chunks), dim, builtins.max(int_arg("chunk", "chunks", chunks), 1))
+    chunks = int_arg("chunk", "chunks", chunks)
+    return _pieces(C.ff_chunk, t, chunks, dim, builtins.max(chunks, 1))

@@ -173,22 +173,25 @@ def index_put_(self, indices, values, accumulate=False):
     return self
 
 def index_add(self, dim, index, source, alpha=1):
-    return wrap(C.ff_index_add(self._ptr, int_arg("index_add", "dim", dim), _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
+    dim = int_arg("index_add", "dim", dim)
+    return wrap(C.ff_index_add(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
 
 def index_add_(self, dim, index, source, alpha=1):
     if self._needs_history(source):
         return self._rebase_(self.index_add(dim, index, source, alpha))
-    check_status(C.ff_index_add_(self._ptr, int_arg("index_add_", "dim", dim), _as_index(index, self.device)._ptr, source._ptr,
-                                 float(alpha)))
+    dim = int_arg("index_add_", "dim", dim)
+    check_status(C.ff_index_add_(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
     return self
 
 def index_copy(self, dim, index, source):
-    return wrap(C.ff_index_copy(self._ptr, int_arg("index_copy", "dim", dim), _as_index(index, self.device)._ptr, source._ptr))
+    dim = int_arg("index_copy", "dim", dim)
+    return wrap(C.ff_index_copy(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr))
 
 def index_copy_(self, dim, index, source):
     if self._needs_history(source):
         return self._rebase_(self.index_copy(dim, index, source))
-    check_status(C.ff_index_copy_(self._ptr, int_arg("index_copy_", "dim", dim), _as_index(index, self.device)._ptr, source._ptr))
+    dim = int_arg("index_copy_", "dim", dim)
+    check_status(C.ff_index_copy_(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr))
     return self
 
 def masked_fill(self, mask, value):
@@ -222,6 +225,7 @@ Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
 for _f in (_rebase_, _needs_history):
     setattr(Tensor, _f.__name__, _f)
-for _f in (index_put, index_put_, index_add, index_add_, index_copy, index_copy_, masked_fill, masked_fill_, masked_scatter, masked_scatter_, index_select):
+for _f in (index_put, index_put_, index_add, index_add_, index_copy, index_copy_, masked_fill, masked_fill_,
+           masked_scatter, masked_scatter_, index_select):
     setattr(Tensor, _f.__name__, named(_f))  # errors name the method (_args.named)
 del _f

@@ -24,7 +24,8 @@ def reshape_as(self, other):
     return self.reshape(other.shape)
 
 def flatten(self, start_dim=0, end_dim=-1):
-    return wrap(C.ff_flatten(self._ptr, int_arg("flatten", "start_dim", start_dim), int_arg("flatten", "end_dim", end_dim)))
+    start_dim, end_dim = int_arg("flatten", "start_dim", start_dim), int_arg("flatten", "end_dim", end_dim)
+    return wrap(C.ff_flatten(self._ptr, start_dim, end_dim))
 
 def squeeze(self, dim=None):
     if dim is None:
@@ -68,7 +69,8 @@ def broadcast_to(self, shape):
     return wrap(C.ff_broadcast_to(self._ptr, n, arr))
 
 def narrow(self, dim, start, length):
-    return wrap(C.ff_narrow(self._ptr, int_arg("narrow", "dim", dim), int_arg("narrow", "start", start), int_arg("narrow", "length", length)))
+    dim, start = int_arg("narrow", "dim", dim), int_arg("narrow", "start", start)
+    return wrap(C.ff_narrow(self._ptr, dim, start, int_arg("narrow", "length", length)))
 
 def contiguous(self):
     return wrap(C.ff_contiguous(self._ptr))

@@ -115,5 +115,23 @@ static void check_einsum_many_diagonals(void)
     RELEASE(x, r);
 }
 
-FF_TEST_MAIN("ops_arg_limits", TEST(check_conv_huge_stride), TEST(check_conv_overflow),
+/* A slice whose step passes the end takes one element; its gradient re-slices
+ * start + count * step, which overflowed for a step near INT64_MAX and came back empty. */
+static void check_slice_huge_step(void)
+{
+    ff_tensor *x = ff_ones(2, SHAPE(4, 3), FF_F64);
+    CHECK(ff_set_requires_grad(x, true) == FF_OK);
+    ff_tensor *s = ff_slice(x, 0, 1, 4, INT64_MAX), *l = s ? ff_sum(s, 0, NULL, false) : NULL, *g = NULL;
+    CHECK(s && ff_tensor_ndim(s) == 2 && ff_tensor_shape(s)[0] == 1 && ff_tensor_shape(s)[1] == 3);
+    CHECK(l && ff_autograd_grad(l, NULL, 1, &x, &g, NULL) == FF_OK);
+    CHECK_TENSOR(g, 2, SHAPE(4, 3), VALS(0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), 0);
+    ff_tensor *t = ff_slice(x, 1, 0, 3, INT64_MAX - 1), *e = ff_slice(x, 0, 3, 1, INT64_MAX);
+    CHECK(t && ff_tensor_shape(t)[0] == 4 && ff_tensor_shape(t)[1] == 1);
+    CHECK(e && ff_tensor_shape(e)[0] == 0);
+    ff_tensor *k = ff_slice(x, 0, 0, 4, 3); /* rows 0 and 3 */
+    CHECK(k && ff_tensor_shape(k)[0] == 2);
+    RELEASE(x, s, l, g, t, e, k);
+}
+
+FF_TEST_MAIN("ops_arg_limits", TEST(check_slice_huge_step), TEST(check_conv_huge_stride), TEST(check_conv_overflow),
              TEST(check_interpolate_scales), TEST(check_einsum_many_operands), TEST(check_einsum_many_diagonals))
