@@ -4,11 +4,12 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
+MATRIX_BUILD ?= build-matrix
 FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test model build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz fuzz fuzz-build mutants coverage bench install clean
+.PHONY: all deps deps-test model build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz test-build-matrix fuzz fuzz-build mutants coverage bench install clean
 
 all: build
 
@@ -43,8 +44,9 @@ demo-dist: build
 # Every test: unit tests, conformance on every backend, mutation tests, Python tests
 # (with PyTorch, the semantic reference, installed for the differential tests), then the
 # unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer, the threaded ones
-# under ThreadSanitizer, and each libFuzzer harness for FUZZ_SECONDS.
-test: test-release test-asan test-tsan test-fuzz
+# under ThreadSanitizer, each libFuzzer harness for FUZZ_SECONDS, and the documented build
+# options compiled (not run) one by one and with clang.
+test: test-release test-asan test-tsan test-fuzz test-build-matrix
 
 deps-test:
 	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
@@ -88,6 +90,11 @@ fuzz-build: deps $(FUZZ_BUILD)/CMakeCache.txt
 test-fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
+# -DFF_BUILD_MPI/OPENCL/CPU_BLAS/CUDA=OFF and clang, each in $(MATRIX_BUILD)/<name>, compiled
+# only (scripts/build-matrix.sh says which targets and why; about a minute of CPU).
+test-build-matrix: deps
+	CMAKE_ARGS="$(CMAKE_ARGS)" bash scripts/build-matrix.sh $(MATRIX_BUILD) $(JOBS)
+
 fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(or $(SECONDS_EACH),600)
 
@@ -111,4 +118,4 @@ install: build
 	cmake --install $(BUILD) --prefix $(or $(PREFIX),/usr/local)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) $(MATRIX_BUILD)

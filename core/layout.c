@@ -109,10 +109,11 @@ ff_status ff_layout_slice(const ff_layout *in, int axis, int64_t start, int64_t 
                         (long long)step);
     ff_slice_bounds(in->shape[a], &start, &stop);
     ff_layout r = *in;
-    r.shape[a] = (stop - start + step - 1) / step;
+    /* 0 <= stop - start <= size: no overflow for any step, INT64_MAX included; a step that
+     * takes two or more elements is below the size, so stride * step stays in range */
+    r.shape[a] = stop > start ? (stop - start - 1) / step + 1 : 0;
     r.offset = in->offset + (r.shape[a] ? start * in->strides[a] : 0);
-    r.strides[a] = in->strides[a] * step;
-    if (r.shape[a] <= 1) r.strides[a] = in->strides[a];
+    r.strides[a] = r.shape[a] > 1 ? in->strides[a] * step : in->strides[a];
     *out = r;
     return FF_OK;
 }

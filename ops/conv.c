@@ -18,10 +18,14 @@
 
 #include "expr.h"
 
-/* Checks the window geometry over x [N, C, H, W] and gives the output size. */
-static ff_status windows_geometry(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
-                                  int64_t pw, int64_t *oh, int64_t *ow, const char *fn)
+/* Checks the window geometry over x [N, C, H, W] and gives the output size. A stride
+ * beyond the padded size gives one window, as the padded size itself does: *sh and *sw
+ * come back no larger, so no later step sees a stride near INT64_MAX (oneDNN refuses
+ * such strides; PyTorch takes them). */
+static ff_status windows_geometry(const ff_tensor *x, int64_t kh, int64_t kw, int64_t *stride_h, int64_t *stride_w,
+                                  int64_t ph, int64_t pw, int64_t *oh, int64_t *ow, const char *fn)
 {
+    int64_t sh = *stride_h, sw = *stride_w;
     if (kh < 1 || kw < 1)
         return ff_error(FF_ERR_INVALID, "%s: kernel size (%lld, %lld) must be >= 1", fn, (long long)kh,
                         (long long)kw);
@@ -42,13 +46,15 @@ static ff_status windows_geometry(const ff_tensor *x, int64_t kh, int64_t kw, in
                         (long long)kw);
     *oh = (hp - kh) / sh + 1;
     *ow = (wp - kw) / sw + 1;
+    *stride_h = sh < hp ? sh : hp;
+    *stride_w = sw < wp ? sw : wp;
     return FF_OK;
 }
 
 ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
                            int64_t pw, double pad_value, int64_t *oh, int64_t *ow, const char *fn)
 {
-    if (windows_geometry(x, kh, kw, sh, sw, ph, pw, oh, ow, fn)) return NULL;
+    if (windows_geometry(x, kh, kw, &sh, &sw, ph, pw, oh, ow, fn)) return NULL;
     int64_t k = kh * kw; /* checked above */
     ff_tensor *xp = ph || pw ? ff_pad(x, (int64_t[]){0, 0, 0, 0, ph, ph, pw, pw}, pad_value)
                              : ff_tensor_retain((ff_tensor *)x);
@@ -193,7 +199,7 @@ ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bi
     ff_tensor *y4;
     if (use_entries(x, w)) {
         /* the composition's checks, so both paths accept and refuse the same calls */
-        if (windows_geometry(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, &oh, &ow, fn)) return NULL;
+        if (windows_geometry(x, ws[2], ws[3], &stride_h, &stride_w, pad_h, pad_w, &oh, &ow, fn)) return NULL;
         ff_conv2d_params p = {{stride_h, stride_w}, {pad_h, pad_w}};
         y4 = FF_EX(&e, conv_apply(0, x, w, &p, NULL, fn));
     } else {

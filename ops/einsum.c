@@ -8,7 +8,11 @@
  * sums the labels no one else needs; then the operands are contracted left to right, each
  * pair as one batched matmul [batch, M, K] @ [batch, K, N] after permute + reshape (the
  * batch: labels both share and still need; K: labels both share and nobody needs later),
- * and the result is summed and permuted into the output order. */
+ * and the result is summed and permuted into the output order.
+ *
+ * Each step's intermediates live in an arena of its own (ops/expr.h) that is freed once the
+ * step's result is held: autograd keeps what its gradients need by reference, so any number
+ * of operands (and of diagonals in one) fits, with or without grad. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +76,9 @@ static int find(const term *t, int lab)
 /* x with dims j merged into i (same label): where(eye, x, 0) summed over j, then in x's
  * dtype again (sum gives i64 for integers and bool; the sum of one element and zeros is
  * exact), as PyTorch's diagonal view keeps x's dtype. */
-static ff_tensor *take_diagonal(ff_expr *e, ff_tensor *x, term *t, int i, int j)
+static ff_tensor *take_diagonal(ff_expr *outer, ff_tensor *x, term *t, int i, int j)
 {
+    ff_expr local = {0}, *e = &local;
     int nd = t->n;
     int64_t n = x->layout.shape[i], shape[FF_MAX_DIMS];
     for (int d = 0; d < nd; d++) shape[d] = d == i || d == j ? n : 1;
@@ -86,7 +91,9 @@ static ff_tensor *take_diagonal(ff_expr *e, ff_tensor *x, term *t, int i, int j)
     if (r && r->dtype != x->dtype) r = FF_EX(e, ff_op_cast(r, x->dtype, "ff_einsum"));
     for (int d = j; d + 1 < nd; d++) t->lab[d] = t->lab[d + 1];
     t->n--;
-    return r;
+    r = ff_expr_result(e, r);
+    ff_expr_free(e);
+    return ff_expr_keep(outer, r); /* NULL marks outer failed */
 }
 
 /* Sums the dims of x whose labels are not in `keep` (a label mask). */
@@ -192,9 +199,14 @@ ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *ops)
     ff_expr e = {0};
     bool in_out[NL] = {false};
     for (int d = 0; d < out.n; d++) in_out[out.lab[d]] = true;
-    ff_tensor *acc = NULL;
+    ff_tensor *acc = NULL, *held = NULL; /* held: the reference to acc this function owns */
     term at = {0};
     for (k = 0; k < n && !e.failed; k++) {
+        /* the last step's intermediates go; its result stays, held here */
+        ff_tensor *prev = ff_expr_result(&e, acc);
+        ff_expr_free(&e);
+        ff_tensor_release(held);
+        held = prev, acc = prev;
         ff_tensor *x = ops[k];
         term tk = t[k];
         /* diagonals of repeated labels */
@@ -272,6 +284,7 @@ ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *ops)
         r = b ? ff_contiguous(b) : NULL;
     }
     ff_expr_free(&e);
+    ff_tensor_release(held);
     free(t);
     if (!r) ff_error_prefix(fn);
     return r;

@@ -9,7 +9,7 @@
 
 #include "expr.h"
 
-/* One axis of length in resized to out (scale <= 0: in / out), as a new reference. */
+/* One axis of length in resized to out (scale 0: in / out), as a new reference. */
 static ff_tensor *resize_axis(const ff_tensor *x, int axis, int64_t out, double scale, ff_interp_mode mode,
                               bool align_corners)
 {
@@ -26,15 +26,14 @@ static ff_tensor *resize_axis(const ff_tensor *x, int axis, int64_t out, double 
     double *w1 = w + out;
     for (int64_t o = 0; o < out; o++) {
         if (mode == FF_INTERP_NEAREST) {
-            int64_t s = (int64_t)floor((double)o * scale);
-            i0[o] = s < in - 1 ? s : in - 1;
+            double s = floor((double)o * scale); /* compared as a double: a huge scale must not overflow */
+            i0[o] = s < (double)(in - 1) ? (int64_t)s : in - 1;
             continue;
         }
         double src = align_corners ? (out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0.0)
                                    : ((double)o + 0.5) * scale - 0.5;
         if (src < 0) src = 0;
-        int64_t f = (int64_t)src;
-        if (f > in - 1) f = in - 1;
+        int64_t f = src < (double)(in - 1) ? (int64_t)src : in - 1;
         i0[o] = f;
         i1[o] = f < in - 1 ? f + 1 : f;
         w1[o] = src - (double)f;
@@ -81,6 +80,10 @@ ff_tensor *ff_interpolate(const ff_tensor *x, int nsize, const int64_t *size, co
         if (size[k] < 1 || x->layout.shape[2 + k] < 1)
             return ff_error(FF_ERR_INVALID, "%s: sizes must be >= 1 (input %lld, output %lld at spatial dim %d)", fn,
                             (long long)x->layout.shape[2 + k], (long long)size[k], k), NULL;
+    for (int k = 0; scales && k < ns; k++) /* NaN would index out of range; inf and <= 0 mean nothing */
+        if (!isfinite(scales[k]) || scales[k] <= 0)
+            return ff_error(FF_ERR_INVALID, "%s: scale %g at spatial dim %d must be finite and > 0 (it is 1 / "
+                            "scale_factor; NULL scales: input size / output size)", fn, scales[k], k), NULL;
     ff_tensor *y = ff_tensor_retain((ff_tensor *)x);
     for (int k = 0; k < ns && y; k++) {
         ff_tensor *next = resize_axis(y, 2 + k, size[k], scales ? scales[k] : 0.0, mode, align_corners);

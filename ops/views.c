@@ -236,7 +236,9 @@ ff_tensor *ff_slice(const ff_tensor *t, int axis, int64_t start, int64_t stop, i
     ff_layout_normalize_axis(axis, t->layout.ndim, &a, fn);
     int64_t s = start, e = stop;
     ff_slice_bounds(t->layout.shape[a], &s, &e);
-    int64_t ip[4] = {a, s, step, 0};
+    /* the gradient re-slices start + count * step: with one element or none, step 1 takes
+     * the same region and cannot overflow (a step near INT64_MAX dropped the gradient) */
+    int64_t ip[4] = {a, s, l.shape[a] > 1 ? step : 1, 0};
     return make_view(t, &l, "slice", slice_backward, ip, 4);
 }
 

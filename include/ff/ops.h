@@ -246,7 +246,7 @@ ff_tensor *ff_lstsq(const ff_tensor *a, const ff_tensor *b);
 /* ---- neural-net ops ----------------------------------------------------- */
 ff_tensor *ff_softmax(const ff_tensor *x, int axis);
 /* F.interpolate on [N, C, *spatial] (1 to 3 spatial dims) to size[0..nsize): nearest, or
- * linear per axis (bilinear, trilinear); scales (may be NULL; <= 0 entries: in / out) as
+ * linear per axis (bilinear, trilinear); scales (NULL: in / out; else finite and > 0) as
  * 1 / scale_factor when the caller gave one. Differentiable. */
 typedef enum ff_interp_mode { FF_INTERP_NEAREST = 0, FF_INTERP_LINEAR = 1 } ff_interp_mode;
 ff_tensor *ff_interpolate(const ff_tensor *x, int nsize, const int64_t *size, const double *scales,

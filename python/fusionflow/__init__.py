@@ -21,6 +21,7 @@ from ._generator import Generator, default_generator
 from ._threads import set_num_threads, get_num_threads
 from ._compile import compile, graph_stats  # noqa: A001  (fusionflow.compile, as torch.compile)
 from ._lib import C as _C
+from ._args import named as _named
 from . import amp, autograd, fft, nn, optim  # noqa: E402
 from . import backends, cuda  # noqa: E402  (torch.backends' flags, torch.cuda)
 from . import utils  # noqa: E402  (fusionflow.utils.data)
@@ -91,7 +92,7 @@ def _unary_fn(name):
     def f(x, *args, **kwargs):
         return getattr(as_tensor(x), name)(*args, **kwargs)
     f.__name__ = name
-    return f
+    return _named(f)
 
 
 for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tanh",
@@ -106,4 +107,13 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
            "remainder", "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "atan2",
            "arctan2"):
     globals()[_n] = _unary_fn(_n)
+# errors name the function they were given to (_args.named), here as in _functions, _sorting
+for _n in ("from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "linspace", "rand",
+           "randn", "zeros_like", "ones_like", "full_like", "empty_like", "where", "cat", "concat", "stack", "split",
+           "chunk"):
+    globals()[_n] = _named(globals()[_n])
+for _n in linalg.__all__:
+    setattr(linalg, _n, _named(getattr(linalg, _n)))
+# torch.linalg.matrix_power is torch.matrix_power: one definition, whose n must be an int
+linalg.matrix_power = matrix_power  # noqa: F405  (from _functions)
 del _n

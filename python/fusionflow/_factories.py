@@ -7,6 +7,7 @@ import ctypes
 import numpy as np
 
 from . import _dtype
+from ._args import int_arg
 from ._dtype import float32, int64, bool_, to_dtype
 from ._lib import C, FusionFlowError, error, shape_array
 from ._tensor import Tensor, wrap, as_tensor, _operand, _shape_args, _scalar_ok, _number
@@ -34,7 +35,7 @@ def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
         shape = (shape,)
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
-    n, arr = shape_array(tuple(int(s) for s in shape))
+    n, arr = shape_array(tuple(int_arg("full", "size", s) for s in shape))
     be = _on(device)
     if n == 0 and _scalar_ok(fill_value):  # exact for every int64 and NaN-to-bool rules alike
         t = wrap(C.ff_number_tensor_on(be, _number(fill_value), to_dtype(dtype).code))
@@ -46,11 +47,11 @@ def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
 
 
 def zeros(*shape, dtype=float32, requires_grad=False, device=None):
-    return full(_shape_args(shape), 0, dtype=dtype, requires_grad=requires_grad, device=device)
+    return full(_shape_args(shape, "zeros"), 0, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def ones(*shape, dtype=float32, requires_grad=False, device=None):
-    return full(_shape_args(shape), 1, dtype=dtype, requires_grad=requires_grad, device=device)
+    return full(_shape_args(shape, "ones"), 1, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def empty(*shape, dtype=float32, requires_grad=False, device=None):
@@ -77,7 +78,7 @@ def empty_like(t, dtype=None, requires_grad=False, device=None, memory_format=No
 
 
 def eye(n, m=None, dtype=float32, requires_grad=False, device=None):
-    t = wrap(C.ff_eye(int(n), int(n if m is None else m), to_dtype(dtype).code))
+    t = wrap(C.ff_eye(int_arg("eye", "n", n), int_arg("eye", "m", n if m is None else m), to_dtype(dtype).code))
     return _finish(t, requires_grad, device)
 
 
@@ -97,7 +98,7 @@ def linspace(start, end, steps, dtype=float32, requires_grad=False, device=None)
 
 def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
     """U[0, 1) from the global generator (manual_seed), or from `seed` if given."""
-    return uniform(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+    return uniform(_shape_args(shape, "rand"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
                    seed=seed)
 
 
@@ -124,7 +125,7 @@ def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device
 
 
 def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
-    return normal(_shape_args(shape), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
+    return normal(_shape_args(shape, "randn"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
                   seed=seed)
 
 
@@ -197,6 +198,8 @@ def from_numpy(arr):
 
 def where(condition, input, other):
     """Numbers are weak, as in PyTorch: where(c, 2.5, int_tensor) is float32."""
+    if isinstance(condition, Tensor) and condition.dtype not in (bool_, _dtype.uint8):
+        raise TypeError("where: condition must be a bool tensor, got %s" % condition.dtype.name)  # as PyTorch
     cond = as_tensor(condition, dtype=bool_)
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         input, other = tensor(input), tensor(other)
@@ -212,7 +215,7 @@ def _ptr_array(ts):
 
 def cat(tensors, dim=0):
     ts, arr = _ptr_array(tensors)
-    return wrap(C.ff_concat(len(ts), arr, int(dim)))
+    return wrap(C.ff_concat(len(ts), arr, int_arg("cat", "dim", dim)))
 
 
 concat = cat
@@ -220,12 +223,12 @@ concat = cat
 
 def stack(tensors, dim=0):
     ts, arr = _ptr_array(tensors)
-    return wrap(C.ff_stack(len(ts), arr, int(dim)))
+    return wrap(C.ff_stack(len(ts), arr, int_arg("stack", "dim", dim)))
 
 
 def _pieces(fn, t, arg, dim, maxn):
     out = (ctypes.c_void_p * builtins.max(maxn, 1))()
-    n = fn(t._ptr, arg, int(dim), out, maxn)
+    n = fn(t._ptr, arg, int_arg("chunk" if fn is C.ff_chunk else "split", "dim", dim), out, maxn)
     if n < 0:
         raise error()
     return tuple(wrap(out[i]) for i in range(n))
@@ -241,9 +244,10 @@ def split(t, split_size, dim=0):
             raise FusionFlowError("split sizes %s do not add up to %d" % (list(split_size), t.shape[dim]))
         return tuple(out)
     n = t.shape[dim]
-    maxn = builtins.max(1, -(-n // builtins.max(int(split_size), 1)))
-    return _pieces(C.ff_split, t, int(split_size), dim, maxn)
+    maxn = builtins.max(1, -(-n // builtins.max(int_arg("split", "split_size", split_size), 1)))
+    return _pieces(C.ff_split, t, int_arg("split", "split_size", split_size), dim, maxn)
 
 
 def chunk(t, chunks, dim=0):
-    return _pieces(C.ff_chunk, t, int(chunks), dim, builtins.max(int(chunks), 1))
+    chunks = int_arg("chunk", "chunks", chunks)
+    return _pieces(C.ff_chunk, t, chunks, dim, builtins.max(chunks, 1))

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from . import _dtype
+from ._args import int_arg, named
 from ._tensor import Tensor, as_tensor, arange, cat, full, rand, stack, tensor, where, _operand
 
 __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac", "sgn",
@@ -24,6 +25,15 @@ TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
                   "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
                   "dist", "trace", "diag", "diagonal", "cross", "bernoulli", "matrix_power"]
+
+
+def _dim(fn, d, ndim):
+    """d as a dim of a rank-ndim tensor, in [0, ndim): PyTorch's range check, not a wrap."""
+    d = int_arg(fn, "dim", d)
+    if not -builtins.max(ndim, 1) <= d < builtins.max(ndim, 1):
+        raise IndexError("%s(): Dimension out of range (expected to be in range of [%d, %d], but got %d)"
+                         % (fn, -builtins.max(ndim, 1), builtins.max(ndim, 1) - 1, d))
+    return d % builtins.max(ndim, 1)
 
 
 def _wide(x):
@@ -165,8 +175,10 @@ def movedim(input, source, destination):
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
         raise ValueError("movedim: source and destination need the same number of dims")
-    src = [s % x.ndim for s in src]
-    dst = [d % x.ndim for d in dst]
+    src = [_dim("movedim", s, x.ndim) for s in src]
+    dst = [_dim("movedim", d, x.ndim) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("movedim: repeated dim in source %s or destination %s" % (source, destination))
     order = [d for d in range(x.ndim) if d not in src]
     perm = [None] * x.ndim
     for s, d in zip(src, dst):
@@ -178,7 +190,7 @@ def movedim(input, source, destination):
 
 def unflatten(input, dim, sizes):
     x = as_tensor(input)
-    d = dim % x.ndim
+    d = _dim("unflatten", dim, x.ndim)
     return x.reshape(x.shape[:d] + tuple(sizes) + x.shape[d + 1:])
 
 
@@ -259,7 +271,9 @@ def trace(input):
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal as a new tensor (PyTorch returns a view); the diagonal dim goes last."""
     x = as_tensor(input)
-    d1, d2 = dim1 % x.ndim, dim2 % x.ndim
+    d1, d2 = _dim("diagonal", dim1, x.ndim), _dim("diagonal", dim2, x.ndim)
+    if d1 == d2:
+        raise ValueError("diagonal: dim1 and dim2 cannot be the same dim (%d)" % d1)
     n = builtins.max(0, builtins.min(x.shape[d1] - builtins.max(0, -offset), x.shape[d2] - builtins.max(0, offset)))
     r = arange(n, dtype=_dtype.int64, device=x.device)
     rows, cols = r + builtins.max(0, -offset), r + builtins.max(0, offset)
@@ -298,7 +312,13 @@ def tensordot(a, b, dims=2):
 def cross(input, other, dim=None):
     a, b = broadcast_tensors(input, other)
     if dim is None:
-        dim = [d for d in range(a.ndim) if a.shape[d] == 3][0]
+        dims = [d for d in range(a.ndim) if a.shape[d] == 3]
+        if not dims:
+            raise ValueError("cross: no dim of size 3 in the inputs %s" % (list(a.shape),))
+        dim = dims[0]
+    dim = _dim("cross", dim, a.ndim)
+    if a.shape[dim] != 3:
+        raise ValueError("cross: dim %d has size %d, not 3" % (dim, a.shape[dim]))
     a0, a1, a2 = (a.select(dim, i) for i in range(3))
     b0, b1, b2 = (b.select(dim, i) for i in range(3))
     return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
@@ -331,7 +351,7 @@ def matrix_power(input, n):
     from ._lib import C
     from ._tensor import wrap
     x = as_tensor(input)
-    return wrap(C.ff_matrix_power(x._ptr, int(n)))
+    return wrap(C.ff_matrix_power(x._ptr, int_arg("matrix_power", "n", n)))
 
 
 def einsum(equation, *operands):
@@ -340,6 +360,8 @@ def einsum(equation, *operands):
     import ctypes
     from ._lib import C
     from ._tensor import wrap
+    if not isinstance(equation, str):
+        raise TypeError("einsum(): argument 'equation' must be str, not %s" % type(equation).__name__)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
     xs = [as_tensor(o) for o in operands]  # held: the C call borrows their pointers
@@ -350,3 +372,8 @@ def einsum(equation, *operands):
 def polygamma(n, input):
     """torch.polygamma(n, input) for n = 0 and 1 (Tensor.polygamma)."""
     return as_tensor(input).polygamma(n)
+
+
+for _n in __all__:  # every error names the function it was given to (_args.named)
+    globals()[_n] = named(globals()[_n])
+del _n

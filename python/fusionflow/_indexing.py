@@ -2,9 +2,11 @@
 Ellipsis, bool and integer tensors, lists) turned into views, ff_index and ff_index_put."""
 import builtins
 import ctypes
+import operator
 
 import numpy as np
 
+from ._args import int_arg, named
 from ._dtype import int64, bool_
 from ._lib import C, check_status, error
 from ._tensor import Tensor, wrap, as_tensor, _scalar_ok, _operand, _number_tensor
@@ -79,9 +81,10 @@ def _index(t, key):
             axis += span
         else:
             try:
-                i = int(k) if not isinstance(k, Tensor) else k.__index__()
+                i = operator.index(k)  # 1.5 is no index (int() would truncate it), nor is '0'
             except TypeError:
-                raise TypeError("invalid index %r" % (k,)) from None
+                raise IndexError("index %r: only integers, slices (`:`), ellipsis (`...`), None and integer or "
+                                 "bool tensors are valid indices" % (k,)) from None
             n = out.shape[axis]
             if i < -n or i >= n:
                 raise IndexError("index %d is out of bounds for dimension %d with size %d" % (i, axis, n))
@@ -147,12 +150,21 @@ def _needs_history(self, *others):
     return is_grad_enabled() and (self.requires_grad or builtins.any(
         isinstance(o, Tensor) and o.requires_grad for o in others))
 
+def _same_dtype(fn, self, values):
+    """PyTorch's index_put takes a tensor of values only in the destination's dtype (a
+    number is converted): no silent truncation of floats written into an int tensor."""
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError("%s(): Index put requires the source and destination dtypes match, got %s for the "
+                           "destination and %s for the source" % (fn, self.dtype.name, values.dtype.name))
+
 def index_put(self, indices, values, accumulate=False):
+    _same_dtype("index_put", self, values)
     entries = [None if i is None else _as_index(i, self.device) for i in indices]
     v = _operand(values, self) if not isinstance(values, Tensor) else values
     return wrap(C.ff_index_put(self._ptr, len(entries), _entries_array(entries), v._ptr, bool(accumulate)))
 
 def index_put_(self, indices, values, accumulate=False):
+    _same_dtype("index_put_", self, values)
     if self._needs_history(values):
         return self._rebase_(self.index_put(indices, values, accumulate))
     entries = [None if i is None else _as_index(i, self.device) for i in indices]
@@ -161,22 +173,25 @@ def index_put_(self, indices, values, accumulate=False):
     return self
 
 def index_add(self, dim, index, source, alpha=1):
-    return wrap(C.ff_index_add(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
+    dim = int_arg("index_add", "dim", dim)
+    return wrap(C.ff_index_add(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
 
 def index_add_(self, dim, index, source, alpha=1):
     if self._needs_history(source):
         return self._rebase_(self.index_add(dim, index, source, alpha))
-    check_status(C.ff_index_add_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr,
-                                 float(alpha)))
+    dim = int_arg("index_add_", "dim", dim)
+    check_status(C.ff_index_add_(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr, float(alpha)))
     return self
 
 def index_copy(self, dim, index, source):
-    return wrap(C.ff_index_copy(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+    dim = int_arg("index_copy", "dim", dim)
+    return wrap(C.ff_index_copy(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr))
 
 def index_copy_(self, dim, index, source):
     if self._needs_history(source):
         return self._rebase_(self.index_copy(dim, index, source))
-    check_status(C.ff_index_copy_(self._ptr, int(dim), _as_index(index, self.device)._ptr, source._ptr))
+    dim = int_arg("index_copy_", "dim", dim)
+    check_status(C.ff_index_copy_(self._ptr, dim, _as_index(index, self.device)._ptr, source._ptr))
     return self
 
 def masked_fill(self, mask, value):
@@ -200,12 +215,17 @@ def masked_scatter_(self, mask, source):
     return self
 
 def index_select(self, dim, index):
+    if isinstance(index, Tensor) and index.dtype.is_floating_point:  # PyTorch's rule: no rounding of indices
+        raise IndexError("index_select(): expected an int32 or int64 index, got %s" % index.dtype.name)
     idx = as_tensor(index, dtype=int64)
-    return wrap(C.ff_index_select(self._ptr, int(dim), idx._ptr))
+    return wrap(C.ff_index_select(self._ptr, int_arg("index_select", "dim", dim), idx._ptr))
 
 
 Tensor.__getitem__ = _getitem
 Tensor.__setitem__ = _setitem
-for _f in (_rebase_, _needs_history, index_put, index_put_, index_add, index_add_, index_copy, index_copy_, masked_fill, masked_fill_, masked_scatter, masked_scatter_, index_select):
+for _f in (_rebase_, _needs_history):
     setattr(Tensor, _f.__name__, _f)
+for _f in (index_put, index_put_, index_add, index_add_, index_copy, index_copy_, masked_fill, masked_fill_,
+           masked_scatter, masked_scatter_, index_select):
+    setattr(Tensor, _f.__name__, named(_f))  # errors name the method (_args.named)
 del _f

@@ -3,17 +3,18 @@ attached to Tensor after it exists, as _indexing attaches []: one concern out of
 from ._dtype import DType
 from ._factories import split as _split, chunk as _chunk
 from ._lib import C, FusionFlowError, int_array, shape_array
+from ._args import int_arg
 from ._tensor import Tensor, _axes, _shape_args, wrap
 
 
 def reshape(self, *shape):
-    n, arr = shape_array(_shape_args(shape))
+    n, arr = shape_array(_shape_args(shape, "reshape"))
     return wrap(C.ff_reshape(self._ptr, n, arr))
 
 def view(self, *shape):
     if len(shape) == 1 and isinstance(shape[0], (DType, str, type)):
         raise FusionFlowError("view(dtype) is not supported; use to(dtype)")
-    n, arr = shape_array(_shape_args(shape))
+    n, arr = shape_array(_shape_args(shape, "view"))
     return wrap(C.ff_reshape_view(self._ptr, n, arr))
 
 def view_as(self, other):
@@ -23,18 +24,19 @@ def reshape_as(self, other):
     return self.reshape(other.shape)
 
 def flatten(self, start_dim=0, end_dim=-1):
-    return wrap(C.ff_flatten(self._ptr, int(start_dim), int(end_dim)))
+    start_dim, end_dim = int_arg("flatten", "start_dim", start_dim), int_arg("flatten", "end_dim", end_dim)
+    return wrap(C.ff_flatten(self._ptr, start_dim, end_dim))
 
 def squeeze(self, dim=None):
     if dim is None:
         return wrap(C.ff_squeeze_all(self._ptr))
-    return wrap(C.ff_squeeze(self._ptr, int(dim)))
+    return wrap(C.ff_squeeze(self._ptr, int_arg("squeeze", "dim", dim)))
 
 def unsqueeze(self, dim):
-    return wrap(C.ff_unsqueeze(self._ptr, int(dim)))
+    return wrap(C.ff_unsqueeze(self._ptr, int_arg("unsqueeze", "dim", dim)))
 
 def transpose(self, dim0, dim1):
-    return wrap(C.ff_transpose(self._ptr, int(dim0), int(dim1)))
+    return wrap(C.ff_transpose(self._ptr, int_arg("transpose", "dim0", dim0), int_arg("transpose", "dim1", dim1)))
 
 def t(self):
     if self.ndim > 2:
@@ -49,14 +51,14 @@ def mT(self):
     return wrap(C.ff_mT(self._ptr))
 
 def permute(self, *dims):
-    dims = _shape_args(dims)
+    dims = _shape_args(dims, "permute")
     if len(dims) != self.ndim:
         raise FusionFlowError("permute: %d dims given for a tensor with %d" % (len(dims), self.ndim))
     _, arr = int_array(dims)
     return wrap(C.ff_permute(self._ptr, arr))
 
 def expand(self, *sizes):
-    n, arr = shape_array(_shape_args(sizes))
+    n, arr = shape_array(_shape_args(sizes, "expand"))
     return wrap(C.ff_expand(self._ptr, n, arr))
 
 def expand_as(self, other):
@@ -67,7 +69,8 @@ def broadcast_to(self, shape):
     return wrap(C.ff_broadcast_to(self._ptr, n, arr))
 
 def narrow(self, dim, start, length):
-    return wrap(C.ff_narrow(self._ptr, int(dim), int(start), int(length)))
+    dim, start = int_arg("narrow", "dim", dim), int_arg("narrow", "start", start)
+    return wrap(C.ff_narrow(self._ptr, dim, start, int_arg("narrow", "length", length)))
 
 def contiguous(self):
     return wrap(C.ff_contiguous(self._ptr))
@@ -76,21 +79,21 @@ def clone(self):
     return wrap(C.ff_clone(self._ptr))
 
 def flip(self, dims):
-    n, arr = _axes(dims)
+    n, arr = _axes(dims, fn="flip")
     return wrap(C.ff_flip(self._ptr, n, arr))
 
 def tril(self, diagonal=0):
-    return wrap(C.ff_tril(self._ptr, int(diagonal)))
+    return wrap(C.ff_tril(self._ptr, int_arg("tril", "diagonal", diagonal)))
 
 def triu(self, diagonal=0):
-    return wrap(C.ff_triu(self._ptr, int(diagonal)))
+    return wrap(C.ff_triu(self._ptr, int_arg("triu", "diagonal", diagonal)))
 
 def repeat(self, *reps):
-    n, arr = shape_array(_shape_args(reps))
+    n, arr = shape_array(_shape_args(reps, "repeat"))
     return wrap(C.ff_repeat(self._ptr, n, arr))
 
 def tile(self, *reps):
-    n, arr = shape_array(_shape_args(reps))
+    n, arr = shape_array(_shape_args(reps, "tile"))
     return wrap(C.ff_tile(self._ptr, n, arr))
 
 def split(self, split_size, dim=0):
@@ -103,7 +106,7 @@ def unbind(self, dim=0):
     return tuple(self.select(dim, i) for i in range(self.shape[dim]))
 
 def select(self, dim, index):
-    return wrap(C.ff_select(self._ptr, int(dim), int(index)))
+    return wrap(C.ff_select(self._ptr, int_arg("select", "dim", dim), int_arg("select", "index", index)))
 
 
 for _f in (reshape, view, view_as, reshape_as, flatten, squeeze, unsqueeze, transpose, t, permute, expand, expand_as,

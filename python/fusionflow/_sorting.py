@@ -7,6 +7,7 @@ Attached to `fusionflow` and to `Tensor` by __init__.py."""
 import collections
 import ctypes
 
+from ._args import int_arg, named
 from ._lib import C, check_status
 from ._tensor import as_tensor, wrap
 
@@ -30,12 +31,12 @@ def _pair(fn, *args):
 
 def sort(input, dim=-1, descending=False, stable=False):
     x = as_tensor(input)
-    return _sort_result(*_pair(C.ff_sort, x._ptr, int(dim), bool(descending)))
+    return _sort_result(*_pair(C.ff_sort, x._ptr, int_arg("sort", "dim", dim), bool(descending)))
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
     x = as_tensor(input)  # held: the C call borrows its pointer
-    return wrap(C.ff_argsort(x._ptr, int(dim), bool(descending)))
+    return wrap(C.ff_argsort(x._ptr, int_arg("argsort", "dim", dim), bool(descending)))
 
 
 def msort(input):
@@ -44,12 +45,14 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     x = as_tensor(input)
-    return _topk_result(*_pair(C.ff_topk, x._ptr, int(k), int(dim), bool(largest)))
+    k, dim = int_arg("topk", "k", k), int_arg("topk", "dim", dim)
+    return _topk_result(*_pair(C.ff_topk, x._ptr, k, dim, bool(largest)))
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     x = as_tensor(input)
-    return _kthvalue_result(*_pair(C.ff_kthvalue, x._ptr, int(k), int(dim), bool(keepdim)))
+    k, dim = int_arg("kthvalue", "k", k), int_arg("kthvalue", "dim", dim)
+    return _kthvalue_result(*_pair(C.ff_kthvalue, x._ptr, k, dim, bool(keepdim)))
 
 
 def median(input, dim=None, keepdim=False):
@@ -58,7 +61,7 @@ def median(input, dim=None, keepdim=False):
     if dim is None:
         flat = x.reshape(-1)  # held: the C call borrows its pointer
         return _pair(C.ff_median, flat._ptr, 0, False)[0]
-    return _median_result(*_pair(C.ff_median, x._ptr, int(dim), bool(keepdim)))
+    return _median_result(*_pair(C.ff_median, x._ptr, int_arg("median", "dim", dim), bool(keepdim)))
 
 
 
@@ -78,13 +81,13 @@ def nonzero(input, *, as_tuple=False):
 def bincount(input, weights=None, minlength=0):
     x = as_tensor(input)
     w = None if weights is None else as_tensor(weights)
-    return wrap(C.ff_bincount(x._ptr, None if w is None else w._ptr, int(minlength)))
+    return wrap(C.ff_bincount(x._ptr, None if w is None else w._ptr, int_arg("bincount", "minlength", minlength)))
 
 
 def randperm(n, *, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1 from the global generator (manual_seed); int64
     unless dtype says otherwise."""
-    r = wrap(C.ff_randperm(int(n)))
+    r = wrap(C.ff_randperm(int_arg("randperm", "n", n)))
     if device is not None:
         r = r.to(device=device)
     return r if dtype is None else r.to(dtype)
@@ -109,14 +112,14 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 def histc(input, bins=100, min=0, max=0):
     x = as_tensor(input)
-    return wrap(C.ff_histc(x._ptr, int(bins), float(min), float(max)))
+    return wrap(C.ff_histc(x._ptr, int_arg("histc", "bins", bins), float(min), float(max)))
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """int64 indices drawn per row with probability proportional to the weights, from the
     global generator (manual_seed; not PyTorch's numbers)."""
     w = as_tensor(input)
-    return wrap(C.ff_multinomial(w._ptr, int(num_samples), bool(replacement)))
+    return wrap(C.ff_multinomial(w._ptr, int_arg("multinomial", "num_samples", num_samples), bool(replacement)))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -140,7 +143,7 @@ def mode(input, dim=-1, keepdim=False):
     """The most frequent value along dim (the smallest of equally frequent ones) and the
     index of its last occurrence, as torch.mode."""
     x = as_tensor(input)
-    return _mode_result(*_pair(C.ff_mode, x._ptr, int(dim), bool(keepdim)))
+    return _mode_result(*_pair(C.ff_mode, x._ptr, int_arg("mode", "dim", dim), bool(keepdim)))
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
@@ -158,4 +161,9 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         return x.scatter_add(dim, idx, s)
     if reduce is not None:
         raise NotImplementedError("scatter: reduce=%r is not offered (None and 'add' are)" % (reduce,))
-    return wrap(C.ff_scatter(x._ptr, int(dim), idx._ptr, s._ptr))
+    return wrap(C.ff_scatter(x._ptr, int_arg("scatter", "dim", dim), idx._ptr, s._ptr))
+
+
+for _n in __all__:  # every error names the function it was given to (_args.named)
+    globals()[_n] = named(globals()[_n])
+del _n

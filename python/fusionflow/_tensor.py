@@ -17,6 +17,7 @@ import numpy as np
 from . import _dtype
 from . import _dtype as _dtype_mod
 from ._dtype import float32, float64, int64, bool_, to_dtype, from_code
+from ._args import int_arg
 from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
@@ -98,19 +99,19 @@ def as_tensor(x, dtype=None, like=None, device=None):
     return tensor(x, dtype=dtype, device=device)
 
 
-def _axes(dim, ndim=None):
+def _axes(dim, ndim=None, fn="reduction"):
     if dim is None:
         return 0, None
-    if isinstance(dim, int):
+    if not isinstance(dim, (tuple, list, range)):
         dim = (dim,)
-    return int_array([int(d) for d in dim])
+    return int_array([int_arg(fn, "dim", d) for d in dim])
 
 
-def _shape_args(shape):
+def _shape_args(shape, fn="shape"):
     """Accepts f(2, 3), f((2, 3)), f([2, 3])."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    return tuple(int_arg(fn, "size", s) for s in shape)
 
 
 def to_args(args, device=None, dtype=None):
@@ -425,6 +426,14 @@ class Tensor:
             return wrap(_ff_binary(op, self._ptr, o._ptr))
         return NotImplemented
 
+    def _binop_strict(self, other, op, fn):
+        """_binop for the named methods: a non-operand is a TypeError there (the operators
+        return NotImplemented instead, for Python to try the other side)."""
+        r = self._binop(other, op)
+        if r is NotImplemented:
+            raise TypeError("%s(): argument 'other' must be a Tensor or a number, not %s" % (fn, type(other).__name__))
+        return r
+
     def _rbinop(self, other, op):
         if _scalar_ok(other):
             return wrap(_ff_rbs(op, _number(other), self._ptr))
@@ -547,10 +556,10 @@ class Tensor:
     def __xor__(self, other):
         return self._binop(other, B_BITXOR)
 
-    def bitwise_and(self, other): return self._binop(other, B_BITAND)
-    def bitwise_or(self, other): return self._binop(other, B_BITOR)
-    def bitwise_xor(self, other): return self._binop(other, B_BITXOR)
-    def atan2(self, other): return self._binop(other, B_ATAN2)
+    def bitwise_and(self, other): return self._binop_strict(other, B_BITAND, "bitwise_and")
+    def bitwise_or(self, other): return self._binop_strict(other, B_BITOR, "bitwise_or")
+    def bitwise_xor(self, other): return self._binop_strict(other, B_BITXOR, "bitwise_xor")
+    def atan2(self, other): return self._binop_strict(other, B_ATAN2, "atan2")
     arctan2 = atan2
     def bitwise_not(self): return wrap(C.ff_bitwise_not(self._ptr))
 
@@ -700,16 +709,16 @@ class Tensor:
     def div(self, other): return self / other
     def maximum(self, other): return self._binop(as_tensor(other), B_MAXIMUM)
     def minimum(self, other): return self._binop(as_tensor(other), B_MINIMUM)
-    def fmod(self, other): return self._binop(other, B_FMOD)
-    def eq(self, other): return self._binop(other, B_EQ)
-    def ne(self, other): return self._binop(other, B_NE)
-    def lt(self, other): return self._binop(other, B_LT)
-    def le(self, other): return self._binop(other, B_LE)
-    def gt(self, other): return self._binop(other, B_GT)
-    def ge(self, other): return self._binop(other, B_GE)
-    def logical_and(self, other): return self._binop(other, B_AND)
-    def logical_or(self, other): return self._binop(other, B_OR)
-    def logical_xor(self, other): return self._binop(other, B_XOR)
+    def fmod(self, other): return self._binop_strict(other, B_FMOD, "fmod")
+    def eq(self, other): return self._binop_strict(other, B_EQ, "eq")
+    def ne(self, other): return self._binop_strict(other, B_NE, "ne")
+    def lt(self, other): return self._binop_strict(other, B_LT, "lt")
+    def le(self, other): return self._binop_strict(other, B_LE, "le")
+    def gt(self, other): return self._binop_strict(other, B_GT, "gt")
+    def ge(self, other): return self._binop_strict(other, B_GE, "ge")
+    def logical_and(self, other): return self._binop_strict(other, B_AND, "logical_and")
+    def logical_or(self, other): return self._binop_strict(other, B_OR, "logical_or")
+    def logical_xor(self, other): return self._binop_strict(other, B_XOR, "logical_xor")
 
     def clamp(self, min=None, max=None):
         """min/max: numbers or tensors (broadcasting, differentiable), as torch.clamp."""
@@ -738,7 +747,7 @@ class Tensor:
 
     # ---- reductions --------------------------------------------------------------------
     def _reduce(self, fn, dim, keepdim):
-        n, axes = _axes(dim)
+        n, axes = _axes(dim, fn=fn.__name__)
         return wrap(fn(self._ptr, n, axes, bool(keepdim)))
 
     def sum(self, dim=None, keepdim=False, dtype=None):
@@ -776,21 +785,21 @@ class Tensor:
         if dim is None:
             flat = self.reshape(-1)
             return wrap(C.ff_argmax(flat._ptr, 0, False))
-        return wrap(C.ff_argmax(self._ptr, int(dim), bool(keepdim)))
+        return wrap(C.ff_argmax(self._ptr, int_arg("argmax", "dim", dim), bool(keepdim)))
 
     def argmin(self, dim=None, keepdim=False):
         if dim is None:
             flat = self.reshape(-1)
             return wrap(C.ff_argmin(flat._ptr, 0, False))
-        return wrap(C.ff_argmin(self._ptr, int(dim), bool(keepdim)))
+        return wrap(C.ff_argmin(self._ptr, int_arg("argmin", "dim", dim), bool(keepdim)))
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        n, axes = _axes(dim)
+        n, axes = _axes(dim, fn="var")
         corr = int(correction) if correction is not None else (1 if unbiased else 0)
         return wrap(C.ff_var(self._ptr, n, axes, corr, bool(keepdim)))
 
     def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        n, axes = _axes(dim)
+        n, axes = _axes(dim, fn="std")
         corr = int(correction) if correction is not None else (1 if unbiased else 0)
         return wrap(C.ff_std(self._ptr, n, axes, corr, bool(keepdim)))
 
@@ -804,25 +813,25 @@ class Tensor:
         return self._reduce(C.ff_all, dim, keepdim)
 
     def norm(self, p=2, dim=None, keepdim=False):
-        n, axes = _axes(dim)
+        n, axes = _axes(dim, fn="norm")
         return wrap(C.ff_norm(self._ptr, float(p), n, axes, bool(keepdim)))
 
     # ---- nn-flavoured ----------------------------------------------------------------------
     def softmax(self, dim=-1):
-        return wrap(C.ff_softmax(self._ptr, int(dim)))
+        return wrap(C.ff_softmax(self._ptr, int_arg("softmax", "dim", dim)))
 
     def cumsum(self, dim, *, dtype=None):
         """Inclusive cumulative sum along dim; integers and bool give int64 (as PyTorch),
         dtype= casts the input first."""
         t = self if dtype is None else self.to(dtype)
-        return wrap(C.ff_cumsum(t._ptr, int(dim)))
+        return wrap(C.ff_cumsum(t._ptr, int_arg("cumsum", "dim", dim)))
 
     def cumprod(self, dim, *, dtype=None):
         t = self if dtype is None else self.to(dtype)
-        return wrap(C.ff_cumprod(t._ptr, int(dim)))
+        return wrap(C.ff_cumprod(t._ptr, int_arg("cumprod", "dim", dim)))
 
     def log_softmax(self, dim=-1):
-        return wrap(C.ff_log_softmax(self._ptr, int(dim)))
+        return wrap(C.ff_log_softmax(self._ptr, int_arg("log_softmax", "dim", dim)))
 
     def matmul(self, other):
         return self @ other
@@ -837,10 +846,10 @@ class Tensor:
         return wrap(C.ff_outer(self._ptr, other._ptr))
 
     def gather(self, dim, index):
-        return wrap(C.ff_gather(self._ptr, int(dim), index._ptr))
+        return wrap(C.ff_gather(self._ptr, int_arg("gather", "dim", dim), index._ptr))
 
     def scatter_add(self, dim, index, src):
-        return wrap(C.ff_scatter_add(self._ptr, int(dim), index._ptr, src._ptr))
+        return wrap(C.ff_scatter_add(self._ptr, int_arg("scatter_add", "dim", dim), index._ptr, src._ptr))
 
 
 # The rest of the Tensor machinery, split by concern; imported here (after Tensor exists,

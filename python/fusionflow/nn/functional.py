@@ -2,6 +2,7 @@
 from .._lib import C
 from .._tensor import Tensor, as_tensor, wrap
 from .. import _dtype
+from .._args import int_arg
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "silu", "softplus", "softmax", "log_softmax", "dropout",
            "mse_loss", "l1_loss", "cross_entropy", "nll_loss", "one_hot", "embedding", "layer_norm", "pad",
@@ -86,7 +87,10 @@ def cross_entropy(input, target, reduction="mean"):
 
 
 def nll_loss(input, target, reduction="mean"):
-    target = as_tensor(target).to(_dtype.int64)
+    target = as_tensor(target)
+    if target.dtype.is_floating_point:  # class indices: truncating 1.7 to 1 would pick a class silently
+        raise TypeError("nll_loss: target must hold integer class indices, got %s" % target.dtype.name)
+    target = target.to(_dtype.int64)
     picked = -input.gather(-1, target.unsqueeze(-1)).squeeze(-1)
     return _reduce(picked, reduction)
 
@@ -103,7 +107,11 @@ def embedding(indices, weight):
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """The C layer norm: statistics of f32 inputs in f64, so huge values do not overflow."""
-    n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    n = len(shape)
+    if n > x.ndim or tuple(x.shape[x.ndim - n:]) != shape:
+        raise ValueError("layer_norm: normalized_shape %s is not the input's last dims (input %s)"
+                         % (list(shape), list(x.shape)))
     w = None if weight is None else as_tensor(weight)
     b = None if bias is None else as_tensor(bias)
     return wrap(C.ff_layer_norm(x._ptr, n, w._ptr if w is not None else None,
@@ -119,7 +127,7 @@ def pad(x, pad, value=0.0):
     pads = [0] * (2 * nd)
     for i in range(len(pad) // 2):
         d = nd - 1 - i
-        pads[2 * d], pads[2 * d + 1] = int(pad[2 * i]), int(pad[2 * i + 1])
+        pads[2 * d], pads[2 * d + 1] = int_arg("pad", "pad", pad[2 * i]), int_arg("pad", "pad", pad[2 * i + 1])
     arr = (ctypes.c_int64 * len(pads))(*pads)
     return wrap(C.ff_pad(x._ptr, arr, float(value)))
 
@@ -270,6 +278,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = [int(size)] * ns if isinstance(size, int) else [int(v) for v in size]
     else:
         sf = [float(scale_factor)] * ns if isinstance(scale_factor, (int, float)) else [float(v) for v in scale_factor]
+        if not all(math.isfinite(v) and v > 0 for v in sf):
+            raise ValueError("interpolate: scale_factor must be finite and > 0, got %r" % (scale_factor,))
         out = [int(math.floor(x.shape[2 + k] * sf[k])) for k in range(ns)]
         if not recompute_scale_factor:
             scales = [1.0 / v for v in sf]
@@ -282,3 +292,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def _name_errors():
+    """Every public function here names itself in its errors (fusionflow._args.named)."""
+    import types
+    from .._args import named
+    g = globals()
+    for n, f in list(g.items()):
+        if isinstance(f, types.FunctionType) and not n.startswith("_") and f.__module__ == __name__:
+            g[n] = named(f)
+
+
+_name_errors()
