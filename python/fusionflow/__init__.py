@@ -114,6 +114,4 @@ for _n in ("from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "lin
     globals()[_n] = _named(globals()[_n])
 for _n in linalg.__all__:
     setattr(linalg, _n, _named(getattr(linalg, _n)))
-# torch.linalg.matrix_power is torch.matrix_power: one definition, whose n must be an int
-linalg.matrix_power = matrix_power  # noqa: F405  (from _functions)
 del _n

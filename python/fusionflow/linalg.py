@@ -7,6 +7,7 @@ backends raise "does not support". Differences from PyTorch are in docs/semantic
 import collections
 import ctypes
 
+from ._args import int_arg
 from ._dtype import float32, int64
 from ._lib import C, check_status
 from ._tensor import as_tensor, no_grad, wrap, zeros
@@ -109,7 +110,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def matrix_power(A, n):
     A = as_tensor(A)
-    return wrap(C.ff_matrix_power(A._ptr, int(n)))
+    return wrap(C.ff_matrix_power(A._ptr, int_arg("matrix_power", "n", n)))
 
 
 # ---- the torch.* forms -----------------------------------------------------------------
