@@ -328,6 +328,7 @@ static ff_status stub_empty_cache(void *ctx)
 static const ff_backend_vtable stub_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP, /* the rules you keep: backend_abi.h, "Rules steps" */
     .name = "cuda_stub",   /* short, unique; the file is libff_backend_<name>.so */
     .version = "0.1.0",    /* your backend's own version */
     .description = "template backend: every entry unimplemented; init reports no CUDA device",

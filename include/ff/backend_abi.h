@@ -16,6 +16,30 @@
  * before calling anything else. The struct only ever grows at its end; entries past
  * struct_size are treated as NULL (the SQLite io_methods rule).
  *
+ * Rules steps: how a rule enters. A plugin built against an older header keeps
+ * loading AND keeps passing ff-conformance: the meaning of an existing entry is never
+ * made stricter under its feet. A stricter rule for an existing entry (the sign of a
+ * zero, which of tied values wins) enters as a new step: FF_ABI_STEP goes up by one,
+ * the rule is listed below under its step, and a plugin states the step it keeps in
+ * the vtable's last field, abi_step (= FF_ABI_STEP as it was compiled). A plugin whose
+ * struct_size ends before abi_step, or that leaves it 0, is at FF_ABI_STEP_UNSTATED
+ * and keeps that step's rules. ff-conformance judges each plugin by the rules of its
+ * step; ff-info prints it. FF_ABI_VERSION does not change for a step (it changes only
+ * when an entry's signature or existing meaning changes for everyone).
+ *   Steps 1-4 (ABI 1's first release and the op codes appended to it; see "Growing the
+ *     op enums"): no stated step. relu(-0) may be +0 or -0; MAXIMUM/MINIMUM of -0
+ *     and +0, and MAX/MIN reductions over tied zeros, may give either zero.
+ *   Step 5: relu(-0) = -0 (RELU(x) = x < 0 ? 0 : x); maximum(-0, +0) = maximum(+0,
+ *     -0) = +0 and minimum of them -0; a MAX/MIN reduction over tied zeros gives the
+ *     first of them in the order of the reduced elements (row-major).
+ * A rule added by a later step lists here as "Step N: ..."; the Values section below
+ * gives today's rules and marks each one that a step introduced.
+ *
+ * supports() answers no (0) for every op code the backend does not implement: name
+ * the codes you implement in a switch, and never compare with *_COUNT (op < FF_UNARY_
+ * COUNT). The enums grow by appending codes without a version change, so a plugin
+ * rebuilt against a newer header would otherwise claim codes it never implemented.
+ *
  * Contract for every compute entry:
  *   - The core has done shape inference, broadcasting and type promotion. Broadcast
  *     operands arrive as views with stride 0; transposes arrive as permuted strides.
@@ -60,10 +84,12 @@
  *     1, +-1 for base -1, else 0. Products past 2^53 stay exact (integer, not double).
  *   - BOOL arithmetic: ADD = or, MUL = and, MAXIMUM = or, MINIMUM = and.
  *   - Floats: MAXIMUM/MINIMUM and the MAX/MIN reductions propagate NaN, and
- *     maximum(-0, +0) = +0, minimum(-0, +0) = -0. SIGN(NaN) = NaN, SIGN(+-0) = 0.
- *     RELU(x) = x < 0 ? 0 : x (NaN and -0 stay). ROUND is half to even, and keeps the
- *     sign of zero (round(-0.4) = -0). Every op that maps 0 to 0 keeps its sign
- *     (tanh(-0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
+ *     maximum(-0, +0) = +0, minimum(-0, +0) = -0 in either order, and a MAX/MIN
+ *     reduction over tied zeros gives the first of them (step 5). SIGN(NaN) = NaN,
+ *     and SIGN, ABS and SQUARE of +-0 are +0 (sign(-0) = abs(-0) = square(-0) = +0,
+ *     as PyTorch). RELU(x) = x < 0 ? 0 : x (NaN and -0 stay; step 5). ROUND is half
+ *     to even, and keeps the sign of zero (round(-0.4) = -0). Every other op that maps
+ *     0 to 0 keeps its sign (tanh(-0) = -0, neg(+0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
  *     SOFTPLUS are stable for large |x|. Comparisons with NaN are false except NE.
  *   - Accumulation: float SUM/PROD/matmul must be at least as accurate as f32 pairwise
  *     summation (the reference accumulates in double; the suite's tolerances are in
@@ -95,6 +121,11 @@ extern "C" {
 /* Bumped whenever an existing entry changes meaning or signature. Adding entries at
  * the end of the vtable does not bump it (struct_size tells the loader what is there). */
 #define FF_ABI_VERSION 1
+
+/* The rules step this header describes (see "Rules steps" at the top), and the step of
+ * a plugin that states none. */
+#define FF_ABI_STEP 5
+#define FF_ABI_STEP_UNSTATED 4
 
 /* Maximum rank of a tensor. Fixed so views are plain structs with no allocation. */
 #define FF_MAX_DIMS 8
@@ -644,6 +675,10 @@ typedef struct ff_backend_vtable {
     ff_status (*coll_run)(void *ctx, void *comm, int op, int arg, int async, const ff_view *dst, const ff_view *src);
     ff_status (*coll_wait)(void *ctx, void *comm);
     void (*coll_free)(void *ctx, void *comm);
+
+    /* The rules step the plugin keeps: FF_ABI_STEP as compiled ("Rules steps" at the
+     * top). 0, or a struct_size that ends before it: FF_ABI_STEP_UNSTATED. */
+    uint32_t abi_step;
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):
