@@ -50,6 +50,10 @@
  *   - Rank-0 views (one element at offset) and zero-size views may arrive, to every
  *     entry (softmax included); on a zero-size view a kernel does nothing, returns FF_OK.
  *   - On failure, call host->set_error() with a message and return a non-zero ff_status.
+ *     The message is per thread (the caller's): call it on the thread that called the
+ *     entry. A failure found later on a thread of your own (a device queue's callback,
+ *     a worker) is recorded in your context and reported, with set_error and a status,
+ *     by the next entry that waits for that work (download, sync) on its caller's thread.
  *   - A kernel never aborts or exits.
  *   - Entries are called from any thread, and from several at once on different views
  *     (the core holds no lock around them): keep per-call state on the stack or make
@@ -296,7 +300,7 @@ typedef enum ff_random_dist {
 /* Which vtable entry a supports() query is about, and which dtype the query names:
  *   FILL: dst   COPY: dst (op = src dtype)   UNARY: src   BINARY: a (== b)
  *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
- *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
+ *   WHERE: dst   GATHER: src (index is I64)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
@@ -507,6 +511,10 @@ typedef struct ff_backend_vtable {
     /* ---- memory (required) ---- */
     /* 4 */ void *(*alloc)(void *ctx, size_t nbytes); /* NULL + set_error on failure; nbytes may be 0 */
     /* 5 */ void (*free)(void *ctx, void *buf);
+    /* upload and download are complete when they return: the core reuses or frees the
+     * host memory at once after upload, and reads it at once after download. Both are
+     * ordered with the entries called before them (download waits for the work that
+     * writes what it reads); compute entries may return before their work is done. */
     /* 6 */ ff_status (*upload)(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes);
     /* 7 */ ff_status (*download)(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes);
     /* 8 */ ff_status (*sync)(void *ctx);
@@ -528,7 +536,9 @@ typedef struct ff_backend_vtable {
     /* 15 */ ff_status (*where)(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a,
                                 const ff_view *b);
     /* dst[i..][j][k..] = src[i..][index[i..][j][k..]][k..] along axis (torch.gather);
-     * index is FF_I64 with dst's shape; out-of-range index -> FF_ERR_INDEX. */
+     * index is FF_I64 with dst's shape (the core converts every integer index to I64
+     * first; the in-tree backends also take I32, which nothing sends); out-of-range
+     * index -> FF_ERR_INDEX. */
     /* 16 */ ff_status (*gather)(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index,
                                  int axis);
     /* dst[i..][index[i..][j][k..]][k..] += src[i..][j][k..] along axis; index has src's
@@ -545,7 +555,10 @@ typedef struct ff_backend_vtable {
      * 0-d view: one element, softmax 1 and log_softmax 0); float dtypes only; dst may be
      * the identical view as src. */
     ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
-    /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
+    /* Bytes in use (allocated and not yet freed), held by the allocator's cache, and the
+     * peak in use; may be NULL. A buffer counts as freed when free() returns, even while
+     * the device still holds it for work queued before (a free queued on the device): the
+     * suite checks that in_use is back where it was after every case, without a sync. */
     ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
     /* Return cached memory to the system; may be NULL. */
     ff_status (*empty_cache)(void *ctx);
