@@ -21,7 +21,7 @@
  * made stricter under its feet. A stricter rule for an existing entry (the sign of a
  * zero, which of tied values wins) enters as a new step: FF_ABI_STEP goes up by one,
  * the rule is listed below under its step, and a plugin states the step it keeps in
- * the vtable's last field, abi_step (= FF_ABI_STEP as it was compiled). A plugin whose
+ * the vtable field abi_step (appended in step 5; = FF_ABI_STEP as compiled). A plugin whose
  * struct_size ends before abi_step, or that leaves it 0, is at FF_ABI_STEP_UNSTATED
  * and keeps that step's rules. ff-conformance judges each plugin by the rules of its
  * step; ff-info prints it. FF_ABI_VERSION does not change for a step (it changes only
@@ -32,7 +32,8 @@
  *   Step 5: relu(-0) = -0 (RELU(x) = x < 0 ? 0 : x); maximum(-0, +0) = maximum(+0,
  *     -0) = +0 and minimum of them -0; a MAX/MIN reduction over tied zeros gives the
  *     first of them in the order of the reduced elements (row-major).
- * A rule added by a later step lists here as "Step N: ..."; the Values section below
+ * A rule added by a later step lists here as "Step N: ...", and conformance/cf_steps.c
+ * learns which cases to judge the old way below that step; the Values section below
  * gives today's rules and marks each one that a step introduced.
  *
  * supports() answers no (0) for every op code the backend does not implement: name
