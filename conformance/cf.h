@@ -64,6 +64,7 @@ typedef struct cf_ctx {
     const char *backend_arg; /* for rerun commands */
     int verbose;
     bool graph; /* --graph: op and grad cases also run captured and replayed (cf_runner.c) */
+    int step;   /* --step: judge as if the backend kept this rules step (0: its own, cf_steps.c) */
 } cf_ctx;
 
 typedef cf_result (*cf_run_fn)(cf_ctx *ctx, const struct cf_case *c, cf_report *rep);

@@ -141,7 +141,9 @@ uint64_t cf_case_seed(const cf_ctx *ctx, const cf_case *cs) { return cf_hash_str
 
 void cf_rerun_str(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs)
 {
-    snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id, ctx->seed);
+    int len = snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id,
+                       ctx->seed);
+    if (ctx->step > 0 && len >= 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, " --step %d", ctx->step);
 }
 
 void cf_describe(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs, const cf_call *c)

@@ -18,5 +18,6 @@ static bool step5_zero_rule(const cf_case *cs)
 
 bool cf_step_zero_either(const cf_ctx *ctx, const cf_case *cs)
 {
-    return ctx->t && ff_backend_abi_step(ctx->t) < 5 && step5_zero_rule(cs);
+    int step = ctx->step > 0 ? ctx->step : ctx->t ? ff_backend_abi_step(ctx->t) : FF_ABI_STEP;
+    return step < 5 && step5_zero_rule(cs);
 }
