@@ -45,6 +45,8 @@ typedef struct cf_tol {
     double rtol, atol;
     bool zero_sign; /* elementwise ops: a zero, expected or got, must have the other's sign
                      * (f(-0) = +1e-30 or expm1(-1e-45) = +0 lose a sign, whatever the atol) */
+    bool zero_either; /* a zero of either sign matches a zero: the backend's rules step
+                       * predates the case's sign-of-zero rule (cf_steps.c) */
 } cf_tol;
 
 /* Tolerance for a float dtype, class and reduced length k (1 for elementwise). */
@@ -62,6 +64,7 @@ typedef struct cf_ctx {
     const char *backend_arg; /* for rerun commands */
     int verbose;
     bool graph; /* --graph: op and grad cases also run captured and replayed (cf_runner.c) */
+    int step;   /* --step: judge as if the backend kept this rules step (0: its own, cf_steps.c) */
 } cf_ctx;
 
 typedef cf_result (*cf_run_fn)(cf_ctx *ctx, const struct cf_case *c, cf_report *rep);
@@ -260,6 +263,10 @@ typedef struct cf_check_opts {
     ff_status want_status;   /* FF_OK, or the error a bad call must return */
     bool zero_sign;          /* cf_tol.zero_sign: elementwise unary/binary ops */
 } cf_check_opts;
+
+/* Whether the backend under test's rules step (backend_abi.h, "Rules steps") predates
+ * the sign-of-zero rule the case checks, so that either zero passes (cf_steps.c). */
+bool cf_step_zero_either(const cf_ctx *ctx, const cf_case *cs);
 
 /* Runs the call on T and R and checks everything; fills rep on failure. */
 cf_result cf_check_call(cf_ctx *ctx, const cf_case *cs, const cf_call *c, const cf_check_opts *opts,

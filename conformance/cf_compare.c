@@ -22,7 +22,7 @@ const char *cf_tol_class_name(cf_tol_class cls)
 static cf_tol half_tolerance(ff_dtype dt, cf_tol_class cls, double kk)
 {
     const double eps = dt == FF_F16 ? 0x1p-10 : 0x1p-7, tiny = cf_dtype_true_min(dt);
-    cf_tol t = {0, 0, false};
+    cf_tol t = {0, 0, false, false};
     switch (cls) {
     case CF_TOL_EXACT: break;
     case CF_TOL_ROUNDED: break; /* exact: the rounding through f32 is innocuous (24 >= 2 * 11 + 2 bits) */
@@ -40,7 +40,7 @@ cf_tol cf_tolerance(ff_dtype dt, cf_tol_class cls, int64_t k)
     const bool f32 = dt == FF_F32;
     const double eps = f32 ? 1.1920929e-7 : 2.220446049250313e-16;
     double kk = k < 1 ? 1.0 : (double)k;
-    cf_tol t = {0, 0, false};
+    cf_tol t = {0, 0, false, false};
     switch (cls) {
     case CF_TOL_EXACT: break;
     case CF_TOL_ROUNDED: t.rtol = 2 * eps; break;
@@ -92,7 +92,7 @@ bool cf_compare(const void *got, const void *want, ff_dtype dt, int64_t n, cf_to
         bool ok;
         if (isnan(g) || isnan(w)) ok = isnan(g) && isnan(w);
         else if (isinf(g) || isinf(w)) ok = g == w;
-        else if (exact) ok = g == w && signbit(g) == signbit(w);
+        else if (exact) ok = g == w && (signbit(g) == signbit(w) || (tol.zero_either && g == 0));
         else {
             double ad = fabs(g - w), rd = w != 0 ? ad / fabs(w) : (ad > 0 ? INFINITY : 0);
             if (ad > d->max_abs) d->max_abs = ad;
@@ -100,11 +100,12 @@ bool cf_compare(const void *got, const void *want, ff_dtype dt, int64_t n, cf_to
             ok = ad <= tol.atol + tol.rtol * fabs(w);
             /* a zero keeps its sign in every class: tanh(-0) is -0, and a backend whose
              * vector path returns +0 is wrong even though |g - w| is 0 */
-            if (ok && g == 0 && w == 0) ok = signbit(g) == signbit(w);
+            if (ok && g == 0 && w == 0) ok = signbit(g) == signbit(w) || tol.zero_either;
             /* elementwise ops: a zero on either side must carry the other's sign, so
              * erf(-0) = +1e-30 and expm1(-1e-45) = +0 fail although within atol (sums and
              * softmax may legitimately end a hair on either side of zero: not them) */
-            if (ok && tol.zero_sign && (g == 0 || w == 0)) ok = signbit(g) == signbit(w);
+            if (ok && tol.zero_sign && (g == 0 || w == 0) && !(tol.zero_either && g == w))
+                ok = signbit(g) == signbit(w);
         }
         if (exact && !isnan(g) && !isnan(w) && !isinf(g) && !isinf(w)) {
             double ad = fabs(g - w), rd = w != 0 ? ad / fabs(w) : (ad > 0 ? INFINITY : 0);
@@ -140,7 +141,9 @@ uint64_t cf_case_seed(const cf_ctx *ctx, const cf_case *cs) { return cf_hash_str
 
 void cf_rerun_str(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs)
 {
-    snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id, ctx->seed);
+    int len = snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id,
+                       ctx->seed);
+    if (ctx->step > 0 && len >= 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, " --step %d", ctx->step);
 }
 
 void cf_describe(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs, const cf_call *c)

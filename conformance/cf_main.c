@@ -44,6 +44,8 @@ static void usage(FILE *f)
             "  --dtype D            only cases of dtype D (f32, f64, i32, i64, u8, bool, f16, bf16)\n"
             "  --case ID            rerun exactly one case\n"
             "  --seed S             data seed (default 1); failures print the seed to rerun with\n"
+            "  --step N             judge the backend by the rules of step N, not of the step it\n"
+            "                       states (backend_abi.h, \"Rules steps\"): --step 5 before you bump it\n"
             "  --list               list the selected case ids and exit\n"
             "  --junit FILE         write JUnit XML\n"
             "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
@@ -74,6 +76,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--case")) { TAKES_VALUE; flt.case_id = v; }
         else if (!strcmp(a, "--exclude")) { TAKES_VALUE; flt.exclude = v; }
         else if (!strcmp(a, "--seed")) { TAKES_VALUE; ctx.seed = strtoull(v, NULL, 0); }
+        else if (!strcmp(a, "--step")) { TAKES_VALUE; ctx.step = atoi(v); }
         else if (!strcmp(a, "--junit")) { TAKES_VALUE; junit_path = v; }
         else if (!strcmp(a, "--timeout")) { TAKES_VALUE; timeout_s = strtod(v, NULL); }
         else if (!strcmp(a, "--no-fork")) no_fork = true;

@@ -112,6 +112,14 @@ static void xml_escaped(FILE *f, const char *s)
 /* Does the backend under test accept the case? Fills rep when it declines. */
 static bool accepted(cf_ctx *ctx, const cf_case *c, cf_report *rep)
 {
+    /* a backend that declines half copy cannot hold half tensors at all (the ABI allows
+     * it): every case of that dtype, the public ops' and gradients' too, is a gap */
+    if ((c->dtype == FF_F16 || c->dtype == FF_BF16) && !ff_backend_supports(ctx->t, FF_KIND_COPY, c->dtype, c->dtype)) {
+        snprintf(rep->msg, sizeof rep->msg, "backend declines copy %s -> %s: %s tensors cannot live on it",
+                 ff_dtype_name(c->dtype), ff_dtype_name(c->dtype), ff_dtype_name(c->dtype));
+        rep->coverage_gap = true;
+        return false;
+    }
     if (c->kind < 0) return true;
     if (c->kind == FF_KIND_SOFTMAX && !ff_backend_has_softmax(ctx->t)) {
         snprintf(rep->msg, sizeof rep->msg, "backend has no optional softmax entry (the core composes it)");

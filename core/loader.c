@@ -377,6 +377,17 @@ const char *ff_backend_path(const ff_backend *be) { return be ? be->path : NULL;
 uint32_t ff_backend_flags(const ff_backend *be) { return be ? be->vt->flags : 0; }
 int ff_backend_abi_version(const ff_backend *be) { return be ? (int)be->vt->abi_version : -1; }
 
+int ff_backend_abi_step(const ff_backend *be)
+{
+    if (!be) return -1;
+    /* a plugin older than the field, or one that left it 0, keeps the rules of its time;
+     * one from a newer header keeps ours too, the newest the core knows how to judge */
+    const bool has = offsetof(ff_backend_vtable, abi_step) + sizeof be->vt->abi_step <= be->vt->struct_size;
+    uint32_t step = has ? be->vt->abi_step : 0;
+    if (step == 0) return FF_ABI_STEP_UNSTATED;
+    return step > FF_ABI_STEP ? FF_ABI_STEP : (int)step;
+}
+
 bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dtype)
 {
     if (!be) return false;

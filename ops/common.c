@@ -7,6 +7,7 @@
 
 ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn)
 {
+    if (!t) return ff_error(FF_ERR_INVALID, "%s: NULL operand", fn), NULL; /* a failed step of a chain */
     if (t->dtype == dtype) return ff_tensor_retain((ff_tensor *)t);
     /* A tracked cast when t has history: the op saves the cast operand for backward,
      * and under create_graph the formula must reach t through it. */

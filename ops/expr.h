@@ -1,6 +1,10 @@
 /* A scratch arena for gradient formulas written as chains of ff ops: every
  * intermediate is kept until ff_expr_free, and once one step fails the rest are
  * skipped, so the first error message survives and nothing leaks.
+ * A nested step, FF_EX(&e, ff_mul(a, FF_EX(&e, ff_op_cast(w, ...)))), cannot be
+ * skipped: the outer op runs with the inner NULL and reports "NULL operand" over the
+ * real cause. So the arena keeps the first failure's status and message and puts them
+ * back whenever a later step fails.
  *
  *   ff_expr e = {0};
  *   ff_tensor *t = FF_EX(&e, ff_mul(g, y));
@@ -11,22 +15,35 @@
 #ifndef FF_OPS_EXPR_H
 #define FF_OPS_EXPR_H
 
+#include <stdio.h>
+
 #include "ops_impl.h"
 
 #define FF_EXPR_MAX 32
+
+#define FF_EXPR_WHY_MAX 1024
 
 typedef struct ff_expr {
     ff_tensor *tmp[FF_EXPR_MAX];
     int n;
     bool failed;
+    ff_status st;                /* the first failure's status and message */
+    char why[FF_EXPR_WHY_MAX];
 } ff_expr;
 
 static inline ff_tensor *ff_expr_keep(ff_expr *e, ff_tensor *t)
 {
-    if (!t || e->n == FF_EXPR_MAX) {
+    if (!t || e->n == FF_EXPR_MAX || e->failed) {
         if (t) {
             ff_tensor_release(t);
-            ff_error(FF_ERR_INVALID, "internal: gradient formula needs more than %d temporaries", FF_EXPR_MAX);
+            if (!e->failed)
+                ff_error(FF_ERR_INVALID, "internal: gradient formula needs more than %d temporaries", FF_EXPR_MAX);
+        }
+        if (!e->failed) {
+            e->st = ff_last_status() ? ff_last_status() : FF_ERR_INVALID;
+            snprintf(e->why, sizeof e->why, "%s", ff_last_error());
+        } else {
+            ff_set_error(e->st, "%s", e->why); /* a nested step ran on a NULL: not the cause */
         }
         e->failed = true;
         return NULL;

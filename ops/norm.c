@@ -448,7 +448,8 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     ff_status st = bn_normalize(x, &geo, training ? NULL : running_mean, training ? NULL : running_var, &p, fn);
     ff_expr e = {0};
     bool half = is_half(x->dtype); /* half: weight and bias in f64 too, one rounding at the end */
-    ff_tensor *y = st ? NULL : FF_EX(&e, ff_tensor_retain(half ? p.xhat_w : p.xhat));
+    /* a failed normalization fails the arena, so no op below runs on its NULL */
+    ff_tensor *y = FF_EX(&e, st ? NULL : ff_tensor_retain(half ? p.xhat_w : p.xhat));
     if (weight) {
         ff_tensor *wb = FF_EX(&e, ff_reshape(weight, nd, bshape));
         y = FF_EX(&e, ff_mul(y, wb));

@@ -19,8 +19,9 @@ static void support_row(ff_backend *be, ff_op_kind kind, int op, const char *nam
 
 static void describe(ff_backend *be, int verbose)
 {
-    printf("  %s %s (ABI %d) from %s\n", ff_backend_name(be), ff_backend_version(be), ff_backend_abi_version(be),
-           ff_backend_path(be));
+    printf("  %s %s (ABI %d, rules step %d%s) from %s\n", ff_backend_name(be), ff_backend_version(be),
+           ff_backend_abi_version(be), ff_backend_abi_step(be),
+           ff_backend_abi_step(be) < FF_ABI_STEP ? ": older rules, see backend_abi.h" : "", ff_backend_path(be));
     if (ff_backend_description(be)[0]) printf("    %s\n", ff_backend_description(be));
     printf("    optional entries: softmax %s, conv2d %s\n", ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)",
            ff_backend_has_conv2d(be) ? "yes" : "no (composed by the core)");

@@ -144,6 +144,7 @@ static ff_status cpu_empty_cache(void *ctx)
 static const ff_backend_vtable cpu_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP,
     .name = "cpu",
     .version = "0.1.0",
     .description = "reference CPU backend (plain C11, any strides, the conformance oracle)",

@@ -210,6 +210,7 @@ static ff_status blas_sync(void *ctx)
 static const ff_backend_vtable blas_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP,
     .name = "cpu_blas",
     .version = "0.1.0",
     .description = "fast CPU backend: OpenBLAS matmul, vectorized (AVX-512/AVX2) threaded kernels, caching allocator",

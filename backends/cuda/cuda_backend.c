@@ -225,6 +225,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 static const ff_backend_vtable cuda_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP,
 #if defined(FF_CUDA_EMU)
     .name = "cuda_emu", /* tests/cuda_emu: the kernels emulated on the host */
 #else

@@ -64,7 +64,10 @@ static ff_status stub_init(const ff_host_api *host, void **ctx)
  * on this backend has been freed. */
 static void stub_shutdown(void *ctx) { (void)ctx; }
 
-/* supports: 1 if the entry for `kind` handles (op, dtype), else 0. What `op` and
+/* supports: 1 if the entry for `kind` handles (op, dtype), else 0, and 0 FOR EVERY OP
+ * CODE THIS BACKEND DOES NOT IMPLEMENT: list the codes (a switch, default 0), never
+ * compare with *_COUNT, or a rebuild against a newer header claims the codes appended
+ * since (backend_abi.h, top). What `op` and
  * `dtype` mean per kind is documented at ff_op_kind (e.g. COPY: op = source dtype,
  * dtype = destination; REDUCE/UNARY: dtype = source dtype; SOFTMAX: op = log flag).
  * Start by returning 1 only for what you have written and tested; the core refuses
@@ -328,6 +331,7 @@ static ff_status stub_empty_cache(void *ctx)
 static const ff_backend_vtable stub_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP, /* the rules you keep: backend_abi.h, "Rules steps" */
     .name = "cuda_stub",   /* short, unique; the file is libff_backend_<name>.so */
     .version = "0.1.0",    /* your backend's own version */
     .description = "template backend: every entry unimplemented; init reports no CUDA device",

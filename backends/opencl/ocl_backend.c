@@ -172,6 +172,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 static const ff_backend_vtable ocl_vtable = {
     .abi_version = FF_ABI_VERSION,
     .struct_size = (uint32_t)sizeof(ff_backend_vtable),
+    .abi_step = FF_ABI_STEP,
     .name = "opencl",
     .version = "0.1.0",
     .description = "OpenCL device backend: cl_mem buffers, OpenCL C kernels, CLBlast matmul",

@@ -32,6 +32,9 @@ const char *ff_backend_description(const ff_backend *be);
 const char *ff_backend_path(const ff_backend *be); /* file it was loaded from */
 uint32_t ff_backend_flags(const ff_backend *be);
 int ff_backend_abi_version(const ff_backend *be);
+/* The rules step the backend is held to (backend_abi.h, "Rules steps"): its abi_step,
+ * FF_ABI_STEP_UNSTATED if it states none, at most FF_ABI_STEP; -1 for NULL. */
+int ff_backend_abi_step(const ff_backend *be);
 /* Whether the backend computes (kind, op, dtype); see ff_op_kind. */
 bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dtype);
 bool ff_backend_has_softmax(const ff_backend *be);

@@ -16,6 +16,31 @@
  * before calling anything else. The struct only ever grows at its end; entries past
  * struct_size are treated as NULL (the SQLite io_methods rule).
  *
+ * Rules steps: how a rule enters. A plugin built against an older header keeps
+ * loading AND keeps passing ff-conformance: the meaning of an existing entry is never
+ * made stricter under its feet. A stricter rule for an existing entry (the sign of a
+ * zero, which of tied values wins) enters as a new step: FF_ABI_STEP goes up by one,
+ * the rule is listed below under its step, and a plugin states the step it keeps in
+ * the vtable field abi_step (appended in step 5; = FF_ABI_STEP as compiled). A plugin whose
+ * struct_size ends before abi_step, or that leaves it 0, is at FF_ABI_STEP_UNSTATED
+ * and keeps that step's rules. ff-conformance judges each plugin by the rules of its
+ * step; ff-info prints it. FF_ABI_VERSION does not change for a step (it changes only
+ * when an entry's signature or existing meaning changes for everyone).
+ *   Steps 1-4 (ABI 1's first release and the op codes appended to it; see "Growing the
+ *     op enums"): no stated step. relu(-0) may be +0 or -0; MAXIMUM/MINIMUM of -0
+ *     and +0, and MAX/MIN reductions over tied zeros, may give either zero.
+ *   Step 5: relu(-0) = -0 (RELU(x) = x < 0 ? 0 : x); maximum(-0, +0) = maximum(+0,
+ *     -0) = +0 and minimum of them -0; a MAX/MIN reduction over tied zeros gives the
+ *     first of them in the order of the reduced elements (row-major).
+ * A rule added by a later step lists here as "Step N: ...", and conformance/cf_steps.c
+ * learns which cases to judge the old way below that step; the Values section below
+ * gives today's rules and marks each one that a step introduced.
+ *
+ * supports() answers no (0) for every op code the backend does not implement: name
+ * the codes you implement in a switch, and never compare with *_COUNT (op < FF_UNARY_
+ * COUNT). The enums grow by appending codes without a version change, so a plugin
+ * rebuilt against a newer header would otherwise claim codes it never implemented.
+ *
  * Contract for every compute entry:
  *   - The core has done shape inference, broadcasting and type promotion. Broadcast
  *     operands arrive as views with stride 0; transposes arrive as permuted strides.
@@ -26,6 +51,10 @@
  *   - Rank-0 views (one element at offset) and zero-size views may arrive, to every
  *     entry (softmax included); on a zero-size view a kernel does nothing, returns FF_OK.
  *   - On failure, call host->set_error() with a message and return a non-zero ff_status.
+ *     The message is per thread (the caller's): call it on the thread that called the
+ *     entry. A failure found later on a thread of your own (a device queue's callback,
+ *     a worker) is recorded in your context and reported, with set_error and a status,
+ *     by the next entry that waits for that work (download, sync) on its caller's thread.
  *   - A kernel never aborts or exits.
  *   - Entries are called from any thread, and from several at once on different views
  *     (the core holds no lock around them): keep per-call state on the stack or make
@@ -60,10 +89,12 @@
  *     1, +-1 for base -1, else 0. Products past 2^53 stay exact (integer, not double).
  *   - BOOL arithmetic: ADD = or, MUL = and, MAXIMUM = or, MINIMUM = and.
  *   - Floats: MAXIMUM/MINIMUM and the MAX/MIN reductions propagate NaN, and
- *     maximum(-0, +0) = +0, minimum(-0, +0) = -0. SIGN(NaN) = NaN, SIGN(+-0) = 0.
- *     RELU(x) = x < 0 ? 0 : x (NaN and -0 stay). ROUND is half to even, and keeps the
- *     sign of zero (round(-0.4) = -0). Every op that maps 0 to 0 keeps its sign
- *     (tanh(-0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
+ *     maximum(-0, +0) = +0, minimum(-0, +0) = -0 in either order, and a MAX/MIN
+ *     reduction over tied zeros gives the first of them (step 5). SIGN(NaN) = NaN,
+ *     and SIGN, ABS and SQUARE of +-0 are +0 (sign(-0) = abs(-0) = square(-0) = +0,
+ *     as PyTorch). RELU(x) = x < 0 ? 0 : x (NaN and -0 stay; step 5). ROUND is half
+ *     to even, and keeps the sign of zero (round(-0.4) = -0). Every other op that maps
+ *     0 to 0 keeps its sign (tanh(-0) = -0, neg(+0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
  *     SOFTPLUS are stable for large |x|. Comparisons with NaN are false except NE.
  *   - Accumulation: float SUM/PROD/matmul must be at least as accurate as f32 pairwise
  *     summation (the reference accumulates in double; the suite's tolerances are in
@@ -95,6 +126,11 @@ extern "C" {
 /* Bumped whenever an existing entry changes meaning or signature. Adding entries at
  * the end of the vtable does not bump it (struct_size tells the loader what is there). */
 #define FF_ABI_VERSION 1
+
+/* The rules step this header describes (see "Rules steps" at the top), and the step of
+ * a plugin that states none. */
+#define FF_ABI_STEP 5
+#define FF_ABI_STEP_UNSTATED 4
 
 /* Maximum rank of a tensor. Fixed so views are plain structs with no allocation. */
 #define FF_MAX_DIMS 8
@@ -265,7 +301,7 @@ typedef enum ff_random_dist {
 /* Which vtable entry a supports() query is about, and which dtype the query names:
  *   FILL: dst   COPY: dst (op = src dtype)   UNARY: src   BINARY: a (== b)
  *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
- *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
+ *   WHERE: dst   GATHER: src (index is I64)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
  *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
@@ -481,6 +517,10 @@ typedef struct ff_backend_vtable {
     /* ---- memory (required) ---- */
     /* 4 */ void *(*alloc)(void *ctx, size_t nbytes); /* NULL + set_error on failure; nbytes may be 0 */
     /* 5 */ void (*free)(void *ctx, void *buf);
+    /* upload and download are complete when they return: the core reuses or frees the
+     * host memory at once after upload, and reads it at once after download. Both are
+     * ordered with the entries called before them (download waits for the work that
+     * writes what it reads); compute entries may return before their work is done. */
     /* 6 */ ff_status (*upload)(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes);
     /* 7 */ ff_status (*download)(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes);
     /* 8 */ ff_status (*sync)(void *ctx);
@@ -502,7 +542,9 @@ typedef struct ff_backend_vtable {
     /* 15 */ ff_status (*where)(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a,
                                 const ff_view *b);
     /* dst[i..][j][k..] = src[i..][index[i..][j][k..]][k..] along axis (torch.gather);
-     * index is FF_I64 with dst's shape; out-of-range index -> FF_ERR_INDEX. */
+     * index is FF_I64 with dst's shape (the core converts every integer index to I64
+     * first; the in-tree backends also take I32, which nothing sends); out-of-range
+     * index -> FF_ERR_INDEX. */
     /* 16 */ ff_status (*gather)(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index,
                                  int axis);
     /* dst[i..][index[i..][j][k..]][k..] += src[i..][j][k..] along axis; index has src's
@@ -519,7 +561,10 @@ typedef struct ff_backend_vtable {
      * 0-d view: one element, softmax 1 and log_softmax 0); float dtypes only; dst may be
      * the identical view as src. */
     ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
-    /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
+    /* Bytes in use (allocated and not yet freed), held by the allocator's cache, and the
+     * peak in use; may be NULL. A buffer counts as freed when free() returns, even while
+     * the device still holds it for work queued before (a free queued on the device): the
+     * suite checks that in_use is back where it was after every case, without a sync. */
     ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
     /* Return cached memory to the system; may be NULL. */
     ff_status (*empty_cache)(void *ctx);
@@ -649,6 +694,10 @@ typedef struct ff_backend_vtable {
     ff_status (*coll_run)(void *ctx, void *comm, int op, int arg, int async, const ff_view *dst, const ff_view *src);
     ff_status (*coll_wait)(void *ctx, void *comm);
     void (*coll_free)(void *ctx, void *comm);
+
+    /* The rules step the plugin keeps: FF_ABI_STEP as compiled ("Rules steps" at the
+     * top). 0, or a struct_size that ends before it: FF_ABI_STEP_UNSTATED. */
+    uint32_t abi_step;
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -149,6 +149,7 @@ static void guarded_vtable_build(void)
         .init = g_init, .shutdown = g_shutdown, .supports = g_supports,
         .alloc = g_alloc, .free = g_free, .upload = g_upload, .download = g_download, .sync = g_sync,
         .memory_stats = g_memory_stats, .empty_cache = g_empty_cache, .device_info = g_device_info,
+        .abi_step = FF_ABI_STEP, /* held to today's rules, as the reference it wraps */
     };
     ff_guarded_compute_entries(&guarded_vtable, ff_guarded_base_entry());
 }

@@ -1,0 +1,707 @@
+/*
+ * FusionFlow backend plugin ABI.
+ *
+ * This is the only header a backend author needs. It is self-contained (C11 +
+ * <stddef.h>, <stdint.h>, <math.h>: link plugins with -lm), includes nothing else
+ * from FusionFlow, and defines:
+ *   - the dtype and op-code enums shared with the core,
+ *   - ff_view: an already-resolved strided view the core hands to every kernel,
+ *   - ff_backend_vtable: the versioned struct of function pointers a plugin fills,
+ *   - ff_philox4x32: the counter-based generator every backend's random fill uses,
+ *     so one seed gives the same numbers on every backend.
+ *
+ * A plugin is a shared object that exports exactly one symbol:
+ *     const ff_backend_vtable *ff_backend_entry(void);
+ * The loader checks abi_version == FF_ABI_VERSION and struct_size >= FF_BACKEND_V1_SIZE
+ * before calling anything else. The struct only ever grows at its end; entries past
+ * struct_size are treated as NULL (the SQLite io_methods rule).
+ *
+ * Contract for every compute entry:
+ *   - The core has done shape inference, broadcasting and type promotion. Broadcast
+ *     operands arrive as views with stride 0; transposes arrive as permuted strides.
+ *   - Strides and offsets are in elements (not bytes) and may be 0; they are never
+ *     negative. Views may alias for reading; dst never overlaps an input unless dst
+ *     and that input are the identical view (in-place elementwise ops): for binary
+ *     and where, dst may be the identical view of either operand, not only the first.
+ *   - Rank-0 views (one element at offset) and zero-size views may arrive, to every
+ *     entry (softmax included); on a zero-size view a kernel does nothing, returns FF_OK.
+ *   - On failure, call host->set_error() with a message and return a non-zero ff_status.
+ *   - A kernel never aborts or exits.
+ *   - Entries are called from any thread, and from several at once on different views
+ *     (the core holds no lock around them): keep per-call state on the stack or make
+ *     shared state thread-safe.
+ *   - A backend never changes the floating-point environment (rounding mode, flush-to-
+ *     zero, denormals-are-zero, exception masks) as seen by its caller: the suite checks
+ *     the environment around every call, and subnormal inputs and results must survive.
+ *
+ * Dtypes. Every backend must take F32 for every kind, and say in supports() what else
+ * it takes; I32/I64/U8/BOOL indices, masks and casts are what the core sends for
+ * integer work. F16 (IEEE binary16) and BF16 (bfloat16) are storage dtypes: a backend
+ * that holds them takes them in copy and fill (supports(FF_KIND_COPY / FF_KIND_FILL)),
+ * and may compute on them in any other entry it says yes to. For every entry it
+ * declines on a half dtype, the core computes in f32: it copies the half operands to
+ * f32 temporaries, runs the f32 entry and copies the result back, rounding once. A
+ * backend that declines half copy leaves half tensors unusable on it (the core says so).
+ *
+ * Values: the semantics a backend must reproduce (the reference backend, backends/cpu,
+ * is the executable form; ff-conformance checks each rule):
+ *   - Conversions (copy and every store): into F16/BF16 from any float, to nearest even,
+ *     once from the source value (f64 -> f16 never through f32), past the largest finite
+ *     value to +-inf (f16: from 65520 on), subnormals kept, NaN -> quiet NaN; integers
+ *     into F16/BF16 round once too; F16/BF16 into wider floats are exact. float ->
+ *     integer is NaN -> 0 and truncation toward zero saturating to the int64 range, then
+ *     I32 clamps to its range while U8 wraps modulo 256 (-1.0 -> 255, 300.0 -> 44, as
+ *     PyTorch on x86); integer ->
+ *     narrower integer wraps; anything -> BOOL is x != 0, so NaN -> true; BOOL -> number
+ *     is 0 or 1. i64 -> f32 and f64 -> f32 round once, to nearest even.
+ *   - Integer arithmetic wraps (two's complement: compute through uint64): ADD, SUB, MUL,
+ *     POW, NEG and ABS of INT_MIN. DIV truncates, x / 0 = 0, INT_MIN / -1 = INT_MIN;
+ *     FMOD has the dividend's sign, x % 0 = 0. POW with a negative exponent: 1 for base
+ *     1, +-1 for base -1, else 0. Products past 2^53 stay exact (integer, not double).
+ *   - BOOL arithmetic: ADD = or, MUL = and, MAXIMUM = or, MINIMUM = and.
+ *   - Floats: MAXIMUM/MINIMUM and the MAX/MIN reductions propagate NaN, and
+ *     maximum(-0, +0) = +0, minimum(-0, +0) = -0. SIGN(NaN) = NaN, SIGN(+-0) = 0.
+ *     RELU(x) = x < 0 ? 0 : x (NaN and -0 stay). ROUND is half to even, and keeps the
+ *     sign of zero (round(-0.4) = -0). Every op that maps 0 to 0 keeps its sign
+ *     (tanh(-0) = -0). SOFTPLUS(x) = x above 20 (PyTorch's threshold); SIGMOID and
+ *     SOFTPLUS are stable for large |x|. Comparisons with NaN are false except NE.
+ *   - Accumulation: float SUM/PROD/matmul must be at least as accurate as f32 pairwise
+ *     summation (the reference accumulates in double; the suite's tolerances are in
+ *     conformance/README.md and include sums no f32 running sum meets); integer SUM and
+ *     PROD wrap in 64 bits.
+ *   - Reductions over an empty set: SUM 0, PROD 1, ANY false, ALL true (the core refuses
+ *     MAX/MIN/ARG* of one). ARGMAX/ARGMIN return the first index of the extreme, NaN
+ *     counting as the extreme; with no axis in the mask every index is 0.
+ *   - gather/scatter_add: an index outside [0, size) (negative ones too: the core has
+ *     already wrapped what the user wrote) is FF_ERR_INDEX, and scatter_add checks every
+ *     index before it writes.
+ *   - softmax: subtract the row maximum, then exp(x - max) / sum and (x - max) - log(sum)
+ *     for the log form; logits near the dtype's maximum must work.
+ */
+#ifndef FF_BACKEND_ABI_H
+#define FF_BACKEND_ABI_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever an existing entry changes meaning or signature. Adding entries at
+ * the end of the vtable does not bump it (struct_size tells the loader what is there). */
+#define FF_ABI_VERSION 1
+
+/* Maximum rank of a tensor. Fixed so views are plain structs with no allocation. */
+#define FF_MAX_DIMS 8
+
+#if defined(_WIN32)
+#define FF_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define FF_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The inline helpers below are plain C; a CUDA backend's kernels call the very same
+ * ones (Philox, uniform and normal samples), so under nvcc they are __host__ __device__. */
+#if defined(__CUDACC__)
+#define FF_ABI_HD __host__ __device__
+#else
+#define FF_ABI_HD
+#endif
+
+/* The name of the one symbol a plugin exports. */
+#define FF_BACKEND_ENTRY_SYMBOL "ff_backend_entry"
+
+/* ---- status codes ------------------------------------------------------- */
+typedef enum ff_status {
+    FF_OK = 0,
+    FF_ERR_INVALID = 1,     /* bad argument: shapes, dtypes, axes, NULL */
+    FF_ERR_OOM = 2,         /* allocation failed */
+    FF_ERR_OVERFLOW = 3,    /* size arithmetic overflowed */
+    FF_ERR_UNSUPPORTED = 4, /* backend declined (op, dtype) */
+    FF_ERR_BACKEND = 5,     /* backend failed (loading, init, device) */
+    FF_ERR_INDEX = 6,       /* index out of range */
+    FF_ERR_AUTOGRAD = 7,    /* autograd misuse (no grad_fn, in-place on saved tensor) */
+    FF_ERR_IO = 8           /* file errors */
+} ff_status;
+
+/* ---- dtypes ------------------------------------------------------------- */
+/* Values are ABI: never renumber. F16/BF16 are 2-byte storage dtypes (see "Dtypes" at
+ * the top: copy and fill, compute optional). */
+typedef enum ff_dtype {
+    FF_F32 = 0,
+    FF_F64 = 1,
+    FF_I32 = 2,
+    FF_I64 = 3,
+    FF_U8 = 4,
+    FF_BOOL = 5, /* one byte, 0 or 1 */
+    FF_F16 = 6,  /* IEEE binary16: 1 sign, 5 exponent, 10 fraction bits */
+    FF_BF16 = 7, /* bfloat16: the top 16 bits of an f32 */
+    FF_DTYPE_COUNT = 8
+} ff_dtype;
+
+/* ---- op codes ----------------------------------------------------------- */
+/* Unary: dst has src's dtype, except the FF_UNARY_IS* / LOGICAL_NOT family which
+ * write FF_BOOL. The core only sends float dtypes for transcendental ops. */
+typedef enum ff_unary_op {
+    FF_UNARY_NEG = 0,
+    FF_UNARY_ABS,
+    FF_UNARY_SIGN,
+    FF_UNARY_EXP,
+    FF_UNARY_LOG,
+    FF_UNARY_LOG1P,
+    FF_UNARY_EXPM1,
+    FF_UNARY_SQRT,
+    FF_UNARY_RSQRT,
+    FF_UNARY_SQUARE,
+    FF_UNARY_RECIPROCAL,
+    FF_UNARY_SIN,
+    FF_UNARY_COS,
+    FF_UNARY_TANH,
+    FF_UNARY_SIGMOID,
+    FF_UNARY_RELU,
+    FF_UNARY_GELU_TANH,
+    FF_UNARY_GELU_ERF,
+    FF_UNARY_SILU,
+    FF_UNARY_SOFTPLUS,
+    FF_UNARY_FLOOR,
+    FF_UNARY_CEIL,
+    FF_UNARY_ROUND, /* half to even, as NumPy and PyTorch */
+    FF_UNARY_ISNAN,
+    FF_UNARY_ISINF,
+    FF_UNARY_LOGICAL_NOT,
+    FF_UNARY_ERF,
+    /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
+    FF_UNARY_BITWISE_NOT, /* I32/I64/U8: ~x in the dtype. Never sent for floats; for ~bool
+                           * the core sends LOGICAL_NOT, but a backend that accepts
+                           * BITWISE_NOT on BOOL must compute the logical not (not ~1). */
+    FF_UNARY_ATAN,        /* float only, as C atan/asin/acos: asin/acos outside [-1, 1] is NaN */
+    FF_UNARY_ASIN,
+    FF_UNARY_ACOS,
+    FF_UNARY_ERFINV,      /* float only: erf's inverse, +-inf at +-1, NaN outside [-1, 1] */
+    FF_UNARY_LGAMMA,      /* float only: log|Gamma(x)|, +inf at 0, the negative integers and +-inf */
+    FF_UNARY_DIGAMMA,     /* float only: Gamma'/Gamma; -inf at +0, +inf at -0, NaN at the negative
+                           * integers and -inf, +inf at +inf (PyTorch's values) */
+    FF_UNARY_TRIGAMMA,    /* float only: digamma's derivative (polygamma(1, x)); +inf at 0 and the
+                           * negative integers (its poles), NaN at -inf, +0 at +inf */
+    FF_UNARY_COUNT
+} ff_unary_op;
+
+/* Binary: a and b have the same dtype. dst has that dtype, except comparisons and
+ * logical ops (FF_BINARY_EQ ... FF_BINARY_LOGICAL_XOR), which write FF_BOOL. Integer DIV truncates toward zero and integer
+ * division by zero yields 0 (the core never sends integer DIV from ff_div, which
+ * promotes to float); FMOD has C fmod sign semantics (sign of the dividend). */
+typedef enum ff_binary_op {
+    FF_BINARY_ADD = 0,
+    FF_BINARY_SUB,
+    FF_BINARY_MUL,
+    FF_BINARY_DIV,
+    FF_BINARY_POW,
+    FF_BINARY_MAXIMUM, /* NaN-propagating, as torch.maximum */
+    FF_BINARY_MINIMUM,
+    FF_BINARY_FMOD,
+    FF_BINARY_EQ,
+    FF_BINARY_NE,
+    FF_BINARY_LT,
+    FF_BINARY_LE,
+    FF_BINARY_GT,
+    FF_BINARY_GE,
+    FF_BINARY_LOGICAL_AND,
+    FF_BINARY_LOGICAL_OR,
+    FF_BINARY_LOGICAL_XOR,
+    /* ---- appended after ABI v1's first release (see "Growing the op enums") ---- */
+    FF_BINARY_BITWISE_AND, /* I32/I64/U8/BOOL, bitwise in the operands' dtype (on bool's 0/1
+                            * that is logical); never sent for floats */
+    FF_BINARY_BITWISE_OR,
+    FF_BINARY_BITWISE_XOR,
+    FF_BINARY_ATAN2,       /* float only, C atan2(a, b): the angle of (b, a), signed zeros honoured */
+    FF_BINARY_COUNT
+} ff_binary_op;
+
+/* Growing the op enums. New op codes are appended before *_COUNT and never
+ * renumbered, so the ABI version stays 1: a plugin built against an older header
+ * sees an op value it does not know, and supports() must answer 0 for it (answer
+ * only for the ops you implement, never "everything below some bound" you did not
+ * check). The core then reports "backend X does not support ..." for that op.
+ *   ABI 1, first release: unary NEG..ERF, binary ADD..LOGICAL_XOR.
+ *   ABI 1, second step:   FF_UNARY_BITWISE_NOT, FF_BINARY_BITWISE_AND/OR/XOR.
+ *   ABI 1, third step:    FF_UNARY_ATAN, FF_UNARY_ASIN, FF_UNARY_ACOS, FF_UNARY_ERFINV,
+ *                         FF_BINARY_ATAN2.
+ *   ABI 1, fourth step:   FF_UNARY_LGAMMA, FF_UNARY_DIGAMMA, FF_UNARY_TRIGAMMA. */
+static inline FF_ABI_HD int ff_binary_op_writes_bool(ff_binary_op op)
+{
+    return op >= FF_BINARY_EQ && op <= FF_BINARY_LOGICAL_XOR;
+}
+
+/* Reduce over the axes set in axes_mask (bit d = dim d). dst has src's rank, with
+ * size 1 on reduced axes (keepdim form). SUM/PROD of integers accumulate in dst's
+ * dtype (the core asks for I64); MAX/MIN propagate NaN; ARGMAX/ARGMIN reduce exactly
+ * one axis, write I64 and return the first index of the extreme (NaN counts as the
+ * extreme); ANY/ALL write FF_BOOL. Reducing an empty set: SUM 0, PROD 1, ANY false,
+ * ALL true; MAX/MIN/ARG* of an empty set are refused by the core. */
+typedef enum ff_reduce_op {
+    FF_REDUCE_SUM = 0,
+    FF_REDUCE_PROD,
+    FF_REDUCE_MAX,
+    FF_REDUCE_MIN,
+    FF_REDUCE_ARGMAX,
+    FF_REDUCE_ARGMIN,
+    FF_REDUCE_ANY,
+    FF_REDUCE_ALL,
+    FF_REDUCE_COUNT
+} ff_reduce_op;
+
+/* Random distributions for the random entry. */
+typedef enum ff_random_dist {
+    FF_RANDOM_UNIFORM = 0, /* [p0, p1) */
+    FF_RANDOM_NORMAL = 1,  /* mean p0, std p1 */
+    FF_RANDOM_COUNT
+} ff_random_dist;
+
+/* Which vtable entry a supports() query is about, and which dtype the query names:
+ *   FILL: dst   COPY: dst (op = src dtype)   UNARY: src   BINARY: a (== b)
+ *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
+ *   WHERE: dst   GATHER: src (index is I64, or I32)   SCATTER_ADD: dst
+ *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
+ *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
+ *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
+ *   LINALG: src[0] (op = ff_linalg_op)
+ *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op)
+ *   BATCH_NORM: x (op = 0 forward, 1 backward)   POOL2D: x (op = ff_pool2d_op) */
+typedef enum ff_op_kind {
+    FF_KIND_FILL = 0,
+    FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
+    FF_KIND_UNARY,   /* op = ff_unary_op */
+    FF_KIND_BINARY,  /* op = ff_binary_op */
+    FF_KIND_REDUCE,  /* op = ff_reduce_op */
+    FF_KIND_MATMUL,
+    FF_KIND_WHERE,
+    FF_KIND_GATHER,
+    FF_KIND_SCATTER_ADD,
+    FF_KIND_RANDOM,  /* op = ff_random_dist */
+    FF_KIND_SOFTMAX, /* optional entry */
+    /* appended after ABI v1's first release: the optional conv2d entries, op = 0 forward,
+     * 1 backward to the input, 2 backward to the weight; dtype = x's (== w's == y's) */
+    FF_KIND_CONV2D,
+    /* the optional scan entry: op = 0 cumulative sum, 1 cumulative product; dtype = src's */
+    FF_KIND_SCAN,
+    /* the optional argsort entry: op = 0 ascending, 1 descending; dtype = src's */
+    FF_KIND_SORT,
+    /* the optional linalg entry: op = ff_linalg_op; dtype = the inputs' (F32 or F64) */
+    FF_KIND_LINALG,
+    /* the optional fft entry: op = ff_fft_op; dtype = src's (== dst's), F32 or F64 */
+    FF_KIND_FFT,
+    /* the optional batch_norm entry: op = 0 forward (training), 1 backward; dtype = x's */
+    FF_KIND_BATCH_NORM,
+    /* the optional pool2d entry: op = ff_pool2d_op; dtype = x's */
+    FF_KIND_POOL2D,
+    /* the optional fused entry: op = 0; dtype = the program's (every value's) dtype */
+    FF_KIND_FUSED,
+    FF_KIND_COUNT
+} ff_op_kind;
+
+/* The fft entry's transforms (unnormalized; the core scales). Complex values travel
+ * as real views whose LAST dim has size 2 (re, im), torch.view_as_real's layout, with
+ * any stride for that dim. */
+typedef enum ff_fft_op {
+    FF_FFT_FORWARD = 0, /* complex -> complex, e^(-2 pi i k t / n) */
+    FF_FFT_INVERSE = 1, /* complex -> complex, e^(+2 pi i k t / n), no 1/n */
+    FF_FFT_R2C = 2,     /* real n -> the n/2 + 1 bins k = 0..n/2 of the forward transform */
+    FF_FFT_C2R = 3,     /* those n/2 + 1 bins -> real n, inverse sign, no 1/n (below) */
+    FF_FFT_OP_COUNT
+} ff_fft_op;
+
+/* ---- views -------------------------------------------------------------- */
+/* A resolved strided view of a backend buffer. Element (i0,...,in-1) lives at
+ *   ((T *)buf)[offset + sum_d i_d * strides[d]]            (for a host-memory backend)
+ * ndim == 0 is a scalar (one element at offset). */
+typedef struct ff_view {
+    void *buf;      /* the backend's own buffer handle, as returned by alloc */
+    int64_t offset; /* in elements */
+    ff_dtype dtype;
+    int32_t ndim;
+    int64_t shape[FF_MAX_DIMS];
+    int64_t strides[FF_MAX_DIMS]; /* in elements, >= 0 */
+} ff_view;
+
+/* A fill value. The core sets both fields consistently: f for float dtypes, i for
+ * integer and bool dtypes (i64 values beyond 2^53 survive through i). */
+typedef struct ff_scalar {
+    double f;
+    int64_t i;
+} ff_scalar;
+
+/* Geometry of a 2-D convolution (the conv2d entries): stride and zero padding per
+ * spatial dim, [0] = height, [1] = width; both >= 1 / >= 0. */
+typedef struct ff_conv2d_params {
+    int64_t stride[2];
+    int64_t padding[2];
+} ff_conv2d_params;
+
+/* Dense linear algebra for the linalg entry. Every view is a batch of matrices (or of
+ * vectors, for S and DET's scalars) over the same leading "batch" dims; the core
+ * broadcasts batches and checks shapes first. n x n means the last two dims.
+ *   SOLVE    src A (n x n), B (n x k)       dst X (n x k) with A X = B; a singular A
+ *                                            (an exactly zero pivot in LU with partial
+ *                                            pivoting) is an FF_ERR_INVALID error
+ *   DET      src A (n x n)                  dst det (batch only); singular gives 0
+ *   CHOLESKY src A (n x n), symmetric        dst L (n x n) lower, A = L L^T, zeros above;
+ *                                            only A's lower triangle is read; not
+ *                                            positive-definite is an FF_ERR_INVALID error
+ *   QR       src A (m x n), k = min(m, n)    dst Q (m x q), R (q x n), q = k (reduced) or
+ *                                            m (complete), Q^T Q = I, R upper, A = Q R,
+ *                                            signs as LAPACK's Householder (geqrf)
+ *   SVD      src A (m x n), k = min(m, n)    dst U (m x u), S (k), Vh (v x n) with u = k,
+ *                                            v = k (reduced) or u = m, v = n (full);
+ *                                            S descending, >= 0; A = U[:, :k] S Vh[:k]
+ *   LSTSQ    src A (m x n), B (m x k)        dst X (n x k): the minimum-norm minimizer of
+ *                                            |A X - B|, singular values below
+ *                                            eps(dtype) * max(m, n) * S[0] counted as 0 */
+typedef enum ff_linalg_op {
+    FF_LINALG_SOLVE = 0,
+    FF_LINALG_DET,
+    FF_LINALG_CHOLESKY,
+    FF_LINALG_QR,
+    FF_LINALG_SVD,
+    FF_LINALG_LSTSQ,
+    FF_LINALG_COUNT
+} ff_linalg_op;
+
+/* 2-D pooling (the pool2d entry) over x [N, C, H, W]: windows kernel[0] x kernel[1]
+ * moved by stride, x padded by padding on both sides (padding <= kernel / 2, so every
+ * window holds an element of x); output [N, C, OH, OW], OH = (H + 2 ph - kh) / sh + 1.
+ *   MAX_FORWARD   dst y; src {x}: the largest element of each window (NaN if it holds one)
+ *   MAX_BACKWARD  dst gx (x's shape, overwritten); src {gy, x, y}: each window's gy split
+ *                 evenly among its elements of x equal to its y (windows may overlap: sums)
+ *   AVG_FORWARD   dst y; src {x}: each window's sum divided by kh kw (padding counts as zeros)
+ *   AVG_BACKWARD  dst gx; src {gy}: every element gets gy / (kh kw) from each window it is in */
+typedef enum ff_pool2d_op {
+    FF_POOL2D_MAX_FORWARD = 0,
+    FF_POOL2D_MAX_BACKWARD,
+    FF_POOL2D_AVG_FORWARD,
+    FF_POOL2D_AVG_BACKWARD,
+    FF_POOL2D_COUNT
+} ff_pool2d_op;
+
+typedef struct ff_pool2d_params {
+    int64_t kernel[2];
+    int64_t stride[2];
+    int64_t padding[2];
+} ff_pool2d_params;
+
+/* ---- services the core offers a backend -------------------------------- */
+/* A fused elementwise region of a captured graph (include/ff/graph.h), handed whole to
+ * the optional fused entry. Instructions run in order over values; every value has the
+ * iteration shape (ndim, shape) and the program's dtype. Values 0 .. n_views-1 are
+ * views (inputs read with their strides, broadcast ones with stride 0; outputs
+ * written); values n_views .. n_values-1 are temporaries that exist only inside the
+ * program (registers, tiles), never in memory. The result must equal running each
+ * instruction as the plain unary/binary entry over the whole shape, one after another;
+ * the core builds programs only where element-by-element (tile-by-tile) evaluation gives
+ * exactly that (a view that is written is read, if at all, through the identical view,
+ * and never overlaps another view of the program). */
+#define FF_FUSED_MAX_VIEWS 16  /* the core never sends a program with more views */
+#define FF_FUSED_MAX_VALUES 64 /* or more values (views + temporaries) */
+
+typedef struct ff_fused_inst {
+    int32_t kind;   /* FF_KIND_UNARY (src[0]) or FF_KIND_BINARY (src[0] op src[1]) */
+    int32_t op;     /* ff_unary_op / ff_binary_op; never one that writes FF_BOOL */
+    int32_t dst;    /* value index */
+    int32_t src[2];
+} ff_fused_inst;
+
+typedef struct ff_fused_program {
+    ff_dtype dtype;              /* of every value */
+    int32_t ndim;
+    int64_t shape[FF_MAX_DIMS]; /* the iteration shape: every view has it */
+    int32_t n_views;
+    const ff_view *views;
+    int32_t n_values; /* >= n_views */
+    int32_t n_inst;
+    const ff_fused_inst *inst;
+} ff_fused_program;
+
+typedef struct ff_host_api {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    /* Record an error message for the current thread; printf-style. */
+    void (*set_error)(const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 1, 2)))
+#endif
+        ;
+    /* Optional diagnostics (FF_LOG=1 shows them). */
+    void (*log)(const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 1, 2)))
+#endif
+        ;
+} ff_host_api;
+
+/* ---- the vtable --------------------------------------------------------- */
+/* Every function receives the ctx pointer that init() produced. Required entries
+ * must be non-NULL; optional ones may be NULL and the core composes them. */
+typedef struct ff_backend_vtable {
+    uint32_t abi_version; /* = FF_ABI_VERSION */
+    uint32_t struct_size; /* = sizeof(ff_backend_vtable) as compiled by the plugin */
+    const char *name;     /* short name: "cpu", "cpu_blas" */
+    const char *version;  /* the backend's own version string */
+    const char *description;
+    uint32_t flags;       /* FF_BACKEND_HOST_MEMORY if buffers are host pointers */
+
+    /* ---- lifecycle (required) ---- */
+    /* 1 */ ff_status (*init)(const ff_host_api *host, void **ctx);
+    /* 2 */ void (*shutdown)(void *ctx);
+    /* 3 */ int (*supports)(void *ctx, ff_op_kind kind, int op, ff_dtype dtype);
+
+    /* ---- memory (required) ---- */
+    /* 4 */ void *(*alloc)(void *ctx, size_t nbytes); /* NULL + set_error on failure; nbytes may be 0 */
+    /* 5 */ void (*free)(void *ctx, void *buf);
+    /* 6 */ ff_status (*upload)(void *ctx, void *buf, size_t byte_offset, const void *host, size_t nbytes);
+    /* 7 */ ff_status (*download)(void *ctx, const void *buf, size_t byte_offset, void *host, size_t nbytes);
+    /* 8 */ ff_status (*sync)(void *ctx);
+
+    /* ---- compute (required) ---- */
+    /* 9 */ ff_status (*fill)(void *ctx, const ff_view *dst, ff_scalar value);
+    /* Strided copy with dtype conversion (float->int truncates toward zero, any
+     * non-zero -> bool is 1, NaN->int is 0). Also the device-to-device copy. */
+    /* 10 */ ff_status (*copy)(void *ctx, const ff_view *dst, const ff_view *src);
+    /* 11 */ ff_status (*unary)(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view *src);
+    /* 12 */ ff_status (*binary)(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a,
+                                 const ff_view *b);
+    /* 13 */ ff_status (*reduce)(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src,
+                                 uint32_t axes_mask);
+    /* Batched matmul: dst[..., M, N] = a[..., M, K] @ b[..., K, N]. All three have the
+     * same rank >= 2 and equal batch shapes (broadcast batches have stride 0). */
+    /* 14 */ ff_status (*matmul)(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+    /* dst = cond ? a : b, elementwise; cond is FF_BOOL, a/b have dst's dtype. */
+    /* 15 */ ff_status (*where)(void *ctx, const ff_view *dst, const ff_view *cond, const ff_view *a,
+                                const ff_view *b);
+    /* dst[i..][j][k..] = src[i..][index[i..][j][k..]][k..] along axis (torch.gather);
+     * index is FF_I64 with dst's shape; out-of-range index -> FF_ERR_INDEX. */
+    /* 16 */ ff_status (*gather)(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index,
+                                 int axis);
+    /* dst[i..][index[i..][j][k..]][k..] += src[i..][j][k..] along axis; index has src's
+     * shape. Accumulates in order, so duplicates add up. */
+    /* 17 */ ff_status (*scatter_add)(void *ctx, const ff_view *dst, const ff_view *index,
+                                      const ff_view *src, int axis);
+    /* Element with row-major logical index n takes counter (counter_base + n) of
+     * Philox4x32-10 keyed by seed; see ff_random_uniform01 / ff_random_normal01 below. */
+    /* 18 */ ff_status (*random)(void *ctx, const ff_view *dst, ff_random_dist dist, uint64_t seed,
+                                 uint64_t counter_base, double p0, double p1);
+
+    /* ---- optional (NULL = the core composes it from required entries) ---- */
+    /* softmax (or log_softmax if log != 0) along axis (0 <= axis < ndim, or axis 0 of a
+     * 0-d view: one element, softmax 1 and log_softmax 0); float dtypes only; dst may be
+     * the identical view as src. */
+    ff_status (*softmax)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int log);
+    /* Bytes currently held by the backend's allocator cache / peak bytes; may be NULL. */
+    ff_status (*memory_stats)(void *ctx, size_t *in_use, size_t *cached, size_t *peak);
+    /* Return cached memory to the system; may be NULL. */
+    ff_status (*empty_cache)(void *ctx);
+
+    /* ---- appended after ABI v1's first release (NULL/absent in older plugins) ---- */
+    /* One line describing where the buffers live, for `ff-info -v` and messages, e.g.
+     * "OpenCL: NVIDIA A100 on NVIDIA CUDA, 80 GiB, 108 compute units". Writes a
+     * NUL-terminated string of at most cap bytes. May be NULL (host backends). */
+    ff_status (*device_info)(void *ctx, char *buf, size_t cap);
+
+    /* 2-D convolution, NCHW, cross-correlation as PyTorch's conv2d, no bias (the core
+     * adds it), on rank-4 views of any strides; outputs never alias inputs and are
+     * overwritten. With x [N, C, H, W], w [O, C, KH, KW], y [N, O, OH, OW] where
+     * OH = (H + 2 ph - KH) / sh + 1 (likewise OW):
+     *   conv2d:                 y[n,o,i,j] = sum_{c,p,q} x[n,c,i sh + p - ph, j sw + q - pw] w[o,c,p,q]
+     *   conv2d_backward_input:  gx = dL/dx given gy = dL/dy (the transposed convolution)
+     *   conv2d_backward_weight: gw = dL/dw given gy and x
+     * (x outside [0, H) x [0, W) reads as 0.) The core uses them only when all three are
+     * present and supports(FF_KIND_CONV2D, op, dtype) says yes for the op; otherwise it
+     * composes the convolution from views and matmul (the reference). Accumulation as
+     * matmul's. May be NULL. */
+    ff_status (*conv2d)(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p);
+    ff_status (*conv2d_backward_input)(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                       const ff_conv2d_params *p);
+    ff_status (*conv2d_backward_weight)(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                        const ff_conv2d_params *p);
+
+    /* Inclusive scan along axis (0 <= axis < ndim; a 0-d view is one element): op 0
+     * cumulative sum, 1 cumulative product. dst and src have one dtype and one shape; dst
+     * may be the identical view of src. Floats accumulate in double and each prefix is
+     * rounded once; integers wrap in 64 bits (the core sends I64 for integer inputs, as
+     * PyTorch promotes them); bool is not sent. May be NULL: the core then reports that
+     * the backend does not support cumsum/cumprod. */
+    ff_status (*scan)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+
+    /* Stable argsort along axis: dst (FF_I64, src's shape) receives for every line the
+     * indices that order src ascending (descending != 0: descending); equal values keep
+     * their index order, NaN is larger than every number (last ascending, first
+     * descending), -0 equals +0; integers compare exactly (i64 beyond 2^53 too), bool as
+     * 0/1. Every dtype. May be NULL: the core then reports that the backend does not
+     * support sort (sort, argsort, topk, kthvalue, median are built on it). */
+    ff_status (*argsort)(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
+
+    /* Dense linear algebra (see ff_linalg_op for each op's views and rules): n_dst
+     * outputs and n_src inputs, all F32 or all F64 (one dtype). May be NULL: the core
+     * then reports that the backend does not support det, inverse, solve, ... */
+    ff_status (*linalg)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
+    /* Discrete Fourier transform of every line along axis, unnormalized, F32 or F64 (dst
+     * and src share it; compute in at least the dtype's precision: the reference sums in
+     * double). A complex view has a last dim of size 2 (re, im); axis is never that dim.
+     * With n the signal length and m = n / 2 + 1 (n >= 1):
+     *   FORWARD, INVERSE: src and dst complex, one shape, n = shape[axis];
+     *                     dst[k] = sum_t src[t] e^(-+2 pi i k t / n)
+     *   R2C: src real [.., n, ..]; dst complex [.., m, .., 2]: the FORWARD bins 0..m-1
+     *   C2R: src complex [.., m, .., 2]; dst real [.., n, ..] (n = dst.shape[axis]):
+     *        dst[t] = Re X0 + 2 sum_{0<k<n-m+1} Re(X_k e^(2 pi i k t / n)) + [n even] Re X_{n/2} (-1)^t
+     *        i.e. the INVERSE of the Hermitian spectrum; the imaginary parts of bin 0 and
+     *        (n even) bin n/2 are ignored, as FFTW and PocketFFT do.
+     * dst never overlaps src, and src is left untouched (FFTW's c2r needs
+     * FFTW_PRESERVE_INPUT). Zero lines (a 0 in another dim) are a no-op. May be NULL:
+     * the core then reports that the backend does not support fft. */
+    ff_status (*fft)(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+
+    /* Batch normalization in training mode over x [N, C, *] (channel dim 1; statistics
+     * over every other dim, M elements per channel), all views of x's dtype (F32 or F64),
+     * the [C] ones 1-D; sums in double:
+     *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd, var}: mean and the biased var
+     *                  of each channel (two passes), invstd = 1 / sqrt(var + eps),
+     *                  y = (x - mean) invstd w + b
+     *   op 1 backward: src {g, x, mean, invstd, w}, dst {gx, gw, gb}: with
+     *                  xhat = (x - mean) invstd, gb = sum g, gw = sum g xhat,
+     *                  gx = w invstd (g - gb / M - xhat gw / M)
+     * May be NULL: the core composes batch norm from reductions and elementwise ops. */
+    ff_status (*batch_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                            double eps);
+
+    /* 2-D max and average pooling and their backward passes (see ff_pool2d_op); every
+     * view of x's dtype (F32 or F64). May be NULL: the core pools through window views
+     * and reductions. */
+    ff_status (*pool2d)(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
+                        const ff_pool2d_params *p);
+
+    /* Runs a fused elementwise program (ff_fused_program above) in one pass: graphs hand
+     * their chains of elementwise ops here so that temporaries never reach memory. The
+     * core sends only programs whose dtype passes supports(FF_KIND_FUSED, 0, dtype) and
+     * whose every op passes supports(FF_KIND_UNARY / FF_KIND_BINARY, op, dtype); results
+     * must be bit-identical to the plain entries'. May be NULL: the core then runs the
+     * chain itself, tile by tile through the unary and binary entries. */
+    ff_status (*fused)(void *ctx, const ff_fused_program *prog);
+
+    /* Where the buffers live in DLPack's terms, for zero-copy DLPack export and import
+     * (ff_to_dlpack, ff_from_dlpack_on) on a backend whose buffers are not host memory:
+     * *device_type is a DLDeviceType (kDLCUDA = 2, kDLROCM = 10, ...) and *device_id the
+     * device's index; a buf handle is then the device address of the buffer's first byte
+     * (an element is at buf + offset * element size). The call also waits until the device
+     * has finished everything queued so far, by this backend and by anyone else using the
+     * device (CUDA: cudaDeviceSynchronize), so that memory handed over in either direction
+     * is complete: the legacy DLPack protocol has no stream handshake. Imported memory then
+     * arrives in views as buf handles that alloc never returned: upload and download must
+     * take them (the core releases them through their producer, never through free). May
+     * be NULL: the core refuses DLPack export, and import of device memory. */
+    ff_status (*dlpack_device)(void *ctx, int32_t *device_type, int32_t *device_id);
+} ff_backend_vtable;
+
+/* The size of version 1 of the struct (everything up to and including empty_cache):
+ * the loader refuses anything smaller. Frozen: entries appended in later versions do
+ * not change it, so older plugins keep loading (their missing tail reads as NULL). */
+#define FF_BACKEND_V1_SIZE ((uint32_t)(offsetof(ff_backend_vtable, empty_cache) + sizeof(void (*)(void))))
+
+/* flags */
+#define FF_BACKEND_HOST_MEMORY 0x1u /* buffers are plain host pointers (DLPack kDLCPU) */
+
+/* The entry point every plugin exports (define it with FF_PLUGIN_EXPORT). */
+typedef const ff_backend_vtable *(*ff_backend_entry_fn)(void);
+FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);
+
+/* ---- shared helpers ------------------------------------------------------ */
+static inline FF_ABI_HD size_t ff_dtype_size(ff_dtype t)
+{
+    switch (t) {
+    case FF_F32: case FF_I32: return 4;
+    case FF_F64: case FF_I64: return 8;
+    case FF_U8: case FF_BOOL: return 1;
+    case FF_F16: case FF_BF16: return 2;
+    default: return 0;
+    }
+}
+
+static inline FF_ABI_HD int ff_dtype_is_float(ff_dtype t)
+{
+    return t == FF_F32 || t == FF_F64 || t == FF_F16 || t == FF_BF16;
+}
+
+/* Number of elements of a view (the core guarantees it does not overflow). */
+static inline int64_t ff_view_numel(const ff_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= v->shape[d];
+    return n;
+}
+
+/* Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3").
+ * Counter-based: output depends only on (key, counter), so any backend, any thread
+ * split and any order of evaluation gives the same numbers. */
+typedef struct ff_philox_out { uint32_t v[4]; } ff_philox_out;
+
+static inline FF_ABI_HD ff_philox_out ff_philox4x32(uint64_t key, uint64_t counter)
+{
+    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int r = 0; r < 10; r++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    ff_philox_out o = {{c0, c1, c2, c3}};
+    return o;
+}
+
+/* Uniform in [0, 1) with 53 random bits, from counter n. Every backend must compute
+ * uniform samples exactly as p0 + (p1 - p0) * ff_random_uniform01(seed, n) in double,
+ * rounded once to the destination dtype; ff_random_uniform_f32 does the f32 case,
+ * keeping the result inside [p0, p1). */
+static inline FF_ABI_HD double ff_random_uniform01(uint64_t seed, uint64_t n)
+{
+    ff_philox_out o = ff_philox4x32(seed, n);
+    uint64_t bits = ((uint64_t)o.v[0] << 21) ^ ((uint64_t)o.v[1] >> 11);
+    return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/* Rounding to f32 can carry a value just below p1 up to p1; step it back inside. */
+static inline FF_ABI_HD float ff_random_uniform_f32(uint64_t seed, uint64_t n, double p0, double p1)
+{
+    float v = (float)(p0 + (p1 - p0) * ff_random_uniform01(seed, n));
+    if ((double)v >= p1 && p1 > p0) v = nextafterf((float)p1, (float)p0);
+    return v;
+}
+
+/* Standard normal sample from counter n (Box-Muller on the same Philox block, using
+ * words 2 and 3, so it is independent of the uniform words). Normal samples are
+ * p0 + p1 * ff_random_normal01(seed, n). Backends with a different libm may differ
+ * in the last bits; conformance compares normals with a tolerance. */
+static inline FF_ABI_HD void ff_random_normal_uniforms(uint64_t seed, uint64_t n, double *u1, double *u2)
+{
+    ff_philox_out o = ff_philox4x32(seed, n);
+    /* u1 in (0, 1] so log(u1) is finite; u2 in [0, 1). */
+    *u1 = ((double)o.v[2] + 1.0) * (1.0 / 4294967296.0);
+    *u2 = (double)o.v[3] * (1.0 / 4294967296.0);
+}
+
+static inline FF_ABI_HD double ff_random_normal01(uint64_t seed, uint64_t n)
+{
+    double u1, u2;
+    ff_random_normal_uniforms(seed, n, &u1, &u2);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FF_BACKEND_ABI_H */
