@@ -91,16 +91,30 @@ def _default_keeps_host_memory():
 DEFAULT_HOST_MEMORY = _default_keeps_host_memory()
 
 
+def _default_is_cpu():
+    """Whether the default backend is what Python calls 'cpu' (the fastest CPU backend
+    built); not so when FF_BACKEND names another one (cpu, i.e. 'cpu_ref', or guarded)."""
+    import fusionflow as ff
+    return ff.zeros(1).device == ff.device("cpu")
+
+
+DEFAULT_IS_CPU = _default_is_cpu()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "requires_host_memory: the test shares the default backend's memory "
                             "with the host (DLPack, data_ptr); skipped when FF_BACKEND names a device backend")
+    config.addinivalue_line("markers", "requires_default_cpu: the test checks that the default device is "
+                            "'cpu'; skipped when FF_BACKEND names another backend")
 
 
 def pytest_collection_modifyitems(config, items):
-    if DEFAULT_HOST_MEMORY:
-        return
-    skip = pytest.mark.skip(reason="the default backend does not keep tensors in host memory (FF_BACKEND=%s)"
-                            % os.environ.get("FF_BACKEND", ""))
+    named = os.environ.get("FF_BACKEND", "")
+    skip_host = pytest.mark.skip(reason="the default backend does not keep tensors in host memory "
+                                 "(FF_BACKEND=%s)" % named)
+    skip_cpu = pytest.mark.skip(reason="the default backend is not Python's 'cpu' (FF_BACKEND=%s)" % named)
     for item in items:
-        if item.get_closest_marker("requires_host_memory"):
-            item.add_marker(skip)
+        if not DEFAULT_HOST_MEMORY and item.get_closest_marker("requires_host_memory"):
+            item.add_marker(skip_host)
+        if not DEFAULT_IS_CPU and item.get_closest_marker("requires_default_cpu"):
+            item.add_marker(skip_cpu)

@@ -2,7 +2,6 @@
 torch 1.13's behaviour. The point of the mapping: 'cpu' is the fast CPU backend (cpu_blas
 when built), the reference oracle is 'cpu_ref' (docs/semantics.md, "Devices")."""
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -37,6 +36,7 @@ def test_device_equality_and_errors_as_torch():
         ff.device(1.5)
 
 
+@pytest.mark.requires_default_cpu
 def test_cpu_means_the_fast_backend_and_cpu_ref_the_reference():
     assert ff._device.backend_name("cpu") == FAST
     assert ff._device.backend_name("cpu_ref") == "cpu"
@@ -62,14 +62,14 @@ def test_to_forms():
     assert u.device == ff.device("cpu") and u.dtype == ff.float64 and np.array_equal(u.numpy(), a)
     u = t.to("cpu", dtype=ff.float64, non_blocking=True)
     assert u.device == ff.device("cpu") and u.dtype == ff.float64
-    c = ff.tensor(a)
+    c = ff.tensor(a, device="cpu")
     assert c.to("cpu") is c and c.cpu() is c            # already there: no copy, as torch
     assert c.to("cpu_ref").to("cpu").get_device() == -1
 
 
 def test_to_device_is_differentiable():
     x = ff.tensor([1.0, 2.0, 3.0], device="cpu_ref", requires_grad=True)
-    (x.to("cpu") * ff.tensor([4.0, 5.0, 6.0])).sum().backward()
+    (x.to("cpu") * ff.tensor([4.0, 5.0, 6.0], device="cpu")).sum().backward()
     assert x.grad.tolist() == [4.0, 5.0, 6.0] and x.grad.device == x.device
 
 
@@ -127,20 +127,17 @@ def test_backends_flags_assign_like_torch():
 
 
 @pytest.mark.skipif(FAST != "cpu_blas", reason="no cpu_blas built: 'cpu' is the reference itself")
-def test_device_cpu_runs_at_the_fast_backends_speed():
-    """The trap issue 32 names: a 384x384 matmul on 'cpu' must not take the reference's time."""
-    def best(dev):
-        a = ff.randn(384, 384, device=dev)
-        (a @ a).numpy()
-        ts = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            (a @ a).numpy()
-            ts.append(time.perf_counter() - t0)
-        return min(ts)
-    cpu, fast, ref = best("cpu"), best(ff.device("cpu_blas")), best("cpu_ref")
-    assert cpu < 0.5 * ref, (cpu, ref)                   # measured ~26x; 2x leaves room for a busy machine
-    assert cpu < 3 * fast + 1e-3, (cpu, fast)
+def test_device_cpu_is_the_fast_backend_whenever_it_is_built():
+    """The trap issue 32 names: 'cpu' must never be the reference (26x slower at a 384x384
+    matmul: a speed figure, so it lives in the closing note, not in a timed test)."""
+    blas_built = True
+    try:
+        ff._backend.backend_handle("cpu_blas")
+    except ff.FusionFlowError:
+        blas_built = False
+    assert FAST == ("cpu_blas" if blas_built else "cpu")
+    x = ff.randn(4, 4, device="cpu")
+    assert ff._device.backend_name(x.device) == FAST and (x @ x).device == ff.device("cpu")
 
 
 class _Tied(ff.nn.Module):

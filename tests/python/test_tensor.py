@@ -11,7 +11,7 @@ from fusionflow import FusionFlowError
 def test_factories_and_properties():
     z = ff.zeros(2, 3)
     assert z.shape == (2, 3) and z.ndim == 2 and z.dtype is ff.float32 and z.numel() == 6
-    assert z.size() == (2, 3) and z.size(1) == 3 and z.device == ff.device("cpu")  # the default backend, cpu_blas, is Python's cpu
+    assert z.size() == (2, 3) and z.size(1) == 3 and z.device == ff._device.device_of(ff.default_backend())
     assert np.array_equal(ff.ones((2, 2), dtype=ff.int64).numpy(), np.ones((2, 2), np.int64))
     assert np.array_equal(ff.full((2,), 7.5).numpy(), [7.5, 7.5])
     assert np.array_equal(ff.eye(3).numpy(), np.eye(3, dtype=np.float32))
