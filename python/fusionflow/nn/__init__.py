@@ -532,3 +532,4 @@ class NLLLoss(_Loss):
 
 
 from . import init  # noqa: E402
+from . import utils  # noqa: E402,F401  (torch.nn.utils)
