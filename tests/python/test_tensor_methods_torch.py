@@ -45,6 +45,7 @@ SPECS = {
     "R": np.array([1, 1, 2, 2, 2, 3, 1, 1], dtype=np.int64),
     "E": np.array([3.5]),
     "W3": np.array([0.25, -0.5, 1.5]),
+    "Z3": np.array([[0.0, 1.0, 0.0, 2.0], [1.0, 0.0, 0.0, 1.0], [3.0, 3.0, 0.0, 0.0]]),
 }
 IDX = np.array([[0, 2], [1, 3], [3, 3]], dtype=np.int64)
 MASK = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
@@ -202,7 +203,36 @@ def _first_case(base):
     return None
 
 
-INPLACE_ROWS = [(n, _first_case(n)) for n in _methods._INPLACE if _first_case(n) is not None]
+# rows for the in-place forms of methods that were there before (their out-of-place forms are
+# tested elsewhere); every name in _methods._INPLACE must have a row here or in CASES
+INPLACE_EXTRA = [(n, "U", (), {}, False) for n in (
+    "abs", "acos", "arccos", "arcsin", "arctan", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "digamma",
+    "erf", "erfinv", "exp2", "exp", "expm1", "floor", "frac", "lgamma", "log10", "log1p", "log2", "log", "neg",
+    "reciprocal", "relu", "round", "rsqrt", "sgn", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh",
+    "trunc", "tril", "triu", "logical_not")] + [
+    ("acosh", "G", (), {}, False), ("addcdiv", "F", ("@P", "@G"), {"value": 0.5}, False),
+    ("addcmul", "F", ("@P", "@G"), {"value": 2}, False), ("arctan2", "F", ("@F2",), {}, False),
+    ("atan2", "F", ("@F2",), {}, False), ("bitwise_and", "I", ("@I2",), {}, False),
+    ("bitwise_or", "I", ("@I2",), {}, False), ("bitwise_xor", "I", ("@I2",), {}, False),
+    ("bitwise_not", "I", (), {}, False), ("clip", "F", (-0.5, 0.5), {}, False), ("cumprod", "U", (1,), {}, False),
+    ("cumsum", "F", (0,), {}, False), ("eq", "I", ("@I2",), {}, False), ("ne", "F", ("@F2",), {}, False),
+    ("ge", "F", ("@F2",), {}, False), ("gt", "F", ("@F2",), {}, False), ("le", "F", ("@F2",), {}, False),
+    ("lt", "F", ("@F2",), {}, False), ("floor_divide", "F", ("@P",), {}, False), ("fmod", "F", ("@P",), {}, False),
+    ("remainder", "F", ("@P",), {}, False), ("lerp", "F", ("@F2", 0.3), {}, False),
+    ("logical_and", "F", ("@Z3",), {}, False), ("logical_or", "F", ("@Z3",), {}, False),
+    ("logical_xor", "F", ("@Z3",), {}, False), ("polygamma", "G", (1,), {}, False),
+    ("scatter", "F", (1, IDX, np.ones((3, 2))), {}, False), ("scatter_add", "F", (1, IDX, np.ones((3, 2))), {}, False)]
+
+
+def _first_row(base):
+    return _first_case(base) or next((c for c in INPLACE_EXTRA if c[0] == base), None)
+
+
+INPLACE_ROWS = [(n, _first_row(n)) for n in _methods._INPLACE]
+
+
+def test_every_inplace_form_has_a_row():
+    assert [n for n, c in INPLACE_ROWS if c is None] == []
 
 
 @pytest.mark.parametrize("name,case", INPLACE_ROWS, ids=[r[0] + "_" for r in INPLACE_ROWS])
@@ -339,6 +369,32 @@ def test_properties_match_torch():
 def test_dense_only_names_raise_clearly(name):
     with pytest.raises(NotImplementedError, match=name):
         getattr(ff.ones(2), name)()
+
+
+def test_the_remaining_small_methods_match_torch():
+    a, b = ff.tensor(SPECS["F"]), torch.tensor(SPECS["F"])
+    assert np.array_equal(a.conj_physical_().numpy(), b.conj_physical_().numpy())
+    assert a.new_empty_strided((2, 3), (3, 1)).shape == tuple(b.new_empty_strided((2, 3), (3, 1)).shape)
+    assert a.new_empty_strided((2, 3), (3, 1)).dtype is a.dtype
+    assert np.array_equal(a.pin_memory().numpy(), a.numpy())
+    x, y = ff.tensor([1.0, 2.0]), ff.tensor([3.0, 4.0])
+    tx, ty = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])
+    x.map2_(x, y, lambda u, v, w: u + v * w), tx.map2_(tx, ty, lambda u, v, w: u + v * w)
+    assert np.array_equal(x.numpy(), tx.numpy())
+
+    class Sub(ff.Tensor):
+        pass
+    w = ff.tensor([1.0, 2.0], requires_grad=True)
+    s = w.as_subclass(Sub)
+    assert type(s) is Sub and s.numpy().tolist() == [1.0, 2.0]
+    (s * 3).sum().backward()
+    assert w.grad.numpy().tolist() == [3.0, 3.0]
+    with pytest.raises(RuntimeError, match="XPU"):
+        a.xpu()
+    with pytest.raises(RuntimeError, match="removed"):
+        a.reinforce(1.0)
+    with pytest.raises(NotImplementedError, match="symeig"):
+        a.symeig()
 
 
 def test_removed_functions_raise_as_torch():
