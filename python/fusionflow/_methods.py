@@ -1,5 +1,5 @@
 """Attaches the rest of torch.Tensor's surface to Tensor (as _shape.py attaches its part):
-the methods of _methods_math, their in-place `_` forms, in-place shape changes, in-place
+the methods of _methods_math/_linalg/_reduce/_index/_misc, their in-place `_` forms, in-place shape changes, in-place
 random fills, predicates and properties, and clear errors for the sparse, quantized,
 named-tensor and storage-level names (fusionflow tensors are dense, strided, unnamed, and
 their storage is not exposed).
@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _dtype
 from . import _methods_math as M
+from . import _methods_index, _methods_linalg, _methods_misc, _methods_reduce
 from ._factories import rand, cat, zeros
 from ._grad_mode import is_grad_enabled
 from ._tensor import Tensor, as_tensor
@@ -230,11 +231,21 @@ def _unsupported(name, kind):
 STUBS = _SPARSE + _QUANTIZED + _NAMED + _STORAGE  # by design, not computing
 
 
+_SOURCES = (M, _methods_linalg, _methods_reduce, _methods_index, _methods_misc)
+
+
+def _find(name):
+    for mod in _SOURCES:
+        if hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError("_methods: no module defines %s" % name)
+
+
 def _attach():
     for alias, target in M.ALIASES.items():
         setattr(Tensor, alias, getattr(Tensor, target))
     for n in _COMPUTED:
-        setattr(Tensor, n, getattr(M, n))
+        setattr(Tensor, n, _find(n))
     for n in _INPLACE:
         if not hasattr(Tensor, n + "_"):
             setattr(Tensor, n + "_", _inplace(n))
