@@ -16,7 +16,24 @@ from ._factories import rand, cat, zeros
 from ._grad_mode import is_grad_enabled
 from ._tensor import Tensor, as_tensor
 
-__all__ = ["strided"]
+# torch.X(input, ...) forms of the methods that torch also has as functions; exported by
+# fusionflow/__init__.py
+TORCH_FUNCTIONS = [
+    "absolute", "arccosh", "arcsinh", "arctanh", "multiply", "subtract", "negative", "greater", "greater_equal",
+    "less", "less_equal", "not_equal", "fix", "swapdims", "moveaxis", "ger", "divide", "true_divide", "positive",
+    "split_with_sizes", "ravel", "narrow_copy", "fliplr", "flipud", "clamp_min", "clamp_max", "conj",
+    "conj_physical", "resolve_conj", "resolve_neg", "angle", "adjoint", "addmm", "addmv", "addr", "addbmm",
+    "baddbmm", "mv", "vdot", "hypot", "logaddexp", "logaddexp2", "erfc", "sinc", "deg2rad", "rad2deg", "logit",
+    "i0", "mvlgamma", "xlogy", "float_power", "ldexp", "copysign", "signbit", "heaviside", "hardshrink",
+    "nan_to_num", "isfinite", "isposinf", "isneginf", "isreal", "prelu", "gcd", "lcm", "bitwise_left_shift",
+    "bitwise_right_shift", "nextafter", "frexp", "nansum", "nanmean", "nanmedian", "quantile", "nanquantile",
+    "logcumsumexp", "cummax", "cummin", "diff", "renorm", "cov", "corrcoef", "histogram", "unique_consecutive",
+    "slogdet", "logdet", "cholesky_inverse", "cholesky_solve", "triangular_solve", "pinverse", "matrix_exp",
+    "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "masked_select", "argwhere",
+    "diagflat", "diag_embed", "diagonal_scatter", "select_scatter", "slice_scatter", "index_fill", "index_reduce",
+    "scatter_reduce", "is_nonzero", "is_same_size", "is_signed"]
+
+__all__ = ["strided"] + TORCH_FUNCTIONS
 
 
 class layout:
@@ -271,4 +288,15 @@ def _attach():
             setattr(Tensor, n, _unsupported(n, kind))
 
 
+def _function(name):
+    def f(input, *args, **kwargs):
+        return getattr(as_tensor(input), name)(*args, **kwargs)
+    f.__name__ = name
+    f.__doc__ = "torch.%s: Tensor.%s of input." % (name, name)
+    return f
+
+
 _attach()
+for _n in TORCH_FUNCTIONS:
+    globals()[_n] = _function(_n)
+del _n

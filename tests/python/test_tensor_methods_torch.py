@@ -196,6 +196,21 @@ def test_method_matches_torch(case):
         _assert_same(ggrad, wgrad, name + " grad")
 
 
+FUNCTION_CASES = [c for c in CASES if c[0] in _methods.TORCH_FUNCTIONS]
+
+
+@pytest.mark.parametrize("case", FUNCTION_CASES, ids=["%s-%d" % (c[0], i) for i, c in enumerate(FUNCTION_CASES)])
+def test_function_form_matches_torch(case):
+    name, spec, args, kwargs, _ = case
+    got = getattr(ff, name)(_make(ff, "@" + spec), *(_make(ff, a) for a in args), **kwargs)
+    want = getattr(torch, name)(_make(torch, "@" + spec), *(_make(torch, a) for a in args), **kwargs)
+    _assert_same(got, want, "fusionflow." + name)
+
+
+def test_every_function_form_has_a_row():
+    assert sorted(set(_methods.TORCH_FUNCTIONS) - {c[0] for c in FUNCTION_CASES}) == []
+
+
 def _first_case(base):
     for c in CASES:
         if c[0] == base:
