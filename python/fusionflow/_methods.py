@@ -19,19 +19,19 @@ from ._tensor import Tensor, as_tensor
 # torch.X(input, ...) forms of the methods that torch also has as functions; exported by
 # fusionflow/__init__.py
 TORCH_FUNCTIONS = [
-    "absolute", "arccosh", "arcsinh", "arctanh", "multiply", "subtract", "negative", "greater", "greater_equal",
-    "less", "less_equal", "not_equal", "fix", "swapdims", "moveaxis", "ger", "divide", "true_divide", "positive",
-    "split_with_sizes", "ravel", "narrow_copy", "fliplr", "flipud", "clamp_min", "clamp_max", "conj",
-    "conj_physical", "resolve_conj", "resolve_neg", "angle", "adjoint", "addmm", "addmv", "addr", "addbmm",
-    "baddbmm", "mv", "vdot", "hypot", "logaddexp", "logaddexp2", "erfc", "sinc", "deg2rad", "rad2deg", "logit",
-    "i0", "mvlgamma", "xlogy", "float_power", "ldexp", "copysign", "signbit", "heaviside", "hardshrink",
-    "nan_to_num", "isfinite", "isposinf", "isneginf", "isreal", "prelu", "gcd", "lcm", "bitwise_left_shift",
-    "bitwise_right_shift", "nextafter", "frexp", "igamma", "igammac", "nansum", "nanmean", "nanmedian", "quantile", "nanquantile",
-    "logcumsumexp", "cummax", "cummin", "diff", "renorm", "cov", "corrcoef", "histogram", "unique_consecutive",
-    "slogdet", "logdet", "cholesky_inverse", "cholesky_solve", "triangular_solve", "pinverse", "matrix_exp",
-    "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "masked_select", "argwhere",
-    "diagflat", "diag_embed", "diagonal_scatter", "select_scatter", "slice_scatter", "index_fill", "index_reduce",
-    "scatter_reduce", "is_nonzero", "is_same_size", "is_signed"]
+    "absolute", "arccosh", "arcsinh", "arctanh", "multiply", "subtract", "negative", "greater", "greater_equal", "less",
+    "less_equal", "not_equal", "fix", "swapdims", "moveaxis", "ger", "divide", "true_divide", "positive",
+    "split_with_sizes", "ravel", "narrow_copy", "fliplr", "flipud", "clamp_min", "clamp_max", "conj", "conj_physical",
+    "resolve_conj", "resolve_neg", "angle", "adjoint", "addmm", "addmv", "addr", "addbmm", "baddbmm", "mv", "vdot",
+    "hypot", "logaddexp", "logaddexp2", "erfc", "sinc", "deg2rad", "rad2deg", "logit", "i0", "mvlgamma", "xlogy",
+    "float_power", "ldexp", "copysign", "signbit", "heaviside", "hardshrink", "nan_to_num", "isfinite", "isposinf",
+    "isneginf", "isreal", "prelu", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "nextafter", "frexp",
+    "igamma", "igammac", "nansum", "nanmean", "nanmedian", "quantile", "nanquantile", "logcumsumexp", "cummax",
+    "cummin", "diff", "renorm", "cov", "corrcoef", "histogram", "unique_consecutive", "slogdet", "logdet",
+    "cholesky_inverse", "cholesky_solve", "triangular_solve", "lu", "lu_solve", "pinverse", "matrix_exp", "rot90",
+    "tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "masked_select", "argwhere", "diagflat",
+    "diag_embed", "diagonal_scatter", "select_scatter", "slice_scatter", "index_fill", "index_reduce", "scatter_reduce",
+    "is_nonzero", "is_same_size", "is_signed"]
 
 __all__ = ["strided"] + TORCH_FUNCTIONS
 
@@ -47,30 +47,30 @@ class layout:
 
 strided = layout("strided")
 
-_COMPUTED = ["divide", "true_divide", "positive", "split_with_sizes", "unsafe_split_with_sizes", "ravel",
-             "narrow_copy", "fliplr", "flipud", "clamp_min", "clamp_max", "conj", "conj_physical", "resolve_conj",
-             "resolve_neg", "angle", "adjoint", "addmm", "addmv", "addr", "addbmm", "baddbmm", "mv",
-             "vdot", "hypot", "logaddexp", "logaddexp2", "erfc", "sinc", "deg2rad", "rad2deg", "logit", "i0",
-             "mvlgamma", "xlogy", "float_power", "ldexp", "copysign", "signbit", "heaviside", "hardshrink",
-             "nan_to_num", "isfinite", "isposinf", "isneginf", "isreal", "prelu", "gcd", "lcm", "bitwise_left_shift",
-             "bitwise_right_shift", "nextafter", "frexp", "igamma", "igammac", "nansum", "nanmean", "nanmedian", "quantile",
-             "nanquantile", "logcumsumexp", "cummax", "cummin", "diff", "sum_to_size", "renorm", "cov", "corrcoef",
-             "histogram", "unique_consecutive", "slogdet", "logdet", "cholesky_inverse", "cholesky_solve",
-             "triangular_solve", "pinverse", "matrix_exp", "rot90", "tensor_split", "hsplit", "vsplit", "dsplit",
-             "unfold", "take_along_dim", "masked_select", "argwhere", "diagflat", "diag_embed", "diagonal_scatter",
+_COMPUTED = ["divide", "true_divide", "positive", "split_with_sizes", "unsafe_split_with_sizes", "ravel", "narrow_copy",
+             "fliplr", "flipud", "clamp_min", "clamp_max", "conj", "conj_physical", "resolve_conj", "resolve_neg",
+             "angle", "adjoint", "addmm", "addmv", "addr", "addbmm", "baddbmm", "mv", "vdot", "hypot", "logaddexp",
+             "logaddexp2", "erfc", "sinc", "deg2rad", "rad2deg", "logit", "i0", "mvlgamma", "xlogy", "float_power",
+             "ldexp", "copysign", "signbit", "heaviside", "hardshrink", "nan_to_num", "isfinite", "isposinf",
+             "isneginf", "isreal", "prelu", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "nextafter",
+             "frexp", "igamma", "igammac", "nansum", "nanmean", "nanmedian", "quantile", "nanquantile", "logcumsumexp",
+             "cummax", "cummin", "diff", "sum_to_size", "renorm", "cov", "corrcoef", "histogram", "unique_consecutive",
+             "slogdet", "logdet", "cholesky_inverse", "cholesky_solve", "triangular_solve", "lu", "lu_solve",
+             "pinverse", "matrix_exp", "rot90", "tensor_split", "hsplit", "vsplit", "dsplit", "unfold",
+             "take_along_dim", "masked_select", "argwhere", "diagflat", "diag_embed", "diagonal_scatter",
              "select_scatter", "slice_scatter", "put", "index_fill", "index_reduce", "scatter_reduce", "is_nonzero",
              "is_same_size", "is_signed", "new", "new_empty_strided", "to_dense", "pin_memory", "type", "apply_",
-             "map_", "map2_", "byte", "conj_physical_", "resize", "resize_as",
-             "as_subclass", "symeig", "lstsq", "solve", "eig", "reinforce"]
+             "map_", "map2_", "byte", "conj_physical_", "resize", "resize_as", "as_subclass", "symeig", "lstsq",
+             "solve", "eig", "reinforce"]
 
 # in-place forms: name_ computes name out of place and writes it into self
 _INPLACE = ["abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "arccos",
             "arccosh", "arcsin", "arcsinh", "arctan2", "arctan", "arctanh", "asin", "asinh", "atan2", "atan", "atanh",
             "baddbmm", "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
             "bitwise_xor", "ceil", "clamp_max", "clamp_min", "clip", "copysign", "cos", "cosh", "cumprod", "cumsum",
-            "deg2rad", "digamma", "divide", "eq", "erf", "erfc", "erfinv", "exp2", "exp", "expm1", "fix",
-            "float_power", "floor", "floor_divide", "fmod", "frac", "gcd", "ge", "greater", "greater_equal", "gt",
-            "heaviside", "hypot", "i0", "igamma", "igammac", "index_fill", "index_reduce", "lcm", "ldexp", "le", "lerp", "less",
+            "deg2rad", "digamma", "divide", "eq", "erf", "erfc", "erfinv", "exp2", "exp", "expm1", "fix", "float_power",
+            "floor", "floor_divide", "fmod", "frac", "gcd", "ge", "greater", "greater_equal", "gt", "heaviside",
+            "hypot", "i0", "igamma", "igammac", "index_fill", "index_reduce", "lcm", "ldexp", "le", "lerp", "less",
             "less_equal", "lgamma", "log10", "log1p", "log2", "log", "logical_and", "logical_not", "logical_or",
             "logical_xor", "logit", "lt", "multiply", "mvlgamma", "nan_to_num", "ne", "neg", "negative", "nextafter",
             "not_equal", "polygamma", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt",

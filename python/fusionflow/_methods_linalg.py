@@ -112,3 +112,78 @@ def matrix_exp(self):
     for _ in range(s):
         total = total @ total
     return total.to(self.dtype)
+
+
+# ---- LU with partial pivoting --------------------------------------------------------
+def _lu_one(a):
+    """(LU packed, 1-based pivots) of one m x n matrix, as LAPACK's getrf: the pivot of a
+    column is its first entry of largest magnitude (chosen on the host), the elimination is
+    made of narrow/cat/outer, so differentiable."""
+    from ._factories import tensor
+    from ._tensor import cat
+    m, n = a.shape
+    pivots = []
+    for k in range(min(m, n)):
+        col = np.abs(a.detach().numpy()[k:, k])
+        p = k + int(np.argmax(col))
+        pivots.append(p + 1)
+        if p != k:
+            order = list(range(m))
+            order[k], order[p] = p, k
+            a = a.index_select(0, tensor(np.asarray(order, dtype=np.int64), device=a.device))
+        if k + 1 >= m:
+            continue
+        piv = a[k, k]
+        below = a.narrow(0, k + 1, m - k - 1)
+        l = below.narrow(1, k, 1) / piv
+        parts = []
+        if k > 0:
+            parts.append(below.narrow(1, 0, k))
+        parts.append(l)
+        if k + 1 < n:
+            parts.append(below.narrow(1, k + 1, n - k - 1) - l * a.narrow(0, k, 1).narrow(1, k + 1, n - k - 1))
+        a = cat([a.narrow(0, 0, k + 1), cat(parts, 1)], 0)
+    return a, pivots
+
+
+def lu(self, pivot=True, get_infos=False):
+    """torch.Tensor.lu: (LU, pivots int32[, infos]) of a (batched) matrix with partial pivoting."""
+    from ._factories import tensor
+    from ._tensor import stack
+    if not pivot:
+        raise NotImplementedError("lu: pivot=False is not offered (torch offers it on CUDA only)")
+    if self.ndim < 2:
+        raise RuntimeError("lu: expected a tensor with 2 or more dimensions, got %d" % self.ndim)
+    batch = self.shape[:-2]
+    flat = self.reshape((-1,) + tuple(self.shape[-2:]))
+    outs = [_lu_one(flat[i]) for i in range(flat.shape[0])]
+    lu_ = stack([o[0] for o in outs], 0).reshape(self.shape) if outs else self.clone()
+    piv = tensor(np.asarray([o[1] for o in outs], dtype=np.int32).reshape(tuple(batch) + (min(self.shape[-2:]),)),
+                 device=self.device)
+    if not get_infos:
+        return lu_, piv
+    lu_np = np.abs(lu_.detach().numpy().reshape(len(outs), *self.shape[-2:]))
+    info = [next((j + 1 for j in range(min(self.shape[-2:])) if lu_np[i, j, j] == 0), 0) for i in range(len(outs))]
+    return lu_, piv, tensor(np.asarray(info, dtype=np.int32).reshape(batch), device=self.device)
+
+
+def lu_solve(self, LU_data, LU_pivots):
+    """x with A x = self, from A's lu(): the row swaps applied to self, then the unit-lower
+    and upper triangular factors inverted (differentiable in self and LU_data)."""
+    from ._factories import tensor
+    n = LU_data.shape[-1]
+    piv = LU_pivots.numpy().reshape(-1, n).astype(np.int64) - 1
+    b = self.reshape((-1,) + tuple(self.shape[-2:]))
+    lu_ = LU_data.reshape((-1, n, n))
+    rows = []
+    from ._tensor import stack
+    for i in range(b.shape[0]):
+        order = list(range(n))
+        for k, p in enumerate(piv[i % piv.shape[0]]):
+            order[k], order[p] = order[p], order[k]
+        pb = b[i].index_select(0, tensor(np.asarray(order, dtype=np.int64), device=self.device))
+        f = lu_[i % lu_.shape[0]]
+        E = eye(n, dtype=f.dtype, device=f.device)
+        L, U = f.tril(-1) + E, f.triu()
+        rows.append(U.inverse() @ (L.inverse() @ pb))
+    return stack(rows, 0).reshape(self.shape)
