@@ -188,3 +188,17 @@ def test_double_registration_and_missing_removal_raise():
     assert "forward" not in m.__dict__
     with pytest.raises(AttributeError):
         ff.nn.utils.weight_norm(m, name="nope")
+
+
+def test_deepcopy_of_a_normed_module_runs_its_own_hooks():
+    import copy
+    m = nn.Linear(3, 2, seed=0)
+    ff.nn.utils.spectral_norm(m)
+    c = copy.deepcopy(m)
+    u_m, u_c = m.weight_u.numpy().copy(), c.weight_u.numpy().copy()
+    assert np.array_equal(u_m, u_c)
+    c.weight_orig.data = c.weight_orig.detach() * 2 + 1
+    c(ff.ones(1, 3))
+    assert np.array_equal(m.weight_u.numpy(), u_m) and not np.array_equal(c.weight_u.numpy(), u_c)
+    m(ff.ones(1, 3))
+    assert not np.allclose(c.weight.detach().numpy(), m.weight.detach().numpy())  # each its own weight_orig

@@ -9,21 +9,29 @@ _HOOKS = "_ff_pre_forward_hooks"
 _ORIG = "_ff_pre_forward_orig"
 
 
+class _Forward:
+    """The wrapped forward. An object holding the module, not a closure over it, so that
+    copy.deepcopy(module) gives a copy whose forward runs the copy's hooks and weights."""
+
+    def __init__(self, module, orig):
+        self.module, self.orig = module, orig
+
+    def __call__(self, *args, **kwargs):
+        m = self.module
+        for h in list(m.__dict__[_HOOKS].values()):
+            h(m)
+        call = self.orig if self.orig is not None else type(m).forward.__get__(m)
+        return call(*args, **kwargs)
+
+
 def add(module, key, fn):
     """Runs fn(module) before each forward; key names it for remove (one per key)."""
     d = module.__dict__
     if _HOOKS not in d:
-        hooks = collections.OrderedDict()
         orig = d.get("forward")  # an instance-level forward someone set before us, else the class's
-        object.__setattr__(module, _HOOKS, hooks)
+        object.__setattr__(module, _HOOKS, collections.OrderedDict())
         object.__setattr__(module, _ORIG, orig)
-        call = orig if orig is not None else type(module).forward.__get__(module)
-
-        def forward(*args, **kwargs):
-            for h in list(hooks.values()):
-                h(module)
-            return call(*args, **kwargs)
-        object.__setattr__(module, "forward", forward)
+        object.__setattr__(module, "forward", _Forward(module, orig))
     hooks = d[_HOOKS]
     if key in hooks:
         raise RuntimeError("Cannot register two %s hooks on the same parameter %s" % key)
