@@ -100,30 +100,27 @@ def logcumsumexp(self, dim):
     return (self - m).exp().cumsum(dim).log() + m
 
 
-def _cum_extreme(self, dim, better):
-    """(values, indices) of the running max/min along dim; a tie takes the later index, as
-    torch. Indices in NumPy, values gathered (so differentiable)."""
+def _cum_extreme(self, dim, accumulate):
+    """(values, indices) of the running max/min along dim, as torch: a tie takes the later
+    index, and a NaN, once seen, stays (with the index of the latest NaN). Indices in NumPy
+    (vectorised: the last position where the element equals the running extreme), values
+    gathered (so differentiable)."""
     a = np.moveaxis(self.numpy(), dim, 0)
-    idx = np.zeros(a.shape, dtype=np.int64)
-    best = a[0].copy() if a.shape[0] else None
-    cur = np.zeros(a.shape[1:], dtype=np.int64)
-    for i in range(a.shape[0]):
-        take = better(a[i], best) | (a[i] == best) | np.isnan(a[i]) if i else np.ones(a.shape[1:], bool)
-        take &= ~np.isnan(best) | np.isnan(a[i]) if i else take
-        cur = np.where(take, i, cur)
-        best = np.where(take, a[i], best)
-        idx[i] = cur
+    run = accumulate(a, axis=0)
+    hit = (a == run) | (np.isnan(a) & np.isnan(run))
+    pos = np.arange(a.shape[0]).reshape((-1,) + (1,) * (a.ndim - 1))
+    idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=0).astype(np.int64)
     it = tensor(np.ascontiguousarray(np.moveaxis(idx, 0, dim)), device=self.device)
     from ._tensor import ValuesIndices
     return ValuesIndices(self.gather(dim, it), it)
 
 
 def cummax(self, dim):
-    return _cum_extreme(self, dim, np.greater)
+    return _cum_extreme(self, dim, np.maximum.accumulate)
 
 
 def cummin(self, dim):
-    return _cum_extreme(self, dim, np.less)
+    return _cum_extreme(self, dim, np.minimum.accumulate)
 
 
 def diff(self, n=1, dim=-1, prepend=None, append=None):

@@ -46,6 +46,8 @@ SPECS = {
     "E": np.array([3.5]),
     "W3": np.array([0.25, -0.5, 1.5]),
     "X8": RNG.uniform(0.05, 8.0, (3, 4)),
+    "TIES": np.array([[1.0, 3.0, 3.0, np.nan, 2.0, np.nan, 5.0], [2.0, 1.0, 2.0, 0.0, -1.0, 2.0, 2.0]]),
+    "WIDE": np.array([0.0, 0.5, -3.0, 10.0, 30.0, -60.0, 1e-3]),
     "Z3": np.array([[0.0, 1.0, 0.0, 2.0], [1.0, 0.0, 0.0, 1.0], [3.0, 3.0, 0.0, 0.0]]),
 }
 IDX = np.array([[0, 2], [1, 3], [3, 3]], dtype=np.int64)
@@ -95,6 +97,8 @@ CASES = [
     ("quantile", "F", (0.4, 0), {"interpolation": "nearest"}, False),
     ("nanquantile", "N", (0.4, 1), {}, False), ("logcumsumexp", "F", (1,), {}, True),
     ("cummax", "F", (1,), {}, True), ("cummin", "F", (0,), {}, True), ("cummax", "R", (0,), {}, False),
+    ("cummax", "TIES", (1,), {}, False), ("cummin", "TIES", (1,), {}, False), ("cummin", "TIES", (0,), {}, False),
+    ("i0", "WIDE", (), {}, True),
     ("diff", "F", (), {}, True), ("diff", "F", (2, 0), {}, True), ("sum_to_size", "F", ((1, 4),), {}, True),
     ("renorm", "F", (2, 0, 1.0), {}, True), ("cov", "F", (), {}, True), ("corrcoef", "F", (), {}, True),
     ("histogram", "F", (5,), {}, False), ("unique_consecutive", "R", (), {"return_inverse": True,
