@@ -43,9 +43,12 @@ def divide(self, other, *, rounding_mode=None):
         return self.floor_divide(other)
     if rounding_mode == "trunc":
         o = _operand(other, self)
-        q = trunc(self / o)
-        both_int = not self.dtype.is_floating_point and not o.dtype.is_floating_point
-        return q.to(self.dtype if o.ndim == 0 else o.dtype) if both_int else q
+        if self.dtype.is_floating_point or o.dtype.is_floating_point:
+            return trunc(self / o)
+        # integers, exactly: the floor quotient, moved toward zero where the signs differ
+        q = self.floor_divide(o)
+        moved = (self - q * o != 0) & ((self < 0) != (o < 0))
+        return q + moved.to(q.dtype)
     raise ValueError("divide: rounding_mode must be None, 'trunc' or 'floor', got %r" % (rounding_mode,))
 
 
