@@ -329,7 +329,10 @@ bitwise_right_shift = _int_op("bitwise_right_shift", lambda a, b: np.right_shift
 
 def nextafter(self, other):
     o = _operand(other, self)
-    return tensor(np.nextafter(self.numpy(), o.numpy().astype(self.dtype.np)), device=self.device)
+    dt = _promote(self, o)
+    if not dt.is_floating_point or dt.np is None:
+        raise RuntimeError("nextafter: not implemented for %s (float32 and float64 only)" % dt.name)
+    return tensor(np.nextafter(self.numpy().astype(dt.np), o.numpy().astype(dt.np)), device=self.device)
 
 
 def frexp(self):

@@ -472,3 +472,44 @@ def test_coverage_counts():
                                           api_coverage.has_method)
     assert len(have) + len(missing) == 596
     assert len(have) >= 540, missing
+
+
+DTYPE_UNARY = ["absolute", "angle", "erfc", "sinc", "deg2rad", "rad2deg", "i0", "signbit", "isfinite", "isposinf",
+               "isneginf", "nan_to_num", "fix", "positive", "logit", "ravel", "fliplr", "flipud", "negative",
+               "conj_physical", "isreal", "corrcoef", "cov", "diff"]
+DTYPE_BINARY = ["hypot", "logaddexp", "logaddexp2", "xlogy", "float_power", "ldexp", "copysign", "heaviside",
+                "nextafter", "multiply", "subtract", "true_divide", "greater", "less_equal", "not_equal"]
+_AI = np.array([[1, 2, 0], [3, -4, 5]], dtype=np.int64)
+_AF = np.array([[0.5, -1.5, 0.0], [2.0, -0.25, 3.0]], dtype=np.float32)
+
+
+def _both(name, *arrays):
+    out = []
+    for lib in (ff, torch):
+        try:
+            out.append(getattr(lib.tensor(arrays[0]), name)(*(lib.tensor(a) for a in arrays[1:])))
+        except RuntimeError:
+            out.append(None)
+    return out
+
+
+@pytest.mark.parametrize("name", DTYPE_UNARY)
+def test_result_dtypes_of_int_and_float32_inputs_match_torch(name):
+    for a in (_AI, _AF):
+        got, want = _both(name, a)
+        if want is None:  # torch refuses this dtype; we may be more permissive
+            continue
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (name, a.dtype)
+        assert np.allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64), rtol=1e-5, atol=1e-6,
+                           equal_nan=True), name
+
+
+@pytest.mark.parametrize("name", DTYPE_BINARY)
+def test_binary_result_dtypes_match_torch(name):
+    for a, b in ((_AI, _AI[::-1].copy()), (_AF, _AF[::-1].copy()), (_AI, _AF), (_AF, _AI)):
+        got, want = _both(name, a, b)
+        if want is None:
+            continue
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (name, a.dtype, b.dtype)
+        assert np.allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64), rtol=1e-5, atol=1e-6,
+                           equal_nan=True), name
