@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _dtype
 from . import _methods_math as M
-from . import _methods_index, _methods_linalg, _methods_misc, _methods_reduce
+from . import _methods_index, _methods_linalg, _methods_misc, _methods_reduce, _methods_stft
 from ._factories import rand, cat, zeros
 from ._grad_mode import is_grad_enabled
 from ._tensor import Tensor, as_tensor
@@ -31,7 +31,7 @@ TORCH_FUNCTIONS = [
     "cholesky_inverse", "cholesky_solve", "triangular_solve", "lu", "lu_solve", "pinverse", "matrix_exp", "rot90",
     "tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "masked_select", "argwhere", "diagflat",
     "diag_embed", "diagonal_scatter", "select_scatter", "slice_scatter", "index_fill", "index_reduce", "scatter_reduce",
-    "is_nonzero", "is_same_size", "is_signed"]
+    "is_nonzero", "is_same_size", "is_signed", "stft", "istft"]
 
 __all__ = ["strided"] + TORCH_FUNCTIONS
 
@@ -60,8 +60,8 @@ _COMPUTED = ["divide", "true_divide", "positive", "split_with_sizes", "unsafe_sp
              "take_along_dim", "masked_select", "argwhere", "diagflat", "diag_embed", "diagonal_scatter",
              "select_scatter", "slice_scatter", "put", "index_fill", "index_reduce", "scatter_reduce", "is_nonzero",
              "is_same_size", "is_signed", "new", "new_empty_strided", "to_dense", "pin_memory", "type", "apply_",
-             "map_", "map2_", "byte", "conj_physical_", "resize", "resize_as", "as_subclass", "symeig", "lstsq",
-             "solve", "eig", "reinforce"]
+             "map_", "map2_", "byte", "conj_physical_", "resize", "resize_as", "as_subclass", "stft", "istft", "symeig",
+             "lstsq", "solve", "eig", "reinforce"]
 
 # in-place forms: name_ computes name out of place and writes it into self
 _INPLACE = ["abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "arccos",
@@ -248,7 +248,7 @@ def _unsupported(name, kind):
 STUBS = _SPARSE + _QUANTIZED + _NAMED + _STORAGE  # by design, not computing
 
 
-_SOURCES = (M, _methods_linalg, _methods_reduce, _methods_index, _methods_misc)
+_SOURCES = (M, _methods_linalg, _methods_reduce, _methods_index, _methods_misc, _methods_stft)
 
 
 def _find(name):

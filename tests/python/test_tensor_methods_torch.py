@@ -217,7 +217,7 @@ def test_function_form_matches_torch(case):
 
 
 def test_every_function_form_has_a_row():
-    own_tests = {"lu_solve"}  # test_lu_solve_matches_torch
+    own_tests = {"lu_solve", "stft", "istft"}  # test_lu_solve_matches_torch, test_stft_istft_match_torch
     assert sorted(set(_methods.TORCH_FUNCTIONS) - {c[0] for c in FUNCTION_CASES} - own_tests) == []
 
 
@@ -462,6 +462,34 @@ def test_beta_zero_ignores_self_even_nan():
     assert np.allclose(got.numpy(), 2 * torch.bmm(torch.tensor(b1), torch.tensor(b2)).numpy())
     got = ff.tensor(nan_self[0]).addmm(ff.tensor(b1[0]), ff.tensor(b2[0]), beta=0)
     assert np.allclose(got.numpy(), torch.mm(torch.tensor(b1[0]), torch.tensor(b2[0])).numpy())
+
+
+@pytest.mark.parametrize("kw", [dict(n_fft=16), dict(n_fft=16, hop_length=3, win_length=10, window="hann"),
+                                dict(n_fft=8, center=False, normalized=True), dict(n_fft=16, pad_mode="constant"),
+                                dict(n_fft=12, onesided=False, window="hann")])
+def test_stft_istft_match_torch(kw):
+    """stft in the view_as_real layout: values and gradient; istft back to the signal."""
+    sig = np.random.default_rng(0).standard_normal((2, 50))
+    kt, kf = dict(kw), dict(kw)
+    if kw.get("window") == "hann":
+        kt["window"] = torch.hann_window(kw.get("win_length", kw["n_fft"]), dtype=torch.float64)
+        kf["window"] = ff.tensor(kt["window"].numpy())
+    xt, xf = torch.tensor(sig, requires_grad=True), ff.tensor(sig, requires_grad=True)
+    st = torch.view_as_real(torch.stft(xt, return_complex=True, **kt))
+    sf = ff.stft(xf, return_complex=False, **kf)
+    w = np.cos(np.arange(st.numel())).reshape(tuple(st.shape))
+    (st * torch.tensor(w)).sum().backward()
+    (sf * ff.tensor(w)).sum().backward()
+    assert tuple(sf.shape) == tuple(st.shape)
+    assert np.allclose(sf.detach().numpy(), st.detach().numpy(), atol=1e-10)
+    assert np.allclose(xf.grad.numpy(), xt.grad.numpy(), atol=1e-10)
+    if kw.get("center", True) and "pad_mode" not in kw:
+        kt.pop("pad_mode", None), kf.pop("pad_mode", None)
+        yt = torch.istft(torch.view_as_complex(st.detach().contiguous()), length=50, **kt)
+        yf = sf.detach().istft(length=50, **kf)
+        assert np.allclose(yf.numpy(), yt.numpy(), atol=1e-10) and np.allclose(yf.numpy(), sig, atol=1e-10)
+    with pytest.raises(RuntimeError, match="return_complex"):
+        xf.stft(8)
 
 
 def test_removed_functions_raise_as_torch():
