@@ -91,7 +91,8 @@ def main():
             pred = model(ff.from_numpy(xte[s:s + 1000])).argmax(1).numpy()
             correct += int((pred == yte[s:s + 1000]).sum())
     if args.save:
-        ff.save(model, args.save, metadata={"arch": "mlp-784-256-128-10" if args.model == "mlp" else "cnn"})
+        arch = "mlp-784-256-128-10" if args.model == "mlp" else "cnn"
+        ff.save(model.state_dict(), args.save, metadata={"arch": arch})
     print("test accuracy: %.4f" % (correct / len(xte)))
 
 

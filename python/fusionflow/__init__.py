@@ -41,6 +41,8 @@ for _mod in (_functions, _sorting):
 for _n in linalg.TENSOR_METHODS:
     setattr(Tensor, _n, linalg.TORCH_FORMS[_n])
 del _n, _mod
+from . import _methods  # noqa: E402  (the rest of torch.Tensor's methods, attached to Tensor)
+from ._methods import *  # noqa: E402,F401,F403  (strided; torch.hypot, addmm, quantile, ... as functions)
 
 float = float32
 double = float64

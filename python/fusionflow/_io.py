@@ -1,10 +1,13 @@
-"""Files: safetensors (named tensors, e.g. a state dict) and .npy, through the C io layer."""
+"""Files: safetensors (named tensors, e.g. a state dict, or nested checkpoints: _tree.py) and
+.npy, through the C io layer."""
 import collections
+import contextlib
 import ctypes
 import os
+import tempfile
 
 from ._lib import C, check_status, error
-from ._tensor import Tensor, wrap
+from ._tensor import wrap
 
 __all__ = ["save", "load", "save_npy", "load_npy", "load_metadata"]
 
@@ -15,19 +18,30 @@ def _path(p):
     return os.fsencode(os.fspath(p))
 
 
-def save(obj, path, metadata=None):
-    """Writes a dict of name -> Tensor (or a Module's state_dict) as safetensors.
+def save(obj, f, metadata=None):
+    """Writes obj as safetensors to f (a path, or a binary file object such as io.BytesIO or
+    open(path, "wb")), as torch.save.
 
-    metadata: optional dict of str -> str stored in the header's __metadata__."""
-    if hasattr(obj, "state_dict") and callable(obj.state_dict):
-        obj = obj.state_dict()
-    if not isinstance(obj, dict):
-        raise TypeError("save expects a dict of name -> Tensor or a Module, got %s" % type(obj).__name__)
-    names = list(obj.keys())
-    tensors = [obj[k] for k in names]
-    for k, t in zip(names, tensors):
-        if not isinstance(k, str) or not isinstance(t, Tensor):
-            raise TypeError("save: entry %r must map a str to a Tensor" % (k,))
+    obj: a dict of str -> Tensor (a state_dict: written as a plain safetensors file), or any
+    nesting of dicts, lists and tuples of Tensors, numbers, strings, bools and None (an
+    optimizer's state_dict, a checkpoint); its structure goes into the header's metadata as
+    JSON (_tree.py). No Python objects are pickled, so a Module or anything else is refused:
+    save its state_dict() instead. metadata: optional dict of str -> str for __metadata__."""
+    from ._tree import encode, TREE_KEY
+    names, tensors, tree = encode(obj)
+    meta = dict(metadata or {})
+    if tree is not None:
+        meta[TREE_KEY] = tree
+    if hasattr(f, "write"):
+        with _scratch() as tmp:
+            _write(tmp, names, tensors, meta)
+            with open(tmp, "rb") as src:
+                f.write(src.read())
+        return
+    _write(f, names, tensors, meta)
+
+
+def _write(path, names, tensors, metadata):
     n = len(names)
     c_names = (ctypes.c_char_p * max(n, 1))(*[k.encode() for k in names])
     c_tensors = (ctypes.c_void_p * max(n, 1))(*[t._ptr for t in tensors])
@@ -38,6 +52,18 @@ def save(obj, path, metadata=None):
             flat += [str(k).encode(), str(v).encode()]
         c_meta = (ctypes.c_char_p * (len(flat) + 1))(*flat, None)
     check_status(C.ff_safetensors_save(_path(path), n, c_names, c_tensors, c_meta))
+
+
+@contextlib.contextmanager
+def _scratch():
+    """A temporary file path, removed afterwards: the C io layer reads and writes paths, so a
+    file object goes through one."""
+    fd, tmp = tempfile.mkstemp(suffix=".safetensors")
+    os.close(fd)
+    try:
+        yield tmp
+    finally:
+        os.unlink(tmp)
 
 
 def _read_dict(d, with_meta):
@@ -52,12 +78,32 @@ def _read_dict(d, with_meta):
     return (out, meta) if with_meta else out
 
 
-def load(path, mmap=False, device=None):
-    """Reads a safetensors file into an OrderedDict name -> Tensor (file order).
+def load(f, mmap=False, device=None, map_location=None, weights_only=None):
+    """Reads what save wrote, from a path or a binary file object: an OrderedDict name ->
+    Tensor (file order) for a plain safetensors file, else the saved nesting.
 
-    mmap=True maps the file: tensors view the mapping (copy-on-write) instead of being
-    read into fresh memory."""
-    flags = FF_IO_MMAP if mmap else 0
+    mmap=True maps the file (paths only): tensors view the mapping (copy-on-write) instead of
+    being read into fresh memory. map_location (torch's name) is device: a device or its
+    string puts every tensor there. weights_only is accepted: nothing else is ever loaded."""
+    from ._tree import decode, TREE_KEY
+    if map_location is not None:
+        if not isinstance(map_location, str) and not hasattr(map_location, "type"):
+            raise TypeError("load: map_location must be a device or a device string, got %s"
+                            % type(map_location).__name__)
+        device = device if device is not None else map_location
+    if hasattr(f, "read"):
+        with _scratch() as tmp:
+            with open(tmp, "wb") as dst:
+                dst.write(f.read())
+            tensors, meta = _load_path(tmp, 0, device)
+    else:
+        tensors, meta = _load_path(f, FF_IO_MMAP if mmap else 0, device)
+    if TREE_KEY not in meta:
+        return tensors
+    return decode(meta[TREE_KEY], tensors)
+
+
+def _load_path(path, flags, device):
     if device is not None:
         from ._device import backend_for
         d = C.ff_safetensors_load_on(backend_for(device), _path(path), flags)
@@ -65,7 +111,7 @@ def load(path, mmap=False, device=None):
         d = C.ff_safetensors_load(_path(path), flags)
     if not d:
         raise error()
-    return _read_dict(d, False)
+    return _read_dict(d, True)
 
 
 def load_metadata(path):
@@ -73,7 +119,10 @@ def load_metadata(path):
     d = C.ff_safetensors_load(_path(path), FF_IO_MMAP)
     if not d:
         raise error()
-    return _read_dict(d, True)[1]
+    from ._tree import TREE_KEY
+    meta = _read_dict(d, True)[1]
+    meta.pop(TREE_KEY, None)
+    return meta
 
 
 def save_npy(path, t):

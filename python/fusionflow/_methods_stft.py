@@ -1,0 +1,109 @@
+"""Tensor.stft / istft on fusionflow.fft's complex layout (a real tensor whose last dim of
+size 2 holds re, im: what torch.view_as_real gives), composed of index_select (padding,
+framing), rfft/irfft and index_add (overlap-add), so differentiable; attached by _methods.py.
+
+fusionflow has no complex dtype, so stft needs return_complex=False (PyTorch 1.13 insists
+that a real input names it) and returns [..., freq, frames, 2]; istft takes that layout."""
+import numpy as np
+
+from . import _dtype
+from ._factories import ones, tensor, zeros
+
+
+def _window(window, win_length, n_fft, like):
+    w = ones(win_length, dtype=like.dtype, device=like.device) if window is None else window.to(like.dtype)
+    if w.shape[0] != win_length:
+        raise RuntimeError("stft: expected a 1-D window of size %d, got shape %s" % (win_length, tuple(w.shape)))
+    if win_length < n_fft:  # centred in n_fft, as torch
+        left = (n_fft - win_length) // 2
+        w = zeros(n_fft, dtype=like.dtype, device=like.device).index_copy(
+            0, tensor(np.arange(left, left + win_length, dtype=np.int64), device=like.device), w)
+    return w
+
+
+def _pad_last(x, pad, mode):
+    n = x.shape[-1]
+    i = np.arange(-pad, n + pad)
+    if mode == "reflect":
+        if pad >= n:
+            raise RuntimeError("stft: reflect padding of %d needs a signal longer than that, got %d" % (pad, n))
+        i = np.abs(i)
+        i = np.where(i >= n, 2 * (n - 1) - i, i)
+    elif mode == "replicate":
+        i = np.clip(i, 0, n - 1)
+    elif mode == "constant":
+        z = zeros(x.shape[:-1] + (pad,), dtype=x.dtype, device=x.device)
+        from ._factories import cat
+        return cat([z, x, z], -1)
+    else:
+        raise ValueError("stft: pad_mode must be 'reflect', 'replicate' or 'constant', got %r" % (mode,))
+    return x.index_select(x.ndim - 1, tensor(i.astype(np.int64), device=x.device))
+
+
+def stft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+         normalized=False, onesided=None, return_complex=None):
+    from . import fft
+    if return_complex is None:
+        raise RuntimeError("stft requires the return_complex parameter be given for real inputs (as PyTorch 1.13); "
+                           "fusionflow has no complex dtype: pass return_complex=False")
+    if return_complex:
+        raise NotImplementedError("stft: return_complex=True needs a complex dtype, which fusionflow does not have; "
+                                  "use return_complex=False (the view_as_real layout)")
+    if self.ndim not in (1, 2):
+        raise RuntimeError("stft: expected a 1-D or 2-D tensor, got %d-D" % self.ndim)
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    x = self if self.dtype.is_floating_point else self.to(_dtype.float32)
+    if center:
+        x = _pad_last(x, n_fft // 2, pad_mode)
+    frames = x.unfold(-1, n_fft, hop) * _window(window, win, n_fft, x)     # [..., frames, n_fft]
+    if onesided is None or onesided:
+        spec = fft.rfft(frames, dim=-1)                                    # [..., frames, freq, 2]
+    else:
+        from ._factories import stack
+        spec = fft.fft(stack([frames, frames * 0], -1), dim=-1)
+    if normalized:
+        spec = spec * (n_fft ** -0.5)
+    return spec.transpose(-3, -2)                                          # [..., freq, frames, 2]
+
+
+def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    from . import fft
+    if return_complex:
+        raise NotImplementedError("istft: return_complex=True needs a complex dtype, which fusionflow does not have")
+    if self.shape[-1] != 2:
+        raise RuntimeError("istft: expected the complex layout [..., freq, frames, 2], got shape %s"
+                           % (tuple(self.shape),))
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    spec = self.transpose(-3, -2)                                          # [..., frames, freq, 2]
+    if normalized:
+        spec = spec * (n_fft ** 0.5)
+    if onesided is None or onesided:
+        frames = fft.irfft(spec, n=n_fft, dim=-1)
+    else:
+        frames = fft.ifft(spec, dim=-1).select(-1, 0)
+    w = _window(window, win, n_fft, frames)
+    frames = frames * w
+    n_frames = frames.shape[-2]
+    total = n_fft + hop * (n_frames - 1)
+    pos = (np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
+    idx = tensor(pos.astype(np.int64), device=frames.device)
+    lead = frames.shape[:-2]
+    flat = frames.reshape(lead + (n_frames * n_fft,))
+    y = zeros(lead + (total,), dtype=frames.dtype, device=frames.device).index_add(len(lead), idx, flat)
+    env = np.zeros(total)
+    np.add.at(env, pos, np.tile(w.detach().numpy().astype(np.float64) ** 2, n_frames))
+    start = n_fft // 2 if center else 0
+    end = total - n_fft // 2 if center else total
+    if length is not None:
+        end = start + length
+    if np.any(np.abs(env[start:min(end, total)]) < 1e-11):
+        raise RuntimeError("istft: window overlap-add envelope is zero somewhere (NOLA condition failed)")
+    y = y.narrow(-1, start, min(end, total) - start) / tensor(env[start:min(end, total)],
+                                                              device=frames.device).to(frames.dtype)
+    if length is not None and length > y.shape[-1]:
+        from ._factories import cat
+        y = cat([y, zeros(lead + (length - y.shape[-1],), dtype=y.dtype, device=y.device)], -1)
+    return y
