@@ -102,7 +102,10 @@ if __name__ == "__main__":
         help="learning rate (default: 0.03)",
     )
     parser.add_argument(
-        "--no_accel", action="store_true", help="disables accelerator"
+        "--no_cuda", action="store_true", default=False, help="disables CUDA training"
+    )
+    parser.add_argument(
+        "--no_mps", action="store_true", default=False, help="disables MPS training"
     )
     parser.add_argument(
         "--seed", type=int, default=1, metavar="S", help="random seed (default: 1)"
@@ -110,6 +113,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--save_model",
         action="store_true",
+        default=False,
         help="For saving the current Model",
     )
     parser.add_argument(
@@ -122,6 +126,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--save-model",
         action="store_true",
+        default=False,
         help="For Saving the current Model",
     )
     parser.add_argument(
@@ -132,19 +137,22 @@ if __name__ == "__main__":
         help="how many batches to wait before logging training status",
     )
     args = parser.parse_args()
-    use_accel = not args.no_accel and torch.accelerator.is_available()
-    if use_accel:
-        device = torch.accelerator.current_accelerator()
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    use_mps = not args.no_mps and torch.backends.mps.is_available()
+    if use_cuda:
+        device = torch.device("cuda")
+    elif use_mps:
+        device = torch.device("mps")
     else:
         device = torch.device("cpu")
 
     train_kwargs = {"batch_size": args.train_size}
     test_kwargs = {"batch_size": args.test_size}
 
-    if use_accel:
-        accel_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
-        train_kwargs.update(accel_kwargs)
-        test_kwargs.update(accel_kwargs)
+    if use_cuda:
+        cuda_kwargs = {"num_workers": 1, "pin_memory": True, "shuffle": True}
+        train_kwargs.update(cuda_kwargs)
+        test_kwargs.update(cuda_kwargs)
 
     transform = Compose(
         [

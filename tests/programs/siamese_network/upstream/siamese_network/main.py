@@ -105,7 +105,7 @@ class APP_MATCHER(Dataset):
         """
 
         # get the targets from MNIST dataset
-        np_arr = np.array(self.dataset.targets.clone(), dtype=None, copy=None)
+        np_arr = np.array(self.dataset.targets.clone())
         
         # group examples based on class
         self.grouped_examples = {}
@@ -247,8 +247,10 @@ def main():
                         help='learning rate (default: 1.0)')
     parser.add_argument('--gamma', type=float, default=0.7, metavar='M',
                         help='Learning rate step gamma (default: 0.7)')
-    parser.add_argument('--no-accel', action='store_true', 
-                    help='disables accelerator')
+    parser.add_argument('--no-cuda', action='store_true', default=False,
+                        help='disables CUDA training')
+    parser.add_argument('--no-mps', action='store_true', default=False,
+                        help='disables macOS GPU training')
     parser.add_argument('--dry-run', action='store_true', default=False,
                         help='quickly check a single pass')
     parser.add_argument('--seed', type=int, default=1, metavar='S',
@@ -259,26 +261,26 @@ def main():
                         help='For Saving the current Model')
     args = parser.parse_args()
     
-    use_accel = not args.no_accel and torch.accelerator.is_available()
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    use_mps = not args.no_mps and torch.backends.mps.is_available()
 
     torch.manual_seed(args.seed)
 
-
-    if use_accel:
-        device = torch.accelerator.current_accelerator()
+    if use_cuda:
+        device = torch.device("cuda")
+    elif use_mps:
+        device = torch.device("mps")
     else:
         device = torch.device("cpu")
-    
-    print(f"Using device: {device}")
 
     train_kwargs = {'batch_size': args.batch_size}
     test_kwargs = {'batch_size': args.test_batch_size}
-    if use_accel:
-        accel_kwargs = {'num_workers': 1,
+    if use_cuda:
+        cuda_kwargs = {'num_workers': 1,
                        'pin_memory': True,
                        'shuffle': True}
-        train_kwargs.update(accel_kwargs)
-        test_kwargs.update(accel_kwargs)
+        train_kwargs.update(cuda_kwargs)
+        test_kwargs.update(cuda_kwargs)
 
     train_dataset = APP_MATCHER('../data', train=True, download=True)
     test_dataset = APP_MATCHER('../data', train=False)
