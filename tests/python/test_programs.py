@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-pytest.importorskip("torch") if not os.environ.get("FF_REQUIRE_TORCH") else None
+if not os.environ.get("FF_REQUIRE_TORCH"):  # in CI conftest.py has imported it already
+    pytest.importorskip("torch")
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "harness")
 sys.path.insert(0, HARNESS)
 from pair import FIRST_RTOL, LAST_RTOL, run_pair  # noqa: E402
@@ -29,6 +30,8 @@ def _params():
 def test_program_matches_pytorch(name, tmp_path):
     r = run_pair(name, str(tmp_path))
     ref, got = r["torch"], r["ff"]
+    if ref["error"] and name in BLOCKED and BLOCKED[name] in ref["error"]:
+        raise Blocked(BLOCKED[name])  # a gap of the harness's stand-ins, listed in programs.py
     assert not ref["error"], "the PyTorch side itself failed (a harness bug):\n" + ref["error"]
     assert ref["losses"], "the PyTorch side recorded no loss:\n" + ref["log"][-2000:]
     if got["error"]:

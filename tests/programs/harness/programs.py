@@ -19,7 +19,7 @@ def _write_cora(run_dir):
     """A synthetic graph in Cora's file format (cora.content: id, 0/1 features, class name;
     cora.cites: id pairs), small and seeded: the real one is a download."""
     rng = np.random.RandomState(7)
-    n, feats, classes = 1800, 32, 7
+    n, feats, classes = 1700, 32, 7  # gat splits off 1600 nodes for test and validation
     os.makedirs(os.path.join(run_dir, "cora"))
     ids = rng.permutation(100000)[:n] + 1
     labels = rng.randint(classes, size=n)
@@ -53,7 +53,7 @@ PROGRAMS = {
         argv=["--epochs", "20", "--train_size", "256", "--test_size", "256", "--log-interval", "5"]),
     "gat": dict(
         script="gat/main.py", prepare=_write_cora,
-        argv=["--epochs", "10", "--hidden-dim", "16", "--num-heads", "2", "--dropout-p", "0.0",
+        argv=["--epochs", "6", "--hidden-dim", "16", "--num-heads", "2", "--dropout-p", "0.0",
               "--val-every", "5"]),
     "siamese_network": dict(
         script="siamese_network/main.py", mnist_limit=128,
@@ -63,5 +63,17 @@ PROGRAMS = {
         argv=["--upscale_factor", "2", "--batchSize", "4", "--nEpochs", "1", "--threads", "0"]),
 }
 
-# program -> the first name FusionFlow (or the harness) lacks, as found by running it
-BLOCKED = {}
+# program -> the text of the first error the program stops on today, as found by running it
+# (python3 tests/programs/harness/pair.py NAME). The test expects exactly this error; when the
+# name lands the program goes further, the test fails, and this line must be updated or removed.
+BLOCKED = {
+    "mingpt_chargpt": "module 'fusionflow.nn' has no attribute 'ModuleDict'",     # mingpt/model.py:144
+    "dcgan": "No module named 'fusionflow.nn.parallel'",                           # main.py:7, its imports
+    "gat": "module 'fusionflow' has no attribute 'FloatTensor'",                   # main.py:224, load_cora
+    "mnist_forward_forward": "invalid index range(0, 256)",                        # main.py:28, x_[range(n), y] = ...
+    "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16
+    "siamese_network": "unexpected keyword argument 'inplace'",                    # nn.ReLU(inplace=True)
+    # the harness's own gap, on both sides: data.py reads BSDS300's JPEGs with PIL, and neither
+    # PIL nor the (downloaded) data set is in CI
+    "super_resolution": "No module named 'PIL'",
+}
