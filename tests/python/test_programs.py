@@ -41,5 +41,6 @@ def test_program_matches_pytorch(name, tmp_path):
             " on something else than %r (update programs.py)" % BLOCKED[name] if name in BLOCKED else "",
             got["error"]))
     assert len(got["losses"]) == len(ref["losses"]), (len(got["losses"]), len(ref["losses"]))
+    assert got["dtypes"] == ref["dtypes"], ("loss dtypes", sorted(set(got["dtypes"])), sorted(set(ref["dtypes"])))
     assert r["first"] <= FIRST_RTOL, ("first loss", got["losses"][0], ref["losses"][0])
     assert r["last"] <= LAST_RTOL, ("last loss", got["losses"][-1], ref["losses"][-1])

@@ -93,7 +93,7 @@ def main():
             arrays.update({"o%d_p%d" % (k, j): p for j, p in enumerate(ps)})
         np.savez(a.weights, **arrays)
     with open(a.out, "w") as f:
-        json.dump({"losses": rec.losses, "error": error, "seconds": seconds, "optimizers": rec.optimizers}, f)
+        json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers}, f)
     return 0
 
 

@@ -14,6 +14,7 @@ SEED = 1234
 class Recorder:
     def __init__(self):
         self.losses = []
+        self.dtypes = []     # each loss's dtype name ('float32'): a promotion difference shows here
         self.saved = []      # PyTorch side: per optimizer, its parameters as arrays
         self.loaded = None   # FusionFlow side: the arrays to load, per optimizer
         self.optimizers = 0
@@ -29,6 +30,7 @@ def install_backward(lib, rec):
     def backward(self, *args, **kwargs):
         if self.numel() == 1:
             rec.losses.append(float(self.item()))
+            rec.dtypes.append(str(self.dtype).rsplit(".", 1)[-1])
         return orig(self, *args, **kwargs)
     lib.Tensor.backward = backward
 
