@@ -43,9 +43,13 @@ def main():
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--weights", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--load", action="store_true",
+                    help="PyTorch side: load --weights instead of saving them (the harness's self-test)")
+    ap.add_argument("--seed", type=int, default=0, help="the library's own seed")
     a = ap.parse_args()
     spec = PROGRAMS[a.program]
     ff = a.side == "ff"
+    load = ff or a.load
 
     src, shims, work = (os.path.join(a.run_dir, d) for d in ("src", "shims", "work"))
     copy_tree(os.path.join(HERE, "..", a.program, "upstream"), src, ff)
@@ -58,14 +62,14 @@ def main():
     lib = importlib.import_module("fusionflow" if ff else "torch")
     random.seed(0)
     np.random.seed(0)
-    lib.manual_seed(0)
+    lib.manual_seed(a.seed)
     rec = hooks.Recorder()
-    if ff:
+    if load:
         with np.load(a.weights) as z:
             count = int(z["count"])
             rec.loaded = [[z["o%d_p%d" % (k, j)] for j in range(int(z["o%d_n" % k]))] for k in range(count)]
     hooks.install_backward(lib, rec)
-    hooks.install_weights(lib, rec, a.side)
+    hooks.install_weights(lib, rec, load)
     hooks.install_sampler(lib)
     hooks.install_random(lib)
     import torchvision
@@ -86,7 +90,7 @@ def main():
     seconds = time.time() - t0
     sys.stdout.flush()
 
-    if not ff:
+    if not load:
         arrays = {"count": np.array(len(rec.saved))}
         for k, ps in enumerate(rec.saved):
             arrays["o%d_n" % k] = np.array(len(ps))

@@ -35,14 +35,14 @@ def install_backward(lib, rec):
     lib.Tensor.backward = backward
 
 
-def install_weights(lib, rec, side):
+def install_weights(lib, rec, load):
     orig = lib.optim.Optimizer.__init__
 
     def __init__(self, params, defaults):
         orig(self, params, defaults)
         k = rec.optimizers
         rec.optimizers += 1
-        if side == "torch":
+        if not load:
             rec.saved.append([p.detach().cpu().numpy().copy() for p in _params_of(self)])
             return
         want = rec.loaded[k] if rec.loaded is not None and k < len(rec.loaded) else None

@@ -15,11 +15,12 @@ from programs import BLOCKED, PROGRAMS  # noqa: E402
 FIRST_RTOL, LAST_RTOL = 1e-5, 1e-3
 
 
-def run_side(side, name, tmp, timeout=600):
-    run_dir = os.path.join(tmp, side)
-    out = os.path.join(tmp, side + ".json")
+def run_side(side, name, tmp, timeout=600, extra=(), tag=None):
+    tag = tag or side
+    run_dir = os.path.join(tmp, tag)
+    out = os.path.join(tmp, tag + ".json")
     cmd = [sys.executable, os.path.join(HERE, "driver.py"), "--side", side, "--program", name,
-           "--run-dir", run_dir, "--weights", os.path.join(tmp, "weights.npz"), "--out", out]
+           "--run-dir", run_dir, "--weights", os.path.join(tmp, "weights.npz"), "--out", out] + list(extra)
     t0 = time.time()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     log = p.stdout.decode(errors="replace")
