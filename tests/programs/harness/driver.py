@@ -1,0 +1,105 @@
+"""Runs one harness program on one side: python3 driver.py --side torch|ff --program NAME
+--run-dir DIR --weights FILE.npz --out FILE.json. The PyTorch side writes the weights file,
+the FusionFlow side reads it (run PyTorch first). The program's own output goes to stdout;
+the result (losses, error, seconds) to --out."""
+import argparse
+import importlib
+import json
+import os
+import random
+import runpy
+import shutil
+import sys
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import hooks  # noqa: E402
+from programs import PROGRAMS  # noqa: E402
+from rewrite import rewrite_source  # noqa: E402
+
+
+def copy_tree(src, dst, rewrite):
+    """The program as the side sees it: upstream files as they are for PyTorch, through the
+    import rule for FusionFlow."""
+    for root, _, files in os.walk(src):
+        out = os.path.join(dst, os.path.relpath(root, src))
+        os.makedirs(out, exist_ok=True)
+        for f in files:
+            if rewrite and f.endswith(".py"):
+                with open(os.path.join(root, f)) as fi, open(os.path.join(out, f), "w") as fo:
+                    fo.write(rewrite_source(fi.read()))
+            else:
+                shutil.copyfile(os.path.join(root, f), os.path.join(out, f))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--side", choices=("torch", "ff"), required=True)
+    ap.add_argument("--program", choices=sorted(PROGRAMS), required=True)
+    ap.add_argument("--run-dir", required=True)
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--load", action="store_true",
+                    help="PyTorch side: load --weights instead of saving them (the harness's self-test)")
+    ap.add_argument("--seed", type=int, default=0, help="the library's own seed")
+    a = ap.parse_args()
+    spec = PROGRAMS[a.program]
+    ff = a.side == "ff"
+    load = ff or a.load
+
+    src, shims, work = (os.path.join(a.run_dir, d) for d in ("src", "shims", "work"))
+    copy_tree(os.path.join(HERE, "..", a.program, "upstream"), src, ff)
+    copy_tree(os.path.join(HERE, "shims"), shims, ff)
+    os.makedirs(work)
+    script = os.path.join(src, spec["script"])
+    sys.path[:0] = [os.path.dirname(script)] + [os.path.join(src, p) for p in spec.get("path", [])]
+    sys.path.append(shims)  # after the real modules: a stand-in only where nothing else is
+
+    lib = importlib.import_module("fusionflow" if ff else "torch")
+    random.seed(0)
+    np.random.seed(0)
+    lib.manual_seed(a.seed)
+    rec = hooks.Recorder()
+    if load:
+        with np.load(a.weights) as z:
+            count = int(z["count"])
+            rec.loaded = [[z["o%d_p%d" % (k, j)] for j in range(int(z["o%d_n" % k]))] for k in range(count)]
+    hooks.install_backward(lib, rec)
+    hooks.install_weights(lib, rec, load)
+    hooks.install_sampler(lib)
+    hooks.install_random(lib)
+    import torchvision
+    torchvision.datasets.LIMIT = spec.get("mnist_limit")
+
+    os.chdir(work)
+    if spec.get("prepare"):
+        spec["prepare"](work)
+    sys.argv = [script] + spec["argv"]
+    error, t0 = None, time.time()
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = "SystemExit(%r)" % (e.code,)
+    except BaseException as e:  # noqa: B902  (the report needs whatever stopped the program)
+        error = "%s: %s\n%s" % (type(e).__name__, e, traceback.format_exc()[-3000:])
+    seconds = time.time() - t0
+    sys.stdout.flush()
+
+    if not load:
+        arrays = {"count": np.array(len(rec.saved))}
+        for k, ps in enumerate(rec.saved):
+            arrays["o%d_n" % k] = np.array(len(ps))
+            arrays.update({"o%d_p%d" % (k, j): p for j, p in enumerate(ps)})
+        np.savez(a.weights, **arrays)
+    with open(a.out, "w") as f:
+        json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Runs a program on PyTorch, then on FusionFlow from PyTorch's initial weights, and compares
+the losses step by step. As a script it prints the harness's status table:
+    FUSIONFLOW_LIB=build/lib/libfusionflow.so PYTHONPATH=python python3 tests/programs/harness/pair.py [NAME...]"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from programs import BLOCKED, PROGRAMS  # noqa: E402
+
+FIRST_RTOL, LAST_RTOL = 1e-5, 1e-3
+
+
+def run_side(side, name, tmp, timeout=600, extra=(), tag=None):
+    tag = tag or side
+    run_dir = os.path.join(tmp, tag)
+    out = os.path.join(tmp, tag + ".json")
+    cmd = [sys.executable, os.path.join(HERE, "driver.py"), "--side", side, "--program", name,
+           "--run-dir", run_dir, "--weights", os.path.join(tmp, "weights.npz"), "--out", out] + list(extra)
+    t0 = time.time()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    log = p.stdout.decode(errors="replace")
+    if p.returncode != 0 or not os.path.exists(out):
+        return {"error": "driver exited %d\n%s" % (p.returncode, log[-3000:]), "losses": [],
+                "seconds": time.time() - t0, "log": log}
+    with open(out) as f:
+        res = json.load(f)
+    res["log"], res["wall"] = log, time.time() - t0
+    return res
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def run_pair(name, tmp):
+    """-> dict(torch=..., ff=..., first=rel, last=rel, max=rel); errors are left in the sides."""
+    ref = run_side("torch", name, tmp)
+    if ref["error"]:
+        return {"torch": ref, "ff": None}
+    got = run_side("ff", name, tmp)
+    res = {"torch": ref, "ff": got}
+    t, f = ref["losses"], got["losses"]
+    if not got["error"] and t and len(t) == len(f):
+        res.update(first=rel(f[0], t[0]), last=rel(f[-1], t[-1]), max=max(rel(x, y) for x, y in zip(f, t)))
+    return res
+
+
+def main(names):
+    for name in names or sorted(PROGRAMS):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_pair(name, tmp)
+        ref, got = r["torch"], r["ff"]
+        if ref["error"]:
+            print("%-22s PyTorch side failed: %s" % (name, ref["error"].splitlines()[0]))
+        elif got["error"]:
+            print("%-22s blocked: %s  (torch %.1fs)" % (name, got["error"].splitlines()[0], ref["wall"]))
+        elif "first" not in r:
+            print("%-22s loss counts differ: torch %d, ff %d" % (name, len(ref["losses"]), len(got["losses"])))
+        else:
+            ok = r["first"] <= FIRST_RTOL and r["last"] <= LAST_RTOL
+            print("%-22s %s: %d losses, rel diff first %.1e last %.1e max %.1e; torch %.1fs, ff %.1fs%s"
+                  % (name, "matches PyTorch" if ok else "DIFFERS", len(ref["losses"]), r["first"], r["last"],
+                     r["max"], ref["wall"], got["wall"], "  [listed as blocked]" if name in BLOCKED else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
