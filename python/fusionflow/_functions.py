@@ -18,12 +18,12 @@ from ._tensor import Tensor, as_tensor, arange, cat, full, rand, stack, tensor, 
 
 __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac", "sgn",
            "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
-           "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
+           "mm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
            "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
            "randint", "bernoulli", "matrix_power", "einsum", "polygamma"]
 TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
-                  "aminmax", "bmm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
+                  "aminmax", "bmm", "mm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
                   "dist", "trace", "diag", "diagonal", "cross", "bernoulli", "matrix_power"]
 
 
@@ -150,6 +150,16 @@ def bmm(input, mat2):
     if input.shape[0] != mat2.shape[0]:
         raise ValueError("bmm: batch sizes differ: %d and %d" % (input.shape[0], mat2.shape[0]))
     return input @ mat2
+
+
+def mm(input, mat2):
+    """torch.mm: a matrix product of two 2-D tensors, no broadcasting (matmul has it)."""
+    a, b = as_tensor(input), as_tensor(mat2)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError("mm: expected 2-D tensors, got %d-D and %d-D" % (a.ndim, b.ndim))
+    if a.shape[1] != b.shape[0]:
+        raise ValueError("mm: shapes (%d, %d) and (%d, %d) cannot be multiplied" % (a.shape + b.shape))
+    return a @ b
 
 
 def inner(input, other):

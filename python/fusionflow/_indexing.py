@@ -16,7 +16,7 @@ from ._factories import tensor, full, arange
 
 # ---- indexing ---------------------------------------------------------------------------------
 def _as_index(k, device):
-    """An advanced index (Tensor, list, array) as a Tensor of int64 or bool on device."""
+    """An advanced index (Tensor, list, range, array) as a Tensor of int64 or bool on device."""
     if isinstance(k, Tensor):
         kt = k
     else:
@@ -37,7 +37,7 @@ def _index(t, key):
     bool tensor), or None when there is no advanced index."""
     if not isinstance(key, tuple):
         key = (key,)
-    is_adv = [isinstance(k, (Tensor, list, np.ndarray)) for k in key]
+    is_adv = [isinstance(k, (Tensor, list, range, np.ndarray)) for k in key]
     nspec = 0
     for k, adv in zip(key, is_adv):
         if k is None or k is Ellipsis:

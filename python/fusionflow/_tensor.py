@@ -836,9 +836,6 @@ class Tensor:
     def matmul(self, other):
         return self @ other
 
-    def mm(self, other):
-        return self @ other
-
     def dot(self, other):
         return self @ other
 

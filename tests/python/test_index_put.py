@@ -246,3 +246,17 @@ def test_version_counter_catches_a_saved_tensor_written_in_place(device):
     z[ff.tensor([True, False, False], device=device)] = 0.0
     z.sum().backward()
     assert x.grad.tolist() == [0.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_range_is_an_advanced_index_as_in_torch(device):
+    """forward-forward's x[range(n), y] = ...: a range indexes like the list of its ints."""
+    rows = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = ff.tensor(rows, device=device)
+    x[range(3), ff.tensor([1, 2, 0], device=device)] = -1.0
+    assert np.array_equal(x[range(1, 3)].numpy(), x.numpy()[1:3]) and x[range(0)].shape == (0, 4)
+    if torch is not None:
+        tx = torch.tensor(rows)
+        tx[range(3), torch.tensor([1, 2, 0])] = -1.0
+        assert np.array_equal(x.numpy(), tx.numpy())
+        assert np.array_equal(x[range(2, 0, -1), 1].numpy(), tx[range(2, 0, -1), 1].numpy())

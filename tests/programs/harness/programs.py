@@ -84,7 +84,6 @@ BLOCKED = {
     "mingpt_chargpt": "module 'fusionflow.nn' has no attribute 'ModuleDict'",     # mingpt/model.py:144
     "dcgan": "No module named 'fusionflow.nn.parallel'",                           # main.py:7, its imports
     "gat": "module 'fusionflow' has no attribute 'FloatTensor'",                   # main.py:224, load_cora
-    "mnist_forward_forward": "invalid index range(0, 256)",                        # main.py:28, x_[range(n), y] = ...
     "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16
     "siamese_network": "unexpected keyword argument 'inplace'",                    # nn.ReLU(inplace=True)
     "super_resolution": "module 'fusionflow.nn' has no attribute 'PixelShuffle'",  # model.py:12
