@@ -19,3 +19,4 @@ __all__ = ["Parameter", "Module", "Linear", "Sequential", "ModuleList", "ReLU", 
            "MSELoss", "CrossEntropyLoss", "L1Loss", "NLLLoss", "functional", "init"]
 
 from . import init  # noqa: E402
+from . import parallel  # noqa: E402
