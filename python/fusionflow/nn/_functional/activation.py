@@ -44,8 +44,9 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def _neg_expm1(x, scale=1.0):
-    """expm1(x * scale) where x <= 0, 0 elsewhere (x clamped first: no overflow)."""
-    return (x.clamp(max=0.0) * scale).expm1()
+    """expm1(x * scale) where x <= 0, 0 elsewhere (no overflow; slope kept at x = 0, which
+    torch gives to this branch)."""
+    return (where(x > 0, x * 0.0, x) * scale).expm1()
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -108,8 +109,12 @@ def softsign(input):
 
 
 def _softplus(x):
-    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
-    return x.relu() + (-x.abs()).exp().log1p()
+    """log(1 + exp(x)) without overflow: x + log1p(exp(-x)) above 0, log1p(exp(x)) below,
+    each branch fed only its own side (no inf in the other's gradient; slope 1/2 at 0)."""
+    pos = x > 0
+    xp = where(pos, x, x * 0.0)
+    xn = where(pos, x * 0.0, x)
+    return where(pos, xp + (-xp).exp().log1p(), xn.exp().log1p())
 
 
 def softplus(input, beta=1.0, threshold=20.0):
