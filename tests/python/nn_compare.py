@@ -58,10 +58,12 @@ def compare_module(name, args=(), kwargs=None, inputs=(), tol=1e-5, train=None, 
     return ours, theirs
 
 
-def compare_fn(name, inputs, kwargs=None, tol=1e-5, grad=True):
-    """F.<name>(*inputs, **kwargs) in both."""
+def compare_fn(name, inputs, kwargs=None, tol=1e-5, grad=True, ngrad=None):
+    """F.<name>(*inputs, **kwargs) in both; the first ngrad inputs (all by default) require
+    grad."""
     kwargs = kwargs or {}
-    pairs = [as_pair(a, grad) for a in inputs]
+    ngrad = len(inputs) if ngrad is None else ngrad
+    pairs = [as_pair(a, grad and i < ngrad) for i, a in enumerate(inputs)]
     y = getattr(nn.functional, name)(*[p[0] for p in pairs], **kwargs)
     ty = getattr(torch.nn.functional, name)(*[p[1] for p in pairs], **kwargs)
     compare_outputs(y, ty, pairs, [], {}, tol, grad)
