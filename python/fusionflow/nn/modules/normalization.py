@@ -108,14 +108,31 @@ class LocalResponseNorm(Module):
 
 
 class CrossMapLRN2d(LocalResponseNorm):
-    """The legacy LRN over channels of a 4-D input; k defaults to 1 (an int), as torch's."""
+    """torch's legacy cross-map LRN of a 4-D input. Its running-window sum never drops
+    channel 0 (it subtracts only for c > pre_pad), so the window is not LocalResponseNorm's;
+    the channel mixing is kept exactly as a 0/1 [C, C] matrix applied to x^2."""
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
         super().__init__(size, alpha, beta, k)
 
+    def _window(self, c):
+        import numpy as np
+        pre = int((self.size - 1) / 2 + 1)
+        m = np.zeros((c, c), np.float32)
+        for i in range(c):
+            hi = min(i + pre - 1, c - 1)
+            lo = 0 if i <= pre else i - pre + 1
+            m[i, lo:hi + 1] = 1.0
+            m[i, 0] = 1.0  # channel 0 is never subtracted
+        return m
+
     def forward(self, input):
         if input.ndim != 4:
             raise ValueError("CrossMapLRN2d: Expected input to be 4D, got %dD instead." % input.ndim)
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+        from ..._tensor import as_tensor
+        n, c, h, w = input.shape
+        m = as_tensor(self._window(c)).to(input.dtype).to(input.device)
+        scale = (m @ (input * input).reshape(n, c, h * w)).reshape(n, c, h, w) * (self.alpha / self.size) + self.k
+        return input * scale ** (-self.beta)
 
 

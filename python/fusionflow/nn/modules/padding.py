@@ -46,6 +46,9 @@ class ZeroPad2d(ConstantPad2d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
+    def extra_repr(self):
+        return "{}".format(self.padding)
+
 
 class _IndexPadNd(Module):
     _n, _mode = 2, "reflect"
