@@ -126,3 +126,41 @@ def test_one_hot_and_gumbel_softmax():
     lg = ff.tensor(np.log(np.array([[0.7, 0.2, 0.1]], np.float32))).expand(4000, 3)
     freq = F.gumbel_softmax(lg, hard=True).numpy().mean(0)
     np.testing.assert_allclose(freq, [0.7, 0.2, 0.1], atol=0.03)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_matches_torch(reduction):
+    t, n, c = 12, 4, 5
+    x = arr((t, n, c), 11)
+    padded = np.array([[1, 2, 2, 0], [3, 3, 3, 1], [4, 1, 0, 0], [2, 0, 0, 0]])
+    tl, il = np.array([3, 2, 1, 0]), np.array([12, 9, 7, 5])
+    concat = np.concatenate([padded[i, :tl[i]] for i in range(n)])
+    for targets in (padded, concat):
+        a, b = ff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        m = nn.CTCLoss(reduction=reduction)
+        assert repr(m) == repr(torch.nn.CTCLoss(reduction=reduction))
+        y = m(a.log_softmax(2), ff.tensor(targets), ff.tensor(il), ff.tensor(tl))
+        ty = torch.nn.CTCLoss(reduction=reduction)(b.log_softmax(2), torch.tensor(targets), torch.tensor(il),
+                                                     torch.tensor(tl))
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+        y.sum().backward()
+        ty.sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_ctc_loss_impossible_alignment_and_unbatched():
+    x = arr((3, 4), 12)  # 3 frames cannot hold "1 1 1" (needs blanks between repeats: 5 frames)
+    for zi in (False, True):
+        a, b = ff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        y = F.ctc_loss(a.log_softmax(1), ff.tensor([1, 1, 1]), [3], [3], reduction="sum", zero_infinity=zi)
+        ty = torch.nn.functional.ctc_loss(b.log_softmax(1), torch.tensor([1, 1, 1]), torch.tensor(3),
+                                          torch.tensor(3), reduction="sum", zero_infinity=zi)
+        assert y.item() == ty.item()  # inf, or 0 with zero_infinity
+        if zi:
+            y.backward()
+            ty.backward()
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-6)
+    compare_fn("ctc_loss", [np.log(arr((6, 4), 13, "prob")), np.array([1, 2]), (6,), (2,)], {"reduction": "none"},
+               ngrad=1, tol=1e-4)
+    with pytest.raises(RuntimeError, match="blank"):
+        F.ctc_loss(ff.tensor(arr((6, 1, 4), 1)), ff.tensor([[0, 1]]), [6], [2])

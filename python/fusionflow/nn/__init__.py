@@ -20,3 +20,4 @@ __all__ = ["Parameter", "Module", "Linear", "Sequential", "ModuleList", "ReLU", 
 
 from . import init  # noqa: E402
 from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402,F401

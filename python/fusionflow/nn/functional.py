@@ -320,7 +320,9 @@ from ._functional.sparse import *  # noqa: E402,F401,F403
 from ._functional.shape import *  # noqa: E402,F401,F403
 from ._functional.dropout import *  # noqa: E402,F401,F403
 from ._functional.normalization import *  # noqa: E402,F401,F403
+from ._functional.ctc import *  # noqa: E402,F401,F403
 from ._functional import activation as _a, classification as _c, loss as _l, distance as _d, sparse as _s, \
-    shape as _sh, dropout as _dr, normalization as _n  # noqa: E402
-__all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n) for n in m.__all__ if n not in __all__ and n != "pad_index"]
-del _a, _c, _l, _d, _s, _sh, _dr, _n
+    shape as _sh, dropout as _dr, normalization as _n, ctc as _ctc  # noqa: E402
+__all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc) for n in m.__all__
+            if n not in __all__ and n != "pad_index"]
+del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc

@@ -8,7 +8,7 @@ from .module import Module
 __all__ = ["L1Loss", "MSELoss", "NLLLoss", "NLLLoss2d", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss",
            "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "HuberLoss", "SmoothL1Loss", "SoftMarginLoss",
            "MultiLabelSoftMarginLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "MarginRankingLoss",
-           "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
+           "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -199,3 +199,13 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
