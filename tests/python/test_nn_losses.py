@@ -164,3 +164,30 @@ def test_ctc_loss_impossible_alignment_and_unbatched():
                ngrad=1, tol=1e-4)
     with pytest.raises(RuntimeError, match="blank"):
         F.ctc_loss(ff.tensor(arr((6, 1, 4), 1)), ff.tensor([[0, 1]]), [6], [2])
+
+
+def test_adaptive_log_softmax_with_loss_matches_torch():
+    kw = dict(in_features=8, n_classes=20, cutoffs=[4, 10, 15], div_value=2.0, head_bias=True)
+    t, o = torch.nn.AdaptiveLogSoftmaxWithLoss(**kw), nn.AdaptiveLogSoftmaxWithLoss(**kw)
+    assert repr(o) == repr(t) and list(o.state_dict()) == list(t.state_dict())
+    o.load_state_dict({k: v.detach().numpy() for k, v in t.state_dict().items()})
+    x = arr((9, 8), 14)
+    target = np.array([0, 3, 4, 9, 10, 14, 15, 19, 2])
+    a, b = ff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, loss = o(a, ff.tensor(target))
+    tout, tloss = t(b, torch.tensor(target))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    loss.backward()
+    tloss.backward()
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for (k, p), (_, q) in zip(o.named_parameters(), t.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(o.log_prob(ff.tensor(x)).detach().numpy(), t.log_prob(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(o.predict(ff.tensor(x)).numpy(), t.predict(torch.tensor(x)).numpy())
+    single, _ = o(ff.tensor(x[0]), ff.tensor(np.array(12)))
+    assert single.shape == ()
+    with pytest.raises(RuntimeError, match="Target values"):
+        o(ff.tensor(x), ff.tensor(np.full(9, 20)))
+    with pytest.raises(ValueError, match="cutoffs"):
+        nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 4])

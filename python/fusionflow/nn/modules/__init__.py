@@ -15,11 +15,12 @@ from .padding import *  # noqa: F401,F403
 from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
-from . import activation, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
+from .adaptive import AdaptiveLogSoftmaxWithLoss
+from . import activation, adaptive, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
     padding, pixelshuffle, sparse, upsampling  # noqa: F401
 
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict", "Flatten", "Unflatten", "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "EmbeddingBag"]
+           "ParameterDict", "Flatten", "Unflatten", "AdaptiveLogSoftmaxWithLoss", "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "EmbeddingBag"]
 for _m in (activation, dropout, normalization, batchnorm, loss, padding, pixelshuffle, upsampling, distance):
     __all__ += _m.__all__
 del _m
