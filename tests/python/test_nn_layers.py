@@ -185,3 +185,37 @@ def test_pixel_shuffle_round_trip_and_empty_batch():
     y = ff.tensor(arr((2, 4, 6, 4), 2))
     np.testing.assert_array_equal(F.pixel_shuffle(F.pixel_unshuffle(y, 2), 2).numpy(), y.numpy())
     compare_fn("pixel_shuffle", [arr((2, 3, 9, 2, 2), 3), 3])  # extra leading dims
+
+
+EMPTY = [("LayerNorm", (4,), {}, (0, 4)), ("GroupNorm", (2, 4), {}, (0, 4, 3)), ("Linear", (4, 2), {}, (0, 4)),
+         ("PReLU", (), {}, (0, 3)), ("ReflectionPad1d", (1,), {}, (0, 2, 4)),
+         ("ReplicationPad2d", (1,), {}, (0, 1, 3, 3)), ("LocalResponseNorm", (2,), {}, (0, 3, 4)),
+         ("InstanceNorm1d", (3,), {}, (0, 3, 4)), ("Softmax", (1,), {}, (0, 3)), ("GLU", (), {}, (0, 4)),
+         ("Unflatten", (1, (2, 2)), {}, (0, 4)), ("Upsample", (), {"scale_factor": 2}, (0, 2, 3, 3))]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", EMPTY, ids=[c[0] for c in EMPTY])
+def test_empty_batch_as_torch(name, args, kwargs, shape):
+    compare_module(name, args, kwargs, [np.zeros(shape, np.float32)])
+
+
+def test_state_dicts_move_both_ways():
+    """A model's state_dict loads into torch's same model and back (keys, shapes, values)."""
+    def build(lib):
+        body = lib.Sequential(lib.Conv2d(2, 3, 3), lib.BatchNorm2d(3), lib.ReLU(), lib.Flatten(), lib.Linear(12, 4),
+                              lib.GroupNorm(2, 4), lib.PReLU(4))
+        return lib.ModuleDict({"body": body, "bil": lib.Bilinear(4, 4, 2)})
+    ours, theirs = build(nn), build(torch.nn)
+    x = arr((2, 2, 4, 4), 3)
+    ours["body"](ff.tensor(x))  # one training step moves the running stats
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    for (k, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+    ours.eval(), theirs.eval()
+    h, th = ours["body"](ff.tensor(x)), theirs["body"](torch.tensor(x))
+    np.testing.assert_allclose(ours["bil"](h, h).detach().numpy(), theirs["bil"](th, th).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    ours2 = build(nn)
+    ours2.load_state_dict(theirs.state_dict())  # torch tensors load directly
+    for (k, a), (_, b) in zip(ours2.state_dict().items(), theirs.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)

@@ -263,7 +263,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise ValueError("group_norm: %d channels do not split into %d groups" % (c, num_groups))
-    x = input.reshape(n, num_groups, -1)
+    rest = 1
+    for d in input.shape[2:]:
+        rest *= d
+    x = input.reshape(n, num_groups, (c // num_groups) * rest)  # explicit: -1 is ambiguous for n = 0
     y = layer_norm(x, (x.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:

@@ -12,7 +12,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     n, c = input.shape[0], input.shape[1]
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:
-        x = input.reshape(n, c, -1)
+        rest = 1
+        for d in input.shape[2:]:
+            rest *= d
+        x = input.reshape(n, c, rest)  # explicit: -1 is ambiguous for an empty batch
         if x.shape[-1] <= 1:
             raise ValueError("Expected more than 1 spatial element when training, got input size %s"
                              % (list(input.shape),))
