@@ -203,3 +203,15 @@ def test_parallel_names():
     m = DataParallel(nn.Linear(2, 1))
     assert list(m.state_dict()) == list(tnn.DataParallel(tnn.Linear(2, 1)).state_dict())
     assert m(ff.ones(3, 2)).shape == (3, 1)
+
+
+def test_deepcopy_keeps_parameters_and_ties():
+    import copy
+    m = build(nn)
+    m2 = copy.deepcopy(m)
+    assert all(isinstance(p, nn.Parameter) and p.requires_grad for p in m2.parameters())
+    assert m2.tied.weight is m2.body[2].weight and m2.tied.weight is not m.tied.weight
+    assert list(m2.state_dict()) == list(m.state_dict())
+    with ff.no_grad():
+        m2.body[0].weight.fill_(0.0)
+    assert m.body[0].weight.numpy().any()  # its own memory
