@@ -17,7 +17,7 @@ from .upsampling import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .adaptive import AdaptiveLogSoftmaxWithLoss
 from . import activation, adaptive, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
-    padding, pixelshuffle, sparse, upsampling  # noqa: F401
+    padding, pixelshuffle, sparse, upsampling, utils  # noqa: F401
 
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict", "Flatten", "Unflatten", "AdaptiveLogSoftmaxWithLoss", "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "EmbeddingBag"]
