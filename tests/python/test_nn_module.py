@@ -115,8 +115,6 @@ def test_hooks_order_and_removal_as_torch():
     with h, g:
         pass
     np.testing.assert_allclose(m(ff.zeros(1, 2)).numpy(), m.bias.numpy()[None], rtol=1e-6)
-    with pytest.raises(NotImplementedError, match="register_full_backward_hook"):
-        m.register_full_backward_hook(lambda *a: None)
 
 
 def test_apply_casts_train_eval_requires_grad_zero_grad():
@@ -215,3 +213,66 @@ def test_deepcopy_keeps_parameters_and_ties():
     with ff.no_grad():
         m2.body[0].weight.fill_(0.0)
     assert m.body[0].weight.numpy().any()  # its own memory
+
+
+def _backward_log(lib, mk, replace=False):
+    """A Linear -> Tanh -> Linear stack with full backward hooks on each layer and on the
+    whole; returns the log of (name, grad_input, grad_output) values and the input grad."""
+    lib_torch = lib is tnn
+    if lib_torch:
+        torch.manual_seed(0)
+    net = lib.Sequential(lib.Linear(3, 4), lib.Tanh(), lib.Linear(4, 2))
+    if not lib_torch:
+        ref = tnn.Sequential(tnn.Linear(3, 4), tnn.Tanh(), tnn.Linear(4, 2))
+        torch.manual_seed(0)
+        ref = tnn.Sequential(tnn.Linear(3, 4), tnn.Tanh(), tnn.Linear(4, 2))
+        net.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    log = []
+
+    def hook(name):
+        def fn(mod, gin, gout):
+            log.append((name, [None if g is None else g.detach().numpy().copy() for g in gin],
+                        [None if g is None else g.detach().numpy().copy() for g in gout]))
+            if replace and name == "1":
+                return (gin[0] * 2,)
+        return fn
+    handles = [net.register_full_backward_hook(hook("net"))]
+    handles += [m.register_full_backward_hook(hook(str(i))) for i, m in enumerate(net)]
+    x = mk(np.arange(6, dtype=np.float32).reshape(2, 3) / 5)
+    x.requires_grad_(True)
+    net(x).sum().backward()
+    handles[2].remove()
+    return log, x.grad.detach().numpy()
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_full_backward_hooks_order_values_and_replacement_as_torch(replace):
+    ours, gx = _backward_log(nn, ff.tensor, replace)
+    theirs, tgx = _backward_log(tnn, torch.tensor, replace)
+    assert [e[0] for e in ours] == [e[0] for e in theirs] == ["2", "1", "0", "net"]
+    for (name, gi, go), (_, tgi, tgo) in zip(ours, theirs):
+        for a, b in zip(gi + go, tgi + tgo):
+            assert (a is None) == (b is None), name
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(gx, tgx, rtol=1e-5, atol=1e-6)
+
+
+def test_full_backward_hook_without_input_grad_and_removal():
+    for lib, mk in ((nn, ff.tensor), (tnn, torch.tensor)):
+        m = lib.Linear(3, 2)
+        seen = []
+        h = m.register_full_backward_hook(lambda mod, gi, go: seen.append((gi, go[0].shape)))
+        m(mk(np.ones((4, 3), np.float32))).sum().backward()  # the input needs no gradient
+        assert len(seen) == 1 and seen[0][0] == (None,) and tuple(seen[0][1]) == (4, 2)
+        h.remove()
+        m(mk(np.ones((4, 3), np.float32))).sum().backward()
+        assert len(seen) == 1
+
+
+def test_full_backward_hook_error_fails_backward():
+    m = nn.Linear(2, 2)
+    m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))  # wrong length
+    x = ff.ones(1, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="hook failed"):
+        m(x).sum().backward()

@@ -10,7 +10,9 @@ import itertools
 from ..._lib import FusionFlowError
 from ..._tensor import Tensor, no_grad, tensor
 from ... import _dtype
+from ..._grad_mode import is_grad_enabled
 from ..parameter import Parameter
+from . import _backward_hooks
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -448,13 +450,11 @@ class Module:
         return h
 
     def register_full_backward_hook(self, hook):
-        # torch runs these from an autograd node wrapped around the module's inputs and
-        # outputs; the C engine has no node that calls back into Python, so refusing is the
-        # honest answer (a hook that silently never runs would be worse).
-        raise NotImplementedError("%s.register_full_backward_hook: not offered (the autograd engine has no "
-                                  "Python-callback node to run it from)" % self._get_name())
-
-    register_backward_hook = register_full_backward_hook
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, run when the
+        gradients of the module's inputs are known (modules/_backward_hooks.py)."""
+        h = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        return h
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError('Module [%s] is missing the required "forward" function' % self._get_name())
@@ -464,11 +464,16 @@ class Module:
             r = hook(self, args)
             if r is not None:
                 args = r if isinstance(r, tuple) else (r,)
+        call = None
+        if self._backward_hooks and is_grad_enabled():
+            call, args = _backward_hooks.setup_inputs(self, args)
         out = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             r = hook(self, args, out)
             if r is not None:
                 out = r
+        if call is not None:
+            out = _backward_hooks.setup_outputs(call, out)
         return out
 
     # ---- printing ---------------------------------------------------------------------------
