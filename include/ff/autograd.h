@@ -29,6 +29,16 @@ ff_status ff_zero_grad(ff_tensor *t);                 /* drops the .grad */
 typedef void (*ff_grad_hook_fn)(ff_tensor *leaf, void *user);
 ff_status ff_set_post_accumulate_grad_hook(ff_tensor *leaf, ff_grad_hook_fn fn, void *user);
 
+/* A function backward calls with the gradient on its way back through a hooked view
+ * (PyTorch's Tensor.register_hook; Python's Module full backward hooks use it). grad is
+ * borrowed; fn may set *replace to a new reference of grad's shape to pass back instead.
+ * A status other than FF_OK stops backward with that status. */
+typedef ff_status (*ff_tensor_hook_fn)(const ff_tensor *grad, ff_tensor **replace, void *user);
+/* A view of t (same storage and layout) whose gradient passes through fn(grad, &replace,
+ * user) before it reaches t. Without grad mode, or when t does not require grad, it is a
+ * plain view and fn is never called. New reference, or NULL with an error. */
+ff_tensor *ff_hooked_view(const ff_tensor *t, ff_tensor_hook_fn fn, void *user);
+
 /* Name of the op that produced t ("add", "matmul"), or NULL for leaves. */
 const char *ff_grad_fn_name(const ff_tensor *t);
 

@@ -70,6 +70,8 @@ class BackwardOpts(ctypes.Structure):
 DiscoverFn = ctypes.CFUNCTYPE(None, c_char_p, c_char_p, c_void_p)
 # ff_status (*)(void *user): ff_graph_host_call's callback (include/ff/graph.h)
 HostFn = ctypes.CFUNCTYPE(c_int, c_void_p)
+# ff_status (*)(const ff_tensor *grad, ff_tensor **replace, void *user): ff_hooked_view's hook
+TensorHookFn = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(c_void_p), c_void_p)
 
 
 class GraphInfo(ctypes.Structure):
@@ -132,6 +134,7 @@ _PROTOS = {
     "ff_astype": (T, [T, c_int]),
     "ff_clone": (T, [T]),
     "ff_detach": (T, [T]),
+    "ff_hooked_view": (T, [T, TensorHookFn, c_void_p]),
     "ff_manual_seed": (None, [c_uint64]),
     # views
     "ff_reshape": (T, [T, c_int, P64]),

@@ -20,3 +20,5 @@ __all__ = ["Parameter", "Module", "Linear", "Sequential", "ModuleList", "ReLU", 
 
 from . import init  # noqa: E402
 from . import utils  # noqa: E402,F401  (torch.nn.utils)
+from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402,F401

@@ -19,8 +19,12 @@ def linear(x, weight, bias=None):
     return y + bias
 
 
-def relu(x):
-    return x.relu()
+def relu(x, inplace=False):
+    y = x.relu()
+    if inplace:
+        x.copy_(y)
+        return x
+    return y
 
 
 def tanh(x):
@@ -35,32 +39,62 @@ def gelu(x, approximate="none"):
     return x.gelu(approximate)
 
 
-def silu(x):
-    return x.silu()
+def silu(x, inplace=False):
+    y = x.silu()
+    if inplace:
+        x.copy_(y)
+        return x
+    return y
 
 
-def softplus(x):
-    return x.softplus()
+def softplus(x, beta=1.0, threshold=20.0):
+    if beta == 1 and threshold == 20:
+        return x.softplus()  # the core op has torch's default beta and threshold
+    from ._functional.activation import softplus as composed
+    return composed(x, beta, threshold)
 
 
-def softmax(x, dim=-1):
+def _softmax_input(x, dim, dtype):
+    if dtype is not None:
+        x = x.to(dtype)
+    if dim is None:  # torch's legacy implicit dim
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return x, dim
+
+
+def softmax(x, dim=None, _stacklevel=3, dtype=None):
+    x, dim = _softmax_input(x, dim, dtype)
     return x.softmax(dim)
 
 
-def log_softmax(x, dim=-1):
+def log_softmax(x, dim=None, _stacklevel=3, dtype=None):
+    x, dim = _softmax_input(x, dim, dtype)
     return x.log_softmax(dim)
 
 
-def dropout(x, p=0.5, training=True, seed=None):
+def dropout(x, p=0.5, training=True, inplace=False, seed=None):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError("dropout probability has to be between 0 and 1, but got %g" % p)
     if not training or p == 0:
         return x
     if seed is None:
         import random
         seed = random.getrandbits(63)
-    return wrap(C.ff_dropout(x._ptr, float(p), bool(training), int(seed)))
+    y = wrap(C.ff_dropout(x._ptr, float(p), bool(training), int(seed)))
+    if inplace:
+        x.copy_(y)
+        return x
+    return y
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    from ._functional.classification import _legacy_reduction as fold
+    return fold(size_average, reduce, reduction)
 
 
 def _reduce(loss, reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError("%r is not a valid value for reduction (mean, sum, none)" % (reduction,))
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -68,41 +102,17 @@ def _reduce(loss, reduction):
     return loss
 
 
-def mse_loss(input, target, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     target = as_tensor(target, dtype=input.dtype)
     if reduction == "mean":
         return wrap(C.ff_mse_loss(input._ptr, target._ptr))
     return _reduce((input - target).square(), reduction)
 
 
-def l1_loss(input, target, reduction="mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce((input - as_tensor(target, dtype=input.dtype)).abs(), reduction)
-
-
-def cross_entropy(input, target, reduction="mean"):
-    target = as_tensor(target)
-    if reduction == "mean":
-        return wrap(C.ff_cross_entropy(input._ptr, target._ptr))
-    return nll_loss(input.log_softmax(-1), target, reduction)
-
-
-def nll_loss(input, target, reduction="mean"):
-    target = as_tensor(target)
-    if target.dtype.is_floating_point:  # class indices: truncating 1.7 to 1 would pick a class silently
-        raise TypeError("nll_loss: target must hold integer class indices, got %s" % target.dtype.name)
-    target = target.to(_dtype.int64)
-    picked = -input.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    return _reduce(picked, reduction)
-
-
-def one_hot(indices, num_classes):
-    idx = as_tensor(indices)
-    return wrap(C.ff_one_hot(idx._ptr, int(num_classes)))
-
-
-def embedding(indices, weight):
-    idx = as_tensor(indices)
-    return wrap(C.ff_embedding(weight._ptr, idx._ptr))
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -118,9 +128,20 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
                                 b._ptr if b is not None else None, float(eps)))
 
 
-def pad(x, pad, value=0.0):
-    """torch.nn.functional.pad order: pairs for the last dim first."""
+def pad(x, pad, mode="constant", value=None):
+    """torch.nn.functional.pad order: pairs for the last dim first. 'reflect', 'replicate'
+    and 'circular' gather with index_select (nn/_functional/shape.py)."""
     import ctypes
+    if isinstance(mode, (int, float)) and value is None:  # the old pad(x, pad, value) call
+        mode, value = "constant", mode
+    if mode != "constant":
+        if value:
+            raise ValueError("Padding mode \"%s\"\" doesn't take in value argument" % mode)
+        if mode not in ("reflect", "replicate", "circular"):
+            raise NotImplementedError("pad: mode %r (constant, reflect, replicate, circular are offered)" % (mode,))
+        from ._functional.shape import pad_index
+        return pad_index(x, pad, mode)
+    value = 0.0 if value is None else value
     nd = x.ndim
     if len(pad) % 2 or len(pad) // 2 > nd:
         raise ValueError("pad needs an even number of entries, at most 2 * ndim")
@@ -206,8 +227,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 # ---- more losses and norms (compositions; PyTorch's definitions) ---------------------------------
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log p + (1 - t) log(1 - p)), each log clamped at -100 as PyTorch does."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     p, t = input, as_tensor(target)
     lp = p.log().clamp(min=-100.0)
     l1p = (1 - p).log().clamp(min=-100.0)
@@ -217,7 +239,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
-def kl_div(input, target, reduction="mean", log_target=False):
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     """input: log-probabilities; target: probabilities (or log ones with log_target)."""
     t = as_tensor(target)
     if log_target:
@@ -230,7 +253,8 @@ def kl_div(input, target, reduction="mean", log_target=False):
     return _reduce(loss, reduction)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     d = (input - target).abs()
     if beta == 0:
         loss = d
@@ -244,7 +268,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise ValueError("group_norm: %d channels do not split into %d groups" % (c, num_groups))
-    x = input.reshape(n, num_groups, -1)
+    rest = 1
+    for d in input.shape[2:]:
+        rest *= d
+    x = input.reshape(n, num_groups, (c // num_groups) * rest)  # explicit: -1 is ambiguous for n = 0
     y = layer_norm(x, (x.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:
@@ -294,13 +321,31 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+# ---- the families in nn/_functional/ (imported last: they use the helpers above) ----------------
+from ._functional.classification import *  # noqa: E402,F401,F403
+from ._functional.activation import *  # noqa: E402,F401,F403
+from ._functional.loss import *  # noqa: E402,F401,F403
+from ._functional.distance import *  # noqa: E402,F401,F403
+from ._functional.sparse import *  # noqa: E402,F401,F403
+from ._functional.shape import *  # noqa: E402,F401,F403
+from ._functional.dropout import *  # noqa: E402,F401,F403
+from ._functional.normalization import *  # noqa: E402,F401,F403
+from ._functional.ctc import *  # noqa: E402,F401,F403
+from ._functional import activation as _a, classification as _c, loss as _l, distance as _d, sparse as _s, \
+    shape as _sh, dropout as _dr, normalization as _n, ctc as _ctc  # noqa: E402
+__all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc) for n in m.__all__
+            if n not in __all__ and n != "pad_index"]
+del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc
+
+
 def _name_errors():
     """Every public function here names itself in its errors (fusionflow._args.named)."""
     import types
     from .._args import named
     g = globals()
+    ours = (__name__, __name__.rpartition(".")[0] + "._functional")  # this file and nn/_functional/
     for n, f in list(g.items()):
-        if isinstance(f, types.FunctionType) and not n.startswith("_") and f.__module__ == __name__:
+        if isinstance(f, types.FunctionType) and not n.startswith("_") and f.__module__.startswith(ours):
             g[n] = named(f)
 
 

@@ -23,3 +23,12 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo):
+        """A Parameter again (copy.deepcopy(model) keeps parameters Parameters; ties are kept
+        through memo), with its own memory and requires_grad."""
+        if id(self) in memo:
+            return memo[id(self)]
+        p = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = p
+        return p

@@ -1,18 +1,26 @@
 """fusionflow.nn.modules: the module classes, one family per file (as torch.nn.modules)."""
-from .module import Module
-from .linear import Linear, Identity
-from .container import Sequential, ModuleList
-from .activation import ReLU, Tanh, Sigmoid, SiLU, Softplus, GELU, Softmax, LogSoftmax
-from .flatten import Flatten
-from .dropout import Dropout
-from .normalization import LayerNorm
+from .module import Module, RemovableHandle
+from .linear import Identity, Linear, Bilinear
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
+from .activation import *  # noqa: F401,F403
+from .flatten import Flatten, Unflatten
+from .dropout import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
 from .conv import Conv2d
 from .pooling import MaxPool2d, AvgPool2d
-from .batchnorm import BatchNorm1d, BatchNorm2d
-from .sparse import Embedding
-from .loss import MSELoss, L1Loss, CrossEntropyLoss, NLLLoss
+from .batchnorm import *  # noqa: F401,F403
+from .sparse import Embedding, EmbeddingBag
+from .loss import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .adaptive import AdaptiveLogSoftmaxWithLoss
+from . import activation, adaptive, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
+    padding, pixelshuffle, sparse, upsampling, utils  # noqa: F401
 
-__all__ = ["Module", "Linear", "Identity", "Sequential", "ModuleList", "ReLU", "Tanh", "Sigmoid", "SiLU",
-           "Softplus", "GELU", "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Conv2d", "MaxPool2d",
-           "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Embedding", "MSELoss", "L1Loss", "CrossEntropyLoss",
-           "NLLLoss"]
+__all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict", "Flatten", "Unflatten", "AdaptiveLogSoftmaxWithLoss", "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "EmbeddingBag"]
+for _m in (activation, dropout, normalization, batchnorm, loss, padding, pixelshuffle, upsampling, distance):
+    __all__ += _m.__all__
+del _m
