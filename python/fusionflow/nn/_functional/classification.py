@@ -56,7 +56,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     by the summed weights of the targets that count, as torch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
-    target = as_tensor(target).to(_dtype.int64)
+    target = as_tensor(target)
+    if target.dtype.is_floating_point:  # class indices: truncating 1.7 to 1 would pick a class silently
+        raise TypeError("nll_loss: target must hold integer class indices, got %s" % target.dtype.name)
+    target = target.to(_dtype.int64)
     _check_shapes("nll_loss", input, target)
     cd = _class_dim(input)
     n_classes = input.shape[cd]
