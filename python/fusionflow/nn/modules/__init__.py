@@ -6,7 +6,7 @@ from .activation import ReLU, Tanh, Sigmoid, SiLU, Softplus, GELU, Softmax, LogS
 from .flatten import Flatten
 from .dropout import Dropout
 from .normalization import LayerNorm
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import MaxPool2d, AvgPool2d
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .sparse import Embedding
@@ -16,3 +16,4 @@ __all__ = ["Module", "Linear", "Identity", "Sequential", "ModuleList", "ReLU", "
            "Softplus", "GELU", "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Conv2d", "MaxPool2d",
            "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Embedding", "MSELoss", "L1Loss", "CrossEntropyLoss",
            "NLLLoss"]
+__all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
