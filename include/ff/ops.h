@@ -310,7 +310,8 @@ ff_tensor *ff_tile(const ff_tensor *x, int nreps, const int64_t *reps);   /* num
  * reductions, elementwise), so autograd and every backend come for free. All take
  * floating inputs of one dtype and follow PyTorch (dilation 1, groups 1, floor mode). */
 /* x [N, C, H, W], w [O, C, KH, KW], bias [O] or NULL -> [N, O, OH, OW] with
- * OH = (H + 2 pad_h - KH) / stride_h + 1 (likewise OW); padding is zeros. */
+ * OH = (H + 2 pad_h - KH) / stride_h + 1 (likewise OW); padding is zeros. Dilation,
+ * groups, 1-D and 3-D: ff_conv below. */
 ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, int64_t stride_h,
                      int64_t stride_w, int64_t pad_h, int64_t pad_w);
 /* The geometry of ff_conv and ff_conv_transpose; entry d of each array is spatial dim

@@ -201,5 +201,38 @@ static void check_errors(void)
     RELEASE(x, w, w2, x1, w4);
 }
 
-FF_TEST_MAIN("ops_conv_ex", TEST(check_naive_f32), TEST(check_naive_f64), TEST(check_transpose_is_adjoint),
+/* The modules: torch.nn's parameter shapes, init bound, forward = ff_conv with them. */
+static void check_modules(void)
+{
+    ff_conv_opts o = {{2, 1}, {1, 0}, {1, 2}, {1, 0}, 2};
+    int64_t k[2] = {3, 2};
+    for (int t = 0; t < 2; t++) {
+        ff_module *m = t ? ff_conv_transpose_module(2, 4, 6, k, &o, true, 5) : ff_conv_module(2, 4, 6, k, &o, true, 5);
+        ff_tensor *ps[2] = {NULL, NULL};
+        CHECK(m && ff_module_parameters(m, ps, 2) == 2);
+        if (!m) continue;
+        CHECK(ff_tensor_dim(ps[0], 0) == (t ? 4 : 6) && ff_tensor_dim(ps[0], 1) == (t ? 3 : 2) &&
+              ff_tensor_dim(ps[0], 2) == 3 && ff_tensor_dim(ps[0], 3) == 2 && ff_tensor_dim(ps[1], 0) == 6);
+        double wv[72], bound = 1.0 / sqrt((t ? 3.0 : 2.0) * 6), most = 0;
+        CHECK(ff_test_values(ps[0], wv, 72) == 0);
+        for (int i = 0; i < 72; i++) most = fmax(most, fabs(wv[i]));
+        CHECK(most <= bound && most > 0.5 * bound);
+        ff_tensor *x = ff_rand_normal(4, t ? SHAPE(2, 4, 3, 4) : SHAPE(2, 4, 7, 6), FF_F32, 0, 1, 9);
+        ff_tensor *y = ff_module_forward(m, x);
+        ff_tensor *want = t ? ff_conv_transpose(x, ps[0], ps[1], &o) : ff_conv(x, ps[0], ps[1], &o);
+        ff_tensor *d = y && want ? ff_sub(y, want) : NULL, *a = d ? ff_abs(d) : NULL;
+        ff_tensor *mx = a ? ff_amax(a, 0, NULL, false) : NULL;
+        double diff = 1;
+        CHECK(mx && ff_test_values(mx, &diff, 1) == 0 && diff == 0);
+        ff_tensor *xbad = ff_zeros(3, SHAPE(2, 4, 7), FF_F32);
+        CHECK_ERROR(ff_module_forward(m, xbad) == NULL, FF_ERR_INVALID, t ? "ConvTranspose2d expects x [N, 4, ...] with 2 spatial dims"
+                                                                          : "Conv2d expects x [N, 4, ...] with 2 spatial dims");
+        RELEASE(x, y, want, d, a, mx, xbad);
+        ff_module_release(m);
+    }
+    o.groups = 3;
+    CHECK_ERROR(ff_conv_module(2, 4, 6, k, &o, true, 5) == NULL, FF_ERR_INVALID, "ff_conv_module: channels (4, 6) must be > 0 and divisible by groups 3");
+}
+
+FF_TEST_MAIN("ops_conv_ex", TEST(check_modules), TEST(check_naive_f32), TEST(check_naive_f64), TEST(check_transpose_is_adjoint),
              TEST(check_gradients), TEST(check_empty_batch), TEST(check_errors))
