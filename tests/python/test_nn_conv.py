@@ -187,9 +187,15 @@ def test_errors_name_the_problem(name, xs, ws, kw, err):
         getattr(F, name)(x, w, **kw)
 
 
-def test_same_padding_needs_stride_1():
-    with pytest.raises(ValueError):
-        F.conv2d(ff.zeros(1, 2, 5, 5), ff.zeros(2, 2, 3, 3), padding="same", stride=2)
+@pytest.mark.parametrize("kw,xs", [(dict(padding="same", stride=2), (1, 2, 5, 5)), (dict(padding="full"), (1, 2, 5, 5)),
+                                   ({}, (2, 2, 5, 5, 5))])
+def test_argument_errors_as_torch(kw, xs):
+    """The same exception type as torch's for padding strings and input ranks."""
+    with pytest.raises(RuntimeError) as want:
+        TF.conv2d(torch.zeros(*xs), torch.zeros(2, 2, 3, 3), **kw)
+    with pytest.raises(RuntimeError) as got:
+        F.conv2d(ff.zeros(*xs), ff.zeros(2, 2, 3, 3), **kw)
+    assert str(got.value).split(":")[0] == str(want.value).split(":")[0]
 
 
 # ---- modules -----------------------------------------------------------------------------

@@ -39,8 +39,8 @@ def _opts(n, stride, padding, dilation, output_padding, groups):
 def _batched(input, n, name):
     """input with its batch dim (an unbatched [C, S...] gets one) and whether it had none."""
     if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError("%s: expected %dD (unbatched) or %dD (batched) input, but got input of size %s"
-                           % (name, n + 1, n + 2, list(input.shape)))
+        raise RuntimeError("Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s"
+                           % (n + 1, n + 2, name, list(input.shape)))
     return (input.unsqueeze(0), True) if input.ndim == n + 1 else (input, False)
 
 
@@ -55,7 +55,7 @@ def _same_padding(input, weight, n, stride, dilation, name):
     """padding='same' as torch: d (k - 1) in all, half before; an odd total puts the extra
     element after, which F.pad adds, the rest is symmetric."""
     if _ntuple(stride, n, "stride") != (1,) * n:
-        raise ValueError("padding='same' is not supported for strided convolutions")
+        raise RuntimeError("padding='same' is not supported for strided convolutions")  # torch's type
     dil = _ntuple(dilation, n, "dilation")
     total = [dil[d] * (weight.shape[2 + d] - 1) for d in range(n)]
     extra = []
@@ -74,7 +74,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, n, name):
         elif padding == "same":
             input, padding = _same_padding(input, weight, n, stride, dilation, name)
         else:
-            raise ValueError("Invalid padding string %r, should be one of {'valid', 'same'}" % (padding,))
+            raise RuntimeError("Invalid padding string: %r" % (padding,))
     return _call(C.ff_conv, input, weight, bias, _opts(n, stride, padding, dilation, 0, groups), n, name)
 
 
