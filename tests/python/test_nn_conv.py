@@ -223,6 +223,7 @@ def test_modules_with_torch_weights(dev, case):
     tm = getattr(torch.nn, cls)(*args, **kw)
     m = getattr(ff.nn, cls)(*args, **kw).to(dev)
     assert repr(m) == repr(tm)
+    assert list(m._reversed_padding_repeated_twice) == list(tm._reversed_padding_repeated_twice)
     tsd = tm.state_dict()
     assert list(m.state_dict().keys()) == list(tsd.keys())
     for k, v in m.state_dict().items():

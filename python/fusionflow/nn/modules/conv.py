@@ -58,6 +58,7 @@ class _ConvNd(Module):
             self._mode_pads = [(0, 0)] * n
         else:
             self._mode_pads = [(p, p) for p in self.padding]
+        self._reversed_padding_repeated_twice = [v for pr in reversed(self._mode_pads) for v in pr]  # torch's name
         dt = _dtype.float32 if dtype is None else _dtype.to_dtype(dtype)
         shape = ((in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)) \
             + self.kernel_size
