@@ -201,6 +201,47 @@ static void check_errors(void)
     RELEASE(x, w, w2, x1, w4);
 }
 
+/* y = conv(x, w) grouped and dilated, z = conv_transpose(y, w), and the gradients of
+ * sum(y) + sum(z^2) to x and w, into out[0..3] (numel each at most cap). */
+enum { GP_MAX = 8 * 64 * 20 * 20 }; /* y's size, the largest of the four */
+static void grouped_pass(ff_tensor *x, ff_tensor *w, double (*out)[GP_MAX], int64_t cap)
+{
+    ff_conv_opts o = {{1, 1}, {2, 2}, {2, 2}, {0, 0}, 4};
+    ff_tensor *y = ff_conv(x, w, NULL, &o), *z = y ? ff_conv_transpose(y, w, NULL, &o) : NULL;
+    ff_tensor *zz = z ? ff_mul(z, z) : NULL, *s1 = y ? ff_sum(y, 0, NULL, false) : NULL;
+    ff_tensor *s2 = zz ? ff_sum(zz, 0, NULL, false) : NULL, *l = s1 && s2 ? ff_add(s1, s2) : NULL;
+    CHECK(l && ff_backward(l, NULL, NULL) == FF_OK);
+    ff_tensor *gx = ff_grad(x), *gw = ff_grad(w);
+    CHECK(ff_test_values(y, out[0], cap) == 0 && ff_test_values(z, out[1], cap) == 0 &&
+          ff_test_values(gx, out[2], cap) == 0 && ff_test_values(gw, out[3], cap) == 0);
+    CHECK(ff_zero_grad(x) == FF_OK && ff_zero_grad(w) == FF_OK);
+    RELEASE(y, z, zz, s1, s2, l, gx, gw);
+}
+
+/* Large enough for cpu_blas to split the passes over its threads (the _2threads run):
+ * the entries agree with the composition. */
+static void check_grouped_entries_threads(void)
+{
+    enum { NX = 8 * 32 * 20 * 20 };
+    ff_tensor *x = ff_rand_normal(4, SHAPE(8, 32, 20, 20), FF_F32, 0, 1, 61);
+    ff_tensor *w = ff_rand_normal(4, SHAPE(64, 8, 3, 3), FF_F32, 0, 1, 62);
+    CHECK(ff_set_requires_grad(x, true) == FF_OK && ff_set_requires_grad(w, true) == FF_OK);
+    static double r[2][4][GP_MAX];
+    int64_t n[4] = {GP_MAX, NX, NX, 64 * 8 * 9};
+    for (int c = 0; c < 2; c++) {
+        ff_ops_force_compose(FF_KIND_CONV2D, c);
+        grouped_pass(x, w, r[c], GP_MAX);
+    }
+    ff_ops_force_compose(FF_KIND_CONV2D, false);
+    for (int k = 0; k < 4; k++) {
+        double worst = 0, scale = 0;
+        for (int64_t i = 0; i < n[k]; i++) scale = fmax(scale, fabs(r[1][k][i]));
+        for (int64_t i = 0; i < n[k]; i++) worst = fmax(worst, fabs(r[0][k][i] - r[1][k][i]));
+        CHECK(worst <= 1e-5 * scale);
+    }
+    RELEASE(x, w);
+}
+
 /* The modules: torch.nn's parameter shapes, init bound, forward = ff_conv with them. */
 static void check_modules(void)
 {
@@ -234,5 +275,5 @@ static void check_modules(void)
     CHECK_ERROR(ff_conv_module(2, 4, 6, k, &o, true, 5) == NULL, FF_ERR_INVALID, "ff_conv_module: channels (4, 6) must be > 0 and divisible by groups 3");
 }
 
-FF_TEST_MAIN("ops_conv_ex", TEST(check_modules), TEST(check_naive_f32), TEST(check_naive_f64), TEST(check_transpose_is_adjoint),
+FF_TEST_MAIN("ops_conv_ex", TEST(check_grouped_entries_threads), TEST(check_modules), TEST(check_naive_f32), TEST(check_naive_f64), TEST(check_transpose_is_adjoint),
              TEST(check_gradients), TEST(check_empty_batch), TEST(check_errors))
