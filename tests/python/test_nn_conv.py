@@ -79,10 +79,9 @@ def compare(dev, name, xs, ws, bias=True, how="plain", second=True, seed=0, **kw
     b = rng.standard_normal(out_ch).astype(np.float32) if bias else None
     tb = torch.tensor(b, requires_grad=True) if bias else None
     ty = getattr(TF, name)(tx_, tw_, tb, **kw)
-    fx = view_of(x, dev, how).detach().requires_grad_(True) if how == "plain" else None
-    if fx is None:  # a view: the leaf is its base, the gradient flows through the view
-        fx = view_of(x, dev, how)
-        fx.requires_grad_(True) if fx.is_leaf else None
+    fx = view_of(x, dev, how)  # a non-contiguous view stays one: it is a leaf of its own
+    assert how == "plain" or not fx.is_contiguous()
+    fx.requires_grad_(True)
     fw = ff.tensor(w, device=dev, requires_grad=True)
     fb = ff.tensor(b, device=dev, requires_grad=True) if bias else None
     y = getattr(F, name)(fx, fw, fb, **kw)
