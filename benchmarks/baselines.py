@@ -215,6 +215,20 @@ def torch_workloads(torch, quick, max_mm):
 
     w["conv2d_64x32x28x28_k3"] = conv_fwd
     w["conv2d_64x32x28x28_k3_step"] = conv_step
+    # the rest of the convolution family (issue 33), forward, as bench_ff.c's conv_family
+    c1x, c1w = u(32, 64, 512), u(128, 64, 5)
+    ctx, ctw = u(32, 64, 14, 14), u(64, 32, 4, 4)
+    cdx, cdw = u(32, 64, 56, 56), u(64, 1, 3, 3)
+
+    def nograd(f):
+        def run():
+            with torch.no_grad():
+                return f()
+        return run
+
+    w["conv1d_32x64x512_k5"] = nograd(lambda: F.conv1d(c1x, c1w, padding=2))
+    w["conv_transpose2d_32x64x14x14_k4s2"] = nograd(lambda: F.conv_transpose2d(ctx, ctw, stride=2, padding=1))
+    w["conv2d_depthwise_32x64x56x56_k3"] = nograd(lambda: F.conv2d(cdx, cdw, padding=1, groups=64))
     return w
 
 

@@ -294,6 +294,51 @@ static void models(ff_backend *be, int threads, const bench_opts *o)
     }
 }
 
+/* The rest of the convolution family (issue 33), forward, beside PyTorch's
+ * (baselines.py): conv1d (the 2-D entries over H = 1), conv_transpose2d (the
+ * backward-input entry run forward) and a depthwise conv2d (groups = channels). */
+typedef struct conv_case {
+    const char *name;
+    int nd;
+    int64_t xs[4], ws[4];
+    ff_conv_opts opts;
+    bool transposed;
+    double flop;
+} conv_case;
+
+static const ff_conv_opts *conv_run_opts;
+static bool conv_run_transposed;
+
+static int run_conv_ex(void *v)
+{
+    bench_state *s = v;
+    bool prev = ff_set_grad_enabled(false);
+    int rc = done(conv_run_transposed ? ff_conv_transpose(s->a, s->b, NULL, conv_run_opts)
+                                      : ff_conv(s->a, s->b, NULL, conv_run_opts));
+    ff_set_grad_enabled(prev);
+    return rc;
+}
+
+static void conv_family(ff_backend *be, int threads, const bench_opts *o)
+{
+    static const conv_case cases[] = {
+        {"conv1d_32x64x512_k5", 3, {32, 64, 512}, {128, 64, 5}, {{1}, {2}, {1}, {0}, 1}, false,
+         2.0 * 32 * 128 * 512 * 64 * 5},
+        {"conv_transpose2d_32x64x14x14_k4s2", 4, {32, 64, 14, 14}, {64, 32, 4, 4}, {{2, 2}, {1, 1}, {1, 1}, {0, 0}, 1},
+         true, 2.0 * 32 * 64 * 14 * 14 * 32 * 16},
+        {"conv2d_depthwise_32x64x56x56_k3", 4, {32, 64, 56, 56}, {64, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 64},
+         false, 2.0 * 32 * 64 * 56 * 56 * 9},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const conv_case *c = &cases[i];
+        if (!bench_selected(o, c->name)) continue;
+        bench_state s = {.a = uniform(c->nd, c->xs, -1, 1, 41), .b = uniform(c->nd, c->ws, -1, 1, 42)};
+        conv_run_opts = &c->opts, conv_run_transposed = c->transposed;
+        if (s.a && s.b) measure(o, c->name, run_conv_ex, &s, c->flop, "GFLOP/s", be, threads);
+        bench_state_free(&s);
+    }
+}
+
 /* One epoch of the Fashion-MNIST demo: the MLP 784-256-128-10 with batch 128, or (cnn)
  * its CNN (2 x conv-BN-ReLU-pool, 1568-128-10) with batch 64; AdamW. graph: the demo's
  * --graph (the step captured after one eager step and replayed). */
@@ -335,6 +380,7 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     elementwise(be, threads, o);
     if (!reference) half_rows(be, threads, o);
     models(be, threads, o);
+    if (!reference) conv_family(be, threads, o);
     if (o->mnist && !reference)
         for (int k = 0; k < 4; k++) {
             bool cnn = k >= 2, graph = k % 2;

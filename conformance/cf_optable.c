@@ -265,6 +265,17 @@ static const conv_cut cut_rows = {{{0}, {0}, {1, 0, 3}, {0}}, {{0}, {0}, {0, 0, 
 static const conv_cut cut_size1 = {{{0}, {0}, {0}, {1, 2, 1}}, {{1, 2, 1}, {2, 4, 1}, {0, 0, 2}, {3, 4, 1}}, 2, 1};
 static ff_tensor *w_conv2d_cut_rows(ff_tensor *const *x) { return conv_cut_call(x, &cut_rows); }
 static ff_tensor *w_conv2d_cut_size1(ff_tensor *const *x) { return conv_cut_call(x, &cut_size1); }
+/* dilation and groups (FF_CONV2D_DILATION_GROUPS): the entries where the backend takes
+ * them, else the composition; conv1d runs on the 2-D entries over H = 1 and
+ * conv_transpose2d is the backward-input entry run forward */
+static const ff_conv_opts conv_dil_groups = {{2, 1}, {1, 1}, {2, 1}, {0, 0}, 2};
+static const ff_conv_opts conv_depthwise = {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 6};
+static const ff_conv_opts conv1d_dil = {{1}, {2}, {2}, {0}, 2};
+static const ff_conv_opts conv_t_groups = {{2, 2}, {1, 0}, {1, 2}, {1, 1}, 2};
+W(w_conv2d_dilated_grouped, CALL(ff_conv, x[0], x[1], NULL, &conv_dil_groups))
+W(w_conv2d_depthwise_bias, CALL(ff_conv, x[0], x[1], x[2], &conv_depthwise))
+W(w_conv1d_dilated_grouped, CALL(ff_conv, x[0], x[1], NULL, &conv1d_dil))
+W(w_conv_transpose2d_grouped, CALL(ff_conv_transpose, x[0], x[1], NULL, &conv_t_groups))
 W(w_outer, CALL(ff_outer, x[0], x[1]))
 W(w_softmax, CALL(ff_softmax, x[0], -1))
 W(w_log_softmax, CALL(ff_log_softmax, x[0], 0))
@@ -799,6 +810,14 @@ const cf_opdef cf_optable[] = {
      CF_TOL_ACCUM, 27, false, true, NULL},
     {"conv2d_step_among_size1_dims", 2, {4, 4}, {{1, 2, 4, 3}, {2, 4, 5, 4}}, {F, F}, {S, S}, {0}, w_conv2d_cut_size1,
      CF_TOL_ACCUM, 6, false, true, NULL},
+    {"conv2d_dilated_grouped", 2, {4, 4}, {{2, 4, 7, 6}, {6, 2, 3, 2}}, {F, F}, {S, S}, {0}, w_conv2d_dilated_grouped,
+     CF_TOL_ACCUM, 12, false, true, NULL},
+    {"conv2d_depthwise_bias", 3, {4, 4, 1}, {{2, 6, 7, 8}, {6, 1, 3, 3}, {6}}, {F, F, F}, {S, S, S}, {0},
+     w_conv2d_depthwise_bias, CF_TOL_ACCUM, 9, false, true, NULL},
+    {"conv1d_dilated_grouped", 2, {3, 3}, {{2, 4, 9}, {6, 2, 3}}, {F, F}, {S, S}, {0}, w_conv1d_dilated_grouped,
+     CF_TOL_ACCUM, 6, false, true, NULL},
+    {"conv_transpose2d_grouped", 2, {4, 4}, {{2, 4, 5, 4}, {4, 3, 3, 2}}, {F, F}, {S, S}, {0},
+     w_conv_transpose2d_grouped, CF_TOL_ACCUM, 12, false, true, NULL},
 };
 const int cf_noptable = (int)(sizeof cf_optable / sizeof cf_optable[0]);
 

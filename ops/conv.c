@@ -1,11 +1,9 @@
-/* conv2d. When the backend has the optional conv2d entries (forward and both backward
- * passes) and takes the dtype, they compute it (cpu_blas: oneDNN); FF_CONV2D=compose
- * forces the composition, which every backend has and which stays the reference:
- * im2col composed from differentiable views: pad, one strided slice view per kernel
- * offset, stack (the only copy of the input, KH * KW times its size), then one batched
- * matmul with the flattened kernel. Every step records its own node, so the gradient
- * (col2im included: the backward of slice + stack scatters into the padded input)
- * comes from autograd and runs on every backend.
+/* conv2d's backend entries, and ff_conv2d. When the backend has the optional conv2d
+ * entries (forward and both backward passes) and takes the dtype (and, for dilation or
+ * groups, FF_CONV2D_DILATION_GROUPS), they compute it (cpu_blas: oneDNN); FF_CONV2D=
+ * compose forces the composition of ops/conv_nd.c, which every backend has and which
+ * stays the reference. ff_conv2d, ff_conv (1-3 spatial dims) and ff_conv_transpose all
+ * come here for their 2-D (and 1-D, as H = 1) entry work.
  *
  * The entry path records one node per call. Its three passes are closed under
  * differentiation (each is bilinear in its two inputs, and the derivative of each is
@@ -16,6 +14,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "conv_impl.h"
 #include "expr.h"
 
 /* Checks the window geometry over x [N, C, H, W] and gives the output size. A stride
@@ -80,49 +79,46 @@ ff_tensor *ff_op_windows2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t s
 
 /* ---- the backend's entries -------------------------------------------------------- */
 /* ip: [0..1] stride, [2..3] padding, [4..5] the spatial size of the output (H, W of x
- * for I; KH, KW for W), [6] which (0 F, 1 I, 2 W). saved: [0] a, [1] b. */
-static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, const ff_conv2d_params *p,
-                             const int64_t *out_hw, const char *fn);
-
+ * for I; KH, KW for W), [6] which (0 F, 1 I, 2 W), [7..8] dilation, [9] groups.
+ * saved: [0] a, [1] b. */
 static ff_status conv_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     if (!ff_node_saved(n, 0) || !ff_node_saved(n, 1)) return ff_last_status(); /* modified in place */
     const ff_tensor *a = n->inputs[0], *b = n->inputs[1];
-    ff_conv2d_params p = {{n->ip[0], n->ip[1]}, {n->ip[2], n->ip[3]}};
+    ff_conv2d_params p = {{n->ip[0], n->ip[1]}, {n->ip[2], n->ip[3]}, {n->ip[7], n->ip[8]}, n->ip[9]};
     int which = (int)n->ip[6];
     const int64_t *as = a->layout.shape, *bs = b->layout.shape;
     /* F(x, w): dx = I(g, w) sized like x, dw = W(g, x) sized like w
      * I(gy, w): dgy = F(g, w), dw = W(gy, g)
      * W(gy, x): dgy = F(x, g), dx = I(gy, g) */
     if (which == 0) {
-        if (n->needs_grad[0]) gi[0] = conv_apply(1, g, b, &p, as + 2, n->name);
-        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(2, g, a, &p, bs + 2, n->name);
+        if (n->needs_grad[0]) gi[0] = ff_op_conv2d_entry(1, g, b, &p, as + 2, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = ff_op_conv2d_entry(2, g, a, &p, bs + 2, n->name);
     } else if (which == 1) {
-        if (n->needs_grad[0]) gi[0] = conv_apply(0, g, b, &p, NULL, n->name);
-        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(2, a, g, &p, bs + 2, n->name);
+        if (n->needs_grad[0]) gi[0] = ff_op_conv2d_entry(0, g, b, &p, NULL, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = ff_op_conv2d_entry(2, a, g, &p, bs + 2, n->name);
     } else {
-        if (n->needs_grad[0]) gi[0] = conv_apply(0, b, g, &p, NULL, n->name);
-        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0])) gi[1] = conv_apply(1, a, g, &p, b->layout.shape + 2, n->name);
+        if (n->needs_grad[0]) gi[0] = ff_op_conv2d_entry(0, b, g, &p, NULL, n->name);
+        if (n->needs_grad[1] && (!n->needs_grad[0] || gi[0]))
+            gi[1] = ff_op_conv2d_entry(1, a, g, &p, b->layout.shape + 2, n->name);
     }
     bool ok = (!n->needs_grad[0] || gi[0]) && (!n->needs_grad[1] || gi[1]);
     return ok ? FF_OK : ff_last_status();
 }
 
-/* One pass on the backend (FF_ERR_UNSUPPORTED without a message if it has none), with
- * its node when a gradient is needed. F: a = x, b = w; I: a = gy, b = w; W: a = gy, b = x. */
-static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, const ff_conv2d_params *p,
-                             const int64_t *out_hw, const char *fn)
+ff_tensor *ff_op_conv2d_entry(int which, const ff_tensor *a, const ff_tensor *b, const ff_conv2d_params *p,
+                              const int64_t *out_hw, const char *fn)
 {
     const int64_t *as = a->layout.shape, *bs = b->layout.shape;
     int64_t shape[4];
     if (which == 0) { /* [N, O, OH, OW] */
         shape[0] = as[0], shape[1] = bs[0];
-        shape[2] = (as[2] + 2 * p->padding[0] - bs[2]) / p->stride[0] + 1;
-        shape[3] = (as[3] + 2 * p->padding[1] - bs[3]) / p->stride[1] + 1;
+        for (int d = 0; d < 2; d++)
+            shape[2 + d] = (as[2 + d] + 2 * p->padding[d] - p->dilation[d] * (bs[2 + d] - 1) - 1) / p->stride[d] + 1;
     } else if (which == 1) { /* [N, C, H, W] */
-        shape[0] = as[0], shape[1] = bs[1], shape[2] = out_hw[0], shape[3] = out_hw[1];
-    } else { /* [O, C, KH, KW] */
-        shape[0] = as[1], shape[1] = bs[1], shape[2] = out_hw[0], shape[3] = out_hw[1];
+        shape[0] = as[0], shape[1] = bs[1] * p->groups, shape[2] = out_hw[0], shape[3] = out_hw[1];
+    } else { /* [O, C / G, KH, KW] */
+        shape[0] = as[1], shape[1] = bs[1] / p->groups, shape[2] = out_hw[0], shape[3] = out_hw[1];
     }
     ff_backend *be = a->storage->backend;
     ff_tensor *r = ff_tensor_new(be, 4, shape, a->dtype, fn);
@@ -137,7 +133,8 @@ static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, 
             node->ip[0] = p->stride[0], node->ip[1] = p->stride[1], node->ip[2] = p->padding[0];
             node->ip[3] = p->padding[1], node->ip[6] = which;
             node->ip[4] = which ? out_hw[0] : 0, node->ip[5] = which ? out_hw[1] : 0;
-            node->nip = 7;
+            node->ip[7] = p->dilation[0], node->ip[8] = p->dilation[1], node->ip[9] = p->groups;
+            node->nip = 10;
         }
     }
     if (st) {
@@ -147,77 +144,22 @@ static ff_tensor *conv_apply(int which, const ff_tensor *a, const ff_tensor *b, 
     return r;
 }
 
-/* Whether the entry path serves this call: the backend has the entries for the dtype
- * and FF_CONV2D does not say "compose". */
-static bool use_entries(const ff_tensor *x, const ff_tensor *w)
+bool ff_op_conv2d_entry_ok(const ff_tensor *x, const ff_tensor *w, const ff_conv2d_params *p)
 {
-    return w->storage->backend == x->storage->backend && ff_op_entry_enabled(x, FF_KIND_CONV2D, 0, 2, "FF_CONV2D");
-}
-
-static void shape4(const ff_tensor *t, long long *v)
-{
-    for (int d = 0; d < 4; d++) v[d] = (long long)t->layout.shape[d];
-}
-
-static ff_status check_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const char *fn)
-{
-    if (!x || !w) return ff_error(FF_ERR_INVALID, "%s: x and w must not be NULL", fn);
-    if (x->layout.ndim != 4 || w->layout.ndim != 4)
-        return ff_error(FF_ERR_INVALID, "%s: expected x [N, C, H, W] and w [O, C, KH, KW], got ranks %d and %d", fn,
-                        x->layout.ndim, w->layout.ndim);
-    if (!ff_dtype_is_float(x->dtype) || x->dtype != w->dtype || (bias && bias->dtype != x->dtype))
-        return ff_error(FF_ERR_INVALID, "%s: x (%s), w (%s) and bias (%s) must share one floating dtype", fn,
-                        ff_dtype_name(x->dtype), ff_dtype_name(w->dtype), bias ? ff_dtype_name(bias->dtype) : "none");
-    long long xs[4], ws[4];
-    shape4(x, xs);
-    shape4(w, ws);
-    if (xs[1] != ws[1])
-        return ff_error(FF_ERR_INVALID, "%s: x [%lld, %lld, %lld, %lld] has %lld channels but w [%lld, %lld, %lld, %lld] expects %lld",
-                        fn, xs[0], xs[1], xs[2], xs[3], xs[1], ws[0], ws[1], ws[2], ws[3], ws[1]);
-    if (bias && (bias->layout.ndim != 1 || bias->layout.shape[0] != ws[0]))
-        return ff_error(FF_ERR_INVALID, "%s: bias must have shape [%lld] for w [%lld, %lld, %lld, %lld], got rank %d%s%lld",
-                        fn, ws[0], ws[0], ws[1], ws[2], ws[3], bias->layout.ndim,
-                        bias->layout.ndim == 1 ? " of size " : "", bias->layout.ndim == 1 ? (long long)bias->layout.shape[0] : 0LL);
-    return FF_OK;
+    if (w->storage->backend != x->storage->backend || !ff_op_entry_enabled(x, FF_KIND_CONV2D, 0, 2, "FF_CONV2D"))
+        return false;
+    bool plain = p->dilation[0] == 1 && p->dilation[1] == 1 && p->groups == 1;
+    return plain || ff_backend_supports(x->storage->backend, FF_KIND_CONV2D, FF_CONV2D_DILATION_GROUPS, x->dtype);
 }
 
 ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, int64_t stride_h,
                      int64_t stride_w, int64_t pad_h, int64_t pad_w)
 {
-    static const char fn[] = "ff_conv2d";
-    if (check_conv(x, w, bias, fn)) return NULL;
-    ff_tensor *ac[3];
-    int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 3, (const ff_tensor *[]){x, w, bias}, ac, fn);
-    if (nac) {
-        ff_tensor *r = nac > 0 ? ff_conv2d(ac[0], ac[1], ac[2], stride_h, stride_w, pad_h, pad_w) : NULL;
-        ff_autocast_release(nac, ac);
-        return r;
+    ff_conv_opts o = {{stride_h, stride_w}, {pad_h, pad_w}, {1, 1}, {0, 0}, 1};
+    if (x && w && (x->layout.ndim != 4 || w->layout.ndim != 4)) {
+        ff_error(FF_ERR_INVALID, "ff_conv2d: expected x [N, C, H, W] and w [O, C, KH, KW], got ranks %d and %d",
+                 x->layout.ndim, w->layout.ndim);
+        return NULL;
     }
-    const int64_t *xs = x->layout.shape, *ws = w->layout.shape;
-    int64_t n = xs[0], c = xs[1], o = ws[0], oh = 0, ow = 0;
-    ff_expr e = {0};
-    ff_tensor *y4;
-    if (use_entries(x, w)) {
-        /* the composition's checks, so both paths accept and refuse the same calls */
-        if (windows_geometry(x, ws[2], ws[3], &stride_h, &stride_w, pad_h, pad_w, &oh, &ow, fn)) return NULL;
-        ff_conv2d_params p = {{stride_h, stride_w}, {pad_h, pad_w}};
-        y4 = FF_EX(&e, conv_apply(0, x, w, &p, NULL, fn));
-    } else {
-        /* [N, C, K, OH, OW] -> columns [N, C*K, OH*OW]: a view (stack's output is
-         * contiguous), with rows ordered c * K + kh * KW + kw like w's flattening. */
-        ff_tensor *win = FF_EX(&e, ff_op_windows2d(x, ws[2], ws[3], stride_h, stride_w, pad_h, pad_w, 0.0, &oh, &ow, fn));
-        int64_t ck = c * ws[2] * ws[3]; /* <= numel(win) / (N * OH * OW): no overflow */
-        ff_tensor *cols = FF_EX(&e, ff_reshape(win, 3, (int64_t[]){n, ck, oh * ow}));
-        ff_tensor *wm = FF_EX(&e, ff_reshape(w, 2, (int64_t[]){o, ck}));
-        ff_tensor *y = FF_EX(&e, ff_matmul(wm, cols)); /* [O, CK] @ [N, CK, L] -> [N, O, L] */
-        y4 = FF_EX(&e, ff_reshape(y, 4, (int64_t[]){n, o, oh, ow}));
-    }
-    if (bias) {
-        ff_tensor *b3 = FF_EX(&e, ff_reshape(bias, 3, (int64_t[]){o, 1, 1}));
-        y4 = FF_EX(&e, ff_add(y4, b3));
-    }
-    ff_tensor *r = ff_expr_result(&e, y4);
-    ff_expr_free(&e);
-    if (!r) ff_error_prefix(fn);
-    return r;
+    return ff_op_conv(x, w, bias, &o, false, "ff_conv2d");
 }

@@ -53,6 +53,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return cpu_random_supported((ff_random_dist)op, dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
+    case FF_KIND_CONV2D: return cpu_conv2d_supported(op, dtype);
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }
@@ -178,6 +179,9 @@ static const ff_backend_vtable cpu_vtable = {
     .fft = cpu_fft,
     .batch_norm = cpu_batch_norm,
     .pool2d = cpu_pool2d,
+    .conv2d = cpu_conv2d,
+    .conv2d_backward_input = cpu_conv2d_backward_input,
+    .conv2d_backward_weight = cpu_conv2d_backward_weight,
     .fused = cpu_fused,
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,

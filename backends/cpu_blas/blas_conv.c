@@ -29,7 +29,7 @@
 int blas_conv2d_supported(int which, ff_dtype t)
 {
 #ifdef FF_BLAS_HAVE_DNNL
-    return (which >= 0 && which <= 2) && t == FF_F32;
+    return ((which >= 0 && which <= 2) || which == FF_CONV2D_DILATION_GROUPS) && t == FF_F32;
 #else
     (void)which, (void)t;
     return 0;
@@ -48,8 +48,10 @@ static ff_status check(void *ctx, const char *entry, const ff_view *a, const ff_
                           (int)a->ndim, (int)b->ndim, (int)c->ndim);
     if (!blas_conv2d_supported(0, a->dtype) || b->dtype != a->dtype || c->dtype != a->dtype)
         return blas_error(ctx, FF_ERR_UNSUPPORTED, "cpu_blas %s: not supported on %s", entry, blas_dtype_name(a->dtype));
-    if (!p || p->stride[0] < 1 || p->stride[1] < 1 || p->padding[0] < 0 || p->padding[1] < 0)
-        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: stride must be >= 1 and padding >= 0", entry);
+    if (!p || p->stride[0] < 1 || p->stride[1] < 1 || p->padding[0] < 0 || p->padding[1] < 0 || p->dilation[0] < 1 ||
+        p->dilation[1] < 1 || p->groups < 1)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: stride, dilation and groups must be >= 1 and padding >= 0",
+                          entry);
     return FF_OK;
 }
 
@@ -59,15 +61,18 @@ static ff_status check(void *ctx, const char *entry, const ff_view *a, const ff_
 /* The pieces of one convolution problem: x [N, C, H, W] (H, W possibly cut), w, y. */
 typedef struct conv_problem {
     ff_view x, w, y; /* x and y as the user's views; x cut to the rows windows reach */
-    dnnl_dims_t strides, pad_l, pad_r;
+    dnnl_dims_t strides, pad_l, pad_r, dilates; /* dilates: oneDNN's, 0 for none */
+    int64_t groups;  /* > 1: w [O, C / G, KH, KW] goes to oneDNN as [G, O / G, C / G, KH, KW] */
 } conv_problem;
 
 /* x, w, y views -> the problem: y's size follows from x, w and p (the core checked). */
 static void problem(conv_problem *q, const ff_view *x, const ff_view *w, const ff_view *y, const ff_conv2d_params *p)
 {
-    q->x = *x, q->w = *w, q->y = *y;
+    q->x = *x, q->w = *w, q->y = *y, q->groups = p->groups;
     for (int d = 0; d < 2; d++) {
-        int64_t in = x->shape[2 + d], k = w->shape[2 + d], out = y->shape[2 + d], s = p->stride[d];
+        int64_t in = x->shape[2 + d], out = y->shape[2 + d], s = p->stride[d];
+        int64_t k = p->dilation[d] * (w->shape[2 + d] - 1) + 1; /* the dilated kernel's reach */
+        q->dilates[d] = p->dilation[d] - 1;
         int64_t used = (out - 1) * s + k - p->padding[d]; /* input rows [0, used) are read */
         if (used < in) q->x.shape[2 + d] = used;             /* the rest: never read */
         q->strides[d] = s;
@@ -106,19 +111,29 @@ static int dnnl_strides(const ff_view *v, dnnl_dims_t strides)
     return 1;
 }
 
-static dnnl_status_t md_of(dnnl_memory_desc_t *md, const ff_view *v)
+/* groups > 1 (weights only): dim 0 split into [groups, O / groups], oneDNN's grouped
+ * weights. */
+static dnnl_status_t md_of(dnnl_memory_desc_t *md, const ff_view *v, int64_t groups)
 {
     dnnl_dims_t dims, strides;
     if (!dnnl_strides(v, strides)) return dnnl_invalid_arguments; /* the entries copied such views */
+    if (groups > 1) { /* group g's rows start g * (O / G) rows in */
+        dnnl_dims_t s5;
+        dims[0] = groups, dims[1] = v->shape[0] / groups, s5[0] = strides[0] * dims[1], s5[1] = strides[0];
+        for (int d = 1; d < 4; d++) dims[d + 1] = v->shape[d], s5[d + 1] = strides[d];
+        return dnnl_memory_desc_init_by_strides(md, 5, dims, dnnl_f32, s5);
+    }
     for (int d = 0; d < 4; d++) dims[d] = v->shape[d];
     return dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
 }
 
-static void md_any(dnnl_memory_desc_t *md, const ff_view *v)
+static void md_any(dnnl_memory_desc_t *md, const ff_view *v, int64_t groups)
 {
     dnnl_dims_t dims;
-    for (int d = 0; d < 4; d++) dims[d] = v->shape[d];
-    dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, dnnl_format_tag_any);
+    int nd = groups > 1 ? 5 : 4;
+    for (int d = 0; d < 4; d++) dims[d + nd - 4] = v->shape[d];
+    if (groups > 1) dims[0] = groups, dims[1] = v->shape[0] / groups;
+    dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, dnnl_format_tag_any);
 }
 
 /* A user view and, if oneDNN wants another layout, a buffer in that layout. */
@@ -126,12 +141,13 @@ typedef struct conv_arg {
     dnnl_memory_t user, prim; /* prim == user when the layouts agree */
 } conv_arg;
 
-static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, const dnnl_memory_desc_t *want, dnnl_engine_t eng)
+static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, int64_t groups, const dnnl_memory_desc_t *want,
+                              dnnl_engine_t eng)
 {
     dnnl_memory_desc_t md;
     a->user = a->prim = NULL;
     void *ptr = (float *)v->buf + v->offset;
-    dnnl_status_t s = md_of(&md, v);
+    dnnl_status_t s = md_of(&md, v, groups);
     if (s == dnnl_success) s = dnnl_memory_create(&a->user, &md, eng, ptr);
     if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) s = dnnl_memory_create(&a->prim, want, eng, DNNL_MEMORY_ALLOCATE);
     else if (s == dnnl_success) a->prim = a->user;
@@ -167,10 +183,10 @@ static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q, dnnl_engine_t eng)
 {
     dnnl_memory_desc_t x, w, y;
-    md_any(&x, &q->x), md_any(&w, &q->w), md_any(&y, &q->y);
+    md_any(&x, &q->x, 1), md_any(&w, &q->w, q->groups), md_any(&y, &q->y, 1);
     dnnl_convolution_desc_t cd;
-    dnnl_status_t s = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x, &w,
-                                                         NULL, &y, q->strides, q->pad_l, q->pad_r);
+    dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x,
+                                                                 &w, NULL, &y, q->strides, q->dilates, q->pad_l, q->pad_r);
     return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, NULL, eng, NULL) : s;
 }
 
@@ -200,18 +216,21 @@ static dnnl_status_t run(int which, const conv_problem *q)
         pd = fpd, fpd = NULL;
     } else if (s == dnnl_success) {
         dnnl_memory_desc_t x, w, y;
-        md_any(&x, &q->x), md_any(&w, &q->w), md_any(&y, &q->y);
+        md_any(&x, &q->x, 1), md_any(&w, &q->w, q->groups), md_any(&y, &q->y, 1);
         dnnl_convolution_desc_t cd;
-        s = which == 1 ? dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y, q->strides,
-                                                                  q->pad_l, q->pad_r)
-                       : dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL, &y,
-                                                                     q->strides, q->pad_l, q->pad_r);
+        s = which == 1 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y,
+                                                                          q->strides, q->dilates, q->pad_l, q->pad_r)
+                       : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL,
+                                                                             &y, q->strides, q->dilates, q->pad_l,
+                                                                             q->pad_r);
         if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &cd, NULL, eng, fpd);
     }
     if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
-    if (s == dnnl_success) s = arg_make(&a0, in0[which], dnnl_primitive_desc_query_md(pd, q_in0[which], 0), eng);
-    if (s == dnnl_success) s = arg_make(&a1, in1[which], dnnl_primitive_desc_query_md(pd, q_in1[which], 0), eng);
-    if (s == dnnl_success) s = arg_make(&ao, out[which], dnnl_primitive_desc_query_md(pd, q_out[which], 0), eng);
+    /* the weight's role: in1 of F and I, out of W */
+    int64_t g1 = which == 2 ? 1 : q->groups, go = which == 2 ? q->groups : 1;
+    if (s == dnnl_success) s = arg_make(&a0, in0[which], 1, dnnl_primitive_desc_query_md(pd, q_in0[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(&a1, in1[which], g1, dnnl_primitive_desc_query_md(pd, q_in1[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(&ao, out[which], go, dnnl_primitive_desc_query_md(pd, q_out[which], 0), eng);
     if (s == dnnl_success) s = reorder(a0.user, a0.prim, eng, stream);
     if (s == dnnl_success) s = reorder(a1.user, a1.prim, eng, stream);
     if (s == dnnl_success) {

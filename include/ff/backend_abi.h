@@ -303,7 +303,8 @@ typedef enum ff_random_dist {
  *   REDUCE: src (dst dtype follows the rules at ff_reduce_op)   MATMUL: a (== b == dst)
  *   WHERE: dst   GATHER: src (index is I64)   SCATTER_ADD: dst
  *   RANDOM: dst (op = ff_random_dist)   SOFTMAX: src (op = 1 for log_softmax)
- *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight)
+ *   CONV2D: x (op = 0 forward, 1 conv2d_backward_input, 2 conv2d_backward_weight,
+ *           FF_CONV2D_DILATION_GROUPS: the three honor dilation and groups)
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
  *   LINALG: src[0] (op = ff_linalg_op)
  *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op)
@@ -387,11 +388,22 @@ typedef struct ff_scalar {
 } ff_scalar;
 
 /* Geometry of a 2-D convolution (the conv2d entries): stride and zero padding per
- * spatial dim, [0] = height, [1] = width; both >= 1 / >= 0. */
+ * spatial dim, [0] = height, [1] = width; both >= 1 / >= 0.
+ * Appended later: dilation (>= 1) and groups (>= 1; x has C = groups * w's dim 1
+ * channels, y's O channels split into groups of O / groups, group g of y reading only
+ * group g of x). A plugin built before them reads only stride and padding, so the core
+ * hands it dilation 1 and groups 1 only; it sends others only to a backend whose
+ * supports(FF_KIND_CONV2D, FF_CONV2D_DILATION_GROUPS, dtype) says yes. */
 typedef struct ff_conv2d_params {
     int64_t stride[2];
     int64_t padding[2];
+    int64_t dilation[2];
+    int64_t groups;
 } ff_conv2d_params;
+
+/* The supports() op code (kind FF_KIND_CONV2D) by which a backend says that its three
+ * conv2d entries honor ff_conv2d_params' dilation and groups. */
+#define FF_CONV2D_DILATION_GROUPS 3
 
 /* Dense linear algebra for the linalg entry. Every view is a batch of matrices (or of
  * vectors, for S and DET's scalars) over the same leading "batch" dims; the core
@@ -580,6 +592,9 @@ typedef struct ff_backend_vtable {
      * overwritten. With x [N, C, H, W], w [O, C, KH, KW], y [N, O, OH, OW] where
      * OH = (H + 2 ph - KH) / sh + 1 (likewise OW):
      *   conv2d:                 y[n,o,i,j] = sum_{c,p,q} x[n,c,i sh + p - ph, j sw + q - pw] w[o,c,p,q]
+     * (with dilation d and groups G, where the backend takes them: KH becomes
+     * dh (KH - 1) + 1 in OH, x's index i sh + p dh - ph, and c runs over the C / G
+     * channels of o's group: x[n, g C/G + c, ...] with g = o / (O / G))
      *   conv2d_backward_input:  gx = dL/dx given gy = dL/dy (the transposed convolution)
      *   conv2d_backward_weight: gw = dL/dw given gy and x
      * (x outside [0, H) x [0, W) reads as 0.) The core uses them only when all three are

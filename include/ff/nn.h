@@ -20,6 +20,7 @@
 #ifndef FF_NN_H
 #define FF_NN_H
 
+#include "ff/ops.h" /* ff_conv_opts */
 #include "ff/tensor.h"
 
 #ifdef __cplusplus
@@ -106,6 +107,17 @@ ff_module *ff_dropout_module(double p, uint64_t seed);
  * and seed + 1. */
 ff_module *ff_conv2d_module(int64_t in_channels, int64_t out_channels, int64_t kh, int64_t kw, int64_t stride,
                             int64_t pad, bool bias, uint64_t seed);
+/* Conv1d/2d/3d (nd = 1..3) as torch.nn's: ff_conv with o's stride, padding, dilation and
+ * groups (output_padding unused), kernel [nd]; weight [out, in / groups, kernel...] and
+ * bias [out] (f32) from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups *
+ * prod(kernel) (PyTorch's kaiming_uniform_(a = sqrt(5)) and bias bound), seeds as above.
+ * ff_conv_transpose_module: ConvTranspose1d/2d/3d over ff_conv_transpose (o's
+ * output_padding too), weight [in, out / groups, kernel...], fan_in = out / groups *
+ * prod(kernel). */
+ff_module *ff_conv_module(int nd, int64_t in_channels, int64_t out_channels, const int64_t *kernel,
+                          const ff_conv_opts *o, bool bias, uint64_t seed);
+ff_module *ff_conv_transpose_module(int nd, int64_t in_channels, int64_t out_channels, const int64_t *kernel,
+                                    const ff_conv_opts *o, bool bias, uint64_t seed);
 /* MaxPool2d: k x k windows, no padding; stride 0 means k (PyTorch's default). */
 ff_module *ff_max_pool2d_module(int64_t k, int64_t stride);
 /* LayerNorm over the last dim (of size normalized_size): parameters "weight" (ones)

@@ -310,9 +310,28 @@ ff_tensor *ff_tile(const ff_tensor *x, int nreps, const int64_t *reps);   /* num
  * reductions, elementwise), so autograd and every backend come for free. All take
  * floating inputs of one dtype and follow PyTorch (dilation 1, groups 1, floor mode). */
 /* x [N, C, H, W], w [O, C, KH, KW], bias [O] or NULL -> [N, O, OH, OW] with
- * OH = (H + 2 pad_h - KH) / stride_h + 1 (likewise OW); padding is zeros. */
+ * OH = (H + 2 pad_h - KH) / stride_h + 1 (likewise OW); padding is zeros. Dilation,
+ * groups, 1-D and 3-D: ff_conv below. */
 ff_tensor *ff_conv2d(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, int64_t stride_h,
                      int64_t stride_w, int64_t pad_h, int64_t pad_w);
+/* The geometry of ff_conv and ff_conv_transpose; entry d of each array is spatial dim
+ * d (only the first nd = rank(x) - 2 are read). Every field must be set. */
+typedef struct ff_conv_opts {
+    int64_t stride[3];         /* >= 1 */
+    int64_t padding[3];        /* >= 0, zeros on both sides */
+    int64_t dilation[3];       /* >= 1: the kernel's taps are this far apart */
+    int64_t output_padding[3]; /* ff_conv_transpose only: >= 0, below stride or dilation */
+    int64_t groups;            /* >= 1, dividing C and O */
+} ff_conv_opts;
+/* PyTorch's conv1d/2d/3d, by x's rank: x [N, C, S...] (1 to 3 spatial dims), w [O,
+ * C / groups, K...], bias [O] or NULL -> [N, O, (S + 2 p - d (K - 1) - 1) / s + 1 ...].
+ * conv1d runs as conv2d over H = 1 (the backend's entries where it has them). */
+ff_tensor *ff_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o);
+/* PyTorch's conv_transpose1d/2d/3d: x [N, C, S...], w [C, O / groups, K...], bias [O] or
+ * NULL -> [N, O, (S - 1) s - 2 p + d (K - 1) + output_padding + 1 ...]: the gradient of
+ * ff_conv with respect to its input, run forward (the backend's conv2d_backward_input
+ * entry where it has it); its own gradients are ff_conv and conv's weight gradient. */
+ff_tensor *ff_conv_transpose(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o);
 /* Max over each window of x [N, C, H, W], padded with -inf; pad <= kernel / 2 as in
  * PyTorch, so every window holds an input element. The gradient of a window with tied
  * maxima is split evenly among them (ff_amax); PyTorch routes it all to one. */

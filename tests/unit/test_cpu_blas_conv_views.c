@@ -116,7 +116,7 @@ static void test_gapped_views(void)
 {
     /* x [3, 4, 8, 7], w [5, 4, 3, 2], stride (2, 1), padding (1, 0): y [3, 5, 4, 6] */
     static const int64_t xs[4] = {3, 4, 8, 7}, ws[4] = {5, 4, 3, 2}, ys[4] = {3, 5, 4, 6};
-    ff_conv2d_params p = {{2, 1}, {1, 0}};
+    ff_conv2d_params p = {{2, 1}, {1, 0}, {1, 1}, 1};
     for (int ko = DENSE; ko <= GAPPED; ko++)
         for (int ka = DENSE; ka <= GAPPED; ka++)
             for (int kb = DENSE; kb <= GAPPED; kb++) {

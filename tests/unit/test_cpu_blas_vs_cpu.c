@@ -144,14 +144,20 @@ static const ff_dtype all_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_
 static const int64_t shape3[] = {7, 5, 96}; /* 3360 elements */
 static const int64_t big2[] = {300, 130};   /* 39000: above the threading threshold */
 
-/* Every kind but CONV2D: the reference has no conv2d entries (its composition is the
- * reference), cpu_blas has them for f32 (checked against it by ff-conformance). On
+/* Every kind but CONV2D: the reference's conv2d entries (its loops, dilation and
+ * groups too) take f32 and f64, cpu_blas's (oneDNN) f32 only; both are checked against
+ * the composition by ff-conformance. On
  * F16/BF16 cpu_blas computes some entries the reference leaves to the core's f32
  * detour (tests/unit/test_cpu_blas_half.c): there it may say yes only where the
  * reference takes the F32 form. */
 static void test_supports_agree(void)
 {
-    CHECK(!ref_be->vt->supports(ref_be->ctx, FF_KIND_CONV2D, 0, FF_F32));
+    for (int op = 0; op <= FF_CONV2D_DILATION_GROUPS; op++) {
+        CHECK(ref_be->vt->supports(ref_be->ctx, FF_KIND_CONV2D, op, FF_F32) &&
+              ref_be->vt->supports(ref_be->ctx, FF_KIND_CONV2D, op, FF_F64));
+        CHECK(!ref_be->vt->supports(ref_be->ctx, FF_KIND_CONV2D, op, FF_I32));
+    }
+    CHECK(!ref_be->vt->supports(ref_be->ctx, FF_KIND_CONV2D, FF_CONV2D_DILATION_GROUPS + 1, FF_F32));
     for (int k = 0; k < FF_KIND_COUNT; k++)
         if (k != FF_KIND_CONV2D)
         for (int op = 0; op < 32; op++)

@@ -163,36 +163,6 @@ def _pair(v, name):
     return int(v[0]), int(v[1])
 
 
-def _no_dilation(dilation, groups, fn):
-    if _pair(dilation, "dilation") != (1, 1):
-        raise NotImplementedError("%s: dilation other than 1 is not supported" % fn)
-    if groups != 1:
-        raise NotImplementedError("%s: groups other than 1 are not supported" % fn)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """input [N, C, H, W] (or [C, H, W]), weight [O, C, KH, KW] -> [N, O, OH, OW]."""
-    _no_dilation(dilation, groups, "conv2d")
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = 0
-        elif padding == "same":
-            if _pair(stride, "stride") != (1, 1):
-                raise ValueError("conv2d: padding='same' needs stride 1")
-            kh, kw = weight.shape[2], weight.shape[3]
-            if kh % 2 == 0 or kw % 2 == 0:
-                raise NotImplementedError("conv2d: padding='same' with an even kernel size is not supported")
-            padding = (kh // 2, kw // 2)
-        else:
-            raise ValueError("conv2d: padding must be 'valid', 'same', an int or a pair, got %r" % (padding,))
-    (sh, sw), (ph, pw) = _pair(stride, "stride"), _pair(padding, "padding")
-    unbatched = input.ndim == 3
-    x = input.unsqueeze(0) if unbatched else input
-    b = None if bias is None else as_tensor(bias)
-    y = wrap(C.ff_conv2d(x._ptr, weight._ptr, b._ptr if b is not None else None, sh, sw, ph, pw))
-    return y.squeeze(0) if unbatched else y
-
-
 def _pool(fn, input, kernel_size, stride, padding, name):
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride if stride is not None else kernel_size, "stride")  # PyTorch: stride defaults to the kernel
@@ -336,6 +306,7 @@ from ._functional import activation as _a, classification as _c, loss as _l, dis
 __all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc) for n in m.__all__
             if n not in __all__ and n != "pad_index"]
 del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc
+from ._functional_conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401,E501
 
 
 def _name_errors():

@@ -6,7 +6,7 @@ from .activation import *  # noqa: F401,F403
 from .flatten import Flatten, Unflatten
 from .dropout import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import MaxPool2d, AvgPool2d
 from .batchnorm import *  # noqa: F401,F403
 from .sparse import Embedding, EmbeddingBag
@@ -24,3 +24,4 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList
 for _m in (activation, dropout, normalization, batchnorm, loss, padding, pixelshuffle, upsampling, distance):
     __all__ += _m.__all__
 del _m
+__all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
