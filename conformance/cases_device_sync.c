@@ -11,7 +11,9 @@
  *                     instead. A host-memory backend is also read directly after sync.
  *   upload_complete   upload must be complete when it returns: the host memory is
  *                     overwritten at once, then the buffer is computed on and downloaded
- *                     at once (an upload left running, or run on another queue, shows).
+ *                     at once (an upload left running shows); and it is ordered after the
+ *                     work queued before it (an upload run on a queue of its own, beside
+ *                     kernels still writing the buffer, shows).
  *   memory_stats_live bytes in use are at least the bytes of the live buffers, and the
  *                     freed ones leave it by the time sync returns. */
 #include <stdio.h>
@@ -171,15 +173,20 @@ static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         goto out;
     }
     ff_view va = view1(a, FF_I32, n), vb = view1(b, FF_I32, n);
-    for (int trial = 0; trial < 3 && r == CF_PASS; trial++) {
+    for (int trial = 0; trial < 4 && r == CF_PASS; trial++) {
         int32_t base = 1000 * (trial + 1);
+        /* trial 3: kernels that write a are still queued when the upload into a comes;
+         * it must land after them (an upload on a queue of its own lands first) */
+        for (int k = 0; trial == 3 && k < 8 && r == CF_PASS; k++)
+            if (k % 2 ? vt->unary(be->ctx, FF_UNARY_NEG, &vb, &va) : vt->unary(be->ctx, FF_UNARY_NEG, &va, &vb))
+                r = fail_call(ctx, cs, rep, "unary neg");
         for (int64_t i = 0; i < n; i++) host[i] = base + (int32_t)(i % 9973);
-        if (vt->upload(be->ctx, a, 0, host, nbytes)) {
+        if (r == CF_PASS && vt->upload(be->ctx, a, 0, host, nbytes)) {
             r = fail_call(ctx, cs, rep, "upload");
             break;
         }
         memset(host, 0x5A, nbytes); /* the host may reuse its memory as soon as upload returns */
-        bool neg = trial != 1;      /* trial 1: download right after the upload */
+        bool neg = trial == 0 || trial == 2; /* trials 1 and 3: download right after the upload */
         if (neg && vt->unary(be->ctx, FF_UNARY_NEG, &vb, &va)) {
             r = fail_call(ctx, cs, rep, "unary neg");
             break;
@@ -195,9 +202,11 @@ static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
             char what[1024];
             snprintf(what, sizeof what,
                      "upload was not complete when it returned: i32[%lld] uploaded, the host copy overwritten with "
-                     "0x5A bytes right after, then %s: element %lld is %d, want %d (upload must finish reading the "
-                     "host memory, and order itself before later work, before it returns)",
-                     (long long)n, neg ? "unary neg into another buffer and its download" : "downloaded at once",
+                     "0x5A bytes right after, then %s: element %lld is %d, want %d (upload must have read the host "
+                     "memory when it returns, and land after the work queued before it and before the work after it)",
+                     (long long)n, neg ? "unary neg into another buffer and its download"
+                                   : trial == 3 ? "downloaded at once (8 unary calls writing it were queued before the upload)"
+                                                : "downloaded at once",
                      (long long)i, got[i], want);
             r = fail(ctx, cs, rep, what);
             break;

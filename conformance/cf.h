@@ -62,7 +62,7 @@ typedef struct cf_ctx {
     const char *backend_arg; /* for rerun commands */
     int verbose;
     bool graph; /* --graph: op and grad cases also run captured and replayed (cf_runner.c) */
-    double stress_s; /* --stress: seconds of device.threads_scratch (0: its default) */
+    double stress_s; /* --stress: seconds of device.threads_scratch (0: its default, 2 s) */
 } cf_ctx;
 
 typedef cf_result (*cf_run_fn)(cf_ctx *ctx, const struct cf_case *c, cf_report *rep);
@@ -104,6 +104,7 @@ void cf_gen_fused(void);
 void cf_gen_device_exact(void);   /* family "device": cases_device_*.c */
 void cf_gen_device_sync(void);
 void cf_gen_device_threads(void);
+void cf_gen_device_fused(void);
 
 /* ---- deterministic data -------------------------------------------------- */
 typedef struct cf_rng {

@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "  --list               list the selected case ids and exit\n"
             "  --junit FILE         write JUnit XML\n"
             "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
-            "  --stress S           seconds device.threads_scratch runs threads against the backend (default 1)\n"
+            "  --stress S           seconds device.threads_scratch runs threads against the backend (default 2)\n"
             "  --no-fork            run the backend in this process (for gdb; a crash ends the run)\n"
             "  --graph              run the op and grad cases inside a graph capture, then replay the\n"
             "                       graph and require every value the case read to read the same\n"

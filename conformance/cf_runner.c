@@ -49,6 +49,7 @@ int cf_generate(ff_backend *ref)
     cf_gen_device_exact();
     cf_gen_device_sync();
     cf_gen_device_threads();
+    cf_gen_device_fused();
     cf_gen_special();
     cf_gen_ops();
     cf_gen_grad();
