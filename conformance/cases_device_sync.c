@@ -156,7 +156,7 @@ out:
 }
 
 /* ---- upload_complete ------------------------------------------------------------- */
-static const int64_t upload_sizes[] = {1, 4099, 262147, 1 << 22};
+static const int64_t upload_sizes[] = {1, 4099, 262147, 1048573};
 
 static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 {

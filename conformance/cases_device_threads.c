@@ -132,8 +132,8 @@ static void *grabber(void *arg)
 
 /* Launches small fills back to back: a backend that serializes its launches then makes
  * the summers wait at each launch, between an entry's free and its next launch, where a
- * grabber can take the freed block. A download after every 8 keeps a device queue short
- * (and the grabbers, which wait for it in their uploads, busy). */
+ * grabber can take the freed block. A download after every 8 keeps a device queue short,
+ * so that the grabbers' blocking uploads return soon. */
 static void *launcher(void *arg)
 {
     stress *s = arg;

@@ -199,6 +199,7 @@ cf_result cf_exec_inprocess(void *state, cf_ctx *ctx, int i, cf_report *rep)
  * asks cf_case_abandoned). */
 #define CF_CRASH_LIMIT 3
 static char abandoned[64][64]; /* "family" or "family.op" */
+static char abandoned_why[64][400];
 static int nabandoned;
 
 static bool abandons(const char *key, const cf_case *c)
@@ -207,25 +208,34 @@ static bool abandons(const char *key, const cf_case *c)
     return !strncmp(key, c->family, n) && (!key[n] || (key[n] == '.' && !strcmp(key + n + 1, c->op)));
 }
 
-bool cf_case_abandoned(const cf_case *c)
+/* The reason case c is not run, or NULL. */
+static const char *abandoned_for(const cf_case *c)
 {
     for (int k = 0; k < nabandoned; k++)
-        if (abandons(abandoned[k], c)) return true;
-    return false;
+        if (abandons(abandoned[k], c)) return abandoned_why[k];
+    return NULL;
 }
 
-/* Gives up on case i's op (whole_family: its family): returns how many selected cases
- * of it remain after i. */
-static int abandon(const cf_filter *f, int i, bool whole_family)
+bool cf_case_abandoned(const cf_case *c) { return abandoned_for(c) != NULL; }
+
+/* Gives up on case i's op, or with whole_family on its family, after `crashes` crashes
+ * in a row: prints one line for the selected cases left. */
+static void abandon(const cf_filter *f, int i, bool whole_family, int crashes)
 {
-    if (nabandoned == 64) return 0;
-    if (whole_family) snprintf(abandoned[nabandoned], sizeof abandoned[0], "%s", cases[i].family);
-    else snprintf(abandoned[nabandoned], sizeof abandoned[0], "%s.%s", cases[i].family, cases[i].op);
+    const cf_case *c = &cases[i];
+    if (nabandoned == 64) return;
+    char *key = abandoned[nabandoned], *why = abandoned_why[nabandoned];
+    if (whole_family) snprintf(key, sizeof abandoned[0], "%s", c->family);
+    else snprintf(key, sizeof abandoned[0], "%s.%s", c->family, c->op);
+    snprintf(why, sizeof abandoned_why[0],
+             "not run: %d cases of %s '%s' in a row crashed the backend (rerun one with --no-fork under gdb, or "
+             "leave it out with --exclude %s%s)",
+             crashes, whole_family ? "family" : "op", key, key, whole_family ? "." : "");
     int left = 0;
     for (int j = i + 1; j < ncases; j++)
-        left += abandons(abandoned[nabandoned], &cases[j]) && !cf_case_abandoned(&cases[j]) && cf_case_selected(&cases[j], f);
+        left += abandons(key, &cases[j]) && !cf_case_abandoned(&cases[j]) && cf_case_selected(&cases[j], f);
     nabandoned++;
-    return left;
+    if (left) printf("FAIL %s%s*: the other %d selected cases fail, %s\n", key, whole_family ? "." : "", left, why);
 }
 
 typedef struct gap {
@@ -246,7 +256,6 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
     if (!res || !msgs || !times) abort();
     const cf_case *crashed_last = NULL; /* the last case run, while cases crash in a row */
     int op_run = 0, family_run = 0;
-    char gave_up[400] = "";
     nabandoned = 0;
     for (int i = 0; i < ncases; i++) {
         const cf_case *c = &cases[i];
@@ -254,10 +263,11 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
             res[i] = (cf_result)-1;
             continue;
         }
-        if (cf_case_abandoned(c)) { /* counted, not run: its family kept crashing */
+        const char *why = abandoned_for(c);
+        if (why) { /* counted, not run: its op or family kept crashing */
             res[i] = CF_FAIL;
             tot.failed++;
-            if (junit) msgs[i] = strdup(gave_up);
+            if (junit) msgs[i] = strdup(why);
             continue;
         }
         cf_report rep;
@@ -284,14 +294,7 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
             printf("%s %s: %s\n", rep.crashed ? "CRASH" : "FAIL", c->id, rep.msg);
             if (op_run >= CF_CRASH_LIMIT) {
                 bool family = family_run >= 3 * CF_CRASH_LIMIT;
-                int left = abandon(f, i, family);
-                snprintf(gave_up, sizeof gave_up,
-                         "not run: %d cases of %s '%s%s%s' in a row crashed the backend (rerun one with --no-fork "
-                         "under gdb, or leave it out with --exclude %s.%s)",
-                         family ? family_run : op_run, family ? "family" : "op", c->family, family ? "" : ".",
-                         family ? "" : c->op, c->family, family ? "" : c->op);
-                if (left) printf("FAIL %s.%s*: the other %d selected cases fail, %s\n", c->family, family ? "" : c->op,
-                                 left, gave_up);
+                abandon(f, i, family, family ? family_run : op_run);
                 op_run = 0;
             }
             fflush(stdout);
