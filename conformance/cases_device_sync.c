@@ -12,8 +12,8 @@
  *   upload_complete   upload must be complete when it returns: the host memory is
  *                     overwritten at once, then the buffer is computed on and downloaded
  *                     at once (an upload left running shows); and it is ordered after the
- *                     work queued before it (an upload run on a queue of its own, beside
- *                     kernels still writing the buffer, shows).
+ *                     work queued before it (an upload run on a queue of its own lands
+ *                     before a kernel queued behind long work that writes the buffer).
  *   memory_stats_live bytes in use are at least the bytes of the live buffers, and the
  *                     freed ones leave it by the time sync returns. */
 #include <stdio.h>
@@ -166,20 +166,23 @@ static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     size_t nbytes = (size_t)n * sizeof(int32_t);
     int32_t *host = malloc(nbytes), *got = malloc(nbytes);
     void *a = vt->alloc(be->ctx, nbytes), *b = vt->alloc(be->ctx, nbytes);
+    void *x = vt->alloc(be->ctx, SYNC_N * sizeof(float)), *y = vt->alloc(be->ctx, SYNC_N * sizeof(float));
     cf_result r = CF_PASS;
     if (!host || !got) abort();
-    if (!a || !b) {
+    if (!a || !b || !x || !y) {
         r = fail_call(ctx, cs, rep, "alloc");
         goto out;
     }
-    ff_view va = view1(a, FF_I32, n), vb = view1(b, FF_I32, n);
+    ff_view va = view1(a, FF_I32, n), vb = view1(b, FF_I32, n), vx = view1(x, FF_F32, SYNC_N),
+            vy = view1(y, FF_F32, SYNC_N);
     for (int trial = 0; trial < 4 && r == CF_PASS; trial++) {
         int32_t base = 1000 * (trial + 1);
-        /* trial 3: kernels that write a are still queued when the upload into a comes;
-         * it must land after them (an upload on a queue of its own lands first) */
-        for (int k = 0; trial == 3 && k < 8 && r == CF_PASS; k++)
-            if (k % 2 ? vt->unary(be->ctx, FF_UNARY_NEG, &vb, &va) : vt->unary(be->ctx, FF_UNARY_NEG, &va, &vb))
-                r = fail_call(ctx, cs, rep, "unary neg");
+        /* trial 3: behind long work (sin over f32[2^21] twice), a kernel that writes a is
+         * still queued when the upload into a comes; the upload must land after it (an
+         * upload on a queue of its own lands first, and the kernel overwrites it) */
+        if (trial == 3 && (vt->unary(be->ctx, FF_UNARY_SIN, &vy, &vx) || vt->unary(be->ctx, FF_UNARY_SIN, &vx, &vy) ||
+                           vt->unary(be->ctx, FF_UNARY_NEG, &va, &vb)))
+            r = fail_call(ctx, cs, rep, "unary sin or neg");
         for (int64_t i = 0; i < n; i++) host[i] = base + (int32_t)(i % 9973);
         if (r == CF_PASS && vt->upload(be->ctx, a, 0, host, nbytes)) {
             r = fail_call(ctx, cs, rep, "upload");
@@ -205,7 +208,7 @@ static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
                      "0x5A bytes right after, then %s: element %lld is %d, want %d (upload must have read the host "
                      "memory when it returns, and land after the work queued before it and before the work after it)",
                      (long long)n, neg ? "unary neg into another buffer and its download"
-                                   : trial == 3 ? "downloaded at once (8 unary calls writing it were queued before the upload)"
+                                   : trial == 3 ? "downloaded at once (a unary neg writing it was queued, behind long work, before the upload)"
                                                 : "downloaded at once",
                      (long long)i, got[i], want);
             r = fail(ctx, cs, rep, what);
@@ -215,6 +218,8 @@ static cf_result run_upload(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 out:
     if (a) vt->free(be->ctx, a);
     if (b) vt->free(be->ctx, b);
+    if (x) vt->free(be->ctx, x);
+    if (y) vt->free(be->ctx, y);
     free(host);
     free(got);
     return r;
@@ -300,7 +305,7 @@ void cf_gen_device_sync(void)
     for (int i = 0; i < (int)(sizeof upload_sizes / sizeof upload_sizes[0]); i++) {
         char scen[32];
         snprintf(scen, sizeof scen, "n%lld", (long long)upload_sizes[i]);
-        add("upload_complete", FF_I32, scen, run_upload, FF_KIND_UNARY, FF_UNARY_NEG, i);
+        add("upload_complete", FF_I32, scen, run_upload, FF_KIND_UNARY, FF_UNARY_NEG, i); /* and sin on f32 */
     }
     add("memory_stats_live", FF_U8, "four_buffers", run_stats, -1, 0, 0);
 }
