@@ -98,7 +98,7 @@ mutants: build
 
 # The same for opencl: each conformance/mutants/opencl/*.patch (one device-class fault)
 # applied to a scratch copy of the tree, the opencl plugin rebuilt there, the suite run
-# on it (~15 minutes; not in CI).
+# on it (15-45 minutes, depending on PoCL's kernel cache; not in CI).
 mutants-opencl: build
 	bash conformance/mutants/opencl/run.sh $(BUILD)
 

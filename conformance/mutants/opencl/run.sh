@@ -3,10 +3,12 @@
 # backends/opencl. For each, a scratch copy of the source tree (under a temporary
 # directory; the real tree is never touched) gets the patch, only the opencl plugin is
 # built, and BUILD_DIR's ff-conformance runs on it alone. A fault is caught when the run
-# exits non-zero with a FAIL or CRASH line. Not part of CI (~15 s of build and ~40 s of
-# suite per patch on 2 cores). Usage:
+# exits non-zero with a FAIL or CRASH line. Not part of CI: about a minute per patch on 2
+# cores, and up to 10 minutes for a patch to a .cl file while PoCL's kernel cache is cold
+# (the first run of all 14 took 43 minutes on a busy machine). Usage:
 #   conformance/mutants/opencl/run.sh [BUILD_DIR] [PATCH...]     (`make mutants-opencl`)
-# FF_MUTANT_ARGS adds ff-conformance arguments (e.g. "-o device." for a quick look).
+# FF_MUTANT_ARGS adds ff-conformance arguments (e.g. "-o device." for a quick look). Each
+# run's whole output is kept in BUILD_DIR/mutants-opencl/<patch>.txt.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -30,6 +32,8 @@ cmake -S "$scratch/src" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release -DFF_BUIL
     { cat "$scratch/cmake.log"; exit 2; }
 plugin="$scratch/build/lib/libff_backend_opencl.so"
 export FF_BACKEND= FF_BACKEND_PATH= FF_OPENCL_CACHE_DIR="$scratch/clcache"
+logs="$build/mutants-opencl"
+mkdir -p "$logs"
 caught=0 missed=() t0=$SECONDS
 for p in "${patches[@]}"; do
     name=$(basename "$p" .patch)
@@ -44,11 +48,13 @@ for p in "${patches[@]}"; do
     t1=$SECONDS
     out=$("$conf" --backend "$plugin" --timeout 30 ${FF_MUTANT_ARGS:-} 2>&1)
     rc=$?
+    printf '%s\n' "$out" >"$logs/$name.txt"
     nfail=$(grep -c -E '^(FAIL|CRASH) ' <<<"$out")
+    ndev=$(grep -c -E '^(FAIL|CRASH) device\.' <<<"$out")
     first=$(grep -m1 -E '^(FAIL|CRASH) ' <<<"$out" | cut -c1-100)
     if [ $rc -ne 0 ] && [ "$nfail" -gt 0 ]; then
         caught=$((caught + 1))
-        printf 'caught  %-36s %4d failing, %3d s  %s\n' "$name" "$nfail" $((SECONDS - t1)) "$first"
+        printf 'caught  %-36s %5d failing (%2d device.*), %3d s  %s\n' "$name" "$nfail" "$ndev" $((SECONDS - t1)) "$first"
     else
         missed+=("$name"); printf 'MISSED  %-36s exit %d, %3d s\n' "$name" "$rc" $((SECONDS - t1))
     fi
