@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps deps-test model build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz test-build-matrix fuzz fuzz-build mutants coverage bench install clean
+.PHONY: all deps deps-test model build demo demo-dist bench-dist test test-release test-asan test-tsan test-fuzz test-build-matrix fuzz fuzz-build mutants mutants-opencl coverage bench install clean
 
 all: build
 
@@ -102,6 +102,12 @@ fuzz: fuzz-build
 # whole conformance suite; says which the suite catches (a few minutes).
 mutants: build
 	bash conformance/mutants/run_all.sh $(BUILD)
+
+# The same for opencl: each conformance/mutants/opencl/*.patch (one device-class fault)
+# applied to a scratch copy of the tree, the opencl plugin rebuilt there, the suite run
+# on it (15-45 minutes, depending on PoCL's kernel cache; not in CI).
+mutants-opencl: build
+	bash conformance/mutants/opencl/run.sh $(BUILD)
 
 # Which branches of the reference backend the conformance suite never takes (gcov, in
 # build-cov; about a minute).

@@ -65,6 +65,7 @@ typedef struct cf_ctx {
     int verbose;
     bool graph; /* --graph: op and grad cases also run captured and replayed (cf_runner.c) */
     int step;   /* --step: judge as if the backend kept this rules step (0: its own, cf_steps.c) */
+    double stress_s; /* --stress: seconds of device.threads_scratch (0: its default, 2 s) */
 } cf_ctx;
 
 typedef cf_result (*cf_run_fn)(cf_ctx *ctx, const struct cf_case *c, cf_report *rep);
@@ -103,6 +104,10 @@ void cf_gen_special(void);
 void cf_gen_ops(void);
 void cf_gen_grad(void);
 void cf_gen_fused(void);
+void cf_gen_device_exact(void);   /* family "device": cases_device_*.c */
+void cf_gen_device_sync(void);
+void cf_gen_device_threads(void);
+void cf_gen_device_fused(void);
 
 /* ---- deterministic data -------------------------------------------------- */
 typedef struct cf_rng {
@@ -250,6 +255,9 @@ void cf_fpenv_capture(void);
  * cf_guard_take reports (once) a guard a public op overwrote since the last call. */
 void cf_guard_install(ff_backend *be);
 bool cf_guard_take(char *msg, size_t n);
+/* The backend's own vtable behind the guard wrapper (for cases that call it from several
+ * threads: the wrapper's table of live buffers is single-threaded). */
+const ff_backend_vtable *cf_guard_inner(const ff_backend *be);
 void cf_exec_result_free(cf_exec_result *res);
 
 /* Expected logical dst values (row-major; dst dtype), or NULL if none exists. */

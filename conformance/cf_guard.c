@@ -89,3 +89,8 @@ bool cf_guard_take(char *msg, size_t n)
     damage[0] = 0;
     return true;
 }
+
+const ff_backend_vtable *cf_guard_inner(const ff_backend *be)
+{
+    return be->vt == &wrapped ? inner : be->vt;
+}

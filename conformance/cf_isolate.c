@@ -75,7 +75,7 @@ static void worker_main(int fd, const char *spec, cf_ctx *ctx, const cf_filter *
     cf_guard_install(be);
     ctx->t = be;
     for (int i = start; i < cf_case_count(); i++) {
-        if (!cf_case_selected(cf_case_at(i), f)) continue;
+        if (!cf_case_selected(cf_case_at(i), f) || cf_case_abandoned(cf_case_at(i))) continue;
         cf_report rep;
         memset(&rep, 0, sizeof rep);
         rec.index = i;

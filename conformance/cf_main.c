@@ -1,7 +1,7 @@
 /* ff-conformance: proves a backend behaves like the reference cpu backend.
  *
  *   ff-conformance [--backend NAME|PATH] [-o OP] [--dtype D] [--case ID] [--seed S]
- *                  [--list] [--junit FILE] [--timeout S] [--no-fork] [-v]
+ *                  [--list] [--junit FILE] [--timeout S] [--stress S] [--no-fork] [-v]
  *
  * Without --backend, every backend the loader can find is tested; one that cannot
  * start (no device) is reported as skipped with its reason. The backend under test runs
@@ -49,6 +49,7 @@ static void usage(FILE *f)
             "  --list               list the selected case ids and exit\n"
             "  --junit FILE         write JUnit XML\n"
             "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
+            "  --stress S           seconds device.threads_scratch runs threads against the backend (default 2)\n"
             "  --no-fork            run the backend in this process (for gdb; a crash ends the run)\n"
             "  --graph              run the op and grad cases inside a graph capture, then replay the\n"
             "                       graph and require every value the case read to read the same\n"
@@ -79,6 +80,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--step")) { TAKES_VALUE; ctx.step = atoi(v); }
         else if (!strcmp(a, "--junit")) { TAKES_VALUE; junit_path = v; }
         else if (!strcmp(a, "--timeout")) { TAKES_VALUE; timeout_s = strtod(v, NULL); }
+        else if (!strcmp(a, "--stress")) { TAKES_VALUE; ctx.stress_s = strtod(v, NULL); }
         else if (!strcmp(a, "--no-fork")) no_fork = true;
         else if (!strcmp(a, "--graph")) ctx.graph = flt.graph = true;
         else if (!strcmp(a, "--dtype")) {

@@ -46,6 +46,10 @@ int cf_generate(ff_backend *ref)
     cf_gen_random();
     cf_gen_softmax();
     cf_gen_fused();
+    cf_gen_device_exact();
+    cf_gen_device_sync();
+    cf_gen_device_threads();
+    cf_gen_device_fused();
     cf_gen_special();
     cf_gen_ops();
     cf_gen_grad();
@@ -195,6 +199,53 @@ cf_result cf_exec_inprocess(void *state, cf_ctx *ctx, int i, cf_report *rep)
     return cf_run_case(ctx, i, rep);
 }
 
+/* A family whose every case crashes the worker (one broken entry under all of them)
+ * would restart it once per case, which once took 11 minutes. So after CF_CRASH_LIMIT
+ * crashes in a row in one op ("unary.exp"), the rest of that op fails at once, with one
+ * line; after 3 * CF_CRASH_LIMIT in a row in one family (three ops given up in a row),
+ * the rest of the family does. Workers forked later skip those cases too (cf_isolate.c
+ * asks cf_case_abandoned). */
+#define CF_CRASH_LIMIT 3
+static char abandoned[64][64]; /* "family" or "family.op" */
+static char abandoned_why[64][400];
+static int nabandoned;
+
+static bool abandons(const char *key, const cf_case *c)
+{
+    size_t n = strlen(c->family);
+    return !strncmp(key, c->family, n) && (!key[n] || (key[n] == '.' && !strcmp(key + n + 1, c->op)));
+}
+
+/* The reason case c is not run, or NULL. */
+static const char *abandoned_for(const cf_case *c)
+{
+    for (int k = 0; k < nabandoned; k++)
+        if (abandons(abandoned[k], c)) return abandoned_why[k];
+    return NULL;
+}
+
+bool cf_case_abandoned(const cf_case *c) { return abandoned_for(c) != NULL; }
+
+/* Gives up on case i's op, or with whole_family on its family, after `crashes` crashes
+ * in a row: prints one line for the selected cases left. */
+static void abandon(const cf_filter *f, int i, bool whole_family, int crashes)
+{
+    const cf_case *c = &cases[i];
+    if (nabandoned == 64) return;
+    char *key = abandoned[nabandoned], *why = abandoned_why[nabandoned];
+    if (whole_family) snprintf(key, sizeof abandoned[0], "%s", c->family);
+    else snprintf(key, sizeof abandoned[0], "%s.%s", c->family, c->op);
+    snprintf(why, sizeof abandoned_why[0],
+             "not run: %d cases of %s '%s' in a row crashed the backend (rerun one with --no-fork under gdb, or "
+             "leave it out with --exclude %s%s)",
+             crashes, whole_family ? "family" : "op", key, key, whole_family ? "." : "");
+    int left = 0;
+    for (int j = i + 1; j < ncases; j++)
+        left += abandons(key, &cases[j]) && !cf_case_abandoned(&cases[j]) && cf_case_selected(&cases[j], f);
+    nabandoned++;
+    if (left) printf("FAIL %s%s*: the other %d selected cases fail, %s\n", key, whole_family ? "." : "", left, why);
+}
+
 typedef struct gap {
     char what[64];
     int count;
@@ -211,10 +262,20 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
     gap gaps[64];
     int ngaps = 0, gap_total = 0;
     if (!res || !msgs || !times) abort();
+    const cf_case *crashed_last = NULL; /* the last case run, while cases crash in a row */
+    int op_run = 0, family_run = 0;
+    nabandoned = 0;
     for (int i = 0; i < ncases; i++) {
         const cf_case *c = &cases[i];
         if (!cf_case_selected(c, f)) {
             res[i] = (cf_result)-1;
+            continue;
+        }
+        const char *why = abandoned_for(c);
+        if (why) { /* counted, not run: its op or family kept crashing */
+            res[i] = CF_FAIL;
+            tot.failed++;
+            if (junit) msgs[i] = strdup(why);
             continue;
         }
         cf_report rep;
@@ -223,6 +284,15 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
         cf_result r = exec(exec_state, ctx, i, &rep);
         times[i] = now_s() - c0;
         res[i] = r;
+        if (r == CF_FAIL && rep.crashed) {
+            bool same_family = crashed_last && !strcmp(crashed_last->family, c->family);
+            family_run = same_family ? family_run + 1 : 1;
+            op_run = same_family && !strcmp(crashed_last->op, c->op) ? op_run + 1 : 1;
+            crashed_last = c;
+        } else {
+            crashed_last = NULL;
+            op_run = family_run = 0;
+        }
         if (r == CF_PASS) {
             tot.passed++;
             if (ctx->verbose) printf("PASS %s\n", c->id);
@@ -230,6 +300,11 @@ cf_totals cf_run_backend(cf_ctx *ctx, const cf_filter *f, FILE *junit, const cha
             tot.failed++;
             tot.crashed += rep.crashed;
             printf("%s %s: %s\n", rep.crashed ? "CRASH" : "FAIL", c->id, rep.msg);
+            if (op_run >= CF_CRASH_LIMIT) {
+                bool family = family_run >= 3 * CF_CRASH_LIMIT;
+                abandon(f, i, family, family ? family_run : op_run);
+                op_run = 0;
+            }
             fflush(stdout);
         } else {
             tot.skipped++;

@@ -28,6 +28,9 @@ cf_result cf_run_case(cf_ctx *ctx, int i, cf_report *rep);
 /* The in-process executor (--no-fork): cf_run_case itself. */
 cf_result cf_exec_inprocess(void *state, cf_ctx *ctx, int i, cf_report *rep);
 int cf_case_count(void);
+/* True for the cases of an op or family cf_run_backend gave up on after crashes in a
+ * row: they fail without running (a worker forked after that skips them). */
+bool cf_case_abandoned(const cf_case *c);
 const cf_case *cf_case_at(int i);
 
 /* Generates every family's cases (ref answers supports() queries); returns the count. */
