@@ -23,7 +23,7 @@
  * on the whole descriptor: shapes, strides, dtypes, ISA. The same cache serves conv2d.
  * Layouts: a matrix that is row- or column-major (any leading dimension) goes to oneDNN
  * with its strides; any other (a step in both dims) is first copied to a dense half copy
- * by the copy entry. The batch is walked here (broadcast batch dims need no copy), the
+ * by the copy entry. The batch is walked here (a broadcast, stride 0, needs no copy), the
  * rows of C split across the pool, each slice one single-threaded oneDNN call per batch
  * element, as for the f32 gemm.
  */
@@ -170,8 +170,8 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int r = dst->ndim;
     if (!engine || dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r) return 0;
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
-    for (int d = 0; d < r - 2; d++) /* blas_matmul reports a mismatch */
-        if ((a->shape[d] != dst->shape[d] && a->shape[d] != 1) || (b->shape[d] != dst->shape[d] && b->shape[d] != 1)) return 0;
+    for (int d = 0; d < r - 2; d++) /* blas_matmul reports a mismatch; broadcast is a stride of 0 */
+        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0;
     if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DNNL_MIN_MNK)
         return 0;
     int64_t nbatch = ff_view_numel(dst) / (M * N);
@@ -193,12 +193,12 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     if (pa && !(amem = dense_copy(c, a, &av))) goto out;
     if (pb && !(bmem = dense_copy(c, b, &bv))) goto out;
     A.p = (const uint16_t *)av.buf + av.offset, B.p = (const uint16_t *)bv.buf + bv.offset;
-    /* batch offsets in row-major order; broadcast dims (size 1) stay put */
+    /* batch offsets in row-major order (a broadcast dim has stride 0) */
     int64_t idx[FF_MAX_DIMS] = {0}, ao = 0, bo = 0;
     for (int64_t n = 0; n < nbatch; n++) {
         offs[2 * n] = ao, offs[2 * n + 1] = bo;
         for (int d = r - 3; d >= 0; d--) {
-            int64_t sa = av.shape[d] == 1 ? 0 : av.strides[d], sb = bv.shape[d] == 1 ? 0 : bv.strides[d];
+            int64_t sa = av.strides[d], sb = bv.strides[d];
             if (++idx[d] < dst->shape[d]) {
                 ao += sa, bo += sb;
                 break;
