@@ -90,6 +90,7 @@ typedef struct dnnl_job {
     mm_mat A, B;
     float *C;            /* nbatch x M x N, dense */
     const int64_t *offs; /* per batch element: a's and b's element offsets, interleaved */
+    const_dnnl_primitive_desc_t whole; /* the descriptor for all M rows, made by the caller */
     atomic_int failed;
 } dnnl_job;
 
@@ -125,12 +126,14 @@ static void dnnl_slice(void *arg, int64_t rb, int64_t re)
     dnnl_stream_t stream = NULL;
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
     int64_t m = re - rb;
-    dnnl_status_t s = pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->N);
-    if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
+    /* a slice of all rows (one thread) reuses the caller's descriptor */
+    dnnl_status_t s = m == j->M ? dnnl_success : pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->N);
+    const_dnnl_primitive_desc_t use = m == j->M ? j->whole : pd;
+    if (s == dnnl_success) s = dnnl_primitive_create(&prim, use);
     if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-    if (s == dnnl_success) s = dnnl_memory_create(&ma, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), engine, DNNL_MEMORY_NONE);
-    if (s == dnnl_success) s = dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), engine, DNNL_MEMORY_NONE);
-    if (s == dnnl_success) s = dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&ma, dnnl_primitive_desc_query_md(use, dnnl_query_src_md, 0), engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(use, dnnl_query_weights_md, 0), engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(use, dnnl_query_dst_md, 0), engine, DNNL_MEMORY_NONE);
     for (int64_t n = 0; n < j->nbatch && s == dnnl_success; n++) {
         const uint16_t *pa = j->A.p + j->offs[2 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[2 * n + 1];
         s = dnnl_memory_set_data_handle(ma, (void *)pa);
@@ -184,8 +187,10 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     mm_mat A = {NULL, pa ? K : ars, pa ? 1 : acs}, B = {NULL, pb ? N : brs, pb ? 1 : bcs};
     dnnl_primitive_desc_t pd = NULL;
     int fast = pd_make(&pd, M, N, K, &A, &B, N) == dnnl_success && pd_fast(pd);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (!fast) return 0;
+    if (!fast) {
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        return 0;
+    }
     int st = -1;
     float *C = blas_scratch(c, (size_t)(nbatch * M * N) * sizeof(float));
     int64_t *offs = blas_scratch(c, (size_t)nbatch * 2 * sizeof(int64_t));
@@ -212,7 +217,7 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
             st = 0;
     if (st == 1) {
         dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .C = C,
-                      .offs = offs};
+                      .offs = offs, .whole = pd};
         atomic_init(&j.failed, 0);
         int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
         blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
@@ -223,6 +228,7 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
         blas_half_convert(c, dst, &cv);
     }
 out:
+    dnnl_primitive_desc_destroy(pd);
     blas_free(c, bmem);
     blas_free(c, amem);
     blas_free(c, offs);
