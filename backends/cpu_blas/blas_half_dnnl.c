@@ -42,13 +42,21 @@
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 
-/* One CPU engine for the process: engines are thread-safe and cheap to keep; it is
- * still reachable at exit (not a leak). FF_HALF_DNNL=0 turns the path off. */
+/* One CPU engine for the process, made by the first product that may use it (engines
+ * are thread-safe), destroyed when the plugin is unloaded: the core dlcloses backends,
+ * after which a static pointer no longer keeps it reachable. FF_HALF_DNNL=0 turns the
+ * path off. */
 static void engine_init(void)
 {
     const char *env = getenv("FF_HALF_DNNL");
     if (env && !strcmp(env, "0")) return;
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+__attribute__((destructor)) static void engine_fini(void)
+{
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
 }
 
 /* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set). */
@@ -169,14 +177,15 @@ static void *dense_copy(blas_ctx *c, const ff_view *v, ff_view *out)
 
 int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
-    pthread_once(&engine_once, engine_init);
     int r = dst->ndim;
-    if (!engine || dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r) return 0;
+    if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r) return 0;
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
     for (int d = 0; d < r - 2; d++) /* blas_matmul reports a mismatch; broadcast is a stride of 0 */
         if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0;
     if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DNNL_MIN_MNK)
         return 0;
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return 0;
     int64_t nbatch = ff_view_numel(dst) / (M * N);
     /* the layouts first, so that a decline costs nothing */
     ff_view av = *a, bv = *b;
