@@ -148,6 +148,9 @@ def torch_workloads(torch, quick, max_mm):
             break
         a, b = u(n, n), u(n, n)
         w["matmul_f32_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))
+    for n in (256,) if quick else (512, 1024, 2048):  # ff-bench's matmul_bf16_* rows (oneDNN in torch)
+        a, b = (u(n, n, lo=-5, hi=5).to(torch.bfloat16) for _ in range(2))
+        w["matmul_bf16_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))
     for tag, n in (("1M", 1 << 20), ("16M", 1 << 24)):
         n = n // 16 if quick else n
         a, b = u(n, lo=-5, hi=5), u(n, lo=-5, hi=5)

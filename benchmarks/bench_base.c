@@ -180,8 +180,39 @@ static void blas_best(int n, int threads, const bench_opts *o)
     bench_emit(&best);
 }
 
+/* oneDNN's bf16 matmul called directly (ff-dnnl-probe, beside ff-bench; absent where
+ * oneDNN is not built in): its line is forwarded as the "onednn" baseline. */
+static void dnnl_direct(int n, int threads, const bench_opts *o)
+{
+    char self[4096], cmd[8400];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return;
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash) return;
+    *slash = '\0';
+    snprintf(cmd, sizeof cmd, "'%s/ff-dnnl-probe' %d %d %g%s", self, n, threads, o->budget_s, o->quick ? " quick" : "");
+    FILE *p = popen(cmd, "r");
+    char line[1024];
+    while (p && fgets(line, sizeof line, p)) {
+        bench_result r = {0};
+        char unit[16];
+        if (sscanf(line, "R\t%63[^\t]\t%31[^\t]\t%d\t%lf\t%lf\t%d\t%ld\t%lf\t%15s", r.workload, r.backend, &r.threads,
+                   &r.median_s, &r.min_s, &r.runs, &r.inner, &r.work, unit) == 9)
+            fputs(line, stdout);
+    }
+    if (p) pclose(p);
+}
+
 void bench_baselines_all(int threads, const bench_opts *o)
 {
+    static const int bf16_sizes[3] = {512, 1024, 2048}; /* as bench_ff.c's matmul_bf16_* rows */
+    for (int i = 0; i < (o->quick ? 1 : 3); i++) {
+        int n = o->quick ? 256 : bf16_sizes[i];
+        char w[64];
+        snprintf(w, sizeof w, "matmul_bf16_%d", n);
+        if (bench_selected(o, w)) dnnl_direct(n, threads, o);
+    }
     openblas_set_num_threads(threads);
     for (int i = 0; i < bench_mm_count; i++) {
         int n = bench_mm_sizes[i];

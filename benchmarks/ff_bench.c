@@ -199,7 +199,7 @@ static const bench_result *find_base(const char *w, const char *be, int threads)
 
 static const char *const ff_names[] = {"cpu_blas", "cpu"};
 /* blas_best: the fastest of OpenBLAS under each kernel, oneDNN and BLIS (bench_base.c) */
-static const char *const base_names[] = {"cblas", "blas_best", "c_loop", "numpy", "torch"};
+static const char *const base_names[] = {"cblas", "blas_best", "c_loop", "numpy", "torch", "onednn"};
 #define NBASE ((int)(sizeof base_names / sizeof base_names[0]))
 
 static void fmt_time(double s, char *buf, size_t n)
@@ -216,7 +216,7 @@ static void print_table(void)
     printf("\n%-22s %3s", "workload", "thr");
     for (int i = 0; i < 2; i++) printf(" %11s", ff_names[i]);
     for (int i = 0; i < NBASE; i++) printf(" %11s", base_names[i]);
-    printf("   cpu_blas speed vs: cblas   best  c_loop  numpy  torch\n");
+    printf("   cpu_blas speed vs: cblas   best  c_loop  numpy  torch onednn\n");
     for (int i = 0; i < nresults; i++) {
         const bench_result *r = &results[i];
         /* one row per (workload, threads), at its first FusionFlow result */

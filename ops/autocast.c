@@ -10,6 +10,7 @@ ff_status ff_autocast_set(ff_dtype dtype)
     if (dtype != FF_F32 && dtype != FF_F16 && dtype != FF_BF16)
         return ff_error(FF_ERR_INVALID, "ff_autocast_set: dtype %s is not float16, bfloat16 or float32 (off)",
                         ff_dtype_name(dtype));
+    if (dtype != autocast_dtype) ff_autocast_cache_clear(); /* the region ends (or changes dtype) */
     autocast_dtype = dtype;
     return FF_OK;
 }
@@ -39,7 +40,9 @@ int ff_autocast_operands(ff_autocast_rule rule, int n, const ff_tensor *const *i
     if (!any) return 0;
     for (int i = 0; i < n; i++) {
         bool cast = in[i] && (rule == FF_AUTOCAST_LOW || is_half(in[i]->dtype));
-        out[i] = cast ? ff_op_cast(in[i], target, fn) : ff_tensor_retain((ff_tensor *)in[i]);
+        out[i] = !cast ? ff_tensor_retain((ff_tensor *)in[i])
+                 : rule == FF_AUTOCAST_LOW ? ff_autocast_cast(in[i], target, fn)
+                                           : ff_op_cast(in[i], target, fn);
         if (cast && !out[i]) {
             ff_autocast_release(i, out);
             return -1;

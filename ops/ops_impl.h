@@ -20,6 +20,13 @@ ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn);
 typedef enum ff_autocast_rule { FF_AUTOCAST_LOW, FF_AUTOCAST_WIDE } ff_autocast_rule;
 int ff_autocast_operands(ff_autocast_rule rule, int n, const ff_tensor *const *in, ff_tensor **out, const char *fn);
 void ff_autocast_release(int n, ff_tensor **t);
+/* ops/autocast_cache.c: the cast of an operand to the autocast dtype, from this region's
+ * cache when t is a parameter (a leaf requiring grad) whose version has not moved; the
+ * cache is emptied when the region ends. Stats: casts made and cache hits on this thread
+ * since it started (for tests). */
+ff_tensor *ff_autocast_cast(const ff_tensor *t, ff_dtype target, const char *fn);
+void ff_autocast_cache_clear(void);
+void ff_autocast_cache_stats(int64_t *casts, int64_t *hits);
 
 /* Records node `name` on out if any input requires grad; on failure releases out and
  * returns NULL. Saves the listed tensors (may be NULL entries, skipped). */

@@ -18,8 +18,11 @@
  * inf * subnormal would give NaN, not inf). Results: a product or partial sum below
  * 2^-126 in magnitude is lost, an absolute error below K * 2^-126, inside the f32
  * accumulation bound of any product of normal operands; only results that are themselves
- * that tiny lose their subnormal digits. FF_BF16_DOT=0 turns the kernel off.
+ * that tiny lose their subnormal digits. FF_BF16_DOT=0 turns the kernel off, FF_BF16_DOT=1
+ * on without the speed check below.
  */
+#include <time.h>
+
 #include "blas_impl.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -32,6 +35,72 @@
 #define MC 120
 #define NC 2048
 
+/* Why the kernel is not always taken: on some CPUs with AVX512-BF16 (Sapphire Rapids,
+ * measured) vdpbf16ps issues at a quarter of vfmadd231ps's rate, so its 32 multiply-adds
+ * per instruction are half of what two f32 FMAs do per cycle, and the kernel ran at half
+ * the f32 gemm's speed (1024^3: 104 ms against 49 ms for the f32 detour, same process).
+ * So the first call times 24 independent chains of each instruction (about 0.1 ms) and
+ * keeps the kernel only where vdpbf16ps does at least 1.5x the FMA's multiply-adds per
+ * second (packing pairs costs more than the f32 gemm's packing). */
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CH_DECL(i) __m512 x##i = _mm512_setzero_ps(), y##i = _mm512_setzero_ps();
+#define CH_SUM(i) s = _mm512_add_ps(s, _mm512_add_ps(x##i, y##i));
+
+static double seconds(void)
+{
+    struct timespec t;
+    timespec_get(&t, TIME_UTC); /* C11; a relative time is all we need */
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+__attribute__((target("avx512f,avx512bf16"), noinline)) static float time_dot(int64_t n, double *sec)
+{
+    CHAINS(CH_DECL)
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+    double t = seconds();
+#define CH_DOT(i) x##i = _mm512_dpbf16_ps(x##i, a, a), y##i = _mm512_dpbf16_ps(y##i, a, a);
+    for (int64_t k = 0; k < n; k++) {
+        CHAINS(CH_DOT)
+        __asm__ volatile("" : "+v"(a));
+    }
+    *sec = seconds() - t;
+    __m512 s = _mm512_setzero_ps();
+    CHAINS(CH_SUM)
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f"), noinline)) static float time_fma(int64_t n, double *sec)
+{
+    CHAINS(CH_DECL)
+    __m512 a = _mm512_set1_ps(1e-3f);
+    double t = seconds();
+#define CH_FMA(i) x##i = _mm512_fmadd_ps(a, a, x##i), y##i = _mm512_fmadd_ps(a, a, y##i);
+    for (int64_t k = 0; k < n; k++) {
+        CHAINS(CH_FMA)
+        __asm__ volatile("" : "+v"(a));
+    }
+    *sec = seconds() - t;
+    __m512 s = _mm512_setzero_ps();
+    CHAINS(CH_SUM)
+    return _mm512_reduce_add_ps(s);
+}
+
+/* 1 if vdpbf16ps beats the f32 FMA by the margin above: best of 3 rounds each. */
+static int dot_pays(void)
+{
+    double best_dot = 1e9, best_fma = 1e9, t;
+    volatile float sink = 0;
+    for (int r = 0; r < 3; r++) {
+        sink += time_dot(512, &t);
+        best_dot = t < best_dot ? t : best_dot;
+        sink += time_fma(512, &t);
+        best_fma = t < best_fma ? t : best_fma;
+    }
+    (void)sink;
+    /* same instruction count: the dot does twice the multiply-adds per instruction */
+    return 2.0 * best_fma >= 1.5 * best_dot;
+}
+
 int blas_bf16_dot_available(void)
 {
     static atomic_int cached = -1;
@@ -40,8 +109,9 @@ int blas_bf16_dot_available(void)
         unsigned eax = 0, ebx, ecx, edx;
         /* CPUID leaf 7 subleaf 1, EAX bit 5: AVX512_BF16; zmm state: the avx512f answer */
         a = (blas_cpu_flags() & BLAS_CPU_AVX512F) && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
-        const char *e = getenv("FF_BF16_DOT");
+        const char *e = getenv("FF_BF16_DOT"); /* 0: off, 1: on wherever the CPU has it */
         if (e && !strcmp(e, "0")) a = 0;
+        else if (a && !(e && !strcmp(e, "1"))) a = dot_pays();
         atomic_store_explicit(&cached, a, memory_order_relaxed);
     }
     return a;

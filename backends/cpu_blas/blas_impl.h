@@ -177,6 +177,9 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
 ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
 ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
 ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* blas_half_dnnl.c: bf16 matmul through oneDNN's matmul primitive when oneDNN runs it on
+ * bf16 hardware (AMX, AVX512-BF16): 1 done, 0 declined (dst untouched), -1 out of memory. */
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b);
 /* blas_half_dot.c: bf16 gemm on AVX512-BF16 (FF_BF16_DOT=0 turns it off): C (M x N, dense
  * f32) = A . B, any strides; 0, -1 on OOM, 1 when an operand holds a subnormal (C is then
  * not the product: the caller takes the f32 gemm). */

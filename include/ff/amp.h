@@ -39,6 +39,10 @@ extern "C" {
  *     docs/semantics.md, "Mixed precision");
  *   - every other op runs in the dtypes it is given (type promotion as usual).
  * The casts are ordinary differentiable ops, so gradients reach f32 parameters in f32.
+ * A parameter (an f32 leaf requiring grad) is cast once per region and dtype: later uses
+ * reuse the cast until the parameter's version moves (an in-place update, an optimizer
+ * step); the cached casts are released when the region ends (a call that changes the
+ * dtype), as PyTorch's autocast cache.
  * ff_backward and ff_autograd_grad run with autocast off: the backward pass follows the
  * dtypes the forward pass chose. Any other dtype is FF_ERR_INVALID (state unchanged). */
 ff_status ff_autocast_set(ff_dtype dtype);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ff_test.h"
+#include "ops_impl.h" /* ff_autocast_cache_stats */
 
 static ff_tensor *leaf(ff_dtype dt, int ndim, const int64_t *shape, const double *v)
 {
@@ -195,6 +196,74 @@ static void test_scaler_skips_overflow_and_adapts(void)
     ff_tensor_release(p);
 }
 
+/* n values of t, as doubles */
+static void values(const ff_tensor *t, double *v, int64_t n) { CHECK(t && ff_test_values(t, v, n) == 0); }
+
+/* The autocast cache: a parameter used twice in a region is cast once (same values as a
+ * fresh cast, gradients from both uses), an in-place update inside the region or an
+ * optimizer step between regions gives a fresh cast, and leaving the region releases
+ * every cached reference. */
+static void test_autocast_weight_cache(void)
+{
+    long live0 = ff_debug_live_tensors();
+    ff_tensor *w = randn(6, 5, 21), *x32 = randn(4, 6, 22), *x = ff_astype(x32, FF_BF16);
+    ff_set_requires_grad(w, true);
+    int64_t c0, h0, c1, h1;
+    double got[20], want[20];
+    CHECK(ff_autocast_set(FF_BF16) == FF_OK);
+    ff_autocast_cache_stats(&c0, &h0);
+    ff_tensor *y1 = ff_matmul(x, w), *y2 = ff_matmul(x, w);
+    ff_autocast_cache_stats(&c1, &h1);
+    CHECK(c1 - c0 == 1 && h1 - h0 == 1); /* x is bf16 already: w's one cast, then a hit */
+    ff_tensor *wb = ff_astype(w, FF_BF16), *fresh = ff_matmul(x, wb);
+    values(y2, got, 20), values(fresh, want, 20);
+    for (int i = 0; i < 20; i++) CHECK(got[i] == want[i]);
+    /* gradients reach w from both uses of the one cast */
+    ff_tensor *s = ff_add(y1, y2), *loss = s ? ff_sum(s, 0, NULL, false) : NULL;
+    CHECK(loss && ff_backward(loss, NULL, NULL) == FF_OK);
+    ff_tensor *g = ff_grad(w), *xs = ff_sum(x32, 1, (int[]){0}, false); /* d/dw sum(x w) = colsum(x) per row */
+    double gv[30], xv[6];
+    values(g, gv, 30), values(xs, xv, 6);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 5; j++) CHECK_NEAR(gv[i * 5 + j], 2 * xv[i], 0.02 * fabs(xv[i]) + 0.05);
+    /* a second forward and backward in the region through the same cached cast: its
+     * history survives the first backward, the gradient accumulates to 3 colsum(x) */
+    ff_tensor *y5 = ff_matmul(x, w), *loss5 = y5 ? ff_sum(y5, 0, NULL, false) : NULL;
+    CHECK(loss5 && ff_backward(loss5, NULL, NULL) == FF_OK);
+    ff_tensor *g3 = ff_grad(w);
+    values(g3, gv, 30);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 5; j++) CHECK_NEAR(gv[i * 5 + j], 3 * xv[i], 0.03 * fabs(xv[i]) + 0.05);
+    RELEASE(y5, loss5, g3);
+    /* an in-place update inside the region: the version moved, so a fresh cast */
+    FF_NO_GRAD_BEGIN
+    CHECK(ff_mul_scalar_(w, 0.5) == FF_OK); /* exact: halving */
+    FF_NO_GRAD_END
+    ff_autocast_cache_stats(&c0, &h0);
+    ff_tensor *y3 = ff_matmul(x, w);
+    ff_autocast_cache_stats(&c1, &h1);
+    CHECK(c1 - c0 == 1 && h1 == h0);
+    values(y3, got, 20);
+    for (int i = 0; i < 20; i++) CHECK(got[i] == want[i] * 0.5);
+    CHECK(ff_autocast_set(FF_F32) == FF_OK);
+    /* an optimizer step between regions: the next region casts the new values */
+    ff_sgd_opts so = ff_sgd_defaults(0.1);
+    ff_optimizer *opt = ff_sgd(&w, 1, &so);
+    CHECK(opt && ff_optimizer_step(opt) == FF_OK);
+    ff_tensor *wb2 = ff_astype(w, FF_BF16), *want2 = ff_matmul(x, wb2);
+    CHECK(ff_autocast_set(FF_BF16) == FF_OK);
+    ff_autocast_cache_stats(&c0, &h0);
+    ff_tensor *y4 = ff_matmul(x, w);
+    ff_autocast_cache_stats(&c1, &h1);
+    CHECK(c1 - c0 == 1 && h1 == h0);
+    values(y4, got, 20), values(want2, want, 20);
+    for (int i = 0; i < 20; i++) CHECK(got[i] == want[i]);
+    CHECK(ff_autocast_set(FF_F32) == FF_OK);
+    ff_optimizer_release(opt);
+    RELEASE(w, x32, x, y1, y2, wb, fresh, s, loss, g, xs, y3, wb2, want2, y4);
+    CHECK(ff_debug_live_tensors() == live0); /* the region's end dropped the cache's references */
+}
+
 FF_TEST_MAIN("amp", TEST(test_autocast_mode), TEST(test_matmul_and_conv_cast_down), TEST(test_precise_ops_cast_up),
              TEST(test_linear_training_gradients), TEST(test_scaler_rescues_f16_gradients),
-             TEST(test_scaler_skips_overflow_and_adapts))
+             TEST(test_scaler_skips_overflow_and_adapts), TEST(test_autocast_weight_cache))

@@ -1,0 +1,255 @@
+/*
+ * BF16 matmul through oneDNN's matmul primitive: the matrix units (AMX) or AVX512-BF16,
+ * whichever oneDNN finds (ONEDNN_MAX_CPU_ISA caps it).
+ *
+ * Why not only the own vdpbf16ps kernel (blas_half_dot.c): on a CPU with AMX one tile
+ * instruction does 16 x 16 x 32 multiply-adds, several times what any zmm kernel can;
+ * oneDNN's brgemm kernels are the ones PyTorch runs on bf16 here.
+ *
+ * When it is taken: oneDNN is asked for a primitive descriptor and the call goes ahead
+ * only when the implementation it picks is a brgemm one on bf16 hardware ("brg:" with
+ * "bf16" in its name: AMX or AVX512-BF16). Anything else (oneDNN 2.6 has no f16 CPU
+ * matmul at all, bf16 below AVX512-BF16 is an emulating gemm or nothing) declines, and
+ * the caller takes its other paths, which are never slower than the f32 gemm.
+ *
+ * Values: oneDNN accumulates in f32 and writes a dense f32 C, which is rounded once into
+ * the half dst by blas_half_convert (oneDNN's own bf16 store, vcvtneps2bf16, would flush
+ * subnormal results). The bf16 instructions read subnormal inputs as zero, so an operand
+ * holding a subnormal declines (as blas_half_dot.c does); products below 2^-126 may be
+ * flushed, an absolute error under K * 2^-126.
+ *
+ * Primitives: created per call and found again in oneDNN's own primitive cache (global,
+ * LRU, thread-safe, bounded by ONEDNN_PRIMITIVE_CACHE_CAPACITY, default 1024), which keys
+ * on the whole descriptor: shapes, strides, dtypes, ISA. The same cache serves conv2d.
+ * Layouts: a matrix that is row- or column-major (any leading dimension) goes to oneDNN
+ * with its strides; any other (a step in both dims) is first copied to a dense half copy
+ * by the copy entry. The batch is walked here (a broadcast, stride 0, needs no copy), the
+ * rows of C split across the pool, each slice one single-threaded oneDNN call per batch
+ * element, as for the f32 gemm.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_impl.h"
+
+/* Below this many multiply-adds the primitive's set-up costs more than it saves. */
+#define DNNL_MIN_MNK ((int64_t)1 << 15)
+
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+/* One CPU engine for the process, made by the first product that may use it (engines
+ * are thread-safe), destroyed when the plugin is unloaded: the core dlcloses backends,
+ * after which a static pointer no longer keeps it reachable. FF_HALF_DNNL=0 turns the
+ * path off. */
+static void engine_init(void)
+{
+    const char *env = getenv("FF_HALF_DNNL");
+    if (env && !strcmp(env, "0")) return;
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+__attribute__((destructor)) static void engine_fini(void)
+{
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+
+/* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set: the
+ * magnitude bits in [1, 0x7f], one unsigned compare). Cloned per ISA: at n = 512 the
+ * scan is a visible part of the product's time. */
+BLAS_CLONES static int has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs != 1 && rs == 1) { /* column-major: walk along the unit stride */
+        int64_t t = rows;
+        rows = cols, cols = t, rs = cs, cs = 1;
+    }
+    unsigned any = 0;
+    for (int64_t i = 0; i < rows && !any; i++) {
+        const uint16_t *r = p + i * rs;
+        if (cs == 1)
+            for (int64_t j = 0; j < cols; j++) any |= (uint16_t)((r[j] & 0x7fffu) - 1u) < 0x7fu;
+        else
+            for (int64_t j = 0; j < cols; j++) any |= (uint16_t)((r[j * cs] & 0x7fffu) - 1u) < 0x7fu;
+    }
+    return any != 0;
+}
+
+/* oneDNN takes a matrix whose one stride is 1 and the other at least the extent of that
+ * dim (a leading dimension); 0 when the matrix needs a dense copy. */
+static int plain_layout(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (cols == 1) *cs = 1; /* a stride over one element is meaningless */
+    if (rows == 1) *rs = cols > 1 ? cols : 1;
+    if (*cs == 1 && *rs >= cols) return 1;
+    if (*rs == 1 && *cs >= rows) return 1;
+    return 0;
+}
+
+typedef struct mm_mat {
+    const uint16_t *p; /* batch element 0 */
+    int64_t rs, cs;    /* element strides of the matrix */
+} mm_mat;
+
+typedef struct dnnl_job {
+    int64_t M, N, K, nbatch;
+    mm_mat A, B;
+    float *C;            /* nbatch x M x N, dense */
+    const int64_t *offs; /* per batch element: a's and b's element offsets, interleaved */
+    const_dnnl_primitive_desc_t whole; /* the descriptor for all M rows, made by the caller */
+    atomic_int failed;
+} dnnl_job;
+
+static dnnl_status_t pd_make(dnnl_primitive_desc_t *pd, int64_t m, int64_t n, int64_t k, const mm_mat *A,
+                             const mm_mat *B, int64_t ldc)
+{
+    dnnl_memory_desc_t a, b, c;
+    dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, sa = {A->rs, A->cs}, sb = {B->rs, B->cs}, sc = {ldc, 1};
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc);
+    dnnl_matmul_desc_t md;
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &md, NULL, engine, NULL);
+    return s;
+}
+
+/* The implementation oneDNN picked is a brgemm kernel on bf16 hardware. */
+static int pd_fast(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 0;
+    return !strncmp(impl, "brg:", 4) && strstr(impl, "bf16") != NULL;
+}
+
+/* Rows [b, e) of C for every batch element: one primitive, executed per element. */
+static void dnnl_slice(void *arg, int64_t rb, int64_t re)
+{
+    dnnl_job *j = arg;
+    blas_dnnl_threads(1); /* the pool splits the work */
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
+    int64_t m = re - rb;
+    /* a slice of all rows (one thread) reuses the caller's descriptor */
+    dnnl_status_t s = m == j->M ? dnnl_success : pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->N);
+    const_dnnl_primitive_desc_t use = m == j->M ? j->whole : pd;
+    if (s == dnnl_success) s = dnnl_primitive_create(&prim, use);
+    if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
+    if (s == dnnl_success) s = dnnl_memory_create(&ma, dnnl_primitive_desc_query_md(use, dnnl_query_src_md, 0), engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(use, dnnl_query_weights_md, 0), engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(use, dnnl_query_dst_md, 0), engine, DNNL_MEMORY_NONE);
+    for (int64_t n = 0; n < j->nbatch && s == dnnl_success; n++) {
+        const uint16_t *pa = j->A.p + j->offs[2 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[2 * n + 1];
+        s = dnnl_memory_set_data_handle(ma, (void *)pa);
+        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mb, (void *)pb);
+        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mc, j->C + (n * j->M + rb) * j->N);
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
+    }
+    if (s == dnnl_success) s = dnnl_stream_wait(stream);
+    if (mc) dnnl_memory_destroy(mc);
+    if (mb) dnnl_memory_destroy(mb);
+    if (ma) dnnl_memory_destroy(ma);
+    if (stream) dnnl_stream_destroy(stream);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (s != dnnl_success) atomic_store(&j->failed, 1);
+}
+
+/* A dense copy of v in scratch (same dtype), or NULL on OOM. */
+static void *dense_copy(blas_ctx *c, const ff_view *v, ff_view *out)
+{
+    int64_t n = ff_view_numel(v);
+    void *mem = blas_scratch(c, (size_t)n * 2);
+    if (!mem) return NULL;
+    *out = blas_f32_view(mem, v); /* dense strides; the dtype is set back below */
+    out->dtype = v->dtype;
+    if (blas_copy(c, out, v)) {
+        blas_free(c, mem);
+        return NULL;
+    }
+    return mem;
+}
+
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    int r = dst->ndim;
+    if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r) return 0;
+    int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
+    for (int d = 0; d < r - 2; d++) /* blas_matmul reports a mismatch; broadcast is a stride of 0 */
+        if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0;
+    if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DNNL_MIN_MNK)
+        return 0;
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return 0;
+    int64_t nbatch = ff_view_numel(dst) / (M * N);
+    /* the layouts first, so that a decline costs nothing */
+    ff_view av = *a, bv = *b;
+    void *amem = NULL, *bmem = NULL;
+    int64_t ars = a->strides[r - 2], acs = a->strides[r - 1], brs = b->strides[r - 2], bcs = b->strides[r - 1];
+    int pa = !plain_layout(M, K, &ars, &acs), pb = !plain_layout(K, N, &brs, &bcs);
+    /* can oneDNN do this fast? asked once, for the whole M, on this thread */
+    mm_mat A = {NULL, pa ? K : ars, pa ? 1 : acs}, B = {NULL, pb ? N : brs, pb ? 1 : bcs};
+    dnnl_primitive_desc_t pd = NULL;
+    int fast = pd_make(&pd, M, N, K, &A, &B, N) == dnnl_success && pd_fast(pd);
+    if (!fast) {
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        return 0;
+    }
+    int st = -1;
+    float *C = blas_scratch(c, (size_t)(nbatch * M * N) * sizeof(float));
+    int64_t *offs = blas_scratch(c, (size_t)nbatch * 2 * sizeof(int64_t));
+    if (!C || !offs) goto out;
+    if (pa && !(amem = dense_copy(c, a, &av))) goto out;
+    if (pb && !(bmem = dense_copy(c, b, &bv))) goto out;
+    A.p = (const uint16_t *)av.buf + av.offset, B.p = (const uint16_t *)bv.buf + bv.offset;
+    /* batch offsets in row-major order (a broadcast dim has stride 0) */
+    int64_t idx[FF_MAX_DIMS] = {0}, ao = 0, bo = 0;
+    for (int64_t n = 0; n < nbatch; n++) {
+        offs[2 * n] = ao, offs[2 * n + 1] = bo;
+        for (int d = r - 3; d >= 0; d--) {
+            int64_t sa = av.strides[d], sb = bv.strides[d];
+            if (++idx[d] < dst->shape[d]) {
+                ao += sa, bo += sb;
+                break;
+            }
+            idx[d] = 0, ao -= sa * (dst->shape[d] - 1), bo -= sb * (dst->shape[d] - 1);
+        }
+    }
+    st = 1;
+    for (int64_t n = 0; n < nbatch && st == 1; n++) /* the hardware reads subnormals as zero */
+        if (has_subnormal(A.p + offs[2 * n], M, K, A.rs, A.cs) || has_subnormal(B.p + offs[2 * n + 1], K, N, B.rs, B.cs))
+            st = 0;
+    if (st == 1) {
+        dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .C = C,
+                      .offs = offs, .whole = pd};
+        atomic_init(&j.failed, 0);
+        int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
+        blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
+        if (atomic_load(&j.failed)) st = 0; /* C unwritten or partial: the caller recomputes it */
+    }
+    if (st == 1) {
+        ff_view cv = blas_f32_view(C, dst);
+        blas_half_convert(c, dst, &cv);
+    }
+out:
+    dnnl_primitive_desc_destroy(pd);
+    blas_free(c, bmem);
+    blas_free(c, amem);
+    blas_free(c, offs);
+    blas_free(c, C);
+    return st;
+}
+#else
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    (void)c, (void)dst, (void)a, (void)b;
+    return 0;
+}
+#endif
