@@ -117,3 +117,4 @@ for _n in ("from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "lin
 for _n in linalg.__all__:
     setattr(linalg, _n, _named(getattr(linalg, _n)))
 del _n
+from ._legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, LongTensor, ...: torch's legacy types)

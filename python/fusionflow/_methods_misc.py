@@ -61,7 +61,7 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
         raise TypeError("type: %s has no PyTorch tensor type name" % self.dtype.name)
     if isinstance(dtype, str) and dtype in _TYPES:
         dtype = _TYPES[dtype]
-    return self.to(dtype)
+    return self.to(getattr(dtype, "dtype", dtype))  # a legacy type (FloatTensor) names its dtype
 
 
 def apply_(self, callable):

@@ -77,3 +77,20 @@ def test_prelu_per_channel_weight_and_errors():
         m(ff.ones(2, 4))
     with pytest.raises(RuntimeError, match="even"):
         F.glu(ff.ones(3, 5))
+
+
+@pytest.mark.parametrize("name,kw", [("relu", {}), ("leaky_relu", dict(negative_slope=0.2)), ("elu", {}),
+                                     ("hardtanh", {}), ("threshold", dict(threshold=0.1, value=-2.0))])
+def test_inplace_inside_a_graph_as_torch(name, kw):
+    """nn.LeakyReLU(inplace=True) after a conv (dcgan): the input is written and takes the
+    result's history, and gradients flow as torch's."""
+    xs = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    w = ff.tensor(xs, requires_grad=True)
+    tw = torch.tensor(xs, requires_grad=True)
+    h, th = w * 1.5, tw * 1.5
+    out = getattr(ff.nn.functional, name)(h, **kw, inplace=True)
+    tout = getattr(torch.nn.functional, name)(th, **kw, inplace=True)
+    assert out is h and np.allclose(h.numpy(), th.detach().numpy())
+    (out * out).sum().backward()
+    (tout * tout).sum().backward()
+    assert np.allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)

@@ -94,3 +94,31 @@ def test_num_threads():
     if "cpu_blas" in ff.loaded_backends():
         with pytest.raises(RuntimeError, match="cannot resize"):
             ff.set_num_threads(n + 1)
+
+
+def test_legacy_tensor_types_as_torch():
+    """gat's load_cora writes torch.FloatTensor(array) and torch.LongTensor(list)."""
+    import torch
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"):
+        ours, theirs = getattr(ff, name), getattr(torch, name)
+        data = [[1, 0], [3, 1]]
+        a, b = ours(data), theirs(data)
+        assert a.dtype.name == str(b.dtype).replace("torch.", "") and np.array_equal(a.numpy(), b.numpy())
+        assert ours(2, 3).shape == tuple(theirs(2, 3).shape) and ours(0).shape == (0,)
+        assert isinstance(a, ours) and not isinstance(a.to(ff.float16), ours)
+        assert ff.zeros(2).type(ours).dtype.name == str(theirs([]).dtype).replace("torch.", "")
+    with pytest.raises(TypeError, match="FloatTensor"):
+        ff.FloatTensor(2, 1.5)
+
+
+def test_backends_submodules_import_as_torch():
+    """dcgan: `import torch.backends.cudnn as cudnn` then `cudnn.benchmark = True`."""
+    import importlib
+    cudnn = importlib.import_module("fusionflow.backends.cudnn")
+    old = cudnn.benchmark
+    try:
+        cudnn.benchmark = True
+        assert ff.backends.cudnn.benchmark is True
+    finally:
+        cudnn.benchmark = old
+    assert importlib.import_module("fusionflow.backends.cuda").matmul is ff.backends.cuda.matmul

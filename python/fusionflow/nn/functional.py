@@ -20,11 +20,8 @@ def linear(x, weight, bias=None):
 
 
 def relu(x, inplace=False):
-    y = x.relu()
-    if inplace:
-        x.copy_(y)
-        return x
-    return y
+    from ._functional.activation import _act  # the in-place rule of every activation
+    return _act(x, inplace, lambda t: t.relu())
 
 
 def tanh(x):

@@ -9,21 +9,26 @@ __all__ = ["relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "threshold_"]
 
 
-def _inplace(x, y):
-    """The in-place variants: x takes y's values (what torch's F.relu_ etc. leave in x)."""
-    x.copy_(y)
-    return x
+def _act(input, inplace, f):
+    """f(input), or with inplace the in-place form: input takes the values (what torch's
+    F.relu_ etc. leave in it). With autograd history, f runs on a clone, so what its nodes
+    save is never the memory then written, and input takes the result's history (ff_assign:
+    nn.ReLU(inplace=True) inside a network that trains, as in torch)."""
+    if not inplace:
+        return f(input)
+    if input._needs_history():
+        return input._rebase_(f(input.clone()))
+    return input.copy_(f(input))
 
 
 def relu_(input):
-    return _inplace(input, input.relu())
+    return _act(input, True, lambda x: x.relu())
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("hardtanh: min_val (%g) cannot be greater than max_val (%g)" % (min_val, max_val))
-    y = input.clamp(min_val, max_val)
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: x.clamp(min_val, max_val))
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -35,8 +40,7 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    y = where(input > 0, input, input * negative_slope)
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: where(x > 0, x, x * negative_slope))
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -50,8 +54,7 @@ def _neg_expm1(x, scale=1.0):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    y = where(input > 0, input, _neg_expm1(input) * alpha)
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: where(x > 0, x, _neg_expm1(x) * alpha))
 
 
 def elu_(input, alpha=1.0):
@@ -63,8 +66,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    y = where(input > 0, input, _neg_expm1(input) * _SELU_ALPHA) * _SELU_SCALE
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: where(x > 0, x, _neg_expm1(x) * _SELU_ALPHA) * _SELU_SCALE)
 
 
 def selu_(input):
@@ -74,8 +76,7 @@ def selu_(input):
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise ValueError("ZeroDivisionError in celu: alpha cannot be 0")
-    y = where(input > 0, input, _neg_expm1(input, 1.0 / alpha) * alpha)
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: where(x > 0, x, _neg_expm1(x, 1.0 / alpha) * alpha))
 
 
 def celu_(input, alpha=1.0):
@@ -83,13 +84,11 @@ def celu_(input, alpha=1.0):
 
 
 def hardsigmoid(input, inplace=False):
-    y = (input + 3.0).clamp(0.0, 6.0) / 6.0
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: (x + 3.0).clamp(0.0, 6.0) / 6.0)
 
 
 def hardswish(input, inplace=False):
-    y = input * (input + 3.0).clamp(0.0, 6.0) / 6.0
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: x * (x + 3.0).clamp(0.0, 6.0) / 6.0)
 
 
 def hardshrink(input, lambd=0.5):
@@ -123,8 +122,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def mish(input, inplace=False):
-    y = input * _softplus(input).tanh()
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: x * _softplus(x).tanh())
 
 
 def logsigmoid(input):
@@ -149,10 +147,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     own slope from U(lower, upper), as torch (a different random stream than torch's)."""
     if training:
         slope = rand(*input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
-        y = where(input >= 0, input, input * slope)
-    else:
-        y = leaky_relu(input, (lower + upper) / 2.0)
-    return _inplace(input, y) if inplace else y
+        return _act(input, inplace, lambda x: where(x >= 0, x, x * slope))
+    return leaky_relu(input, (lower + upper) / 2.0, inplace)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
@@ -179,8 +175,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def threshold(input, threshold, value, inplace=False):
-    y = where(input > threshold, input, input * 0.0 + value)
-    return _inplace(input, y) if inplace else y
+    return _act(input, inplace, lambda x: where(x > threshold, x, x * 0.0 + value))
 
 
 def threshold_(input, threshold_value, value):
