@@ -689,6 +689,11 @@ const cf_opdef cf_optable[] = {
      * against the reference's entry; odd sizes (floor mode), overlapping padded windows */
     {"max_pool2d_k2s2_odd", 1, {4}, {{2, 3, 6, 7}}, {F}, {S}, {0}, w_max_pool_k2s2, CF_TOL_EXACT, 1, false, true, NULL},
     {"max_pool2d_k3s2p1", 1, {4}, {{2, 2, 7, 6}}, {F}, {S}, {0}, w_max_pool_k3s2p1, CF_TOL_EXACT, 1, false, true, NULL},
+    /* small integers tie in most windows: each window's gradient goes to its first maximum
+     * (FF_POOL2D_MAX_BACKWARD_FIRST, PyTorch's index), on the entry's 2 x 2 and general paths */
+    {"max_pool2d_ties_k2s2", 1, {4}, {{2, 3, 6, 8}}, {F}, {I}, {0}, w_max_pool_k2s2, CF_TOL_EXACT, 1, false, true, NULL},
+    {"max_pool2d_ties_k3s2p1", 1, {4}, {{2, 2, 7, 6}}, {F}, {I}, {0}, w_max_pool_k3s2p1, CF_TOL_EXACT, 1, false, true,
+     NULL},
     {"avg_pool2d_k2s2", 1, {4}, {{2, 3, 6, 8}}, {F}, {S}, {0}, w_avg_pool_k2s2, CF_TOL_ACCUM, 4, false, true, NULL},
     {"avg_pool2d_k3x2s1p1", 1, {4}, {{1, 2, 5, 6}}, {F}, {S}, {0}, w_avg_pool_k3s1p1, CF_TOL_ACCUM, 6, false, true,
      NULL},

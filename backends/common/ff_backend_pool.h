@@ -16,7 +16,7 @@ static inline int64_t ffb_pool_out(int64_t in, int64_t k, int64_t s, int64_t p) 
 static inline ff_status ffb_pool2d_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
                                          const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
-    static const int want[FF_POOL2D_COUNT] = {1, 3, 1, 1};
+    static const int want[FF_POOL2D_COUNT] = {1, 3, 1, 1, 3};
     if (op < 0 || op >= FF_POOL2D_COUNT) return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: invalid op %d", backend, op);
     if (!dst || !src || !p || n_src != want[op])
         return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: op %d takes %d inputs, got %d", backend, op, want[op], n_src);
@@ -39,7 +39,8 @@ static inline ff_status ffb_pool2d_check(const ff_host_api *host, const char *ba
         return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: the pooled shape does not follow from x's and the window",
                         backend);
     for (int i = 0; i < n_src; i++) {
-        const ff_view *v = &src[i], *like = op == FF_POOL2D_MAX_BACKWARD && i == 1 ? dst : y;
+        int max_bwd = op == FF_POOL2D_MAX_BACKWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST;
+        const ff_view *v = &src[i], *like = max_bwd && i == 1 ? dst : y;
         if (v->dtype != x->dtype || !ffb_same_shape(v, fwd ? x : like))
             return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: input %d has the wrong dtype or shape", backend, i);
     }
@@ -60,6 +61,21 @@ static inline double ffb_ld4(const ff_view *v, int64_t off)
 static inline void ffb_st4(const ff_view *v, int64_t off, double x)
 {
     ffb_st_f64((char *)v->buf + off * (int64_t)ff_dtype_size(v->dtype), v->dtype, x);
+}
+
+/* The element of window rows [ha, hb) x columns [wa, wb) of plane (n, c) of x that a max
+ * window's gradient goes to, as h * W + w (-1 if none equals m): the first equal to m in
+ * row-major order, the last NaN when m is NaN (PyTorch's argmax, see ff_pool2d_op). */
+static inline int64_t ffb_pool2d_pick(const ff_view *x, double m, int64_t n, int64_t c, int64_t ha, int64_t hb,
+                                      int64_t wa, int64_t wb)
+{
+    int64_t pick = -1, W = x->shape[3];
+    for (int64_t h = ha; h < hb; h++)
+        for (int64_t w = wa; w < wb; w++) {
+            double v = ffb_ld4(x, ffb_at4(x, n, c, h, w));
+            if (m != m ? v != v : v == m && pick < 0) pick = h * W + w;
+        }
+    return pick;
 }
 
 /* Planes [p0, p1) (plane = one (n, c)) of the entry, element by element. */
@@ -97,6 +113,13 @@ static inline void ffb_pool2d_planes(int op, const ff_view *dst, const ff_view *
                             int64_t o = ffb_at4(dst, n, c, h, w);
                             ffb_st4(dst, o, ffb_ld4(dst, o) + g);
                         }
+                } else if (op == FF_POOL2D_MAX_BACKWARD_FIRST) { /* src {gy, x, y}: one element */
+                    int64_t o = ffb_pool2d_pick(&src[1], ffb_ld4(&src[2], ffb_at4(&src[2], n, c, oh, ow)), n, c, ha,
+                                                hb, wa, wb);
+                    if (o >= 0) {
+                        int64_t d = ffb_at4(dst, n, c, o / W, o % W);
+                        ffb_st4(dst, d, ffb_ld4(dst, d) + ffb_ld4(y, yo));
+                    }
                 } else { /* MAX_BACKWARD: src {gy, x, y} */
                     double m = ffb_ld4(&src[2], ffb_at4(&src[2], n, c, oh, ow));
                     int64_t ties = 0;

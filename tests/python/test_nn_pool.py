@@ -1,0 +1,76 @@
+"""The pooling family against PyTorch 1.13 (issue 33), on every device of conftest's list:
+max pooling's gradient at ties goes to one element, PyTorch's index (the first maximum in
+the window's scan order), through the backend's pool2d entry, the core's composition and
+the create_graph recomputation alike."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import fusionflow as ff
+import fusionflow.nn.functional as F
+from conftest import DEVICES, make_close
+
+close = make_close(1e-5)
+
+# (shape, kernel, stride, padding): 2 x 2 tiles (cpu_blas's fast path), odd sizes in floor
+# mode, overlapping padded windows, rectangular windows
+CASES = [((2, 3, 6, 8), 2, 2, 0), ((2, 3, 7, 5), 2, 2, 0), ((2, 2, 7, 6), 3, 2, 1), ((1, 2, 5, 5), 3, 1, 1),
+         ((2, 2, 6, 9), (2, 3), (1, 2), (1, 1))]
+
+
+def relu_ints(rng, shape):
+    """ReLU'd small integers: most windows hold several tied maxima, many of them zeros."""
+    return np.maximum(rng.integers(-3, 3, size=shape), 0).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("compose", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_max_pool2d_ties_first_max(device, compose, case, force_compose):
+    if compose:
+        force_compose("pool2d")
+    shape, k, s, p = case
+    rng = np.random.default_rng(7)
+    x0 = relu_ints(rng, shape)
+    tx = torch.tensor(x0, requires_grad=True)
+    ty = TF.max_pool2d(tx, k, s, p)
+    g0 = rng.normal(size=ty.shape).astype(np.float32)
+    ty.backward(torch.from_numpy(g0))
+    x = ff.tensor(x0, device=device, requires_grad=True)
+    y = F.max_pool2d(x, k, s, p)
+    y.backward(ff.tensor(g0, device=device))
+    close(y, ty)
+    close(x.grad, tx.grad)
+    # the rule, not the sum: every window's gradient lands whole on one element
+    assert np.count_nonzero(x.grad.numpy()) == np.count_nonzero(tx.grad.numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_pool2d_ties_second_order(device):
+    """create_graph recomputes the forward as the composition: its gradient and the
+    gradient's own gradient follow the same one-element rule as the entry's first order."""
+    rng = np.random.default_rng(8)
+    x0 = relu_ints(rng, (2, 3, 6, 6)).astype(np.float64)
+    w0 = rng.normal(size=(2, 3, 5, 5))
+    tx = torch.tensor(x0, requires_grad=True)
+    (tg,) = torch.autograd.grad((TF.max_pool2d(tx, 2, 1) * torch.from_numpy(w0)).sum(), [tx], create_graph=True)
+    x = ff.tensor(x0, device=device, requires_grad=True)
+    wy = ff.tensor(w0, device=device)
+    (g,) = ff.autograd.grad((F.max_pool2d(x, 2, 1) * wy).sum(), [x], create_graph=True)
+    close(g, tg)
+    (tg * tx).sum().backward()
+    (g * x).sum().backward()
+    close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_max_pool2d_nan_window_last_nan(device):
+    """A window holding NaN pools to NaN and its gradient goes to its last NaN (PyTorch's
+    kernel replaces its max on `v > max || isnan(v)`)."""
+    x0 = np.array([[[[1.0, np.nan, 3.0, np.nan], [np.nan, 0.0, 2.0, 2.0]]]], dtype=np.float32)
+    tx = torch.tensor(x0, requires_grad=True)
+    TF.max_pool2d(tx, 2).sum().backward()
+    x = ff.tensor(x0, device=device, requires_grad=True)
+    F.max_pool2d(x, 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
