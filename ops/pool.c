@@ -77,13 +77,13 @@ static ff_tensor *pool2d_entry(const ff_tensor *x, const ff_pool2d_params *p, bo
     return y;
 }
 
-/* The max over axis 2 of win [N, C, K, OH, OW] as a gather at the index PyTorch's kernel
- * picks, so that the gradient reaches that one element: the first maximum (argmax), or in
- * a window holding NaN its last NaN (the first of the window flipped). */
-static ff_tensor *max_first(ff_tensor *win, const char *fn)
+/* The max over axis of win as a gather at the index PyTorch's kernel picks, so that the
+ * gradient reaches that one element: the first maximum (argmax), or in a window holding
+ * NaN its last NaN (the first of the window flipped). *arg (optional) gets that index,
+ * keepdim (i64). */
+ff_tensor *ff_op_max_first(const ff_tensor *win, int axis, ff_tensor **arg, const char *fn)
 {
-    int axis = 2;
-    int64_t k = win->layout.shape[2];
+    int64_t k = win->layout.shape[axis];
     ff_tensor *first = ff_argmax(win, axis, true), *flipped = ff_flip(win, 1, &axis);
     ff_tensor *rev = flipped ? ff_argmax(flipped, axis, true) : NULL;
     /* k - 1 - rev; the scalar op lifts i64 to f32, exact for any window that fits memory */
@@ -94,8 +94,10 @@ static ff_tensor *max_first(ff_tensor *win, const char *fn)
     ff_tensor *idx = first && last && any ? ff_where(any, last, first) : NULL;
     ff_tensor *g = idx ? ff_gather(win, axis, idx) : NULL;
     ff_tensor *r = g ? ff_squeeze(g, axis) : NULL;
-    ff_tensor *tmp[] = {first, flipped, rev, neg_last, back, last, nan, any, idx, g};
+    ff_tensor *tmp[] = {first, flipped, rev, neg_last, back, last, nan, any, g};
     for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) ff_tensor_release(tmp[i]);
+    if (r && arg) *arg = idx;
+    else ff_tensor_release(idx);
     if (!r) ff_error_prefix(fn);
     return r;
 }
@@ -120,7 +122,7 @@ static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh,
     ff_tensor *win = ff_op_windows2d(x, kh, kw, sh, sw, ph, pw, is_max ? -INFINITY : 0.0, &oh, &ow, fn);
     if (!win) return NULL;
     int axis = 2;
-    ff_tensor *r = is_max ? max_first(win, fn) : ff_mean(win, 1, &axis, false);
+    ff_tensor *r = is_max ? ff_op_max_first(win, axis, NULL, fn) : ff_mean(win, 1, &axis, false);
     ff_tensor_release(win);
     if (!r && !is_max) ff_error_prefix(fn);
     return r;

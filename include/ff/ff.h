@@ -24,6 +24,7 @@
 #include "ff/tensor.h"
 #include "ff/backend.h"
 #include "ff/ops.h"
+#include "ff/pool.h"
 #include "ff/autograd.h"
 #include "ff/nn.h"
 #include "ff/amp.h"

@@ -282,3 +282,4 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+from ._functional.pooling import *  # noqa: E402,F401,F403  (pooling family, issue 33)
