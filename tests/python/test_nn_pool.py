@@ -74,3 +74,77 @@ def test_max_pool2d_nan_window_last_nan(device):
     x = ff.tensor(x0, device=device, requires_grad=True)
     F.max_pool2d(x, 2).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+# (input shape, output_size): global, equal windows, overlapping unequal windows, upsampling
+# (out > in), None entries, unbatched input, empty batch
+ADAPTIVE = {
+    1: [((2, 3, 10), 1), ((2, 3, 10), 5), ((2, 3, 7), 3), ((3, 5), 8), ((0, 3, 6), 4)],
+    2: [((2, 3, 7, 9), 1), ((2, 3, 8, 6), (4, 3)), ((2, 3, 7, 9), (3, 4)), ((3, 5, 6), (None, 4)),
+        ((2, 2, 4, 5), (7, 6)), ((0, 3, 5, 5), 2)],
+    3: [((2, 2, 4, 5, 6), 1), ((1, 2, 5, 7, 6), (2, 3, 4)), ((2, 3, 4, 5), (3, None, 2))],
+}
+
+
+def _adaptive_cases():
+    for nd, cases in ADAPTIVE.items():
+        for shape, out in cases:
+            for kind in ("avg", "max"):
+                yield nd, shape, out, kind
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd,shape,out,kind", list(_adaptive_cases()))
+def test_adaptive_pool_vs_torch(device, nd, shape, out, kind):
+    """Values, indices, first and second gradients against torch, f64; a transposed
+    (non-contiguous) input and, for max, ReLU'd integers so that windows tie."""
+    rng = np.random.default_rng(11)
+    x0 = relu_ints(rng, shape).astype(np.float64) if kind == "max" else rng.normal(size=shape)
+    name = "adaptive_%s_pool%dd" % (kind, nd)
+    fn, tfn = getattr(F, name), getattr(TF, name)
+    tx = torch.tensor(x0, requires_grad=True)
+    x = ff.tensor(x0, device=device, requires_grad=True)
+    xt = x.transpose(-1, -2).contiguous().transpose(-1, -2) if nd > 1 else x  # same values, strided
+    if kind == "max":
+        ty, ti = tfn(tx, out, return_indices=True)
+        y, i = fn(xt, out, return_indices=True)
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    else:
+        ty, y = tfn(tx, out), fn(xt, out)
+    close(y, ty)
+    w0 = rng.normal(size=ty.shape)
+    (tg,) = torch.autograd.grad((ty * torch.from_numpy(w0)).sum(), [tx], create_graph=True)
+    (g,) = ff.autograd.grad((y * ff.tensor(w0, device=device)).sum(), [x], create_graph=True)
+    close(g, tg)
+    if tg.requires_grad:  # avg's gradient does not depend on x: torch gives no second order
+        (tg * tx).sum().backward()
+        (g * x).sum().backward()
+        close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_adaptive_modules(device):
+    """nn.Adaptive*Pool*: torch's extra_repr and forward, return_indices as a tuple."""
+    x0 = np.random.default_rng(2).normal(size=(2, 3, 6, 7)).astype(np.float32)
+    for cls, args in [("AdaptiveAvgPool2d", ((2, None),)), ("AdaptiveMaxPool2d", (3, True)),
+                      ("AdaptiveAvgPool1d", (4,)), ("AdaptiveMaxPool1d", (2,)), ("AdaptiveAvgPool3d", ((1, 2, 3),)),
+                      ("AdaptiveMaxPool3d", (1,))]:
+        m, tm = getattr(ff.nn, cls)(*args), getattr(torch.nn, cls)(*args)
+        assert repr(m) == repr(tm)
+        xin = x0[0] if "1d" in cls else x0
+        y, ty = m(ff.tensor(xin, device=device)), tm(torch.tensor(xin))
+        if isinstance(ty, tuple):
+            close(y[0], ty[0])
+            np.testing.assert_array_equal(y[1].numpy(), ty[1].numpy())
+        else:
+            close(y, ty)
+
+
+def test_adaptive_pool_refuses_bad_input():
+    x = ff.tensor(np.zeros((2, 3, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="expected a 2D or 3D input"):
+        F.adaptive_avg_pool1d(x, 2)
+    with pytest.raises(ff.FusionFlowError, match="output size -1"):
+        F.adaptive_max_pool2d(x, (-1, 2))
+    with pytest.raises(ff.FusionFlowError, match="floating point"):
+        F.adaptive_avg_pool2d(ff.tensor(np.zeros((2, 3, 4, 4), np.int64)), 2)
