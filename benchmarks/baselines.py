@@ -215,6 +215,12 @@ def torch_workloads(torch, quick, max_mm):
 
     w["conv2d_64x32x28x28_k3"] = conv_fwd
     w["conv2d_64x32x28x28_k3_step"] = conv_step
+    for name, shape, out in [("adaptive_avg_pool2d_64x512x7x7_to1", (64, 512, 7, 7), 1),
+                             ("adaptive_avg_pool2d_32x64x30x30_to7", (32, 64, 30, 30), 7)]:
+        def pool(x=u(*shape), out=out):
+            with torch.no_grad():
+                return F.adaptive_avg_pool2d(x, out)
+        w[name] = pool
     return w
 
 

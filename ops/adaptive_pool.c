@@ -82,10 +82,78 @@ static ff_tensor *avg_uniform(const ff_tensor *x, int nd, const int64_t *out, bo
     return y;
 }
 
+static ff_tensor *avg_compose(const ff_tensor *x, int nd, const int64_t *out, const char *fn);
+
+/* ---- the backend's pool2d entry (ADAPTIVE_AVG_*), 1 and 2 spatial axes ---------------- */
+/* ip: [0, 1] the output size. First order: the entry's backward pass; under create_graph
+ * the gradient of the composition recomputed with history (it is linear in g). */
+static ff_status avg_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
+{
+    const ff_tensor *x = n->inputs[0];
+    if (ff_grad_enabled()) {
+        ff_tensor *yc = avg_compose(x, 2, n->ip, n->name);
+        if (!yc) return ff_last_status();
+        ff_tensor *xin = (ff_tensor *)x;
+        ff_backward_opts o = {.retain_graph = true, .create_graph = true};
+        ff_status st = ff_autograd_grad(yc, g, 1, &xin, &gi[0], &o);
+        ff_tensor_release(yc);
+        return st;
+    }
+    ff_tensor *gx = ff_tensor_new(x->storage->backend, 4, x->layout.shape, x->dtype, n->name);
+    ff_pool2d_params p = {{0, 0}, {0, 0}, {0, 0}};
+    ff_status st = gx ? ff_kernel_pool2d(FF_POOL2D_ADAPTIVE_AVG_BACKWARD, gx, &g, 1, &p, n->name) : ff_last_status();
+    if (st) ff_tensor_release(gx);
+    else gi[0] = gx;
+    return st;
+}
+
+/* x4 [N, C, H, W] -> [N, C, out[0], out[1]] in one pass of the entry. */
+static ff_tensor *avg_entry4(const ff_tensor *x4, const int64_t *out, const char *fn)
+{
+    int64_t shape[4] = {x4->layout.shape[0], x4->layout.shape[1], out[0], out[1]};
+    ff_tensor *y = ff_tensor_new(x4->storage->backend, 4, shape, x4->dtype, fn);
+    ff_pool2d_params p = {{0, 0}, {0, 0}, {0, 0}};
+    if (!y || ff_kernel_pool2d(FF_POOL2D_ADAPTIVE_AVG_FORWARD, y, &x4, 1, &p, fn)) {
+        ff_tensor_release(y);
+        return NULL;
+    }
+    ff_node *node = ff_op_record_node(&y, "adaptive_avg_pool2d", avg_entry_backward, 1, &x4, 0, NULL);
+    if (node) node->ip[0] = out[0], node->ip[1] = out[1], node->nip = 2;
+    return y;
+}
+
+/* x of rank nd + 1 or nd + 2 viewed as [N, C, H, W] (a missing N is 1, a 1-D axis is W
+ * with H = 1), pooled by the entry, viewed back. */
+static ff_tensor *avg_entry(const ff_tensor *x, int nd, const int64_t *out, const char *fn)
+{
+    int r = x->layout.ndim;
+    const int64_t *s = x->layout.shape;
+    int64_t x4s[4] = {r == nd + 2 ? s[0] : 1, s[r - nd - 1], nd == 2 ? s[r - 2] : 1, s[r - 1]};
+    int64_t o2[2] = {nd == 2 ? out[0] : 1, out[nd - 1]}, ys[FF_MAX_DIMS];
+    for (int d = 0; d < r; d++) ys[d] = d < r - nd ? s[d] : out[d - (r - nd)];
+    ff_tensor *x4 = ff_reshape(x, 4, x4s);
+    ff_tensor *y4 = x4 ? avg_entry4(x4, o2, fn) : NULL;
+    ff_tensor *y = y4 ? ff_reshape(y4, r, ys) : NULL;
+    ff_tensor_release(x4), ff_tensor_release(y4);
+    return y;
+}
+
 ff_tensor *ff_adaptive_avg_pool(const ff_tensor *x, int nd, const int64_t *out)
 {
     static const char fn[] = "ff_adaptive_avg_pool";
     if (check(x, nd, out, fn)) return NULL;
+    if (nd <= 2 && ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_ADAPTIVE_AVG_FORWARD,
+                                       FF_POOL2D_ADAPTIVE_AVG_BACKWARD, "FF_POOL")) {
+        ff_tensor *y = avg_entry(x, nd, out, fn);
+        if (!y) ff_error_prefix(fn);
+        return y;
+    }
+    return avg_compose(x, nd, out, fn);
+}
+
+/* The composition: the reference semantics, every backend, create_graph's recomputation. */
+static ff_tensor *avg_compose(const ff_tensor *x, int nd, const int64_t *out, const char *fn)
+{
     int r = x->layout.ndim, lead = r - nd;
     bool global = true, uniform = true;
     for (int d = 0; d < nd; d++) {

@@ -10,13 +10,30 @@
 
 static inline int ffb_pool2d_supported(int op, ff_dtype t) { return op >= 0 && op < FF_POOL2D_COUNT && ffb_is_float(t); }
 
+static inline int ffb_pool2d_is_forward(int op)
+{
+    return op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD || op == FF_POOL2D_ADAPTIVE_AVG_FORWARD;
+}
+
+static inline int ffb_pool2d_is_adaptive(int op)
+{
+    return op == FF_POOL2D_ADAPTIVE_AVG_FORWARD || op == FF_POOL2D_ADAPTIVE_AVG_BACKWARD;
+}
+
+/* Adaptive window i of an axis in -> out: [*a, *b) (PyTorch's start and end). */
+static inline void ffb_adaptive_window(int64_t i, int64_t in, int64_t out, int64_t *a, int64_t *b)
+{
+    *a = i * in / out;
+    *b = ((i + 1) * in + out - 1) / out;
+}
+
 static inline int64_t ffb_pool_out(int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; }
 
 /* The entry's argument checks, with messages "<backend> pool2d: ...". */
 static inline ff_status ffb_pool2d_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
                                          const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
-    static const int want[FF_POOL2D_COUNT] = {1, 3, 1, 1, 3};
+    static const int want[FF_POOL2D_COUNT] = {1, 3, 1, 1, 3, 1, 1};
     if (op < 0 || op >= FF_POOL2D_COUNT) return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: invalid op %d", backend, op);
     if (!dst || !src || !p || n_src != want[op])
         return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: op %d takes %d inputs, got %d", backend, op, want[op], n_src);
@@ -24,18 +41,22 @@ static inline ff_status ffb_pool2d_check(const ff_host_api *host, const char *ba
     if ((st = ffb_check_view(host, backend, "pool2d", "dst", dst))) return st;
     for (int i = 0; i < n_src; i++)
         if ((st = ffb_check_view(host, backend, "pool2d", "src", &src[i]))) return st;
-    int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
+    int fwd = ffb_pool2d_is_forward(op), adaptive = ffb_pool2d_is_adaptive(op);
     const ff_view *x = fwd ? &src[0] : dst, *y = fwd ? dst : &src[0]; /* the big and the pooled shape */
     if (!ffb_pool2d_supported(op, x->dtype))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s pool2d: not supported on %s", backend, ffb_dtype_name(x->dtype));
-    for (int i = 0; i < 2; i++)
+    if (adaptive && (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] ||
+                     x->shape[2] < 1 || x->shape[3] < 1))
+        return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: adaptive pooling needs x [N, C, H >= 1, W >= 1] and y "
+                        "[N, C, OH, OW]", backend);
+    for (int i = 0; i < 2 && !adaptive; i++)
         if (p->kernel[i] < 1 || p->stride[i] < 1 || p->padding[i] < 0 || p->padding[i] > p->kernel[i] / 2)
             return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: bad window (kernel %lld, stride %lld, padding %lld)",
                             backend, (long long)p->kernel[i], (long long)p->stride[i], (long long)p->padding[i]);
-    if (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] ||
+    if (!adaptive && (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] ||
         x->shape[2] + 2 * p->padding[0] < p->kernel[0] || x->shape[3] + 2 * p->padding[1] < p->kernel[1] ||
         y->shape[2] != ffb_pool_out(x->shape[2], p->kernel[0], p->stride[0], p->padding[0]) ||
-        y->shape[3] != ffb_pool_out(x->shape[3], p->kernel[1], p->stride[1], p->padding[1]))
+        y->shape[3] != ffb_pool_out(x->shape[3], p->kernel[1], p->stride[1], p->padding[1])))
         return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: the pooled shape does not follow from x's and the window",
                         backend);
     for (int i = 0; i < n_src; i++) {
@@ -82,10 +103,11 @@ static inline int64_t ffb_pool2d_pick(const ff_view *x, double m, int64_t n, int
 static inline void ffb_pool2d_planes(int op, const ff_view *dst, const ff_view *src, const ff_pool2d_params *p,
                                      int64_t p0, int64_t p1)
 {
-    int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
+    int fwd = ffb_pool2d_is_forward(op), adaptive = ffb_pool2d_is_adaptive(op);
+    if (adaptive) op = fwd ? FF_POOL2D_AVG_FORWARD : FF_POOL2D_AVG_BACKWARD; /* the windows differ, not the sums */
     const ff_view *x = fwd ? &src[0] : dst, *y = fwd ? dst : &src[0];
     int64_t C = x->shape[1], H = x->shape[2], W = x->shape[3], OH = y->shape[2], OW = y->shape[3];
-    int64_t kh = p->kernel[0], kw = p->kernel[1], area = kh * kw;
+    int64_t kh = adaptive ? 0 : p->kernel[0], kw = adaptive ? 0 : p->kernel[1], area = kh * kw;
     for (int64_t pl = p0; pl < p1; pl++) {
         int64_t n = pl / C, c = pl % C;
         if (!fwd)
@@ -93,9 +115,16 @@ static inline void ffb_pool2d_planes(int op, const ff_view *dst, const ff_view *
                 for (int64_t w = 0; w < W; w++) ffb_st4(dst, ffb_at4(dst, n, c, h, w), 0.0);
         for (int64_t oh = 0; oh < OH; oh++)
             for (int64_t ow = 0; ow < OW; ow++) {
-                int64_t h0 = oh * p->stride[0] - p->padding[0], w0 = ow * p->stride[1] - p->padding[1];
-                int64_t ha = h0 < 0 ? 0 : h0, hb = h0 + kh > H ? H : h0 + kh;
-                int64_t wa = w0 < 0 ? 0 : w0, wb = w0 + kw > W ? W : w0 + kw;
+                int64_t ha, hb, wa, wb;
+                if (adaptive) {
+                    ffb_adaptive_window(oh, H, OH, &ha, &hb);
+                    ffb_adaptive_window(ow, W, OW, &wa, &wb);
+                    area = (hb - ha) * (wb - wa);
+                } else {
+                    int64_t h0 = oh * p->stride[0] - p->padding[0], w0 = ow * p->stride[1] - p->padding[1];
+                    ha = h0 < 0 ? 0 : h0, hb = h0 + kh > H ? H : h0 + kh;
+                    wa = w0 < 0 ? 0 : w0, wb = w0 + kw > W ? W : w0 + kw;
+                }
                 int64_t yo = ffb_at4(y, n, c, oh, ow);
                 if (op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD) {
                     double acc = op == FF_POOL2D_MAX_FORWARD ? -INFINITY : 0.0;

@@ -184,6 +184,59 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
     }
 }
 
+/* Sum of n contiguous floats in 8 independent accumulators (vectorizes without fast-math). */
+static float sum_f32(const float *x, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* Adaptive average pooling, contiguous f32 planes: a global window (a classifier head's
+ * pooling) is one contiguous sum; other windows are summed row by row. */
+static void adaptive_f32_task(void *arg, int64_t p0, int64_t p1)
+{
+    const pool_job *j = arg;
+    int fwd = j->op == FF_POOL2D_ADAPTIVE_AVG_FORWARD;
+    const ff_view *xv = fwd ? &j->src[0] : j->dst, *yv = fwd ? j->dst : &j->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    for (int64_t pl = p0; pl < p1; pl++) {
+        float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+        float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+        if (OH == 1 && OW == 1) {
+            float inv = 1.0f / (float)(H * W);
+            if (fwd) y[0] = sum_f32(x, H * W) * inv;
+            else
+                for (int64_t i = 0; i < H * W; i++) x[i] = y[0] * inv;
+            continue;
+        }
+        if (!fwd)
+            for (int64_t i = 0; i < H * W; i++) x[i] = 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t ha, hb;
+            ffb_adaptive_window(oh, H, OH, &ha, &hb);
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t wa, wb;
+                ffb_adaptive_window(ow, W, OW, &wa, &wb);
+                float inv = 1.0f / (float)((hb - ha) * (wb - wa));
+                if (fwd) {
+                    float s = 0.0f;
+                    for (int64_t h = ha; h < hb; h++) s += sum_f32(x + h * W + wa, wb - wa);
+                    y[oh * OW + ow] = s * inv;
+                } else {
+                    float g = y[oh * OW + ow] * inv;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) x[h * W + w] += g;
+                }
+            }
+        }
+    }
+}
+
 static void pool_strided_task(void *arg, int64_t p0, int64_t p1)
 {
     const pool_job *j = arg;
@@ -196,9 +249,10 @@ ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src,
     if (st) return st;
     int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
     for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
-    int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
-    const ff_view *x = fwd ? &src[0] : dst;
+    const ff_view *x = ffb_pool2d_is_forward(op) ? &src[0] : dst;
     pool_job j = {op, dst, src, p};
-    blas_parallel_for(ctx, x->shape[0] * x->shape[1], 2, 1, fast ? pool_f32_task : pool_strided_task, &j);
+    blas_task_fn task = !fast ? pool_strided_task
+                                            : ffb_pool2d_is_adaptive(op) ? adaptive_f32_task : pool_f32_task;
+    blas_parallel_for(ctx, x->shape[0] * x->shape[1], 2, 1, task, &j);
     return FF_OK;
 }

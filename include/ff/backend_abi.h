@@ -401,13 +401,20 @@ typedef enum ff_linalg_op {
  *                 its max on "v > max || isnan(v)"). The core pools max through the entry
  *                 only when supports() takes this op, so a plugin built before it was
  *                 appended (which answers 0 for an op it does not know) is never asked for
- *                 the even split: the core composes max pooling instead. */
+ *                 the even split: the core composes max pooling instead.
+ *   ADAPTIVE_AVG_FORWARD   dst y [N, C, OH, OW] (OH, OW >= 0; H, W >= 1); src {x}: output
+ *                 (i, j) is the mean of rows [floor(i H / OH), ceil((i + 1) H / OH)) x
+ *                 columns likewise (PyTorch's adaptive_avg_pool2d); p is not read
+ *   ADAPTIVE_AVG_BACKWARD  dst gx; src {gy}: each element gets gy / (window area) from
+ *                 each window it is in; p is not read */
 typedef enum ff_pool2d_op {
     FF_POOL2D_MAX_FORWARD = 0,
     FF_POOL2D_MAX_BACKWARD,
     FF_POOL2D_AVG_FORWARD,
     FF_POOL2D_AVG_BACKWARD,
     FF_POOL2D_MAX_BACKWARD_FIRST, /* appended: gradient to one element per window */
+    FF_POOL2D_ADAPTIVE_AVG_FORWARD, /* appended with the next: adaptive average pooling */
+    FF_POOL2D_ADAPTIVE_AVG_BACKWARD,
     FF_POOL2D_COUNT
 } ff_pool2d_op;
 
