@@ -148,3 +148,30 @@ def test_adaptive_pool_refuses_bad_input():
         F.adaptive_max_pool2d(x, (-1, 2))
     with pytest.raises(ff.FusionFlowError, match="floating point"):
         F.adaptive_avg_pool2d(ff.tensor(np.zeros((2, 3, 4, 4), np.int64)), 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pool1d_and_module_signatures(device):
+    """MaxPool1d / AvgPool1d (the 2-D ops on an H = 1 view), batched and unbatched, with
+    ties; the modules' repr and defaults as torch's; refused options say so."""
+    rng = np.random.default_rng(5)
+    for shape in [(2, 3, 11), (3, 8)]:
+        x0 = relu_ints(rng, shape).astype(np.float64)
+        for cls, args, kw in [("MaxPool1d", (3,), {}), ("MaxPool1d", (4, 2, 2), {}), ("AvgPool1d", (3, 2, 1), {}),
+                              ("AvgPool1d", (2,), {}), ("MaxPool2d", ((1, 3), 2), {}),
+                              ("AvgPool2d", (2, 1), {"padding": 1})]:
+            if cls.endswith("2d") and len(shape) == 2:
+                continue
+            m, tm = getattr(ff.nn, cls)(*args, **kw), getattr(torch.nn, cls)(*args, **kw)
+            assert repr(m) == repr(tm)
+            xin = x0 if cls.endswith("1d") else x0[None]
+            tx = torch.tensor(xin, requires_grad=True)
+            x = ff.tensor(xin, device=device, requires_grad=True)
+            ty, y = tm(tx), m(x)
+            close(y, ty)
+            g0 = rng.normal(size=ty.shape)
+            ty.backward(torch.from_numpy(g0))
+            y.backward(ff.tensor(g0, device=device))
+            close(x.grad, tx.grad)
+    with pytest.raises(NotImplementedError, match="ceil_mode"):
+        ff.nn.MaxPool1d(2, ceil_mode=True)(ff.tensor(np.zeros((1, 2, 5)), device=device))

@@ -3,21 +3,66 @@ from .. import functional as F
 from .module import Module
 
 
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+class _MaxPoolNd(Module):
+    """torch's _MaxPoolNd: stride defaults to the kernel; the options go to F.max_poolNd,
+    which refuses those FusionFlow does not offer yet."""
+    _fn = None
 
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                              ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self):
-        return "kernel_size=%s, stride=%s, padding=%s" % (self.kernel_size, self.stride, self.padding)
+        return "kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, " \
+            "ceil_mode={ceil_mode}".format(**self.__dict__)
 
 
-class AvgPool2d(MaxPool2d):
-    def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+class MaxPool1d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool1d)
+
+
+class MaxPool2d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool2d)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        one = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,))  # torch's _single
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if stride is not None else kernel_size)
+        self.padding = one(padding)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self):
+        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
 
 
 class _AdaptivePool(Module):
