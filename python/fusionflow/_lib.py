@@ -276,6 +276,8 @@ _PROTOS = {
     "ff_batch_norm": (T, [T, T, T, T, T, c_bool, c_double, c_double]),
     "ff_adaptive_avg_pool": (T, [T, c_int, POINTER(c_int64)]),  # include/ff/pool.h
     "ff_adaptive_max_pool": (T, [T, c_int, POINTER(c_int64), POINTER(c_void_p)]),
+    "ff_max_pool": (T, [T, c_int, c_void_p, POINTER(c_void_p)]),  # c_void_p: an ff_pool_options
+    "ff_avg_pool": (T, [T, c_int, c_void_p]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

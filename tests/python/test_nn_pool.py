@@ -173,5 +173,69 @@ def test_pool1d_and_module_signatures(device):
             ty.backward(torch.from_numpy(g0))
             y.backward(ff.tensor(g0, device=device))
             close(x.grad, tx.grad)
-    with pytest.raises(NotImplementedError, match="ceil_mode"):
-        ff.nn.MaxPool1d(2, ceil_mode=True)(ff.tensor(np.zeros((1, 2, 5)), device=device))
+    with pytest.raises(ff.FusionFlowError, match="padding 2"):
+        ff.nn.MaxPool1d(2, padding=2)(ff.tensor(np.zeros((1, 2, 5)), device=device))
+
+
+# (nd, input shape, options): ceil_mode, dilation, count_include_pad=False, divisor_override,
+# unbatched and empty-batch inputs, 1-3 spatial axes
+OPTIONS = [
+    (1, (2, 3, 11), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (1, (3, 10), dict(kernel_size=2, dilation=3)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    (2, (2, 2, 9, 8), dict(kernel_size=(2, 3), stride=(2, 1), padding=(1, 1), dilation=(2, 1))),
+    (2, (3, 7, 7), dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+    (2, (2, 2, 6, 7), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True, divisor_override=3)),
+    (2, (0, 3, 6, 6), dict(kernel_size=2, ceil_mode=True)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=2)),
+    (3, (2, 1, 5, 6, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+]
+
+
+def _option_cases():
+    for nd, shape, opts in OPTIONS:
+        for kind in ("max", "avg"):
+            o = dict(opts)
+            if kind == "max":
+                if "count_include_pad" in o or "divisor_override" in o:
+                    continue
+            elif "dilation" in o:
+                continue
+            if nd == 1:
+                o.pop("divisor_override", None)
+            yield nd, shape, o, kind
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("nd,shape,opts,kind", list(_option_cases()))
+def test_pool_options_vs_torch(device, nd, shape, opts, kind):
+    """Values, return_indices, first and second gradients against torch in f64, on a
+    strided input; max on ReLU'd integers (ties)."""
+    rng = np.random.default_rng(13)
+    x0 = relu_ints(rng, shape).astype(np.float64) if kind == "max" else rng.normal(size=shape)
+    name = "%s_pool%dd" % (kind, nd)
+    fn, tfn = getattr(F, name), getattr(TF, name)
+    tx = torch.tensor(x0, requires_grad=True)
+    x = ff.tensor(x0, device=device, requires_grad=True)
+    xt = x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if kind == "max":
+        ty, ti = tfn(tx, return_indices=True, **opts)
+        y, i = fn(xt, return_indices=True, **opts)
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    else:
+        ty, y = tfn(tx, **opts), fn(xt, **opts)
+    close(y, ty)
+    w0 = rng.normal(size=ty.shape)
+    (tg,) = torch.autograd.grad((ty * torch.from_numpy(w0)).sum(), [tx], create_graph=True)
+    (g,) = ff.autograd.grad((y * ff.tensor(w0, device=device)).sum(), [x], create_graph=True)
+    close(g, tg)
+    if tg.requires_grad:
+        (tg * tx).sum().backward()
+        (g * x).sum().backward()
+        close(x.grad, tx.grad)
+
+
+def test_pool3d_modules_repr():
+    for cls, args, kw in [("MaxPool3d", (2,), {}), ("AvgPool3d", (3, 2), {"ceil_mode": True}),
+                          ("MaxPool2d", (3, 2, 1), {"dilation": 2, "ceil_mode": True})]:
+        assert repr(getattr(ff.nn, cls)(*args, **kw)) == repr(getattr(torch.nn, cls)(*args, **kw))

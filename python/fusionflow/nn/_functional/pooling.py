@@ -1,12 +1,13 @@
-"""The pooling functions of torch.nn.functional, with torch 1.13's signatures: max/avg
-pooling in 1-D (the 2-D ops on an H = 1 view) and adaptive average and max pooling over
-1-3 spatial axes (the C ops of include/ff/pool.h)."""
-from ctypes import byref, c_int64, c_void_p
+"""The pooling functions of torch.nn.functional, with torch 1.13's signatures and options,
+over the C ops of include/ff/pool.h: max/avg pooling in 1-3 D (ceil_mode, dilation,
+count_include_pad, divisor_override, return_indices; max_pool2d and avg_pool2d here replace
+nn/functional.py's, which refused the options) and adaptive average and max pooling."""
+from ctypes import Structure, addressof, byref, c_bool, c_int64, c_void_p
 
 from ..._lib import C
 from ..._tensor import wrap
 
-__all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d"]
 
 
@@ -34,35 +35,76 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
     return y, wrap(ix.value)
 
 
-def _one(v, name):
-    if isinstance(v, (tuple, list)):
-        if len(v) != 1:
-            raise ValueError("%s must be an int or 1 value, got %r" % (name, v))
-        return int(v[0])
-    return int(v)
+class _PoolOptions(Structure):
+    """ff_pool_options (include/ff/pool.h)."""
+    _fields_ = [("kernel", c_int64 * 3), ("stride", c_int64 * 3), ("padding", c_int64 * 3), ("dilation", c_int64 * 3),
+                ("ceil_mode", c_bool), ("count_include_pad", c_bool), ("divisor_override", c_int64)]
 
 
-def _pool1d(pool2d, input, kernel_size, stride, padding, name, **opts):
-    """[N, C, L] or [C, L] pooled as [N, C, 1, L] with windows 1 x k."""
-    if input.ndim not in (2, 3):
-        raise ValueError("%s: expected a 2D or 3D input, got %dD" % (name, input.ndim))
-    k = _one(kernel_size, "%s: kernel_size" % name)
-    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _one(stride, name + ": stride")
-    y = pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, name + ": padding")), **opts)
-    return y.squeeze(-2)
+def _ntuple(v, nd, name):
+    t = (v,) * nd if isinstance(v, int) else tuple(v)
+    if len(t) == 1:
+        t = t * nd
+    if len(t) != nd:
+        raise ValueError("%s must be an int or %d values, got %r" % (name, nd, v))
+    return [int(e) for e in t]
+
+
+def _options(nd, name, kernel_size, stride, padding, dilation=1, ceil_mode=False, count_include_pad=True,
+             divisor_override=None):
+    k = _ntuple(kernel_size, nd, name + ": kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else _ntuple(stride, nd,
+                                                                                              name + ": stride")
+    o = _PoolOptions()
+    o.kernel[:nd], o.stride[:nd] = k, s
+    o.padding[:nd] = _ntuple(padding, nd, name + ": padding")
+    o.dilation[:nd] = _ntuple(dilation, nd, name + ": dilation")
+    o.ceil_mode, o.count_include_pad = bool(ceil_mode), bool(count_include_pad)
+    o.divisor_override = 0 if divisor_override is None else int(divisor_override)
+    if divisor_override is not None and o.divisor_override <= 0:
+        raise ValueError("%s: divisor_override must be positive, got %r" % (name, divisor_override))
+    return o
+
+
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    o = _options(nd, "max_pool%dd" % nd, kernel_size, stride, padding, dilation, ceil_mode)
+    if not return_indices:
+        return wrap(C.ff_max_pool(input._ptr, nd, addressof(o), None))
+    ix = c_void_p()
+    y = wrap(C.ff_max_pool(input._ptr, nd, addressof(o), byref(ix)))
+    return y, wrap(ix.value)
+
+
+def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    o = _options(nd, "avg_pool%dd" % nd, kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
+                 divisor_override)
+    return wrap(C.ff_avg_pool(input._ptr, nd, addressof(o)))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    from ..functional import max_pool2d
-    return _pool1d(max_pool2d, input, kernel_size, stride, padding, "max_pool1d",
-                   dilation=(1, _one(dilation, "max_pool1d: dilation")), ceil_mode=ceil_mode,
-                   return_indices=return_indices)
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    from ..functional import avg_pool2d
-    return _pool1d(avg_pool2d, input, kernel_size, stride, padding, "avg_pool1d", ceil_mode=ceil_mode,
-                   count_include_pad=count_include_pad)
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
 def adaptive_avg_pool1d(input, output_size):

@@ -16,7 +16,7 @@ __all__ = ["Module", "Linear", "Identity", "Sequential", "ModuleList", "ReLU", "
            "Softplus", "GELU", "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Conv2d", "MaxPool2d",
            "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Embedding", "MSELoss", "L1Loss", "CrossEntropyLoss",
            "NLLLoss"]
-from .pooling import (MaxPool1d, AvgPool1d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,  # noqa: E402
-                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d)
-__all__ += ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-            "AdaptiveMaxPool3d"]
+from .pooling import (MaxPool1d, AvgPool1d, MaxPool3d, AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: E402
+                      AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d)
+__all__ += ["MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+            "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
