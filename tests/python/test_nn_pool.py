@@ -239,3 +239,34 @@ def test_pool3d_modules_repr():
     for cls, args, kw in [("MaxPool3d", (2,), {}), ("AvgPool3d", (3, 2), {"ceil_mode": True}),
                           ("MaxPool2d", (3, 2, 1), {"dilation": 2, "ceil_mode": True})]:
         assert repr(getattr(ff.nn, cls)(*args, **kw)) == repr(getattr(torch.nn, cls)(*args, **kw))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_lp_pool_and_max_unpool(device):
+    """LPPool1d/2d (through avg pooling) and MaxUnpool1d/2d/3d (a scatter at max_pool's
+    indices, overlapping windows sharing an argmax included), values and gradients."""
+    rng = np.random.default_rng(17)
+    for cls, args, shape in [("LPPool1d", (2, 3, 2), (2, 3, 9)), ("LPPool2d", (3.0, (2, 3)), (2, 2, 6, 7)),
+                             ("LPPool2d", (1.5, 2, 1, True), (1, 2, 5, 5))]:
+        x0 = np.abs(rng.normal(size=shape)) + 0.1
+        m, tm = getattr(ff.nn, cls)(*args), getattr(torch.nn, cls)(*args)
+        assert repr(m) == repr(tm)
+        tx, x = torch.tensor(x0, requires_grad=True), ff.tensor(x0, device=device, requires_grad=True)
+        ty, y = tm(tx), m(x)
+        close(y, ty)
+        ty.sum().backward()
+        y.sum().backward()
+        close(x.grad, tx.grad)
+    for nd, shape, k, s in [(1, (2, 3, 8), 2, 2), (2, (2, 2, 5, 6), 3, 1), (3, (1, 2, 4, 4, 4), 2, 2)]:
+        x0 = relu_ints(rng, shape).astype(np.float64)
+        tp, ti = getattr(TF, "max_pool%dd" % nd)(torch.tensor(x0), k, s, return_indices=True)
+        m, tm = getattr(ff.nn, "MaxUnpool%dd" % nd)(k, s), getattr(torch.nn, "MaxUnpool%dd" % nd)(k, s)
+        assert repr(m) == repr(tm)
+        tv = tp.clone().requires_grad_()
+        v = ff.tensor(tp.numpy(), device=device, requires_grad=True)
+        ty, y = tm(tv, ti, output_size=x0.shape), m(v, ff.tensor(ti.numpy(), device=device), output_size=x0.shape)
+        close(y, ty)
+        g0 = rng.normal(size=x0.shape)
+        ty.backward(torch.from_numpy(g0))
+        y.backward(ff.tensor(g0, device=device))
+        close(v.grad, tv.grad)

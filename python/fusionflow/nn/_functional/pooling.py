@@ -8,7 +8,8 @@ from ..._lib import C
 from ..._tensor import wrap
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "adaptive_max_pool3d"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d"]
 
 
 def _out_sizes(input, output_size, nd, name):
@@ -129,3 +130,60 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 3, "adaptive_max_pool3d")
+
+
+def _lp_pool(nd, input, norm_type, kernel_size, stride, ceil_mode):
+    """torch's lp_pool: (sum of x^p over each window)^(1/p), through avg pooling."""
+    from ..functional import relu
+    k = _ntuple(kernel_size, nd, "lp_pool%dd: kernel_size" % nd)
+    out = _avg_pool(nd, input.pow(norm_type), kernel_size, stride, 0, ceil_mode, True, None)
+    area = 1
+    for e in k:
+        area *= e
+    return (out.sign() * relu(out.abs())).mul(area).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
+    """torch's max_unpool: zeros of the output size with input written at indices (flat
+    within each plane's spatial axes, as return_indices gives them); a repeated index keeps
+    one value, as torch. Its gradient gathers at the indices."""
+    from ..._sorting import scatter
+    name = "max_unpool%dd" % nd
+    k = _ntuple(kernel_size, nd, name + ": kernel_size")
+    s = k if stride is None else _ntuple(stride, nd, name + ": stride")
+    p = _ntuple(padding, nd, name + ": padding")
+    spatial, lead = tuple(input.shape[input.ndim - nd:]), tuple(input.shape[:input.ndim - nd])
+    if output_size is None:
+        out = [(spatial[d] - 1) * s[d] - 2 * p[d] + k[d] for d in range(nd)]
+    else:
+        out = [int(e) for e in tuple(output_size)[-nd:]]
+    n = 1
+    for e in out:
+        n *= e
+    x, ix = input.reshape(*lead, -1), indices.reshape(*lead, -1)
+    zeros = x.new_zeros(*lead, n)
+    y = scatter(zeros, -1, ix, x.detach())
+    if x.requires_grad:  # torch's gradient gathers at every index, repeated ones too: scatter_add's
+        added = zeros.scatter_add(-1, ix, x)
+        y = y + (added - added.detach())
+    return y.reshape(*lead, *out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)

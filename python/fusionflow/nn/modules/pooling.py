@@ -122,3 +122,55 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPool):
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPool):
     _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+class _LPPoolNd(Module):
+    _fn = None
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input):
+        return type(self)._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self):
+        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
+            **self.__dict__)
+
+
+class LPPool1d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _fn = staticmethod(F.lp_pool2d)
+
+
+class _MaxUnpoolNd(Module):
+    _fn, _nd = None, 1
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        tup = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * type(self)._nd)  # torch's _ntuple
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def forward(self, input, indices, output_size=None):
+        return type(self)._fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool1d), 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool2d), 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _fn, _nd = staticmethod(F.max_unpool3d), 3
