@@ -278,6 +278,8 @@ _PROTOS = {
     "ff_adaptive_max_pool": (T, [T, c_int, POINTER(c_int64), POINTER(c_void_p)]),
     "ff_max_pool": (T, [T, c_int, c_void_p, POINTER(c_void_p)]),  # c_void_p: an ff_pool_options
     "ff_avg_pool": (T, [T, c_int, c_void_p]),
+    "ff_unfold": (T, [T, c_void_p]),  # c_void_p: an ff_unfold_params (include/ff/unfold.h)
+    "ff_fold": (T, [T, POINTER(c_int64), c_void_p]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

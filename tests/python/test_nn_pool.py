@@ -270,3 +270,40 @@ def test_lp_pool_and_max_unpool(device):
         ty.backward(torch.from_numpy(g0))
         y.backward(ff.tensor(g0, device=device))
         close(v.grad, tv.grad)
+
+
+UNFOLD = [((2, 3, 6, 7), dict(kernel_size=3)), ((2, 2, 7, 6), dict(kernel_size=(2, 3), dilation=(2, 1), padding=1,
+                                                                      stride=(2, 1))),
+          ((3, 5, 5), dict(kernel_size=2, stride=2)), ((0, 2, 4, 4), dict(kernel_size=2))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,opts", UNFOLD)
+def test_unfold_fold_vs_torch(device, shape, opts):
+    """nn.Unfold / nn.Fold against torch: values, the gradient of fold(w * unfold(x)) taken
+    with create_graph, a strided input, unbatched and empty-batch inputs."""
+    rng = np.random.default_rng(19)
+    x0 = rng.normal(size=shape)
+    m, tm = ff.nn.Unfold(**opts), torch.nn.Unfold(**opts)
+    assert repr(m) == repr(tm)
+    tx, x = torch.tensor(x0, requires_grad=True), ff.tensor(x0, device=device, requires_grad=True)
+    xt = x.transpose(-1, -2).contiguous().transpose(-1, -2)
+    ty, y = tm(tx), m(xt)
+    close(y, ty)
+    fm, tfm = ff.nn.Fold(shape[-2:], **opts), torch.nn.Fold(shape[-2:], **opts)
+    assert repr(fm) == repr(tfm)
+    w0 = rng.normal(size=ty.shape)
+    tz, z = tfm(ty * torch.from_numpy(w0)), fm(y * ff.tensor(w0, device=device))
+    close(z, tz)
+    g0 = rng.normal(size=tz.shape)
+    (tg,) = torch.autograd.grad((tz * torch.from_numpy(g0)).sum(), [tx], create_graph=True)
+    (g,) = ff.autograd.grad((z * ff.tensor(g0, device=device)).sum(), [x], create_graph=True)
+    close(g, tg)
+
+
+def test_unfold_fold_refuse_bad_shapes():
+    x = ff.tensor(np.zeros((1, 2, 3, 3)))
+    with pytest.raises(ff.FusionFlowError, match="holds no 4 x 4 block"):
+        F.unfold(x, 4)
+    with pytest.raises(ff.FusionFlowError, match="does not fold into"):
+        F.fold(ff.tensor(np.zeros((1, 5, 4))), (3, 3), 2)

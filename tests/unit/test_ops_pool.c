@@ -113,6 +113,21 @@ static void check_pool_errors(void)
     RELEASE(x, xi);
 }
 
+/* [1..6] as 2 x 3, 2 x 2 blocks: two columns; fold sums each element once per block. */
+static void check_unfold_fold(void)
+{
+    ff_tensor *x = T(4, SHAPE(1, 1, 2, 3), VALS(1, 2, 3, 4, 5, 6));
+    ff_unfold_params p = {{2, 2}, {1, 1}, {0, 0}, {1, 1}};
+    ff_tensor *u = ff_unfold(x, &p);
+    CHECK_TENSOR(u, 3, SHAPE(1, 4, 2), VALS(1, 2, 2, 3, 4, 5, 5, 6), 0);
+    ff_tensor *f = u ? ff_fold(u, SHAPE(2, 3), &p) : NULL;
+    CHECK_TENSOR(f, 4, SHAPE(1, 1, 2, 3), VALS(1, 4, 3, 4, 10, 6), 0);
+    CHECK_ERROR(ff_fold(u, SHAPE(3, 3), &p) == NULL, FF_ERR_INVALID, "does not fold into (3, 3)");
+    ff_unfold_params bad = {{2, 2}, {0, 1}, {0, 0}, {1, 1}};
+    CHECK_ERROR(ff_unfold(x, &bad) == NULL, FF_ERR_INVALID, "ff_unfold: axis 0: kernel 2, dilation 0");
+    RELEASE(x, u, f);
+}
+
 FF_TEST_MAIN("ops_pool", TEST(check_adaptive_avg_known), TEST(check_adaptive_max_indices),
              TEST(check_max_pool_options), TEST(check_avg_pool_options), TEST(check_pool_grad),
-             TEST(check_pool_errors))
+             TEST(check_pool_errors), TEST(check_unfold_fold))

@@ -9,7 +9,7 @@ from ..._tensor import wrap
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
-           "max_unpool3d"]
+           "max_unpool3d", "unfold", "fold"]
 
 
 def _out_sizes(input, output_size, nd, name):
@@ -187,3 +187,36 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+class _UnfoldParams(Structure):
+    """ff_unfold_params (include/ff/unfold.h)."""
+    _fields_ = [("kernel", c_int64 * 2), ("dilation", c_int64 * 2), ("padding", c_int64 * 2), ("stride", c_int64 * 2)]
+
+
+def _unfold_params(name, kernel_size, dilation, padding, stride):
+    p = _UnfoldParams()
+    p.kernel[:] = _ntuple(kernel_size, 2, name + ": kernel_size")
+    p.dilation[:] = _ntuple(dilation, 2, name + ": dilation")
+    p.padding[:] = _ntuple(padding, 2, name + ": padding")
+    p.stride[:] = _ntuple(stride, 2, name + ": stride")
+    return p
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch's F.unfold (im2col): [N, C, H, W] (or [C, H, W]) -> [N, C kh kw, L]."""
+    p = _unfold_params("unfold", kernel_size, dilation, padding, stride)
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    y = wrap(C.ff_unfold(x._ptr, addressof(p)))
+    return y.squeeze(0) if unbatched else y
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch's F.fold (col2im): [N, C kh kw, L] (or [C kh kw, L]) -> [N, C, H, W]."""
+    p = _unfold_params("fold", kernel_size, dilation, padding, stride)
+    out = (c_int64 * 2)(*_ntuple(output_size, 2, "fold: output_size"))
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    y = wrap(C.ff_fold(x._ptr, out, addressof(p)))
+    return y.squeeze(0) if unbatched else y

@@ -18,7 +18,7 @@ __all__ = ["Module", "Linear", "Identity", "Sequential", "ModuleList", "ReLU", "
            "NLLLoss"]
 from .pooling import (MaxPool1d, AvgPool1d, MaxPool3d, AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: E402
                       AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, LPPool1d, LPPool2d,
-                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d)
+                      MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold, Fold)
 __all__ += ["MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
             "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
-            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Fold"]
