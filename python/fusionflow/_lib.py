@@ -280,6 +280,8 @@ _PROTOS = {
     "ff_avg_pool": (T, [T, c_int, c_void_p]),
     "ff_unfold": (T, [T, c_void_p]),  # c_void_p: an ff_unfold_params (include/ff/unfold.h)
     "ff_fold": (T, [T, POINTER(c_int64), c_void_p]),
+    "ff_grid_sample": (T, [T, T, c_int, c_int, c_bool]),
+    "ff_affine_grid": (T, [T, POINTER(c_int64), c_bool]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

@@ -307,3 +307,31 @@ def test_unfold_fold_refuse_bad_shapes():
         F.unfold(x, 4)
     with pytest.raises(ff.FusionFlowError, match="does not fold into"):
         F.fold(ff.tensor(np.zeros((1, 5, 4))), (3, 3), 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_affine_grid_vs_torch(device, mode, padding_mode, align_corners):
+    """F.affine_grid then F.grid_sample against torch, with grid points outside [-1, 1]:
+    values and gradients to the input, the grid and theta."""
+    rng = np.random.default_rng(23)
+    x0 = rng.normal(size=(2, 3, 5, 6))
+    # random theta: no sample lands exactly on a pixel, where the gradient to the grid jumps
+    # and the last bit of a backend's matmul would pick the side
+    th0 = np.array([[[1.2, 0.3, 0.1], [-0.2, 0.9, -0.3]], [[0.7, -0.5, 0.4], [0.6, 1.4, 0.2]]])
+    th0 += rng.uniform(-0.05, 0.05, size=th0.shape)
+    tx, tth = torch.tensor(x0, requires_grad=True), torch.tensor(th0, requires_grad=True)
+    x, th = ff.tensor(x0, device=device, requires_grad=True), ff.tensor(th0, device=device, requires_grad=True)
+    tgrid = TF.affine_grid(tth, [2, 3, 4, 7], align_corners=align_corners)
+    grid = F.affine_grid(th, [2, 3, 4, 7], align_corners=align_corners)
+    close(grid, tgrid)
+    ty = TF.grid_sample(tx, tgrid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    y = F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    close(y, ty)
+    g0 = rng.normal(size=ty.shape)
+    ty.backward(torch.from_numpy(g0))
+    y.backward(ff.tensor(g0, device=device))
+    close(x.grad, tx.grad)
+    close(th.grad, tth.grad)

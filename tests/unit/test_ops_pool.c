@@ -128,6 +128,25 @@ static void check_unfold_fold(void)
     RELEASE(x, u, f);
 }
 
+/* The identity theta's grid with align_corners hits every pixel centre: grid_sample
+ * returns x itself in every mode. */
+static void check_grid_sample_identity(void)
+{
+    ff_tensor *x = T(4, SHAPE(1, 1, 2, 3), VALS(1, 2, 3, 4, 5, 6));
+    ff_tensor *th = T(3, SHAPE(1, 2, 3), VALS(1, 0, 0, 0, 1, 0));
+    ff_tensor *g = ff_affine_grid(th, SHAPE(1, 1, 2, 3), true);
+    CHECK_TENSOR(g, 4, SHAPE(1, 2, 3, 2), VALS(-1, -1, 0, -1, 1, -1, -1, 1, 0, 1, 1, 1), 1e-15);
+    for (int mode = 0; mode < 2; mode++)
+        for (int pad = 0; pad < 3; pad++) {
+            ff_tensor *y = g ? ff_grid_sample(x, g, mode, pad, true) : NULL;
+            CHECK_TENSOR(y, 4, SHAPE(1, 1, 2, 3), VALS(1, 2, 3, 4, 5, 6), 1e-12);
+            RELEASE(y);
+        }
+    CHECK_ERROR(ff_grid_sample(x, g, 2, 0, true) == NULL, FF_ERR_INVALID, "mode 2 (0 bilinear, 1 nearest)");
+    CHECK_ERROR(ff_affine_grid(th, SHAPE(2, 1, 2, 3), true) == NULL, FF_ERR_INVALID, "theta [N, 2, 3]");
+    RELEASE(x, th, g);
+}
+
 FF_TEST_MAIN("ops_pool", TEST(check_adaptive_avg_known), TEST(check_adaptive_max_indices),
              TEST(check_max_pool_options), TEST(check_avg_pool_options), TEST(check_pool_grad),
-             TEST(check_pool_errors), TEST(check_unfold_fold))
+             TEST(check_pool_errors), TEST(check_unfold_fold), TEST(check_grid_sample_identity))

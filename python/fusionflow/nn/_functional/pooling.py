@@ -9,7 +9,7 @@ from ..._tensor import wrap
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d",
-           "max_unpool3d", "unfold", "fold"]
+           "max_unpool3d", "unfold", "fold", "grid_sample", "affine_grid"]
 
 
 def _out_sizes(input, output_size, nd, name):
@@ -220,3 +220,23 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     x = input.unsqueeze(0) if unbatched else input
     y = wrap(C.ff_fold(x._ptr, out, addressof(p)))
     return y.squeeze(0) if unbatched else y
+
+
+_MODES, _PADDINGS = {"bilinear": 0, "nearest": 1}, {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """torch's F.grid_sample for 4-D input (bilinear / nearest; zeros / border / reflection).
+    align_corners=None means False, as torch (which warns)."""
+    if mode not in _MODES:
+        raise NotImplementedError("grid_sample: mode %r is not offered (bilinear, nearest are)" % (mode,))
+    if padding_mode not in _PADDINGS:
+        raise ValueError("grid_sample: padding_mode must be zeros, border or reflection, got %r" % (padding_mode,))
+    return wrap(C.ff_grid_sample(input._ptr, grid._ptr, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners)))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """torch's F.affine_grid for 2-D (size [N, C, H, W])."""
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid: only 4-D sizes (2-D images) are offered, got %r" % (list(size),))
+    return wrap(C.ff_affine_grid(theta._ptr, (c_int64 * 4)(*[int(e) for e in size]), bool(align_corners)))
