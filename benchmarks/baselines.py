@@ -232,6 +232,12 @@ def torch_workloads(torch, quick, max_mm):
     w["conv1d_32x64x512_k5"] = nograd(lambda: F.conv1d(c1x, c1w, padding=2))
     w["conv_transpose2d_32x64x14x14_k4s2"] = nograd(lambda: F.conv_transpose2d(ctx, ctw, stride=2, padding=1))
     w["conv2d_depthwise_32x64x56x56_k3"] = nograd(lambda: F.conv2d(cdx, cdw, padding=1, groups=64))
+    for name, shape, out in [("adaptive_avg_pool2d_64x512x7x7_to1", (64, 512, 7, 7), 1),
+                             ("adaptive_avg_pool2d_32x64x30x30_to7", (32, 64, 30, 30), 7)]:
+        def pool(x=u(*shape), out=out):
+            with torch.no_grad():
+                return F.adaptive_avg_pool2d(x, out)
+        w[name] = pool
     return w
 
 

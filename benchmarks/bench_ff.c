@@ -375,6 +375,34 @@ static void mnist_epoch(ff_backend *be, int threads, bool cnn, bool graph, const
     bench_emit(&r);
 }
 
+static int adaptive_avg(const bench_state *s, int64_t out)
+{
+    bool prev = ff_set_grad_enabled(false);
+    int rc = done(ff_adaptive_avg_pool(s->a, 2, (const int64_t[]){out, out}));
+    ff_set_grad_enabled(prev);
+    return rc;
+}
+static int run_adaptive_avg_to1(void *v) { return adaptive_avg(v, 1); }
+static int run_adaptive_avg_to7(void *v) { return adaptive_avg(v, 7); }
+
+/* adaptive_avg_pool2d: a classifier head's global pooling ([64, 512, 7, 7] to 1 x 1) and
+ * unequal overlapping windows ([32, 64, 30, 30] to 7 x 7, the general path); work = the
+ * bytes of x read */
+static void pool_rows(ff_backend *be, int threads, const bench_opts *o)
+{
+    static const int64_t head[4] = {64, 512, 7, 7}, gen[4] = {32, 64, 30, 30};
+    static const char *names[2] = {"adaptive_avg_pool2d_64x512x7x7_to1", "adaptive_avg_pool2d_32x64x30x30_to7"};
+    for (int k = 0; k < 2; k++) {
+        if (!bench_selected(o, names[k])) continue;
+        const int64_t *sh = k ? gen : head;
+        bench_state c = {.a = uniform(4, sh, -1, 1, 41)};
+        if (c.a)
+            measure(o, names[k], k ? run_adaptive_avg_to7 : run_adaptive_avg_to1, &c,
+                    4.0 * (double)(sh[0] * sh[1] * sh[2] * sh[3]), "GB/s", be, threads);
+        bench_state_free(&c);
+    }
+}
+
 void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
 {
     bool reference = strcmp(ff_backend_name(be), "cpu") == 0;
@@ -387,6 +415,7 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     if (!reference) half_rows(be, threads, o);
     models(be, threads, o);
     if (!reference) conv_family(be, threads, o);
+    pool_rows(be, threads, o);
     if (o->mnist && !reference)
         for (int k = 0; k < 4; k++) {
             bool cnn = k >= 2, graph = k % 2;

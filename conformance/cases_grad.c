@@ -336,6 +336,9 @@ void cf_gen_grad(void)
             {0, FF_F64, CF_V_CONTIG}, {0, FF_F64, CF_V_TRANSPOSED}, {1, FF_F32, CF_V_CONTIG},
             {1, FF_F32, CF_V_STEPPED}, {1, FF_F64, CF_V_TRANSPOSED}, {1, FF_F32, CF_V_OFFSET}};
         for (int p = 0; p < (int)(sizeof plan / sizeof plan[0]); p++) {
+            /* small integers are there to tie (max pooling): at a tie the derivative jumps,
+             * so finite differences cannot check which element the rule picks; ref does */
+            if (plan[p].mode == 0 && def->dom[0] == CF_DOM_SMALLINT) continue;
             cf_case c = {.family = "grad", .dtype = plan[p].dt, .level = CF_LEVEL_GRAD, .run = run, .kind = -1,
                          .p = {k, plan[p].v, plan[p].mode}};
             snprintf(c.op, sizeof c.op, "%s", def->name);

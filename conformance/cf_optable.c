@@ -205,6 +205,11 @@ W(w_max_pool_k2s2, CALL(ff_max_pool2d, x[0], 2, 2, 2, 2, 0, 0))
 W(w_max_pool_k3s2p1, CALL(ff_max_pool2d, x[0], 3, 3, 2, 2, 1, 1))
 W(w_avg_pool_k2s2, CALL(ff_avg_pool2d, x[0], 2, 2, 2, 2, 0, 0))
 W(w_avg_pool_k3s1p1, CALL(ff_avg_pool2d, x[0], 3, 2, 1, 1, 1, 1))
+static const int64_t out1x1[] = {1, 1}, out3x4[] = {3, 4}, out5[] = {5};
+W(w_adaptive_avg_global, CALL(ff_adaptive_avg_pool, x[0], 2, out1x1))
+W(w_adaptive_avg_3x4, CALL(ff_adaptive_avg_pool, x[0], 2, out3x4))
+W(w_adaptive_avg_1d5, CALL(ff_adaptive_avg_pool, x[0], 1, out5))
+W(w_adaptive_max_3x4, CALL(ff_adaptive_max_pool, x[0], 2, out3x4, NULL))
 W(w_batch_norm_train, CALL(ff_batch_norm, x[0], NULL, NULL, x[1], x[2], true, 0.1, 1e-5))
 W(w_batch_norm_plain, CALL(ff_batch_norm, x[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-3))
 W(w_batch_norm_eval, CALL(ff_batch_norm, x[0], x[1], x[2], NULL, NULL, false, 0.1, 1e-5))
@@ -700,9 +705,24 @@ const cf_opdef cf_optable[] = {
      * against the reference's entry; odd sizes (floor mode), overlapping padded windows */
     {"max_pool2d_k2s2_odd", 1, {4}, {{2, 3, 6, 7}}, {F}, {S}, {0}, w_max_pool_k2s2, CF_TOL_EXACT, 1, false, true, NULL},
     {"max_pool2d_k3s2p1", 1, {4}, {{2, 2, 7, 6}}, {F}, {S}, {0}, w_max_pool_k3s2p1, CF_TOL_EXACT, 1, false, true, NULL},
+    /* small integers tie in most windows: each window's gradient goes to its first maximum
+     * (FF_POOL2D_MAX_BACKWARD_FIRST, PyTorch's index), on the entry's 2 x 2 and general paths */
+    {"max_pool2d_ties_k2s2", 1, {4}, {{2, 3, 6, 8}}, {F}, {I}, {0}, w_max_pool_k2s2, CF_TOL_EXACT, 1, false, true, NULL},
+    {"max_pool2d_ties_k3s2p1", 1, {4}, {{2, 2, 7, 6}}, {F}, {I}, {0}, w_max_pool_k3s2p1, CF_TOL_EXACT, 1, false, true,
+     NULL},
     {"avg_pool2d_k2s2", 1, {4}, {{2, 3, 6, 8}}, {F}, {S}, {0}, w_avg_pool_k2s2, CF_TOL_ACCUM, 4, false, true, NULL},
     {"avg_pool2d_k3x2s1p1", 1, {4}, {{1, 2, 5, 6}}, {F}, {S}, {0}, w_avg_pool_k3s1p1, CF_TOL_ACCUM, 6, false, true,
      NULL},
+    /* adaptive pooling: avg through the pool2d entry's ADAPTIVE_AVG ops (or the matmul
+     * composition), max composed; unequal overlapping windows, a global window, 1-D */
+    {"adaptive_avg_pool2d_global", 1, {4}, {{2, 3, 7, 5}}, {F}, {S}, {0}, w_adaptive_avg_global, CF_TOL_ACCUM, 35,
+     false, true, NULL},
+    {"adaptive_avg_pool2d_7x9_to3x4", 1, {4}, {{2, 3, 7, 9}}, {F}, {S}, {0}, w_adaptive_avg_3x4, CF_TOL_ACCUM, 9,
+     false, true, NULL},
+    {"adaptive_avg_pool1d_7_to5", 1, {3}, {{2, 3, 7}}, {F}, {S}, {0}, w_adaptive_avg_1d5, CF_TOL_ACCUM, 3, false, true,
+     NULL},
+    {"adaptive_max_pool2d_ties_3x4", 1, {4}, {{2, 2, 7, 9}}, {F}, {I}, {0}, w_adaptive_max_3x4, CF_TOL_EXACT, 1, false,
+     true, NULL},
     /* batch norm in training mode: the optional batch_norm entry (a backend without it:
      * the composition) against the reference's entry */
     {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,

@@ -82,6 +82,11 @@ ff_tensor *ff_reduce_keepdim(const ff_tensor *r, const ff_tensor *x, uint32_t ma
 ff_tensor *ff_reduce_raw(ff_reduce_op op, const ff_tensor *x, uint32_t mask, ff_dtype dtype, bool keepdim,
                          const char *fn);
 
+/* ops/pool.c: the max over axis of win gathered at PyTorch's max-pooling index (the first
+ * maximum; a window's last NaN), so its gradient goes to one element; *arg (optional) gets
+ * that index, keepdim i64. Shared with ops/adaptive_pool.c. */
+ff_tensor *ff_op_max_first(const ff_tensor *win, int axis, ff_tensor **arg, const char *fn);
+
 /* ---- sliding windows (ops/conv.c, shared with ops/pool.c) ---- */
 /* x [N, C, H, W] padded by (ph, pw) on both sides with pad_value, then every
  * (kh, kw) window offset taken as a strided slice view and stacked into

@@ -1,18 +1,22 @@
 /* max_pool2d and avg_pool2d. On a backend with the pool2d entry: one pass forward, one
  * backward (FF_POOL=compose forces the composition). Otherwise, and as the reference
- * semantics: the sliding windows of ops/conv.c reduced over the window axis with amax /
- * mean, so the gradient is that of the reduction routed back through stack, slice and
- * pad. Both split a tied window's gradient evenly among its maxima (PyTorch sends it all
- * to one argmax); in practice ties need repeated values. */
+ * semantics: the sliding windows of ops/conv.c reduced over the window axis (mean; for
+ * max a gather at PyTorch's argmax), so the gradient is that of the reduction routed back
+ * through stack, slice and pad. Both send a window's whole gradient to one element, the
+ * one PyTorch's kernel picks (ff_pool2d_op's MAX_BACKWARD_FIRST): ReLU'd inputs tie at
+ * zero all the time, and an even split drifts training away from PyTorch's. */
 #include <math.h>
 
 #include "ops_impl.h"
 
 /* ---- the backend's pool2d entry ------------------------------------------------ */
+/* Max pooling needs the first-max backward op: a plugin that predates it only knows the
+ * even split, and then the core composes. */
 static bool use_entry(const ff_tensor *x, bool is_max)
 {
-    int f = is_max ? FF_POOL2D_MAX_FORWARD : FF_POOL2D_AVG_FORWARD;
-    return ff_op_entry_enabled(x, FF_KIND_POOL2D, f, f + 1, "FF_POOL");
+    if (!is_max) return ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_AVG_FORWARD, FF_POOL2D_AVG_BACKWARD, "FF_POOL");
+    return ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_MAX_FORWARD, FF_POOL2D_MAX_FORWARD, "FF_POOL") &&
+           ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_MAX_BACKWARD_FIRST, FF_POOL2D_MAX_BACKWARD_FIRST, "FF_POOL");
 }
 
 static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
@@ -42,7 +46,7 @@ static ff_status pool2d_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     if (is_max && !y) return ff_last_status();
     ff_tensor *gx = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, n->name);
     const ff_tensor *src[3] = {g, x, y};
-    ff_status st = gx ? ff_kernel_pool2d(is_max ? FF_POOL2D_MAX_BACKWARD : FF_POOL2D_AVG_BACKWARD, gx, src,
+    ff_status st = gx ? ff_kernel_pool2d(is_max ? FF_POOL2D_MAX_BACKWARD_FIRST : FF_POOL2D_AVG_BACKWARD, gx, src,
                                          is_max ? 3 : 1, &p, n->name)
                       : ff_last_status();
     if (st) ff_tensor_release(gx);
@@ -73,6 +77,31 @@ static ff_tensor *pool2d_entry(const ff_tensor *x, const ff_pool2d_params *p, bo
     return y;
 }
 
+/* The max over axis of win as a gather at the index PyTorch's kernel picks, so that the
+ * gradient reaches that one element: the first maximum (argmax), or in a window holding
+ * NaN its last NaN (the first of the window flipped). *arg (optional) gets that index,
+ * keepdim (i64). */
+ff_tensor *ff_op_max_first(const ff_tensor *win, int axis, ff_tensor **arg, const char *fn)
+{
+    int64_t k = win->layout.shape[axis];
+    ff_tensor *first = ff_argmax(win, axis, true), *flipped = ff_flip(win, 1, &axis);
+    ff_tensor *rev = flipped ? ff_argmax(flipped, axis, true) : NULL;
+    /* k - 1 - rev; the scalar op lifts i64 to f32, exact for any window that fits memory */
+    ff_tensor *neg_last = rev ? ff_sub_scalar(rev, (double)(k - 1)) : NULL, *back = neg_last ? ff_neg(neg_last) : NULL;
+    ff_tensor *last = back ? ff_astype(back, FF_I64) : NULL;
+    ff_tensor *nan = ff_isnan(win);
+    ff_tensor *any = nan ? ff_any(nan, 1, &axis, true) : NULL;
+    ff_tensor *idx = first && last && any ? ff_where(any, last, first) : NULL;
+    ff_tensor *g = idx ? ff_gather(win, axis, idx) : NULL;
+    ff_tensor *r = g ? ff_squeeze(g, axis) : NULL;
+    ff_tensor *tmp[] = {first, flipped, rev, neg_last, back, last, nan, any, g};
+    for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) ff_tensor_release(tmp[i]);
+    if (r && arg) *arg = idx;
+    else ff_tensor_release(idx);
+    if (!r) ff_error_prefix(fn);
+    return r;
+}
+
 /* allow_entry: false forces the composition (the entry's create_graph gradient). */
 static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
                          bool is_max, bool allow_entry, const char *fn)
@@ -93,9 +122,9 @@ static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh,
     ff_tensor *win = ff_op_windows2d(x, kh, kw, sh, sw, ph, pw, is_max ? -INFINITY : 0.0, &oh, &ow, fn);
     if (!win) return NULL;
     int axis = 2;
-    ff_tensor *r = is_max ? ff_amax(win, 1, &axis, false) : ff_mean(win, 1, &axis, false);
+    ff_tensor *r = is_max ? ff_op_max_first(win, axis, NULL, fn) : ff_mean(win, 1, &axis, false);
     ff_tensor_release(win);
-    if (!r) ff_error_prefix(fn);
+    if (!r && !is_max) ff_error_prefix(fn);
     return r;
 }
 

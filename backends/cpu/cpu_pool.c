@@ -6,7 +6,7 @@ ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, 
 {
     ff_status st = ffb_pool2d_check(ctx ? ((cpu_ctx *)ctx)->host : NULL, "cpu", op, dst, src, n_src, p);
     if (st) return st;
-    const ff_view *x = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD ? &src[0] : dst;
+    const ff_view *x = ffb_pool2d_is_forward(op) ? &src[0] : dst;
     ffb_pool2d_planes(op, dst, src, p, 0, x->shape[0] * x->shape[1]);
     return FF_OK;
 }

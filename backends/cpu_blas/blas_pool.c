@@ -1,12 +1,26 @@
 /* The optional pool2d entry. Contiguous f32 views (as the layers make them): plane by
  * plane (one (n, c)) with plain pointer loops, planes split across the pool; the
- * gradient of a max window goes to its elements equal to the max, split evenly (the
- * composition's rule), without a mask or a window stack in memory. Anything else: the
- * shared strided loops of ff_backend_pool.h. */
+ * gradient of a max window goes to one element (MAX_BACKWARD_FIRST, PyTorch's rule) or,
+ * for ABI v1's op, is split evenly among its maxima, without a mask or a window stack in
+ * memory. Anything else: the shared strided loops of ff_backend_pool.h. */
 #include <math.h>
 
 #include "blas_impl.h"
 #include "ff_backend_pool.h"
+
+/* The offset (i * W + k) in an nh x nw window at xw (rows W apart) that its max m's
+ * gradient goes to under MAX_BACKWARD_FIRST, -1 if none: the first element equal to m,
+ * or the last NaN when m is NaN (as ffb_pool2d_pick). */
+static int64_t pick_f32(const float *xw, int64_t W, int64_t nh, int64_t nw, float m)
+{
+    int64_t pick = -1;
+    for (int64_t i = 0; i < nh; i++)
+        for (int64_t k = 0; k < nw; k++) {
+            float v = xw[i * W + k];
+            if (m != m ? v != v : v == m && pick < 0) pick = i * W + k;
+        }
+    return pick;
+}
 
 typedef struct pool_job {
     int op;
@@ -24,10 +38,11 @@ static void pool_f32_tiled(const pool_job *j, int64_t pl)
     int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
     int64_t kh = j->p->kernel[0], kw = j->p->kernel[1];
     float inv_area = 1.0f / (float)(kh * kw);
+    int max_bwd = op == FF_POOL2D_MAX_BACKWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST;
     float *x = (float *)xv->buf + xv->offset + pl * H * W;
     float *y = (float *)yv->buf + yv->offset + pl * OH * OW;
-    const float *xs = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
-    const float *ys = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
+    const float *xs = max_bwd ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
+    const float *ys = max_bwd ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
     for (int64_t oh = 0; oh < OH; oh++) {
         float *row = x + oh * kh * W, *yo = y + oh * OW;
         const float *xrow = xs ? xs + oh * kh * W : NULL;
@@ -41,6 +56,16 @@ static void pool_f32_tiled(const pool_job *j, int64_t pl)
                 float *q0 = row + 2 * ow, *q1 = q0 + W;
                 /* selects, not g * e: a negative g times 0 is -0, and the gradient there is +0 */
                 q0[0] = ea > 0 ? g : 0.0f, q0[1] = eb > 0 ? g : 0.0f, q1[0] = ec > 0 ? g : 0.0f, q1[1] = ed > 0 ? g : 0.0f;
+            }
+        } else if (op == FF_POOL2D_MAX_BACKWARD_FIRST && kh == 2 && kw == 2) {
+            const float *ym = ys + oh * OW;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                const float *p0 = xrow + 2 * ow, *p1 = p0 + W;
+                float m = ym[ow], g = yo[ow], a = p0[0], b = p0[1], c = p1[0], d = p1[1];
+                int k = m == m ? (a == m ? 0 : b == m ? 1 : c == m ? 2 : d == m ? 3 : -1)
+                               : (d != d ? 3 : c != c ? 2 : b != b ? 1 : a != a ? 0 : -1);
+                float *q0 = row + 2 * ow, *q1 = q0 + W;
+                q0[0] = k == 0 ? g : 0.0f, q0[1] = k == 1 ? g : 0.0f, q1[0] = k == 2 ? g : 0.0f, q1[1] = k == 3 ? g : 0.0f;
             }
         } else if (op == FF_POOL2D_MAX_FORWARD && kh == 2 && kw == 2) {
             for (int64_t ow = 0; ow < OW; ow++) {
@@ -71,6 +96,10 @@ static void pool_f32_tiled(const pool_job *j, int64_t pl)
                 float g = yo[ow] * inv_area;
                 for (int64_t i = 0; i < kh; i++)
                     for (int64_t k = 0; k < kw; k++) win[i * W + k] = g;
+            } else if (op == FF_POOL2D_MAX_BACKWARD_FIRST) {
+                int64_t k0 = pick_f32(xrow + ow * kw, W, kh, kw, ys[oh * OW + ow]);
+                for (int64_t i = 0; i < kh; i++)
+                    for (int64_t k = 0; k < kw; k++) win[i * W + k] = i * W + k == k0 ? yo[ow] : 0.0f;
             } else {
                 const float *xw = xrow + ow * kw;
                 float m = ys[oh * OW + ow];
@@ -100,6 +129,7 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
     int64_t kh = j->p->kernel[0], kw = j->p->kernel[1], sh = j->p->stride[0], sw = j->p->stride[1];
     int64_t ph = j->p->padding[0], pw = j->p->padding[1];
     float inv_area = 1.0f / (float)(kh * kw);
+    int max_bwd = op == FF_POOL2D_MAX_BACKWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST;
     if (sh == kh && sw == kw && ph == 0 && pw == 0) {
         for (int64_t pl = p0; pl < p1; pl++) pool_f32_tiled(j, pl);
         return;
@@ -107,8 +137,8 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
     for (int64_t pl = p0; pl < p1; pl++) {
         float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
         float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
-        const float *xs = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
-        const float *ys = op == FF_POOL2D_MAX_BACKWARD ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
+        const float *xs = max_bwd ? (const float *)j->src[1].buf + j->src[1].offset + pl * H * W : NULL;
+        const float *ys = max_bwd ? (const float *)j->src[2].buf + j->src[2].offset + pl * OH * OW : NULL;
         if (!fwd)
             for (int64_t i = 0; i < H * W; i++) x[i] = 0.0f;
         for (int64_t oh = 0; oh < OH; oh++) {
@@ -135,6 +165,9 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
                     float g = *yo * inv_area;
                     for (int64_t h = ha; h < hb; h++)
                         for (int64_t w = wa; w < wb; w++) x[h * W + w] += g;
+                } else if (op == FF_POOL2D_MAX_BACKWARD_FIRST) {
+                    int64_t k0 = pick_f32(xs + ha * W + wa, W, hb - ha, wb - wa, ys[oh * OW + ow]);
+                    if (k0 >= 0) x[ha * W + wa + k0] += *yo;
                 } else {
                     float m = ys[oh * OW + ow];
                     int ties = 0;
@@ -145,6 +178,59 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
                     for (int64_t h = ha; h < hb; h++)
                         for (int64_t w = wa; w < wb; w++)
                             if (xs[h * W + w] == m) x[h * W + w] += g;
+                }
+            }
+        }
+    }
+}
+
+/* Sum of n contiguous floats in 8 independent accumulators (vectorizes without fast-math). */
+static float sum_f32(const float *x, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += x[i + k];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* Adaptive average pooling, contiguous f32 planes: a global window (a classifier head's
+ * pooling) is one contiguous sum; other windows are summed row by row. */
+static void adaptive_f32_task(void *arg, int64_t p0, int64_t p1)
+{
+    const pool_job *j = arg;
+    int fwd = j->op == FF_POOL2D_ADAPTIVE_AVG_FORWARD;
+    const ff_view *xv = fwd ? &j->src[0] : j->dst, *yv = fwd ? j->dst : &j->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    for (int64_t pl = p0; pl < p1; pl++) {
+        float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+        float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+        if (OH == 1 && OW == 1) {
+            float inv = 1.0f / (float)(H * W);
+            if (fwd) y[0] = sum_f32(x, H * W) * inv;
+            else
+                for (int64_t i = 0; i < H * W; i++) x[i] = y[0] * inv;
+            continue;
+        }
+        if (!fwd)
+            for (int64_t i = 0; i < H * W; i++) x[i] = 0.0f;
+        for (int64_t oh = 0; oh < OH; oh++) {
+            int64_t ha, hb;
+            ffb_adaptive_window(oh, H, OH, &ha, &hb);
+            for (int64_t ow = 0; ow < OW; ow++) {
+                int64_t wa, wb;
+                ffb_adaptive_window(ow, W, OW, &wa, &wb);
+                float inv = 1.0f / (float)((hb - ha) * (wb - wa));
+                if (fwd) {
+                    float s = 0.0f;
+                    for (int64_t h = ha; h < hb; h++) s += sum_f32(x + h * W + wa, wb - wa);
+                    y[oh * OW + ow] = s * inv;
+                } else {
+                    float g = y[oh * OW + ow] * inv;
+                    for (int64_t h = ha; h < hb; h++)
+                        for (int64_t w = wa; w < wb; w++) x[h * W + w] += g;
                 }
             }
         }
@@ -163,9 +249,10 @@ ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src,
     if (st) return st;
     int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
     for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
-    int fwd = op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_AVG_FORWARD;
-    const ff_view *x = fwd ? &src[0] : dst;
+    const ff_view *x = ffb_pool2d_is_forward(op) ? &src[0] : dst;
     pool_job j = {op, dst, src, p};
-    blas_parallel_for(ctx, x->shape[0] * x->shape[1], 2, 1, fast ? pool_f32_task : pool_strided_task, &j);
+    blas_task_fn task = !fast ? pool_strided_task
+                                            : ffb_pool2d_is_adaptive(op) ? adaptive_f32_task : pool_f32_task;
+    blas_parallel_for(ctx, x->shape[0] * x->shape[1], 2, 1, task, &j);
     return FF_OK;
 }

@@ -444,14 +444,30 @@ typedef enum ff_linalg_op {
  * window holds an element of x); output [N, C, OH, OW], OH = (H + 2 ph - kh) / sh + 1.
  *   MAX_FORWARD   dst y; src {x}: the largest element of each window (NaN if it holds one)
  *   MAX_BACKWARD  dst gx (x's shape, overwritten); src {gy, x, y}: each window's gy split
- *                 evenly among its elements of x equal to its y (windows may overlap: sums)
+ *                 evenly among its elements of x equal to its y (windows may overlap: sums).
+ *                 The rule of ABI v1's first plugins; the core no longer sends it.
  *   AVG_FORWARD   dst y; src {x}: each window's sum divided by kh kw (padding counts as zeros)
- *   AVG_BACKWARD  dst gx; src {gy}: every element gets gy / (kh kw) from each window it is in */
+ *   AVG_BACKWARD  dst gx; src {gy}: every element gets gy / (kh kw) from each window it is in
+ *   MAX_BACKWARD_FIRST  as MAX_BACKWARD, but each window's whole gy goes to ONE element:
+ *                 the first equal to y in the window's row-major scan order, or, when y is
+ *                 NaN, the window's last NaN (the index PyTorch's kernel picks: it replaces
+ *                 its max on "v > max || isnan(v)"). The core pools max through the entry
+ *                 only when supports() takes this op, so a plugin built before it was
+ *                 appended (which answers 0 for an op it does not know) is never asked for
+ *                 the even split: the core composes max pooling instead.
+ *   ADAPTIVE_AVG_FORWARD   dst y [N, C, OH, OW] (OH, OW >= 0; H, W >= 1); src {x}: output
+ *                 (i, j) is the mean of rows [floor(i H / OH), ceil((i + 1) H / OH)) x
+ *                 columns likewise (PyTorch's adaptive_avg_pool2d); p is not read
+ *   ADAPTIVE_AVG_BACKWARD  dst gx; src {gy}: each element gets gy / (window area) from
+ *                 each window it is in; p is not read */
 typedef enum ff_pool2d_op {
     FF_POOL2D_MAX_FORWARD = 0,
     FF_POOL2D_MAX_BACKWARD,
     FF_POOL2D_AVG_FORWARD,
     FF_POOL2D_AVG_BACKWARD,
+    FF_POOL2D_MAX_BACKWARD_FIRST, /* appended: gradient to one element per window */
+    FF_POOL2D_ADAPTIVE_AVG_FORWARD, /* appended with the next: adaptive average pooling */
+    FF_POOL2D_ADAPTIVE_AVG_BACKWARD,
     FF_POOL2D_COUNT
 } ff_pool2d_op;
 

@@ -24,6 +24,8 @@
 #include "ff/tensor.h"
 #include "ff/backend.h"
 #include "ff/ops.h"
+#include "ff/pool.h"
+#include "ff/unfold.h"
 #include "ff/autograd.h"
 #include "ff/nn.h"
 #include "ff/amp.h"

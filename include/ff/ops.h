@@ -333,8 +333,8 @@ ff_tensor *ff_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias
  * entry where it has it); its own gradients are ff_conv and conv's weight gradient. */
 ff_tensor *ff_conv_transpose(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o);
 /* Max over each window of x [N, C, H, W], padded with -inf; pad <= kernel / 2 as in
- * PyTorch, so every window holds an input element. The gradient of a window with tied
- * maxima is split evenly among them (ff_amax); PyTorch routes it all to one. */
+ * PyTorch, so every window holds an input element. A window's gradient goes to one
+ * element, PyTorch's index: its first maximum in row-major order (its last NaN if any). */
 ff_tensor *ff_max_pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
                          int64_t pad_h, int64_t pad_w);
 /* Mean over each window, zero padding counted (PyTorch's count_include_pad=True). */

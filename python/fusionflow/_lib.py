@@ -279,6 +279,14 @@ _PROTOS = {
     "ff_max_pool2d": (T, [T, c_int64, c_int64, c_int64, c_int64, c_int64, c_int64]),
     "ff_avg_pool2d": (T, [T, c_int64, c_int64, c_int64, c_int64, c_int64, c_int64]),
     "ff_batch_norm": (T, [T, T, T, T, T, c_bool, c_double, c_double]),
+    "ff_adaptive_avg_pool": (T, [T, c_int, POINTER(c_int64)]),  # include/ff/pool.h
+    "ff_adaptive_max_pool": (T, [T, c_int, POINTER(c_int64), POINTER(c_void_p)]),
+    "ff_max_pool": (T, [T, c_int, c_void_p, POINTER(c_void_p)]),  # c_void_p: an ff_pool_options
+    "ff_avg_pool": (T, [T, c_int, c_void_p]),
+    "ff_unfold": (T, [T, c_void_p]),  # c_void_p: an ff_unfold_params (include/ff/unfold.h)
+    "ff_fold": (T, [T, POINTER(c_int64), c_void_p]),
+    "ff_grid_sample": (T, [T, T, c_int, c_int, c_bool]),
+    "ff_affine_grid": (T, [T, POINTER(c_int64), c_bool]),
     # shape ops
     "ff_concat": (T, [c_int, POINTER(c_void_p), c_int]),
     "ff_stack": (T, [c_int, POINTER(c_void_p), c_int]),

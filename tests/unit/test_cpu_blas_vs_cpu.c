@@ -451,7 +451,12 @@ static void test_batch_norm_pool(void)
                 ff_pool2d_params p = {{k, k}, {2, 2}, {k - 2, k - 2}};
                 int64_t ys[4] = {8, 6, (10 + 2 * (k - 2) - k) / 2 + 1, (12 + 2 * (k - 2) - k) / 2 + 1};
                 lay ly = make_lay(4, ys, 0);
-                for (int op = 0; op < FF_POOL2D_COUNT; op += 2) {
+                /* forward and backward ops: max (split evenly), avg, max (first max) */
+                static const int fb[3][2] = {{FF_POOL2D_MAX_FORWARD, FF_POOL2D_MAX_BACKWARD},
+                                             {FF_POOL2D_AVG_FORWARD, FF_POOL2D_AVG_BACKWARD},
+                                             {FF_POOL2D_MAX_FORWARD, FF_POOL2D_MAX_BACKWARD_FIRST}};
+                for (int pi = 0; pi < 3; pi++) {
+                    int op = fb[pi][0], is_max = op == FF_POOL2D_MAX_FORWARD;
                     arr py = arr_new(ly.span, t, 0), pg = arr_new(ly.span, t, 0), px = arr_new(lx.span, t, 0);
                     for (int s = 0; s < 2; s++) {
                         ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
@@ -460,7 +465,7 @@ static void test_batch_norm_pool(void)
                         ff_view vgx = view_of(&px, s, &lx);
                         CHECK(pool(be_of(s)->ctx, op, &vy, &vx, 1, &p) == FF_OK);
                         ff_view bs[3] = {vg, vx, vy};
-                        CHECK(pool(be_of(s)->ctx, op + 1, &vgx, bs, op ? 1 : 3, &p) == FF_OK);
+                        CHECK(pool(be_of(s)->ctx, fb[pi][1], &vgx, bs, is_max ? 3 : 1, &p) == FF_OK);
                     }
                     CHECK(same_storage(&py, 1e-6, 1e-7, "pool2d forward"));
                     CHECK(same_storage(&px, 1e-6, 1e-7, "pool2d backward"));

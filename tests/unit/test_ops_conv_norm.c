@@ -138,16 +138,39 @@ static void check_pool_values(void)
     RELEASE(x, xn, m2, m3, mn, mr, a2, a3, xi, x3);
 }
 
-/* Tied maxima share the gradient evenly (PyTorch gives it to one of them). */
+/* ops/common.c, exported for tests (the switch FF_POOL=compose flips without setenv) */
+void ff_ops_force_compose(ff_op_kind kind, bool on);
+
+/* A window's gradient goes to ONE element, the index PyTorch's kernel picks: the first
+ * maximum in row-major order (a tie at 3: (0, 1)), or its last NaN (a NaN window: (1, 0)).
+ * On the backend's entry and on the composition (ff_ops_force_compose), which must agree. */
 static void check_max_pool_ties(void)
 {
-    ff_tensor *x = ff_ones(4, SHAPE(1, 1, 2, 2), FF_F64);
-    CHECK(ff_set_requires_grad(x, true) == FF_OK);
-    ff_tensor *y = ff_max_pool2d(x, 2, 2, 2, 2, 0, 0);
-    CHECK(y && ff_backward(y, NULL, NULL) == FF_OK);
-    ff_tensor *g = ff_grad(x);
-    CHECK_TENSOR(g, 4, SHAPE(1, 1, 2, 2), VALS(0.25, 0.25, 0.25, 0.25), 1e-12);
-    RELEASE(x, y, g);
+    static const double tie[4] = {1, 3, 3, 0}, nan[4] = {NAN, 1, NAN, 2}, ones[4] = {1, 1, 1, 1};
+    for (int compose = 0; compose < 2; compose++) {
+        ff_ops_force_compose(FF_KIND_POOL2D, compose);
+        const double *in[3] = {tie, nan, ones};
+        const double want[3][4] = {{0, 1, 0, 0}, {0, 0, 1, 0}, {1, 0, 0, 0}};
+        for (int c = 0; c < 3; c++) {
+            ff_tensor *x = T(FF_F64, 4, SHAPE(1, 1, 2, 2), in[c]);
+            CHECK(ff_set_requires_grad(x, true) == FF_OK);
+            ff_tensor *y = ff_max_pool2d(x, 2, 2, 2, 2, 0, 0);
+            CHECK(y && ff_backward(y, NULL, NULL) == FF_OK);
+            ff_tensor *g = ff_grad(x);
+            CHECK_TENSOR(g, 4, SHAPE(1, 1, 2, 2), want[c], 0.0);
+            RELEASE(x, y, g);
+        }
+        /* overlapping padded windows of zeros (ReLU's ties): each of the 4 x 4 windows of a
+         * 3 x 3 input with padding 1 sends its 1 to its first real element (PyTorch: the same) */
+        ff_tensor *z = ff_zeros(4, SHAPE(1, 1, 3, 3), FF_F64);
+        CHECK(ff_set_requires_grad(z, true) == FF_OK);
+        ff_tensor *y = ff_max_pool2d(z, 2, 2, 1, 1, 1, 1), *s = y ? ff_sum(y, 0, NULL, false) : NULL;
+        CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
+        ff_tensor *g = ff_grad(z);
+        CHECK_TENSOR(g, 4, SHAPE(1, 1, 3, 3), VALS(4, 2, 2, 2, 1, 1, 2, 1, 1), 0.0);
+        RELEASE(z, y, s, g);
+    }
+    ff_ops_force_compose(FF_KIND_POOL2D, false);
 }
 
 static ff_tensor *f_max_pool(int n, ff_tensor *const *in, void *u) { return ff_max_pool2d(in[0], 3, 2, 2, 1, 1, 1); }

@@ -304,6 +304,10 @@ __all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc) for n in m.__all
             if n not in __all__ and n != "pad_index"]
 del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc
 from ._functional_conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401,E501
+from ._functional.pooling import *  # noqa: E402,F401,F403  (pooling family)
+from ._functional import pooling as _p  # noqa: E402
+__all__ += [n for n in _p.__all__ if n not in __all__]
+del _p
 
 
 def _name_errors():

@@ -1,2 +1,1 @@
-"""The torch.nn.functional families composed from fusionflow's ops, one file each;
-nn/functional.py re-exports them under torch's names."""
+"""Families of torch.nn.functional, one file each, re-exported by nn/functional.py."""
