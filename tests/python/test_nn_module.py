@@ -276,3 +276,18 @@ def test_full_backward_hook_error_fails_backward():
     x = ff.ones(1, 2, requires_grad=True)
     with pytest.raises(RuntimeError, match="hook failed"):
         m(x).sum().backward()
+
+
+def test_reassigned_submodule_and_parameter_keep_their_place_as_torch():
+    """siamese_network replaces resnet's fc and takes children()[:-1]: the order must be torch's."""
+    ours, theirs = ff.nn.Module(), torch.nn.Module()
+    for m, lib in ((ours, ff.nn), (theirs, torch.nn)):
+        m.a = lib.Linear(2, 2)
+        m.b = lib.Linear(2, 3)
+        m.p = lib.Parameter(lib.Linear(1, 1).weight.detach())
+        m.q = lib.Parameter(lib.Linear(1, 1).weight.detach())
+        m.a = lib.Linear(2, 4)
+        m.p = lib.Parameter(lib.Linear(1, 1).weight.detach())
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()] == ["a", "b"]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert ours.a.out_features == 4

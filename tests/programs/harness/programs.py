@@ -83,6 +83,12 @@ PROGRAMS = {
 BLOCKED = {
     "gat": "Tensor.to_sparse is a sparse-tensor method",                            # main.py: adj.to_sparse()
     "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16 (issue 34)
-    "siamese_network": "module 'fusionflow.nn' has no attribute 'AdaptiveAvgPool2d'",  # resnet18's avgpool
     "super_resolution": "fusionflow.save writes tensors and containers of them",    # torch.save(model, path)
+}
+
+# program -> what is known to differ, for a program that runs to its end but whose losses part
+# from PyTorch's (a bug to find, not a missing name). Strict as BLOCKED: once the losses agree
+# the test fails until the line goes.
+DIFFERS = {
+    "siamese_network": "losses part from PyTorch's after the first step",  # first 2.8e-7, last 3.0
 }

@@ -78,7 +78,7 @@ class Module:
                                  % (name, type(self).__name__))
         params, modules, buffers = d["_parameters"], d["_modules"], d["_buffers"]
         if isinstance(value, Parameter):
-            self._forget(name)
+            self._forget(name, keep=params)
             params[name] = value
         elif name in params:
             if value is not None:
@@ -86,7 +86,7 @@ class Module:
                                 % (type(value).__name__, name))
             params[name] = None
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keep=modules)
             modules[name] = value
         elif name in modules:
             if value is not None:
@@ -101,10 +101,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drops name from every store but keep: a submodule or parameter assigned again keeps
+        its place in the order (children(), state_dict), as torch's."""
         self.__dict__.pop(name, None)
         for store in (self._parameters, self._modules, self._buffers):
-            store.pop(name, None)
+            if store is not keep:
+                store.pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name):
