@@ -335,3 +335,55 @@ def test_grid_sample_affine_grid_vs_torch(device, mode, padding_mode, align_corn
     y.backward(ff.tensor(g0, device=device))
     close(x.grad, tx.grad)
     close(th.grad, tth.grad)
+
+
+@pytest.mark.parametrize("name,args", [("max_pool1d_with_indices", (2,)), ("max_pool2d_with_indices", (2, 1, 1)),
+                                       ("max_pool3d_with_indices", (2,)), ("adaptive_max_pool1d_with_indices", (3,)),
+                                       ("adaptive_max_pool2d_with_indices", ((2, 3),)),
+                                       ("adaptive_max_pool3d_with_indices", (2,))])
+def test_with_indices_forms_as_torch(name, args):
+    nd = int(name.split("pool")[1][0])
+    x = np.random.default_rng(3).standard_normal((2, 3) + (5,) * nd).astype(np.float32)
+    v, i = getattr(F, name)(ff.tensor(x), *args)
+    tv, ti = getattr(torch.nn.functional, name)(torch.tensor(x), *args)
+    assert np.array_equal(v.numpy(), tv.numpy()) and np.array_equal(i.numpy(), ti.numpy())
+
+
+def test_conv_tbc_as_torch():
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((7, 2, 3), (3, 3, 4), (4,)))
+    y = F.conv_tbc(ff.tensor(x), ff.tensor(w), ff.tensor(b), 1)
+    ty = torch.conv_tbc(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1)
+    assert y.shape == tuple(ty.shape) and np.allclose(y.numpy(), ty.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("nd,shape,k,out", [(2, (2, 3, 9, 11), (2, 3), (4, 5)), (2, (3, 8, 8), 3, (6, 6)),
+                                            (3, (2, 2, 7, 8, 9), 2, (3, 4, 5))])
+def test_fractional_max_pool_as_torch(nd, shape, k, out):
+    """Given torch's _random_samples, the same windows: values, indices and gradients."""
+    rng = np.random.default_rng(nd)
+    x = rng.standard_normal(shape).astype(np.float32)
+    lead = shape[:-nd] if len(shape) == nd + 2 else (1,) + shape[:1]
+    s = rng.random(lead + (nd,)).astype(np.float32)
+    name = "fractional_max_pool%dd" % nd
+    fx, tx = ff.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    v, i = getattr(F, name)(fx, k, output_size=out, return_indices=True, _random_samples=ff.tensor(s))
+    tv, ti = getattr(TF, name)(tx, k, output_size=out, return_indices=True, _random_samples=torch.tensor(s))
+    assert np.array_equal(v.numpy(), tv.detach().numpy()) and np.array_equal(i.numpy(), ti.numpy())
+    g = rng.standard_normal(tuple(tv.shape)).astype(np.float32)
+    (v * ff.tensor(g)).sum().backward()
+    (tv * torch.tensor(g)).sum().backward()
+    assert np.array_equal(fx.grad.numpy(), tx.grad.numpy())
+
+
+def test_fractional_max_pool_module_draws_windows_that_fit():
+    m = ff.nn.FractionalMaxPool2d(3, output_ratio=0.5, return_indices=True)
+    x = ff.randn(2, 3, 10, 12)
+    v, i = m(x)
+    assert v.shape == (2, 3, 5, 6) and i.shape == v.shape
+    flat = x.reshape(2, 3, -1)
+    assert np.array_equal(flat.gather(2, i.reshape(2, 3, -1)).numpy(), v.reshape(2, 3, -1).numpy())
+    with pytest.raises(ValueError, match="output size, or a pooling ratio"):
+        ff.nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="does not fit"):
+        F.fractional_max_pool2d(x, 3, output_size=(9, 9))

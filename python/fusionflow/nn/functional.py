@@ -307,7 +307,11 @@ from ._functional_conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_tra
 from ._functional.pooling import *  # noqa: E402,F401,F403  (pooling family)
 from ._functional import pooling as _p  # noqa: E402
 __all__ += [n for n in _p.__all__ if n not in __all__]
-del _p
+from ._functional.with_indices import *  # noqa: E402,F401,F403  (the *_with_indices pools, conv_tbc)
+from ._functional.fractional import *  # noqa: E402,F401,F403  (fractional max pooling)
+from ._functional import with_indices as _wi, fractional as _fr  # noqa: E402
+__all__ += _wi.__all__ + _fr.__all__
+del _p, _wi, _fr
 
 
 def _name_errors():

@@ -9,7 +9,8 @@ from .normalization import *  # noqa: F401,F403
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d,
                       AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d,
-                      LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold, Fold)
+                      LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold, Fold, FractionalMaxPool2d,
+                      FractionalMaxPool3d)
 from .batchnorm import *  # noqa: F401,F403
 from .sparse import Embedding, EmbeddingBag
 from .loss import *  # noqa: F401,F403
@@ -29,4 +30,4 @@ del _m
 __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 __all__ += ["MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
             "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
-            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Fold"]
+            "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Fold", "FractionalMaxPool2d", "FractionalMaxPool3d"]

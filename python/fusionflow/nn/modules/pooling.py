@@ -201,3 +201,39 @@ class Fold(Module):
     def extra_repr(self):
         return "output_size={output_size}, kernel_size={kernel_size}, dilation={dilation}, padding={padding}, " \
             "stride={stride}".format(**self.__dict__)
+
+
+class _FractionalMaxPoolNd(Module):
+    """torch's FractionalMaxPool2d/3d: new random window starts at every forward (or the
+    _random_samples given), output_size or output_ratio."""
+    _nd = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                 _random_samples=None):
+        super().__init__()
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool%dd requires specifying either an output size, or a pooling ratio"
+                             % self._nd)
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        ratios = output_ratio if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * self._nd
+        if output_ratio is not None and not all(0 < r < 1 for r in ratios):
+            raise ValueError("output_ratio must be between 0 and 1 (got {})".format(output_ratio))
+        self.kernel_size = kernel_size
+        self.output_size = output_size
+        self.output_ratio = output_ratio
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if self._nd == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _nd = 3
