@@ -307,3 +307,10 @@ def test_module_surface_coverage():
     assert len(have) + len(missing) == 320
     assert len(have) >= 300, missing
     assert all(api_coverage.why_missing(n) != "not yet" for n in missing), missing
+
+
+def test_linear_takes_torchs_positional_order():
+    """forward-forward writes nn.Linear(in, out, bias, device, dtype) positionally."""
+    m = nn.Linear(3, 2, True, "cpu", ff.float64)
+    assert m.weight.dtype is ff.float64 and m.bias.dtype is ff.float64
+    assert nn.Linear(3, 2, False, None, None).weight.dtype is ff.float32

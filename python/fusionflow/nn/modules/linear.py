@@ -24,8 +24,8 @@ class Linear(Module):
     """y = x @ weight.T + bias, weight [out, in]. PyTorch's default init: weight and bias
     from U(-1/sqrt(in), 1/sqrt(in)); seeded by manual_seed() or `seed`."""
 
-    def __init__(self, in_features, out_features, bias=True, dtype=_dtype.float32, seed=None, device=None):
-        super().__init__()
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *, seed=None):
+        super().__init__()  # torch's signature (device before dtype); seed is ours, by keyword
         dtype = dtype or _dtype.float32
         self.in_features = in_features
         self.out_features = out_features
