@@ -180,7 +180,7 @@ static inline int64_t ffb_first_nonfinite(const double *p, int64_t r, int64_t c)
 static inline ff_status ffb_linalg_fail(const ff_host_api *host, const char *backend, int op, int rc, int64_t b,
                                         int64_t m, int64_t n)
 {
-    const char *name = ffb_linalg_name(op);
+    const char *name = ffb_linalg_name(op) ? ffb_linalg_name(op) : "linalg"; /* never NULL into %s */
     if (rc == FFB_LINALG_OOM) return ffb_fail(host, FF_ERR_OOM, "%s linalg: out of memory in %s", backend, name);
     if (rc == FFB_LINALG_TOO_BIG)
         return ffb_fail(host, FF_ERR_OVERFLOW, "%s linalg: %s: a %lld x %lld matrix is too large for LAPACK's 32-bit indices",
