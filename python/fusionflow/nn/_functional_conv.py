@@ -3,11 +3,8 @@ ff_conv / ff_conv_transpose (one call each: the backend's conv2d entries serve 1
 the rest is the C composition). Imported at the end of nn/functional.py."""
 import ctypes
 
-import numpy as np
-
 from .._lib import C
-from .._tensor import as_tensor, tensor, wrap
-from .. import _dtype
+from .._tensor import as_tensor, wrap
 
 
 class _ConvOpts(ctypes.Structure):
@@ -113,30 +110,12 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d")
 
 
-def _mode_index(size, before, after, mode):
-    """The source index of each element of a dim padded by (before, after) in mode."""
-    i = np.arange(-before, size + after)
-    if mode == "circular":
-        if before > size or after > size:
-            raise ValueError("Padding value causes wrapping around more than once.")
-        return np.mod(i, size)
-    if mode == "replicate":
-        return np.clip(i, 0, size - 1)
-    if before >= size or after >= size:  # reflect
-        raise ValueError("Padding size should be less than the corresponding input dimension, but got: padding "
-                         "(%d, %d) at dimension of size %d" % (before, after, size))
-    period = 2 * (size - 1) if size > 1 else 1
-    i = np.mod(i, period)
-    return np.where(i < size, i, period - i)
-
-
 def pad_mode(x, pads, mode):
     """x padded by pads ((before, after) per spatial dim, from the first) in padding_mode
-    mode (reflect, replicate, circular): index_select per dim, so the gradient sums the
-    copies back."""
-    for d, (before, after) in enumerate(pads):
-        if before or after:
-            dim = x.ndim - len(pads) + d
-            idx = _mode_index(x.shape[dim], before, after, mode)
-            x = x.index_select(dim, tensor(idx.astype(np.int64), dtype=_dtype.int64, device=x.device))
-    return x
+    mode (reflect, replicate, circular): F.pad, which takes the last dim's pair first, as
+    torch's conv modules do."""
+    from .functional import pad
+    flat = []
+    for before, after in reversed(pads):
+        flat += [before, after]
+    return pad(x, flat, mode)
