@@ -48,15 +48,19 @@ ff_module *ff_conv2d_module(int64_t in_channels, int64_t out_channels, int64_t k
     *ci = (conv_info){in_channels, out_channels, kh, kw, stride, pad, bias};
     ff_module *m = ff_module_new("Conv2d", conv_forward, ci, free_info);
     if (!m) return NULL;
-    /* PyTorch's default (kaiming_uniform, a = sqrt(5)): bound 1 / sqrt(fan_in) for
-     * weight and bias alike; seeds as ff_linear. */
-    double bound = 1.0 / sqrt((double)fan_in);
     int64_t wshape[4] = {out_channels, in_channels, kh, kw};
-    ff_tensor *w = ff_rand_uniform(4, wshape, FF_F32, -bound, bound, seed);
+    return ff_nn_conv_init(m, 4, wshape, bias ? out_channels : 0, fan_in, seed);
+}
+
+ff_module *ff_nn_conv_init(ff_module *m, int rank, const int64_t *wshape, int64_t nbias, int64_t fan_in,
+                           uint64_t seed)
+{
+    double bound = 1.0 / sqrt((double)fan_in);
+    ff_tensor *w = ff_rand_uniform(rank, wshape, FF_F32, -bound, bound, seed);
     ff_status st = w ? ff_module_register_parameter(m, "weight", w) : ff_nn_failed();
     ff_tensor_release(w);
-    if (!st && bias) {
-        ff_tensor *b = ff_rand_uniform(1, &out_channels, FF_F32, -bound, bound, seed + 1);
+    if (!st && nbias) {
+        ff_tensor *b = ff_rand_uniform(1, &nbias, FF_F32, -bound, bound, seed + 1);
         st = b ? ff_module_register_parameter(m, "bias", b) : ff_nn_failed();
         ff_tensor_release(b);
     }

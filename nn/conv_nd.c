@@ -2,7 +2,6 @@
  * (ff_conv2d_module, in conv.c, stays for its callers: these take dilation, groups and
  * other ranks). Parameters as torch.nn's: weight [out, in / groups, k...] (transposed:
  * [in, out / groups, k...]) and bias [out], so state dicts line up. */
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -67,22 +66,7 @@ static ff_module *convnd_module(bool transposed, int nd, int64_t in, int64_t out
     *ci = (convnd_info){nd, in, *o, bias, transposed};
     ff_module *m = ff_module_new(names[transposed][nd - 1], convnd_forward, ci, free_info);
     if (!m) return NULL;
-    /* PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)), whose bound is
-     * 1 / sqrt(fan_in), and the bias from the same bound; seeds as ff_conv2d_module */
-    double bound = 1.0 / sqrt((double)fan_in);
-    ff_tensor *w = ff_rand_uniform(2 + nd, wshape, FF_F32, -bound, bound, seed);
-    ff_status st = w ? ff_module_register_parameter(m, "weight", w) : ff_nn_failed();
-    ff_tensor_release(w);
-    if (!st && bias) {
-        ff_tensor *b = ff_rand_uniform(1, &out, FF_F32, -bound, bound, seed + 1);
-        st = b ? ff_module_register_parameter(m, "bias", b) : ff_nn_failed();
-        ff_tensor_release(b);
-    }
-    if (st) {
-        ff_module_release(m);
-        return NULL;
-    }
-    return m;
+    return ff_nn_conv_init(m, 2 + nd, wshape, bias ? out : 0, fan_in, seed);
 }
 
 ff_module *ff_conv_module(int nd, int64_t in_channels, int64_t out_channels, const int64_t *kernel,

@@ -31,6 +31,13 @@ static inline ff_tensor *ff_module_param_at(const ff_module *m, int i)
     return i < m->n_params ? m->params[i] : NULL;
 }
 
+/* The parameters of a convolution module m (nn/conv.c, nn/conv_nd.c), as PyTorch's
+ * reset_parameters: kaiming_uniform_(a = sqrt(5)), whose bound is 1 / sqrt(fan_in), for the
+ * weight (wshape, seed) and for the bias of nbias elements (none if 0; seed + 1, as
+ * ff_linear). Returns m, or releases it and returns NULL. */
+ff_module *ff_nn_conv_init(ff_module *m, int rank, const int64_t *wshape, int64_t nbias, int64_t fan_in,
+                           uint64_t seed);
+
 /* Status to return after a call that returned NULL (it set the error). */
 static inline ff_status ff_nn_failed(void)
 {

@@ -275,13 +275,8 @@ ff_tensor *ff_adaptive_max_pool(const ff_tensor *x, int nd, const int64_t *out, 
     ff_tensor_release(g), ff_tensor_release(win);
     if (y && indices) {
         ff_tensor *tab = flat_index_table(x, nd, out, kmax);
-        int64_t bshape[FF_MAX_DIMS];
-        for (int d = 0; d < r; d++) bshape[d] = yshape[d];
-        bshape[r] = tab ? tab->layout.shape[nd] : 0;
-        ff_tensor *b = tab ? ff_broadcast_to(tab, r + 1, bshape) : NULL;
-        ff_tensor *gi = b ? ff_gather(b, r, arg) : NULL;
-        ff_tensor *ix = gi ? ff_squeeze(gi, r) : NULL;
-        ff_tensor_release(tab), ff_tensor_release(b), ff_tensor_release(gi);
+        ff_tensor *ix = tab ? ff_op_window_indices(tab, y, arg) : NULL;
+        ff_tensor_release(tab);
         if (!ix) ff_tensor_release(y), y = NULL;
         else *indices = ix;
     }

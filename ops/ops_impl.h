@@ -86,6 +86,10 @@ ff_tensor *ff_reduce_raw(ff_reduce_op op, const ff_tensor *x, uint32_t mask, ff_
  * maximum; a window's last NaN), so its gradient goes to one element; *arg (optional) gets
  * that index, keepdim i64. Shared with ops/adaptive_pool.c. */
 ff_tensor *ff_op_max_first(const ff_tensor *win, int axis, ff_tensor **arg, const char *fn);
+/* return_indices of the composed max pools (ops/pool_nd.c, ops/adaptive_pool.c): tab holds
+ * each window's flat input indices ([out..., K], broadcast over y's leading dims), and the
+ * result is tab at arg (ff_op_max_first's index), shaped as y; NULL on failure. */
+ff_tensor *ff_op_window_indices(const ff_tensor *tab, const ff_tensor *y, const ff_tensor *arg);
 
 /* ---- sliding windows (ops/conv.c, shared with ops/pool.c) ---- */
 /* x [N, C, H, W] padded by (ph, pw) on both sides with pad_value, then every

@@ -81,6 +81,19 @@ static ff_tensor *pool2d_entry(const ff_tensor *x, const ff_pool2d_params *p, bo
  * gradient reaches that one element: the first maximum (argmax), or in a window holding
  * NaN its last NaN (the first of the window flipped). *arg (optional) gets that index,
  * keepdim (i64). */
+ff_tensor *ff_op_window_indices(const ff_tensor *tab, const ff_tensor *y, const ff_tensor *arg)
+{
+    int r = y->layout.ndim;
+    int64_t bshape[FF_MAX_DIMS];
+    for (int d = 0; d < r; d++) bshape[d] = y->layout.shape[d];
+    bshape[r] = tab->layout.shape[tab->layout.ndim - 1];
+    ff_tensor *b = ff_broadcast_to(tab, r + 1, bshape);
+    ff_tensor *gi = b ? ff_gather(b, r, arg) : NULL;
+    ff_tensor *ix = gi ? ff_squeeze(gi, r) : NULL;
+    ff_tensor_release(b), ff_tensor_release(gi);
+    return ix;
+}
+
 ff_tensor *ff_op_max_first(const ff_tensor *win, int axis, ff_tensor **arg, const char *fn)
 {
     int64_t k = win->layout.shape[axis];

@@ -158,15 +158,9 @@ ff_tensor *ff_max_pool(const ff_tensor *x, int nd, const ff_pool_options *o, ff_
     ff_tensor *y = win ? ff_op_max_first(win, lead + nd, indices ? &arg : NULL, fn) : NULL;
     ff_tensor_release(g), ff_tensor_release(win);
     if (y && indices) {
-        int r = x->layout.ndim;
         ff_tensor *tab = host_table(x, nd, ax, o, true);
-        int64_t bshape[FF_MAX_DIMS];
-        for (int d = 0; d < r; d++) bshape[d] = y->layout.shape[d];
-        bshape[r] = tab ? tab->layout.shape[nd] : 0;
-        ff_tensor *b = tab ? ff_broadcast_to(tab, r + 1, bshape) : NULL;
-        ff_tensor *gi = b ? ff_gather(b, r, arg) : NULL;
-        ff_tensor *ix = gi ? ff_squeeze(gi, r) : NULL;
-        ff_tensor_release(tab), ff_tensor_release(b), ff_tensor_release(gi);
+        ff_tensor *ix = tab ? ff_op_window_indices(tab, y, arg) : NULL;
+        ff_tensor_release(tab);
         if (!ix) ff_tensor_release(y), y = NULL;
         else *indices = ix;
     }
