@@ -191,3 +191,21 @@ def test_adaptive_log_softmax_with_loss_matches_torch():
         o(ff.tensor(x), ff.tensor(np.full(9, 20)))
     with pytest.raises(ValueError, match="cutoffs"):
         nn.AdaptiveLogSoftmaxWithLoss(8, 20, [10, 4])
+
+
+def test_binary_cross_entropy_gradient_at_saturation_as_torch():
+    """siamese_network's sigmoid saturates: torch's gradient (p - t) / max(p (1 - p), 1e-12)
+    still pushes back where the clamped log's derivative is 0."""
+    vals = [1.0, 0.0, 0.5, 1e-13, 0.3, 0.999]
+    tgt = [0.0, 1.0, 1.0, 1.0, 0.3, 1.0]
+    w = [2.0, 1.0, 0.5, 1.0, 3.0, 1.0]
+    for reduction in ("mean", "sum", "none"):
+        p = ff.tensor(vals, requires_grad=True)
+        tp = torch.tensor(vals, requires_grad=True)
+        out = F.binary_cross_entropy(p, ff.tensor(tgt), weight=ff.tensor(w), reduction=reduction)
+        tout = torch.nn.functional.binary_cross_entropy(tp, torch.tensor(tgt), weight=torch.tensor(w),
+                                                        reduction=reduction)
+        assert np.allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-6)
+        (out.sum() if reduction == "none" else out).backward()
+        (tout.sum() if reduction == "none" else tout).backward()
+        assert np.allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6), (p.grad.numpy(), tp.grad.numpy())

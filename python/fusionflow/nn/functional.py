@@ -195,12 +195,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 # ---- more losses and norms (compositions; PyTorch's definitions) ---------------------------------
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    """-(t log p + (1 - t) log(1 - p)), each log clamped at -100 as PyTorch does."""
+    """-(t log p + (1 - t) log(1 - p)), each log clamped at -100, and PyTorch's gradient
+    (p - t) / max(p (1 - p), 1e-12), not the clamped logs' (0 where a log is clamped): a
+    saturated sigmoid (p = 1 with t = 0) still pushes back, as in PyTorch. The gradient is
+    attached as g * p - (g * p) with g held constant, so the value is exact; it is not
+    differentiable twice (PyTorch's is)."""
+    from .._grad_mode import is_grad_enabled, no_grad
     reduction = _legacy_reduction(size_average, reduce, reduction)
     p, t = input, as_tensor(target)
-    lp = p.log().clamp(min=-100.0)
-    l1p = (1 - p).log().clamp(min=-100.0)
-    loss = -(t * lp + (1 - t) * l1p)
+    differentiate = p.requires_grad and is_grad_enabled()
+    with no_grad():
+        loss = -(t * p.log().clamp(min=-100.0) + (1 - t) * (1 - p).log().clamp(min=-100.0))
+        g = (p - t) / (p * (1 - p)).clamp(min=1e-12) if differentiate else None
+    if g is not None:
+        gp = g * p  # the gradient g reaches p
+        loss = loss + (gp - gp.detach())
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
