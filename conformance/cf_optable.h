@@ -46,4 +46,20 @@ ff_tensor *cf_make_input(ff_backend *be, const void *vals, int ndim, const int64
 ff_tensor *cf_view_of(ff_tensor *base, cf_variant v);
 /* True if the last op call failed because the op is not in libfusionflow. */
 
+
+/* cf_closed_forms.c: the table's closed forms */
+void c_sum_all(const double *const *in, double *out);
+void c_mean02(const double *const *in, double *out);
+void c_matmul(const double *const *in, double *out);
+void c_softmax(const double *const *in, double *out);
+void c_cross_entropy(const double *const *in, double *out);
+void c_cross_entropy_at_max(const double *const *in, double *out);
+void c_mse(const double *const *in, double *out);
+void closed_fft_last(const double *const *in, double *out);
+void closed_rfft_last(const double *const *in, double *out);
+void closed_irfft_last(const double *const *in, double *out);
+void closed_fft_len8(const double *const *in, double *out);
+void c_eye_2x3x3(const double *const *in, double *out);
+void c_repeated_rows_2x2x3(const double *const *in, double *out);
+
 #endif /* FF_CONFORMANCE_CF_OPTABLE_H */
