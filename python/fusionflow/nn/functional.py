@@ -150,40 +150,7 @@ def pad(x, pad, mode="constant", value=None):
     return wrap(C.ff_pad(x._ptr, arr, float(value)))
 
 
-# ---- convolution, pooling, batch norm (the C compositions; PyTorch's argument names) ----------
-def _pair(v, name):
-    if isinstance(v, int):
-        return v, v
-    v = tuple(v)
-    if len(v) != 2:
-        raise ValueError("%s must be an int or a pair, got %r" % (name, v))
-    return int(v[0]), int(v[1])
-
-
-def _pool(fn, input, kernel_size, stride, padding, name):
-    kh, kw = _pair(kernel_size, "kernel_size")
-    sh, sw = _pair(stride if stride is not None else kernel_size, "stride")  # PyTorch: stride defaults to the kernel
-    ph, pw = _pair(padding, "padding")
-    unbatched = input.ndim == 3
-    x = input.unsqueeze(0) if unbatched else input
-    y = wrap(fn(x._ptr, kh, kw, sh, sw, ph, pw))
-    return y.squeeze(0) if unbatched else y
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    if _pair(dilation, "dilation") != (1, 1) or ceil_mode or return_indices:
-        raise NotImplementedError("max_pool2d: dilation, ceil_mode and return_indices are not supported")
-    return _pool(C.ff_max_pool2d, input, kernel_size, stride, padding, "max_pool2d")
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
-    if ceil_mode or not count_include_pad or divisor_override is not None:
-        raise NotImplementedError("avg_pool2d: ceil_mode, count_include_pad=False and divisor_override are not "
-                                  "supported")
-    return _pool(C.ff_avg_pool2d, input, kernel_size, stride, padding, "avg_pool2d")
-
-
+# ---- batch norm (the C op; PyTorch's argument names) -------------------------------------
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """PyTorch's F.batch_norm: training normalizes with the batch statistics and updates the
     running pair in place (unbiased variance); eval uses the running pair."""
