@@ -340,6 +340,9 @@ typedef enum ff_op_kind {
     FF_KIND_FUSED,
     /* the optional collective entries: op = ff_coll_op; dtype = the views' */
     FF_KIND_COLLECTIVE,
+    /* the optional attention entry: op = 0 forward, 1 backward (ff_attention_op);
+     * dtype = q's (== k's == v's) */
+    FF_KIND_ATTENTION,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -476,6 +479,39 @@ typedef struct ff_pool2d_params {
     int64_t stride[2];
     int64_t padding[2];
 } ff_pool2d_params;
+
+/* Scaled dot-product attention (the optional attention entry), flash style: the T x T
+ * scores never reach memory. Every view is 4-D [B, H, T, D] (the core folds leading dims
+ * into B and H and broadcasts with stride 0; D may be 1..FF_ATTENTION_MAX_HEAD_DIM):
+ *   FF_ATTENTION_FORWARD:  src {q [B,H,Tq,D], k [B,H,Tk,D], v [B,H,Tk,Dv] (, mask)}
+ *                          dst {o [B,H,Tq,Dv], lse [B,H,Tq]}
+ *   FF_ATTENTION_BACKWARD: src {go [B,H,Tq,Dv], q, k, v, o, lse (, mask)}
+ *                          dst {gq, gk, gv} (q's, k's, v's shapes; dense, never stride 0)
+ * With s[i,j] = scale * sum_d q[i,d] k[j,d], then + mask[i,j] (FF_ATTENTION_MASK_ADD), or
+ * -inf where mask[i,j] is false (FF_ATTENTION_MASK_BOOL) or, causal, where j > i (PyTorch's
+ * is_causal: the top-left-aligned lower triangle, also when Tq != Tk):
+ *   lse[i] = log sum_j exp(s[i,j]),  p[i,j] = exp(s[i,j] - lse[i]),  o[i] = sum_j p[i,j] v[j]
+ * and the backward gives the gradients of sum(go * o) (dp = go v^T, ds = p (dp - rowsum(go * o)),
+ * gq = scale ds k, gk = scale ds^T q, gv = p^T go). A row whose every score is -inf (all
+ * keys masked, or Tk = 0) has o = 0, lse = -inf and zero gradients (PyTorch 2.5's SDPA,
+ * not the NaN of a bare softmax). The mask view (when p->mask != NONE) is [B, H, Tq, Tk],
+ * broadcast with stride 0, FF_BOOL (true: the key takes part) or q's dtype (added).
+ * q, k, v, o, go and the gradients have one float dtype; lse is F64 for F64, else F32.
+ * Sums run in at least F32 (F64 for F64); F16/BF16 inputs accumulate in F32 and round
+ * each output once. Results need not be bit-identical to the composition (the online
+ * softmax reorders sums); conformance compares within the dtype's tolerance. */
+typedef enum ff_attention_op { FF_ATTENTION_FORWARD = 0, FF_ATTENTION_BACKWARD = 1 } ff_attention_op;
+typedef enum ff_attention_mask {
+    FF_ATTENTION_MASK_NONE = 0,
+    FF_ATTENTION_MASK_BOOL = 1,
+    FF_ATTENTION_MASK_ADD = 2
+} ff_attention_mask;
+#define FF_ATTENTION_MAX_HEAD_DIM 256
+typedef struct ff_attention_params {
+    double scale;   /* multiplies q . k (PyTorch's default 1 / sqrt(D) is the core's to pick) */
+    int32_t causal; /* 1: j > i is masked */
+    int32_t mask;   /* ff_attention_mask: the kind of the last src view, if any */
+} ff_attention_params;
 
 /* ---- services the core offers a backend -------------------------------- */
 /* A fused elementwise region of a captured graph (include/ff/graph.h), handed whole to
@@ -729,6 +765,13 @@ typedef struct ff_backend_vtable {
     /* The rules step the plugin keeps: FF_ABI_STEP as compiled ("Rules steps" at the
      * top). 0, or a struct_size that ends before it: FF_ABI_STEP_UNSTATED. */
     uint32_t abi_step;
+
+    /* Scaled dot-product attention, forward and backward (ff_attention_params above):
+     * n_dst / n_src as listed there (the mask adds one src). Only for dtypes and ops
+     * that supports(FF_KIND_ATTENTION, op, dtype) accepts. May be NULL: the core then
+     * composes attention from matmul, the mask, softmax and matmul (O(T^2) memory). */
+    ff_status (*attention)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                           const ff_attention_params *p);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):
