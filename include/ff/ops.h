@@ -354,6 +354,22 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
                          const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum,
                          double eps);
 
+/* ---- attention ---------------------------------------------------------- */
+/* PyTorch 2's F.scaled_dot_product_attention: q [..., Tq, D], k [..., Tk, D], v [..., Tk,
+ * Dv] (leading dims broadcast, as matmul's) -> [..., Tq, Dv] = softmax(q k^T scale + mask) v,
+ * one op with one autograd node. attn_mask: NULL, FF_BOOL (true: the key takes part) or
+ * q's dtype (added to the scores), broadcasting to [..., Tq, Tk]. is_causal: key j > query
+ * i is masked (the top-left-aligned triangle, as PyTorch; refused together with a mask).
+ * scale: NaN or <= 0 picks 1 / sqrt(D). A query whose every key is masked gets 0 (and 0
+ * gradients), as PyTorch 2.5's SDPA. dropout_p > 0 (training) drops attention weights
+ * with the generator seeded by seed, through the composition (matmul, mask, softmax,
+ * dropout, matmul); otherwise the backend's attention entry runs where it has one
+ * (flash style: O(T) memory, the backward recomputes the scores from the saved
+ * log-sum-exp), the composition where it has none. */
+ff_tensor *ff_scaled_dot_product_attention(const ff_tensor *q, const ff_tensor *k, const ff_tensor *v,
+                                           const ff_tensor *attn_mask, double dropout_p, bool is_causal,
+                                           double scale, uint64_t seed);
+
 /* ---- destination-passing forms (PyTorch's out=) ------------------------- */
 /* The result goes into out's memory (any strides; it must have the result's shape and
  * dtype), allocating nothing when the operands already have the compute dtype: for
