@@ -234,7 +234,7 @@ struct ff_kernel_observer {
     /* The global generator handed out n counters from counter_base under seed. */
     void (*random_draw)(ff_kernel_observer *self, uint64_t seed, uint64_t counter_base, uint64_t n);
 };
-/* This thread's observer, NULL when none (the core reads it through FF_OBSERVE). */
+/* This thread's observer, NULL when none: the core tests it before every report. */
 extern _Thread_local ff_kernel_observer *ff_kernel_observing;
 /* Installs obs (NULL removes it) for this thread; returns the one it replaces. */
 ff_kernel_observer *ff_kernel_observer_set(ff_kernel_observer *obs);
