@@ -84,9 +84,10 @@ typedef struct ff_storage {
      * release_external(external_ctx) instead of the backend's free. */
     void (*release_external)(void *ctx);
     void *external_ctx;
-    /* set while a graph capture that created this storage runs (graph/capture.c) */
-    struct ff_graph *graph;
-    int32_t graph_buf;
+    /* set by the kernel observer that wants to hear of this storage's death (a graph
+     * capture, for the storages it saw born), with a tag of its choosing */
+    struct ff_kernel_observer *observer;
+    int32_t observer_tag;
 } ff_storage;
 
 struct ff_node;
@@ -153,7 +154,7 @@ ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn);
 ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const char *fn);
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn); /* same shape */
 /* nbytes of host memory into contiguous dst's elements (at its offset): one upload,
- * recorded while a graph captures, the version bumped. */
+ * reported to the kernel observer, the version bumped. */
 ff_status ff_kernel_upload(const ff_tensor *dst, const void *src, size_t nbytes, const char *fn);
 ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn);
 /* a and b are broadcast to dst's shape here (stride 0), so they may have any
@@ -187,11 +188,15 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
                             const char *fn);
 
-/* ---- graph capture hooks (graph/capture.c) ------------------------------- */
-/* The graph capturing on this thread, NULL when none (or while a host call runs). The
- * hooks below are called only when it is set; each records what the core just did. */
-extern _Thread_local struct ff_graph *ff_graph_recording;
-typedef struct ff_graph_params {
+/* Checks every tensor is non-NULL and on the same backend; returns that backend. */
+ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);
+
+/* ---- the kernel observer: how a capture sees the kernel layer ------------- */
+/* The core reports what it does to one observer per thread, which graph/capture.c
+ * installs for the length of a capture (the way autograd installs the history release
+ * above): the core names no graph function, and while nothing observes each report
+ * point costs one thread-local load and a predictable branch. */
+typedef struct ff_kernel_params {
     ff_scalar value;         /* fill */
     uint32_t axes_mask;      /* reduce */
     int axis, flag;          /* gather/scatter/softmax(log)/scan/argsort(descending)/fft */
@@ -202,20 +207,45 @@ typedef struct ff_graph_params {
     ff_random_dist dist;
     uint64_t seed, counter_base;
     double p0, p1;
-} ff_graph_params;
-/* A kernel entry that succeeded: kind (FF_KIND_*), op, its n views (outputs first: p's
- * n_dst of them, or 1) and the storages behind them. */
-void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_storage *const *stor,
-                            const ff_graph_params *p);
-/* An entry that failed while capturing: the capture reports it at its end. */
-void ff_graph_record_failure(void);
-void ff_graph_record_storage_new(ff_storage *s);
-void ff_graph_record_storage_dead(ff_storage *s); /* s->graph is set */
-void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
-/* A download that succeeded: nbytes at byte_offset of s, now in host. */
-void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes, ff_dtype dtype);
-void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n);
+} ff_kernel_params;
 
+/* Called on the observed thread right after the event, except storage_dead, which runs
+ * wherever a storage's last reference goes, for storages the observer claimed. Every
+ * callback gets the observer it was installed as (embed it and step back to your own
+ * state). None may fail: an observer keeps its own errors and reports them later. */
+typedef struct ff_kernel_observer ff_kernel_observer;
+struct ff_kernel_observer {
+    /* A kernel entry that succeeded: kind (FF_KIND_*), op, its n views (outputs first:
+     * p's n_dst of them, or 1) and the storages behind them; p is NULL for entries
+     * with no parameters. */
+    void (*kernel)(ff_kernel_observer *self, int kind, int op, int n, const ff_view *views,
+                   ff_storage *const *stor, const ff_kernel_params *p);
+    /* An entry that failed (st); ff_last_error() holds the backend's message. */
+    void (*failure)(ff_kernel_observer *self, ff_status st);
+    /* A storage was allocated. To hear of its death, set s->observer = self (and
+     * s->observer_tag as you like); clear s->observer to stop listening. */
+    void (*storage_new)(ff_kernel_observer *self, ff_storage *s);
+    void (*storage_dead)(ff_kernel_observer *self, ff_storage *s); /* before it is freed */
+    /* nbytes of host memory written at byte_offset of s (an upload that succeeded). */
+    void (*upload)(ff_kernel_observer *self, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes);
+    /* A download that succeeded: nbytes at byte_offset of s, now in host. */
+    void (*host_read)(ff_kernel_observer *self, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes,
+                      ff_dtype dtype);
+    /* The global generator handed out n counters from counter_base under seed. */
+    void (*random_draw)(ff_kernel_observer *self, uint64_t seed, uint64_t counter_base, uint64_t n);
+};
+/* This thread's observer, NULL when none: the core tests it before every report. */
+extern _Thread_local ff_kernel_observer *ff_kernel_observing;
+/* Installs obs (NULL removes it) for this thread; returns the one it replaces. */
+ff_kernel_observer *ff_kernel_observer_set(ff_kernel_observer *obs);
+/* Reports event (a callback's name) with its arguments after self, if observed. */
+#define FF_OBSERVE(event, ...)                                                           \
+    do {                                                                                 \
+        ff_kernel_observer *obs_ = ff_kernel_observing;                                  \
+        if (obs_) obs_->event(obs_, __VA_ARGS__);                                        \
+    } while (0)
+
+/* ---- graph internals (graph/) --------------------------------------------- */
 /* For ff-conformance's graph mode: a capture that records only kernels on backend
  * `only` (others run unrecorded) and records every read of a tensor's values as a check;
  * ff_graph_check_replay then replays (random ops drawing what the capture drew) and
@@ -224,9 +254,6 @@ void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t 
  * failed. */
 ff_status ff_graph_capture_begin_checked(ff_backend *only);
 int ff_graph_check_replay(struct ff_graph *g, char *msg, size_t cap);
-
-/* Checks every tensor is non-NULL and on the same backend; returns that backend. */
-ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);
 
 /* ---- autograd internals (autograd/engine.c) ------------------------------ */
 #define FF_NODE_MAX_INPUTS 4

@@ -29,22 +29,23 @@ static ff_status unsupported(ff_backend *be, const char *fn, const char *what, f
 
 static ff_status finish(ff_status st, const ff_tensor *dst, const char *fn)
 {
-    if (st && ff_graph_recording) ff_graph_record_failure();
+    if (st) FF_OBSERVE(failure, st);
     ff_storage_bump_version(dst->storage);
     if (st == FF_OK) return FF_OK;
     ff_error_prefix(fn);
     return ff_error(st, "%s", ff_last_error());
 }
 
-/* finish() for an entry a graph capture may record: n views v over the tensors ts
+/* finish() for an entry the kernel observer hears of: n views v over the tensors ts
  * (outputs first; p's n_dst of them, or 1). */
 static ff_status finish_rec(ff_status st, const ff_tensor *dst, const char *fn, int kind, int op, int n,
-                            const ff_view *v, const ff_tensor *const *ts, const ff_graph_params *p)
+                            const ff_view *v, const ff_tensor *const *ts, const ff_kernel_params *p)
 {
-    if (!st && ff_graph_recording) {
+    ff_kernel_observer *obs = ff_kernel_observing;
+    if (!st && obs) {
         ff_storage *stor[9];
         for (int i = 0; i < n; i++) stor[i] = ts[i]->storage;
-        ff_graph_record_kernel(kind, op, n, v, stor, p);
+        obs->kernel(obs, kind, op, n, v, stor, p);
     }
     return finish(st, dst, fn);
 }
@@ -147,7 +148,7 @@ ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const cha
     if (!be->vt->supports(be->ctx, FF_KIND_FILL, 0, dst->dtype)) return unsupported(be, fn, "fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
-    ff_graph_params p = {.value = fill_value(dst->dtype, value)};
+    ff_kernel_params p = {.value = fill_value(dst->dtype, value)};
     return finish_rec(be->vt->fill(be->ctx, &v, p.value), dst, fn, FF_KIND_FILL, 0, 1, &v, ts_, &p);
 }
 
@@ -177,7 +178,7 @@ ff_status ff_kernel_upload(const ff_tensor *dst, const void *src, size_t nbytes,
     size_t off = (size_t)dst->layout.offset * ff_dtype_size(dst->dtype);
     ff_clear_error();
     ff_status st = be->vt->upload(be->ctx, dst->storage->buf, off, src, nbytes);
-    if (!st && ff_graph_recording) ff_graph_record_upload(dst->storage, off, src, nbytes);
+    if (!st) FF_OBSERVE(upload, dst->storage, off, src, nbytes);
     return finish(st, dst, fn);
 }
 
@@ -239,7 +240,7 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
     ff_view v[2];
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
-    ff_graph_params p = {.axes_mask = axes_mask};
+    ff_kernel_params p = {.axes_mask = axes_mask};
     return finish_rec(be->vt->reduce(be->ctx, op, &v[0], &v[1], axes_mask), dst, fn, FF_KIND_REDUCE, (int)op, 2, v,
                       ts_, &p);
 }
@@ -295,7 +296,7 @@ ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
     ff_tensor_view(index, &v[2]);
-    ff_graph_params p = {.axis = axis};
+    ff_kernel_params p = {.axis = axis};
     return finish_rec(be->vt->gather(be->ctx, &v[0], &v[1], &v[2], axis), dst, fn, FF_KIND_GATHER, 0, 3, v, ts_, &p);
 }
 
@@ -314,7 +315,7 @@ ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, co
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(index, &v[1]);
     ff_tensor_view(src, &v[2]);
-    ff_graph_params p = {.axis = axis};
+    ff_kernel_params p = {.axis = axis};
     return finish_rec(be->vt->scatter_add(be->ctx, &v[0], &v[1], &v[2], axis), dst, fn, FF_KIND_SCATTER_ADD, 0, 3, v,
                       ts_, &p);
 }
@@ -332,7 +333,7 @@ ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t s
         return unsupported(be, fn, "random fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
-    ff_graph_params p = {.dist = dist, .seed = seed, .counter_base = counter_base, .p0 = p0, .p1 = p1};
+    ff_kernel_params p = {.dist = dist, .seed = seed, .counter_base = counter_base, .p0 = p0, .p1 = p1};
     return finish_rec(be->vt->random(be->ctx, &v, dist, seed, counter_base, p0, p1), dst, fn, FF_KIND_RANDOM,
                       (int)dist, 1, &v, ts_, &p);
 }
@@ -350,7 +351,7 @@ ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis
     ff_view v[2];
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
-    ff_graph_params p = {.axis = axis, .flag = log};
+    ff_kernel_params p = {.axis = axis, .flag = log};
     return finish_rec(softmax(be->ctx, &v[0], &v[1], axis, log), dst, fn, FF_KIND_SOFTMAX, log, 2, v, ts_, &p);
 }
 
@@ -376,7 +377,7 @@ ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, 
     ff_status st = which == 0   ? be->vt->conv2d(be->ctx, &v[0], &v[1], &v[2], p)
                    : which == 1 ? be->vt->conv2d_backward_input(be->ctx, &v[0], &v[1], &v[2], p)
                                 : be->vt->conv2d_backward_weight(be->ctx, &v[0], &v[1], &v[2], p);
-    ff_graph_params gp = {.conv = *p};
+    ff_kernel_params gp = {.conv = *p};
     return finish_rec(st, dst, fn, FF_KIND_CONV2D, which, 3, v, ts_, &gp);
 }
 
@@ -395,7 +396,7 @@ ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int
     ff_view v[2];
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
-    ff_graph_params p = {.axis = axis};
+    ff_kernel_params p = {.axis = axis};
     return finish_rec(scan(be->ctx, op, &v[0], &v[1], axis), dst, fn, FF_KIND_SCAN, op, 2, v, ts_, &p);
 }
 
@@ -414,7 +415,7 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
     ff_view v[2];
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
-    ff_graph_params p = {.axis = axis, .flag = descending};
+    ff_kernel_params p = {.axis = axis, .flag = descending};
     return finish_rec(argsort(be->ctx, &v[0], &v[1], axis, descending), dst, fn, FF_KIND_SORT, descending, 2, v, ts_,
                       &p);
 }
@@ -436,7 +437,7 @@ static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor
 
 /* Ends an entry with several outputs: every output's version moves. */
 static ff_status finish_all(ff_status st, const char *fn, int kind, int op, int n, const ff_view *v,
-                            const ff_tensor *const *ts, ff_graph_params *p)
+                            const ff_tensor *const *ts, ff_kernel_params *p)
 {
     for (int i = 1; i < p->n_dst; i++) ff_storage_bump_version(ts[i]->storage);
     return finish_rec(st, ts[0], fn, kind, op, n, v, ts, p);
@@ -460,7 +461,7 @@ ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_te
     static const char *const names[] = {"solve", "det", "cholesky", "qr", "svd", "lstsq"};
     if (!linalg || !be->vt->supports(be->ctx, FF_KIND_LINALG, op, src[0]->dtype))
         return unsupported(be, fn, op >= 0 && op < FF_LINALG_COUNT ? names[op] : "linalg", src[0]->dtype);
-    ff_graph_params p = {.n_dst = n_dst};
+    ff_kernel_params p = {.n_dst = n_dst};
     return finish_all(linalg(be->ctx, op, v, n_dst, v + n_dst, n_src), fn, FF_KIND_LINALG, op, n_dst + n_src, v, ts,
                       &p);
 }
@@ -483,7 +484,7 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
     }
     if (!bn || !be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype))
         return unsupported(be, fn, "batch_norm", x->dtype);
-    ff_graph_params p = {.n_dst = n_dst, .eps = eps};
+    ff_kernel_params p = {.n_dst = n_dst, .eps = eps};
     return finish_all(bn(be->ctx, op, v, n_dst, v + n_dst, n_src, eps), fn, FF_KIND_BATCH_NORM, op, n_dst + n_src, v,
                       ts, &p);
 }
@@ -505,7 +506,7 @@ ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, 
     }
     if (!pool || !be->vt->supports(be->ctx, FF_KIND_POOL2D, op, dst->dtype))
         return unsupported(be, fn, "pool2d", dst->dtype);
-    ff_graph_params gp = {.n_dst = 1, .pool = *p};
+    ff_kernel_params gp = {.n_dst = 1, .pool = *p};
     return finish_all(pool(be->ctx, op, v, v + 1, n_src, p), fn, FF_KIND_POOL2D, op, 1 + n_src, v, ts, &gp);
 }
 
@@ -524,6 +525,6 @@ ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int 
     ff_view v[2];
     ff_tensor_view(dst, &v[0]);
     ff_tensor_view(src, &v[1]);
-    ff_graph_params p = {.axis = axis};
+    ff_kernel_params p = {.axis = axis};
     return finish_rec(fft(be->ctx, op, &v[0], &v[1], axis), dst, fn, FF_KIND_FFT, op, 2, v, ts_, &p);
 }

@@ -23,5 +23,5 @@ void ff_random_next(uint64_t n, uint64_t *seed, uint64_t *counter_base)
     *counter_base = rng_counter;
     rng_counter += n;
     pthread_mutex_unlock(&rng_lock);
-    if (ff_graph_recording) ff_graph_record_random_draw(*seed, *counter_base, n);
+    FF_OBSERVE(random_draw, *seed, *counter_base, n);
 }

@@ -43,14 +43,14 @@ static ff_storage *storage_new(ff_backend *be, size_t nbytes, const char *fn)
     atomic_init(&s->version, 0);
     s->backend = be;
     s->nbytes = nbytes;
-    if (ff_graph_recording) ff_graph_record_storage_new(s);
+    FF_OBSERVE(storage_new, s);
     return s;
 }
 
 void ff_storage_release(ff_storage *s)
 {
     if (!s || atomic_fetch_sub(&s->refcount, 1) != 1) return;
-    if (s->graph) ff_graph_record_storage_dead(s);
+    if (s->observer) s->observer->storage_dead(s->observer, s);
     if (s->release_external)
         s->release_external(s->external_ctx);
     else
@@ -204,7 +204,7 @@ ff_status ff_tensor_to_host(const ff_tensor *t, void *dst, size_t nbytes)
     ff_clear_error();
     size_t off = (size_t)src->layout.offset * ff_dtype_size(t->dtype);
     ff_status st = be->vt->download(be->ctx, src->storage->buf, off, dst, nbytes);
-    if (!st && ff_graph_recording) ff_graph_record_host_read(src->storage, off, dst, nbytes, t->dtype);
+    if (!st) FF_OBSERVE(host_read, src->storage, off, dst, nbytes, t->dtype);
     ff_tensor_release(tmp);
     if (st) {
         ff_error_prefix(fn);
@@ -233,7 +233,7 @@ static ff_status read_element(const ff_tensor *t, int64_t elem, void *out, const
     size_t es = ff_dtype_size(t->dtype);
     ff_clear_error();
     ff_status st = be->vt->download(be->ctx, t->storage->buf, (size_t)elem * es, out, es);
-    if (!st && ff_graph_recording) ff_graph_record_host_read(t->storage, (size_t)elem * es, out, es, t->dtype);
+    if (!st) FF_OBSERVE(host_read, t->storage, (size_t)elem * es, out, es, t->dtype);
     if (st) {
         ff_error_prefix(fn);
         return ff_error(st, "%s", ff_last_error());

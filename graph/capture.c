@@ -1,6 +1,7 @@
-/* Capture: the hooks the core calls while a region runs (core/ff_impl.h), and
- * begin/end/abort. Everything here runs on the capturing thread, except a storage's
- * death, which happens wherever its last reference goes (s->graph says whose it is). */
+/* Capture: the kernel observer (core/ff_impl.h) a graph installs while a region runs,
+ * and begin/end/abort. Everything here runs on the capturing thread, except a storage's
+ * death, which happens wherever its last reference goes (s->observer says whose it is). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,17 @@
 #include "graph_impl.h"
 
 _Thread_local ff_graph *ff_graph_recording;
+
+/* The graph whose observer the core called back. */
+static ff_graph *graph_of(ff_kernel_observer *obs) { return (ff_graph *)((char *)obs - offsetof(ff_graph, observer)); }
+
+/* The one place this thread's capture starts, pauses and stops: the graph and the core's
+ * hook move together. */
+static void set_recording(ff_graph *g)
+{
+    ff_graph_recording = g;
+    ff_kernel_observer_set(g ? &g->observer : NULL);
+}
 
 static void fail(ff_graph *g, const char *msg)
 {
@@ -72,7 +84,7 @@ static int input_buf(ff_graph *g, ff_storage *s)
 
 static int buf_of(ff_graph *g, ff_storage *s)
 {
-    return s->graph == g ? s->graph_buf : input_buf(g, s);
+    return s->observer == &g->observer ? s->observer_tag : input_buf(g, s);
 }
 
 static gnode *new_node(ff_graph *g, int kind, int op, int nv)
@@ -109,10 +121,10 @@ static bool same_backend(ff_graph *g, ff_storage *s)
     return false;
 }
 
-void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_storage *const *stor,
-                            const ff_graph_params *p)
+static void on_kernel(ff_kernel_observer *obs, int kind, int op, int n, const ff_view *views, ff_storage *const *stor,
+                      const ff_kernel_params *p)
 {
-    ff_graph *g = ff_graph_recording;
+    ff_graph *g = graph_of(obs);
     if (g->only && stor[0]->backend != g->only) return;
     for (int i = 0; i < n; i++)
         if (!same_backend(g, stor[i])) return;
@@ -131,34 +143,35 @@ void ff_graph_record_kernel(int kind, int op, int n, const ff_view *views, ff_st
     for (int i = 0; i < n; i++) put_view(g, nd, i, &views[i], stor[i]);
 }
 
-void ff_graph_record_failure(void)
+static void on_failure(ff_kernel_observer *obs, ff_status st)
 {
-    ff_graph *g = ff_graph_recording;
+    (void)st; /* the message says what failed */
+    ff_graph *g = graph_of(obs);
     char msg[512];
     snprintf(msg, sizeof msg, "a kernel failed while capturing: %s", ff_last_error());
     fail(g, msg);
 }
 
-void ff_graph_record_storage_new(ff_storage *s)
+static void on_storage_new(ff_kernel_observer *obs, ff_storage *s)
 {
-    ff_graph *g = ff_graph_recording;
+    ff_graph *g = graph_of(obs);
     if (g->only && s->backend != g->only) return;
     int id = new_buf(g, GB_TEMP, s);
     if (id < 0) return;
-    s->graph = g;
-    s->graph_buf = id;
+    s->observer = obs;
+    s->observer_tag = id;
     g->live_bytes += s->nbytes;
     if (g->live_bytes > g->info.eager_peak_bytes) g->info.eager_peak_bytes = g->live_bytes;
 }
 
-void ff_graph_record_storage_dead(ff_storage *s)
+static void on_storage_dead(ff_kernel_observer *obs, ff_storage *s)
 {
-    ff_graph *g = s->graph;
-    gbuf *b = &g->bufs[s->graph_buf];
+    ff_graph *g = graph_of(obs);
+    gbuf *b = &g->bufs[s->observer_tag];
     b->role = GB_DEAD;
     b->s = NULL;
     g->live_bytes -= s->nbytes;
-    s->graph = NULL;
+    s->observer = NULL;
     if (s->release_external) fail(g, "foreign memory (DLPack, a mapped file) was released while capturing");
 }
 
@@ -177,25 +190,26 @@ static void bytes_node(ff_graph *g, int kind, int op, ff_storage *s, size_t byte
     put_view(g, nd, 0, &v, s);
 }
 
-void ff_graph_record_upload(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
+static void on_upload(ff_kernel_observer *obs, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes)
 {
-    ff_graph *g = ff_graph_recording;
+    ff_graph *g = graph_of(obs);
     if (g->only && s->backend != g->only) return;
     if (!same_backend(g, s)) return;
     bytes_node(g, GN_UPLOAD, 0, s, byte_offset, host, nbytes);
 }
 
-void ff_graph_record_host_read(ff_storage *s, size_t byte_offset, const void *host, size_t nbytes, ff_dtype dtype)
+static void on_host_read(ff_kernel_observer *obs, ff_storage *s, size_t byte_offset, const void *host, size_t nbytes,
+                         ff_dtype dtype)
 {
-    ff_graph *g = ff_graph_recording;
+    ff_graph *g = graph_of(obs);
     if (g->only && s->backend != g->only) return;
     g->info.host_reads++;
     if (g->checked && nbytes && same_backend(g, s)) bytes_node(g, GN_READBACK, (int)dtype, s, byte_offset, host, nbytes);
 }
 
-void ff_graph_record_random_draw(uint64_t seed, uint64_t counter_base, uint64_t n)
+static void on_random_draw(ff_kernel_observer *obs, uint64_t seed, uint64_t counter_base, uint64_t n)
 {
-    ff_graph *g = ff_graph_recording;
+    ff_graph *g = graph_of(obs);
     g->draw_pending = true;
     g->draw_seed = seed;
     g->draw_base = counter_base;
@@ -211,9 +225,18 @@ static ff_status begin(ff_backend *only, bool checked)
         return ff_error(FF_ERR_INVALID, "%s: this thread is already capturing (captures do not nest)", fn);
     ff_graph *g = calloc(1, sizeof *g);
     if (!g) return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    g->observer = (ff_kernel_observer){
+        .kernel = on_kernel,
+        .failure = on_failure,
+        .storage_new = on_storage_new,
+        .storage_dead = on_storage_dead,
+        .upload = on_upload,
+        .host_read = on_host_read,
+        .random_draw = on_random_draw,
+    };
     g->only = only;
     g->checked = checked;
-    ff_graph_recording = g;
+    set_recording(g);
     return FF_OK;
 }
 
@@ -227,12 +250,12 @@ bool ff_graph_is_capturing(void) { return ff_graph_recording != NULL; }
 static ff_graph *stop(void)
 {
     ff_graph *g = ff_graph_recording;
-    ff_graph_recording = NULL;
     if (!g) return NULL;
+    set_recording(NULL);
     for (int i = 0; i < g->n_bufs; i++) {
         gbuf *b = &g->bufs[i];
         if (b->role != GB_TEMP) continue;
-        b->s->graph = NULL;
+        b->s->observer = NULL;
         if (b->refs) {
             b->role = GB_OUTPUT;
             ff_storage_retain(b->s);
@@ -271,9 +294,9 @@ ff_status ff_graph_host_call(ff_status (*fn)(void *user), void *user)
     if (!fn) return ff_error(FF_ERR_INVALID, "ff_graph_host_call: fn is NULL");
     ff_graph *g = ff_graph_recording;
     if (!g) return fn(user);
-    ff_graph_recording = NULL; /* the call's own kernels run eagerly, unrecorded */
+    set_recording(NULL); /* the call's own kernels run eagerly, unrecorded */
     ff_status st = fn(user);
-    ff_graph_recording = g;
+    set_recording(g);
     if (st) {
         char msg[512];
         snprintf(msg, sizeof msg, "a host call failed while capturing: %s", ff_last_error());
@@ -292,10 +315,10 @@ ff_status ff_graph_host_call(ff_status (*fn)(void *user), void *user)
 void ff_graph_release(ff_graph *g)
 {
     if (!g) return;
-    if (ff_graph_recording == g) ff_graph_recording = NULL;
+    if (ff_graph_recording == g) set_recording(NULL);
     for (int i = 0; i < g->n_bufs; i++) {
         gbuf *b = &g->bufs[i];
-        if (b->role == GB_TEMP && b->s) b->s->graph = NULL; /* released mid-capture */
+        if (b->role == GB_TEMP && b->s) b->s->observer = NULL; /* released mid-capture */
         if ((b->role == GB_INPUT || b->role == GB_OUTPUT) && b->s) ff_storage_release(b->s);
         if (b->own) g->be->vt->free(g->be->ctx, b->own);
     }

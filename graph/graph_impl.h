@@ -45,7 +45,7 @@ enum { GN_HOST = 1000, GN_UPLOAD, GN_FUSED, GN_READBACK };
 typedef struct gnode {
     int kind, op; /* readback: op is the read's dtype */
     int v0, nv, n_dst; /* views g->views[v0 .. v0+nv), outputs first */
-    ff_graph_params p;
+    ff_kernel_params p;
     bool global_rng;   /* random: counters from the global generator */
     uint64_t rng_n;    /* random: counters one draw uses */
     ff_status (*host_fn)(void *user);
@@ -69,6 +69,7 @@ typedef struct gfused {
 } gfused;
 
 struct ff_graph {
+    ff_kernel_observer observer; /* what the core calls while this graph captures */
     ff_backend *be;
     gnode *nodes;
     int n_nodes, cap_nodes;
@@ -112,6 +113,10 @@ static inline bool ff_graph_same_layout(const ff_view *a, const ff_view *b)
            !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) &&
            !memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim);
 }
+
+/* The graph capturing on this thread, NULL when none (or while a host call runs);
+ * capture.c installs its observer in the core whenever it sets this. */
+extern _Thread_local ff_graph *ff_graph_recording;
 
 /* Planning, called by ff_graph_capture_end: FF_OK or an error (the graph is then freed). */
 ff_status ff_graph_plan(ff_graph *g);

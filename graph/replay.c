@@ -50,7 +50,7 @@ ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
     const ff_backend_vtable *vt = g->be->vt;
     void *c = g->be->ctx;
     const ff_view *v = &g->views[n->v0];
-    const ff_graph_params *p = &n->p;
+    const ff_kernel_params *p = &n->p;
     switch (n->kind) {
     case FF_KIND_FILL: return vt->fill(c, v, p->value);
     case FF_KIND_COPY: return vt->copy(c, v, v + 1);
