@@ -72,7 +72,16 @@ static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         ff_tensor *other = k == 0 ? bm : am;
         ff_tensor *ot = FF_EX(&e, ff_mT(other));
         ff_tensor *full;
-        if (k == 1 && column_major(b) && gm->layout.ndim == 2) {
+        if (k == 1 && bm->layout.ndim == 2 && am->layout.ndim > 2) {
+            /* a batched a against one matrix b (nn.Linear on [T, N, E]): fold the batch
+             * dims into rows, one GEMM, instead of a [batch, K, N] product summed after */
+            int64_t rows = 1, K = am->layout.shape[am->layout.ndim - 1], N = gm->layout.shape[gm->layout.ndim - 1];
+            for (int d = 0; d < am->layout.ndim - 1; d++) rows *= am->layout.shape[d];
+            int64_t ash[2] = {rows, K}, gsh[2] = {rows, N};
+            ff_tensor *a2 = FF_EX(&e, ff_reshape(am, 2, ash)), *g2 = FF_EX(&e, ff_reshape(gm, 2, gsh));
+            if (column_major(b)) full = FF_EX(&e, ff_mT(FF_EX(&e, ff_matmul(FF_EX(&e, ff_mT(g2)), a2))));
+            else full = FF_EX(&e, ff_matmul(FF_EX(&e, ff_mT(a2)), g2));
+        } else if (k == 1 && column_major(b) && gm->layout.ndim == 2) {
             ff_tensor *gt = FF_EX(&e, ff_mT(gm));
             full = FF_EX(&e, ff_mT(FF_EX(&e, ff_matmul(gt, am))));
         } else {
