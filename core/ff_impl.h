@@ -187,6 +187,10 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
                                double eps, const char *fn);
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
                             const char *fn);
+/* The attention entry (or its f32 detour for half); FF_ERR_UNSUPPORTED, no message, when
+ * the backend cannot run it: the caller composes. */
+ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                              const ff_attention_params *p, const char *fn);
 
 /* Checks every tensor is non-NULL and on the same backend; returns that backend. */
 ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);
@@ -207,6 +211,7 @@ typedef struct ff_kernel_params {
     ff_random_dist dist;
     uint64_t seed, counter_base;
     double p0, p1;
+    ff_attention_params attn;
 } ff_kernel_params;
 
 /* Called on the observed thread right after the event, except storage_dead, which runs
@@ -257,7 +262,7 @@ int ff_graph_check_replay(struct ff_graph *g, char *msg, size_t cap);
 
 /* ---- autograd internals (autograd/engine.c) ------------------------------ */
 #define FF_NODE_MAX_INPUTS 4
-#define FF_NODE_MAX_SAVED 4
+#define FF_NODE_MAX_SAVED 6 /* attention: q, k, v, o, lse, mask */
 
 struct ff_node;
 /* Computes the gradients of the node's inputs from the gradient of its output.
