@@ -65,7 +65,7 @@ static run_out run(ff_tensor *const *in, bool causal, bool composed)
     ff_tensor *w = r.o ? rnd(ff_tensor_dtype(r.o), ff_tensor_ndim(r.o), ff_tensor_shape(r.o), 99) : NULL;
     ff_tensor *ow = w ? ff_mul(r.o, w) : NULL, *s = ow ? ff_sum(ow, 0, NULL, false) : NULL;
     CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
-    for (int i = 0; i < 3; i++) r.g[i] = ff_tensor_retain(ff_grad(in[i]));
+    for (int i = 0; i < 3; i++) r.g[i] = ff_grad(in[i]); /* a new reference */
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
     RELEASE(w, ow, s);
     return r;
