@@ -242,6 +242,9 @@ void cf_gen_attention(void)
     for (int si = 0; si < NSCEN; si++)
         for (int di = 0; di < 4; di++)
             for (int vi = 0; vi < (int)(sizeof variants / sizeof variants[0]); vi++) {
+                /* the views' walks are dtype-blind: half runs them contiguous only, and
+                 * stepped views only f32 (keeps the family quick under ASan) */
+                if ((di >= 2 && vi > 0) || (di == 1 && variants[vi] == CF_V_STEPPED)) continue;
                 cf_case c = {.family = "attention", .dtype = dts[di], .level = CF_LEVEL_OP, .run = run, .kind = -1,
                              .p = {si, (int)variants[vi]}};
                 snprintf(c.op, sizeof c.op, "%s", scens[si].name);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ff/graph.h"
 #include "ff_impl.h"
 #include "ff_test.h"
 
@@ -63,7 +64,7 @@ static run_out run(ff_tensor *const *in, const ff_tensor *mask, bool causal, boo
     ff_tensor *w = r.o ? rnd(ff_tensor_dtype(r.o), ff_tensor_ndim(r.o), ff_tensor_shape(r.o), 99) : NULL;
     ff_tensor *ow = w ? ff_mul(r.o, w) : NULL, *s = ow ? ff_sum(ow, 0, NULL, false) : NULL;
     CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
-    for (int i = 0; i < 3; i++) r.g[i] = ff_tensor_retain(ff_grad(in[i]));
+    for (int i = 0; i < 3; i++) r.g[i] = ff_grad(in[i]);
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
     RELEASE(w, ow, s);
     return r;
@@ -125,7 +126,9 @@ static void masked_rows_are_zero(void)
         ff_tensor *s = o ? ff_sum(o, 0, NULL, false) : NULL;
         CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
         double ov[8], gv[8];
-        CHECK(o && ff_test_values(o, ov, 8) == 0 && ff_test_values(ff_grad(q), gv, 8) == 0);
+        ff_tensor *gq = ff_grad(q);
+        CHECK(o && ff_test_values(o, ov, 8) == 0 && ff_test_values(gq, gv, 8) == 0);
+        ff_tensor_release(gq);
         for (int i = 0; i < 4; i++) CHECK(ov[i] == 0 && gv[i] == 0);
         for (int i = 4; i < 8; i++) CHECK(isfinite(ov[i]) && ov[i] != 0);
         RELEASE(o, s);
@@ -227,5 +230,38 @@ static void entry_memory_is_linear(void)
     CHECK(peak[1] - base > (size_t)4 << 20);
 }
 
+/* A captured training step through the entry (forward, backward) replays to what eager
+ * computes on new inputs, bit for bit: graph/replay.c calls the attention entry. */
+static void graph_replays_the_entry(void)
+{
+    ff_tensor *in[3] = {rnd(FF_F32, 4, SHAPE(2, 2, 9, 8), 1), rnd(FF_F32, 4, SHAPE(2, 2, 7, 8), 2),
+                        rnd(FF_F32, 4, SHAPE(2, 2, 7, 8), 3)};
+    double mv[63];
+    for (int i = 0; i < 63; i++) mv[i] = i % 7 == 0 || i % 3 != 0;
+    ff_tensor *m = ff_test_tensor(FF_BOOL, 2, SHAPE(9, 7), mv);
+    for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
+    CHECK(ff_graph_capture_begin() == FF_OK);
+    ff_tensor *o = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
+    ff_tensor *sq = o ? ff_square(o) : NULL, *s = sq ? ff_sum(sq, 0, NULL, false) : NULL, *g[3] = {NULL, NULL, NULL};
+    CHECK(s && ff_autograd_grad(s, NULL, 3, in, g, NULL) == FF_OK);
+    ff_graph *gr = ff_graph_capture_end();
+    CHECK(gr != NULL);
+    /* new values in q and k, then replay vs eager */
+    ff_tensor *q2 = rnd(FF_F32, 4, SHAPE(2, 2, 9, 8), 21), *k2 = rnd(FF_F32, 4, SHAPE(2, 2, 7, 8), 22);
+    bool prev = ff_set_grad_enabled(false); /* the leaves change in place, as under no_grad */
+    CHECK(ff_copy_(in[0], q2) == FF_OK && ff_copy_(in[1], k2) == FF_OK);
+    ff_set_grad_enabled(prev);
+    CHECK(gr && ff_graph_replay(gr) == FF_OK);
+    ff_tensor *eo = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
+    ff_tensor *esq = eo ? ff_square(eo) : NULL, *es = esq ? ff_sum(esq, 0, NULL, false) : NULL, *eg[3] = {NULL};
+    CHECK(es && ff_autograd_grad(es, NULL, 3, in, eg, NULL) == FF_OK);
+    CHECK(max_diff(o, eo) == 0);
+    for (int i = 0; i < 3; i++) CHECK(max_diff(g[i], eg[i]) == 0);
+    CHECK(max_diff(q2, in[0]) == 0);
+    ff_graph_release(gr);
+    RELEASE(in[0], in[1], in[2], m, o, sq, s, g[0], g[1], g[2], q2, k2, eo, esq, es, eg[0], eg[1], eg[2]);
+}
+
 FF_TEST_MAIN("ops_attention", TEST(setup), TEST(entry_vs_composition), TEST(masked_rows_are_zero), TEST(finite_differences),
-             TEST(dropout_is_seeded), TEST(refusals), TEST(entry_memory_is_linear))
+             TEST(dropout_is_seeded), TEST(refusals), TEST(graph_replays_the_entry),
+             TEST(entry_memory_is_linear))
