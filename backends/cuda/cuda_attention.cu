@@ -232,7 +232,8 @@ template <typename T> __global__ void k_att_dq(att_args a)
         for (int64_t ri = (int64_t)warp * ATT_ROWS; ri < (int64_t)(warp + 1) * ATT_ROWS; ri++) {
             int64_t i = i0 + ri;
             T part = 0;
-            for (int64_t d = lane; i < a.Tq && d < Dv; d += ATT_LANES) part = att_fma(Gs[ri * Dv + d], (T)att_ld(a.o, b, h, i, d), part);
+            for (int64_t d = lane; i < a.Tq && d < Dv; d += ATT_LANES)
+                part = att_fma(Gs[ri * Dv + d], (T)att_ld(a.o, b, h, i, d), part);
             part = att_warp_sum(part);
             if (lane == 0) {
                 Dl[ri] = part, Lse[ri] = i < a.Tq ? (T)att_ld(a.l, b, h, 0, i) : ninf;

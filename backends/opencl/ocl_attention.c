@@ -37,7 +37,8 @@ static ff_status att_forward(ocl_ctx *c, const ff_view *dst, const ff_view *src,
     cl_int kind = p->mask, causal = p->causal != 0;
     cl_double scale = p->scale;
     cl_long lt = att_tile_rows(c, k->shape[3] + v->shape[3]);
-    size_t kbytes = (size_t)lt * (size_t)k->shape[3] * sizeof(double), vbytes = (size_t)lt * (size_t)v->shape[3] * sizeof(double);
+    size_t kbytes = (size_t)lt * (size_t)k->shape[3] * sizeof(double);
+    size_t vbytes = (size_t)lt * (size_t)v->shape[3] * sizeof(double);
     ocl_arg args[] = {OCL_ARG(kq), OCL_ARG(mq), OCL_ARG(kk), OCL_ARG(mk), OCL_ARG(kvv), OCL_ARG(mvb), OCL_ARG(km),
                       OCL_ARG(mm), OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(ko), OCL_ARG(mo),
                       OCL_ARG(kl), OCL_ARG(ml), OCL_ARG(lt), {kbytes, NULL}, {vbytes, NULL}};
