@@ -2,7 +2,7 @@
  * ff-bench-cuda: FusionFlow's cuda backend against the hardware and cuBLAS, on a GPU
  * (built only with the cuda backend; scripts/gpu-check.sh runs it).
  *
- *   ff-bench-cuda [--json FILE] [--md FILE] [--quick]
+ *   ff-bench-cuda [--json FILE] [--md FILE] [--quick] [--filter S]   (S: rows whose name has S)
  *
  * Rows, each with a target; the exit status is 1 when any row misses its target:
  *   matmul_f32_<n>, n = 1024 .. 8192: ff_matmul on the cuda backend against a direct
@@ -19,9 +19,18 @@
  * Beside them, with no target of their own: mlp_784_256_10_step (batch 64, cross-entropy,
  * SGD: ff-bench's workload, bench_work.c) eager and captured + replayed as a graph; the
  * report compares them with benchmarks/bench_cuda_torch.py's PyTorch step on the same GPU.
+ * And attention (B = 4, H = 8, T = 2048, D = 64, causal, f32), reported as a ratio with no
+ * target: attention_fwd_T2048 is the attention entry (cuda_attention.cu) against the
+ * composition on the same q, k, v buffers with cuBLAS doing the products
+ * (cublasSgemmStridedBatched for q k^T scale and p v, our add of the causal -inf mask and
+ * our softmax between them, the streams joined by syncs); its outputs are compared too.
+ * attention_fwdbwd_T2048 is forward + backward through autograd, the entry against the
+ * op's own composition (FF_ATTENTION=compose: the matmul entry is cuBLAS); ratio =
+ * composition time / entry time.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +51,7 @@ typedef struct row {
 
 static row rows[MAX_ROWS];
 static int nrows;
+static int att_bad; /* the attention entry's output differs from the composition's */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -98,6 +108,7 @@ static int ff_call(void *v)
 }
 
 static int ff_sync(void *v) { return ff_backend_sync(((ff_state *)v)->be) ? -1 : 0; }
+static int ff_sync_be(void *v) { return ff_backend_sync(*(ff_backend **)v) ? -1 : 0; } /* a struct starting with be */
 
 /* ---- cuBLAS on the same buffers ------------------------------------------------------ */
 
@@ -129,7 +140,9 @@ static void add_row(const char *w, double ff_s, double base_s, double ratio, dou
     row *r = &rows[nrows++];
     snprintf(r->workload, sizeof r->workload, "%s", w);
     r->ff_s = ff_s, r->base_s = base_s, r->ratio = ratio, r->target = target, r->metric = metric;
-    if (target <= 0)
+    if (target <= 0 && base_s > 0)
+        printf("%-26s ff %10.3f ms  baseline %10.3f ms  %s %.3f\n", w, ff_s * 1e3, base_s * 1e3, metric, ratio);
+    else if (target <= 0)
         printf("%-26s ff %10.3f ms\n", w, ff_s * 1e3);
     else
         printf("%-26s ff %10.3f ms  baseline %10.3f ms  %s %.3f (target >= %.2f) %s\n", w, ff_s * 1e3, base_s * 1e3,
@@ -225,6 +238,103 @@ static void bench_mlp(ff_backend *be, int calls)
     }
 }
 
+/* ---- attention: the entry against the cuBLAS composition -------------------------------- */
+
+typedef struct att_state {
+    ff_backend *be;
+    ff_tensor *q, *k, *v, *go, *mask; /* mask: the causal -inf triangle, [T, T] */
+    ff_tensor *s, *o;                 /* the composition's scores and output, written by cuBLAS */
+    cublasHandle_t h;
+    int64_t bh, t, d;
+    int backward;
+} att_state;
+
+static int att_entry(void *v)
+{
+    att_state *a = v;
+    ff_tensor *o = ff_scaled_dot_product_attention(a->q, a->k, a->v, NULL, 0.0, true, 0.0, 0);
+    if (!o) return -1;
+    int bad = a->backward && (ff_backward(o, a->go, NULL) || ff_zero_grad(a->q) || ff_zero_grad(a->k) ||
+                              ff_zero_grad(a->v));
+    ff_tensor_release(o);
+    return bad ? -1 : 0;
+}
+
+/* q k^T scale (cuBLAS), + mask and softmax (ours), p v (cuBLAS); row-major products as
+ * column-major ones with the operands swapped, as cuda_matmul.c calls them. */
+static int att_blas(void *v)
+{
+    att_state *a = v;
+    const float scale = 1.0f / sqrtf((float)a->d), one = 1.0f, zero = 0.0f;
+    int T = (int)a->t, D = (int)a->d;
+    long long sq = (long long)T * D, ss = (long long)T * T;
+    if (cublasSgemmStridedBatched(a->h, CUBLAS_OP_T, CUBLAS_OP_N, T, T, D, &scale, dev_ptr(a->k), D, sq, dev_ptr(a->q), D,
+                                  sq, &zero, dev_ptr(a->s), T, ss, (int)a->bh) != CUBLAS_STATUS_SUCCESS ||
+        cudaDeviceSynchronize() != cudaSuccess) /* cuBLAS's stream is not the backend's */
+        return -1;
+    ff_tensor *m = ff_add(a->s, a->mask), *p = m ? ff_softmax(m, 3) : NULL;
+    ff_tensor_release(m);
+    int bad = !p || ff_backend_sync(a->be) ||
+              cublasSgemmStridedBatched(a->h, CUBLAS_OP_N, CUBLAS_OP_N, D, T, T, &one, dev_ptr(a->v), D, sq, dev_ptr(p), T,
+                                        ss, &zero, dev_ptr(a->o), D, sq, (int)a->bh) != CUBLAS_STATUS_SUCCESS;
+    ff_tensor_release(p);
+    return bad ? -1 : 0;
+}
+
+/* Largest |x - y| of two device arrays of n floats. */
+static double att_maxdiff(const float *x, const float *y, size_t n)
+{
+    float *hx = malloc(n * sizeof *hx), *hy = malloc(n * sizeof *hy);
+    double m = -1;
+    if (hx && hy && cudaDeviceSynchronize() == cudaSuccess &&
+        cudaMemcpy(hx, x, n * sizeof *hx, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(hy, y, n * sizeof *hy, cudaMemcpyDeviceToHost) == cudaSuccess)
+        for (size_t i = 0; i < n; i++) {
+            double e = fabs((double)hx[i] - hy[i]);
+            if (e > m || e != e) m = e; /* a NaN stays */
+        }
+    free(hx), free(hy);
+    return m;
+}
+
+static void bench_attention(ff_backend *be, int64_t t)
+{
+    int64_t B = 4, H = 8, D = 64, shape[4] = {B, H, t, D}, ts[4] = {B, H, t, t}, sq[2] = {t, t};
+    att_state a = {be, ff_rand(4, shape, FF_F32), ff_rand(4, shape, FF_F32), ff_rand(4, shape, FF_F32),
+                   ff_rand(4, shape, FF_F32), NULL, ff_full(4, ts, FF_F32, 0.0), ff_full(4, shape, FF_F32, 0.0),
+                   NULL, B * H, t, D, 0};
+    ff_tensor *inf = ff_full(2, sq, FF_F32, -INFINITY);
+    a.mask = inf ? ff_triu(inf, 1) : NULL;
+    ff_tensor_release(inf);
+    if (!a.q || !a.k || !a.v || !a.go || !a.mask || !a.s || !a.o) die("attention setup");
+    if (cublasCreate(&a.h) != CUBLAS_STATUS_SUCCESS) die("cublasCreate");
+    cublasSetMathMode(a.h, CUBLAS_DEFAULT_MATH); /* f32 products, as the entry's */
+    char w[48];
+    double t_ff = time_calls(att_entry, &a, ff_sync_be, 5), t_blas = time_calls(att_blas, &a, device_sync, 5);
+    ff_tensor *o = ff_scaled_dot_product_attention(a.q, a.k, a.v, NULL, 0.0, true, 0.0, 0);
+    if (!o || ff_backend_sync(be)) die("attention forward");
+    double diff = att_maxdiff(dev_ptr(o), dev_ptr(a.o), (size_t)(B * H * t * D));
+    att_bad = !(diff >= 0 && diff <= 1e-4); /* outputs are averages of values in [0, 1) */
+    printf("attention_fwd_T%lld: max |entry - cuBLAS composition| = %.3g (at most 1e-4) %s\n", (long long)t, diff,
+           att_bad ? "MISSED" : "ok");
+    ff_tensor_release(o);
+    snprintf(w, sizeof w, "attention_fwd_T%lld", (long long)t);
+    add_row(w, t_ff, t_blas, t_blas / t_ff, 0, "compose/ff");
+    cublasDestroy(a.h);
+    ff_tensor_release(a.s), a.s = NULL; /* the composition's backward needs the room */
+    a.backward = 1;
+    if (ff_set_requires_grad(a.q, true) || ff_set_requires_grad(a.k, true) || ff_set_requires_grad(a.v, true))
+        die("requires_grad");
+    t_ff = time_calls(att_entry, &a, ff_sync_be, 3);
+    ff_ops_force_compose(FF_KIND_ATTENTION, true);
+    double t_comp = time_calls(att_entry, &a, ff_sync_be, 3);
+    ff_ops_force_compose(FF_KIND_ATTENTION, false);
+    snprintf(w, sizeof w, "attention_fwdbwd_T%lld", (long long)t);
+    add_row(w, t_ff, t_comp, t_comp / t_ff, 0, "compose/ff");
+    ff_tensor *ts_[] = {a.q, a.k, a.v, a.go, a.mask, a.o};
+    for (size_t i = 0; i < sizeof ts_ / sizeof ts_[0]; i++) ff_tensor_release(ts_[i]);
+}
+
 static int write_reports(const char *json, const char *md, const char *device, double bw, double peak)
 {
     int missed = 0;
@@ -247,7 +357,10 @@ static int write_reports(const char *json, const char *md, const char *device, d
                 peak / 1e9);
         fprintf(f, "| workload | FusionFlow ms | baseline ms | metric | value | target | |\n|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < nrows; i++)
-            if (rows[i].target <= 0)
+            if (rows[i].target <= 0 && rows[i].base_s > 0)
+                fprintf(f, "| %s | %.3f | %.3f | %s | %.3f | | |\n", rows[i].workload, rows[i].ff_s * 1e3,
+                        rows[i].base_s * 1e3, rows[i].metric, rows[i].ratio);
+            else if (rows[i].target <= 0)
                 fprintf(f, "| %s | %.3f | | | | | |\n", rows[i].workload, rows[i].ff_s * 1e3);
             else
                 fprintf(f, "| %s | %.3f | %.3f | %s | %.3f | >= %.2f | %s |\n", rows[i].workload,
@@ -260,14 +373,15 @@ static int write_reports(const char *json, const char *md, const char *device, d
 
 int main(int argc, char **argv)
 {
-    const char *json = NULL, *md = NULL;
+    const char *json = NULL, *md = NULL, *filter = "";
     int quick = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--md") && i + 1 < argc) md = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
         else {
-            fprintf(stderr, "usage: ff-bench-cuda [--json FILE] [--md FILE] [--quick]\n");
+            fprintf(stderr, "usage: ff-bench-cuda [--json FILE] [--md FILE] [--quick] [--filter S]\n");
             return 2;
         }
     }
@@ -286,12 +400,13 @@ int main(int argc, char **argv)
     double bw = measured_bandwidth(quick ? (size_t)256 << 20 : (size_t)1 << 30);
     printf("device-to-device copy: %.0f GB/s measured, %.0f GB/s theoretical\n", bw / 1e9, peak / 1e9);
     static const int sizes[] = {1024, 2048, 4096, 8192};
-    for (int i = 0; i < (quick ? 2 : 4); i++) bench_matmul(be, sizes[i]);
+    for (int i = 0; i < (quick ? 2 : 4) && strstr("matmul_f32", filter); i++) bench_matmul(be, sizes[i]);
     int64_t n = quick ? (int64_t)4 << 20 : (int64_t)64 << 20;
-    bench_elementwise(be, 1, bw, n);
-    bench_elementwise(be, 2, bw, n);
-    bench_mlp(be, quick ? 20 : 200);
-    int missed = write_reports(json, md, device, bw, peak);
+    if (strstr("add_f32", filter)) bench_elementwise(be, 1, bw, n);
+    if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n);
+    if (strstr("mlp_784_256_10_step", filter)) bench_mlp(be, quick ? 20 : 200);
+    if (strstr("attention", filter)) bench_attention(be, quick ? 1024 : 2048);
+    int missed = write_reports(json, md, device, bw, peak) + att_bad;
     ff_shutdown();
     if (missed) fprintf(stderr, "ff-bench-cuda: %d row(s) missed their target\n", missed);
     return missed ? 1 : 0;

@@ -9,11 +9,13 @@
 #    found). --prebuilt skips this step: BUILD_DIR holds bin/ and lib/ built elsewhere for
 #    this GPU (same CUDA major version), e.g. copied from a machine without one;
 # 2. ff-conformance --backend cuda, then again with --graph: both must report 0 failures;
+#    then compute-sanitizer's racecheck over the attention family (f32): 0 hazards;
 # 3. the demo on the GPU, FF_BACKEND=cuda fashion_mnist: test accuracy must be >= 0.88
 #    (data: /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist, else
 #    $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist, downloaded once if empty);
 # 4. ff-bench-cuda: matmul f32 n = 1024..8192 against cuBLAS on the same buffers (>= 0.95),
-#    add and exp on 64M floats against the measured device bandwidth (>= 0.8);
+#    add and exp on 64M floats against the measured device bandwidth (>= 0.8); attention
+#    (T = 2048, causal) against the cuBLAS composition, a ratio without a target;
 # 5. the MLP 784-256-10 training step through FusionFlow (ff-bench-cuda, and ff-bench when
 #    the cpu_blas build made it) and through PyTorch on the same GPU (when
 #    torch.cuda.is_available());
@@ -102,6 +104,24 @@ conf_summary=$conf_last
 conformance conformance-graph --graph
 conf_graph=$conf_last
 
+# The attention kernels pass tiles between warps through shared memory, which the host
+# emulation (one thread a block) never races: racecheck them on the family's f32 cases.
+stamp "compute-sanitizer --tool racecheck: the attention kernels"
+att_race=""
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$cs" ]; then
+    timeout 300 "$cs" --tool racecheck --error-exitcode 3 "$BUILD/bin/ff-conformance" --backend cuda --no-fork \
+        -o attention --dtype f32 >"$OUT/racecheck-attention.txt" 2>&1
+    rc=$?
+    tail -3 "$OUT/racecheck-attention.txt"
+    att_race=$(grep -oE 'RACECHECK SUMMARY: .*' "$OUT/racecheck-attention.txt" | tail -1)
+    if [ "$rc" -ne 0 ] || ! grep -q "0 hazards" <<<"$att_race"; then
+        fail "racecheck of the attention kernels: ${att_race:-no summary} (exit $rc), see $OUT/racecheck-attention.txt"
+    fi
+else
+    echo "gpu-check: compute-sanitizer not found: no racecheck of the attention kernels" >&2
+fi
+
 stamp "demo: Fashion-MNIST MLP on cuda"
 data=/usr/share/datasets/fashion-mnist
 if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
@@ -154,9 +174,9 @@ else
 fi
 
 stamp "report"
-python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" <<'EOF' || fail "report: a row is missing (above)"
+python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" <<'EOF' || fail "report: a row is missing (above)"
 import json, os, sys
-out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch = sys.argv[1:9]
+out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch, att_race = sys.argv[1:10]
 missing = []
 path = os.path.join(out, "bench_cuda.json")
 bench = json.load(open(path)) if os.path.exists(path) else {}
@@ -180,13 +200,15 @@ if mlp_ff and ff_s is None:
 mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "ff_graph_s": ff_graph_s, "torch_s": torch_s,
        "torch_over_ff": (torch_s / ff_s) if ff_s and torch_s else None}
 report = {"device": bench.get("device"), "gpu": gpu, "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
-          "conformance": conf, "conformance_graph": conf_graph, "nccl_one_rank": nccl, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
+          "conformance": conf, "conformance_graph": conf_graph, "nccl_one_rank": nccl, "attention_racecheck": att_race, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
 json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 with open(os.path.join(out, "gpu-check.md"), "w") as f:
     f.write("# gpu-check\n\nGPU: %s\n\nDevice: %s\n\nConformance: %s\n\nConformance --graph: %s\n\n"
             "Demo (Fashion-MNIST MLP on cuda): test accuracy %s (target >= 0.88)\n\n"
             "NCCL, one rank (test_dist_device): %s\n\n"
-            % (gpu or "?", report["device"], conf or "missing", conf_graph or "missing", acc or "missing", nccl or "missing"))
+            "Attention kernels, racecheck (f32 conformance cases): %s\n\n"
+            % (gpu or "?", report["device"], conf or "missing", conf_graph or "missing", acc or "missing", nccl or "missing",
+               att_race or "missing"))
     md = os.path.join(out, "bench_cuda.md")
     f.write(open(md).read() if os.path.exists(md) else "(no ff-bench-cuda table)\n")
     ms = lambda s: "%.3f" % (s * 1e3) if s else "n/a"

@@ -201,6 +201,9 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
+    /* attention loads every float dtype itself and sums F16/BF16 in f32 (cuda_attention.cu) */
+    if (kind == FF_KIND_ATTENTION)
+        return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
     if (!ffb_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return cuda_unary_supported((ff_unary_op)op, dtype);
@@ -260,6 +263,7 @@ static const ff_backend_vtable cuda_vtable = {
     .argsort = cuda_argsort,
     .fused = cuda_fused,
     .dlpack_device = cuda_dlpack_device,
+    .attention = cuda_attention,
 #ifdef FF_CUDA_NCCL
     .coll_id = cuda_coll_id,
     .coll_init = cuda_coll_init,

@@ -15,6 +15,7 @@
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
  *   cuda_lines.cu       scan (cumsum/cumprod) and argsort, one thread per line
+ *   cuda_attention.cu   attention, forward and backward, flash style (shared tiles, warp shuffles)
  *   cuda_device.cuh     device helpers: the walk's element offsets, the launch grid
  *   cuda_reduce_acc.h   how reduce's partial accumulators combine (host+device)
  * The per-element formulas are backends/common/ff_backend_scalar.h itself, compiled for
@@ -189,6 +190,8 @@ ff_status cuda_fused(void *ctx, const ff_fused_program *prog);
 ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
+ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                         const ff_attention_params *p);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
 void cuda_coll_destroy_all(cuda_ctx *c);

@@ -148,6 +148,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
         case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
         case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
         case FF_KIND_SOFTMAX: return op == 0 || op == 1;
+        case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD;
         default: return 0;
         }
     }
@@ -165,6 +166,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* f32, f64: init requires cl_khr_fp64 */
+    case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && ffb_is_float(dtype);
     default: return 0;
     }
 }
@@ -202,6 +204,7 @@ static const ff_backend_vtable ocl_vtable = {
     .scan = ocl_scan,
     .argsort = ocl_argsort,
     .fused = ocl_fused,
+    .attention = ocl_attention,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &ocl_vtable; }

@@ -28,6 +28,7 @@ static const char *const kernel_names[OK_COUNT] = {
     [OK_REDUCE] = "ff_reduce", [OK_REDUCE_FINISH] = "ff_reduce_finish", [OK_SOFTMAX] = "ff_softmax", [OK_INDEX_CHECK] = "ff_index_check",
     [OK_GATHER] = "ff_gather", [OK_SCATTER_ADD] = "ff_scatter_add", [OK_RANDOM] = "ff_random",
     [OK_MATMUL] = "ff_matmul", [OK_SCAN] = "ff_scan", [OK_ARGSORT] = "ff_argsort", [OK_FUSED] = "ff_fused",
+    [OK_ATT_FWD] = "ff_attention_fwd", [OK_ATT_DQ] = "ff_attention_dq", [OK_ATT_DKV] = "ff_attention_dkv",
 };
 
 /* "#define U_EXP 3" and so on, from the op names the backends share, then the first

@@ -1,0 +1,146 @@
+/*
+ * A device backend's attention entry (opencl's on PoCL in CI; FF_TEST_ATTENTION_BACKEND
+ * names another, e.g. tests/cuda_emu runs the emulated cuda plugin) where the conformance
+ * family "attention" does not reach: head dims 1 and FF_ATTENTION_MAX_HEAD_DIM, D != Dv,
+ * rows past several tiles with Tq != Tk both ways, k and v broadcast over heads, and no
+ * keys (Tk = 0: o = 0, zero gradients) or no queries (Tq = 0: gk = gv = 0). Values and
+ * the q, k, v gradients against the op's composition on the same backend.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ff_impl.h"
+#include "ff_test.h"
+
+static ff_tensor *rnd(ff_dtype dt, int nd, const int64_t *shape, unsigned seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    double *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i] = ((seed >> 8) & 0xffff) / 32768.0 - 1.0;
+    }
+    ff_tensor *t = ff_test_tensor(dt, nd, shape, v);
+    free(v);
+    return t;
+}
+
+/* Largest |a - b| (NaN or a size mismatch: infinity); a NULL pair of empty results is 0. */
+static double max_diff(const ff_tensor *a, const ff_tensor *b)
+{
+    if (!a || !b || ff_tensor_numel(a) != ff_tensor_numel(b)) return INFINITY;
+    int64_t n = ff_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)(n ? n : 1)), *y = malloc(sizeof *y * (size_t)(n ? n : 1)), m = 0;
+    ff_test_values(a, x, n);
+    ff_test_values(b, y, n);
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs(x[i] - y[i]);
+        if (d > m || d != d) m = d;
+    }
+    free(x), free(y);
+    return m;
+}
+
+static double max_abs(const ff_tensor *a)
+{
+    ff_tensor *z = a ? ff_zeros_like(a) : NULL;
+    double m = max_diff(a, z);
+    ff_tensor_release(z);
+    return m;
+}
+
+typedef struct run_out {
+    ff_tensor *o, *g[3];
+} run_out;
+
+/* o = sdpa(q, k, v), and the gradients of sum(o * w) w.r.t. q, k, v (w fixed by o's shape). */
+static run_out run(ff_tensor *const *in, bool causal, bool composed)
+{
+    run_out r = {0};
+    ff_ops_force_compose(FF_KIND_ATTENTION, composed);
+    for (int i = 0; i < 3; i++) ff_zero_grad(in[i]);
+    r.o = ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.0, causal, NAN, 0);
+    ff_tensor *w = r.o ? rnd(ff_tensor_dtype(r.o), ff_tensor_ndim(r.o), ff_tensor_shape(r.o), 99) : NULL;
+    ff_tensor *ow = w ? ff_mul(r.o, w) : NULL, *s = ow ? ff_sum(ow, 0, NULL, false) : NULL;
+    CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
+    for (int i = 0; i < 3; i++) r.g[i] = ff_grad(in[i]); /* a new reference */
+    ff_ops_force_compose(FF_KIND_ATTENTION, false);
+    RELEASE(w, ow, s);
+    return r;
+}
+
+static void run_free(run_out *r)
+{
+    ff_tensor_release(r->o);
+    for (int i = 0; i < 3; i++) ff_tensor_release(r->g[i]);
+}
+
+/* The entry and the composition agree on o and the three gradients (a gradient of an
+ * empty input may be absent on either side). */
+static void agree(ff_dtype dt, const int64_t *qs, const int64_t *ks, const int64_t *vs, bool causal, double tol)
+{
+    ff_tensor *in[3] = {rnd(dt, 4, qs, 1), rnd(dt, 4, ks, 2), rnd(dt, 4, vs, 3)};
+    for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
+    run_out a = run(in, causal, false), b = run(in, causal, true);
+    double d = max_diff(a.o, b.o);
+    for (int i = 0; i < 3; i++)
+        if (ff_tensor_numel(in[i]) > 0) d = fmax(d, max_diff(a.g[i], b.g[i]));
+    if (!(d < tol))
+        fprintf(stderr, "q [%lld, %lld, %lld, %lld], Tk %lld, Dv %lld, causal %d, %s: differs by %g\n", (long long)qs[0],
+                (long long)qs[1], (long long)qs[2], (long long)qs[3], (long long)ks[2], (long long)vs[3], causal,
+                ff_dtype_name(dt), d);
+    CHECK(d < tol);
+    run_free(&a), run_free(&b);
+    RELEASE(in[0], in[1], in[2]);
+}
+
+static void setup(void)
+{
+    const char *name = getenv("FF_TEST_ATTENTION_BACKEND");
+    ff_backend *be = ff_backend_load(name && *name ? name : "opencl");
+    CHECK(be && ff_backend_set_default(be) == FF_OK);
+    CHECK(ff_backend_supports(be, FF_KIND_ATTENTION, FF_ATTENTION_FORWARD, FF_F32) &&
+          ff_backend_supports(be, FF_KIND_ATTENTION, FF_ATTENTION_BACKWARD, FF_F64));
+}
+
+static void head_dims_and_tiles(void)
+{
+    for (int f64 = 0; f64 < 2; f64++) {
+        ff_dtype dt = f64 ? FF_F64 : FF_F32;
+        double tol = f64 ? 1e-10 : 2e-4;
+        for (int causal = 0; causal < 2; causal++) {
+            agree(dt, SHAPE(1, 2, 3, 256), SHAPE(1, 2, 5, 256), SHAPE(1, 2, 5, 256), causal, tol);
+            agree(dt, SHAPE(2, 1, 70, 1), SHAPE(2, 1, 66, 1), SHAPE(2, 1, 66, 3), causal, tol);
+            agree(dt, SHAPE(1, 3, 67, 24), SHAPE(1, 1, 130, 24), SHAPE(1, 1, 130, 200), causal, tol); /* k, v over heads */
+            agree(dt, SHAPE(1, 2, 97, 40), SHAPE(1, 2, 33, 40), SHAPE(1, 2, 33, 16), causal, tol);
+        }
+    }
+}
+
+/* No keys: every row is fully masked (o = 0, zero gq). No queries: gk = gv = 0. */
+static void empty_sides(void)
+{
+    for (int f64 = 0; f64 < 2; f64++) {
+        ff_dtype dt = f64 ? FF_F64 : FF_F32;
+        ff_tensor *in[3] = {rnd(dt, 4, SHAPE(1, 2, 5, 8), 1), rnd(dt, 4, SHAPE(1, 2, 0, 8), 2),
+                            rnd(dt, 4, SHAPE(1, 2, 0, 4), 3)};
+        for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
+        run_out r = run(in, false, false);
+        CHECK(r.o && ff_tensor_numel(r.o) == 2 * 5 * 4 && max_abs(r.o) == 0.0);
+        CHECK(r.g[0] && max_abs(r.g[0]) == 0.0);
+        run_free(&r);
+        RELEASE(in[0], in[1], in[2]);
+        ff_tensor *in2[3] = {rnd(dt, 4, SHAPE(1, 2, 0, 8), 1), rnd(dt, 4, SHAPE(1, 2, 6, 8), 2),
+                             rnd(dt, 4, SHAPE(1, 2, 6, 4), 3)};
+        for (int i = 0; i < 3; i++) ff_set_requires_grad(in2[i], true);
+        r = run(in2, true, false);
+        CHECK(r.o && ff_tensor_numel(r.o) == 0);
+        CHECK(r.g[1] && r.g[2] && max_abs(r.g[1]) == 0.0 && max_abs(r.g[2]) == 0.0);
+        run_free(&r);
+        RELEASE(in2[0], in2[1], in2[2]);
+    }
+}
+
+FF_TEST_MAIN("opencl_attention", TEST(setup), TEST(head_dims_and_tiles), TEST(empty_sides))
