@@ -87,7 +87,6 @@ PROGRAMS = {
 BLOCKED = {
     "gat": "Tensor.to_sparse is a sparse-tensor method",                            # main.py: adj.to_sparse()
     "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16 (issue 34)
-    "super_resolution": "fusionflow.save writes tensors and containers of them",    # torch.save(model, path)
 }
 
 # program -> what is known to differ, for a program that runs to its end but whose losses part
