@@ -85,7 +85,6 @@ PROGRAMS = {
 # (python3 tests/programs/harness/pair.py NAME). The test expects exactly this error; when the
 # name lands the program goes further, the test fails, and this line must be updated or removed.
 BLOCKED = {
-    "gat": "Tensor.to_sparse is a sparse-tensor method",                            # main.py: adj.to_sparse()
     "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16 (issue 34)
 }
 
