@@ -2,7 +2,7 @@
 layout exists; CSR/CSC/BSR and the sparse reductions and softmax are not here."""
 from .._methods import layout
 from .._tensor import Tensor
-from ._coo import SparseCooTensor, mm, sparse_coo_tensor, to_sparse
+from ._coo import SparseCooTensor, mm, sparse_coo_tensor, to_sparse  # noqa: F401  (fusionflow.sparse_coo_tensor)
 
 sparse_coo = layout("sparse_coo")
 
