@@ -43,6 +43,8 @@ for _n in linalg.TENSOR_METHODS:
 del _n, _mod
 from . import _methods  # noqa: E402  (the rest of torch.Tensor's methods, attached to Tensor)
 from ._methods import *  # noqa: E402,F401,F403  (strided; torch.hypot, addmm, quantile, ... as functions)
+from . import sparse  # noqa: E402  (torch.sparse: COO tensors, Tensor.to_sparse)
+from .sparse import sparse_coo, sparse_coo_tensor, mm as spmm  # noqa: E402,F401
 
 float = float32
 double = float64

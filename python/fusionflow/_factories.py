@@ -46,16 +46,25 @@ def full(shape, fill_value, dtype=None, requires_grad=False, device=None):
     return _finish(t, requires_grad, None)
 
 
-def zeros(*shape, dtype=float32, requires_grad=False, device=None):
-    return full(_shape_args(shape, "zeros"), 0, dtype=dtype, requires_grad=requires_grad, device=device)
+def _sized(shape, size, fn):
+    """The shape of f(2, 3), f((2, 3)) or f(size=(2, 3)), as torch's factories take it."""
+    if size is None:
+        return _shape_args(shape, fn)
+    if shape:
+        raise TypeError("%s() got the shape both positionally %r and as size=%r" % (fn, shape, size))
+    return _shape_args((size,), fn)
 
 
-def ones(*shape, dtype=float32, requires_grad=False, device=None):
-    return full(_shape_args(shape, "ones"), 1, dtype=dtype, requires_grad=requires_grad, device=device)
+def zeros(*shape, size=None, dtype=float32, requires_grad=False, device=None):
+    return full(_sized(shape, size, "zeros"), 0, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
-def empty(*shape, dtype=float32, requires_grad=False, device=None):
-    return zeros(*shape, dtype=dtype, requires_grad=requires_grad, device=device)
+def ones(*shape, size=None, dtype=float32, requires_grad=False, device=None):
+    return full(_sized(shape, size, "ones"), 1, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def empty(*shape, size=None, dtype=float32, requires_grad=False, device=None):
+    return full(_sized(shape, size, "empty"), 0, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
 def zeros_like(t, dtype=None, requires_grad=False, device=None, memory_format=None):

@@ -1,5 +1,5 @@
-"""Files: safetensors (named tensors, e.g. a state dict, or nested checkpoints: _tree.py) and
-.npy, through the C io layer."""
+"""Files: safetensors (named tensors, e.g. a state dict, or nested checkpoints: _tree.py; a
+pickled object such as a whole Module: _pickled.py) and .npy, through the C io layer."""
 import collections
 import contextlib
 import ctypes
@@ -25,11 +25,17 @@ def save(obj, f, metadata=None):
     obj: a dict of str -> Tensor (a state_dict: written as a plain safetensors file), or any
     nesting of dicts, lists and tuples of Tensors, numbers, strings, bools and None (an
     optimizer's state_dict, a checkpoint); its structure goes into the header's metadata as
-    JSON (_tree.py). No Python objects are pickled, so a Module or anything else is refused:
-    save its state_dict() instead. metadata: optional dict of str -> str for __metadata__."""
+    JSON (_tree.py). Any other object (a whole Module) is pickled, as torch.save does, in the
+    same safetensors container (_pickled.py): load then needs weights_only=False.
+    metadata: optional dict of str -> str for __metadata__."""
     from ._tree import encode, TREE_KEY
-    names, tensors, tree = encode(obj)
     meta = dict(metadata or {})
+    try:
+        names, tensors, tree = encode(obj)
+    except TypeError:
+        from ._pickled import dump, PICKLE_KEY
+        names, tensors, meta[PICKLE_KEY] = dump(obj)
+        tree = None
     if tree is not None:
         meta[TREE_KEY] = tree
     if hasattr(f, "write"):
@@ -84,8 +90,10 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
 
     mmap=True maps the file (paths only): tensors view the mapping (copy-on-write) instead of
     being read into fresh memory. map_location (torch's name) is device: a device or its
-    string puts every tensor there. weights_only is accepted: nothing else is ever loaded."""
+    string puts every tensor there. A file that save pickled (a Module) is refused unless
+    weights_only=False is passed: unpickling it runs the code of the classes it names."""
     from ._tree import decode, TREE_KEY
+    from ._pickled import refusal, restore, PICKLE_KEY
     if map_location is not None:
         if not isinstance(map_location, str) and not hasattr(map_location, "type"):
             raise TypeError("load: map_location must be a device or a device string, got %s"
@@ -98,6 +106,11 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
             tensors, meta = _load_path(tmp, 0, device)
     else:
         tensors, meta = _load_path(f, FF_IO_MMAP if mmap else 0, device)
+    if PICKLE_KEY in meta:
+        where = "the file object" if hasattr(f, "read") else repr(os.fspath(f))
+        if weights_only is not False:
+            raise refusal(where)
+        return restore(meta[PICKLE_KEY], tensors, where)
     if TREE_KEY not in meta:
         return tensors
     return decode(meta[TREE_KEY], tensors)
@@ -120,8 +133,10 @@ def load_metadata(path):
     if not d:
         raise error()
     from ._tree import TREE_KEY
+    from ._pickled import PICKLE_KEY
     meta = _read_dict(d, True)[1]
     meta.pop(TREE_KEY, None)
+    meta.pop(PICKLE_KEY, None)
     return meta
 
 

@@ -225,7 +225,7 @@ def has_names(self):
 # ---- what dense tensors do not have: a clear error naming the method and why --------
 _SPARSE = ["ccol_indices", "coalesce", "col_indices", "crow_indices", "dense_dim", "indices", "is_coalesced",
            "row_indices", "smm", "sparse_dim", "sparse_mask", "sparse_resize_", "sparse_resize_and_clear_",
-           "sspaddmm", "to_sparse", "to_sparse_bsc", "to_sparse_bsr", "to_sparse_coo", "to_sparse_csc",
+           "sspaddmm", "to_sparse_bsc", "to_sparse_bsr", "to_sparse_csc",
            "to_sparse_csr", "values", "resize_as_sparse_", "to_mkldnn", "to_padded_tensor"]
 _QUANTIZED = ["dequantize", "int_repr", "q_per_channel_axis", "q_per_channel_scales", "q_per_channel_zero_points",
               "q_scale", "q_zero_point", "qscheme"]

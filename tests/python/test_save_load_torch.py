@@ -1,6 +1,6 @@
 """fusionflow.save/load as torch.save/load: paths and file objects, nested checkpoints (model
 and optimizer state_dicts) round-trip to what torch.save/torch.load give back for the same
-structure, training resumes exactly, and Modules and other objects are refused."""
+structure, training resumes exactly; Modules and other objects are pickled."""
 import io
 import json
 import struct
@@ -133,15 +133,14 @@ def test_torch_optimizer_state_dict_layout_round_trips(tmp_path):
     assert np.allclose(got[0][5], got[1][5])
 
 
-def test_saving_a_module_or_object_raises_clearly(tmp_path):
+def test_objects_outside_the_tree_format_are_pickled(tmp_path):
+    """A Module, or a set, is no tree of tensors: save pickles it (test_save_module_pickled.py)
+    and load wants weights_only=False; a function cannot be pickled and is refused."""
     m = nn.Linear(2, 2, seed=0)
     p = tmp_path / "m.bin"
-    with pytest.raises(TypeError, match="state_dict"):
-        ff.save(m, p)
-    with pytest.raises(TypeError, match="state_dict"):
-        ff.save({"model": m}, p)
-    with pytest.raises(TypeError, match="set"):
-        ff.save({"a": {1, 2}}, p)
-    with pytest.raises(TypeError, match="function"):
+    ff.save({"model": m, "a": {1, 2}}, p)
+    back = ff.load(p, weights_only=False)
+    assert back["a"] == {1, 2} and type(back["model"]) is nn.Linear
+    np.testing.assert_array_equal(back["model"].weight.detach().numpy(), m.weight.detach().numpy())
+    with pytest.raises(TypeError, match="cannot pickle.*lambda"):
         ff.save([lambda: 0], io.BytesIO())
-    assert not p.exists()

@@ -21,6 +21,8 @@ import hooks  # noqa: E402
 from programs import PROGRAMS  # noqa: E402
 from rewrite import rewrite_source  # noqa: E402
 
+SEED_PERTURB = 5
+
 
 def copy_tree(src, dst, rewrite):
     """The program as the side sees it: upstream files as they are for PyTorch, through the
@@ -46,6 +48,9 @@ def main():
     ap.add_argument("--load", action="store_true",
                     help="PyTorch side: load --weights instead of saving them (the harness's self-test)")
     ap.add_argument("--seed", type=int, default=0, help="the library's own seed")
+    ap.add_argument("--perturb", type=float, default=0.0,
+                    help="with --load: scale each loaded weight by 1 + PERTURB * N(0,1) (seeded), to "
+                         "measure how far rounding-sized changes carry a program (pair.py --conditioning)")
     a = ap.parse_args()
     spec = PROGRAMS[a.program]
     ff = a.side == "ff"
@@ -68,6 +73,10 @@ def main():
         with np.load(a.weights) as z:
             count = int(z["count"])
             rec.loaded = [[z["o%d_p%d" % (k, j)] for j in range(int(z["o%d_n" % k]))] for k in range(count)]
+        if a.perturb:
+            noise = np.random.RandomState(SEED_PERTURB)
+            rec.loaded = [[(w * (1 + a.perturb * noise.standard_normal(w.shape))).astype(w.dtype) for w in ws]
+                          for ws in rec.loaded]
     hooks.install_backward(lib, rec)
     hooks.install_weights(lib, rec, load)
     hooks.install_sampler(lib)
