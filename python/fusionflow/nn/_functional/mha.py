@@ -65,9 +65,9 @@ def _in_projection(query, key, value, w, b, wq, wk, wv):
 
 
 def _additive(mask, dtype):
-    """A bool mask (true = masked) as 0 / -inf of dtype; a float mask as it is."""
+    """A bool mask (true = masked) as 0 / -inf of dtype; a float mask in dtype."""
     if mask is None or mask.dtype != _dtype.bool_:
-        return mask
+        return mask if mask is None or mask.dtype == dtype else mask.to(dtype)
     return zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
 
 
