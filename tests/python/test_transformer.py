@@ -203,7 +203,8 @@ def test_mha_need_weights_false_uses_the_attention_op(monkeypatch):
     kpm = ff.tensor(_masks("kpm_bool", 31)[1][:, :L])
     m(x, x, x, need_weights=False, key_padding_mask=kpm)
     assert len(calls) == 1
-    assert tuple(calls[0].shape) == (N, 1, 1, L)  # the padding mask stays a broadcast [N, 1, 1, S]
+    assert tuple(calls[0].shape) == (N, 1, L, L)
+    assert calls[0].stride()[2] == 0  # the padding mask stays a broadcast [N, 1, 1, S], no [N*H, L, S] copy
 
 
 def test_mha_dropout_train_and_eval():

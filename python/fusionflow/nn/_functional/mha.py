@@ -53,15 +53,21 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
                          "received a %d-D query" % query.ndim)
 
 
+def _linear2d(x, w, b):
+    """F.linear over [T, N, E] as one [T*N, E] GEMM: matmul's backward would otherwise
+    form the weight's gradient per leading index ([T, E_in, E_out]) before summing it."""
+    from .. import functional as F
+    return F.linear(x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[0], x.shape[1], w.shape[0])
+
+
 def _in_projection(query, key, value, w, b, wq, wk, wv):
     """q, k, v = the three input projections; one GEMM for self-attention, as PyTorch."""
-    from .. import functional as F
     if w is not None and query is key and key is value:
-        return F.linear(query, w, b).chunk(3, -1)
+        return _linear2d(query, w, b).chunk(3, -1)
     if w is not None:
         wq, wk, wv = w.chunk(3)
     bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
-    return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+    return _linear2d(query, wq, bq), _linear2d(key, wk, bk), _linear2d(value, wv, bv)
 
 
 def _additive(mask, dtype):
@@ -182,6 +188,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             weights = F.dropout(weights, p=dropout_p)
         o = weights.matmul(v)
     else:
+        if mask is not None:  # a stride-0 view over the queries: the op's entries take [B, H, Tq, Tk] views
+            mask = mask.expand(mask.shape[0], mask.shape[1], tgt_len, src_len)
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
         weights = None
     o = F.linear(o.permute(2, 0, 1, 3).reshape(tgt_len * bsz, embed_dim), out_proj_weight, out_proj_bias)

@@ -146,7 +146,10 @@ class _Layer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x, drop):
-        return drop(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        # over [T*N, d] rows: matmul's backward on a 3-D input would form the weights'
+        # gradients per leading index ([T, d, dim_feedforward]) before summing them
+        rows = x.reshape(-1, x.shape[-1])
+        return drop(self.linear2(self.dropout(self.activation(self.linear1(rows)))).reshape(x.shape))
 
 
 class TransformerEncoderLayer(_Layer):
