@@ -140,7 +140,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if use_separate_proj_weight:
         _check(tuple(key.shape[:2]) == tuple(value.shape[:2]), "key's sequence and batch dims %s do not match "
                "value's %s" % (tuple(key.shape[:2]), tuple(value.shape[:2])))
-        _check(None not in (q_proj_weight, k_proj_weight, v_proj_weight),
+        _check(all(w is not None for w in (q_proj_weight, k_proj_weight, v_proj_weight)),
                "use_separate_proj_weight is True but q_proj_weight, k_proj_weight or v_proj_weight is None")
         q, k, v = _in_projection(query, key, value, None, in_proj_bias, q_proj_weight, k_proj_weight, v_proj_weight)
     else:
