@@ -207,6 +207,23 @@ def test_mha_need_weights_false_uses_the_attention_op(monkeypatch):
     assert calls[0].stride()[2] == 0  # the padding mask stays a broadcast [N, 1, 1, S], no [N*H, L, S] copy
 
 
+def test_mha_fully_masked_query():
+    """Every key of batch 0 padded: without weights the op's rule gives a zero attention
+    output (so out_proj's bias); with weights, 1.13's NaN."""
+    m = nn.MultiheadAttention(E, H)
+    with ff.no_grad():
+        m.out_proj.bias.copy_(ff.tensor(rnd((E,), 34)))
+    x = ff.tensor(rnd((L, N, E), 35), requires_grad=True)
+    kpm = np.zeros((N, L), bool)
+    kpm[0] = True
+    y, _ = m(x, x, x, key_padding_mask=ff.tensor(kpm), need_weights=False)
+    y = y.detach().numpy()
+    np.testing.assert_allclose(y[:, 0], np.broadcast_to(m.out_proj.bias.detach().numpy(), (L, E)), atol=1e-6)
+    assert np.isfinite(y).all()
+    yw, w = m(x, x, x, key_padding_mask=ff.tensor(kpm))
+    assert np.isnan(w.detach().numpy()[0]).all() and np.isfinite(w.detach().numpy()[1:]).all()
+
+
 def test_mha_dropout_train_and_eval():
     m = nn.MultiheadAttention(E, H, dropout=0.5)
     ref = nn.MultiheadAttention(E, H)
