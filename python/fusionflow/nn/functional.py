@@ -289,6 +289,8 @@ from ._functional.fractional import *  # noqa: E402,F401,F403  (fractional max p
 from ._functional import with_indices as _wi, fractional as _fr  # noqa: E402
 __all__ += _wi.__all__ + _fr.__all__
 del _p, _wi, _fr
+from ._functional.mha import multi_head_attention_forward  # noqa: E402,F401  (nn.MultiheadAttention's)
+__all__ += ["multi_head_attention_forward"]
 
 
 def _name_errors():

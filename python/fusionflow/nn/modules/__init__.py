@@ -19,6 +19,9 @@ from .pixelshuffle import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .adaptive import AdaptiveLogSoftmaxWithLoss
+from .multihead import MultiheadAttention
+from .transformer import *  # noqa: F401,F403
+from . import multihead, transformer  # noqa: F401
 from . import activation, adaptive, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
     padding, pixelshuffle, sparse, upsampling, utils  # noqa: F401
 
@@ -31,3 +34,4 @@ __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTrans
 __all__ += ["MaxPool1d", "AvgPool1d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
             "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
             "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "Fold", "FractionalMaxPool2d", "FractionalMaxPool3d"]
+__all__ += ["MultiheadAttention"] + transformer.__all__
