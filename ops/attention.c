@@ -140,12 +140,13 @@ static ff_tensor *compose(const ff_tensor *q, const ff_tensor *k, const ff_tenso
 }
 
 /* ---- folding to the entry's views ---------------------------------------------- */
-/* t ([..., T, X]) broadcast to [lead..., T, X] and folded to [B, H, T, X]: a view when
- * the leading dims merge (stride 0 kept), else a contiguous copy. */
-static ff_tensor *fold(const ff_tensor *t, const attn_geo *g)
+/* t broadcast to [lead..., rows, cols] and folded to [B, H, rows, cols]: a view when the
+ * leading dims merge (stride 0 kept), else a contiguous copy. q, k, v and go bring their
+ * own last two dims; the mask is broadcast to [Tq, Tk] (it may be [.., 1, Tk], or 1-D). */
+static ff_tensor *fold_to(const ff_tensor *t, const attn_geo *g, int64_t rows, int64_t cols)
 {
     const ff_layout *l = &t->layout;
-    int64_t full[FF_MAX_DIMS], four[4] = {g->b, g->h, l->shape[l->ndim - 2], l->shape[l->ndim - 1]};
+    int64_t full[FF_MAX_DIMS], four[4] = {g->b, g->h, rows, cols};
     memcpy(full, g->lead, sizeof(int64_t) * (size_t)g->nl);
     full[g->nl] = four[2], full[g->nl + 1] = four[3];
     ff_layout e, f;
@@ -155,6 +156,12 @@ static ff_tensor *fold(const ff_tensor *t, const attn_geo *g)
     ff_tensor *r = c ? ff_reshape(c, 4, four) : NULL;
     ff_tensor_release(x), ff_tensor_release(c);
     return r;
+}
+
+static ff_tensor *fold(const ff_tensor *t, const attn_geo *g)
+{
+    const ff_layout *l = &t->layout;
+    return fold_to(t, g, l->shape[l->ndim - 2], l->shape[l->ndim - 1]);
 }
 
 typedef struct folded {
@@ -172,7 +179,7 @@ static ff_status fold_all(const ff_tensor *q, const ff_tensor *k, const ff_tenso
     const ff_tensor *in[4] = {q, k, v, mask};
     memset(f, 0, sizeof *f);
     for (int i = 0; i < 4; i++)
-        if (in[i] && !(f->t[i] = fold(in[i], g))) {
+        if (in[i] && !(f->t[i] = i == 3 ? fold_to(in[i], g, g->tq, g->tk) : fold(in[i], g))) {
             folded_free(f);
             return ff_last_status();
         }
