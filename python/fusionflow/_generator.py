@@ -87,3 +87,10 @@ def numpy_rng(generator):
     if not isinstance(generator, Generator):
         raise TypeError("expected a fusionflow.Generator, got %s" % type(generator).__name__)
     return generator._np
+
+
+def op_seed():
+    """The seed of one random op (dropout, attention dropout): drawn from the default
+    generator's host-side stream, so fusionflow.manual_seed makes the masks repeat (as
+    torch.manual_seed does), without a device round trip per call."""
+    return int(default_generator._np.integers(0, 2 ** 63))

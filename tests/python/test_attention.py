@@ -148,3 +148,19 @@ def test_errors_name_the_function():
         F.scaled_dot_product_attention(q, q, q, dropout_p=2.0)
     with pytest.raises(TypeError, match="scaled_dot_product_attention"):
         F.scaled_dot_product_attention(q, q, None)
+
+
+def test_manual_seed_repeats_dropout():
+    """F.dropout and attention's dropout draw their seeds from the default generator, so
+    fusionflow.manual_seed repeats their masks (as torch.manual_seed does)."""
+    x = ff.ones(4, 6, 8)
+
+    def run(seed):
+        ff.manual_seed(seed)
+        return F.dropout(x, 0.5).numpy(), F.scaled_dot_product_attention(x, x, x, dropout_p=0.5).numpy()
+
+    a1, b1 = run(3)
+    a2, b2 = run(3)
+    a3, b3 = run(4)
+    assert (a1 == a2).all() and (b1 == b2).all()
+    assert not (a1 == a3).all() and not (b1 == b3).all()

@@ -75,8 +75,8 @@ def dropout(x, p=0.5, training=True, inplace=False, seed=None):
     if not training or p == 0:
         return x
     if seed is None:
-        import random
-        seed = random.getrandbits(63)
+        from .._generator import op_seed
+        seed = op_seed()
     y = wrap(C.ff_dropout(x._ptr, float(p), bool(training), int(seed)))
     if inplace:
         x.copy_(y)
