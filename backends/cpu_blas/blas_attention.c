@@ -1,0 +1,215 @@
+/*
+ * The optional attention entry (backend_abi.h, "Scaled dot-product attention"), flash
+ * style: tiles of k and v stream through an online softmax, so the T x T scores never
+ * exist; per worker only a few tiles of scratch (and, backward, gq of one head: O(T)).
+ * The tile products run on the backend's sgemm (oneDNN, else OpenBLAS) or dgemm,
+ * single-threaded inside tasks that the pool's threads take from a shared counter
+ * (forward: (b, h, q tile), backward: (b, h)). F16/BF16 are widened tile by tile into
+ * f32, accumulate in f32 and round each output once; F32 and F64 are native. Any
+ * strides: a tile that is already a row-major matrix of the tile type is read in place,
+ * any other (steps, stride-0 broadcast, halves) is copied into scratch first.
+ * The loops themselves are in blas_attention_tiles.h.
+ */
+#include "blas_attention.h"
+
+/* Tile rows: a 128 x 128 f32 score tile (64 KiB) and the q/k/v tiles beside it stay in
+ * L2, and products of 128 x 128 x D keep the sgemm near its peak. */
+#define AT_TILE 128
+
+/* Below this many multiply-adds, one thread (waking the pool costs more). */
+#define AT_PAR_MIN ((int64_t)1 << 20)
+
+at_mat at_slice(const ff_view *v, int64_t b, int64_t h)
+{
+    int64_t es = (int64_t)ff_dtype_size(v->dtype);
+    return (at_mat){(char *)v->buf + (v->offset + b * v->strides[0] + h * v->strides[1]) * es, v->strides[2],
+                    v->strides[3]};
+}
+
+const float *at_rows_f32(const at_mat *m, ff_dtype t, int64_t r0, int64_t n, int64_t w, float *buf, int64_t *ld)
+{
+    int64_t es = (int64_t)ff_dtype_size(t);
+    const char *p = m->p + r0 * m->rs * es;
+    if (t == FF_F32 && (m->cs == 1 || w == 1) && (m->rs >= w || n == 1)) {
+        *ld = n == 1 ? w : m->rs;
+        return (const float *)p;
+    }
+    for (int64_t r = 0; r < n; r++) {
+        const char *row = p + r * m->rs * es;
+        float *d = buf + r * w;
+        if (m->cs == 1 && t == FF_F32) memcpy(d, row, sizeof(float) * (size_t)w);
+        else if (m->cs == 1 && ffb_is_half(t)) blas_half_to_f32(t, w, d, row);
+        else for (int64_t c = 0; c < w; c++) d[c] = (float)ffb_ld_f64(row + c * m->cs * es, t);
+    }
+    *ld = w;
+    return buf;
+}
+
+const double *at_rows_f64(const at_mat *m, ff_dtype t, int64_t r0, int64_t n, int64_t w, double *buf, int64_t *ld)
+{
+    const char *p = m->p + r0 * m->rs * 8;
+    if ((m->cs == 1 || w == 1) && (m->rs >= w || n == 1)) {
+        *ld = n == 1 ? w : m->rs;
+        return (const double *)p;
+    }
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < w; c++) buf[r * w + c] = ffb_ld_f64(p + (r * m->rs + c * m->cs) * 8, t);
+    *ld = w;
+    return buf;
+}
+
+void at_store_f32(const at_mat *m, ff_dtype t, int64_t r0, int64_t n, int64_t w, const float *src, int64_t ld)
+{
+    int64_t es = (int64_t)ff_dtype_size(t);
+    for (int64_t r = 0; r < n; r++) {
+        char *row = m->p + (r0 + r) * m->rs * es;
+        const float *s = src + r * ld;
+        if (m->cs == 1 && t == FF_F32) memcpy(row, s, sizeof(float) * (size_t)w);
+        else if (m->cs == 1 && ffb_is_half(t)) blas_f32_to_half(t, w, row, s);
+        else for (int64_t c = 0; c < w; c++) ffb_st_f64(row + c * m->cs * es, t, s[c]);
+    }
+}
+
+void at_store_f64(const at_mat *m, ff_dtype t, int64_t r0, int64_t n, int64_t w, const double *src, int64_t ld)
+{
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t c = 0; c < w; c++) ffb_st_f64(m->p + ((r0 + r) * m->rs + c * m->cs) * 8, t, src[r * ld + c]);
+}
+
+/* The mask's and the causal triangle's -inf (and the additive mask's values), written
+ * once for both tile types. */
+#define AT_MASK_BODY(AT)                                                                                            \
+    if (j->m) {                                                                                                     \
+        at_mat mm = at_slice(j->m, b, h);                                                                           \
+        ff_dtype mt = j->m->dtype;                                                                                  \
+        int64_t es = (int64_t)ff_dtype_size(mt);                                                                    \
+        for (int64_t r = 0; r < n; r++) {                                                                           \
+            const char *row = mm.p + ((i0 + r) * mm.rs + j0 * mm.cs) * es;                                          \
+            AT *sr = s + r * lds;                                                                                   \
+            if (mt == FF_BOOL) {                                                                                    \
+                for (int64_t c = 0; c < nk; c++)                                                                    \
+                    if (!row[c * mm.cs]) sr[c] = -INFINITY;                                                         \
+            } else if (mt == FF_F32) {                                                                              \
+                const float *mr = (const float *)row;                                                               \
+                for (int64_t c = 0; c < nk; c++) sr[c] += mr[c * mm.cs];                                            \
+            } else {                                                                                                \
+                for (int64_t c = 0; c < nk; c++) sr[c] += (AT)ffb_ld_f64(row + c * mm.cs * es, mt);                \
+            }                                                                                                       \
+        }                                                                                                           \
+    }                                                                                                               \
+    if (j->causal)                                                                                                  \
+        for (int64_t r = 0; r < n; r++) {                                                                           \
+            AT *sr = s + r * lds;                                                                                   \
+            for (int64_t c = i0 + r + 1 - j0 > 0 ? i0 + r + 1 - j0 : 0; c < nk; c++) sr[c] = -INFINITY;            \
+        }
+
+void at_mask_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *s,
+                 int64_t lds)
+{
+    AT_MASK_BODY(float)
+}
+
+void at_mask_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *s,
+                 int64_t lds)
+{
+    AT_MASK_BODY(double)
+}
+
+size_t at_scratch_bytes(const at_job *j, size_t es)
+{
+    int64_t bq = j->bq, bk = j->bk, D = j->D, Dv = j->Dv;
+    int64_t fwd = bq * D + bk * D + bk * Dv + bq * bk + 2 * bq * Dv + 3 * bq;
+    int64_t bwd = bq * D + 2 * bq * Dv + 2 * bk * D + 2 * bk * Dv + 2 * bq * bk + j->Tq * D + 2 * j->Tq;
+    size_t n = (size_t)(j->go ? bwd : fwd) * es;
+    return (n + 63) / 64 * 64; /* each worker's slot on its own cache lines */
+}
+
+static int shape_is(const ff_view *v, int64_t b, int64_t h, int64_t t, int64_t d)
+{
+    return v->ndim == 4 && v->shape[0] == b && v->shape[1] == h && v->shape[2] == t && v->shape[3] == d;
+}
+
+/* The call as backend_abi.h defines it; nothing is written before this passes. */
+static ff_status at_check(blas_ctx *c, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                          const ff_attention_params *p)
+{
+    if (op != FF_ATTENTION_FORWARD && op != FF_ATTENTION_BACKWARD)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: invalid op %d", op);
+    if (!p || p->mask < FF_ATTENTION_MASK_NONE || p->mask > FF_ATTENTION_MASK_ADD)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: bad params (mask kind %d)", p ? (int)p->mask : -1);
+    int want_dst = op ? 3 : 2, want_src = (op ? 6 : 3) + (p->mask != FF_ATTENTION_MASK_NONE);
+    if (!dst || !src || n_dst != want_dst || n_src != want_src)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: op %d with mask kind %d takes %d outputs and %d inputs, got %d and %d",
+                          op, (int)p->mask, want_dst, want_src, n_dst, n_src);
+    ff_status st;
+    for (int i = 0; i < n_src; i++)
+        if ((st = blas_check_storage_view(c, "attention", "src", &src[i]))) return st;
+    for (int i = 0; i < n_dst; i++)
+        if ((st = blas_check_storage_view(c, "attention", "dst", &dst[i]))) return st;
+    const ff_view *q = &src[op ? 1 : 0], *k = q + 1, *v = q + 2, *o = op ? &src[4] : &dst[0];
+    const ff_view *lse = op ? &src[5] : &dst[1];
+    ff_dtype t = q->dtype, lt = t == FF_F64 ? FF_F64 : FF_F32;
+    if (!blas_is_float(t) && !ffb_is_half(t))
+        return blas_error(c, FF_ERR_UNSUPPORTED, "cpu_blas attention: not supported on %s", blas_dtype_name(t));
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: q, k, v must be 4-D [B, H, T, D], got ranks %d, %d, %d",
+                          (int)q->ndim, (int)k->ndim, (int)v->ndim);
+    int64_t b = q->shape[0], h = q->shape[1], tq = q->shape[2], d = q->shape[3], tk = k->shape[2], dv = v->shape[3];
+    if (!shape_is(k, b, h, tk, d) || !shape_is(v, b, h, tk, dv) || k->dtype != t || v->dtype != t)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: k must be %s [B, H, Tk, D] and v [B, H, Tk, Dv] for q %s [%lld, %lld, %lld, %lld]",
+                          blas_dtype_name(t), blas_dtype_name(t), (long long)b, (long long)h, (long long)tq, (long long)d);
+    if (d < 1 || d > FF_ATTENTION_MAX_HEAD_DIM || dv < 1 || dv > FF_ATTENTION_MAX_HEAD_DIM)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: head dims D = %lld, Dv = %lld must be in [1, %d]",
+                          (long long)d, (long long)dv, FF_ATTENTION_MAX_HEAD_DIM);
+    if (o->dtype != t || !shape_is(o, b, h, tq, dv))
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: o must be %s [B, H, Tq, Dv]", blas_dtype_name(t));
+    if (lse->dtype != lt || lse->ndim != 3 || lse->shape[0] != b || lse->shape[1] != h || lse->shape[2] != tq)
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: lse must be %s [B, H, Tq]", blas_dtype_name(lt));
+    if (op && (src[0].dtype != t || !shape_is(&src[0], b, h, tq, dv)))
+        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: go must be %s [B, H, Tq, Dv]", blas_dtype_name(t));
+    for (int i = 0; op && i < 3; i++)
+        if (dst[i].dtype != t || !blas_same_shape(&dst[i], q + i))
+            return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: gradient %d must have %s's dtype and shape", i,
+                              i == 0 ? "q" : i == 1 ? "k" : "v");
+    if (p->mask != FF_ATTENTION_MASK_NONE) {
+        const ff_view *m = &src[n_src - 1];
+        ff_dtype mt = p->mask == FF_ATTENTION_MASK_BOOL ? FF_BOOL : t;
+        if (m->dtype != mt || !shape_is(m, b, h, tq, tk))
+            return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: the mask must be %s [B, H, Tq, Tk] = [%lld, %lld, %lld, %lld]",
+                              blas_dtype_name(mt), (long long)b, (long long)h, (long long)tq, (long long)tk);
+    }
+    return FF_OK;
+}
+
+ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                         const ff_attention_params *p)
+{
+    blas_ctx *c = ctx;
+    ff_status st = at_check(c, op, dst, n_dst, src, n_src, p);
+    if (st) return st;
+    const ff_view *q = &src[op ? 1 : 0];
+    at_job j = {.c = c, .t = q->dtype, .scale = p->scale, .causal = p->causal != 0, .mask = p->mask, .q = q,
+                .k = q + 1, .v = q + 2, .m = p->mask ? &src[n_src - 1] : NULL};
+    if (op) j.go = &src[0], j.o = &src[4], j.lse = &src[5], j.gq = &dst[0], j.gk = &dst[1], j.gv = &dst[2];
+    else j.o = &dst[0], j.lse = &dst[1];
+    j.B = q->shape[0], j.H = q->shape[1], j.Tq = q->shape[2], j.D = q->shape[3], j.Tk = j.k->shape[2];
+    j.Dv = j.v->shape[3];
+    j.bq = j.Tq < AT_TILE ? (j.Tq > 0 ? j.Tq : 1) : AT_TILE;
+    j.bk = j.Tk < AT_TILE ? (j.Tk > 0 ? j.Tk : 1) : AT_TILE;
+    j.nqt = (j.Tq + j.bq - 1) / j.bq, j.nkt = (j.Tk + j.bk - 1) / j.bk;
+    j.ntasks = op ? j.B * j.H : j.B * j.H * j.nqt;
+    if (j.ntasks == 0) return FF_OK;
+    int64_t workers = c->nthreads < j.ntasks ? c->nthreads : j.ntasks;
+    if (j.B * j.H * j.Tq * j.Tk * (j.D + j.Dv) < AT_PAR_MIN) workers = 1;
+    int f64 = j.t == FF_F64;
+    j.per_worker = at_scratch_bytes(&j, f64 ? sizeof(double) : sizeof(float));
+    j.scratch = blas_scratch(c, j.per_worker * (size_t)workers);
+    if (!j.scratch)
+        return blas_error(c, FF_ERR_OOM, "cpu_blas attention: out of memory for %lld workers' tiles (%zu bytes each)",
+                          (long long)workers, j.per_worker);
+    blas_task_fn fn = op ? (f64 ? at_backward_f64 : at_backward_f32) : (f64 ? at_forward_f64 : at_forward_f32);
+    if (workers > 1) blas_parallel_for(c, workers, 2, 1, fn, &j);
+    else fn(&j, 0, 1);
+    blas_free(c, j.scratch);
+    return FF_OK;
+}
