@@ -11,6 +11,7 @@
  * The loops themselves are in blas_attention_tiles.h.
  */
 #include "blas_attention.h"
+#include "ff_backend_attention.h"
 
 /* Tile rows of q and of k/v: a 64 x 128 f32 score tile (32 KiB) and the tiles beside it
  * stay in L1/L2. Measured (CPU time, one thread, B 4, H 8, D 64, causal, T 512 and 2048):
@@ -127,68 +128,11 @@ size_t at_scratch_bytes(const at_job *j, size_t es)
     return (n + 63) / 64 * 64; /* each worker's slot on its own cache lines */
 }
 
-static int shape_is(const ff_view *v, int64_t b, int64_t h, int64_t t, int64_t d)
-{
-    return v->ndim == 4 && v->shape[0] == b && v->shape[1] == h && v->shape[2] == t && v->shape[3] == d;
-}
-
-/* The call as backend_abi.h defines it; nothing is written before this passes. */
-static ff_status at_check(blas_ctx *c, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
-                          const ff_attention_params *p)
-{
-    if (op != FF_ATTENTION_FORWARD && op != FF_ATTENTION_BACKWARD)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: invalid op %d", op);
-    if (!p || p->mask < FF_ATTENTION_MASK_NONE || p->mask > FF_ATTENTION_MASK_ADD)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: bad params (mask kind %d)", p ? (int)p->mask : -1);
-    int want_dst = op ? 3 : 2, want_src = (op ? 6 : 3) + (p->mask != FF_ATTENTION_MASK_NONE);
-    if (!dst || !src || n_dst != want_dst || n_src != want_src)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: op %d with mask kind %d takes %d outputs and %d inputs, got %d and %d",
-                          op, (int)p->mask, want_dst, want_src, n_dst, n_src);
-    ff_status st;
-    for (int i = 0; i < n_src; i++)
-        if ((st = blas_check_storage_view(c, "attention", "src", &src[i]))) return st;
-    for (int i = 0; i < n_dst; i++)
-        if ((st = blas_check_storage_view(c, "attention", "dst", &dst[i]))) return st;
-    const ff_view *q = &src[op ? 1 : 0], *k = q + 1, *v = q + 2, *o = op ? &src[4] : &dst[0];
-    const ff_view *lse = op ? &src[5] : &dst[1];
-    ff_dtype t = q->dtype, lt = t == FF_F64 ? FF_F64 : FF_F32;
-    if (!blas_is_float(t) && !ffb_is_half(t))
-        return blas_error(c, FF_ERR_UNSUPPORTED, "cpu_blas attention: not supported on %s", blas_dtype_name(t));
-    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: q, k, v must be 4-D [B, H, T, D], got ranks %d, %d, %d",
-                          (int)q->ndim, (int)k->ndim, (int)v->ndim);
-    int64_t b = q->shape[0], h = q->shape[1], tq = q->shape[2], d = q->shape[3], tk = k->shape[2], dv = v->shape[3];
-    if (!shape_is(k, b, h, tk, d) || !shape_is(v, b, h, tk, dv) || k->dtype != t || v->dtype != t)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: k must be %s [B, H, Tk, D] and v [B, H, Tk, Dv] for q %s [%lld, %lld, %lld, %lld]",
-                          blas_dtype_name(t), blas_dtype_name(t), (long long)b, (long long)h, (long long)tq, (long long)d);
-    if (d < 1 || d > FF_ATTENTION_MAX_HEAD_DIM || dv < 1 || dv > FF_ATTENTION_MAX_HEAD_DIM)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: head dims D = %lld, Dv = %lld must be in [1, %d]",
-                          (long long)d, (long long)dv, FF_ATTENTION_MAX_HEAD_DIM);
-    if (o->dtype != t || !shape_is(o, b, h, tq, dv))
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: o must be %s [B, H, Tq, Dv]", blas_dtype_name(t));
-    if (lse->dtype != lt || lse->ndim != 3 || lse->shape[0] != b || lse->shape[1] != h || lse->shape[2] != tq)
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: lse must be %s [B, H, Tq]", blas_dtype_name(lt));
-    if (op && (src[0].dtype != t || !shape_is(&src[0], b, h, tq, dv)))
-        return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: go must be %s [B, H, Tq, Dv]", blas_dtype_name(t));
-    for (int i = 0; op && i < 3; i++)
-        if (dst[i].dtype != t || !blas_same_shape(&dst[i], q + i))
-            return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: gradient %d must have %s's dtype and shape", i,
-                              i == 0 ? "q" : i == 1 ? "k" : "v");
-    if (p->mask != FF_ATTENTION_MASK_NONE) {
-        const ff_view *m = &src[n_src - 1];
-        ff_dtype mt = p->mask == FF_ATTENTION_MASK_BOOL ? FF_BOOL : t;
-        if (m->dtype != mt || !shape_is(m, b, h, tq, tk))
-            return blas_error(c, FF_ERR_INVALID, "cpu_blas attention: the mask must be %s [B, H, Tq, Tk] = [%lld, %lld, %lld, %lld]",
-                              blas_dtype_name(mt), (long long)b, (long long)h, (long long)tq, (long long)tk);
-    }
-    return FF_OK;
-}
-
 ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p)
 {
     blas_ctx *c = ctx;
-    ff_status st = at_check(c, op, dst, n_dst, src, n_src, p);
+    ff_status st = ffb_attention_check(c->host, "cpu_blas", op, dst, n_dst, src, n_src, p, 1);
     if (st) return st;
     const ff_view *q = &src[op ? 1 : 0];
     at_job j = {.c = c, .t = q->dtype, .scale = p->scale, .causal = p->causal != 0, .mask = p->mask, .q = q,

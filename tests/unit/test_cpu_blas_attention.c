@@ -41,10 +41,10 @@ static arr arr_new(ff_dtype t, const int64_t *shape, int layout, int kind)
     arr a = {.v = {.dtype = t, .ndim = 4}};
     int64_t B = shape[0], H = shape[1], T = shape[2], W = shape[3], n = B * H * T * W;
     memcpy(a.v.shape, shape, sizeof(int64_t) * 4);
-    int64_t *s = a.v.strides, span;
-    if (layout == 1) s[0] = T * H * W, s[1] = W, s[2] = H * W, s[3] = 1, span = n;
-    else if (layout == 3) s[0] = T * W, s[1] = 0, s[2] = W, s[3] = 1, span = B * T * W;
-    else s[0] = H * T * W, s[1] = T * W, s[2] = W, s[3] = 1, span = n;
+    int64_t *s = a.v.strides, span, T1 = T ? T : 1; /* an empty dim keeps strides non-zero, as the core's */
+    if (layout == 1) s[0] = T1 * H * W, s[1] = W, s[2] = H * W, s[3] = 1, span = n;
+    else if (layout == 3) s[0] = T1 * W, s[1] = 0, s[2] = W, s[3] = 1, span = B * T * W;
+    else s[0] = H * T1 * W, s[1] = T1 * W, s[2] = W, s[3] = 1, span = n;
     if (layout == 2) {
         for (int d = 0; d < 4; d++) s[d] *= 2;
         a.v.offset = 3, span = 2 * n + 3;
