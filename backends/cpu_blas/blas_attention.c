@@ -146,17 +146,27 @@ ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const
     j.nqt = (j.Tq + j.bq - 1) / j.bq, j.nkt = (j.Tk + j.bk - 1) / j.bk;
     j.ntasks = op ? j.B * j.H : j.B * j.H * j.nqt;
     if (j.ntasks == 0) return FF_OK;
-    int64_t workers = c->nthreads < j.ntasks ? c->nthreads : j.ntasks;
-    if (j.B * j.H * j.Tq * j.Tk * (j.D + j.Dv) < AT_PAR_MIN) workers = 1;
+    /* backward with fewer heads than threads: each head's k tiles across the threads */
+    int split = op && j.B * j.H < c->nthreads && j.nkt > 1;
+    int64_t par = split ? j.nkt : j.ntasks, workers = c->nthreads < par ? c->nthreads : par;
+    if (j.B * j.H * j.Tq * j.Tk * (j.D + j.Dv) < AT_PAR_MIN) workers = 1, split = 0;
     int f64 = j.t == FF_F64;
     j.per_worker = at_scratch_bytes(&j, f64 ? sizeof(double) : sizeof(float));
     j.scratch = blas_scratch(c, j.per_worker * (size_t)workers);
     if (!j.scratch)
         return blas_error(c, FF_ERR_OOM, "cpu_blas attention: out of memory for %lld workers' tiles (%zu bytes each)",
                           (long long)workers, j.per_worker);
-    blas_task_fn fn = op ? (f64 ? at_backward_f64 : at_backward_f32) : (f64 ? at_forward_f64 : at_forward_f32);
-    if (workers > 1) blas_parallel_for(c, workers, 2, 1, fn, &j);
-    else fn(&j, 0, 1);
+    if (split) {
+        for (j.head = 0; j.head < j.B * j.H; j.head++) {
+            atomic_store(&j.next, 0), atomic_store(&j.slot, 0);
+            blas_parallel_for(c, workers, 2, 1, f64 ? at_backward_head_f64 : at_backward_head_f32, &j);
+            (f64 ? at_backward_head_gq_f64 : at_backward_head_gq_f32)(&j, atomic_load(&j.slot));
+        }
+    } else {
+        blas_task_fn fn = op ? (f64 ? at_backward_f64 : at_backward_f32) : (f64 ? at_forward_f64 : at_forward_f32);
+        if (workers > 1) blas_parallel_for(c, workers, 2, 1, fn, &j);
+        else fn(&j, 0, 1);
+    }
     blas_free(c, j.scratch);
     return FF_OK;
 }

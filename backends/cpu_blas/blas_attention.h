@@ -31,6 +31,7 @@ typedef struct at_job {
     char *scratch;     /* per-worker scratch, `per_worker` bytes each */
     size_t per_worker;
     int64_t ntasks;    /* forward: (b, h, q tile); backward: (b, h) */
+    int64_t head;      /* at_backward_head*: the head b * H + h being split */
     atomic_llong next; /* the next task a worker takes */
     atomic_int slot;   /* the next scratch slot */
 } at_job;
@@ -57,6 +58,12 @@ void at_forward_f32(void *job, int64_t begin, int64_t end);
 void at_forward_f64(void *job, int64_t begin, int64_t end);
 void at_backward_f32(void *job, int64_t begin, int64_t end);
 void at_backward_f64(void *job, int64_t begin, int64_t end);
+/* Backward with fewer heads than workers: head job->head's k tiles across the workers
+ * (job->next counts k tiles), then its gq from the first `used` workers' partial sums. */
+void at_backward_head_f32(void *job, int64_t begin, int64_t end);
+void at_backward_head_f64(void *job, int64_t begin, int64_t end);
+void at_backward_head_gq_f32(const at_job *j, int used);
+void at_backward_head_gq_f64(const at_job *j, int used);
 /* Scratch bytes one worker needs (the same for both instantiations' element size). */
 size_t at_scratch_bytes(const at_job *j, size_t es);
 

@@ -261,6 +261,8 @@ static void test_cases(void)
         {2, 2, 160, 160, 64, 64, FF_F16, 1, 0, 1, 0, 0},
         {2, 2, 130, 150, 64, 32, FF_F16, 0, FF_ATTENTION_MASK_ADD, 2, 0, 1},
         {2, 2, 160, 160, 64, 64, FF_BF16, 1, FF_ATTENTION_MASK_BOOL, 0, 1, 0},
+        {1, 1, 300, 300, 64, 64, FF_F32, 1, 0, 1, 0, 0}, /* one head: its k tiles across the threads */
+        {1, 1, 200, 290, 32, 48, FF_F64, 0, FF_ATTENTION_MASK_BOOL, 2, 0, 1},
         {1, 1, 1, 1, 1, 1, FF_F32, 1, 0, 0, 0, 0},
         {1, 2, 5, 0, 16, 8, FF_F32, 0, 0, 0, 0, 0}, /* no keys: o = 0, lse = -inf, no gradient */
         {1, 2, 0, 7, 16, 8, FF_F32, 0, 0, 0, 0, 0}, /* no queries: gk = gv = 0 */
