@@ -329,6 +329,20 @@ ff_tensor *ff_scaled_dot_product_attention(const ff_tensor *q, const ff_tensor *
                                            const ff_tensor *attn_mask, double dropout_p, bool is_causal,
                                            double scale, uint64_t seed)
 {
+    /* autocast: q, k, v (and an additive mask) in the autocast dtype, as PyTorch's CUDA
+     * list has scaled_dot_product_attention; a bool mask stays as it is */
+    ff_tensor *ac[4];
+    bool add_mask = attn_mask && attn_mask->dtype != FF_BOOL;
+    int nac = q && k && v ? ff_autocast_operands(FF_AUTOCAST_LOW, add_mask ? 4 : 3,
+                                                 (const ff_tensor *[]){q, k, v, attn_mask}, ac, fn)
+                          : 0;
+    if (nac) {
+        ff_tensor *r = nac > 0 ? ff_scaled_dot_product_attention(ac[0], ac[1], ac[2], add_mask ? ac[3] : attn_mask,
+                                                                  dropout_p, is_causal, scale, seed)
+                               : NULL;
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     attn_geo g;
     if (check(q, k, v, attn_mask, dropout_p, is_causal, scale, &g)) return NULL;
     ff_tensor *r;

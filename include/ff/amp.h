@@ -30,9 +30,10 @@ extern "C" {
 /* ---- autocast --------------------------------------------------------------- */
 /* Sets the calling thread's autocast dtype: FF_F16 or FF_BF16 turns it on, FF_F32 off
  * (the default). While on:
- *   - ff_matmul (and ff_bmm, ff_einsum ... built on it), ff_conv2d and ff_linear's
- *     forward take f32/f16/bf16 operands in the autocast dtype and return it; f64 and
- *     integer operands are left alone, as in PyTorch;
+ *   - ff_matmul (and ff_bmm, ff_einsum ... built on it), ff_conv2d, ff_linear's forward
+ *     and ff_scaled_dot_product_attention (q, k, v and an additive mask) take f32/f16/bf16
+ *     operands in the autocast dtype and return it; f64 and integer operands are left
+ *     alone, as in PyTorch;
  *   - ff_softmax, ff_log_softmax, ff_cross_entropy, ff_mse_loss, ff_layer_norm and
  *     ff_batch_norm compute half inputs in f32 and return f32 (PyTorch's CUDA list, on
  *     every backend: its CPU autocast keeps bf16 for the softmaxes and the norms;

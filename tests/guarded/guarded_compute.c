@@ -198,8 +198,8 @@ static ff_status g_fft(void *ctx, int op, const ff_view *dst, const ff_view *src
     GUARDED_LEAVE;
 }
 
-/* The entries that take arrays of views: at most 8 in all (batch_norm's 5 + 3). */
-#define MAX_LIST 8
+/* The entries that take arrays of views: at most 10 in all (attention's backward: 3 + 7). */
+#define MAX_LIST 10
 static int list_ok(guarded_ctx *c, int n_dst, int n_src, const char *fn)
 {
     if (n_dst >= 0 && n_src >= 0 && n_dst + n_src <= MAX_LIST) return 1;
@@ -239,6 +239,18 @@ static ff_status g_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *
         guarded_window_views(c, &w, src, s, n_src, fname))
         goto out;
     st = c->base->pool2d(c->base_ctx, op, &d, s, n_src, p);
+    GUARDED_LEAVE;
+}
+
+static ff_status g_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                             const ff_attention_params *p)
+{
+    GUARDED_ENTER("attention");
+    ff_view d[MAX_LIST], s[MAX_LIST];
+    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
+        guarded_window_views(c, &w, src, s, n_src, fname))
+        goto out;
+    st = c->base->attention(c->base_ctx, op, d, n_dst, s, n_src, p);
     GUARDED_LEAVE;
 }
 
@@ -284,4 +296,5 @@ void ff_guarded_compute_entries(ff_backend_vtable *vt, const ff_backend_vtable *
     OPTIONAL(batch_norm, g_batch_norm);
     OPTIONAL(pool2d, g_pool2d);
     OPTIONAL(fused, g_fused);
+    OPTIONAL(attention, g_attention);
 }

@@ -47,6 +47,8 @@ CASES = [
     ("kv_over_heads", (2, 4, 6, 8), (2, 1, 7, 8), (2, 1, 7, 8), None, False),
     ("batch_first_3d", (4, 6, 8), (4, 7, 8), (4, 7, 3), ("bool", (6, 7)), False),
     ("q_over_batch", (3, 2, 5, 8), (2, 5, 8), (5, 8), None, True),
+    # 3 leading dims whose broadcast k cannot fold into [B, H] as a view: copied
+    ("five_d_folded_copy", (2, 3, 2, 5, 8), (3, 1, 6, 8), (3, 1, 6, 4), ("add", (2, 1, 1, 5, 6)), False),
 ]
 
 

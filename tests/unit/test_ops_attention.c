@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ff/amp.h"
 #include "ff/graph.h"
 #include "ff_impl.h"
 #include "ff_test.h"
@@ -230,6 +231,27 @@ static void entry_memory_is_linear(void)
     CHECK(peak[1] - base > (size_t)4 << 20);
 }
 
+/* Under autocast, q, k, v and an additive mask run in the autocast dtype (the entry
+ * through its f32 detour); the gradients reach the f32 leaves in f32. */
+static void autocast_runs_in_half(void)
+{
+    ff_tensor *in[3] = {rnd(FF_F32, 3, SHAPE(2, 5, 8), 1), rnd(FF_F32, 3, SHAPE(2, 6, 8), 2),
+                        rnd(FF_F32, 3, SHAPE(2, 6, 4), 3)};
+    ff_tensor *m = rnd(FF_F32, 2, SHAPE(5, 6), 4);
+    for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
+    ff_tensor *want = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
+    CHECK(ff_autocast_set(FF_BF16) == FF_OK);
+    ff_tensor *o = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
+    CHECK(ff_autocast_set(FF_F32) == FF_OK);
+    CHECK(o && ff_tensor_dtype(o) == FF_BF16);
+    CHECK(max_diff(o, want) < 0.05);
+    ff_tensor *s = o ? ff_sum(o, 0, NULL, false) : NULL;
+    CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *gq = ff_grad(in[0]);
+    CHECK(gq && ff_tensor_dtype(gq) == FF_F32);
+    RELEASE(in[0], in[1], in[2], m, want, o, s, gq);
+}
+
 /* A captured training step through the entry (forward, backward) replays to what eager
  * computes on new inputs, bit for bit: graph/replay.c calls the attention entry. */
 static void graph_replays_the_entry(void)
@@ -263,5 +285,5 @@ static void graph_replays_the_entry(void)
 }
 
 FF_TEST_MAIN("ops_attention", TEST(setup), TEST(entry_vs_composition), TEST(masked_rows_are_zero), TEST(finite_differences),
-             TEST(dropout_is_seeded), TEST(refusals), TEST(graph_replays_the_entry),
+             TEST(dropout_is_seeded), TEST(refusals), TEST(autocast_runs_in_half), TEST(graph_replays_the_entry),
              TEST(entry_memory_is_linear))
