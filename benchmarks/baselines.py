@@ -238,6 +238,39 @@ def torch_workloads(torch, quick, max_mm):
             with torch.no_grad():
                 return F.adaptive_avg_pool2d(x, out)
         w[name] = pool
+    w.update(torch_attention(torch, quick))
+    return w
+
+
+def torch_attention(torch, quick):
+    """bench_attention.c's rows: batch 4, 8 heads, head dim 64, causal, f32. PyTorch 1.13
+    has no fused attention on CPU; its fastest composition here: the causal mask as an
+    additive -inf matrix folded into torch.baddbmm (scale as alpha), softmax, bmm.
+    matmul + masked_fill + softmax + matmul took 1.2-1.4x as long, the same with in-place
+    mul_/masked_fill_ 1.15-1.3x (T = 512 and 2048, one thread)."""
+    w = {}
+    B, H, D = 4, 8, 64
+    for T in ((128, 256) if quick else (512, 2048)):
+        g = torch.Generator().manual_seed(T)
+        q, k, v = ((torch.rand(B * H, T, D, generator=g) * 2 - 1) for _ in range(3))
+        causal = torch.full((T, T), float("-inf")).triu(1).expand(B * H, T, T)
+        qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+        ones = torch.ones(B * H, T, D)
+
+        def attn(q, k, v, causal=causal):
+            s = torch.baddbmm(causal, q, k.transpose(1, 2), alpha=D ** -0.5)
+            return torch.bmm(torch.softmax(s, -1), v)
+
+        def fwd(q=q, k=k, v=v, attn=attn):
+            with torch.no_grad():
+                return attn(q, k, v)
+
+        def step(q=qg, k=kg, v=vg, attn=attn, ones=ones):
+            attn(q, k, v).backward(ones)
+            q.grad = k.grad = v.grad = None
+
+        w["attention_fwd_T%d" % T] = fwd
+        w["attention_step_T%d" % T] = step
     return w
 
 

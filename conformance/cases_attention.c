@@ -168,9 +168,9 @@ static bool close_enough(const ff_tensor *t, const void *got, const void *want, 
     cf_tol tol = cf_tolerance(dt, CF_TOL_ACCUM, k);
     double eps = dt == FF_F64 ? 0x1p-52 : dt == FF_F32 ? 0x1p-23 : dt == FF_F16 ? 0x1p-10 : 0x1p-7;
     tol.atol += (dt == FF_F16 || dt == FF_BF16 ? 2 : 8) * eps * big;
-    /* the entry reorders its sums (online softmax, tiles): an exact zero such as a
-     * gradient p (dp - D) at T = 1 may end up +0 on one side and -0 on the other (seen on
-     * the H100, whose kernels contract into FMAs) */
+    /* every output is a sum, which may end a hair on either side of zero: a gradient that
+     * is exactly +0 in the composition comes out as a tiny negative (a half's -0) when
+     * D_i = rowsum(go * o) and dp = go v^T round differently (the flash backward; seen on cpu_blas, and on the H100 at T = 1) */
     tol.zero_either = true;
     cf_diff d;
     if (cf_compare(got, want, dt, cnt, tol, false, &d)) return true;

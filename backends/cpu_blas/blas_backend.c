@@ -151,6 +151,7 @@ static int blas_half_supports(ff_op_kind kind, int op)
     case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
     case FF_KIND_MATMUL: case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
     case FF_KIND_SOFTMAX: return op == 0 || op == 1;
+    case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD; /* f32 tiles */
     default: return 0;
     }
 }
@@ -179,6 +180,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
+    case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && blas_is_float(dtype);
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }
@@ -250,6 +252,7 @@ static const ff_backend_vtable blas_vtable = {
     .batch_norm = blas_batch_norm,
     .pool2d = blas_pool2d,
     .fused = blas_fused,
+    .attention = blas_attention,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

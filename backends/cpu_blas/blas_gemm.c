@@ -12,6 +12,7 @@
  * transposed and broadcast operands need no copy beforehand. Accumulates in float, like
  * BLAS. Single-threaded: blas_matmul splits C across the pool and calls this per slice.
  */
+#include <cblas.h>
 #include <stdlib.h>
 
 #include "blas_impl.h"
@@ -47,6 +48,13 @@ void blas_dnnl_threads(int n)
 {
     if (omp_set_threads) omp_set_threads(n > 0 ? n : 1);
 }
+
+static void sgemm_ab_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    if (omp_set_threads) omp_set_threads(1);
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 #else
 void blas_dnnl_threads(int n) { (void)n; }
 
@@ -56,6 +64,21 @@ void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
     (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
 }
 #endif
+
+void blas_sgemm_ab(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+#ifdef FF_BLAS_HAVE_DNNL
+    if (c->dnnl_gemm) {
+        sgemm_ab_dnnl(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#else
+    (void)c;
+#endif
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+                (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
 
 const char *blas_gemm_name(blas_gemm_kind k)
 {

@@ -209,6 +209,10 @@ const char *blas_gemm_name(blas_gemm_kind k);
 /* oneDNN's row-major sgemm, single-threaded (the pool splits the work): C = op(A) op(B). */
 void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                      int64_t ldb, float *C, int64_t ldc);
+/* C = alpha op(A) op(B) + beta C, row-major, single-threaded: oneDNN's sgemm when f32
+ * matmul uses it, else OpenBLAS's (the attention entry's tile products). */
+void blas_sgemm_ab(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.
  * Returns 0, or -1 on OOM (error set). */
 int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
@@ -268,6 +272,9 @@ ff_status blas_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff
 ff_status blas_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 void blas_fft_context_up(void);
 void blas_fft_context_down(void);
+/* blas_attention.c: scaled dot-product attention, flash style (F32, F64, F16, BF16) */
+ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                         const ff_attention_params *p);
 /* blas_fused.c: fused elementwise programs, tile by tile through the plans above */
 ff_status blas_fused(void *ctx, const ff_fused_program *prog);
 /* OpenMP threads for the oneDNN calls made from this thread (blas_gemm.c) */
