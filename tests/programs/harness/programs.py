@@ -82,7 +82,6 @@ PROGRAMS = {
 # name lands the program goes further, the test fails, and this line must be updated or removed.
 BLOCKED = {
     "gat": "Tensor.to_sparse is a sparse-tensor method",                            # main.py: adj.to_sparse()
-    "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16 (issue 34)
     "super_resolution": "fusionflow.save writes tensors and containers of them",    # torch.save(model, path)
 }
 
