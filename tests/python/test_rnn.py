@@ -8,6 +8,8 @@ import fusionflow as ff
 import fusionflow.nn as nn
 from fusionflow.nn.utils import rnn as ffrnn
 
+from conftest import DEVICES  # cpu_ref, and cpu_blas / opencl where built
+
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(34)
@@ -202,3 +204,25 @@ def test_bad_arguments():
         m(ff.zeros(2, 1, 3), (ff.zeros(1, 2, 4), ff.zeros(1, 2, 4)))
     with pytest.raises(Exception, match="dtype"):  # f64 input, f32 weights: refused, as torch
         m(ff.zeros(2, 1, 3, dtype=ff.float64))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_every_backend(cls, device):
+    """The cell runs through ff ops only, so every backend runs it: values and gradients
+    on each against torch's, f32."""
+    ours, theirs = _pair(cls, ff.float32, 4, 5, num_layers=2, bidirectional=True)
+    ours.to(device)
+    x = RNG.standard_normal((6, 3, 4))
+    fx = ff.tensor(x, dtype=ff.float32, device=device, requires_grad=True)
+    tx = _leaf(x, torch, torch.float32)
+    fo, to = _flatten(ours(fx)), _flatten(theirs(tx))
+    assert fo[0].device == fx.device
+    for a, b in zip(fo, to):
+        _close(a.to("cpu"), b, 1e-4)
+    _backward([o.to("cpu") for o in fo], ff)
+    _backward(to, torch)
+    _close(fx.grad.to("cpu"), tx.grad, 1e-4)
+    tp = dict(theirs.named_parameters())
+    for n, p in ours.named_parameters():
+        _close(p.grad.to("cpu"), tp[n].grad, 1e-4)
