@@ -108,8 +108,10 @@ static ff_status check_operands(ff_rnn_mode mode, const ff_tensor *x_proj, const
 /* ---- backward -------------------------------------------------------------------- */
 /* Node inputs: [0] x_proj, [1] h, [2] w_hh, [3] c or b_hh, extra[0] b_hh when [3] is c.
  * ip[0] mode, ip[1] hidden, ip[2] 1 + input index of c (0: none), ip[3] same for b_hh.
- * Saved: LSTM [0] act (i, f, g, o activated) [1] tanh(c'); GRU [0] r z [1] n [2] the
- * recurrent n part (h W_hn^T + b_hn); RNN [0] h'. */
+ * Saved: [0] the activations, packed in one tensor so the node's four slots suffice
+ * (LSTM [i, f, g, o, tanh(c')]; GRU [r, z, n, h W_hn^T + b_hn]; RNN h'), [1] h, [2] w_hh,
+ * [3] c (LSTM). The operands are saved too, not only read from the inputs, so that an
+ * in-place change to one before backward is reported instead of giving wrong gradients. */
 
 static const ff_tensor *node_input(const ff_node *n, int i)
 {
@@ -118,9 +120,9 @@ static const ff_tensor *node_input(const ff_node *n, int i)
 
 /* From the gradient of the pre-activation gates' recurrent part (da_h, [B, G H]): the
  * gradients of h (+ dh_direct), w_hh and b_hh. */
-static void recurrent_grads(ff_expr *e, ff_node *n, const ff_tensor *da_h, const ff_tensor *dh_direct, ff_tensor **gi)
+static void recurrent_grads(ff_expr *e, ff_node *n, const ff_tensor *h, const ff_tensor *w, const ff_tensor *da_h,
+                            const ff_tensor *dh_direct, ff_tensor **gi)
 {
-    const ff_tensor *h = node_input(n, 1), *w = node_input(n, 2);
     if (n->needs_grad[1]) {
         ff_tensor *dh = FF_EX(e, ff_matmul(da_h, w));
         if (dh_direct) dh = FF_EX(e, ff_add(dh, dh_direct));
@@ -136,10 +138,11 @@ static void recurrent_grads(ff_expr *e, ff_node *n, const ff_tensor *da_h, const
 
 static ff_status lstm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, int64_t hid)
 {
-    const ff_tensor *act = ff_node_saved(n, 0), *tc = act ? ff_node_saved(n, 1) : NULL;
-    if (!tc) return ff_last_status();
-    const ff_tensor *c = node_input(n, (int)n->ip[2] - 1);
+    const ff_tensor *act = ff_node_saved(n, 0), *h = act ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL, *c = w ? ff_node_saved(n, 3) : NULL;
+    if (!c) return ff_last_status();
     ff_expr e = {0};
+    ff_tensor *tc = FF_EX(&e, gates(act, 4, 1, hid));
     ff_tensor *gh = FF_EX(&e, gates(g, 0, 1, hid)), *gc = FF_EX(&e, gates(g, 1, 1, hid));
     ff_tensor *i = FF_EX(&e, gates(act, 0, 1, hid)), *f = FF_EX(&e, gates(act, 1, 1, hid));
     ff_tensor *gg = FF_EX(&e, gates(act, 2, 1, hid)), *o = FF_EX(&e, gates(act, 3, 1, hid));
@@ -155,8 +158,8 @@ static ff_status lstm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, i
     if (!e.failed) {
         if (n->needs_grad[0]) gi[0] = ff_tensor_retain(dall);
         int ic = (int)n->ip[2] - 1;
-        if (c->requires_grad) gi[ic] = ff_expr_result(&e2, FF_EX(&e2, ff_mul(dc, f)));
-        recurrent_grads(&e2, n, dall, NULL, gi);
+        if (node_input(n, ic)->requires_grad) gi[ic] = ff_expr_result(&e2, FF_EX(&e2, ff_mul(dc, f)));
+        recurrent_grads(&e2, n, h, w, dall, NULL, gi);
     }
     ff_status st = e.failed || e2.failed ? ff_last_status() : FF_OK;
     ff_expr_free(&e);
@@ -166,12 +169,12 @@ static ff_status lstm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, i
 
 static ff_status gru_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, int64_t hid)
 {
-    const ff_tensor *rz = ff_node_saved(n, 0), *nn = rz ? ff_node_saved(n, 1) : NULL;
-    const ff_tensor *hn = nn ? ff_node_saved(n, 2) : NULL;
-    if (!hn) return ff_last_status();
-    const ff_tensor *h = node_input(n, 1);
+    const ff_tensor *act = ff_node_saved(n, 0), *h = act ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL;
+    if (!w) return ff_last_status();
     ff_expr e = {0};
-    ff_tensor *r = FF_EX(&e, gates(rz, 0, 1, hid)), *z = FF_EX(&e, gates(rz, 1, 1, hid));
+    ff_tensor *r = FF_EX(&e, gates(act, 0, 1, hid)), *z = FF_EX(&e, gates(act, 1, 1, hid));
+    ff_tensor *nn = FF_EX(&e, gates(act, 2, 1, hid)), *hn = FF_EX(&e, gates(act, 3, 1, hid));
     /* h' = n + z (h - n) */
     ff_tensor *dz = FF_EX(&e, ff_mul(g, FF_EX(&e, ff_sub(h, nn))));
     ff_tensor *dn = FF_EX(&e, ff_mul(g, FF_EX(&e, ff_rbinary_scalar(FF_BINARY_SUB, 1.0, z))));
@@ -186,7 +189,7 @@ static ff_status gru_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, in
     ff_expr e2 = {0};
     if (!e.failed) {
         if (dx) gi[0] = ff_tensor_retain(dx);
-        recurrent_grads(&e2, n, dgh, dh_direct, gi);
+        recurrent_grads(&e2, n, h, w, dgh, dh_direct, gi);
     }
     ff_status st = e.failed || e2.failed ? ff_last_status() : FF_OK;
     ff_expr_free(&e);
@@ -196,14 +199,15 @@ static ff_status gru_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, in
 
 static ff_status rnn_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, bool relu)
 {
-    const ff_tensor *y = ff_node_saved(n, 0);
-    if (!y) return ff_last_status();
+    const ff_tensor *y = ff_node_saved(n, 0), *h = y ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL;
+    if (!w) return ff_last_status();
     ff_expr e = {0};
     /* relu: y >= 0, so sign(y) is its derivative (0 at 0, as PyTorch's threshold_backward) */
     ff_tensor *d = relu ? FF_EX(&e, ff_sign(y)) : dtanh(&e, y);
     ff_tensor *da = FF_EX(&e, ff_mul(g, d));
     if (!e.failed && n->needs_grad[0]) gi[0] = ff_tensor_retain(da);
-    if (!e.failed) recurrent_grads(&e, n, da, NULL, gi);
+    if (!e.failed) recurrent_grads(&e, n, h, w, da, NULL, gi);
     ff_status st = e.failed ? ff_last_status() : FF_OK;
     ff_expr_free(&e);
     return st;
@@ -224,9 +228,8 @@ static ff_status rnn_cell_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
 /* ---- forward --------------------------------------------------------------------- */
 
 typedef struct cell_fwd {
-    ff_tensor *out;     /* h' ([B, H]) or, for the LSTM, h' and c' packed as [B, 2 H] */
-    ff_tensor *save[3]; /* what the backward needs (see above) */
-    int nsave;
+    ff_tensor *out; /* h' ([B, H]) or, for the LSTM, h' and c' packed as [B, 2 H] */
+    ff_tensor *act; /* the activations the backward needs (see above) */
 } cell_fwd;
 
 /* Runs the step without recording (grad mode off); fills f or returns an error. */
@@ -242,31 +245,28 @@ static ff_status cell_forward(ff_rnn_mode mode, const ff_tensor *x_proj, const f
         ff_tensor *if_ = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 0, 2, hid))));
         ff_tensor *gg = FF_EX(&e, ff_tanh(FF_EX(&e, gates(a, 2, 1, hid))));
         ff_tensor *o = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 3, 1, hid))));
-        ff_tensor *act = e.failed ? NULL : FF_EX(&e, ff_concat(3, (ff_tensor *[]){if_, gg, o}, 1));
-        ff_tensor *i = FF_EX(&e, gates(act, 0, 1, hid)), *fg = FF_EX(&e, gates(act, 1, 1, hid));
+        ff_tensor *i = FF_EX(&e, gates(if_, 0, 1, hid)), *fg = FF_EX(&e, gates(if_, 1, 1, hid));
         ff_tensor *c2 = FF_EX(&e, ff_add(FF_EX(&e, ff_mul(fg, c)), FF_EX(&e, ff_mul(i, gg))));
         ff_tensor *tc = FF_EX(&e, ff_tanh(c2));
         ff_tensor *h2 = FF_EX(&e, ff_mul(o, tc));
         if (!e.failed) out = FF_EX(&e, ff_concat(2, (ff_tensor *[]){h2, c2}, 1));
-        if (!e.failed) f->save[0] = ff_tensor_retain(act), f->save[1] = ff_tensor_retain(tc), f->nsave = 2;
+        if (!e.failed) f->act = ff_concat(4, (ff_tensor *[]){if_, gg, o, tc}, 1);
     } else if (mode == FF_RNN_GRU) {
         ff_tensor *rz = FF_EX(&e, ff_sigmoid(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 0, 2, hid)),
                                                                 FF_EX(&e, gates(ghh, 0, 2, hid))))));
-        ff_tensor *hn = FF_EX(&e, ff_contiguous(FF_EX(&e, gates(ghh, 2, 1, hid))));
+        ff_tensor *hn = FF_EX(&e, gates(ghh, 2, 1, hid));
         ff_tensor *r = FF_EX(&e, gates(rz, 0, 1, hid)), *z = FF_EX(&e, gates(rz, 1, 1, hid));
         ff_tensor *nn = FF_EX(&e, ff_tanh(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 2, 1, hid)),
                                                              FF_EX(&e, ff_mul(r, hn))))));
         /* (1 - z) n + z h as n + z (h - n): one op fewer */
         out = FF_EX(&e, ff_add(nn, FF_EX(&e, ff_mul(z, FF_EX(&e, ff_sub(h, nn))))));
-        if (!e.failed)
-            f->save[0] = ff_tensor_retain(rz), f->save[1] = ff_tensor_retain(nn), f->save[2] = ff_tensor_retain(hn),
-            f->nsave = 3;
+        if (!e.failed) f->act = ff_concat(3, (ff_tensor *[]){rz, nn, hn}, 1);
     } else {
         ff_tensor *a = FF_EX(&e, ff_add(x_proj, ghh));
         out = FF_EX(&e, mode == FF_RNN_RELU ? ff_relu(a) : ff_tanh(a));
-        if (!e.failed) f->save[0] = ff_tensor_retain(out), f->nsave = 1;
+        if (!e.failed) f->act = ff_tensor_retain(out);
     }
-    f->out = ff_expr_result(&e, out);
+    f->out = f->act ? ff_expr_result(&e, out) : NULL;
     ff_status st = f->out ? FF_OK : ff_last_status();
     ff_expr_free(&e);
     return st;
@@ -289,8 +289,9 @@ static ff_status record(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tens
         if (!node->extra) return ff_error(FF_ERR_OOM, "ff_rnn_cell: out of memory recording its inputs");
         node->extra[node->n_extra++] = ff_tensor_retain((ff_tensor *)in[4]);
     }
-    for (int i = 0; i < f->nsave; i++)
-        if (ff_node_save(node, f->save[i])) return ff_last_status();
+    const ff_tensor *save[4] = {f->act, h, w_hh, c};
+    for (int i = 0; i < (c ? 4 : 3); i++)
+        if (ff_node_save(node, save[i])) return ff_last_status();
     return FF_OK;
 }
 
@@ -307,7 +308,7 @@ ff_status ff_rnn_cell(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor
     ff_status st = cell_forward(mode, x_proj, h, c, w_hh, b_hh, hid, &f);
     ff_set_grad_enabled(prev);
     if (!st) st = record(mode, x_proj, h, c, w_hh, b_hh, hid, &f);
-    for (int i = 0; i < f.nsave; i++) ff_tensor_release(f.save[i]);
+    ff_tensor_release(f.act);
     ff_tensor *ho = NULL, *co = NULL;
     if (!st && mode == FF_RNN_LSTM) {
         /* tracked views of the packed [B, 2 H]: their gradients meet in the one node */

@@ -226,3 +226,23 @@ def test_every_backend(cls, device):
     tp = dict(theirs.named_parameters())
     for n, p in ours.named_parameters():
         _close(p.grad.to("cpu"), tp[n].grad, 1e-4)
+
+
+def test_operand_changed_in_place_is_reported():
+    """The cell saves h, c and w_hh: changing one before backward is an error, not a wrong gradient."""
+    cell = nn.LSTMCell(3, 4)
+    x = ff.tensor(RNG.standard_normal((2, 3)), dtype=ff.float32, requires_grad=True)
+    h, c = (ff.tensor(RNG.standard_normal((2, 4)), dtype=ff.float32) for _ in range(2))
+    h2, c2 = cell(x, (h, c))
+    with ff.no_grad():
+        c.add_(1.0)
+    with pytest.raises(Exception, match="modified|in place|in-place"):
+        (h2.sum() + c2.sum()).backward()
+
+
+def test_create_graph_is_refused():
+    cell = nn.GRUCell(3, 4)
+    x = ff.tensor(RNG.standard_normal((2, 3)), dtype=ff.float64, requires_grad=True)
+    cell.to(ff.float64)
+    with pytest.raises(Exception, match="create_graph"):
+        ff.autograd.grad(cell(x).sum(), x, create_graph=True)
