@@ -15,10 +15,16 @@
 #include <stdlib.h>
 
 #include "expr.h"
+#include "rnn_impl.h"
 
-static int gate_count(ff_rnn_mode mode)
+int ff_rnn_gates(ff_rnn_mode mode)
 {
     return mode == FF_RNN_LSTM ? 4 : mode == FF_RNN_GRU ? 3 : 1;
+}
+
+int ff_rnn_act_width(ff_rnn_mode mode)
+{
+    return mode == FF_RNN_LSTM ? 5 : mode == FF_RNN_GRU ? 4 : 1;
 }
 
 static const char *mode_name(ff_rnn_mode mode)
@@ -63,8 +69,8 @@ static ff_status check_2d(const ff_tensor *t, const char *what, int64_t rows, in
     return FF_OK;
 }
 
-static ff_status check_operands(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
-                                const ff_tensor *w_hh, const ff_tensor *b_hh, int64_t *hid_out, const char *fn)
+ff_status ff_rnn_check_step(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
+                            const ff_tensor *w_hh, const ff_tensor *b_hh, int64_t *hid_out, const char *fn)
 {
     char b[160];
     if ((unsigned)mode > FF_RNN_GRU) return ff_error(FF_ERR_INVALID, "%s: unknown mode %d", fn, (int)mode);
@@ -74,7 +80,7 @@ static ff_status check_operands(ff_rnn_mode mode, const ff_tensor *x_proj, const
     if (x_proj->layout.ndim != 2 || w_hh->layout.ndim != 2 || h->layout.ndim != 2)
         return ff_error(FF_ERR_INVALID, "%s: x_proj [B, G H], h [B, P] and w_hh [G H, P] must be 2-d, got ranks %d, "
                         "%d, %d", fn, x_proj->layout.ndim, h->layout.ndim, w_hh->layout.ndim);
-    int g = gate_count(mode);
+    int g = ff_rnn_gates(mode);
     int64_t bsz = x_proj->layout.shape[0], gh = x_proj->layout.shape[1];
     if (gh % g)
         return ff_error(FF_ERR_INVALID, "%s: x_proj %s: its last dim must be %d x hidden", fn,
@@ -105,112 +111,140 @@ static ff_status check_operands(ff_rnn_mode mode, const ff_tensor *x_proj, const
     return ff_common_backend(5, all, fn) ? FF_OK : FF_ERR_INVALID;
 }
 
-/* ---- backward -------------------------------------------------------------------- */
+/* ---- a step's math, shared with ops/rnn_layer.c ---------------------------------- */
+
+void ff_rnn_step_grads_free(ff_rnn_step_grads *g)
+{
+    ff_tensor_release(g->dx), ff_tensor_release(g->dgh), ff_tensor_release(g->dh_direct), ff_tensor_release(g->dc);
+    *g = (ff_rnn_step_grads){0};
+}
+
+static ff_status lstm_grads(ff_expr *e, int64_t hid, const ff_tensor *act, const ff_tensor *c, const ff_tensor *gh,
+                            const ff_tensor *gc, ff_rnn_step_grads *out)
+{
+    ff_tensor *i = FF_EX(e, gates(act, 0, 1, hid)), *f = FF_EX(e, gates(act, 1, 1, hid));
+    ff_tensor *gg = FF_EX(e, gates(act, 2, 1, hid)), *o = FF_EX(e, gates(act, 3, 1, hid));
+    ff_tensor *tc = FF_EX(e, gates(act, 4, 1, hid));
+    /* dc' in full = gc + gh o (1 - tanh(c')^2) */
+    ff_tensor *dc = FF_EX(e, ff_mul(FF_EX(e, ff_mul(gh, o)), dtanh(e, tc)));
+    if (gc) dc = FF_EX(e, ff_add(dc, gc));
+    ff_tensor *da[4];
+    da[0] = FF_EX(e, ff_mul(FF_EX(e, ff_mul(dc, gg)), dsigmoid(e, i)));
+    da[1] = FF_EX(e, ff_mul(FF_EX(e, ff_mul(dc, c)), dsigmoid(e, f)));
+    da[2] = FF_EX(e, ff_mul(FF_EX(e, ff_mul(dc, i)), dtanh(e, gg)));
+    da[3] = FF_EX(e, ff_mul(FF_EX(e, ff_mul(gh, tc)), dsigmoid(e, o)));
+    if (e->failed) return ff_last_status();
+    out->dx = ff_concat(4, da, 1);
+    out->dgh = out->dx ? ff_tensor_retain(out->dx) : NULL;
+    out->dc = out->dx ? ff_mul(dc, f) : NULL;
+    return out->dc ? FF_OK : ff_last_status();
+}
+
+static ff_status gru_grads(ff_expr *e, int64_t hid, const ff_tensor *act, const ff_tensor *h, const ff_tensor *g,
+                           ff_rnn_step_grads *out)
+{
+    ff_tensor *r = FF_EX(e, gates(act, 0, 1, hid)), *z = FF_EX(e, gates(act, 1, 1, hid));
+    ff_tensor *nn = FF_EX(e, gates(act, 2, 1, hid)), *hn = FF_EX(e, gates(act, 3, 1, hid));
+    /* h' = n + z (h - n) */
+    ff_tensor *dz = FF_EX(e, ff_mul(g, FF_EX(e, ff_sub(h, nn))));
+    ff_tensor *dn = FF_EX(e, ff_mul(g, FF_EX(e, ff_rbinary_scalar(FF_BINARY_SUB, 1.0, z))));
+    ff_tensor *dan = FF_EX(e, ff_mul(dn, dtanh(e, nn)));
+    ff_tensor *dar = FF_EX(e, ff_mul(FF_EX(e, ff_mul(dan, hn)), dsigmoid(e, r)));
+    ff_tensor *daz = FF_EX(e, ff_mul(dz, dsigmoid(e, z)));
+    ff_tensor *dhn = FF_EX(e, ff_mul(dan, r));
+    if (e->failed) return ff_last_status();
+    out->dx = ff_concat(3, (ff_tensor *[]){dar, daz, dan}, 1);
+    out->dgh = out->dx ? ff_concat(3, (ff_tensor *[]){dar, daz, dhn}, 1) : NULL;
+    out->dh_direct = out->dgh ? ff_mul(g, z) : NULL;
+    return out->dh_direct ? FF_OK : ff_last_status();
+}
+
+ff_status ff_rnn_step_backward(ff_rnn_mode mode, int64_t hid, const ff_tensor *act, const ff_tensor *h,
+                               const ff_tensor *c, const ff_tensor *gh, const ff_tensor *gc, ff_rnn_step_grads *out)
+{
+    *out = (ff_rnn_step_grads){0};
+    ff_expr e = {0};
+    ff_status st;
+    if (mode == FF_RNN_LSTM) {
+        st = lstm_grads(&e, hid, act, c, gh, gc, out);
+    } else if (mode == FF_RNN_GRU) {
+        st = gru_grads(&e, hid, act, h, gh, out);
+    } else {
+        /* relu: h' >= 0, so sign(h') is its derivative (0 at 0, as PyTorch's threshold_backward) */
+        ff_tensor *d = mode == FF_RNN_RELU ? FF_EX(&e, ff_sign(act)) : dtanh(&e, act);
+        out->dx = ff_expr_result(&e, FF_EX(&e, ff_mul(gh, d)));
+        out->dgh = out->dx ? ff_tensor_retain(out->dx) : NULL;
+        st = out->dx ? FF_OK : ff_last_status();
+    }
+    ff_expr_free(&e);
+    if (st) ff_rnn_step_grads_free(out);
+    return st;
+}
+
+ff_status ff_rnn_step_forward(ff_rnn_mode mode, int64_t hid, const ff_tensor *x_proj, const ff_tensor *h,
+                              const ff_tensor *c, const ff_tensor *w_hh, const ff_tensor *b_hh, ff_tensor **h2_out,
+                              ff_tensor **c2_out, ff_tensor **act_out)
+{
+    bool prev = ff_set_grad_enabled(false);
+    ff_expr e = {0};
+    ff_tensor *ghh = FF_EX(&e, ff_matmul(h, FF_EX(&e, ff_mT(w_hh))));
+    if (b_hh) ghh = FF_EX(&e, ff_add(ghh, b_hh));
+    ff_tensor *h2 = NULL, *c2 = NULL, *act = NULL;
+    if (mode == FF_RNN_LSTM) {
+        ff_tensor *a = FF_EX(&e, ff_add(x_proj, ghh));
+        ff_tensor *if_ = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 0, 2, hid))));
+        ff_tensor *gg = FF_EX(&e, ff_tanh(FF_EX(&e, gates(a, 2, 1, hid))));
+        ff_tensor *o = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 3, 1, hid))));
+        ff_tensor *i = FF_EX(&e, gates(if_, 0, 1, hid)), *fg = FF_EX(&e, gates(if_, 1, 1, hid));
+        c2 = FF_EX(&e, ff_add(FF_EX(&e, ff_mul(fg, c)), FF_EX(&e, ff_mul(i, gg))));
+        ff_tensor *tc = FF_EX(&e, ff_tanh(c2));
+        h2 = FF_EX(&e, ff_mul(o, tc));
+        if (!e.failed) act = FF_EX(&e, ff_concat(4, (ff_tensor *[]){if_, gg, o, tc}, 1));
+    } else if (mode == FF_RNN_GRU) {
+        ff_tensor *rz = FF_EX(&e, ff_sigmoid(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 0, 2, hid)),
+                                                                FF_EX(&e, gates(ghh, 0, 2, hid))))));
+        ff_tensor *hn = FF_EX(&e, gates(ghh, 2, 1, hid));
+        ff_tensor *r = FF_EX(&e, gates(rz, 0, 1, hid)), *z = FF_EX(&e, gates(rz, 1, 1, hid));
+        ff_tensor *nn = FF_EX(&e, ff_tanh(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 2, 1, hid)),
+                                                             FF_EX(&e, ff_mul(r, hn))))));
+        /* (1 - z) n + z h as n + z (h - n): one op fewer */
+        h2 = FF_EX(&e, ff_add(nn, FF_EX(&e, ff_mul(z, FF_EX(&e, ff_sub(h, nn))))));
+        if (!e.failed) act = FF_EX(&e, ff_concat(3, (ff_tensor *[]){rz, nn, hn}, 1));
+    } else {
+        ff_tensor *a = FF_EX(&e, ff_add(x_proj, ghh));
+        h2 = act = FF_EX(&e, mode == FF_RNN_RELU ? ff_relu(a) : ff_tanh(a));
+    }
+    ff_status st = e.failed ? ff_last_status() : FF_OK;
+    if (!st) {
+        *h2_out = ff_tensor_retain(h2), *act_out = ff_tensor_retain(act);
+        *c2_out = c2 ? ff_tensor_retain(c2) : NULL;
+    }
+    ff_expr_free(&e);
+    ff_set_grad_enabled(prev);
+    return st;
+}
+
+ff_node *ff_rnn_record(ff_tensor *out, const char *name, ff_backward_fn bw, int n, const ff_tensor *const *in)
+{
+    int first = n < FF_NODE_MAX_INPUTS ? n : FF_NODE_MAX_INPUTS;
+    ff_node *node = ff_autograd_record(out, name, bw, first, in);
+    if (!node || n == first) return node;
+    node->extra = calloc((size_t)(n - first), sizeof *node->extra);
+    if (!node->extra) return ff_error(FF_ERR_OOM, "%s: out of memory recording its inputs", name), NULL;
+    for (int i = first; i < n; i++) node->extra[node->n_extra++] = ff_tensor_retain((ff_tensor *)in[i]);
+    return node;
+}
+
+/* ---- the cell op ------------------------------------------------------------------ */
 /* Node inputs: [0] x_proj, [1] h, [2] w_hh, [3] c or b_hh, extra[0] b_hh when [3] is c.
  * ip[0] mode, ip[1] hidden, ip[2] 1 + input index of c (0: none), ip[3] same for b_hh.
- * Saved: [0] the activations, packed in one tensor so the node's four slots suffice
- * (LSTM [i, f, g, o, tanh(c')]; GRU [r, z, n, h W_hn^T + b_hn]; RNN h'), [1] h, [2] w_hh,
- * [3] c (LSTM). The operands are saved too, not only read from the inputs, so that an
- * in-place change to one before backward is reported instead of giving wrong gradients. */
+ * Saved: [0] act, [1] h, [2] w_hh, [3] c (LSTM). The operands are saved too, not only
+ * read from the inputs, so that an in-place change to one before backward is reported
+ * instead of giving wrong gradients. */
 
 static const ff_tensor *node_input(const ff_node *n, int i)
 {
     return i < n->n_inputs ? n->inputs[i] : n->extra[i - n->n_inputs];
-}
-
-/* From the gradient of the pre-activation gates' recurrent part (da_h, [B, G H]): the
- * gradients of h (+ dh_direct), w_hh and b_hh. */
-static void recurrent_grads(ff_expr *e, ff_node *n, const ff_tensor *h, const ff_tensor *w, const ff_tensor *da_h,
-                            const ff_tensor *dh_direct, ff_tensor **gi)
-{
-    if (n->needs_grad[1]) {
-        ff_tensor *dh = FF_EX(e, ff_matmul(da_h, w));
-        if (dh_direct) dh = FF_EX(e, ff_add(dh, dh_direct));
-        gi[1] = ff_expr_result(e, dh);
-    }
-    if (n->needs_grad[2]) gi[2] = ff_expr_result(e, FF_EX(e, ff_matmul(FF_EX(e, ff_mT(da_h)), h)));
-    int ib = (int)n->ip[3] - 1;
-    if (ib >= 0 && node_input(n, ib)->requires_grad) {
-        int axis0 = 0;
-        gi[ib] = ff_expr_result(e, FF_EX(e, ff_sum(da_h, 1, &axis0, false)));
-    }
-}
-
-static ff_status lstm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, int64_t hid)
-{
-    const ff_tensor *act = ff_node_saved(n, 0), *h = act ? ff_node_saved(n, 1) : NULL;
-    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL, *c = w ? ff_node_saved(n, 3) : NULL;
-    if (!c) return ff_last_status();
-    ff_expr e = {0};
-    ff_tensor *tc = FF_EX(&e, gates(act, 4, 1, hid));
-    ff_tensor *gh = FF_EX(&e, gates(g, 0, 1, hid)), *gc = FF_EX(&e, gates(g, 1, 1, hid));
-    ff_tensor *i = FF_EX(&e, gates(act, 0, 1, hid)), *f = FF_EX(&e, gates(act, 1, 1, hid));
-    ff_tensor *gg = FF_EX(&e, gates(act, 2, 1, hid)), *o = FF_EX(&e, gates(act, 3, 1, hid));
-    /* dc = gc + gh o (1 - tanh(c')^2) */
-    ff_tensor *dc = FF_EX(&e, ff_add(gc, FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(gh, o)), dtanh(&e, tc)))));
-    ff_tensor *da[4];
-    da[0] = FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(dc, gg)), dsigmoid(&e, i)));
-    da[1] = FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(dc, c)), dsigmoid(&e, f)));
-    da[2] = FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(dc, i)), dtanh(&e, gg)));
-    da[3] = FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(gh, tc)), dsigmoid(&e, o)));
-    ff_tensor *dall = e.failed ? NULL : FF_EX(&e, ff_concat(4, da, 1));
-    ff_expr e2 = {0}; /* the first arena is nearly full */
-    if (!e.failed) {
-        if (n->needs_grad[0]) gi[0] = ff_tensor_retain(dall);
-        int ic = (int)n->ip[2] - 1;
-        if (node_input(n, ic)->requires_grad) gi[ic] = ff_expr_result(&e2, FF_EX(&e2, ff_mul(dc, f)));
-        recurrent_grads(&e2, n, h, w, dall, NULL, gi);
-    }
-    ff_status st = e.failed || e2.failed ? ff_last_status() : FF_OK;
-    ff_expr_free(&e);
-    ff_expr_free(&e2);
-    return st;
-}
-
-static ff_status gru_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, int64_t hid)
-{
-    const ff_tensor *act = ff_node_saved(n, 0), *h = act ? ff_node_saved(n, 1) : NULL;
-    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL;
-    if (!w) return ff_last_status();
-    ff_expr e = {0};
-    ff_tensor *r = FF_EX(&e, gates(act, 0, 1, hid)), *z = FF_EX(&e, gates(act, 1, 1, hid));
-    ff_tensor *nn = FF_EX(&e, gates(act, 2, 1, hid)), *hn = FF_EX(&e, gates(act, 3, 1, hid));
-    /* h' = n + z (h - n) */
-    ff_tensor *dz = FF_EX(&e, ff_mul(g, FF_EX(&e, ff_sub(h, nn))));
-    ff_tensor *dn = FF_EX(&e, ff_mul(g, FF_EX(&e, ff_rbinary_scalar(FF_BINARY_SUB, 1.0, z))));
-    ff_tensor *dan = FF_EX(&e, ff_mul(dn, dtanh(&e, nn)));
-    ff_tensor *dar = FF_EX(&e, ff_mul(FF_EX(&e, ff_mul(dan, hn)), dsigmoid(&e, r)));
-    ff_tensor *daz = FF_EX(&e, ff_mul(dz, dsigmoid(&e, z)));
-    ff_tensor *dhn = FF_EX(&e, ff_mul(dan, r));
-    ff_tensor *dh_direct = n->needs_grad[1] ? FF_EX(&e, ff_mul(g, z)) : NULL;
-    ff_tensor *dx = NULL, *dgh = NULL;
-    if (!e.failed && n->needs_grad[0]) dx = FF_EX(&e, ff_concat(3, (ff_tensor *[]){dar, daz, dan}, 1));
-    if (!e.failed) dgh = FF_EX(&e, ff_concat(3, (ff_tensor *[]){dar, daz, dhn}, 1));
-    ff_expr e2 = {0};
-    if (!e.failed) {
-        if (dx) gi[0] = ff_tensor_retain(dx);
-        recurrent_grads(&e2, n, h, w, dgh, dh_direct, gi);
-    }
-    ff_status st = e.failed || e2.failed ? ff_last_status() : FF_OK;
-    ff_expr_free(&e);
-    ff_expr_free(&e2);
-    return st;
-}
-
-static ff_status rnn_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, bool relu)
-{
-    const ff_tensor *y = ff_node_saved(n, 0), *h = y ? ff_node_saved(n, 1) : NULL;
-    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL;
-    if (!w) return ff_last_status();
-    ff_expr e = {0};
-    /* relu: y >= 0, so sign(y) is its derivative (0 at 0, as PyTorch's threshold_backward) */
-    ff_tensor *d = relu ? FF_EX(&e, ff_sign(y)) : dtanh(&e, y);
-    ff_tensor *da = FF_EX(&e, ff_mul(g, d));
-    if (!e.failed && n->needs_grad[0]) gi[0] = ff_tensor_retain(da);
-    if (!e.failed) recurrent_grads(&e, n, h, w, da, NULL, gi);
-    ff_status st = e.failed ? ff_last_status() : FF_OK;
-    ff_expr_free(&e);
-    return st;
 }
 
 static ff_status rnn_cell_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
@@ -220,79 +254,33 @@ static ff_status rnn_cell_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
                         "supported: its backward uses saved gate activations", n->name);
     ff_rnn_mode mode = (ff_rnn_mode)n->ip[0];
     int64_t hid = n->ip[1];
-    if (mode == FF_RNN_LSTM) return lstm_backward(n, g, gi, hid);
-    if (mode == FF_RNN_GRU) return gru_backward(n, g, gi, hid);
-    return rnn_backward(n, g, gi, mode == FF_RNN_RELU);
-}
-
-/* ---- forward --------------------------------------------------------------------- */
-
-typedef struct cell_fwd {
-    ff_tensor *out; /* h' ([B, H]) or, for the LSTM, h' and c' packed as [B, 2 H] */
-    ff_tensor *act; /* the activations the backward needs (see above) */
-} cell_fwd;
-
-/* Runs the step without recording (grad mode off); fills f or returns an error. */
-static ff_status cell_forward(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
-                              const ff_tensor *w_hh, const ff_tensor *b_hh, int64_t hid, cell_fwd *f)
-{
+    int ic = (int)n->ip[2] - 1, ib = (int)n->ip[3] - 1;
+    const ff_tensor *act = ff_node_saved(n, 0), *h = act ? ff_node_saved(n, 1) : NULL;
+    const ff_tensor *w = h ? ff_node_saved(n, 2) : NULL, *c = w && ic >= 0 ? ff_node_saved(n, 3) : NULL;
+    if (!w || (ic >= 0 && !c)) return ff_last_status();
     ff_expr e = {0};
-    ff_tensor *ghh = FF_EX(&e, ff_matmul(h, FF_EX(&e, ff_mT(w_hh))));
-    if (b_hh) ghh = FF_EX(&e, ff_add(ghh, b_hh));
-    ff_tensor *out = NULL;
-    if (mode == FF_RNN_LSTM) {
-        ff_tensor *a = FF_EX(&e, ff_add(x_proj, ghh));
-        ff_tensor *if_ = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 0, 2, hid))));
-        ff_tensor *gg = FF_EX(&e, ff_tanh(FF_EX(&e, gates(a, 2, 1, hid))));
-        ff_tensor *o = FF_EX(&e, ff_sigmoid(FF_EX(&e, gates(a, 3, 1, hid))));
-        ff_tensor *i = FF_EX(&e, gates(if_, 0, 1, hid)), *fg = FF_EX(&e, gates(if_, 1, 1, hid));
-        ff_tensor *c2 = FF_EX(&e, ff_add(FF_EX(&e, ff_mul(fg, c)), FF_EX(&e, ff_mul(i, gg))));
-        ff_tensor *tc = FF_EX(&e, ff_tanh(c2));
-        ff_tensor *h2 = FF_EX(&e, ff_mul(o, tc));
-        if (!e.failed) out = FF_EX(&e, ff_concat(2, (ff_tensor *[]){h2, c2}, 1));
-        if (!e.failed) f->act = ff_concat(4, (ff_tensor *[]){if_, gg, o, tc}, 1);
-    } else if (mode == FF_RNN_GRU) {
-        ff_tensor *rz = FF_EX(&e, ff_sigmoid(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 0, 2, hid)),
-                                                                FF_EX(&e, gates(ghh, 0, 2, hid))))));
-        ff_tensor *hn = FF_EX(&e, gates(ghh, 2, 1, hid));
-        ff_tensor *r = FF_EX(&e, gates(rz, 0, 1, hid)), *z = FF_EX(&e, gates(rz, 1, 1, hid));
-        ff_tensor *nn = FF_EX(&e, ff_tanh(FF_EX(&e, ff_add(FF_EX(&e, gates(x_proj, 2, 1, hid)),
-                                                             FF_EX(&e, ff_mul(r, hn))))));
-        /* (1 - z) n + z h as n + z (h - n): one op fewer */
-        out = FF_EX(&e, ff_add(nn, FF_EX(&e, ff_mul(z, FF_EX(&e, ff_sub(h, nn))))));
-        if (!e.failed) f->act = ff_concat(3, (ff_tensor *[]){rz, nn, hn}, 1);
-    } else {
-        ff_tensor *a = FF_EX(&e, ff_add(x_proj, ghh));
-        out = FF_EX(&e, mode == FF_RNN_RELU ? ff_relu(a) : ff_tanh(a));
-        if (!e.failed) f->act = ff_tensor_retain(out);
+    const ff_tensor *gh = g, *gc = NULL;
+    if (mode == FF_RNN_LSTM) gh = FF_EX(&e, gates(g, 0, 1, hid)), gc = FF_EX(&e, gates(g, 1, 1, hid));
+    ff_rnn_step_grads sg = {0};
+    ff_status st = e.failed ? ff_last_status() : ff_rnn_step_backward(mode, hid, act, h, c, gh, gc, &sg);
+    if (!st) {
+        if (n->needs_grad[0]) gi[0] = ff_tensor_retain(sg.dx);
+        if (ic >= 0 && node_input(n, ic)->requires_grad) gi[ic] = ff_tensor_retain(sg.dc);
+        if (n->needs_grad[1]) {
+            ff_tensor *dh = FF_EX(&e, ff_matmul(sg.dgh, w));
+            if (sg.dh_direct) dh = FF_EX(&e, ff_add(dh, sg.dh_direct));
+            gi[1] = ff_expr_result(&e, dh);
+        }
+        if (n->needs_grad[2]) gi[2] = ff_expr_result(&e, FF_EX(&e, ff_matmul(FF_EX(&e, ff_mT(sg.dgh)), h)));
+        if (ib >= 0 && node_input(n, ib)->requires_grad) {
+            int axis0 = 0;
+            gi[ib] = ff_expr_result(&e, FF_EX(&e, ff_sum(sg.dgh, 1, &axis0, false)));
+        }
+        if (e.failed) st = ff_last_status();
     }
-    f->out = f->act ? ff_expr_result(&e, out) : NULL;
-    ff_status st = f->out ? FF_OK : ff_last_status();
+    ff_rnn_step_grads_free(&sg);
     ff_expr_free(&e);
     return st;
-}
-
-static ff_status record(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
-                        const ff_tensor *w_hh, const ff_tensor *b_hh, int64_t hid, cell_fwd *f)
-{
-    const ff_tensor *in[5] = {x_proj, h, w_hh};
-    int n = 3, ic = 0, ib = 0;
-    if (c) in[n++] = c, ic = n;
-    if (b_hh) in[n++] = b_hh, ib = n;
-    if (!ff_autograd_needed(n, in)) return FF_OK;
-    int first = n < FF_NODE_MAX_INPUTS ? n : FF_NODE_MAX_INPUTS;
-    ff_node *node = ff_autograd_record(f->out, mode_name(mode), rnn_cell_backward, first, in);
-    if (!node) return ff_last_status();
-    node->ip[0] = mode, node->ip[1] = hid, node->ip[2] = ic, node->ip[3] = ib, node->nip = 4;
-    if (n > first) { /* b_hh of an LSTM: the fifth input (the engine frees extra) */
-        node->extra = calloc(1, sizeof *node->extra);
-        if (!node->extra) return ff_error(FF_ERR_OOM, "ff_rnn_cell: out of memory recording its inputs");
-        node->extra[node->n_extra++] = ff_tensor_retain((ff_tensor *)in[4]);
-    }
-    const ff_tensor *save[4] = {f->act, h, w_hh, c};
-    for (int i = 0; i < (c ? 4 : 3); i++)
-        if (ff_node_save(node, save[i])) return ff_last_status();
-    return FF_OK;
 }
 
 ff_status ff_rnn_cell(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
@@ -302,23 +290,42 @@ ff_status ff_rnn_cell(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor
     if (!h_out || (mode == FF_RNN_LSTM && !c_out))
         return ff_error(FF_ERR_INVALID, "%s: h_out%s is NULL", fn, mode == FF_RNN_LSTM ? " or c_out" : "");
     int64_t hid = 0;
-    if (check_operands(mode, x_proj, h, c, w_hh, b_hh, &hid, fn)) return FF_ERR_INVALID;
-    cell_fwd f = {0};
-    bool prev = ff_set_grad_enabled(false);
-    ff_status st = cell_forward(mode, x_proj, h, c, w_hh, b_hh, hid, &f);
-    ff_set_grad_enabled(prev);
-    if (!st) st = record(mode, x_proj, h, c, w_hh, b_hh, hid, &f);
-    ff_tensor_release(f.act);
+    if (ff_rnn_check_step(mode, x_proj, h, c, w_hh, b_hh, &hid, fn)) return FF_ERR_INVALID;
+    ff_tensor *h2 = NULL, *c2 = NULL, *act = NULL, *out = NULL;
+    ff_status st = ff_rnn_step_forward(mode, hid, x_proj, h, c, w_hh, b_hh, &h2, &c2, &act);
+    if (!st && c2) { /* the LSTM's h' and c' packed as [B, 2 H]: its one node has one output */
+        bool prev = ff_set_grad_enabled(false);
+        out = ff_concat(2, (ff_tensor *[]){h2, c2}, 1);
+        ff_set_grad_enabled(prev);
+        st = out ? FF_OK : ff_last_status();
+    } else if (!st) {
+        out = ff_tensor_retain(h2);
+    }
+    ff_tensor_release(h2), ff_tensor_release(c2);
+    const ff_tensor *in[5] = {x_proj, h, w_hh};
+    int n = 3, ic = 0, ib = 0;
+    if (c) in[n++] = c, ic = n;
+    if (b_hh) in[n++] = b_hh, ib = n;
+    if (!st && ff_autograd_needed(n, in)) {
+        ff_node *node = ff_rnn_record(out, mode_name(mode), rnn_cell_backward, n, in);
+        if (node) {
+            node->ip[0] = mode, node->ip[1] = hid, node->ip[2] = ic, node->ip[3] = ib, node->nip = 4;
+            const ff_tensor *save[4] = {act, h, w_hh, c};
+            for (int i = 0; i < (c ? 4 : 3) && !st; i++) st = ff_node_save(node, save[i]);
+        } else {
+            st = ff_last_status();
+        }
+    }
+    ff_tensor_release(act);
     ff_tensor *ho = NULL, *co = NULL;
-    if (!st && mode == FF_RNN_LSTM) {
-        /* tracked views of the packed [B, 2 H]: their gradients meet in the one node */
-        ho = gates(f.out, 0, 1, hid);
-        co = ho ? gates(f.out, 1, 1, hid) : NULL;
+    if (!st && mode == FF_RNN_LSTM) { /* tracked views: their gradients meet in the one node */
+        ho = gates(out, 0, 1, hid);
+        co = ho ? gates(out, 1, 1, hid) : NULL;
         if (!co) st = ff_last_status();
     } else if (!st) {
-        ho = ff_tensor_retain(f.out);
+        ho = ff_tensor_retain(out);
     }
-    ff_tensor_release(f.out);
+    ff_tensor_release(out);
     if (st) {
         ff_tensor_release(ho);
         ff_error_prefix(fn);
