@@ -216,6 +216,8 @@ _PROTOS = {
     "ff_svd": (c_int, [T, c_bool, POINTER(T), POINTER(T), POINTER(T)]),
     "ff_lstsq": (T, [T, T]),
     "ff_rnn_cell": (c_int, [c_int, T, T, T, T, T, POINTER(T), POINTER(T)]),
+    "ff_rnn_layer": (c_int, [c_int, T, c_int64, POINTER(c_int64), c_bool, T, T, T, T, POINTER(T), POINTER(T),
+                             POINTER(T)]),
     "ff_dist_built_with_mpi": (c_bool, []),
     "ff_dist_init": (c_int, []),
     "ff_dist_finalize": (c_int, []),

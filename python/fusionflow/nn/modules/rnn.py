@@ -1,9 +1,10 @@
 """RNN, LSTM, GRU and their cells, as torch.nn.modules.rnn: PyTorch's parameter names,
 shapes, gate order and init, so state_dicts load both ways.
 
-Each layer projects the input of every time step with one GEMM, then loops over time
-calling the C cell op (ff_rnn_cell: the recurrent GEMM, the gate math and a hand-written
-backward in one autograd node). Padded input and PackedSequence take one path: the
+Each layer projects the input of every time step with one GEMM, then runs the time loop
+in C: ff_rnn_layer (the whole direction as one autograd node), or with proj_size a Python
+loop over ff_rnn_cell (a step: the recurrent GEMM, the gates and a hand-written backward
+in one node). The cells (RNNCell, ...) call ff_rnn_cell once. Padded input and PackedSequence take one path: the
 time steps are row blocks of a 2-d [sum of batch sizes, features] tensor, a padded batch
 being the packed form with every batch size equal."""
 import ctypes
@@ -34,9 +35,22 @@ def _cell(mode, xp, h, c, w_hh, b_hh):
 
 def _direction(mode, xp, sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
     """One layer, one direction, over xp [sum(sizes), G H] whose step t is the next
-    sizes[t] rows. Returns (out [sum(sizes), H_out], h_n, c_n). Sequences that end drop
-    out of the batch's tail (sizes never grow), their last states set aside, as torch's
-    packed path; the reverse direction starts each sequence at its own last step."""
+    sizes[t] rows. Returns (out [sum(sizes), H_out], h_n, c_n): the whole loop in one C op
+    (ff_rnn_layer), or, with a projection, the cell per step."""
+    if w_hr is None:
+        out, h, c = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+        arr = (ctypes.c_int64 * len(sizes))(*sizes)
+        check_status(C.ff_rnn_layer(mode, xp._ptr, len(sizes), arr, bool(reverse), h0._ptr,
+                                    None if c0 is None else c0._ptr, w_hh._ptr, None if b_hh is None else b_hh._ptr,
+                                    ctypes.byref(out), ctypes.byref(h), ctypes.byref(c)))
+        return wrap(out.value), wrap(h.value), (wrap(c.value) if c.value else None)
+    return _direction_cells(mode, xp, sizes, h0, c0, w_hh, b_hh, w_hr, reverse)
+
+
+def _direction_cells(mode, xp, sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
+    """_direction as a Python loop over ff_rnn_cell. Sequences that end drop out of the
+    batch's tail (sizes never grow), their last states set aside, as torch's packed path;
+    the reverse direction starts each sequence at its own last step."""
     offs = [0]
     for b in sizes:
         offs.append(offs[-1] + b)
