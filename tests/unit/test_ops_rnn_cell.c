@@ -1,6 +1,8 @@
-/* ff_rnn_cell (ops/rnn_cell.c): the LSTM step against a loop written from the formulas,
- * the hand-written backward of every mode against central differences (ff_gradcheck,
- * f64; the LSTM's h' and c' both checked), and the errors for bad operands. */
+/* ff_rnn_cell (ops/rnn_cell.c) and ff_rnn_layer (ops/rnn_layer.c): the LSTM step against
+ * a loop written from the formulas, the hand-written backwards of every mode against
+ * central differences (ff_gradcheck, f64; every output checked: h', c', h_n, c_n), the
+ * layer against the cell in a loop on packed (shrinking) batches, forward and reverse,
+ * and the errors for bad operands. */
 #include <math.h>
 
 #include "ff_test.h"
@@ -105,4 +107,94 @@ static void check_errors(void)
     RELEASE(xp, xp10, h, w, w64, hbad, b);
 }
 
-FF_TEST_MAIN("ops_rnn_cell", TEST(check_gradients), TEST(check_lstm_values), TEST(check_errors))
+/* ---- ff_rnn_layer ---- */
+
+static const int64_t SIZES[4] = {3, 2, 2, 1}; /* a packed batch: N = 8 rows, B = 3 */
+
+typedef struct layer_case {
+    ff_rnn_mode mode;
+    bool reverse;
+} layer_case;
+
+/* inputs: x_proj [8, G H], h0, w_hh, [c0], b_hh; out, h_n (and c_n) stacked by rows */
+static ff_tensor *f_layer(int n, ff_tensor *const *in, void *user)
+{
+    const layer_case *k = user;
+    bool lstm = k->mode == FF_RNN_LSTM;
+    (void)n;
+    ff_tensor *o = NULL, *h = NULL, *c = NULL;
+    if (ff_rnn_layer(k->mode, in[0], 4, SIZES, k->reverse, in[1], lstm ? in[3] : NULL, in[2], in[lstm ? 4 : 3], &o,
+                     &h, &c))
+        return NULL;
+    ff_tensor *r = ff_concat(lstm ? 3 : 2, (ff_tensor *[]){o, h, c}, 0);
+    RELEASE(o, h, c);
+    return r;
+}
+
+static void layer_inputs(ff_rnn_mode mode, uint64_t s, ff_tensor **in, int *n)
+{
+    int64_t g = gates(mode) * H;
+    in[0] = ff_rand_normal(2, SHAPE(8, g), FF_F64, 0, 1, s + 1);
+    in[1] = ff_rand_normal(2, SHAPE(B, H), FF_F64, 0, 1, s + 2);
+    in[2] = ff_rand_normal(2, SHAPE(g, H), FF_F64, 0, 0.5, s + 3);
+    *n = 3;
+    if (mode == FF_RNN_LSTM) in[(*n)++] = ff_rand_normal(2, SHAPE(B, H), FF_F64, 0, 1, s + 4);
+    in[(*n)++] = ff_rand_normal(1, SHAPE(g), FF_F64, 0, 1, s + 5);
+}
+
+static void check_layer_gradients(void)
+{
+    static const layer_case cases[] = {{FF_RNN_LSTM, false}, {FF_RNN_LSTM, true}, {FF_RNN_GRU, false},
+                                       {FF_RNN_GRU, true}, {FF_RNN_TANH, true}, {FF_RNN_RELU, false}};
+    ff_gradcheck_opts o = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
+    for (int t = 0; t < 6; t++) {
+        ff_tensor *in[5] = {NULL};
+        int n;
+        layer_inputs(cases[t].mode, 100 + 10 * (uint64_t)t, in, &n);
+        CHECK(ff_gradcheck(f_layer, (void *)&cases[t], n, in, &o) == FF_OK);
+        for (int i = 0; i < n; i++) ff_tensor_release(in[i]);
+    }
+}
+
+/* The layer's outputs equal a loop of ff_rnn_cell over the packed steps (forward only). */
+static void check_layer_is_cell_loop(void)
+{
+    ff_tensor *in[5] = {NULL};
+    int n;
+    layer_inputs(FF_RNN_LSTM, 7, in, &n);
+    ff_tensor *o = NULL, *hn = NULL, *cn = NULL;
+    CHECK(ff_rnn_layer(FF_RNN_LSTM, in[0], 4, SIZES, false, in[1], in[3], in[2], in[4], &o, &hn, &cn) == FF_OK);
+    double got[8 * H], want[8 * H], hn_v[B * H], last[B * H];
+    CHECK(o && ff_test_values(o, got, 8 * H) == 0 && ff_test_values(hn, hn_v, B * H) == 0);
+    ff_tensor *h = ff_clone(in[1]), *c = ff_clone(in[3]);
+    for (int64_t t = 0, off = 0; t < 4; off += SIZES[t], t++) {
+        ff_tensor *xt = ff_narrow(in[0], 0, off, SIZES[t]), *hb = ff_narrow(h, 0, 0, SIZES[t]);
+        ff_tensor *cb = ff_narrow(c, 0, 0, SIZES[t]), *h2 = NULL, *c2 = NULL;
+        CHECK(ff_rnn_cell(FF_RNN_LSTM, xt, hb, cb, in[2], in[4], &h2, &c2) == FF_OK);
+        CHECK(h2 && ff_test_values(h2, want + off * H, SIZES[t] * H) == 0);
+        CHECK(ff_copy_(hb, h2) == FF_OK && ff_copy_(cb, c2) == FF_OK);
+        RELEASE(xt, hb, cb, h2, c2);
+    }
+    CHECK(ff_test_values(h, last, B * H) == 0);
+    double worst = 0;
+    for (int i = 0; i < 8 * H; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+    for (int i = 0; i < B * H; i++) worst = fmax(worst, fabs(hn_v[i] - last[i]));
+    CHECK(worst < 1e-12);
+    RELEASE(o, hn, cn, h, c);
+    for (int i = 0; i < n; i++) ff_tensor_release(in[i]);
+}
+
+static void check_layer_errors(void)
+{
+    ff_tensor *xp = ff_zeros(2, SHAPE(8, 3 * H), FF_F32), *h = ff_zeros(2, SHAPE(B, H), FF_F32);
+    ff_tensor *w = ff_zeros(2, SHAPE(3 * H, H), FF_F32), *o = NULL, *hn = NULL;
+    CHECK_ERROR(ff_rnn_layer(FF_RNN_GRU, xp, 4, (int64_t[]){3, 2, 3, 0}, false, h, NULL, w, NULL, &o, &hn, NULL),
+                FF_ERR_INVALID, "ff_rnn_layer: batch_sizes[2] = 3: sizes must be in [1, 2] and non-increasing");
+    CHECK_ERROR(ff_rnn_layer(FF_RNN_GRU, xp, 3, SIZES, false, h, NULL, w, NULL, &o, &hn, NULL), FF_ERR_INVALID,
+                "ff_rnn_layer: batch_sizes start at 3 and sum to 7, but h0 has 3 rows and x_proj 8");
+    CHECK(o == NULL && hn == NULL);
+    RELEASE(xp, h, w);
+}
+
+FF_TEST_MAIN("ops_rnn_cell", TEST(check_gradients), TEST(check_lstm_values), TEST(check_errors),
+             TEST(check_layer_gradients), TEST(check_layer_is_cell_loop), TEST(check_layer_errors))
