@@ -289,6 +289,13 @@ ff_status ff_rnn_cell(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor
     static const char fn[] = "ff_rnn_cell";
     if (!h_out || (mode == FF_RNN_LSTM && !c_out))
         return ff_error(FF_ERR_INVALID, "%s: h_out%s is NULL", fn, mode == FF_RNN_LSTM ? " or c_out" : "");
+    ff_tensor *ac[5]; /* autocast: a matmul-like op, so the low-precision rule */
+    int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 5, (const ff_tensor *[]){x_proj, h, c, w_hh, b_hh}, ac, fn);
+    if (nac) {
+        ff_status r = nac > 0 ? ff_rnn_cell(mode, ac[0], ac[1], ac[2], ac[3], ac[4], h_out, c_out) : ff_last_status();
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     int64_t hid = 0;
     if (ff_rnn_check_step(mode, x_proj, h, c, w_hh, b_hh, &hid, fn)) return FF_ERR_INVALID;
     ff_tensor *h2 = NULL, *c2 = NULL, *act = NULL, *out = NULL;

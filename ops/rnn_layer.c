@@ -202,6 +202,15 @@ ff_status ff_rnn_layer(ff_rnn_mode mode, const ff_tensor *x_proj, int64_t steps,
     static const char fn[] = "ff_rnn_layer";
     if (!out || !h_n || (mode == FF_RNN_LSTM && !c_n))
         return ff_error(FF_ERR_INVALID, "%s: out, h_n%s must not be NULL", fn, mode == FF_RNN_LSTM ? ", c_n" : "");
+    ff_tensor *ac[5]; /* autocast: a matmul-like op, so the low-precision rule */
+    int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 5, (const ff_tensor *[]){x_proj, h0, c0, w_hh, b_hh}, ac, fn);
+    if (nac) {
+        ff_status r = nac > 0 ? ff_rnn_layer(mode, ac[0], steps, batch_sizes, reverse, ac[1], ac[2], ac[3], ac[4], out,
+                                             h_n, c_n)
+                              : ff_last_status();
+        ff_autocast_release(nac, ac);
+        return r;
+    }
     if (!x_proj || !h0 || x_proj->layout.ndim != 2 || h0->layout.ndim != 2)
         return ff_error(FF_ERR_INVALID, "%s: x_proj [N, G H] and h0 [B, H] are required, 2-d", fn);
     layer_geo g = {.mode = mode, .steps = steps, .batch = h0->layout.shape[0], .n = x_proj->layout.shape[0],

@@ -246,3 +246,17 @@ def test_create_graph_is_refused():
     cell.to(ff.float64)
     with pytest.raises(Exception, match="create_graph"):
         ff.autograd.grad(cell(x).sum(), x, create_graph=True)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+def test_autocast_runs_in_low_precision(cls):
+    """Under autocast the layer is matmul-like: every f32 operand goes to the autocast dtype."""
+    m = getattr(nn, cls)(4, 8, num_layers=2)
+    x = ff.tensor(RNG.standard_normal((5, 3, 4)), dtype=ff.float32, requires_grad=True)
+    want = m(x)[0].numpy()
+    with ff.autocast(dtype=ff.bfloat16):
+        y = m(x)[0]
+    assert y.dtype == ff.bfloat16
+    assert np.allclose(y.float().numpy(), want, atol=5e-2)
+    y.float().sum().backward()
+    assert x.grad is not None and m.weight_hh_l0.grad.dtype == ff.float32
