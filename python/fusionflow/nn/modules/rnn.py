@@ -89,6 +89,11 @@ class RNNBase(Module):
                              "element being zeroed")
         if not isinstance(hidden_size, int) or hidden_size <= 0:
             raise ValueError("hidden_size must be a positive integer, got %r" % (hidden_size,))
+        if dropout > 0 and num_layers == 1:
+            import warnings
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          "expects num_layers greater than 1, but got dropout=%s and num_layers=%d"
+                          % (dropout, num_layers))
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than or equal to 1")
         if proj_size < 0:
@@ -252,30 +257,28 @@ def _split_args(args, kwargs, names):
     return kwargs
 
 
-_ARGS = ["input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional"]
+# RNNBase's positional order after the mode (torch passes *args straight through to it)
+_ARGS = ["input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size",
+         "device", "dtype"]
 
 
 class RNN(RNNBase):
     """Elman RNN, h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh), act tanh or relu."""
 
     def __init__(self, *args, **kwargs):
-        kwargs = _split_args(args, kwargs, _ARGS + ["nonlinearity"])
+        kwargs = _split_args(args, kwargs, _ARGS)
         nl = kwargs.pop("nonlinearity", "tanh")
         if nl not in ("tanh", "relu"):
             raise ValueError("Unknown nonlinearity '%s'" % nl)
         super().__init__("RNN_TANH" if nl == "tanh" else "RNN_RELU", **kwargs)
         self.nonlinearity = nl
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        return s + (", nonlinearity='relu'" if self.nonlinearity != "tanh" else "")
-
 
 class LSTM(RNNBase):
     """LSTM with PyTorch's gates (i, f, g, o) and proj_size (weight_hr_l{k}: h = o tanh(c) W_hr^T)."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__("LSTM", **_split_args(args, kwargs, _ARGS + ["proj_size"]))
+        super().__init__("LSTM", **_split_args(args, kwargs, _ARGS))
 
 
 class GRU(RNNBase):
