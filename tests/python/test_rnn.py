@@ -260,3 +260,14 @@ def test_autocast_runs_in_low_precision(cls):
     assert np.allclose(y.float().numpy(), want, atol=5e-2)
     y.float().sum().backward()
     assert x.grad is not None and m.weight_hh_l0.grad.dtype == ff.float32
+
+
+@pytest.mark.parametrize("cls,args,kw", [("LSTM", (3, 4, 2, True, True, 0.0, True, 2), {}),
+                                         ("RNN", (3, 4), dict(nonlinearity="relu", num_layers=2, dropout=0.5)),
+                                         ("GRU", (3, 4), dict(bias=False)), ("RNNCell", (3, 4), dict(nonlinearity="relu")),
+                                         ("GRUCell", (3, 4), dict(bias=False)), ("LSTMCell", (3, 4), {})])
+def test_constructor_and_repr_as_torch(cls, args, kw):
+    ours, theirs = getattr(nn, cls)(*args, **kw), getattr(torch.nn, cls)(*args, **kw)
+    assert repr(ours) == repr(theirs)
+    assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == \
+        [(n, tuple(p.shape)) for n, p in theirs.named_parameters()]
