@@ -271,3 +271,20 @@ def test_constructor_and_repr_as_torch(cls, args, kw):
     assert repr(ours) == repr(theirs)
     assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == \
         [(n, tuple(p.shape)) for n, p in theirs.named_parameters()]
+
+
+@pytest.mark.parametrize("dtype,tol", [(ff.bfloat16, 3e-2), (ff.float16, 4e-3)])
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+def test_half_dtypes(cls, dtype, tol):
+    """A module moved to f16/bf16 runs in that dtype (each op through the backend's half
+    path), close to its f32 result; gradients come back in the dtype."""
+    m = getattr(nn, cls)(4, 8, num_layers=2, bidirectional=True)
+    x = RNG.standard_normal((5, 3, 4))
+    want = m(ff.tensor(x, dtype=ff.float32))[0].numpy()
+    m.to(dtype)
+    xh = ff.tensor(x, dtype=ff.float32).to(dtype).requires_grad_(True)
+    y = m(xh)[0]
+    assert y.dtype == dtype
+    assert np.abs(y.float().numpy() - want).max() < tol
+    y.float().sum().backward()
+    assert xh.grad.dtype == dtype and m.weight_hh_l0.grad.dtype == dtype
