@@ -4,9 +4,9 @@ shapes, gate order and init, so state_dicts load both ways.
 Each layer projects the input of every time step with one GEMM, then runs the time loop
 in C: ff_rnn_layer (the whole direction as one autograd node), or with proj_size a Python
 loop over ff_rnn_cell (a step: the recurrent GEMM, the gates and a hand-written backward
-in one node). The cells (RNNCell, ...) call ff_rnn_cell once. Padded input and PackedSequence take one path: the
-time steps are row blocks of a 2-d [sum of batch sizes, features] tensor, a padded batch
-being the packed form with every batch size equal."""
+in one node). The cells (RNNCell, ...) call ff_rnn_cell once. Padded input and
+PackedSequence take one path: the time steps are row blocks of a 2-d [sum of batch
+sizes, features] tensor, a padded batch being the packed form with every batch size equal."""
 import ctypes
 import math
 
@@ -22,7 +22,6 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 
 # ff_rnn_mode (include/ff/ops.h)
 _TANH, _RELU, _LSTM, _GRU = 0, 1, 2, 3
-_GATES = {_TANH: 1, _RELU: 1, _LSTM: 4, _GRU: 3}
 
 
 def _cell(mode, xp, h, c, w_hh, b_hh):
