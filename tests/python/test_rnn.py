@@ -264,7 +264,8 @@ def test_autocast_runs_in_low_precision(cls):
 
 @pytest.mark.parametrize("cls,args,kw", [("LSTM", (3, 4, 2, True, True, 0.0, True, 2), {}),
                                          ("RNN", (3, 4), dict(nonlinearity="relu", num_layers=2, dropout=0.5)),
-                                         ("GRU", (3, 4), dict(bias=False)), ("RNNCell", (3, 4), dict(nonlinearity="relu")),
+                                         ("GRU", (3, 4), dict(bias=False)),
+                                         ("RNNCell", (3, 4), dict(nonlinearity="relu")),
                                          ("GRUCell", (3, 4), dict(bias=False)), ("LSTMCell", (3, 4), {})])
 def test_constructor_and_repr_as_torch(cls, args, kw):
     ours, theirs = getattr(nn, cls)(*args, **kw), getattr(torch.nn, cls)(*args, **kw)
