@@ -218,6 +218,15 @@ def torch_workloads(torch, quick, max_mm):
 
     w["conv2d_64x32x28x28_k3"] = conv_fwd
     w["conv2d_64x32x28x28_k3_step"] = conv_step
+    # lstm_step (issue 34, bench_lstm.c): nn.LSTM(256, 256, 2) over [64, 32, 256], sum, backward
+    torch.manual_seed(11)
+    lstm, lx = nn.LSTM(256, 256, num_layers=2), u(8 if quick else 64, 32, 256)
+
+    def lstm_step():
+        lstm(lx)[0].sum().backward()
+        lstm.zero_grad()
+
+    w["lstm_step"] = lstm_step
     # the rest of the convolution family (issue 33), forward, as bench_ff.c's conv_family
     c1x, c1w = u(32, 64, 512), u(128, 64, 5)
     ctx, ctw = u(32, 64, 14, 14), u(64, 32, 4, 4)

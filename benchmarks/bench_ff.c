@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_lstm.h"
 #include "bench_work.h"
 
 const int bench_mm_sizes[] = {64, 128, 256, 512, 1024, 2048, 4096};
@@ -283,6 +284,16 @@ static void models(ff_backend *be, int threads, const bench_opts *o)
         !run_step(&s) && !bench_capture(&s, bench_step_loss))
         measure(o, "mlp_4_16_1_step_graph", run_replay, &s, 0, "", be, threads);
     bench_state_free(&s);
+    for (int cells = 0; cells < 2; cells++) {
+        const char *w = cells ? "lstm_step_cells" : "lstm_step";
+        if (!bench_selected(o, w)) continue;
+        bench_lstm l;
+        int64_t t = o->quick ? 8 : 64;
+        /* each layer: two GEMMs of [T B, 256] by [256, 1024] forward, four backward */
+        if (!bench_lstm_setup(&l, t, 32, 256, 256, cells))
+            measure(o, w, bench_lstm_step, &l, 2 * 6.0 * 2 * (double)(t * 32) * 256 * 1024, "GFLOP/s", be, threads);
+        bench_lstm_free(&l);
+    }
     /* a 3x3 convolution, padding 1: [64, 32, 28, 28] by [64, 32, 3, 3] (1.85 GFLOP forward) */
     const double conv_flop = 2.0 * 64 * 64 * 28 * 28 * 32 * 9;
     int64_t xs[4] = {64, 32, 28, 28}, ws[4] = {64, 32, 3, 3}, ys[4] = {64, 64, 28, 28};

@@ -370,6 +370,32 @@ ff_tensor *ff_scaled_dot_product_attention(const ff_tensor *q, const ff_tensor *
                                            const ff_tensor *attn_mask, double dropout_p, bool is_causal,
                                            double scale, uint64_t seed);
 
+/* ---- recurrent cells (ops/rnn_cell.c) ------------------------------------ */
+/* One time step of nn.RNN (tanh or relu), nn.LSTM or nn.GRU, one autograd node. The
+ * caller projects the input of all time steps at once (x_proj = x W_ih^T + b_ih, one
+ * GEMM) and passes step t's rows, [B, G H] with G = 1 (RNN), 4 (LSTM: i, f, g, o) or 3
+ * (GRU: r, z, n, PyTorch's order); the cell adds h W_hh^T + b_hh (b_hh may be NULL):
+ *   RNN   h' = act(x_proj + h W^T + b)
+ *   LSTM  c' = f c + i g, h' = o tanh(c')  (h [B, P], w_hh [4 H, P]; with proj_size P
+ *         the caller multiplies h' by W_hr^T)
+ *   GRU   h' = (1 - z) n + z h, n = tanh(x_n + r (h W_hn^T + b_hn))
+ * c and *c_out are the LSTM's only (NULL otherwise). All operands share one float dtype
+ * and backend. Gradients reach x_proj, h, c, w_hh and b_hh; second derivatives
+ * (create_graph) through the cell are refused. */
+typedef enum ff_rnn_mode { FF_RNN_TANH = 0, FF_RNN_RELU, FF_RNN_LSTM, FF_RNN_GRU } ff_rnn_mode;
+ff_status ff_rnn_cell(ff_rnn_mode mode, const ff_tensor *x_proj, const ff_tensor *h, const ff_tensor *c,
+                      const ff_tensor *w_hh, const ff_tensor *b_hh, ff_tensor **h_out, ff_tensor **c_out);
+/* One direction of a whole layer (ops/rnn_layer.c), one autograd node: the cell's step
+ * over x_proj [N, G H], step t being the next batch_sizes[t] rows (non-increasing sizes,
+ * a PackedSequence's; a padded batch has steps equal sizes B), from h0 [B, H] (c0 for
+ * the LSTM), forward or reverse in time (each sequence then starts at its own last
+ * step). *out [N, H] holds every step's h'; *h_n (*c_n) each sequence's last state. No
+ * projection (proj_size runs the cell per step). Faster than the cell in a loop: no
+ * node per step, and x_proj's gradient is built in one buffer. */
+ff_status ff_rnn_layer(ff_rnn_mode mode, const ff_tensor *x_proj, int64_t steps, const int64_t *batch_sizes,
+                       bool reverse, const ff_tensor *h0, const ff_tensor *c0, const ff_tensor *w_hh,
+                       const ff_tensor *b_hh, ff_tensor **out, ff_tensor **h_n, ff_tensor **c_n);
+
 /* ---- destination-passing forms (PyTorch's out=) ------------------------- */
 /* The result goes into out's memory (any strides; it must have the result's shape and
  * dtype), allocating nothing when the operands already have the compute dtype: for

@@ -76,8 +76,8 @@ CHECKS = {
 
 # Why a name is not offered yet, by prefix (the first match counts); printed beside it.
 WHY_MISSING = [
-    (("nn.RNN", "nn.LSTM", "nn.GRU", "nn.MultiheadAttention", "nn.Transformer", "F.multi_head_attention"),
-     "sequence models (RNN/LSTM/GRU, attention, Transformer): issue 34's fused ops, not compositions"),
+    (("nn.MultiheadAttention", "nn.Transformer", "F.multi_head_attention"),
+     "sequence models (attention, Transformer): issue 34's fused ops, not compositions"),
     (("cdouble", "cfloat", "chalf"), "no complex dtypes"),
     (("char", "short"), "no int8/int16 dtypes"),
     (("geqrf", "orgqr", "ormqr"), "LAPACK's Householder form is not exposed (qr is)"),

@@ -119,7 +119,10 @@ def test_dropout_variants_in_training():
     with pytest.raises(ValueError, match="probability"):
         nn.Dropout(1.5)
     with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
-        F.dropout2d(ff.ones(2, 3), 0.5, True)
+        F.dropout2d(ff.ones(2, 3, 4, 5, 6), 0.5, True)
+    with pytest.warns(UserWarning, match="2-D input"):  # torch 1.13: a warning, each element dropped
+        d = F.dropout2d(ff.ones(200, 50), 0.5, True).numpy()
+    assert np.allclose(d[d != 0], 2.0) and abs((d == 0).mean() - 0.5) < 0.03 and (d == 0).any(1).sum() > 150
 
 
 def test_embedding_options_against_torch():

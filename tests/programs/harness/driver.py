@@ -81,6 +81,7 @@ def main():
     hooks.install_weights(lib, rec, load)
     hooks.install_sampler(lib)
     hooks.install_random(lib)
+    hooks.install_dropout(lib)
     import torchvision
     torchvision.datasets.LIMIT = spec.get("mnist_limit")
 

@@ -5,7 +5,9 @@ on both sides, so that the two runs differ only in the library doing the arithme
    place (FusionFlow side): same initial weights, without touching the program's model code;
  - RandomSampler (which DataLoader(shuffle=True) builds) yields a NumPy-seeded order;
  - randn/rand/randint/randperm draw from one NumPy generator: noise and labels programs draw
-   during training (dcgan's z, forward-forward's negative labels) are the same on both sides."""
+   during training (dcgan's z, forward-forward's negative labels) are the same on both sides;
+ - nn.Dropout and Dropout1d/2d/3d modules draw their masks from a NumPy generator too, for
+   programs that cannot switch dropout off through argv (mnist_rnn)."""
 import numpy as np
 
 SEED = 1234
@@ -124,3 +126,23 @@ def install_random(lib):
         return make(rng.permutation(n).astype(np.int64), **kw)
 
     lib.randn, lib.rand, lib.randint, lib.randperm = randn, rand, randint, randperm
+
+
+def install_dropout(lib):
+    """Dropout modules' masks from one NumPy generator: element-wise for Dropout, one draw per
+    (sample, channel) for the DropoutNd family (torch 1.13's feature dropout; an [N, C] input
+    gets an [N, C] mask, as its dropout2d does)."""
+    rng = np.random.RandomState(SEED + 1)
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        per_channel = type(self).__name__ != "Dropout" and x.dim() >= 2
+        shape = tuple(x.shape[:2]) + (1,) * (x.dim() - 2) if per_channel else tuple(x.shape)
+        keep = (rng.random_sample(shape) >= self.p).astype(np.float64) / (1.0 - self.p) if self.p < 1 \
+            else np.zeros(shape)
+        return x * lib.tensor(keep).to(x.dtype)
+    for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d"):
+        cls = getattr(lib.nn, name, None)
+        if cls is not None:
+            cls.forward = forward

@@ -85,7 +85,6 @@ PROGRAMS = {
 # (python3 tests/programs/harness/pair.py NAME). The test expects exactly this error; when the
 # name lands the program goes further, the test fails, and this line must be updated or removed.
 BLOCKED = {
-    "mnist_rnn": "module 'fusionflow.nn' has no attribute 'LSTM'",                 # main.py:16 (issue 34)
 }
 
 # program -> what is known to differ, for a program that runs to its end but whose losses part

@@ -20,6 +20,20 @@ def _keep_mask(x, p, per_channel):
 
 def _feature_dropout(fn, input, p, training, dims, inplace):
     _check_p(fn, p)
+    if dims == 2 and input.ndim == 2:
+        # torch 1.13 warns and drops each element of an [N, C] input (its mask is [N, C]);
+        # programs written for it (pytorch/examples' mnist_rnn) rely on that
+        import warnings
+        warnings.warn("dropout2d: Received a 2-D input to dropout2d, which is deprecated and will result in an "
+                      "error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead.")
+        if not training or p == 0:
+            return input
+        y = input * (_keep_mask(input, p, True) / (1 - p)) if p < 1 else input * 0
+        if inplace:
+            input.copy_(y)
+            return input
+        return y
     if input.ndim not in (dims + 1, dims + 2):
         raise RuntimeError("%s: Expected %dD or %dD input, but received a %dD input"
                            % (fn, dims + 1, dims + 2, input.ndim))

@@ -22,12 +22,13 @@ from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .multihead import MultiheadAttention
 from .transformer import *  # noqa: F401,F403
 from . import multihead, transformer  # noqa: F401
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell
 from . import activation, adaptive, batchnorm, container, distance, dropout, flatten, linear, loss, module, normalization, \
-    padding, pixelshuffle, sparse, upsampling, utils  # noqa: F401
+    padding, pixelshuffle, rnn, sparse, upsampling, utils  # noqa: F401
 
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict", "Flatten", "Unflatten", "AdaptiveLogSoftmaxWithLoss", "Conv2d", "MaxPool2d", "AvgPool2d", "Embedding", "EmbeddingBag"]
-for _m in (activation, dropout, normalization, batchnorm, loss, padding, pixelshuffle, upsampling, distance):
+for _m in (activation, dropout, normalization, batchnorm, loss, padding, pixelshuffle, upsampling, distance, rnn):
     __all__ += _m.__all__
 del _m
 __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]

@@ -1,7 +1,6 @@
 """torch.nn.utils.rnn: PackedSequence and pad_sequence, pack_padded_sequence,
 pad_packed_sequence, pack_sequence; composed of narrow/cat/index_select, so differentiable.
-fusionflow's recurrent modules do not consume PackedSequence yet: these serve the data
-pipeline (pack, then pad back for a module that takes padded batches)."""
+nn.RNN, nn.LSTM and nn.GRU take and return PackedSequence (nn/modules/rnn.py)."""
 import collections
 
 import numpy as np
