@@ -186,6 +186,10 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
                                double eps, const char *fn);
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
                             const char *fn);
+/* The attention entry (or its f32 detour for half); FF_ERR_UNSUPPORTED, no message, when
+ * the backend cannot run it: the caller composes. */
+ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                              const ff_attention_params *p, const char *fn);
 
 /* ---- graph capture hooks (graph/capture.c) ------------------------------- */
 /* The graph capturing on this thread, NULL when none (or while a host call runs). The
@@ -202,6 +206,7 @@ typedef struct ff_graph_params {
     ff_random_dist dist;
     uint64_t seed, counter_base;
     double p0, p1;
+    ff_attention_params attn;
 } ff_graph_params;
 /* A kernel entry that succeeded: kind (FF_KIND_*), op, its n views (outputs first: p's
  * n_dst of them, or 1) and the storages behind them. */
@@ -230,7 +235,7 @@ ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn)
 
 /* ---- autograd internals (autograd/engine.c) ------------------------------ */
 #define FF_NODE_MAX_INPUTS 4
-#define FF_NODE_MAX_SAVED 4
+#define FF_NODE_MAX_SAVED 6 /* attention: q, k, v, o, lse, mask */
 
 struct ff_node;
 /* Computes the gradients of the node's inputs from the gradient of its output.

@@ -7,6 +7,9 @@
 
 #include "ff_impl.h"
 
+/* The most views one entry takes (attention's backward: 3 outputs, 7 inputs). */
+#define KERNEL_MAX_VIEWS 10
+
 ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn)
 {
     ff_backend *be = NULL;
@@ -42,7 +45,7 @@ static ff_status finish_rec(ff_status st, const ff_tensor *dst, const char *fn, 
                             const ff_view *v, const ff_tensor *const *ts, const ff_graph_params *p)
 {
     if (!st && ff_graph_recording) {
-        ff_storage *stor[9];
+        ff_storage *stor[KERNEL_MAX_VIEWS];
         for (int i = 0; i < n; i++) stor[i] = ts[i]->storage;
         ff_graph_record_kernel(kind, op, n, v, stor, p);
     }
@@ -68,7 +71,7 @@ static ff_status broadcast_to_dst(const ff_tensor *t, const ff_tensor *dst, ff_l
  * outputs are copied back, rounding once. A half result is then f32's rounded once, as
  * PyTorch's CPU kernels compute it; reductions and matmul accumulate as the f32 entry
  * does (the reference in double). Outputs come first among the tensors. */
-#define DETOUR_MAX 9
+#define DETOUR_MAX KERNEL_MAX_VIEWS
 
 typedef struct half_detour {
     int n, n_out;
@@ -419,13 +422,13 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
                       &p);
 }
 
-/* The views of an entry that takes arrays of views (n_dst <= 4 outputs, then n_src <= 5
- * inputs, in v and their tensors in ts) and their common backend, or NULL with the
+/* The views of an entry that takes arrays of views (n_dst <= 4 outputs, then n_src <= 7
+ * inputs, KERNEL_MAX_VIEWS in all, in v and their tensors in ts) and their common backend, or NULL with the
  * error set. */
 static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src, ff_view *v,
                                const ff_tensor **ts, const char *fn)
 {
-    if (n_dst < 1 || n_dst > 4 || n_src < 1 || n_src > 5)
+    if (n_dst < 1 || n_dst > 4 || n_src < 1 || n_src > 7 || n_dst + n_src > KERNEL_MAX_VIEWS)
         return ff_error(FF_ERR_INVALID, "%s: internal: %d outputs and %d inputs", fn, n_dst, n_src), NULL;
     for (int i = 0; i < n_dst; i++) ts[i] = dst[i], ff_tensor_view(dst[i], &v[i]);
     for (int i = 0; i < n_src; i++) ts[n_dst + i] = src[i], ff_tensor_view(src[i], &v[n_dst + i]);
@@ -447,8 +450,8 @@ static ff_status finish_all(ff_status st, const char *fn, int kind, int op, int 
 ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                            const char *fn)
 {
-    ff_view v[9];
-    const ff_tensor *ts[9];
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
     ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*linalg)(void *, int, const ff_view *, int, const ff_view *, int) = FF_VT_OPT(be, linalg);
@@ -469,8 +472,8 @@ ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_te
 ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                                double eps, const char *fn)
 {
-    ff_view v[9];
-    const ff_tensor *ts[9];
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
     ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, batch_norm);
@@ -492,8 +495,8 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
 ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_pool2d_params *p,
                            const char *fn)
 {
-    ff_view v[9];
-    const ff_tensor *ts[9];
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
     ff_backend *be = view_arrays(&dst, 1, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
@@ -526,4 +529,29 @@ ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int 
     ff_tensor_view(src, &v[1]);
     ff_graph_params p = {.axis = axis};
     return finish_rec(fft(be->ctx, op, &v[0], &v[1], axis), dst, fn, FF_KIND_FFT, op, 2, v, ts_, &p);
+}
+
+/* Scaled dot-product attention (ff_attention_op; views and lists as the ABI comment).
+ * FF_ERR_UNSUPPORTED without a message when the backend lacks the entry or declines the
+ * dtype (and, for half, its f32 form too): the caller composes instead. */
+ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                              const ff_attention_params *p, const char *fn)
+{
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
+    if (!be) return ff_last_status();
+    ff_status (*attn)(void *, int, const ff_view *, int, const ff_view *, int, const ff_attention_params *) =
+        FF_VT_OPT(be, attention);
+    ff_dtype dt = src[op ? 1 : 0]->dtype;
+    if (attn && half_detour_needed(be, FF_KIND_ATTENTION, op, dt)) {
+        half_detour d;
+        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return half_detour_end(&d, ts, ff_kernel_attention(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, p, fn),
+                               fn);
+    }
+    if (!attn || !be->vt->supports(be->ctx, FF_KIND_ATTENTION, op, dt)) return FF_ERR_UNSUPPORTED;
+    ff_graph_params gp = {.n_dst = n_dst, .attn = *p};
+    return finish_all(attn(be->ctx, op, v, n_dst, v + n_dst, n_src, p), fn, FF_KIND_ATTENTION, op, n_dst + n_src, v, ts,
+                      &gp);
 }
