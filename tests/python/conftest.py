@@ -37,12 +37,12 @@ def live_counter():
     assert ff._debug_live_tensors() == base
 
 
-_COMPOSABLE = {"softmax": 10, "batch_norm": 16, "pool2d": 17}  # ff_op_kind (backend_abi.h)
+_COMPOSABLE = {"softmax": 10, "batch_norm": 16, "pool2d": 17, "attention": 20}  # ff_op_kind (backend_abi.h)
 
 
 @pytest.fixture
 def force_compose():
-    """force_compose("softmax" | "batch_norm" | "pool2d"): the core composes that op even
+    """force_compose("softmax" | "batch_norm" | "pool2d" | "attention"): the core composes that op even
     where the backend has its entry, as FF_SOFTMAX / FF_BATCH_NORM / FF_POOL=compose, until
     the test ends. Not through the environment: setenv while a backend's threads read it
     (PoCL's workers call getenv) is a data race that crashed an ASan run."""

@@ -274,11 +274,12 @@ from ._functional.shape import *  # noqa: E402,F401,F403
 from ._functional.dropout import *  # noqa: E402,F401,F403
 from ._functional.normalization import *  # noqa: E402,F401,F403
 from ._functional.ctc import *  # noqa: E402,F401,F403
+from ._functional.attention import *  # noqa: E402,F401,F403
 from ._functional import activation as _a, classification as _c, loss as _l, distance as _d, sparse as _s, \
-    shape as _sh, dropout as _dr, normalization as _n, ctc as _ctc  # noqa: E402
-__all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc) for n in m.__all__
+    shape as _sh, dropout as _dr, normalization as _n, ctc as _ctc, attention as _at  # noqa: E402
+__all__ += [n for m in (_a, _c, _l, _d, _s, _sh, _dr, _n, _ctc, _at) for n in m.__all__
             if n not in __all__ and n != "pad_index"]
-del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc
+del _a, _c, _l, _d, _s, _sh, _dr, _n, _ctc, _at
 from ._functional_conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402,F401,E501
 from ._functional.pooling import *  # noqa: E402,F401,F403  (pooling family)
 from ._functional import pooling as _p  # noqa: E402
