@@ -25,9 +25,10 @@ def composed_attention(lib):
         s = (q @ k.transpose(-2, -1)) * (scale or 1.0 / math.sqrt(q.size(-1)))
         if is_causal:
             tq, tk = q.size(-2), k.size(-2)
-            if (tq, tk) not in masks:  # built once per shape, as nanoGPT's registered buffer
-                masks[tq, tk] = lib.ones(tq, tk, dtype=lib.bool).triu(1)
-            s = s.masked_fill(masks[tq, tk], float("-inf"))
+            key = (tq, tk, str(q.device))
+            if key not in masks:  # built once per shape, as nanoGPT's registered buffer
+                masks[key] = lib.ones(tq, tk, dtype=lib.bool, device=q.device).triu(1)
+            s = s.masked_fill(masks[key], float("-inf"))
         if attn_mask is not None:
             s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == lib.bool else s + attn_mask
         return lib.softmax(s, dim=-1) @ v
@@ -37,10 +38,10 @@ def composed_attention(lib):
 class KVCache:
     """Per-layer K/V of a batch, [B, H, Tmax, D] each, filled up to pos."""
 
-    def __init__(self, lib, n_layer, batch, n_head, max_len, head_dim, dtype=None):
+    def __init__(self, lib, n_layer, batch, n_head, max_len, head_dim, dtype=None, device=None):
         shape = (batch, n_head, max_len, head_dim)
-        self.k = [lib.zeros(*shape, dtype=dtype) for _ in range(n_layer)]
-        self.v = [lib.zeros(*shape, dtype=dtype) for _ in range(n_layer)]
+        self.k = [lib.zeros(*shape, dtype=dtype, device=device) for _ in range(n_layer)]
+        self.v = [lib.zeros(*shape, dtype=dtype, device=device) for _ in range(n_layer)]
         self.max_len, self.pos = max_len, 0
 
     def append(self, layer, k, v):
@@ -87,7 +88,7 @@ def gpt_classes(lib):
                 if T == 1 or start == 0:  # one query sees every cached key; a first chunk is causal
                     y = attention(q, k, v, is_causal=T > 1)
                 else:  # a later chunk: query i (at start + i) sees keys 0 .. start + i
-                    allowed = lib.ones(T, start + T, dtype=lib.bool).tril(start)
+                    allowed = lib.ones(T, start + T, dtype=lib.bool, device=x.device).tril(start)
                     y = attention(q, k, v, attn_mask=allowed)
             return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
@@ -124,8 +125,8 @@ def gpt_classes(lib):
 
         def new_cache(self, batch):
             c = self.config
-            return KVCache(lib, c.n_layer, batch, c.n_head, c.block_size, c.n_embd // c.n_head,
-                           dtype=self.wte.weight.dtype)
+            w = self.wte.weight
+            return KVCache(lib, c.n_layer, batch, c.n_head, c.block_size, c.n_embd // c.n_head, w.dtype, w.device)
 
         def forward(self, idx, targets=None, cache=None):
             """Logits [B, T, vocab] of idx [B, T] (and the loss if targets); with a cache,
@@ -135,7 +136,7 @@ def gpt_classes(lib):
             if start + T > self.config.block_size:
                 raise ValueError("GPT.forward: positions up to %d, block_size is %d"
                                  % (start + T - 1, self.config.block_size))
-            x = self.wte(idx) + self.wpe(lib.arange(start, start + T))
+            x = self.wte(idx) + self.wpe(lib.arange(start, start + T, device=idx.device))
             for block in self.h:
                 x = block(x, cache)
             if cache is not None:
