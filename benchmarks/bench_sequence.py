@@ -21,7 +21,9 @@ Peak memory of one attention step (the first, in a fresh process, inputs already
         the step (/proc/self/statm): the same yardstick for the two libraries.
 
     /usr/bin/python3 benchmarks/bench_sequence.py [--threads 1,2] [--runs 10] [--T 512,2048]
-                                                  [--only nanogpt|attention]
+                                                  [--only nanogpt|attention] [--backend NAME]
+
+--backend sets FF_BACKEND for our side (default: the library's default, cpu_blas).
 
 Threads: FF_NUM_THREADS / OMP_NUM_THREADS / OPENBLAS_NUM_THREADS = n in the child's
 environment, fusionflow.set_num_threads(n) and torch.set_num_threads(n). Needs PyTorch and
@@ -95,10 +97,11 @@ def nanogpt_step(lib, runs):
     with lib.no_grad():
         for name, p in model.named_parameters():  # the same numbers on both sides
             rng = np.random.default_rng(zlib.crc32(name.encode()))
+            shape = tuple(p.shape)
             if p.dim() == 2:
-                value = rng.normal(0.0, 0.02, tuple(p.shape))
+                value = rng.normal(0.0, 0.02, shape)
             else:
-                value = np.ones(tuple(p.shape)) if "ln" in name and name.endswith("weight") else np.zeros(tuple(p.shape))
+                value = np.ones(shape) if "ln" in name and name.endswith("weight") else np.zeros(shape)
             p.copy_(lib.tensor(value.astype(np.float32)))
     rng = np.random.default_rng(0)
     data = rng.integers(0, GPT_CFG["vocab_size"], (GPT_BATCH, GPT_CFG["block_size"] + 1))
@@ -156,9 +159,11 @@ def child(spec):
     print("RESULT " + json.dumps(res))
 
 
-def run_child(lib_name, workload, threads, runs):
+def run_child(lib_name, workload, threads, runs, backend=None):
     env = dict(os.environ, FF_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads))
+    if backend:
+        env["FF_BACKEND"] = backend
     spec = "%s:%s:%d:%d" % (lib_name, workload, threads, runs)
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", spec], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
@@ -179,6 +184,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10, help="timed steps per measurement (T = 2048: a third)")
     ap.add_argument("--T", default="512,2048")
     ap.add_argument("--only", choices=("nanogpt", "attention"))
+    ap.add_argument("--backend", help="FF_BACKEND for our side")
     args = ap.parse_args()
     if args.child:
         return child(args.child)
@@ -189,11 +195,12 @@ def main():
     if args.only != "nanogpt":
         for T in (int(t) for t in args.T.split(",")):
             workloads += ["attention_fwd_T%d" % T, "attention_step_T%d" % T]
-    print("%-20s %3s %12s %12s %8s   %s" % ("workload", "thr", "fusionflow", "pytorch", "ff/pt", "notes"))
+    print("%-20s %3s %12s %12s %8s   %s" % ("workload", "thr", "fusionflow", "pytorch", "ff/pt",
+                                             "notes (backend: %s)" % (args.backend or "default")))
     for w in workloads:
         for n in (int(t) for t in args.threads.split(",")):
             runs = max(3, args.runs // 3) if w.endswith("T2048") else args.runs
-            ours, theirs = run_child("fusionflow", w, n, runs), run_child("torch", w, n, runs)
+            ours, theirs = run_child("fusionflow", w, n, runs, args.backend), run_child("torch", w, n, runs)
             a, b = statistics.median(ours["times"]), statistics.median(theirs["times"])
             notes = "%d runs; spread ff %.0f-%.0f ms, pt %.0f-%.0f ms" % (
                 runs, 1e3 * min(ours["times"]), 1e3 * max(ours["times"]),
