@@ -3,6 +3,7 @@ generating with the cache gives the logits of re-running the whole prefix each s
 and in PyTorch on the same weights, and each cached step is one query over the cache
 (F.scaled_dot_product_attention with Tq = 1), not the prefix recomputed."""
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -121,3 +122,14 @@ def test_generation_past_the_window_restarts_the_cache():
     out, logits = generate(ff, model, idx, 2 * BLOCK, use_cache=True, greedy=False, top_k=3)
     assert tuple(out.shape) == (2, 5 + 2 * BLOCK) and len(logits) == 2 * BLOCK
     assert 0 <= out.min().item() and out.max().item() < VOCAB
+
+
+def test_the_example_trains_and_samples():
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "gpt_generate.py")
+    p = subprocess.run([sys.executable, example, "--steps", "3", "--chars", "40", "--block", "16", "--embd", "16",
+                        "--batch", "4", "--prompt", "GNU"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("step    0  loss ") and "with the KV cache" in p.stdout.splitlines()[-1]
+    rule = "-" * 60 + "\n"
+    sample = p.stdout.split(rule)[1][:-1]  # between the two rules, less print's newline
+    assert sample.startswith("GNU") and len(sample) == 3 + 40, repr(sample)
