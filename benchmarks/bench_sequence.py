@@ -11,8 +11,10 @@ subprocess.
   attention_step_T    [4, 8, T, 64] f32; _step adds the backward of a fixed upstream gradient.
 
 Ours calls F.scaled_dot_product_attention; PyTorch 1.13 has no fused attention on CPU, so
-its side is the same composition nanoGPT writes (matmul, masked_fill, softmax, matmul:
-tiny_gpt.composed_attention), its fastest form here.
+its side is a composition: in nanogpt_step the one nanoGPT writes (matmul, masked_fill,
+softmax, matmul: tiny_gpt.composed_attention); in attention_* its fastest form here, baddbmm
+with the causal mask as an additive -inf matrix and the scale as alpha, softmax, bmm
+(--torch-attention composed: nanoGPT's form there too).
 
 Peak memory of one attention step (the first, in a fresh process, inputs already made):
   ours  the backend's memory stats (ff_backend_memory_stats: the peak of bytes in use,
@@ -22,6 +24,7 @@ Peak memory of one attention step (the first, in a fresh process, inputs already
 
     /usr/bin/python3 benchmarks/bench_sequence.py [--threads 1,2] [--runs 10] [--T 512,2048]
                                                   [--only nanogpt|attention] [--backend NAME]
+                                                  [--torch-attention baddbmm|composed]
 
 --backend sets FF_BACKEND for our side (default: the library's default, cpu_blas).
 
@@ -119,10 +122,26 @@ def nanogpt_step(lib, runs):
     return {"times": times, "first_loss": losses[0], "last_loss": losses[-1]}
 
 
-def attention(lib, T, backward, runs):
+def baddbmm_attention(torch):
+    """Causal attention as baddbmm (additive -inf mask, scale as alpha), softmax, bmm."""
+    masks = {}
+
+    def sdpa(q, k, v, is_causal=True):
+        B, H, T, D = q.shape
+        if T not in masks:
+            masks[T] = torch.full((T, T), float("-inf")).triu(1)
+        s = torch.baddbmm(masks[T], q.reshape(B * H, T, D), k.reshape(B * H, T, D).transpose(1, 2),
+                          alpha=1.0 / math.sqrt(D))
+        return torch.bmm(torch.softmax(s, dim=-1), v.reshape(B * H, T, D)).view(B, H, T, D)
+    return sdpa
+
+
+def attention(lib, T, backward, runs, torch_form):
     from tiny_gpt import composed_attention
     F = lib.nn.functional
-    sdpa = getattr(F, "scaled_dot_product_attention", None) or composed_attention(lib)
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    if sdpa is None:
+        sdpa = baddbmm_attention(lib) if torch_form == "baddbmm" else composed_attention(lib)
     rng = np.random.default_rng(T)
     q, k, v, go = (lib.tensor(rng.standard_normal((ATT_B, ATT_H, T, ATT_D)).astype(np.float32)) for _ in range(4))
     for t in (q, k, v):
@@ -149,22 +168,22 @@ def attention(lib, T, backward, runs):
 
 
 def child(spec):
-    lib_name, workload, threads, runs = spec.split(":")
+    lib_name, workload, threads, runs, torch_form = spec.split(":")
     lib = load(lib_name, int(threads))
     if workload == "nanogpt_step":
         res = nanogpt_step(lib, int(runs))
     else:
         kind, T = workload.rsplit("_T", 1)
-        res = attention(lib, int(T), kind == "attention_step", int(runs))
+        res = attention(lib, int(T), kind == "attention_step", int(runs), torch_form)
     print("RESULT " + json.dumps(res))
 
 
-def run_child(lib_name, workload, threads, runs, backend=None):
+def run_child(lib_name, workload, threads, runs, backend=None, torch_form="baddbmm"):
     env = dict(os.environ, FF_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads))
     if backend:
         env["FF_BACKEND"] = backend
-    spec = "%s:%s:%d:%d" % (lib_name, workload, threads, runs)
+    spec = "%s:%s:%d:%d:%s" % (lib_name, workload, threads, runs, torch_form)
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", spec], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -185,6 +204,8 @@ def main():
     ap.add_argument("--T", default="512,2048")
     ap.add_argument("--only", choices=("nanogpt", "attention"))
     ap.add_argument("--backend", help="FF_BACKEND for our side")
+    ap.add_argument("--torch-attention", choices=("baddbmm", "composed"), default="baddbmm",
+                    help="PyTorch's form in attention_*: baddbmm (its fastest here) or nanoGPT's composition")
     args = ap.parse_args()
     if args.child:
         return child(args.child)
@@ -196,11 +217,13 @@ def main():
         for T in (int(t) for t in args.T.split(",")):
             workloads += ["attention_fwd_T%d" % T, "attention_step_T%d" % T]
     print("%-20s %3s %12s %12s %8s   %s" % ("workload", "thr", "fusionflow", "pytorch", "ff/pt",
-                                             "notes (backend: %s)" % (args.backend or "default")))
+                                             "notes (backend: %s; PyTorch's attention: %s)"
+                                             % (args.backend or "default", args.torch_attention)))
     for w in workloads:
         for n in (int(t) for t in args.threads.split(",")):
             runs = max(3, args.runs // 3) if w.endswith("T2048") else args.runs
-            ours, theirs = run_child("fusionflow", w, n, runs, args.backend), run_child("torch", w, n, runs)
+            ours = run_child("fusionflow", w, n, runs, args.backend)
+            theirs = run_child("torch", w, n, runs, torch_form=args.torch_attention)
             a, b = statistics.median(ours["times"]), statistics.median(theirs["times"])
             notes = "%d runs; spread ff %.0f-%.0f ms, pt %.0f-%.0f ms" % (
                 runs, 1e3 * min(ours["times"]), 1e3 * max(ours["times"]),
