@@ -5,14 +5,14 @@
  *   x   = LayerNorm(word[ids] + token_type[0] + position[0..T))
  *   per layer:
  *     q, k, v = split(x Wqkv^T + bqkv)                  one matmul for the three
- *     a   = softmax(q k^T / sqrt(d_head) + mask) v      mask: -FLT_MAX on padding keys
+ *     a   = softmax(q k^T / sqrt(d_head)) v over the real keys only
+ *                                           (ff_scaled_dot_product_attention, a bool mask)
  *     x   = LayerNorm(x + a Wo^T + bo)
  *     x   = LayerNorm(x + GELU(x Wi^T + bi) Wout^T + bout)    GELU with erf
  *   e   = sum over real tokens of x / their count, then e / max(|e|, 1e-12)
  *
  * Weights are the checkpoint's own tensors (safetensors, mmap'd where the backend holds
  * host memory), used through views: W^T is ff_mT(W), never a copy. */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,8 +267,8 @@ static ff_tensor *linear(const ff_tensor *x, const ff_tensor *w, const ff_tensor
     return out;
 }
 
-/* One encoder layer on x [B*T, H]; mask_bias [B, 1, 1, T]. */
-static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_tensor *x, const ff_tensor *mask_bias,
+/* One encoder layer on x [B*T, H]; keys [B, 1, T, T] (bool: true for a real token's key). */
+static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_tensor *x, const ff_tensor *keys,
                                 int64_t B, int64_t T)
 {
     const int64_t H = m->cfg.hidden, nh = m->cfg.heads, dh = H / nh;
@@ -280,12 +280,8 @@ static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_
     ff_tensor *q = K(&s, ff_select(heads, 0, 0));
     ff_tensor *k = K(&s, ff_select(heads, 0, 1));
     ff_tensor *v = K(&s, ff_select(heads, 0, 2));
-    ff_tensor *kt = K(&s, ff_mT(k));
-    ff_tensor *scores = K(&s, ff_matmul(q, kt)); /* [B, nh, T, T] */
-    ff_tensor *scaled = K(&s, ff_mul_scalar(scores, 1.0 / sqrt((double)dh)));
-    ff_tensor *masked = K(&s, ff_add(scaled, mask_bias));
-    ff_tensor *probs = K(&s, ff_softmax(masked, -1));
-    ff_tensor *ctx = K(&s, ff_matmul(probs, v));                      /* [B, nh, T, dh] */
+    /* one op: the backend's fused entry keeps the [B, nh, T, T] scores out of memory */
+    ff_tensor *ctx = K(&s, ff_scaled_dot_product_attention(q, k, v, keys, 0.0, false, 1.0 / sqrt((double)dh), 0));
     ff_tensor *ctx_t = K(&s, ff_permute(ctx, (int[]){0, 2, 1, 3})); /* [B, T, nh, dh] */
     ff_tensor *ctx2 = K(&s, ff_reshape(ctx_t, 2, (int64_t[]){B * T, H}));
     ff_tensor *attn = K(&s, linear(ctx2, L->attn_out_w, L->attn_out_b));
@@ -339,11 +335,12 @@ ff_tensor *minilm_embed(const minilm_model *m, int64_t B, int64_t T, const int64
                      (long long)T, (long long)m->cfg.max_positions);
         return NULL;
     }
-    /* HF's additive mask: (1 - mask) * finfo(dtype).min, in the encoder's dtype */
-    const float mask_min = m->dtype == FF_F16 ? -65504.0f : m->dtype == FF_BF16 ? -0x1.fep127f : -FLT_MAX;
-    float *bias = malloc((size_t)(B * T) * sizeof *bias), *keep01 = malloc((size_t)(B * T) * sizeof *keep01);
-    if (!bias || !keep01) {
-        free(bias);
+    /* attention's key mask (bool, any dtype: it drops padding keys exactly where HF adds
+     * finfo(dtype).min), and pooling's 1/0 weights */
+    bool *real = malloc((size_t)(B * T) * sizeof *real);
+    float *keep01 = malloc((size_t)(B * T) * sizeof *keep01);
+    if (!real || !keep01) {
+        free(real);
         free(keep01);
         ff_set_error(FF_ERR_OOM, "minilm_embed: out of memory");
         return NULL;
@@ -351,19 +348,20 @@ ff_tensor *minilm_embed(const minilm_model *m, int64_t B, int64_t T, const int64
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) {
             keep01[b * T + t] = t < lens[b] ? 1.0f : 0.0f;
-            bias[b * T + t] = t < lens[b] ? 0.0f : mask_min;
+            real[b * T + t] = t < lens[b];
         }
     bool grad = ff_set_grad_enabled(false);
     scope s = {0};
     ff_tensor *ids_t = K(&s, ff_from_data_on(m->be, ids, 2, (int64_t[]){B, T}, FF_I64));
-    ff_tensor *mask_f32 = K(&s, ff_from_data_on(m->be, bias, 4, (int64_t[]){B, 1, 1, T}, FF_F32));
-    ff_tensor *mask_bias = K(&s, mask_f32 ? ff_astype(mask_f32, m->dtype) : NULL);
+    ff_tensor *real_t = K(&s, ff_from_data_on(m->be, real, 4, (int64_t[]){B, 1, 1, T}, FF_BOOL));
+    /* [B, 1, T, T] by stride 0 (a view): the scores' query and key dims spelled out */
+    ff_tensor *keys = K(&s, ff_expand(real_t, 4, (int64_t[]){B, 1, T, T}));
     ff_tensor *mask = K(&s, ff_from_data_on(m->be, keep01, 3, (int64_t[]){B, T, 1}, FF_F32));
-    free(bias);
+    free(real);
     free(keep01);
     ff_tensor *x = s.failed ? NULL : embeddings(m, ids_t, B, T);
     for (int i = 0; x && i < m->cfg.layers; i++) {
-        ff_tensor *next = encoder_layer(m, &m->layer[i], x, mask_bias, B, T);
+        ff_tensor *next = encoder_layer(m, &m->layer[i], x, keys, B, T);
         ff_tensor_release(x);
         x = next;
     }

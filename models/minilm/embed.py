@@ -163,8 +163,8 @@ def forward(w, cfg, ids, lens, device=None):
     p = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
     keep = (np.arange(T)[None, :] < np.asarray(lens)[:, None]).astype(np.float32)
     mask = ff.tensor(keep.reshape(B, T, 1), device=device)
-    bias = ff.tensor(np.where(keep > 0, 0, -np.finfo(np.float32).max).astype(np.float32).reshape(B, 1, 1, T),
-                     device=device)
+    # attention's mask: the real tokens' keys, [B, 1, T, T] by stride 0 (a view)
+    keys = ff.tensor(keep.reshape(B, 1, 1, T) > 0, device=device).expand(B, 1, T, T)
     with ff.no_grad():
         x = F.embedding(ff.tensor(ids, device=device), w[p + "embeddings.word_embeddings.weight"])
         x = x + w[p + "embeddings.token_type_embeddings.weight"].select(0, 0)
@@ -178,8 +178,8 @@ def forward(w, cfg, ids, lens, device=None):
                 y = _linear(x, w[pre + "attention.self.%s.weight" % name], w[pre + "attention.self.%s.bias" % name])
                 return y.reshape(B, T, nh, dh).permute(0, 2, 1, 3)
 
-            scores = heads("query") @ heads("key").mT * (1.0 / dh ** 0.5) + bias
-            ctx = (scores.softmax(-1) @ heads("value")).permute(0, 2, 1, 3).reshape(B * T, H)
+            ctx = F.scaled_dot_product_attention(heads("query"), heads("key"), heads("value"), attn_mask=keys)
+            ctx = ctx.permute(0, 2, 1, 3).reshape(B * T, H)
             attn = _linear(ctx, w[pre + "attention.output.dense.weight"], w[pre + "attention.output.dense.bias"])
             x = F.layer_norm(attn + x, H, w[pre + "attention.output.LayerNorm.weight"],
                              w[pre + "attention.output.LayerNorm.bias"], eps)
