@@ -170,7 +170,8 @@ static bool close_enough(const ff_tensor *t, const void *got, const void *want, 
     tol.atol += (dt == FF_F16 || dt == FF_BF16 ? 2 : 8) * eps * big;
     /* every output is a sum, which may end a hair on either side of zero: a gradient that
      * is exactly +0 in the composition comes out as a tiny negative (a half's -0) when
-     * D_i = rowsum(go * o) and dp = go v^T round differently (the flash backward; seen on cpu_blas, and on the H100 at T = 1) */
+     * D_i = rowsum(go * o) and dp = go v^T round differently (the flash backward;
+     * seen on cpu_blas, and on the H100 at T = 1) */
     tol.zero_either = true;
     cf_diff d;
     if (cf_compare(got, want, dt, cnt, tol, false, &d)) return true;
