@@ -458,10 +458,12 @@ static bool att_tiled_fits(const att_args &a, ff_dtype t)
 static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
 {
     if (op == FF_ATTENTION_FORWARD)
-        return att_launch(c, k_att_fwd_tiled, "k_att_fwd_tiled", a, ATT_TR, ATT_TR, a.Tq, att_tiled_shared(0));
+        return att_launch(c, k_att_fwd_tiled<ATT_FWD_R, ATT_CH / ATT_FWD_R>, "k_att_fwd_tiled", a, ATT_TR / ATT_FWD_R,
+                          ATT_TR, a.Tq, att_tiled_shared(0));
     a.delta = cuda_temp(c, "attention", (size_t)(a.B * a.H * a.Tq > 0 ? a.B * a.H * a.Tq : 1) * sizeof(float));
     if (!a.delta) return FF_ERR_OOM;
-    ff_status st = att_launch(c, k_att_dq_tiled, "k_att_dq_tiled", a, ATT_TR, ATT_TR, a.Tq, att_tiled_shared(1));
+    ff_status st = att_launch(c, k_att_dq_tiled<ATT_DQ_R, ATT_CHB>, "k_att_dq_tiled", a, ATT_TR / ATT_DQ_R, ATT_TR, a.Tq,
+                              att_tiled_shared(1));
     if (!st) st = att_launch(c, k_att_dkv_tiled, "k_att_dkv_tiled", a, ATT_TR, ATT_TR, a.Tk, att_tiled_shared(2));
     cuda_free(c, a.delta); /* stream order: reused only by later work */
     return st;

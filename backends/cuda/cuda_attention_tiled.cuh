@@ -32,19 +32,21 @@
 #define ATT_TR 64                  /* rows (threads) a block */
 #define ATT_TK 32                  /* keys (queries for gk/gv) of a shared tile */
 #define ATT_CH 16                  /* of them, scored per pass in the forward (registers s[]) */
+#define ATT_FWD_R 2                /* rows a thread in the forward */
+#define ATT_DQ_R 2                 /* and in the gq kernel */
 #define ATT_CHB 8                  /* in the backward (s[], dp[]; 16 there costs spills) */
 #define ATT_LD (ATT_DM + 4)        /* a thread-owned row's stride: 8 threads of a quarter warp, 8 float4 bank groups */
 #define ATT_D4 (ATT_DM / 4)
 
 #if defined(FF_CUDA_EMU)
 #define ATT_TN ATT_TR
-#define ATT_EACH_THREAD(t) for (int t = 0; t < ATT_TR; t++)
+#define ATT_EACH_THREAD(t, nt) for (int t = 0; t < (nt); t++)
 #define ATT_ME(t) (t)
 #define ATT_BOUNDS(n)
 #define ATT_UNROLL
 #else
 #define ATT_TN 1
-#define ATT_EACH_THREAD(t) for (int t = (int)threadIdx.x, t##_once = 1; t##_once; t##_once = 0)
+#define ATT_EACH_THREAD(t, nt) for (int t = (int)threadIdx.x, t##_once = 1; t##_once; t##_once = 0)
 #define ATT_ME(t) 0
 #define ATT_BOUNDS(n) __launch_bounds__(n)
 #define ATT_UNROLL _Pragma("unroll")
@@ -114,6 +116,47 @@ template <int CH> __device__ __forceinline__ void att_axpys(float *acc, const fl
     }
 }
 
+/* The same for R rows a thread (row r at x + r * xs float4s): each broadcast load feeds R
+ * rows, halving (R = 2) the shared loads per FMA. */
+template <int R, int CH> __device__ __forceinline__ void att_dots_r(float (*acc)[CH], const float4 *x, int xs, const float4 *y)
+{
+    ATT_NO_UNROLL
+    for (int d4 = 0; d4 < ATT_D4; d4++) {
+        float4 xv[R];
+        ATT_UNROLL
+        for (int r = 0; r < R; r++) xv[r] = x[r * xs + d4];
+        ATT_UNROLL
+        for (int c = 0; c < CH; c++) {
+            float4 yv = y[c * ATT_D4 + d4];
+            ATT_UNROLL
+            for (int r = 0; r < R; r++) {
+                acc[r][c] = fmaf(xv[r].x, yv.x, acc[r][c]);
+                acc[r][c] = fmaf(xv[r].y, yv.y, acc[r][c]);
+                acc[r][c] = fmaf(xv[r].z, yv.z, acc[r][c]);
+                acc[r][c] = fmaf(xv[r].w, yv.w, acc[r][c]);
+            }
+        }
+    }
+}
+
+template <int R, int CH> __device__ __forceinline__ void att_axpys_r(float (*acc)[ATT_DM], const float (*w)[CH], const float4 *y)
+{
+    ATT_UNROLL
+    for (int c = 0; c < CH; c++) {
+        ATT_UNROLL
+        for (int d4 = 0; d4 < ATT_D4; d4++) {
+            float4 yv = y[c * ATT_D4 + d4];
+            ATT_UNROLL
+            for (int r = 0; r < R; r++) {
+                acc[r][4 * d4] = fmaf(w[r][c], yv.x, acc[r][4 * d4]);
+                acc[r][4 * d4 + 1] = fmaf(w[r][c], yv.y, acc[r][4 * d4 + 1]);
+                acc[r][4 * d4 + 2] = fmaf(w[r][c], yv.z, acc[r][4 * d4 + 2]);
+                acc[r][4 * d4 + 3] = fmaf(w[r][c], yv.w, acc[r][4 * d4 + 3]);
+            }
+        }
+    }
+}
+
 /* Block blk's (b, h) and first row: tiles outer, so neighbouring blocks share a tile
  * index; `heavy_last`: causal work grows with the tile index, so those run first. */
 __device__ __forceinline__ void att_block(const att_args &a, int64_t blk, int64_t tiles, int heavy_last, int64_t *b,
@@ -126,22 +169,27 @@ __device__ __forceinline__ void att_block(const att_args &a, int64_t blk, int64_
 
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* Shared: Qs ATT_TR x ATT_LD (then the outputs), Ks and Vs ATT_TK x ATT_DM. */
-__global__ void ATT_BOUNDS(ATT_TR) k_att_fwd_tiled(att_args a)
+/* Shared: Qs ATT_TR x ATT_LD (then the outputs), Ks and Vs ATT_TK x ATT_DM. A block has
+ * ATT_TR / R threads; thread t owns rows t, t + NT, ... (conflict-free own-row loads). */
+template <int R, int CH> __global__ void ATT_BOUNDS(ATT_TR / R) k_att_fwd_tiled(att_args a)
 {
+    constexpr int NT = ATT_TR / R;
     float *Qs = att_smem<float>(), *Ks = Qs + ATT_TR * ATT_LD, *Vs = Ks + ATT_TK * ATT_DM;
     const int64_t tiles = (a.Tq + ATT_TR - 1) / ATT_TR;
     const float scale = (float)a.scale, ninf = -INFINITY;
-    float o[ATT_TN][ATT_DM], m[ATT_TN], l[ATT_TN];
+    float o[ATT_TN][R][ATT_DM], m[ATT_TN][R], l[ATT_TN][R];
     for (int64_t blk = blockIdx.x; blk < a.B * a.H * tiles; blk += gridDim.x) {
         int64_t b, h, i0;
         att_block(a, blk, tiles, a.causal, &b, &h, &i0);
         ATT_SYNC(); /* the previous block's outputs are stored */
         att_tile_ld(Qs, ATT_LD, a.q, b, h, i0, ATT_TR, a.Tq - i0, a.D);
         for (int u = 0; u < ATT_TN; u++) { /* every (emulated) thread's registers */
-            m[u] = ninf, l[u] = 0;
             ATT_UNROLL
-            for (int d = 0; d < ATT_DM; d++) o[u][d] = 0;
+            for (int r = 0; r < R; r++) {
+                m[u][r] = ninf, l[u][r] = 0;
+                ATT_UNROLL
+                for (int d = 0; d < ATT_DM; d++) o[u][r][d] = 0;
+            }
         }
         int64_t kend = a.causal && i0 + ATT_TR < a.Tk ? i0 + ATT_TR : a.Tk; /* causal: no key past the last row */
         for (int64_t j0 = 0; j0 < kend; j0 += ATT_TK) {
@@ -150,46 +198,62 @@ __global__ void ATT_BOUNDS(ATT_TR) k_att_fwd_tiled(att_args a)
             att_tile_ld(Ks, ATT_DM, a.k, b, h, j0, ATT_TK, n, a.D);
             att_tile_ld(Vs, ATT_DM, a.v, b, h, j0, ATT_TK, n, a.Dv);
             ATT_SYNC();
-            ATT_EACH_THREAD(t) {
+            ATT_EACH_THREAD(t, NT) {
                 int u = ATT_ME(t);
-                int64_t i = i0 + t;
-                if (i >= a.Tq) continue;
-                for (int c0 = 0; c0 < n; c0 += ATT_CH) {
-                    if (a.causal && j0 + c0 > i) break; /* this chunk and the rest are masked */
-                    float s[ATT_CH], tmax = ninf, psum = 0;
+                if (i0 + t >= a.Tq) continue; /* its other rows are further */
+                for (int c0 = 0; c0 < n; c0 += CH) {
+                    if (a.causal && j0 + c0 > i0 + t + (R - 1) * NT) break; /* masked for all its rows */
+                    float s[R][CH];
                     ATT_UNROLL
-                    for (int c = 0; c < ATT_CH; c++) s[c] = 0;
-                    att_dots<ATT_CH>(s, (const float4 *)(Qs + t * ATT_LD), (const float4 *)(Ks + c0 * ATT_DM));
-                    ATT_UNROLL
-                    for (int c = 0; c < ATT_CH; c++) {
-                        s[c] = c0 + c < n ? att_mask(scale * s[c], a, b, h, i, j0 + c0 + c) : ninf;
-                        tmax = s[c] > tmax ? s[c] : tmax;
-                    }
-                    if (tmax == ninf) continue; /* nothing here for row i: m, l, o stay */
-                    float mnew = m[u] > tmax ? m[u] : tmax, corr = m[u] == ninf ? 0.f : expf(m[u] - mnew);
-                    ATT_UNROLL
-                    for (int c = 0; c < ATT_CH; c++) {
-                        s[c] = s[c] == ninf ? 0.f : expf(s[c] - mnew);
-                        psum += s[c];
-                    }
-                    m[u] = mnew, l[u] = l[u] * corr + psum;
-                    if (corr != 1.f) {
+                    for (int r = 0; r < R; r++) {
                         ATT_UNROLL
-                        for (int d = 0; d < ATT_DM; d++) o[u][d] *= corr;
+                        for (int c = 0; c < CH; c++) s[r][c] = 0;
                     }
-                    att_axpys<ATT_CH>(o[u], s, (const float4 *)(Vs + c0 * ATT_DM));
+                    att_dots_r<R, CH>(s, (const float4 *)(Qs + t * ATT_LD), NT * ATT_LD / 4,
+                                      (const float4 *)(Ks + c0 * ATT_DM));
+                    ATT_UNROLL
+                    for (int r = 0; r < R; r++) {
+                        int64_t i = i0 + t + r * NT;
+                        float tmax = ninf, psum = 0;
+                        ATT_UNROLL
+                        for (int c = 0; c < CH; c++) {
+                            s[r][c] = c0 + c < n && i < a.Tq ? att_mask(scale * s[r][c], a, b, h, i, j0 + c0 + c) : ninf;
+                            tmax = s[r][c] > tmax ? s[r][c] : tmax;
+                        }
+                        if (tmax == ninf) { /* nothing here for row i: m, l, o stay */
+                            ATT_UNROLL
+                            for (int c = 0; c < CH; c++) s[r][c] = 0;
+                            continue;
+                        }
+                        float mnew = m[u][r] > tmax ? m[u][r] : tmax, corr = m[u][r] == ninf ? 0.f : expf(m[u][r] - mnew);
+                        ATT_UNROLL
+                        for (int c = 0; c < CH; c++) {
+                            s[r][c] = s[r][c] == ninf ? 0.f : expf(s[r][c] - mnew);
+                            psum += s[r][c];
+                        }
+                        m[u][r] = mnew, l[u][r] = l[u][r] * corr + psum;
+                        if (corr != 1.f) {
+                            ATT_UNROLL
+                            for (int d = 0; d < ATT_DM; d++) o[u][r][d] *= corr;
+                        }
+                    }
+                    att_axpys_r<R, CH>(o[u], s, (const float4 *)(Vs + c0 * ATT_DM));
                 }
             }
         }
         ATT_SYNC(); /* Qs is free: it takes the outputs */
-        ATT_EACH_THREAD(t) {
+        ATT_EACH_THREAD(t, NT) {
             int u = ATT_ME(t);
-            int64_t i = i0 + t;
-            float inv = l[u] > 0 ? 1.f / l[u] : 0.f;
             ATT_UNROLL
-            for (int d = 0; d < ATT_DM; d++) Qs[t * ATT_LD + d] = o[u][d] * inv;
-            if (i < a.Tq)
-                ((float *)a.l.buf)[att_off(a.l, b, h, 0, i)] = l[u] > 0 ? (float)((double)m[u] + log((double)l[u])) : ninf;
+            for (int r = 0; r < R; r++) {
+                int64_t i = i0 + t + r * NT;
+                float inv = l[u][r] > 0 ? 1.f / l[u][r] : 0.f;
+                ATT_UNROLL
+                for (int d = 0; d < ATT_DM; d++) Qs[(t + r * NT) * ATT_LD + d] = o[u][r][d] * inv;
+                if (i < a.Tq)
+                    ((float *)a.l.buf)[att_off(a.l, b, h, 0, i)] =
+                        l[u][r] > 0 ? (float)((double)m[u][r] + log((double)l[u][r])) : ninf;
+            }
         }
         ATT_SYNC();
         att_tile_st(Qs, a.o, b, h, i0, a.Tq - i0, a.Dv);
@@ -200,13 +264,14 @@ __global__ void ATT_BOUNDS(ATT_TR) k_att_fwd_tiled(att_args a)
 
 /* Shared: Qs and Gs (go) ATT_TR x ATT_LD, Ks and Vs ATT_TK x ATT_DM (first the o rows for
  * delta, ATT_TR x ATT_DM across both); the gq rows go out through Qs. */
-__global__ void ATT_BOUNDS(ATT_TR) k_att_dq_tiled(att_args a)
+template <int R, int CH> __global__ void ATT_BOUNDS(ATT_TR / R) k_att_dq_tiled(att_args a)
 {
+    constexpr int NT = ATT_TR / R;
     float *Qs = att_smem<float>(), *Gs = Qs + ATT_TR * ATT_LD, *Ks = Gs + ATT_TR * ATT_LD, *Vs = Ks + ATT_TK * ATT_DM;
     float *delta = (float *)a.delta;
     const int64_t tiles = (a.Tq + ATT_TR - 1) / ATT_TR;
     const float scale = (float)a.scale, ninf = -INFINITY;
-    float gq[ATT_TN][ATT_DM], lse[ATT_TN], dl[ATT_TN];
+    float gq[ATT_TN][R][ATT_DM], lse[ATT_TN][R], dl[ATT_TN][R];
     for (int64_t blk = blockIdx.x; blk < a.B * a.H * tiles; blk += gridDim.x) {
         int64_t b, h, i0;
         att_block(a, blk, tiles, a.causal, &b, &h, &i0);
@@ -215,48 +280,62 @@ __global__ void ATT_BOUNDS(ATT_TR) k_att_dq_tiled(att_args a)
         att_tile_ld(Gs, ATT_LD, a.go, b, h, i0, ATT_TR, a.Tq - i0, a.Dv);
         att_tile_ld(Ks, ATT_DM, a.o, b, h, i0, ATT_TR, a.Tq - i0, a.Dv); /* Ks and Vs: o's rows */
         ATT_SYNC();
-        ATT_EACH_THREAD(t) {
+        ATT_EACH_THREAD(t, NT) {
             int u = ATT_ME(t);
-            int64_t i = i0 + t;
-            float part = 0;
-            for (int d = 0; d < ATT_DM; d++) part = fmaf(Gs[t * ATT_LD + d], Ks[t * ATT_DM + d], part);
-            dl[u] = part, lse[u] = i < a.Tq ? ((const float *)a.l.buf)[att_off(a.l, b, h, 0, i)] : ninf;
-            if (i < a.Tq) delta[(b * a.H + h) * a.Tq + i] = part;
             ATT_UNROLL
-            for (int d = 0; d < ATT_DM; d++) gq[u][d] = 0;
+            for (int r = 0; r < R; r++) {
+                int ri = t + r * NT;
+                int64_t i = i0 + ri;
+                float part = 0;
+                for (int d = 0; d < ATT_DM; d++) part = fmaf(Gs[ri * ATT_LD + d], Ks[ri * ATT_DM + d], part);
+                dl[u][r] = part, lse[u][r] = i < a.Tq ? ((const float *)a.l.buf)[att_off(a.l, b, h, 0, i)] : ninf;
+                if (i < a.Tq) delta[(b * a.H + h) * a.Tq + i] = part;
+                ATT_UNROLL
+                for (int d = 0; d < ATT_DM; d++) gq[u][r][d] = 0;
+            }
         }
         int64_t kend = a.causal && i0 + ATT_TR < a.Tk ? i0 + ATT_TR : a.Tk;
         for (int64_t j0 = 0; j0 < kend; j0 += ATT_TK) {
             int64_t n = kend - j0 < ATT_TK ? kend - j0 : ATT_TK;
-            ATT_SYNC(); /* also: every thread has read its o row */
+            ATT_SYNC(); /* also: every thread has read its o rows */
             att_tile_ld(Ks, ATT_DM, a.k, b, h, j0, ATT_TK, n, a.D);
             att_tile_ld(Vs, ATT_DM, a.v, b, h, j0, ATT_TK, n, a.Dv);
             ATT_SYNC();
-            ATT_EACH_THREAD(t) {
+            ATT_EACH_THREAD(t, NT) {
                 int u = ATT_ME(t);
-                int64_t i = i0 + t;
-                if (i >= a.Tq || lse[u] == ninf) continue; /* past the end, or every key masked: zero gradient */
-                for (int c0 = 0; c0 < n; c0 += ATT_CHB) {
-                    if (a.causal && j0 + c0 > i) break;
-                    float s[ATT_CHB], dp[ATT_CHB];
+                if (i0 + t >= a.Tq) continue; /* its other rows are further */
+                for (int c0 = 0; c0 < n; c0 += CH) {
+                    if (a.causal && j0 + c0 > i0 + t + (R - 1) * NT) break;
+                    float s[R][CH], dp[R][CH];
                     ATT_UNROLL
-                    for (int c = 0; c < ATT_CHB; c++) s[c] = 0, dp[c] = 0;
-                    att_dots<ATT_CHB>(s, (const float4 *)(Qs + t * ATT_LD), (const float4 *)(Ks + c0 * ATT_DM));
-                    att_dots<ATT_CHB>(dp, (const float4 *)(Gs + t * ATT_LD), (const float4 *)(Vs + c0 * ATT_DM));
-                    ATT_UNROLL
-                    for (int c = 0; c < ATT_CHB; c++) {
-                        float p = c0 + c < n ? att_p(att_mask(scale * s[c], a, b, h, i, j0 + c0 + c), lse[u]) : 0.f;
-                        s[c] = p != 0 ? p * (dp[c] - dl[u]) : 0.f; /* ds */
+                    for (int r = 0; r < R; r++) {
+                        ATT_UNROLL
+                        for (int c = 0; c < CH; c++) s[r][c] = 0, dp[r][c] = 0;
                     }
-                    att_axpys<ATT_CHB>(gq[u], s, (const float4 *)(Ks + c0 * ATT_DM));
+                    att_dots_r<R, CH>(s, (const float4 *)(Qs + t * ATT_LD), NT * ATT_LD / 4, (const float4 *)(Ks + c0 * ATT_DM));
+                    att_dots_r<R, CH>(dp, (const float4 *)(Gs + t * ATT_LD), NT * ATT_LD / 4, (const float4 *)(Vs + c0 * ATT_DM));
+                    ATT_UNROLL
+                    for (int r = 0; r < R; r++) {
+                        int64_t i = i0 + t + r * NT;
+                        /* past the end or every key masked (lse = -inf): p = 0, zero gradient */
+                        ATT_UNROLL
+                        for (int c = 0; c < CH; c++) {
+                            float p = c0 + c < n && i < a.Tq ? att_p(att_mask(scale * s[r][c], a, b, h, i, j0 + c0 + c), lse[u][r]) : 0.f;
+                            s[r][c] = p != 0 ? p * (dp[r][c] - dl[u][r]) : 0.f; /* ds */
+                        }
+                    }
+                    att_axpys_r<R, CH>(gq[u], s, (const float4 *)(Ks + c0 * ATT_DM));
                 }
             }
         }
         ATT_SYNC();
-        ATT_EACH_THREAD(t) {
+        ATT_EACH_THREAD(t, NT) {
             int u = ATT_ME(t);
             ATT_UNROLL
-            for (int d = 0; d < ATT_DM; d++) Qs[t * ATT_LD + d] = scale * gq[u][d];
+            for (int r = 0; r < R; r++) {
+                ATT_UNROLL
+                for (int d = 0; d < ATT_DM; d++) Qs[(t + r * NT) * ATT_LD + d] = scale * gq[u][r][d];
+            }
         }
         ATT_SYNC();
         att_tile_st(Qs, a.gq, b, h, i0, a.Tq - i0, a.D);
@@ -296,7 +375,7 @@ __global__ void ATT_BOUNDS(ATT_TR) k_att_dkv_tiled(att_args a)
                 Dl[e] = e < n ? delta[(b * a.H + h) * a.Tq + q0 + e] : 0.f;
             }
             ATT_SYNC();
-            ATT_EACH_THREAD(t) {
+            ATT_EACH_THREAD(t, ATT_TR) {
                 int u = ATT_ME(t);
                 int64_t j = j0 + t;
                 if (j >= a.Tk) continue;
@@ -319,7 +398,7 @@ __global__ void ATT_BOUNDS(ATT_TR) k_att_dkv_tiled(att_args a)
             }
         }
         ATT_SYNC(); /* Ks and Vs are free: they take gk and gv */
-        ATT_EACH_THREAD(t) {
+        ATT_EACH_THREAD(t, ATT_TR) {
             int u = ATT_ME(t);
             ATT_UNROLL
             for (int d = 0; d < ATT_DM; d++) Ks[t * ATT_LD + d] = scale * gk[u][d], Vs[t * ATT_LD + d] = gv[u][d];
