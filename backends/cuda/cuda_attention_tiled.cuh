@@ -32,8 +32,8 @@
 #define ATT_TR 64                  /* rows (threads) a block */
 #define ATT_TK 32                  /* keys (queries for gk/gv) of a shared tile */
 #define ATT_CH 16                  /* of them, scored per pass in the forward (registers s[]) */
-#define ATT_FWD_R 2                /* rows a thread in the forward */
-#define ATT_DQ_R 2                 /* and in the gq kernel */
+#define ATT_FWD_R 1                /* rows a thread in the forward (2 measured slower on an H100: 1-warp blocks) */
+#define ATT_DQ_R 1                 /* and in the gq kernel (likewise) */
 #define ATT_CHB 8                  /* in the backward (s[], dp[]; 16 there costs spills) */
 #define ATT_LD (ATT_DM + 4)        /* a thread-owned row's stride: 8 threads of a quarter warp, 8 float4 bank groups */
 #define ATT_D4 (ATT_DM / 4)
