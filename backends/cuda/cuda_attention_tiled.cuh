@@ -37,6 +37,9 @@
 #define ATT_CHB 8                  /* in the backward (s[], dp[]; 16 there costs spills) */
 #define ATT_LD (ATT_DM + 4)        /* a thread-owned row's stride: 8 threads of a quarter warp, 8 float4 bank groups */
 #define ATT_D4 (ATT_DM / 4)
+/* k_att_dq_tiled stages the block's o rows in the Ks and Vs tiles */
+static_assert(ATT_TR <= 2 * ATT_TK, "the o rows of a block must fit the key and value tiles");
+static_assert(ATT_TK % ATT_CH == 0 && ATT_TK % ATT_CHB == 0, "a tile is whole chunks");
 
 #if defined(FF_CUDA_EMU)
 #define ATT_TN ATT_TR
