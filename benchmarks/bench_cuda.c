@@ -26,8 +26,11 @@
  * our softmax between them, the streams joined by syncs); its outputs are compared too.
  * attention_fwdbwd_T2048 is forward + backward through autograd, the entry against the
  * op's own composition (FF_ATTENTION=compose: the matmul entry is cuBLAS); ratio =
- * composition time / entry time.
+ * composition time / entry time. Each attention row has a _simple twin: the same entry
+ * with FF_CUDA_ATTENTION=simple (cuda_attention.cu's general kernels, before issue 34's
+ * tiled f32 ones), so one run shows the speedup and either kernel's time.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -297,6 +300,15 @@ static double att_maxdiff(const float *x, const float *y, size_t n)
     return m;
 }
 
+/* The entry timed on cuda_attention.cu's general kernels (it reads the switch per call). */
+static double att_time_simple(att_state *a, int calls)
+{
+    if (setenv("FF_CUDA_ATTENTION", "simple", 1)) die("setenv");
+    double t = time_calls(att_entry, a, ff_sync_be, calls);
+    unsetenv("FF_CUDA_ATTENTION");
+    return t;
+}
+
 static void bench_attention(ff_backend *be, int64_t t)
 {
     int64_t B = 4, H = 8, D = 64, shape[4] = {B, H, t, D}, ts[4] = {B, H, t, t}, sq[2] = {t, t};
@@ -320,6 +332,9 @@ static void bench_attention(ff_backend *be, int64_t t)
     ff_tensor_release(o);
     snprintf(w, sizeof w, "attention_fwd_T%lld", (long long)t);
     add_row(w, t_ff, t_blas, t_blas / t_ff, 0, "compose/ff");
+    double t_simple = att_time_simple(&a, 5);
+    snprintf(w, sizeof w, "attention_fwd_T%lld_simple", (long long)t);
+    add_row(w, t_simple, t_blas, t_blas / t_simple, 0, "compose/ff");
     cublasDestroy(a.h);
     ff_tensor_release(a.s), a.s = NULL; /* the composition's backward needs the room */
     a.backward = 1;
@@ -331,6 +346,9 @@ static void bench_attention(ff_backend *be, int64_t t)
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
     snprintf(w, sizeof w, "attention_fwdbwd_T%lld", (long long)t);
     add_row(w, t_ff, t_comp, t_comp / t_ff, 0, "compose/ff");
+    t_simple = att_time_simple(&a, 3);
+    snprintf(w, sizeof w, "attention_fwdbwd_T%lld_simple", (long long)t);
+    add_row(w, t_simple, t_comp, t_comp / t_simple, 0, "compose/ff");
     ff_tensor *ts_[] = {a.q, a.k, a.v, a.go, a.mask, a.o};
     for (size_t i = 0; i < sizeof ts_ / sizeof ts_[0]; i++) ff_tensor_release(ts_[i]);
 }

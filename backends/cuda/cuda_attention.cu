@@ -345,6 +345,8 @@ template <typename T> __global__ void k_att_dkv(att_args a)
     }
 }
 
+#include "cuda_attention_tiled.cuh" /* the f32 kernels with register tiles */
+
 /* ---- host side ------------------------------------------------------------------------- */
 
 static att_view att_view_of(const ff_view *v)
@@ -373,11 +375,12 @@ static size_t att_shared(int kernel, int64_t warps, int64_t D, int64_t Dv, size_
     return (size_t)n * esize;
 }
 
-/* Launches kernel k over blocks of `warps` warps with `smem` bytes (above 48 KiB opted in). */
-static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, const att_args &a, int64_t warps,
-                            int64_t rows_total, size_t smem)
+/* Launches kernel k over blocks of `threads` threads that own `rows` rows each, with `smem`
+ * bytes (above 48 KiB opted in). */
+static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, const att_args &a, int64_t threads,
+                            int64_t rows, int64_t rows_total, size_t smem)
 {
-    int64_t rows = warps * ATT_ROWS, blocks = a.B * a.H * ((rows_total + rows - 1) / rows);
+    int64_t blocks = a.B * a.H * ((rows_total + rows - 1) / rows);
     if (blocks == 0) return FF_OK;
     if (blocks > (int64_t)1 << 30) blocks = (int64_t)1 << 30; /* the kernels loop over the rest */
 #if defined(FF_CUDA_EMU)
@@ -393,7 +396,7 @@ static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, 
         cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (err != cudaSuccess) return cuda_fail(c, "attention", "cudaFuncSetAttribute", err);
     }
-    k<<<(unsigned)blocks, (unsigned)(warps * 32), smem, c->stream>>>(a);
+    k<<<(unsigned)blocks, (unsigned)threads, smem, c->stream>>>(a);
     return cuda_launch_check(c, "attention", name);
 #endif
 }
@@ -430,14 +433,38 @@ template <typename T> static ff_status att_run(cuda_ctx *c, int op, att_args &a)
     ff_status st;
     if (op == FF_ATTENTION_FORWARD) {
         if ((st = att_warps(c, 0, a, es, &w))) return st;
-        return att_launch(c, k_att_fwd<T>, "k_att_fwd", a, w, a.Tq, att_shared(0, w, a.D, a.Dv, es));
+        return att_launch(c, k_att_fwd<T>, "k_att_fwd", a, w * 32, w * ATT_ROWS, a.Tq, att_shared(0, w, a.D, a.Dv, es));
     }
     a.delta = cuda_temp(c, "attention", (size_t)(a.B * a.H * a.Tq > 0 ? a.B * a.H * a.Tq : 1) * es);
     if (!a.delta) return FF_ERR_OOM;
     if (!(st = att_warps(c, 1, a, es, &w)))
-        st = att_launch(c, k_att_dq<T>, "k_att_dq", a, w, a.Tq, att_shared(1, w, a.D, a.Dv, es));
+        st = att_launch(c, k_att_dq<T>, "k_att_dq", a, w * 32, w * ATT_ROWS, a.Tq, att_shared(1, w, a.D, a.Dv, es));
     if (!st && !(st = att_warps(c, 2, a, es, &w)))
-        st = att_launch(c, k_att_dkv<T>, "k_att_dkv", a, w, a.Tk, att_shared(2, w, a.D, a.Dv, es));
+        st = att_launch(c, k_att_dkv<T>, "k_att_dkv", a, w * 32, w * ATT_ROWS, a.Tk, att_shared(2, w, a.D, a.Dv, es));
+    cuda_free(c, a.delta); /* stream order: reused only by later work */
+    return st;
+}
+
+/* The tiled f32 kernels (cuda_attention_tiled.cuh): F32 with D, Dv <= ATT_DM, unless
+ * FF_CUDA_ATTENTION=simple asks for the general ones (read per call, so a benchmark or a
+ * check on new hardware can compare both in one process). */
+static bool att_tiled_fits(const att_args &a, ff_dtype t)
+{
+    const char *e = getenv("FF_CUDA_ATTENTION");
+    if (e && strcmp(e, "simple") == 0) return false;
+    return t == FF_F32 && a.D <= ATT_DM && a.Dv <= ATT_DM;
+}
+
+static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
+{
+    if (op == FF_ATTENTION_FORWARD)
+        return att_launch(c, k_att_fwd_tiled<ATT_FWD_R, ATT_CH / ATT_FWD_R>, "k_att_fwd_tiled", a, ATT_TR / ATT_FWD_R,
+                          ATT_TR, a.Tq, att_tiled_shared(0));
+    a.delta = cuda_temp(c, "attention", (size_t)(a.B * a.H * a.Tq > 0 ? a.B * a.H * a.Tq : 1) * sizeof(float));
+    if (!a.delta) return FF_ERR_OOM;
+    ff_status st = att_launch(c, k_att_dq_tiled<ATT_DQ_R, ATT_CHB>, "k_att_dq_tiled", a, ATT_TR / ATT_DQ_R, ATT_TR, a.Tq,
+                              att_tiled_shared(1));
+    if (!st) st = att_launch(c, k_att_dkv_tiled, "k_att_dkv_tiled", a, ATT_TR, ATT_TR, a.Tk, att_tiled_shared(2));
     cuda_free(c, a.delta); /* stream order: reused only by later work */
     return st;
 }
@@ -463,6 +490,7 @@ extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n
     a.B = q->shape[0], a.H = q->shape[1], a.Tq = q->shape[2], a.D = q->shape[3];
     a.Tk = q[1].shape[2], a.Dv = q[2].shape[3];
     a.scale = p->scale, a.causal = p->causal != 0, a.kind = p->mask;
+    if (att_tiled_fits(a, q->dtype)) return att_run_tiled(c, op, a);
     if (q->dtype == FF_F64) return att_run<double>(c, op, a);
     return att_run<float>(c, op, a);
 }
