@@ -338,6 +338,15 @@ static ff_tensor *leaf_grad(ff_tensor *g)
     return ff_clone(g); /* recorded under create_graph, so the copy keeps g's history */
 }
 
+ff_status ff_grad_keep(ff_tensor *t, ff_tensor *g)
+{
+    ff_tensor *acc = ff_tensor_retain(t->grad), *own = acc ? ff_tensor_retain(g) : leaf_grad(g);
+    ff_status st = own ? accumulate(&acc, own) : ff_last_status();
+    if (st == FF_OK) ff_tensor_release(t->grad), t->grad = acc;
+    else ff_tensor_release(acc);
+    return st;
+}
+
 static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts,
                               int n_capture, ff_tensor *const *capture, ff_tensor **captured)
 {
@@ -378,6 +387,7 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
         ff_tensor *g = t->bw_grad;
         t->bw_grad = NULL;
         if (!g) continue;
+        if (st == FF_OK && t->hooks) st = ff_tensor_hooks_run(t, &g, n_capture == 0);
         if (st == FF_OK) {
             for (int c = 0; c < n_capture; c++)
                 if (capture[c] == t && !captured[c]) captured[c] = ff_tensor_retain(g);

@@ -106,7 +106,16 @@ struct ff_tensor {
     /* leaves: called by backward right after .grad received this pass's gradient */
     void (*grad_hook)(ff_tensor *leaf, void *user);
     void *grad_hook_user;
+    /* Tensor.register_hook's functions and retain_grad's entry (fn NULL), in the order
+     * they were registered (owned list, freed with the tensor; autograd/tensor_hooks.c) */
+    struct ff_tensor_hook *hooks;
 };
+typedef struct ff_tensor_hook {
+    struct ff_tensor_hook *next;
+    int64_t id;
+    ff_tensor_hook_fn fn; /* NULL: retain_grad's entry */
+    void *user;
+} ff_tensor_hook;
 
 /* New contiguous tensor with uninitialized storage on be. */
 ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, const char *fn);
@@ -261,6 +270,13 @@ ff_status ff_graph_capture_begin_checked(ff_backend *only);
 int ff_graph_check_replay(struct ff_graph *g, char *msg, size_t cap);
 
 /* ---- autograd internals (autograd/engine.c) ------------------------------ */
+/* Runs t's register_hook functions on *g (t's gradient of this pass) in order; a
+ * replacement takes *g's place (the old one released). A retain_grad entry (fn NULL)
+ * keeps *g as it is at that point in .grad when keep is set (ff_backward, not
+ * ff_autograd_grad). autograd/tensor_hooks.c. */
+ff_status ff_tensor_hooks_run(ff_tensor *t, ff_tensor **g, bool keep);
+/* Accumulates g into t->grad (a new buffer the first time), as backward does for leaves. */
+ff_status ff_grad_keep(ff_tensor *t, ff_tensor *g);
 #define FF_NODE_MAX_INPUTS 4
 #define FF_NODE_MAX_SAVED 6 /* attention: q, k, v, o, lse, mask */
 

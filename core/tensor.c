@@ -124,6 +124,7 @@ void ff_tensor_release(ff_tensor *t)
 {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     ff_tensor_release(t->grad);
+    for (ff_tensor_hook *h = t->hooks, *next; h; h = next) next = h->next, free(h);
     if (t->grad_fn) atomic_load_explicit(&history_release, memory_order_relaxed)(t->grad_fn);
     ff_storage_release(t->storage);
     free(t);

@@ -39,6 +39,21 @@ typedef ff_status (*ff_tensor_hook_fn)(const ff_tensor *grad, ff_tensor **replac
  * plain view and fn is never called. New reference, or NULL with an error. */
 ff_tensor *ff_hooked_view(const ff_tensor *t, ff_tensor_hook_fn fn, void *user);
 
+/* PyTorch's Tensor.register_hook: backward calls fn(grad, &replace, user) with t's whole
+ * gradient of the pass (every use of t summed), before it flows on into t's node or, for
+ * a leaf, into .grad; fn may set *replace (t's shape) to pass on instead. Hooks run in
+ * registration order, each seeing the previous one's result, in ff_backward and
+ * ff_autograd_grad alike. t must require grad. Returns an id (> 0) for
+ * ff_tensor_remove_hook, or -1 with an error. The hooks live as long as t's header. */
+int64_t ff_tensor_register_hook(ff_tensor *t, ff_tensor_hook_fn fn, void *user);
+ff_status ff_tensor_remove_hook(ff_tensor *t, int64_t id); /* an unknown id is a no-op */
+/* PyTorch's retain_grad: a non-leaf t keeps its gradient in .grad (accumulated over
+ * ff_backward passes), as a leaf does; it takes its place among t's hooks, so it sees
+ * what the hooks registered before it made of the gradient (PyTorch 1.13's order). On a
+ * leaf it changes nothing. */
+ff_status ff_retain_grad(ff_tensor *t);
+bool ff_retains_grad(const ff_tensor *t);
+
 /* Name of the op that produced t ("add", "matmul"), or NULL for leaves. */
 const char *ff_grad_fn_name(const ff_tensor *t);
 

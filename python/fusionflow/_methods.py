@@ -206,7 +206,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 # ---- predicates and properties -----------------------------------------------------
 _FALSE_PROPERTIES = ["is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn", "is_mps", "is_ort",
-                     "is_vulkan", "is_xpu", "is_ipu", "is_nested", "retains_grad", "volatile"]
+                     "is_vulkan", "is_xpu", "is_ipu", "is_nested", "volatile"]
 _FALSE_METHODS = ["is_complex", "is_conj", "is_neg", "is_inference", "is_pinned", "is_shared", "is_distributed"]
 
 

@@ -413,7 +413,19 @@ class Tensor:
         check_status(C.ff_zero_grad(self._ptr))
 
     def retain_grad(self):
-        raise FusionFlowError("retain_grad() is not supported: only leaves accumulate .grad")
+        """A non-leaf keeps its gradient in .grad, as a leaf does (a no-op on a leaf)."""
+        check_status(C.ff_retain_grad(self._ptr))
+
+    @property
+    def retains_grad(self):
+        return not self.is_leaf and C.ff_retains_grad(self._ptr)
+
+    def register_hook(self, hook):
+        """hook(grad) runs with this tensor's whole gradient of each backward pass, before
+        it flows on; a returned tensor replaces the gradient. Returns a handle whose
+        remove() unregisters it."""
+        from ._tensor_hooks import register
+        return register(self, hook)
 
     # ---- binary operators -------------------------------------------------------------
     def _binop(self, other, op):
