@@ -103,7 +103,9 @@ static ff_tensor *compose_weights(const ff_tensor *q, const ff_tensor *k, const 
     ff_backend *be = q->storage->backend;
     int nk = k->layout.ndim;
     ff_tensor *kt = FF_EX(&e, ff_transpose(k, nk - 2, nk - 1));
-    ff_tensor *s = FF_EX(&e, ff_mul_scalar(FF_EX(&e, ff_matmul(q, kt)), g->p.scale));
+    /* the scale on q ([.., T, D]), not on the [.., Tq, Tk] scores: one score-sized tensor
+     * fewer in the forward and in the backward */
+    ff_tensor *s = FF_EX(&e, ff_matmul(FF_EX(&e, ff_mul_scalar(q, g->p.scale)), kt));
     ff_tensor *ninf = FF_EX(&e, ff_scalar_on(be, -INFINITY, q->dtype));
     if (g->p.causal) s = FF_EX(&e, ff_where(FF_EX(&e, causal_visible(be, g->tq, g->tk)), s, ninf));
     if (mask && mask->dtype == FF_BOOL) s = FF_EX(&e, ff_where(mask, s, ninf));
