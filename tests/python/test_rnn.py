@@ -51,7 +51,7 @@ def _backward(outs, lib):
     loss = 0
     for i, o in enumerate(outs):
         w = np.cos(np.arange(o.numel()).reshape(tuple(o.shape)) * 0.37 + i)
-        loss = loss + (o * lib.tensor(w, dtype=o.dtype)).sum()
+        loss = loss + (o * lib.tensor(w, dtype=o.dtype, device=o.device)).sum()
     loss.backward()
 
 
