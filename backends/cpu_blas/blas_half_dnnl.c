@@ -42,6 +42,35 @@
 /* Below this many multiply-adds the primitive's set-up costs more than it saves. */
 #define DNNL_MIN_MNK ((int64_t)1 << 15)
 
+/* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set: the
+ * magnitude bits m in [1, 0x7f]). (m - 1) | 0x7f is 0x7f exactly then and >= 0xff for
+ * every other value, so a 16-bit min over the matrix answers; a min stays in 16-bit lanes
+ * (vpminuw, 32 per zmm) where an |= of compare results widened them to 32 bits and ran
+ * at a third of the speed. Cloned per ISA: at n = 512 the scan is a visible part of the
+ * product's time. */
+BLAS_CLONES int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs != 1 && rs == 1) { /* column-major: walk along the unit stride */
+        int64_t t = rows;
+        rows = cols, cols = t, rs = cs, cs = 1;
+    }
+    uint16_t lo = 0xffff;
+    for (int64_t i = 0; i < rows && lo != 0x7f; i++) {
+        const uint16_t *r = p + i * rs;
+        if (cs == 1)
+            for (int64_t j = 0; j < cols; j++) {
+                uint16_t u = (uint16_t)(((r[j] & 0x7fffu) - 1u) | 0x7fu);
+                lo = u < lo ? u : lo;
+            }
+        else
+            for (int64_t j = 0; j < cols; j++) {
+                uint16_t u = (uint16_t)(((r[j * cs] & 0x7fffu) - 1u) | 0x7fu);
+                lo = u < lo ? u : lo;
+            }
+    }
+    return lo == 0x7f;
+}
+
 #ifdef FF_BLAS_HAVE_DNNL
 #include <dnnl.h>
 #include <pthread.h>
@@ -64,35 +93,6 @@ __attribute__((destructor)) static void engine_fini(void)
 {
     if (engine) dnnl_engine_destroy(engine);
     engine = NULL;
-}
-
-/* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set: the
- * magnitude bits m in [1, 0x7f]). (m - 1) | 0x7f is 0x7f exactly then and >= 0xff for
- * every other value, so a 16-bit min over the matrix answers; a min stays in 16-bit lanes
- * (vpminuw, 32 per zmm) where an |= of compare results widened them to 32 bits and ran
- * at a third of the speed. Cloned per ISA: at n = 512 the scan is a visible part of the
- * product's time. */
-BLAS_CLONES static int has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
-{
-    if (cs != 1 && rs == 1) { /* column-major: walk along the unit stride */
-        int64_t t = rows;
-        rows = cols, cols = t, rs = cs, cs = 1;
-    }
-    uint16_t lo = 0xffff;
-    for (int64_t i = 0; i < rows && lo != 0x7f; i++) {
-        const uint16_t *r = p + i * rs;
-        if (cs == 1)
-            for (int64_t j = 0; j < cols; j++) {
-                uint16_t u = (uint16_t)(((r[j] & 0x7fffu) - 1u) | 0x7fu);
-                lo = u < lo ? u : lo;
-            }
-        else
-            for (int64_t j = 0; j < cols; j++) {
-                uint16_t u = (uint16_t)(((r[j * cs] & 0x7fffu) - 1u) | 0x7fu);
-                lo = u < lo ? u : lo;
-            }
-    }
-    return lo == 0x7f;
 }
 
 /* oneDNN takes a matrix whose one stride is 1 and the other at least the extent of that
@@ -248,7 +248,8 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     }
     st = 1;
     for (int64_t n = 0; n < nbatch && st == 1; n++) /* the hardware reads subnormals as zero */
-        if (has_subnormal(A.p + offs[3 * n], M, K, A.rs, A.cs) || has_subnormal(B.p + offs[3 * n + 1], K, N, B.rs, B.cs))
+        if (blas_bf16_has_subnormal(A.p + offs[3 * n], M, K, A.rs, A.cs) ||
+            blas_bf16_has_subnormal(B.p + offs[3 * n + 1], K, N, B.rs, B.cs))
             st = 0;
     if (st == 1) {
         char *cp = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
