@@ -166,6 +166,9 @@ float blas_vmin_f32(int64_t n, const float *x);
  * CPU has (FF_HALF_ISA=scalar|avx2 caps it); t is FF_F16 or FF_BF16. */
 void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x);
 void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x);
+/* n contiguous f64 into F16/BF16 rounded once (the reference's rule), and back (exact). */
+void blas_f64_to_half(ff_dtype t, int64_t n, void *d, const double *x);
+void blas_half_to_f64(ff_dtype t, int64_t n, double *d, const void *x);
 const char *blas_half_isa_name(void);
 /* dst = src over equal shapes, one side F32 and the other F16/BF16, any strides. */
 void blas_half_convert(blas_ctx *c, const ff_view *dst, const ff_view *src);
