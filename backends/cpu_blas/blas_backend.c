@@ -135,7 +135,7 @@ static void blas_shutdown(void *ctx)
  * optional entries past softmax, and fused programs (the core runs them op by op
  * through the half entries). FF_BLAS_HALF=0 declines everything but copy and fill, to
  * measure or check against the detour. */
-static int blas_half_supports(ff_op_kind kind, int op)
+static int blas_half_supports(ff_op_kind kind, int op, ff_dtype dtype)
 {
     static atomic_int off = -1;
     int o = atomic_load_explicit(&off, memory_order_relaxed);
@@ -152,6 +152,7 @@ static int blas_half_supports(ff_op_kind kind, int op)
     case FF_KIND_MATMUL: case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
     case FF_KIND_SOFTMAX: return op == 0 || op == 1;
     case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD; /* f32 tiles */
+    case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype); /* bf16 on oneDNN */
     default: return 0;
     }
 }
@@ -167,7 +168,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
     if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
-    if (ffb_is_half(dtype)) return blas_half_supports(kind, op);
+    if (ffb_is_half(dtype)) return blas_half_supports(kind, op, dtype);
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);

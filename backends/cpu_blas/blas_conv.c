@@ -16,9 +16,17 @@
  * output computed there is copied back (conv_operand). Rows of the
  * input that no window reaches (when (H + 2p - K) is not a multiple of the stride) are
  * cut from the view rather than described as negative right padding; for the input
- * gradient they are zero. f32 only: oneDNN has no f64 convolution, and the core
- * composes for f64. Without oneDNN (FF_BLAS_HAVE_DNNL unset) supports() declines and
- * the core composes.
+ * gradient they are zero. f32 and bf16: oneDNN has no f64 convolution (the core
+ * composes for f64) and 2.6 has no f16 one on CPU (the core's f32 detour). Without oneDNN
+ * (FF_BLAS_HAVE_DNNL unset) supports() declines and the core composes.
+ *
+ * bf16 (conv_pass_half): the two inputs go to oneDNN as bf16, which runs them on AMX or
+ * AVX512-BF16 with f32 accumulation into a dense f32 output (the weight gradient's
+ * per-thread parts summed there too), rounded once into the user's bf16 view. Taken only
+ * where oneDNN's kernel for the pass runs on bf16 hardware (its name says bf16 or amx;
+ * under ONEDNN_MAX_CPU_ISA=AVX2 it is a reference loop, or an emulating gemm below
+ * AVX512-BF16) and no input holds a subnormal (read as zero by the bf16 instructions);
+ * otherwise the inputs are widened to f32 and the f32 pass runs: the detour's values.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,7 +37,7 @@
 int blas_conv2d_supported(int which, ff_dtype t)
 {
 #ifdef FF_BLAS_HAVE_DNNL
-    return ((which >= 0 && which <= 2) || which == FF_CONV2D_DILATION_GROUPS) && t == FF_F32;
+    return ((which >= 0 && which <= 2) || which == FF_CONV2D_DILATION_GROUPS) && (t == FF_F32 || t == FF_BF16);
 #else
     (void)which, (void)t;
     return 0;
@@ -40,8 +48,8 @@ static ff_status check(void *ctx, const char *entry, const ff_view *a, const ff_
                        const ff_conv2d_params *p)
 {
     ff_status st;
-    if ((st = blas_check_view(ctx, entry, "output", a)) || (st = blas_check_view(ctx, entry, "a", b)) ||
-        (st = blas_check_view(ctx, entry, "b", c)))
+    if ((st = blas_check_storage_view(ctx, entry, "output", a)) || (st = blas_check_storage_view(ctx, entry, "a", b)) ||
+        (st = blas_check_storage_view(ctx, entry, "b", c))) /* the dtype: below */
         return st;
     if (a->ndim != 4 || b->ndim != 4 || c->ndim != 4)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas %s: views must be rank 4 (got %d, %d, %d)", entry,
@@ -57,6 +65,8 @@ static ff_status check(void *ctx, const char *entry, const ff_view *a, const ff_
 
 #ifdef FF_BLAS_HAVE_DNNL
 #include <dnnl.h>
+
+static dnnl_data_type_t dt_of(const ff_view *v) { return v->dtype == FF_BF16 ? dnnl_bf16 : dnnl_f32; }
 
 /* The pieces of one convolution problem: x [N, C, H, W] (H, W possibly cut), w, y. */
 typedef struct conv_problem {
@@ -121,19 +131,19 @@ static dnnl_status_t md_of(dnnl_memory_desc_t *md, const ff_view *v, int64_t gro
         dnnl_dims_t s5;
         dims[0] = groups, dims[1] = v->shape[0] / groups, s5[0] = strides[0] * dims[1], s5[1] = strides[0];
         for (int d = 1; d < 4; d++) dims[d + 1] = v->shape[d], s5[d + 1] = strides[d];
-        return dnnl_memory_desc_init_by_strides(md, 5, dims, dnnl_f32, s5);
+        return dnnl_memory_desc_init_by_strides(md, 5, dims, dt_of(v), s5);
     }
     for (int d = 0; d < 4; d++) dims[d] = v->shape[d];
-    return dnnl_memory_desc_init_by_strides(md, 4, dims, dnnl_f32, strides);
+    return dnnl_memory_desc_init_by_strides(md, 4, dims, dt_of(v), strides);
 }
 
-static void md_any(dnnl_memory_desc_t *md, const ff_view *v, int64_t groups)
+static void md_any(dnnl_memory_desc_t *md, const ff_view *v, int64_t groups, dnnl_data_type_t dt)
 {
     dnnl_dims_t dims;
     int nd = groups > 1 ? 5 : 4;
     for (int d = 0; d < 4; d++) dims[d + nd - 4] = v->shape[d];
     if (groups > 1) dims[0] = groups, dims[1] = v->shape[0] / groups;
-    dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(md, nd, dims, dt, dnnl_format_tag_any);
 }
 
 /* A user view and, if oneDNN wants another layout, a buffer in that layout. */
@@ -146,7 +156,7 @@ static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, int64_t groups, con
 {
     dnnl_memory_desc_t md;
     a->user = a->prim = NULL;
-    void *ptr = (float *)v->buf + v->offset;
+    void *ptr = (char *)v->buf + (size_t)v->offset * (v->dtype == FF_BF16 ? 2 : 4);
     dnnl_status_t s = md_of(&md, v, groups);
     if (s == dnnl_success) s = dnnl_memory_create(&a->user, &md, eng, ptr);
     if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) s = dnnl_memory_create(&a->prim, want, eng, DNNL_MEMORY_ALLOCATE);
@@ -179,15 +189,39 @@ static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t
     return s;
 }
 
-/* The forward primitive descriptor (also the hint the backward ones need). */
+/* The forward primitive descriptor (also the hint the backward ones need: for a bf16
+ * problem, whose gradient is computed in f32, the hint is the bf16 forward, x and w bf16). */
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q, dnnl_engine_t eng)
 {
+    int half = q->x.dtype == FF_BF16 || q->w.dtype == FF_BF16 || q->y.dtype == FF_BF16;
+    dnnl_data_type_t in = half ? dnnl_bf16 : dnnl_f32;
     dnnl_memory_desc_t x, w, y;
-    md_any(&x, &q->x, 1), md_any(&w, &q->w, q->groups), md_any(&y, &q->y, 1);
+    md_any(&x, &q->x, 1, in), md_any(&w, &q->w, q->groups, in), md_any(&y, &q->y, 1, dt_of(&q->y));
     dnnl_convolution_desc_t cd;
     dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x,
                                                                  &w, NULL, &y, q->strides, q->dilates, q->pad_l, q->pad_r);
     return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, NULL, eng, NULL) : s;
+}
+
+/* The primitive descriptor of pass `which` (as run's) of problem q. */
+static dnnl_status_t pass_pd(dnnl_primitive_desc_t *pd, int which, const conv_problem *q, dnnl_engine_t eng)
+{
+    dnnl_primitive_desc_t fpd = NULL;
+    dnnl_status_t s = forward_pd(&fpd, q, eng);
+    if (s != dnnl_success || which == 0) {
+        *pd = fpd;
+        return s;
+    }
+    dnnl_memory_desc_t x, w, y;
+    md_any(&x, &q->x, 1, dt_of(&q->x)), md_any(&w, &q->w, q->groups, dt_of(&q->w)), md_any(&y, &q->y, 1, dt_of(&q->y));
+    dnnl_convolution_desc_t cd;
+    s = which == 1 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y,
+                                                                      q->strides, q->dilates, q->pad_l, q->pad_r)
+                   : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL, &y,
+                                                                         q->strides, q->dilates, q->pad_l, q->pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, NULL, eng, fpd);
+    dnnl_primitive_desc_destroy(fpd);
+    return s;
 }
 
 /* Runs pass `which` (0 forward, 1 backward data, 2 backward weights) of problem q on
@@ -197,13 +231,13 @@ static dnnl_status_t run(int which, const conv_problem *q)
 {
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     conv_arg a0 = {0}, a1 = {0}, ao = {0};
     blas_dnnl_threads(1); /* the pool splits the work (dispatch) */
     dnnl_status_t s = dnnl_engine_create(&eng, dnnl_cpu, 0);
     if (s == dnnl_success) s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
-    if (s == dnnl_success) s = forward_pd(&fpd, q, eng);
+    if (s == dnnl_success) s = pass_pd(&pd, which, q, eng);
     /* the roles of the three tensors in each pass */
     const ff_view *in0[3] = {&q->x, &q->y, &q->y}, *in1[3] = {&q->w, &q->w, &q->x}, *out[3] = {&q->y, &q->x, &q->w};
     static const int arg_in0[3] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_DST};
@@ -212,19 +246,6 @@ static dnnl_status_t run(int which, const conv_problem *q)
     static const dnnl_query_t q_in0[3] = {dnnl_query_src_md, dnnl_query_diff_dst_md, dnnl_query_diff_dst_md};
     static const dnnl_query_t q_in1[3] = {dnnl_query_weights_md, dnnl_query_weights_md, dnnl_query_src_md};
     static const dnnl_query_t q_out[3] = {dnnl_query_dst_md, dnnl_query_diff_src_md, dnnl_query_diff_weights_md};
-    if (s == dnnl_success && which == 0) {
-        pd = fpd, fpd = NULL;
-    } else if (s == dnnl_success) {
-        dnnl_memory_desc_t x, w, y;
-        md_any(&x, &q->x, 1), md_any(&w, &q->w, q->groups), md_any(&y, &q->y, 1);
-        dnnl_convolution_desc_t cd;
-        s = which == 1 ? dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y,
-                                                                          q->strides, q->dilates, q->pad_l, q->pad_r)
-                       : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL,
-                                                                             &y, q->strides, q->dilates, q->pad_l,
-                                                                             q->pad_r);
-        if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &cd, NULL, eng, fpd);
-    }
     if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
     /* the weight's role: in1 of F and I, out of W */
     int64_t g1 = which == 2 ? 1 : q->groups, go = which == 2 ? q->groups : 1;
@@ -242,7 +263,6 @@ static dnnl_status_t run(int which, const conv_problem *q)
     arg_free(&a0), arg_free(&a1), arg_free(&ao);
     if (prim) dnnl_primitive_destroy(prim);
     if (pd) dnnl_primitive_desc_destroy(pd);
-    if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (stream) dnnl_stream_destroy(stream);
     if (eng) dnnl_engine_destroy(eng);
     return s;
@@ -348,7 +368,8 @@ static ff_status operand_make(void *ctx, conv_operand *o, const ff_view *user, b
     if (dnnl_strides(user, strides)) return FF_OK;
     o->mem = blas_scratch(ctx, (size_t)ff_view_numel(user) * sizeof(float));
     if (!o->mem) return FF_ERR_OOM;
-    o->v = blas_f32_view(o->mem, user);
+    o->v = blas_f32_view(o->mem, user); /* dense strides; the dtype stays the user's */
+    o->v.dtype = user->dtype;
     return input ? blas_copy(ctx, &o->v, user) : FF_OK;
 }
 
@@ -361,10 +382,25 @@ static ff_status operand_done(void *ctx, conv_operand *o, const ff_view *user, f
     return st;
 }
 
+/* oneDNN's kernel for pass `which` of the bf16 problem q runs on bf16 hardware. */
+static bool half_fast(int which, const conv_problem *q)
+{
+    dnnl_engine_t eng = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    bool fast = dnnl_engine_create(&eng, dnnl_cpu, 0) == dnnl_success && pass_pd(&pd, which, q, eng) == dnnl_success &&
+                dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+                (strstr(impl, "bf16") || strstr(impl, "amx"));
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (eng) dnnl_engine_destroy(eng);
+    return fast;
+}
+
 /* Pass `which` (as run's) on non-empty operands: out = y, gx or gw; a, b = (x, w),
- * (gy, w) or (gy, x), as the entries take them. */
+ * (gy, w) or (gy, x), as the entries take them. a and b bf16 (out f32): *slow is set,
+ * and nothing computed, when oneDNN has no bf16 hardware kernel for it. */
 static ff_status conv_pass(void *ctx, int which, const char *entry, const ff_view *out, const ff_view *a,
-                           const ff_view *b, const ff_conv2d_params *p)
+                           const ff_view *b, const ff_conv2d_params *p, bool *slow)
 {
     conv_operand o = {0}, oa = {0}, ob = {0};
     ff_status st = operand_make(ctx, &o, out, false);
@@ -378,9 +414,114 @@ static ff_status conv_pass(void *ctx, int which, const char *entry, const ff_vie
             st = blas_fill(ctx, &o.v, (ff_scalar){0.0, 0});
     }
     if (!st && which == 2) problem(&q, &ob.v, &o.v, &oa.v, p);
-    if (!st) st = finish(ctx, entry, dispatch(ctx, which, &q));
+    if (!st && a->dtype == FF_BF16 && !half_fast(which, &q)) *slow = true;
+    else if (!st) st = finish(ctx, entry, dispatch(ctx, which, &q));
     blas_free(ctx, ob.mem), blas_free(ctx, oa.mem);
     return operand_done(ctx, &o, out, st);
+}
+
+/* 1 if a bf16 of the rank-4 view v is subnormal. A dense view is scanned as one row
+ * (rows of a 28-wide image are too short for the vector loop). */
+static int view_has_subnormal(const ff_view *v)
+{
+    const uint16_t *base = (const uint16_t *)v->buf + v->offset;
+    int64_t n = ff_view_numel(v);
+    if (v->strides[3] == 1 && v->strides[2] == v->shape[3] && v->strides[1] == v->shape[2] * v->shape[3] &&
+        v->strides[0] == v->shape[1] * v->strides[1])
+        return blas_bf16_has_subnormal(base, 1, n, n, 1);
+    for (int64_t i = 0; i < v->shape[0]; i++)
+        for (int64_t j = 0; j < v->shape[1]; j++)
+            if (blas_bf16_has_subnormal(base + i * v->strides[0] + j * v->strides[1], v->shape[2], v->shape[3],
+                                        v->strides[2], v->strides[3]))
+                return 1;
+    return 0;
+}
+
+/* A dense f32 copy of the bf16 view v in scratch (exact), or NULL on OOM. */
+static float *widen(void *ctx, const ff_view *v, ff_view *out)
+{
+    float *mem = blas_scratch(ctx, (size_t)ff_view_numel(v) * sizeof(float));
+    if (!mem) return NULL;
+    *out = blas_f32_view(mem, v);
+    blas_half_convert(ctx, out, v);
+    return mem;
+}
+
+/* out [N, C, H, W] (bf16, each H x W plane dense) = f32 [N, H, W, C] (dense) rounded:
+ * per image, tiles of 32 channels x 64 positions transposed through a small buffer so
+ * that the rounding runs on 64 contiguous values per channel (the strided walk of
+ * blas_half_convert, one 2-byte store per channel step, took a third of the forward). */
+typedef struct nhwc_job {
+    const ff_view *out;
+    const float *src;
+} nhwc_job;
+
+static void nhwc_round(void *arg, int64_t nb, int64_t ne)
+{
+    const nhwc_job *j = arg;
+    const ff_view *o = j->out;
+    int64_t C = o->shape[1], P = o->shape[2] * o->shape[3];
+    float t[32][64];
+    for (int64_t n = nb; n < ne; n++) {
+        const float *s = j->src + n * P * C;
+        uint16_t *d = (uint16_t *)o->buf + o->offset + n * o->strides[0];
+        for (int64_t p0 = 0; p0 < P; p0 += 64)
+            for (int64_t c0 = 0; c0 < C; c0 += 32) {
+                int64_t pn = P - p0 < 64 ? P - p0 : 64, cn = C - c0 < 32 ? C - c0 : 32;
+                for (int64_t p = 0; p < pn; p++)
+                    for (int64_t c = 0; c < cn; c++) t[c][p] = s[(p0 + p) * C + c0 + c];
+                for (int64_t c = 0; c < cn; c++) blas_f32_to_half(FF_BF16, pn, d + (c0 + c) * o->strides[1] + p0, t[c]);
+            }
+    }
+}
+
+/* A pass on bf16 views (the file's comment, "bf16"): the output in dense f32 scratch,
+ * rounded once into out; a and b as bf16 on bf16 hardware, else widened first. An
+ * activation output (y, gx) is laid out channels-last in the scratch, the layout the AMX
+ * kernels write: oneDNN's reorder of it to [N, C, H, W] ran at ~1 GB/s (10 ms of a 23 ms
+ * forward at 64x64x28x28), where the rounding pass permutes it for free. */
+static ff_status conv_pass_half(void *ctx, int which, const char *entry, const ff_view *out, const ff_view *a,
+                                const ff_view *b, const ff_conv2d_params *p)
+{
+    float *om = blas_scratch(ctx, (size_t)ff_view_numel(out) * sizeof(float)), *am = NULL, *bm = NULL;
+    if (!om) return blas_error(ctx, FF_ERR_OOM, "cpu_blas %s: out of memory for the f32 output", entry);
+    ff_view ov = blas_f32_view(om, out), av = *a, bv = *b;
+    if (which != 2) /* [N, H, W, C] storage */
+        ov.strides[1] = 1, ov.strides[3] = out->shape[1], ov.strides[2] = out->shape[3] * out->shape[1],
+        ov.strides[0] = out->shape[2] * ov.strides[2];
+    bool slow = view_has_subnormal(a) || view_has_subnormal(b);
+    ff_status st = slow ? FF_OK : conv_pass(ctx, which, entry, &ov, a, b, p, &slow);
+    if (!st && slow) {
+        if (!(am = widen(ctx, a, &av)) || !(bm = widen(ctx, b, &bv)))
+            st = blas_error(ctx, FF_ERR_OOM, "cpu_blas %s: out of memory widening bf16 operands", entry);
+        else
+            st = conv_pass(ctx, which, entry, &ov, &av, &bv, p, &slow);
+    }
+    if (!st && which != 2 && out->strides[3] == 1 && out->strides[2] == out->shape[3]) {
+        nhwc_job j = {out, om};
+        blas_parallel_for(ctx, out->shape[0], 2, 1, nhwc_round, &j);
+    } else if (!st && which != 2) { /* walked in the scratch's [N, H, W, C] order: reads contiguous */
+        ff_view o = *out, f = ov;
+        for (int d = 1; d < 4; d++) {
+            int from = d == 3 ? 1 : d + 1;
+            o.shape[d] = out->shape[from], o.strides[d] = out->strides[from];
+            f.shape[d] = ov.shape[from], f.strides[d] = ov.strides[from];
+        }
+        blas_half_convert(ctx, &o, &f);
+    } else if (!st) {
+        blas_half_convert(ctx, out, &ov);
+    }
+    blas_free(ctx, bm), blas_free(ctx, am), blas_free(ctx, om);
+    return st;
+}
+
+/* The entries' common tail: bf16 through conv_pass_half, f32 straight. */
+static ff_status conv_entry(void *ctx, int which, const char *entry, const ff_view *out, const ff_view *a,
+                            const ff_view *b, const ff_conv2d_params *p)
+{
+    bool slow = false;
+    if (out->dtype == FF_BF16) return conv_pass_half(ctx, which, entry, out, a, b, p);
+    return conv_pass(ctx, which, entry, out, a, b, p, &slow);
 }
 
 ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)
@@ -388,7 +529,7 @@ ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_vi
     ff_status st = check(ctx, "conv2d", y, x, w, p);
     if (st || ff_view_numel(y) == 0) return st;
     if (ff_view_numel(x) == 0 || w->shape[1] == 0) return blas_fill(ctx, y, (ff_scalar){0.0, 0}); /* empty sums */
-    return conv_pass(ctx, 0, "conv2d", y, x, w, p);
+    return conv_entry(ctx, 0, "conv2d", y, x, w, p);
 }
 
 ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
@@ -397,7 +538,7 @@ ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view
     ff_status st = check(ctx, "conv2d_backward_input", gx, gy, w, p);
     if (st || ff_view_numel(gx) == 0) return st;
     if (ff_view_numel(gy) == 0) return blas_fill(ctx, gx, (ff_scalar){0.0, 0});
-    return conv_pass(ctx, 1, "conv2d_backward_input", gx, gy, w, p);
+    return conv_entry(ctx, 1, "conv2d_backward_input", gx, gy, w, p);
 }
 
 ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
@@ -406,7 +547,7 @@ ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_vie
     ff_status st = check(ctx, "conv2d_backward_weight", gw, gy, x, p);
     if (st || ff_view_numel(gw) == 0) return st;
     if (ff_view_numel(gy) == 0 || ff_view_numel(x) == 0) return blas_fill(ctx, gw, (ff_scalar){0.0, 0});
-    return conv_pass(ctx, 2, "conv2d_backward_weight", gw, gy, x, p);
+    return conv_entry(ctx, 2, "conv2d_backward_weight", gw, gy, x, p);
 }
 #else
 ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p)

@@ -111,6 +111,14 @@ static void seg_copy_conv(void *varg, int64_t n, char *const *p, const int64_t *
         else blas_f32_to_half(a->dt, n, p[0], (const float *)p[1]);
         return;
     }
+    if (s[0] == 1 && s[1] == 1 && a->st == FF_F64 && ffb_is_half(a->dt)) {
+        blas_f64_to_half(a->dt, n, p[0], (const double *)p[1]);
+        return;
+    }
+    if (s[0] == 1 && s[1] == 1 && a->dt == FF_F64 && ffb_is_half(a->st)) {
+        blas_half_to_f64(a->st, n, (double *)p[0], p[1]);
+        return;
+    }
     if (s[0] == 1 && s[1] == 1 && a->dt == FF_F64 && a->st == FF_F32) {
         f32_to_f64(n, (double *)p[0], (const float *)p[1]);
         return;

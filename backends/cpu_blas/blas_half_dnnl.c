@@ -12,11 +12,18 @@
  * matmul at all, bf16 below AVX512-BF16 is an emulating gemm or nothing) declines, and
  * the caller takes its other paths, which are never slower than the f32 gemm.
  *
- * Values: oneDNN accumulates in f32 and writes a dense f32 C, which is rounded once into
- * the half dst by blas_half_convert (oneDNN's own bf16 store, vcvtneps2bf16, would flush
- * subnormal results). The bf16 instructions read subnormal inputs as zero, so an operand
- * holding a subnormal declines (as blas_half_dot.c does); products below 2^-126 may be
- * flushed, an absolute error under K * 2^-126.
+ * Values: oneDNN accumulates in f32 and rounds once to nearest even. Where dst is a
+ * row-major matrix (any leading dimension, any batch strides) apart from the operands'
+ * buffers, oneDNN writes the bf16 dst itself; else it writes a dense f32 C, rounded into
+ * dst by blas_half_convert. Both give the same bits except for a NaN's payload (our
+ * conversion makes every NaN the canonical quiet one; vcvtneps2bf16 keeps the payload's
+ * top bits): the f32 accumulator on AMX and AVX512-BF16 already flushes subnormal sums to
+ * zero (measured: a sum of 2^-127 comes back 0 in f32 C too, as from PyTorch), so the
+ * store's own flush of subnormals loses nothing more. Writing bf16 directly saves the f32
+ * C (twice dst's bytes) and the rounding pass over it: 10-20% of the product at n = 512 to
+ * 2048 (benchmarks/README.md). The bf16 instructions read subnormal inputs as zero, so an
+ * operand holding a subnormal declines (as blas_half_dot.c does); products and sums
+ * below 2^-126 may be flushed, an absolute error under K * 2^-126.
  *
  * Primitives: created per call and found again in oneDNN's own primitive cache (global,
  * LRU, thread-safe, bounded by ONEDNN_PRIMITIVE_CACHE_CAPACITY, default 1024), which keys
@@ -34,6 +41,34 @@
 
 /* Below this many multiply-adds the primitive's set-up costs more than it saves. */
 #define DNNL_MIN_MNK ((int64_t)1 << 15)
+
+/* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set: the
+ * magnitude bits m in [1, 0x7f]). (m - 1) | 0x7f is 0x7f exactly then and >= 0xff for
+ * every other value, so a 16-bit min over the matrix answers; a min stays in 16-bit lanes
+ * (vpminuw, 32 per zmm) where an |= of compare results widened them to 32 bits. Cloned
+ * per ISA: at n = 512 the scan is a visible part of the product's time (~9% before). */
+BLAS_CLONES int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    if (cs != 1 && rs == 1) { /* column-major: walk along the unit stride */
+        int64_t t = rows;
+        rows = cols, cols = t, rs = cs, cs = 1;
+    }
+    uint16_t lo = 0xffff;
+    for (int64_t i = 0; i < rows && lo != 0x7f; i++) {
+        const uint16_t *r = p + i * rs;
+        if (cs == 1)
+            for (int64_t j = 0; j < cols; j++) {
+                uint16_t u = (uint16_t)(((r[j] & 0x7fffu) - 1u) | 0x7fu);
+                lo = u < lo ? u : lo;
+            }
+        else
+            for (int64_t j = 0; j < cols; j++) {
+                uint16_t u = (uint16_t)(((r[j * cs] & 0x7fffu) - 1u) | 0x7fu);
+                lo = u < lo ? u : lo;
+            }
+    }
+    return lo == 0x7f;
+}
 
 #ifdef FF_BLAS_HAVE_DNNL
 #include <dnnl.h>
@@ -59,26 +94,6 @@ __attribute__((destructor)) static void engine_fini(void)
     engine = NULL;
 }
 
-/* 1 if any bf16 of the rows x cols matrix is subnormal (exponent 0, mantissa set: the
- * magnitude bits in [1, 0x7f], one unsigned compare). Cloned per ISA: at n = 512 the
- * scan is a visible part of the product's time. */
-BLAS_CLONES static int has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
-{
-    if (cs != 1 && rs == 1) { /* column-major: walk along the unit stride */
-        int64_t t = rows;
-        rows = cols, cols = t, rs = cs, cs = 1;
-    }
-    unsigned any = 0;
-    for (int64_t i = 0; i < rows && !any; i++) {
-        const uint16_t *r = p + i * rs;
-        if (cs == 1)
-            for (int64_t j = 0; j < cols; j++) any |= (uint16_t)((r[j] & 0x7fffu) - 1u) < 0x7fu;
-        else
-            for (int64_t j = 0; j < cols; j++) any |= (uint16_t)((r[j * cs] & 0x7fffu) - 1u) < 0x7fu;
-    }
-    return any != 0;
-}
-
 /* oneDNN takes a matrix whose one stride is 1 and the other at least the extent of that
  * dim (a leading dimension); 0 when the matrix needs a dense copy. */
 static int plain_layout(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
@@ -98,20 +113,22 @@ typedef struct mm_mat {
 typedef struct dnnl_job {
     int64_t M, N, K, nbatch;
     mm_mat A, B;
-    float *C;            /* nbatch x M x N, dense */
-    const int64_t *offs; /* per batch element: a's and b's element offsets, interleaved */
+    char *C;             /* batch element 0 of the dst oneDNN writes: bf16 dst or f32 scratch */
+    int64_t ldc;         /* C's row stride in elements */
+    size_t ces;          /* C's element size: 2 (bf16) or 4 (f32) */
+    const int64_t *offs; /* per batch element: a's, b's and C's element offsets, interleaved */
     const_dnnl_primitive_desc_t whole; /* the descriptor for all M rows, made by the caller */
     atomic_int failed;
 } dnnl_job;
 
 static dnnl_status_t pd_make(dnnl_primitive_desc_t *pd, int64_t m, int64_t n, int64_t k, const mm_mat *A,
-                             const mm_mat *B, int64_t ldc)
+                             const mm_mat *B, int64_t ldc, size_t ces)
 {
     dnnl_memory_desc_t a, b, c;
     dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, sa = {A->rs, A->cs}, sb = {B->rs, B->cs}, sc = {ldc, 1};
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, dnnl_f32, sc);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, ces == 2 ? dnnl_bf16 : dnnl_f32, sc);
     dnnl_matmul_desc_t md;
     if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
     if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &md, NULL, engine, NULL);
@@ -137,7 +154,7 @@ static void dnnl_slice(void *arg, int64_t rb, int64_t re)
     dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
     int64_t m = re - rb;
     /* a slice of all rows (one thread) reuses the caller's descriptor */
-    dnnl_status_t s = m == j->M ? dnnl_success : pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->N);
+    dnnl_status_t s = m == j->M ? dnnl_success : pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->ldc, j->ces);
     const_dnnl_primitive_desc_t use = m == j->M ? j->whole : pd;
     if (s == dnnl_success) s = dnnl_primitive_create(&prim, use);
     if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
@@ -145,10 +162,10 @@ static void dnnl_slice(void *arg, int64_t rb, int64_t re)
     if (s == dnnl_success) s = dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(use, dnnl_query_weights_md, 0), engine, DNNL_MEMORY_NONE);
     if (s == dnnl_success) s = dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(use, dnnl_query_dst_md, 0), engine, DNNL_MEMORY_NONE);
     for (int64_t n = 0; n < j->nbatch && s == dnnl_success; n++) {
-        const uint16_t *pa = j->A.p + j->offs[2 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[2 * n + 1];
+        const uint16_t *pa = j->A.p + j->offs[3 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[3 * n + 1];
         s = dnnl_memory_set_data_handle(ma, (void *)pa);
         if (s == dnnl_success) s = dnnl_memory_set_data_handle(mb, (void *)pb);
-        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mc, j->C + (n * j->M + rb) * j->N);
+        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mc, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces);
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
         if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
     }
@@ -196,45 +213,53 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int pa = !plain_layout(M, K, &ars, &acs), pb = !plain_layout(K, N, &brs, &bcs);
     /* can oneDNN do this fast? asked once, for the whole M, on this thread */
     mm_mat A = {NULL, pa ? K : ars, pa ? 1 : acs}, B = {NULL, pb ? N : brs, pb ? 1 : bcs};
+    /* oneDNN writes dst itself when it is row-major and not an operand's buffer (slices
+     * of C written while A or B is still read) */
+    int64_t drs = dst->strides[r - 2], dcs = dst->strides[r - 1];
+    int direct = plain_layout(M, N, &drs, &dcs) && dcs == 1 && dst->buf != a->buf && dst->buf != b->buf;
+    int64_t ldc = direct ? drs : N;
     dnnl_primitive_desc_t pd = NULL;
-    int fast = pd_make(&pd, M, N, K, &A, &B, N) == dnnl_success && pd_fast(pd);
+    int fast = pd_make(&pd, M, N, K, &A, &B, ldc, direct ? 2 : 4) == dnnl_success && pd_fast(pd);
     if (!fast) {
         if (pd) dnnl_primitive_desc_destroy(pd);
         return 0;
     }
     int st = -1;
-    float *C = blas_scratch(c, (size_t)(nbatch * M * N) * sizeof(float));
-    int64_t *offs = blas_scratch(c, (size_t)nbatch * 2 * sizeof(int64_t));
-    if (!C || !offs) goto out;
+    float *C = direct ? NULL : blas_scratch(c, (size_t)(nbatch * M * N) * sizeof(float));
+    int64_t *offs = blas_scratch(c, (size_t)nbatch * 3 * sizeof(int64_t));
+    if (!direct && !C) goto out;
+    if (!offs) goto out;
     if (pa && !(amem = dense_copy(c, a, &av))) goto out;
     if (pb && !(bmem = dense_copy(c, b, &bv))) goto out;
     A.p = (const uint16_t *)av.buf + av.offset, B.p = (const uint16_t *)bv.buf + bv.offset;
     /* batch offsets in row-major order (a broadcast dim has stride 0) */
-    int64_t idx[FF_MAX_DIMS] = {0}, ao = 0, bo = 0;
+    int64_t idx[FF_MAX_DIMS] = {0}, ao = 0, bo = 0, co = 0;
     for (int64_t n = 0; n < nbatch; n++) {
-        offs[2 * n] = ao, offs[2 * n + 1] = bo;
+        offs[3 * n] = ao, offs[3 * n + 1] = bo, offs[3 * n + 2] = direct ? co : n * M * N;
         for (int d = r - 3; d >= 0; d--) {
-            int64_t sa = av.strides[d], sb = bv.strides[d];
+            int64_t sa = av.strides[d], sb = bv.strides[d], sc = dst->strides[d];
             if (++idx[d] < dst->shape[d]) {
-                ao += sa, bo += sb;
+                ao += sa, bo += sb, co += sc;
                 break;
             }
-            idx[d] = 0, ao -= sa * (dst->shape[d] - 1), bo -= sb * (dst->shape[d] - 1);
+            idx[d] = 0, ao -= sa * (dst->shape[d] - 1), bo -= sb * (dst->shape[d] - 1), co -= sc * (dst->shape[d] - 1);
         }
     }
     st = 1;
     for (int64_t n = 0; n < nbatch && st == 1; n++) /* the hardware reads subnormals as zero */
-        if (has_subnormal(A.p + offs[2 * n], M, K, A.rs, A.cs) || has_subnormal(B.p + offs[2 * n + 1], K, N, B.rs, B.cs))
+        if (blas_bf16_has_subnormal(A.p + offs[3 * n], M, K, A.rs, A.cs) ||
+            blas_bf16_has_subnormal(B.p + offs[3 * n + 1], K, N, B.rs, B.cs))
             st = 0;
     if (st == 1) {
-        dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .C = C,
-                      .offs = offs, .whole = pd};
+        char *cp = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
+        dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .C = cp, .ldc = ldc,
+                      .ces = direct ? 2 : 4, .offs = offs, .whole = pd};
         atomic_init(&j.failed, 0);
         int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
         blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
         if (atomic_load(&j.failed)) st = 0; /* C unwritten or partial: the caller recomputes it */
     }
-    if (st == 1) {
+    if (st == 1 && !direct) {
         ff_view cv = blas_f32_view(C, dst);
         blas_half_convert(c, dst, &cv);
     }

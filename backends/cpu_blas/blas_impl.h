@@ -166,6 +166,9 @@ float blas_vmin_f32(int64_t n, const float *x);
  * CPU has (FF_HALF_ISA=scalar|avx2 caps it); t is FF_F16 or FF_BF16. */
 void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x);
 void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x);
+/* n contiguous f64 into F16/BF16 rounded once (the reference's rule), and back (exact). */
+void blas_f64_to_half(ff_dtype t, int64_t n, void *d, const double *x);
+void blas_half_to_f64(ff_dtype t, int64_t n, double *d, const void *x);
 const char *blas_half_isa_name(void);
 /* dst = src over equal shapes, one side F32 and the other F16/BF16, any strides. */
 void blas_half_convert(blas_ctx *c, const ff_view *dst, const ff_view *src);
@@ -180,6 +183,9 @@ ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, cons
 /* blas_half_dnnl.c: bf16 matmul through oneDNN's matmul primitive when oneDNN runs it on
  * bf16 hardware (AMX, AVX512-BF16): 1 done, 0 declined (dst untouched), -1 out of memory. */
 int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* 1 if a bf16 of the rows x cols matrix (element strides rs, cs) is subnormal: the bf16
+ * instructions read those as zero, so the oneDNN paths decline such operands. */
+int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs);
 /* blas_half_dot.c: bf16 gemm on AVX512-BF16 (FF_BF16_DOT=0 turns it off): C (M x N, dense
  * f32) = A . B, any strides; 0, -1 on OOM, 1 when an operand holds a subnormal (C is then
  * not the product: the caller takes the f32 gemm). */
