@@ -1,0 +1,189 @@
+/*
+ * Quantized matmul (backend_abi.h, ff_qmatmul_params) through oneDNN's int8 matmul
+ * primitive: u8 activations with a runtime zero point times s8 weights, s32 sums, f32
+ * out with per-output-channel scales: AMX-INT8 or AVX512/AVX-VNNI, whichever oneDNN picks.
+ *
+ * Why the implementation is checked: without VNNI, oneDNN's u8 x s8 kernels pair
+ * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
+ * fbgemm quantizes activations to 7 bits). The call goes ahead only when oneDNN's pick
+ * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims, take the
+ * exact loop below.
+ *
+ * The bias is added here after oneDNN's scaling: oneDNN 2.x adds an int8 primitive's
+ * bias before the output scale, the ABI after it. Primitives are created per call and
+ * found again in oneDNN's primitive cache (scales and zero point are runtime arguments,
+ * so values never miss it).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_impl.h"
+
+typedef struct q_args {
+    int64_t M, N, K;
+    const uint8_t *a, *b;
+    int64_t ars, acs, brs, bcs;
+    const float *scale; /* a_scale * b_scale[n], dense [N] */
+    float *y;
+    int64_t yrs, ycs;
+    int32_t zero;
+} q_args;
+
+/* Rows [rb, re) of y, summed exactly in s32 (the ABI bounds K). */
+static void q_rows(void *arg, int64_t rb, int64_t re)
+{
+    const q_args *q = arg;
+    for (int64_t m = rb; m < re; m++) {
+        const uint8_t *ar = q->a + m * q->ars;
+        for (int64_t n = 0; n < q->N; n++) {
+            const uint8_t *br = q->b + n * q->brs;
+            int32_t acc = 0;
+            if (q->acs == 1 && q->bcs == 1)
+                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k] - q->zero) * (int8_t)br[k];
+            else
+                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k * q->acs] - q->zero) * (int8_t)br[k * q->bcs];
+            q->y[m * q->yrs + n * q->ycs] = (float)acc * q->scale[n];
+        }
+    }
+}
+
+/* A matrix oneDNN takes: one stride 1 and the other at least that dim's extent. */
+static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (cols == 1) *cs = 1;
+    if (rows == 1) *rs = cols > 1 ? cols : 1;
+    return (*cs == 1 && *rs >= cols) || (*rs == 1 && *cs >= rows);
+}
+
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+/* FF_QMATMUL_DNNL=0 turns the path off (the exact loop then serves every call). */
+static void engine_init(void)
+{
+    const char *env = getenv("FF_QMATMUL_DNNL");
+    if (env && !strcmp(env, "0")) return;
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+__attribute__((destructor)) static void engine_fini(void)
+{
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+
+/* oneDNN's pick sums u8 x s8 without an s16 step: a brgemm kernel on VNNI or AMX, or
+ * the jit gemm while oneDNN may use VNNI (the CPU has it and ONEDNN_MAX_CPU_ISA allows
+ * it: the 0x40 / 0x400 bits of dnnl_cpu_isa_t). */
+static int impl_exact(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 0;
+    if (!strncmp(impl, "brg:", 4)) return strstr(impl, "vnni") != NULL || strstr(impl, "amx") != NULL;
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    int cpu = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    return !strcmp(impl, "gemm:jit") && cpu && ((isa & 0x40u) || (isa & 0x400u));
+}
+
+/* 1 when oneDNN computed y, 0 when it declined (nothing written). */
+static int q_dnnl(blas_ctx *c, const q_args *q)
+{
+    int64_t ars = q->ars, acs = q->acs, brs = q->brs, bcs = q->bcs, yrs = q->yrs, ycs = q->ycs;
+    if (!plain(q->M, q->K, &ars, &acs) || !plain(q->N, q->K, &brs, &bcs) || !plain(q->M, q->N, &yrs, &ycs)) return 0;
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return 0;
+    dnnl_memory_desc_t ma, mb, my, ms, mz;
+    dnnl_dims_t da = {q->M, q->K}, db = {q->K, q->N}, dy = {q->M, q->N}, sa = {ars, acs}, sb = {bcs, brs},
+                sy = {yrs, ycs}, dn = {q->N}, d1 = {1};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t m[5] = {0};
+    dnnl_matmul_desc_t md;
+    int32_t zero = q->zero;
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&ma, 2, da, dnnl_u8, sa);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&mb, 2, db, dnnl_s8, sb);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_f32, sy);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&ms, 1, dn, dnnl_f32, dnnl_a);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&mz, 1, d1, dnnl_s32, dnnl_a);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &my);
+    if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &DNNL_RUNTIME_F32_VAL);
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &DNNL_RUNTIME_S32_VAL);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL);
+    int ok = s == dnnl_success && impl_exact(pd);
+    if (ok) {
+        blas_dnnl_threads(c->nthreads); /* one call: oneDNN splits the work itself */
+        s = dnnl_primitive_create(&prim, pd);
+        if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)q->a);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[3], &ms, engine, (void *)q->scale);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[4], &mz, engine, &zero);
+        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
+                                   {DNNL_ARG_WEIGHTS, m[1]},
+                                   {DNNL_ARG_DST, m[2]},
+                                   {DNNL_ARG_ATTR_OUTPUT_SCALES, m[3]},
+                                   {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, m[4]}};
+        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 5, args);
+        if (s == dnnl_success) s = dnnl_stream_wait(stream);
+        ok = s == dnnl_success;
+    }
+    for (int i = 0; i < 5; i++)
+        if (m[i]) dnnl_memory_destroy(m[i]);
+    if (stream) dnnl_stream_destroy(stream);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return ok;
+}
+#else
+static int q_dnnl(blas_ctx *c, const q_args *q)
+{
+    (void)c, (void)q;
+    return 0;
+}
+#endif
+
+static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t cols)
+{
+    return v->dtype == dt && v->ndim == rank && v->shape[0] == r && (rank == 1 || v->shape[1] == cols);
+}
+
+ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p)
+{
+    blas_ctx *c = ctx;
+    if (n_src != 3 + (p->has_bias != 0) || dst->ndim != 2 || src[0].ndim != 2)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas qmatmul: %d inputs, dst rank %d, a rank %d; expected %d, 2, 2",
+                          n_src, (int)dst->ndim, (int)src[0].ndim, 3 + (p->has_bias != 0));
+    const ff_view *a = &src[0], *b = &src[1], *sb = &src[2], *bias = p->has_bias ? &src[3] : NULL;
+    int64_t M = dst->shape[0], N = dst->shape[1], K = a->shape[1];
+    if (!shape_ok(dst, FF_F32, 2, M, N) || !shape_ok(a, FF_U8, 2, M, K) || !shape_ok(b, FF_U8, 2, N, K) ||
+        !shape_ok(sb, FF_F32, 1, N, 0) || (bias && !shape_ok(bias, FF_F32, 1, N, 0)))
+        return blas_error(ctx, FF_ERR_INVALID,
+                          "cpu_blas qmatmul: expected y F32 [M, N], a U8 [M, K], b U8 [N, K], scales (and bias) F32 [N] "
+                          "(M=%lld N=%lld K=%lld)",
+                          (long long)M, (long long)N, (long long)K);
+    if (M == 0 || N == 0) return FF_OK;
+    float *scale = blas_scratch(c, (size_t)N * sizeof(float));
+    if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
+    const float *ps = (const float *)sb->buf + sb->offset;
+    for (int64_t n = 0; n < N; n++) scale[n] = p->a_scale * ps[n * sb->strides[0]];
+    q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
+                a->strides[0], a->strides[1], b->strides[0], b->strides[1], scale,
+                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
+    if (K == 0 || !q_dnnl(c, &q)) blas_parallel_for(c, M, 4, 1, q_rows, &q);
+    if (bias) {
+        const float *pb = (const float *)bias->buf + bias->offset;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) q.y[m * q.yrs + n * q.ycs] += pb[n * bias->strides[0]];
+    }
+    blas_free(c, scale);
+    return FF_OK;
+}
