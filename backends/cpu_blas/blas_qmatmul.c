@@ -9,8 +9,9 @@
  * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims, take the
  * exact loop below.
  *
- * The bias is added here after oneDNN's scaling: oneDNN 2.x adds an int8 primitive's
- * bias before the output scale, the ABI after it. Primitives are created per call and
+ * Per-row activation scales and the bias are applied here after oneDNN's per-channel
+ * scaling: oneDNN 2.x has no per-row source scale, and adds an int8 primitive's bias
+ * before the output scale where the ABI adds it after. Primitives are created per call and
  * found again in oneDNN's primitive cache (scales and zero point are runtime arguments,
  * so values never miss it).
  */
@@ -159,13 +160,16 @@ static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t 
 ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p)
 {
     blas_ctx *c = ctx;
-    if (n_src != 3 + (p->has_bias != 0) || dst->ndim != 2 || src[0].ndim != 2)
+    int want = 3 + (p->has_bias != 0) + (p->a_per_row != 0);
+    if (n_src != want || dst->ndim != 2 || src[0].ndim != 2)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas qmatmul: %d inputs, dst rank %d, a rank %d; expected %d, 2, 2",
-                          n_src, (int)dst->ndim, (int)src[0].ndim, 3 + (p->has_bias != 0));
+                          n_src, (int)dst->ndim, (int)src[0].ndim, want);
     const ff_view *a = &src[0], *b = &src[1], *sb = &src[2], *bias = p->has_bias ? &src[3] : NULL;
+    const ff_view *sa = p->a_per_row ? &src[want - 1] : NULL;
     int64_t M = dst->shape[0], N = dst->shape[1], K = a->shape[1];
     if (!shape_ok(dst, FF_F32, 2, M, N) || !shape_ok(a, FF_U8, 2, M, K) || !shape_ok(b, FF_U8, 2, N, K) ||
-        !shape_ok(sb, FF_F32, 1, N, 0) || (bias && !shape_ok(bias, FF_F32, 1, N, 0)))
+        !shape_ok(sb, FF_F32, 1, N, 0) || (bias && !shape_ok(bias, FF_F32, 1, N, 0)) ||
+        (sa && !shape_ok(sa, FF_F32, 1, M, 0)))
         return blas_error(ctx, FF_ERR_INVALID,
                           "cpu_blas qmatmul: expected y F32 [M, N], a U8 [M, K], b U8 [N, K], scales (and bias) F32 [N] "
                           "(M=%lld N=%lld K=%lld)",
@@ -174,15 +178,21 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
     float *scale = blas_scratch(c, (size_t)N * sizeof(float));
     if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
     const float *ps = (const float *)sb->buf + sb->offset;
-    for (int64_t n = 0; n < N; n++) scale[n] = p->a_scale * ps[n * sb->strides[0]];
+    for (int64_t n = 0; n < N; n++) scale[n] = (sa ? 1.0f : p->a_scale) * ps[n * sb->strides[0]];
     q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
                 a->strides[0], a->strides[1], b->strides[0], b->strides[1], scale,
                 (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
     if (K == 0 || !q_dnnl(c, &q)) blas_parallel_for(c, M, 4, 1, q_rows, &q);
-    if (bias) {
-        const float *pb = (const float *)bias->buf + bias->offset;
-        for (int64_t m = 0; m < M; m++)
-            for (int64_t n = 0; n < N; n++) q.y[m * q.yrs + n * q.ycs] += pb[n * bias->strides[0]];
+    if (bias || sa) {
+        const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
+        const float *psa = sa ? (const float *)sa->buf + sa->offset : NULL;
+        for (int64_t m = 0; m < M; m++) {
+            float r = psa ? psa[m * sa->strides[0]] : 1.0f;
+            for (int64_t n = 0; n < N; n++) {
+                float *y = &q.y[m * q.yrs + n * q.ycs];
+                *y = *y * r + (pb ? pb[n * bias->strides[0]] : 0.0f);
+            }
+        }
     }
     blas_free(c, scale);
     return FF_OK;

@@ -57,6 +57,13 @@ ff_status ff_quantize_weight_s8(const ff_tensor *w, ff_tensor **q, ff_tensor **s
 ff_tensor *ff_linear_dynamic_int8(const ff_tensor *x, const ff_tensor *wq, const ff_tensor *w_scales,
                                   const ff_tensor *bias, bool reduce_range);
 
+/* The same with one scale per row of x (each token of a transformer): symmetric, scale
+ * max|x[m]| / 127, the values shifted by 128 into u8. Not PyTorch 1.13's scheme, but far
+ * closer to f32 where rows differ in range (a transformer's outlier tokens); what
+ * ff-embed --dtype int8 uses. */
+ff_tensor *ff_linear_dynamic_int8_rows(const ff_tensor *x, const ff_tensor *wq, const ff_tensor *w_scales,
+                                       const ff_tensor *bias);
+
 /* The scale and zero point ff_linear_dynamic_int8 picks for values in [lo, hi]
  * (PyTorch's ChooseQuantizationParams for u8). */
 void ff_quant_choose_params(float lo, float hi, bool reduce_range, float *scale, int32_t *zero);

@@ -134,6 +134,31 @@ static void test_leading_dims(void)
     RELEASE(x, w, wt, wq, ws, y, ref, diff, m, mx);
 }
 
+/* One row 100x the others: per-tensor scales give the small rows ~1 level; per row, each
+ * keeps its 8 bits. */
+static void test_rows(void)
+{
+    const char *bes[] = {"cpu", FF_TEST_HAVE_CPU_BLAS ? "cpu_blas" : "cpu"};
+    for (int bi = 0; bi < 2; bi++) {
+        ff_backend *be = ff_backend_load(bes[bi]);
+        float x[6 * 64], w[16 * 64];
+        for (int i = 0; i < 6 * 64; i++) x[i] = (float)(unit() - 0.5) * (i < 64 ? 100.0f : 1.0f);
+        for (int i = 0; i < 16 * 64; i++) w[i] = (float)(unit() - 0.5);
+        ff_tensor *tx = ff_from_data_on(be, x, 2, SHAPE(6, 64), FF_F32), *tw = ff_from_data_on(be, w, 2, SHAPE(16, 64), FF_F32);
+        ff_tensor *wq = NULL, *ws = NULL;
+        CHECK(ff_quantize_weight_s8(tw, &wq, &ws) == FF_OK);
+        ff_tensor *yr = ff_linear_dynamic_int8_rows(tx, wq, ws, NULL), *yt = ff_linear_dynamic_int8(tx, wq, ws, NULL, false);
+        ff_tensor *wt = ff_mT(tw), *ref = ff_matmul(tx, wt);
+        double r[96], t[96], f[96], er = 0, et = 0;
+        CHECK(yr && yt && ref && ff_test_values(yr, r, 96) == 0 && ff_test_values(yt, t, 96) == 0 &&
+              ff_test_values(ref, f, 96) == 0);
+        for (int i = 16; i < 96; i++) er = fmax(er, fabs(r[i] - f[i])), et = fmax(et, fabs(t[i] - f[i]));
+        CHECK(er < 0.02);     /* rows of |x| <= 0.5 over 127 levels, K = 64 */
+        CHECK(er * 10 < et);  /* and an order of magnitude better than per tensor there */
+        RELEASE(tx, tw, wq, ws, yr, yt, wt, ref);
+    }
+}
+
 static void test_errors(void)
 {
     ff_tensor *x = ff_zeros(2, SHAPE(2, 4), FF_F32), *xi = ff_zeros(2, SHAPE(2, 4), FF_I32);
@@ -153,4 +178,4 @@ static void test_errors(void)
 }
 
 FF_TEST_MAIN("quant", TEST(test_per_tensor), TEST(test_per_channel), TEST(test_linear), TEST(test_leading_dims),
-             TEST(test_errors))
+             TEST(test_rows), TEST(test_errors))
