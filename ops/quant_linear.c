@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ff_impl.h"
 #include "ff/quant.h"
@@ -16,32 +17,109 @@ static bool is_vec(const ff_tensor *t, ff_dtype dt, int64_t n)
     return t && ff_tensor_dtype(t) == dt && ff_tensor_ndim(t) == 1 && ff_tensor_dim(t, 0) == n;
 }
 
+/* The loops below are cloned per ISA (picked at load time through an ifunc, as cpu_blas
+ * does): the baseline x86-64 build cannot vectorize float -> u8 conversion, and these
+ * passes over the activation cost as much as the int8 product itself when scalar. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+#define QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define QUANT_CLONES
+#endif
+
+/* nearbyintf(v) + zero clamped to [lo, hi], without libm calls so the loops vectorize:
+ * adding and taking away 1.5 * 2^23 rounds to the nearest integer, ties to even (|v| <=
+ * 512 after the clamp; NaN clamps to lo). */
+static inline uint8_t q_round(float v, float zero, float lo, float hi)
+{
+    v = v > -512.0f ? v : -512.0f;
+    v = v < 512.0f ? v : 512.0f;
+    v = (v + 0x1.8p23f) - 0x1.8p23f + zero;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    return (uint8_t)(int32_t)v;
+}
+
+/* Float bits as an int32 that orders as the floats do (NaNs beyond +-inf): integer
+ * min/max reductions vectorize where float ones (NaN rules) do not. */
+static inline int32_t f_ord(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return i ^ (int32_t)((uint32_t)(i >> 31) >> 1);
+}
+
+static inline float f_unord(int32_t i)
+{
+    i ^= (int32_t)((uint32_t)(i >> 31) >> 1);
+    float f;
+    memcpy(&f, &i, 4);
+    return f;
+}
+
+QUANT_CLONES static float abs_max(const float *r, int64_t n)
+{
+    uint32_t m = 0;
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t u;
+        memcpy(&u, &r[k], 4);
+        u &= 0x7fffffffu;
+        m = u > m ? u : m;
+    }
+    float f;
+    memcpy(&f, &m, 4);
+    return f;
+}
+
+QUANT_CLONES static void quantize_span(const float *x, int64_t n, float inv, float zero, float lo, float hi, uint8_t *q)
+{
+    for (int64_t i = 0; i < n; i++) q[i] = q_round(x[i] * inv, zero, lo, hi);
+}
+
+QUANT_CLONES static void min_max(const float *x, int64_t n, float *lo, float *hi)
+{
+    int32_t a = f_ord(0.0f), b = a; /* the range always holds 0 (ff_quant_choose_params) */
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v = f_ord(x[i]);
+        a = v < a ? v : a, b = v > b ? v : b;
+    }
+    *lo = f_unord(a), *hi = f_unord(b);
+}
+
 /* Per row, symmetric: row m's scale max|x[m]| / 127, values shifted by the zero point 128
  * into u8 (so one zero point serves every row). */
 static void quantize_per_row(const float *x, int64_t M, int64_t K, uint8_t *q, float *scale)
 {
     for (int64_t m = 0; m < M; m++) {
-        const float *r = x + m * K;
-        float amax = 0;
-        for (int64_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(r[k]));
+        float amax = abs_max(x + m * K, K);
         scale[m] = amax > 0 && isfinite(amax) ? amax / 127.0f : 1.0f;
-        float inv = 1.0f / scale[m];
-        for (int64_t k = 0; k < K; k++) q[m * K + k] = (uint8_t)fminf(fmaxf(nearbyintf(r[k] * inv) + 128.0f, 1.0f), 255.0f);
+        quantize_span(x + m * K, K, 1.0f / scale[m], 128.0f, 1.0f, 255.0f, q + m * K);
     }
 }
 
 /* x [M, K] floats on the host -> u8 with the chosen parameters. */
 static void quantize_rows(const float *x, int64_t n, uint8_t *q, bool reduce_range, ff_qmatmul_params *p)
 {
-    float lo = INFINITY, hi = -INFINITY;
-    for (int64_t i = 0; i < n; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
-    if (n == 0) lo = hi = 0;
+    float lo, hi;
+    min_max(x, n, &lo, &hi);
+    if (isnan(lo) || isnan(hi)) lo = isnan(lo) ? 0 : lo, hi = isnan(hi) ? 0 : hi; /* NaNs order past +-inf */
     ff_quant_choose_params(lo, hi, reduce_range, &p->a_scale, &p->a_zero);
-    float inv = 1.0f / p->a_scale, qmax = reduce_range ? 127.0f : 255.0f;
-    for (int64_t i = 0; i < n; i++) {
-        float v = nearbyintf(x[i] * inv) + (float)p->a_zero;
-        q[i] = (uint8_t)fminf(fmaxf(v, 0.0f), qmax);
-    }
+    quantize_span(x, n, 1.0f / p->a_scale, (float)p->a_zero, 0.0f, reduce_range ? 127.0f : 255.0f, q);
+}
+
+/* A host-memory view of t's floats: t's own memory when it is dense F32 on a host
+ * backend, else a copy in *own (freed by the caller). */
+static const float *host_floats(const ff_tensor *t, int64_t n, float **own, const char *fn)
+{
+    *own = NULL;
+    if (ff_tensor_dtype(t) == FF_F32 && ff_tensor_is_contiguous(t) && ff_tensor_data_ptr(t))
+        return ff_tensor_data_ptr(t);
+    ff_tensor *f = ff_astype(t, FF_F32);
+    *own = f ? malloc(((size_t)n + 1) * sizeof(float)) : NULL;
+    if (f && !*own) ff_error(FF_ERR_OOM, "%s: out of memory for %lld floats", fn, (long long)n);
+    if (*own && ff_tensor_to_host(f, *own, (size_t)n * sizeof(float))) free(*own), *own = NULL;
+    ff_tensor_release(f);
+    return *own;
 }
 
 /* mode: 0 per tensor, 1 per tensor with 7 bits, 2 per row */
@@ -64,18 +142,20 @@ static ff_tensor *linear_dynamic(const ff_tensor *x, const ff_tensor *wq, const 
         return ff_error(FF_ERR_INVALID, "%s: K = %lld exceeds FF_QMATMUL_MAX_K (%d): the s32 sums could overflow", fn,
                         (long long)K, FF_QMATMUL_MAX_K), NULL;
     ff_backend *be = ff_tensor_backend(x);
-    ff_tensor *xf = ff_astype(x, FF_F32);
-    float *h = xf ? malloc(((size_t)(M * K) + 1) * sizeof(float)) : NULL;
-    uint8_t *qa = h ? malloc((size_t)(M * K) + 1) : NULL;
+    float *own = NULL;
+    const float *h = host_floats(x, M * K, &own, fn);
+    /* on a host backend the bytes are written straight into a's memory */
+    int64_t sa[2] = {M, K}, sy[2] = {M, N};
+    ff_tensor *a = h ? ff_empty_on(be, 2, sa, FF_U8) : NULL, *y = NULL, *out = NULL, *ra = NULL;
+    uint8_t *qa = a ? ff_tensor_data_ptr(a) : NULL, *qown = NULL;
+    if (a && !qa) ff_tensor_release(a), a = NULL, qa = qown = malloc((size_t)(M * K) + 1); /* device: upload */
     float *rs = qa ? malloc(((size_t)M + 1) * sizeof(float)) : NULL;
-    ff_tensor *a = NULL, *y = NULL, *out = NULL, *ra = NULL;
-    if (xf && !rs) ff_error(FF_ERR_OOM, "%s: out of memory for x [%lld, %lld]", fn, (long long)M, (long long)K);
-    if (rs && !ff_tensor_to_host(xf, h, (size_t)(M * K) * sizeof(float))) {
+    if (h && !rs) ff_error(FF_ERR_OOM, "%s: out of memory for x [%lld, %lld]", fn, (long long)M, (long long)K);
+    if (rs) {
         ff_qmatmul_params p = {.has_bias = bias != NULL, .a_per_row = mode == 2, .a_zero = 128};
         if (mode == 2) quantize_per_row(h, M, K, qa, rs);
         else quantize_rows(h, M * K, qa, mode == 1, &p);
-        int64_t sa[2] = {M, K}, sy[2] = {M, N};
-        a = ff_from_data_on(be, qa, 2, sa, FF_U8);
+        if (qown) a = ff_from_data_on(be, qown, 2, sa, FF_U8);
         ra = a && mode == 2 ? ff_from_data_on(be, rs, 1, sa, FF_F32) : NULL;
         y = a && (ra || mode != 2) ? ff_empty_on(be, 2, sy, FF_F32) : NULL;
         const ff_tensor *src[5] = {a, wq, w_scales};
@@ -91,8 +171,8 @@ static ff_tensor *linear_dynamic(const ff_tensor *x, const ff_tensor *wq, const 
             ff_tensor_release(r);
         }
     }
-    ff_tensor_release(xf), ff_tensor_release(a), ff_tensor_release(y), ff_tensor_release(ra);
-    free(h), free(qa), free(rs);
+    ff_tensor_release(a), ff_tensor_release(y), ff_tensor_release(ra);
+    free(own), free(qown), free(rs);
     return out;
 }
 
