@@ -152,6 +152,24 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
 }
 #endif
 
+/* y = y * a_scale[m] + bias[n], after oneDNN's per-channel scaling (a walk along n that
+ * vectorizes in the dense case, which is every call from ff_linear_dynamic_int8). */
+BLAS_CLONES static void post_scale_bias(const q_args *q, const ff_view *bias, const ff_view *sa)
+{
+    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
+    const float *psa = sa ? (const float *)sa->buf + sa->offset : NULL;
+    int64_t bs = bias ? bias->strides[0] : 0;
+    for (int64_t m = 0; m < q->M; m++) {
+        float r = psa ? psa[m * sa->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
+        if (q->ycs == 1 && bs == 1)
+            for (int64_t n = 0; n < q->N; n++) y[n] = y[n] * r + pb[n];
+        else if (q->ycs == 1 && !pb)
+            for (int64_t n = 0; n < q->N; n++) y[n] *= r;
+        else
+            for (int64_t n = 0; n < q->N; n++) y[n * q->ycs] = y[n * q->ycs] * r + (pb ? pb[n * bs] : 0.0f);
+    }
+}
+
 static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t cols)
 {
     return v->dtype == dt && v->ndim == rank && v->shape[0] == r && (rank == 1 || v->shape[1] == cols);
@@ -183,17 +201,7 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
                 a->strides[0], a->strides[1], b->strides[0], b->strides[1], scale,
                 (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
     if (K == 0 || !q_dnnl(c, &q)) blas_parallel_for(c, M, 4, 1, q_rows, &q);
-    if (bias || sa) {
-        const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
-        const float *psa = sa ? (const float *)sa->buf + sa->offset : NULL;
-        for (int64_t m = 0; m < M; m++) {
-            float r = psa ? psa[m * sa->strides[0]] : 1.0f;
-            for (int64_t n = 0; n < N; n++) {
-                float *y = &q.y[m * q.yrs + n * q.ycs];
-                *y = *y * r + (pb ? pb[n * bias->strides[0]] : 0.0f);
-            }
-        }
-    }
+    if (bias || sa) post_scale_bias(&q, bias, sa);
     blas_free(c, scale);
     return FF_OK;
 }
