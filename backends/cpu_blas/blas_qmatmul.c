@@ -1,19 +1,22 @@
 /*
  * Quantized matmul (backend_abi.h, ff_qmatmul_params) through oneDNN's int8 matmul
- * primitive: u8 activations with a runtime zero point times s8 weights, s32 sums, f32
- * out with per-output-channel scales: AMX-INT8 or AVX512/AVX-VNNI, whichever oneDNN picks.
+ * primitive: u8 x s8 -> s32, AMX-INT8 or AVX512/AVX-VNNI, whichever oneDNN picks; the
+ * zero point, the scales and the bias are applied here, in one pass over y.
+ *
+ * Why oneDNN gets a bare u8 x s8 -> s32 product (no attributes): with a source zero
+ * point or output scales, oneDNN 2.6 leaves its AMX brgemm kernels for the jit gemm and
+ * runs the zero-point compensation in plain C++: 640 x 384 x 1536 took 9 ms that way,
+ * 1 ms bare on AMX. The zero point is exact afterwards in integers,
+ *   sum_k (a - za) b = sum_k a b - za * sum_k b[n, k],
+ * and the s32 sums land in y's own memory (f32 and s32 are both 4 bytes), converted in
+ * place.
  *
  * Why the implementation is checked: without VNNI, oneDNN's u8 x s8 kernels pair
  * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
  * fbgemm quantizes activations to 7 bits). The call goes ahead only when oneDNN's pick
- * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims, take the
- * exact loop below.
- *
- * Per-row activation scales and the bias are applied here after oneDNN's per-channel
- * scaling: oneDNN 2.x has no per-row source scale, and adds an int8 primitive's bias
- * before the output scale where the ABI adds it after. Primitives are created per call and
- * found again in oneDNN's primitive cache (scales and zero point are runtime arguments,
- * so values never miss it).
+ * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims,
+ * take the exact loop below. Primitives are created per call and found again in
+ * oneDNN's primitive cache.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +27,12 @@ typedef struct q_args {
     int64_t M, N, K;
     const uint8_t *a, *b;
     int64_t ars, acs, brs, bcs;
-    const float *scale; /* a_scale * b_scale[n], dense [N] */
-    float *y;
+    float *y; /* holds s32 sums until q_finish */
     int64_t yrs, ycs;
     int32_t zero;
 } q_args;
 
-/* Rows [rb, re) of y, summed exactly in s32 (the ABI bounds K). */
+/* Rows [rb, re) of the exact sums sum_k (a - zero) b, as s32 bits in y (the ABI bounds K). */
 static void q_rows(void *arg, int64_t rb, int64_t re)
 {
     const q_args *q = arg;
@@ -43,7 +45,39 @@ static void q_rows(void *arg, int64_t rb, int64_t re)
                 for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k] - q->zero) * (int8_t)br[k];
             else
                 for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k * q->acs] - q->zero) * (int8_t)br[k * q->bcs];
-            q->y[m * q->yrs + n * q->ycs] = (float)acc * q->scale[n];
+            memcpy(&q->y[m * q->yrs + n * q->ycs], &acc, 4);
+        }
+    }
+}
+
+/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from oneDNN's sums. */
+BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
+{
+    for (int64_t n = 0; n < q->N; n++) {
+        const uint8_t *br = q->b + n * q->brs;
+        int32_t s = 0;
+        if (q->bcs == 1)
+            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k];
+        else
+            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k * q->bcs];
+        zc[n] = q->zero * s;
+    }
+}
+
+/* y = (float)(s32 - zc[n]) * scale[n] * row[m] + bias[n], in place. */
+BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float *scale, const ff_view *row,
+                                 const ff_view *bias)
+{
+    const float *pr = row ? (const float *)row->buf + row->offset : NULL;
+    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
+    int64_t bs = bias ? bias->strides[0] : 0;
+    for (int64_t m = 0; m < q->M; m++) {
+        float r = pr ? pr[m * row->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
+        for (int64_t n = 0; n < q->N; n++) {
+            int32_t acc;
+            memcpy(&acc, &y[n * q->ycs], 4);
+            float v = (float)(acc - (zc ? zc[n] : 0)) * scale[n] * r;
+            y[n * q->ycs] = pb ? v + pb[n * bs] : v;
         }
     }
 }
@@ -90,33 +124,26 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
     return !strcmp(impl, "gemm:jit") && cpu && ((isa & 0x40u) || (isa & 0x400u));
 }
 
-/* 1 when oneDNN computed y, 0 when it declined (nothing written). */
+/* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (nothing written). */
 static int q_dnnl(blas_ctx *c, const q_args *q)
 {
     int64_t ars = q->ars, acs = q->acs, brs = q->brs, bcs = q->bcs, yrs = q->yrs, ycs = q->ycs;
     if (!plain(q->M, q->K, &ars, &acs) || !plain(q->N, q->K, &brs, &bcs) || !plain(q->M, q->N, &yrs, &ycs)) return 0;
     pthread_once(&engine_once, engine_init);
     if (!engine) return 0;
-    dnnl_memory_desc_t ma, mb, my, ms, mz;
+    dnnl_memory_desc_t ma, mb, my;
     dnnl_dims_t da = {q->M, q->K}, db = {q->K, q->N}, dy = {q->M, q->N}, sa = {ars, acs}, sb = {bcs, brs},
-                sy = {yrs, ycs}, dn = {q->N}, d1 = {1};
-    dnnl_primitive_attr_t attr = NULL;
+                sy = {yrs, ycs};
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_stream_t stream = NULL;
-    dnnl_memory_t m[5] = {0};
+    dnnl_memory_t m[3] = {0};
     dnnl_matmul_desc_t md;
-    int32_t zero = q->zero;
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(&ma, 2, da, dnnl_u8, sa);
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&mb, 2, db, dnnl_s8, sb);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_f32, sy);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&ms, 1, dn, dnnl_f32, dnnl_a);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_tag(&mz, 1, d1, dnnl_s32, dnnl_a);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_s32, sy);
     if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &my);
-    if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
-    if (s == dnnl_success) s = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &DNNL_RUNTIME_F32_VAL);
-    if (s == dnnl_success) s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &DNNL_RUNTIME_S32_VAL);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL);
     int ok = s == dnnl_success && impl_exact(pd);
     if (ok) {
         blas_dnnl_threads(c->nthreads); /* one call: oneDNN splits the work itself */
@@ -125,23 +152,16 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
         if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)q->a);
         if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
         if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[3], &ms, engine, (void *)q->scale);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[4], &mz, engine, &zero);
-        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, m[0]},
-                                   {DNNL_ARG_WEIGHTS, m[1]},
-                                   {DNNL_ARG_DST, m[2]},
-                                   {DNNL_ARG_ATTR_OUTPUT_SCALES, m[3]},
-                                   {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, m[4]}};
-        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 5, args);
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
+        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
         if (s == dnnl_success) s = dnnl_stream_wait(stream);
         ok = s == dnnl_success;
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 3; i++)
         if (m[i]) dnnl_memory_destroy(m[i]);
     if (stream) dnnl_stream_destroy(stream);
     if (prim) dnnl_primitive_destroy(prim);
     if (pd) dnnl_primitive_desc_destroy(pd);
-    if (attr) dnnl_primitive_attr_destroy(attr);
     return ok;
 }
 #else
@@ -151,24 +171,6 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
     return 0;
 }
 #endif
-
-/* y = y * a_scale[m] + bias[n], after oneDNN's per-channel scaling (a walk along n that
- * vectorizes in the dense case, which is every call from ff_linear_dynamic_int8). */
-BLAS_CLONES static void post_scale_bias(const q_args *q, const ff_view *bias, const ff_view *sa)
-{
-    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
-    const float *psa = sa ? (const float *)sa->buf + sa->offset : NULL;
-    int64_t bs = bias ? bias->strides[0] : 0;
-    for (int64_t m = 0; m < q->M; m++) {
-        float r = psa ? psa[m * sa->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
-        if (q->ycs == 1 && bs == 1)
-            for (int64_t n = 0; n < q->N; n++) y[n] = y[n] * r + pb[n];
-        else if (q->ycs == 1 && !pb)
-            for (int64_t n = 0; n < q->N; n++) y[n] *= r;
-        else
-            for (int64_t n = 0; n < q->N; n++) y[n * q->ycs] = y[n * q->ycs] * r + (pb ? pb[n * bs] : 0.0f);
-    }
-}
 
 static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t cols)
 {
@@ -189,19 +191,22 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
         !shape_ok(sb, FF_F32, 1, N, 0) || (bias && !shape_ok(bias, FF_F32, 1, N, 0)) ||
         (sa && !shape_ok(sa, FF_F32, 1, M, 0)))
         return blas_error(ctx, FF_ERR_INVALID,
-                          "cpu_blas qmatmul: expected y F32 [M, N], a U8 [M, K], b U8 [N, K], scales (and bias) F32 [N] "
-                          "(M=%lld N=%lld K=%lld)",
+                          "cpu_blas qmatmul: expected y F32 [M, N], a U8 [M, K], b U8 [N, K], scales (and bias) F32 [N], "
+                          "per-row scales F32 [M] (M=%lld N=%lld K=%lld)",
                           (long long)M, (long long)N, (long long)K);
     if (M == 0 || N == 0) return FF_OK;
-    float *scale = blas_scratch(c, (size_t)N * sizeof(float));
+    float *scale = blas_scratch(c, (size_t)N * (sizeof(float) + sizeof(int32_t)));
     if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
+    int32_t *zc = (int32_t *)(scale + N);
     const float *ps = (const float *)sb->buf + sb->offset;
     for (int64_t n = 0; n < N; n++) scale[n] = (sa ? 1.0f : p->a_scale) * ps[n * sb->strides[0]];
     q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
-                a->strides[0], a->strides[1], b->strides[0], b->strides[1], scale,
+                a->strides[0], a->strides[1], b->strides[0], b->strides[1],
                 (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
-    if (K == 0 || !q_dnnl(c, &q)) blas_parallel_for(c, M, 4, 1, q_rows, &q);
-    if (bias || sa) post_scale_bias(&q, bias, sa);
+    int dnnl = K > 0 && q_dnnl(c, &q);
+    if (dnnl) zero_comp(&q, zc); /* oneDNN summed a b; the loop sums (a - zero) b itself */
+    else blas_parallel_for(c, M, 4, 1, q_rows, &q);
+    q_finish(&q, dnnl ? zc : NULL, scale, sa, bias);
     blas_free(c, scale);
     return FF_OK;
 }
