@@ -569,6 +569,9 @@ ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_s
     if (!be) return ff_last_status();
     if (ff_kernel_observing)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: int8 qmatmul cannot be captured in a graph yet; run it eagerly", fn);
+    if (v[1].ndim == 2 && v[1].shape[1] > FF_QMATMUL_MAX_K) /* the ABI's promise: s32 sums never overflow */
+        return ff_error(FF_ERR_INVALID, "%s: K = %lld exceeds FF_QMATMUL_MAX_K (%d)", fn, (long long)v[1].shape[1],
+                        FF_QMATMUL_MAX_K);
     ff_status (*qmm)(void *, const ff_view *, const ff_view *, int, const ff_qmatmul_params *) = FF_VT_OPT(be, qmatmul);
     if (!qmm || !be->vt->supports(be->ctx, FF_KIND_QMATMUL, 0, FF_U8))
         return ff_error(FF_ERR_UNSUPPORTED,
