@@ -28,7 +28,7 @@ static const q_shape shapes[] = {
 #define NSHAPE ((int)(sizeof shapes / sizeof shapes[0]))
 
 /* Layouts: 0 dense, 1 transposed storage, 2 stepped (a, b only). */
-static const char *const lay_names[] = {"dense", "transposed", "stepped"};
+static const char *const lay_names[] = {"dense", "tr", "step"};
 
 typedef struct q_in {
     uint8_t *a, *b; /* logical [M, K] and [N, K], row-major */

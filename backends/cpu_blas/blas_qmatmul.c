@@ -124,16 +124,23 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
     return !strcmp(impl, "gemm:jit") && cpu && ((isa & 0x40u) || (isa & 0x400u));
 }
 
-/* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (nothing written). */
-static int q_dnnl(blas_ctx *c, const q_args *q)
+/* Rows [rb, re) of the s32 sums sum_k a b into y through oneDNN on one OpenMP thread (the
+ * pool splits the rows, as for the half and f32 products: no OpenMP team is started,
+ * whose threads LeakSanitizer cannot stop at exit). A decline or a failure sets failed. */
+typedef struct q_job {
+    const q_args *q;
+    int64_t ars, acs, brs, bcs, yrs, ycs; /* plain() strides */
+    atomic_int failed;
+} q_job;
+
+static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
 {
-    int64_t ars = q->ars, acs = q->acs, brs = q->brs, bcs = q->bcs, yrs = q->yrs, ycs = q->ycs;
-    if (!plain(q->M, q->K, &ars, &acs) || !plain(q->N, q->K, &brs, &bcs) || !plain(q->M, q->N, &yrs, &ycs)) return 0;
-    pthread_once(&engine_once, engine_init);
-    if (!engine) return 0;
+    q_job *j = arg;
+    const q_args *q = j->q;
+    blas_dnnl_threads(1);
     dnnl_memory_desc_t ma, mb, my;
-    dnnl_dims_t da = {q->M, q->K}, db = {q->K, q->N}, dy = {q->M, q->N}, sa = {ars, acs}, sb = {bcs, brs},
-                sy = {yrs, ycs};
+    dnnl_dims_t da = {re - rb, q->K}, db = {q->K, q->N}, dy = {re - rb, q->N}, sa = {j->ars, j->acs},
+                sb = {j->bcs, j->brs}, sy = {j->yrs, j->ycs};
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     dnnl_stream_t stream = NULL;
@@ -146,12 +153,11 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
     if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL);
     int ok = s == dnnl_success && impl_exact(pd);
     if (ok) {
-        blas_dnnl_threads(c->nthreads); /* one call: oneDNN splits the work itself */
         s = dnnl_primitive_create(&prim, pd);
         if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)q->a);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)(q->a + rb * q->ars));
         if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y + rb * q->yrs);
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
         if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
         if (s == dnnl_success) s = dnnl_stream_wait(stream);
@@ -162,7 +168,21 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
     if (stream) dnnl_stream_destroy(stream);
     if (prim) dnnl_primitive_destroy(prim);
     if (pd) dnnl_primitive_desc_destroy(pd);
-    return ok;
+    if (!ok) atomic_store(&j->failed, 1);
+}
+
+/* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (y is then
+ * rewritten whole by the loop). */
+static int q_dnnl(blas_ctx *c, const q_args *q)
+{
+    q_job j = {q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
+    if (!plain(q->M, q->K, &j.ars, &j.acs) || !plain(q->N, q->K, &j.brs, &j.bcs) || !plain(q->M, q->N, &j.yrs, &j.ycs))
+        return 0;
+    /* a row slice of a column-major a or y keeps its strides; one row keeps plain()'s */
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return 0;
+    blas_parallel_for(c, q->M, 64, 16, q_dnnl_rows, &j);
+    return !atomic_load(&j.failed);
 }
 #else
 static int q_dnnl(blas_ctx *c, const q_args *q)
