@@ -53,7 +53,7 @@ ff_status ff_quantize_weight_s8(const ff_tensor *w, ff_tensor **q, ff_tensor **s
  * scale and zero point of its min and max (the range widened to hold 0; 7 bits when
  * reduce_range, as fbgemm's x86 kernels use), then y = qmatmul(x_q, wq, w_scales) + bias.
  * wq, w_scales as ff_quantize_weight_s8 writes them, bias F32 [N] or NULL; all on x's
- * backend, which needs the qmatmul entry (cpu, cpu_blas). y: [..., N] in x's dtype. */
+ * backend, which needs the qmatmul entry (cpu, cpu_blas, opencl). y: [..., N] in x's dtype. */
 ff_tensor *ff_linear_dynamic_int8(const ff_tensor *x, const ff_tensor *wq, const ff_tensor *w_scales,
                                   const ff_tensor *bias, bool reduce_range);
 

@@ -5,7 +5,7 @@
 Every nn.Linear becomes a DynamicQuantizedLinear: its weight quantized once to s8 per output
 channel (symmetric, PyTorch's per_channel_symmetric observer: scale = max|w| / 127.5), the
 activation quantized per call to u8 from its own min and max, the product in s32 on the
-backend's qmatmul entry (include/ff/quant.h; cpu and cpu_blas have it). Inference only.
+backend's qmatmul entry (include/ff/quant.h; cpu, cpu_blas and opencl have it). Inference only.
 
 Differences from torch 1.13, on purpose:
 - weights are per channel by default (torch's default qconfig is per tensor; pass
