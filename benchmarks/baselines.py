@@ -151,6 +151,12 @@ def torch_workloads(torch, quick, max_mm):
     for n in (256,) if quick else (512, 1024, 2048):  # ff-bench's matmul_bf16_* rows (oneDNN in torch)
         a, b = (u(n, n, lo=-5, hi=5).to(torch.bfloat16) for _ in range(2))
         w["matmul_bf16_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))
+    for n in (256,) if quick else (1024, 2048):  # ff-bench's matmul_int8_*: torch's dynamic quantized Linear
+        lin = torch.nn.Linear(n, n, bias=False)
+        lin.weight.data = u(n, n)
+        q = torch.ao.quantization.quantize_dynamic(lin, {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig},
+                                                   dtype=torch.qint8)
+        w["matmul_int8_%d" % n] = (lambda q=q, a=u(n, n): q(a))
     for tag, n in (("1M", 1 << 20), ("16M", 1 << 24)):
         n = n // 16 if quick else n
         a, b = u(n, lo=-5, hi=5), u(n, lo=-5, hi=5)

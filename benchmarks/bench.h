@@ -53,6 +53,8 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o);
 void bench_baselines_all(int threads, const bench_opts *o);
 /* bench_attention.c: attention_fwd_T* and attention_step_T* (issue 34) */
 void bench_attention_all(ff_backend *be, int threads, const bench_opts *o);
+/* bench_int8.c: matmul_int8_N, the dynamic quantized Linear (issue 35) */
+void bench_int8_all(ff_backend *be, int threads, const bench_opts *o);
 
 /* The matmul sizes measured (quick: fewer), and the largest size the cpu reference
  * backend is given (its plain loops would take minutes beyond). */

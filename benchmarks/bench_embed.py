@@ -5,10 +5,14 @@ and 32, one thread each (FF_NUM_THREADS / OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
 torch.set_num_threads(1); OPENBLAS_CORETYPE as the environment has it, for both).
 
     /usr/bin/python3 benchmarks/bench_embed.py [--ff-embed build/bin/ff-embed] [--backend cpu_blas]
-                                               [--runs 30] [--threads 1] [--dtype f32|bf16|f16]
+                                               [--runs 30] [--threads 1] [--dtype f32|bf16|f16|int8]
 
 --dtype runs both in that dtype: ff-embed --dtype, PyTorch on the weights converted with
 .to(dtype) (PyTorch 1.13 has no float16 matmul on CPU: its column says n/a there).
+
+--dtype int8 compares ff-embed --dtype int8 (the encoder's Linear layers through the
+int8 qmatmul) with ff-embed's own f32 forward instead (issue 35's target: >= 2x at batch
+32), and prints the smallest cosine between the two embeddings of each sentence.
 
 ff-embed times its own forwards (`--repeat N`: the batch's forward, the embeddings read
 back to the host; tokenizing and loading excluded) and reports the median; the PyTorch
@@ -79,6 +83,27 @@ def ff_forward_ms(exe, backend, dtype, sentences, runs, env):
     return float(m.group(3)), int(m.group(2))
 
 
+def ff_embeddings(exe, backend, dtype, sentences, env):
+    import numpy as np
+    out = subprocess.run([exe, "--backend", backend, "--dtype", dtype, "--", *sentences], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    return np.array([[float(v) for v in line.split()] for line in out.splitlines()])
+
+
+def int8_main(a, env):
+    """ff-embed int8 beside ff-embed f32: speed and the smallest cosine."""
+    print("all-MiniLM-L6-v2 forward, ff-embed --backend %s --dtype int8 vs f32, %d thread(s)" % (a.backend, a.threads))
+    print("%-6s %-7s %12s %12s %10s %12s" % ("batch", "tokens", "int8 ms", "f32 ms", "f32/int8", "min cosine"))
+    for batch in (1, 32):
+        sentences = SENTENCES[:batch]
+        q_ms, tokens = ff_forward_ms(a.ff_embed, a.backend, "int8", sentences, a.runs, env)
+        f_ms, _ = ff_forward_ms(a.ff_embed, a.backend, "f32", sentences, a.runs, env)
+        eq, ef = (ff_embeddings(a.ff_embed, a.backend, d, sentences, env) for d in ("int8", "f32"))
+        cos = (eq * ef).sum(1) / (((eq * eq).sum(1) * (ef * ef).sum(1)) ** 0.5)
+        print("%-6d %-7d %12.3f %12.3f %9.2fx %12.5f" % (batch, tokens, q_ms, f_ms, f_ms / q_ms, cos.min()))
+    print("f32/int8: our f32 forward's time over our int8 forward's (above 1: int8 is faster)")
+
+
 def ff_ids(exe, sentences):
     out = subprocess.run([exe, "--ids", "--", *sentences], capture_output=True, text=True, check=True).stdout
     return [[int(v) for v in line.split()] for line in out.splitlines()]
@@ -108,9 +133,11 @@ def main():
     ap.add_argument("--backend", default="cpu_blas")
     ap.add_argument("--runs", type=int, default=30, help="timed forwards per measurement (default 30)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--dtype", default="f32", choices=("f32", "bf16", "f16"))
+    ap.add_argument("--dtype", default="f32", choices=("f32", "bf16", "f16", "int8"))
     a = ap.parse_args()
     env = one_thread_env(a.threads)
+    if a.dtype == "int8":
+        return int8_main(a, env)
     os.environ.update({k: env[k] for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
     import torch  # after the thread variables: OpenBLAS reads them when it loads
     torch.set_num_threads(a.threads)

@@ -428,6 +428,7 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     if (!reference) conv_family(be, threads, o);
     pool_rows(be, threads, o);
     if (!reference) bench_attention_all(be, threads, o);
+    if (!reference) bench_int8_all(be, threads, o);
     if (o->mnist && !reference)
         for (int k = 0; k < 4; k++) {
             bool cnn = k >= 2, graph = k % 2;

@@ -556,3 +556,27 @@ ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff
     return finish_all(attn(be->ctx, op, v, n_dst, v + n_dst, n_src, p), fn, FF_KIND_ATTENTION, op, n_dst + n_src, v, ts,
                       &gp);
 }
+
+/* Quantized matmul (ff_qmatmul_params; dst y, src {a, b, b_scale (, bias)}, shapes
+ * checked by the caller, ops/quant_linear.c). The kernel observer (graph capture) has no
+ * record for it yet, so under an observer it fails rather than vanish from a replay. */
+ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_qmatmul_params *p,
+                            const char *fn)
+{
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
+    ff_backend *be = view_arrays(&dst, 1, src, n_src, v, ts, fn);
+    if (!be) return ff_last_status();
+    if (ff_kernel_observing)
+        return ff_error(FF_ERR_UNSUPPORTED, "%s: int8 qmatmul cannot be captured in a graph yet; run it eagerly", fn);
+    if (v[1].ndim == 2 && v[1].shape[1] > FF_QMATMUL_MAX_K) /* the ABI's promise: s32 sums never overflow */
+        return ff_error(FF_ERR_INVALID, "%s: K = %lld exceeds FF_QMATMUL_MAX_K (%d)", fn, (long long)v[1].shape[1],
+                        FF_QMATMUL_MAX_K);
+    ff_status (*qmm)(void *, const ff_view *, const ff_view *, int, const ff_qmatmul_params *) = FF_VT_OPT(be, qmatmul);
+    if (!qmm || !be->vt->supports(be->ctx, FF_KIND_QMATMUL, 0, FF_U8))
+        return ff_error(FF_ERR_UNSUPPORTED,
+                        "%s: backend '%s' has no qmatmul entry (int8 matmul); move the tensors to cpu or cpu_blas "
+                        "with ff_to",
+                        fn, be->name);
+    return finish(qmm(be->ctx, &v[0], v + 1, n_src, p), dst, fn);
+}

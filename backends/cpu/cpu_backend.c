@@ -55,6 +55,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && cpu_softmax_supported(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return cpu_conv2d_supported(op, dtype);
     case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && ffb_is_float(dtype);
+    case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }
@@ -187,6 +188,7 @@ static const ff_backend_vtable cpu_vtable = {
     .memory_stats = cpu_memory_stats,
     .empty_cache = cpu_empty_cache,
     .attention = cpu_attention,
+    .qmatmul = cpu_qmatmul,
 };
 
 /* The one exported symbol (the build hides everything else). */

@@ -170,6 +170,9 @@ ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, 
 ff_status cpu_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 /* cpu_fft.c: the DFT oracle */
 ff_status cpu_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+/* cpu_qmatmul.c: u8 x s8 -> exact integer sums -> f32 (ff_qmatmul_params) */
+ff_status cpu_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
+
 /* cpu_attention.c: the oracle's loops in double */
 ff_status cpu_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                         const ff_attention_params *p);

@@ -182,6 +182,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
     case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && blas_is_float(dtype);
+    case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }
@@ -254,6 +255,7 @@ static const ff_backend_vtable blas_vtable = {
     .pool2d = blas_pool2d,
     .fused = blas_fused,
     .attention = blas_attention,
+    .qmatmul = blas_qmatmul,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

@@ -281,6 +281,8 @@ void blas_fft_context_down(void);
 /* blas_attention.c: scaled dot-product attention, flash style (F32, F64, F16, BF16) */
 ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p);
+/* blas_qmatmul.c: u8 x s8 -> s32 -> f32 through oneDNN's int8 matmul, or an exact loop */
+ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
 /* blas_fused.c: fused elementwise programs, tile by tile through the plans above */
 ff_status blas_fused(void *ctx, const ff_fused_program *prog);
 /* OpenMP threads for the oneDNN calls made from this thread (blas_gemm.c) */

@@ -167,6 +167,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* f32, f64: init requires cl_khr_fp64 */
     case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && ffb_is_float(dtype);
+    case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
     default: return 0;
     }
 }
@@ -205,6 +206,7 @@ static const ff_backend_vtable ocl_vtable = {
     .argsort = ocl_argsort,
     .fused = ocl_fused,
     .attention = ocl_attention,
+    .qmatmul = ocl_qmatmul,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &ocl_vtable; }

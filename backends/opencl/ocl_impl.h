@@ -15,6 +15,7 @@
  *   ocl_fused.c      the fused entry: the interpreter kernel, or a generated one once hot
  *   ocl_fused_gen.c  the fused entry's kernel source generator
  *   ocl_attention.c  attention: forward and backward, flash style (kernels/attention.cl)
+ *   ocl_qmatmul.c    int8 qmatmul: exact int sums, one work-item per output (kernels/qmatmul.cl)
  *   kernels/         the OpenCL C source (.cl files), embedded at build time
  */
 #ifndef FF_OCL_IMPL_H
@@ -40,7 +41,7 @@ typedef struct ocl_buf {
 typedef enum ocl_kernel_id {
     OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
     OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_FUSED,
-    OK_ATT_FWD, OK_ATT_DQ, OK_ATT_DKV, OK_COUNT
+    OK_ATT_FWD, OK_ATT_DQ, OK_ATT_DKV, OK_QMATMUL, OK_COUNT
 } ocl_kernel_id;
 
 #define OCL_NCLASS 160
@@ -156,6 +157,7 @@ ff_status ocl_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_v
 int ocl_matmul_supported(ff_dtype t);
 const char *ocl_matmul_engine(void); /* "CLBlast" or "own kernel" */
 ff_status ocl_fused(void *ctx, const ff_fused_program *prog);
+ff_status ocl_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
 ff_status ocl_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                         const ff_attention_params *p);
 void ocl_fused_release(ocl_ctx *c); /* the kernel cache, at shutdown */

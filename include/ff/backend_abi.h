@@ -343,6 +343,8 @@ typedef enum ff_op_kind {
     /* the optional attention entry: op = 0 forward, 1 backward (ff_attention_op);
      * dtype = q's (== k's == v's) */
     FF_KIND_ATTENTION,
+    /* the optional qmatmul entry: op = 0; dtype = a's (FF_U8) */
+    FF_KIND_QMATMUL,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -512,6 +514,29 @@ typedef struct ff_attention_params {
     int32_t causal; /* 1: j > i is masked */
     int32_t mask;   /* ff_attention_mask: the kind of the last src view, if any */
 } ff_attention_params;
+
+/* Quantized matmul (the optional qmatmul entry): the product of PyTorch's dynamic
+ * quantized Linear, u8 activations (affine: one zero point, and one scale per tensor or
+ * per row) times s8 weights (symmetric, one scale per output channel). Views, 2-D, any
+ * strides:
+ *   src {a [M, K] FF_U8, b [N, K] FF_U8 holding s8 bits (two's complement), b_scale [N]
+ *        FF_F32 (, bias [N] FF_F32 when has_bias) (, a_scale [M] FF_F32 when a_per_row)}
+ *   dst {y [M, N] FF_F32}
+ * There is no s8 dtype: the weight bytes travel as FF_U8 and only this entry reads them
+ * as signed (ff/quant.h keeps them apart from ordinary u8 tensors). With
+ *   acc[m,n] = sum_k (a[m,k] - a_zero) * (int8)b[n,k]   exact in s32 (the core keeps K
+ *   under FF_QMATMUL_MAX_K, so no sum can overflow, and no backend may saturate an
+ *   intermediate: a u8 x s8 pair product kernel without VNNI must widen first),
+ *   y[m,n] = acc[m,n] * sa[m] * b_scale[n] (+ bias[n]), sa[m] = a_scale or a_scale[m],
+ * in f32: the scaling may round up to three times in any order (and fuse, FMA), so y is
+ * within a relative 2^-21 of the exact product (conformance checks that bound). */
+#define FF_QMATMUL_MAX_K 65000 /* 255 * 128 * K < 2^31 */
+typedef struct ff_qmatmul_params {
+    float a_scale;     /* per tensor (ignored when a_per_row) */
+    int32_t a_zero;    /* 0 .. 255 */
+    int32_t has_bias;  /* 1: src holds the bias after b_scale */
+    int32_t a_per_row; /* 1: src ends with a_scale [M] */
+} ff_qmatmul_params;
 
 /* ---- services the core offers a backend -------------------------------- */
 /* A fused elementwise region of a captured graph (include/ff/graph.h), handed whole to
@@ -772,6 +797,11 @@ typedef struct ff_backend_vtable {
      * composes attention from matmul, the mask, softmax and matmul (O(T^2) memory). */
     ff_status (*attention)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                            const ff_attention_params *p);
+
+    /* Quantized matmul (ff_qmatmul_params above): n_src = 3, plus one with a bias and one
+     * with per-row activation scales. Only when supports(FF_KIND_QMATMUL, 0, FF_U8)
+     * accepts. May be NULL: the core's int8 ops then fail with FF_ERR_UNSUPPORTED. */
+    ff_status (*qmatmul)(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -33,5 +33,6 @@
 #include "ff/dist.h"
 #include "ff/graph.h"
 #include "ff/debug.h"
+#include "ff/quant.h"
 
 #endif /* FF_FF_H */

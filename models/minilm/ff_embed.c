@@ -15,13 +15,14 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: " PROG " [--backend NAME] [--dtype f32|bf16|f16] [--model DIR] [--similarity] [--print-model-dir]\n"
+            "usage: " PROG " [--backend NAME] [--dtype f32|bf16|f16|int8] [--model DIR] [--similarity] [--print-model-dir]\n"
             "                [--ids] [--repeat N] [--] SENTENCE...\n"
             "  Embeds each SENTENCE (or, with none, each line of standard input) with all-MiniLM-L6-v2\n"
             "  and prints one line per sentence: 384 numbers, the L2-normalized mean-pooled embedding.\n"
             "  --backend NAME     a backend name or plugin path (default: FF_BACKEND, else cpu_blas)\n"
             "  --dtype T          the encoder's dtype: f32 (default), or bf16 / f16 (weights converted once,\n"
-            "                     every op rounds to T as model.half() does; pooling stays in f32)\n"
+            "                     every op rounds to T as model.half() does; pooling stays in f32), or int8\n"
+            "                     (the encoder's Linear weights s8 per channel, activations u8 per call)\n"
             "  --model DIR        the model directory (default: FF_MODEL_DIR, else\n"
             "                     $XDG_CACHE_HOME or ~/.cache, then fusionflow/models/" MINILM_NAME ")\n"
             "  --similarity       print the cosine similarity matrix instead (one row per sentence)\n"
@@ -36,6 +37,7 @@ typedef struct opts {
     const char *backend, *model;
     int similarity, print_dir, ids, repeat;
     ff_dtype dtype; /* FF_F32 (0) unless --dtype */
+    int int8;       /* --dtype int8: an f32 model with quantized Linear layers */
     char **sentences;
     int n;
 } opts;
@@ -70,10 +72,12 @@ static int parse_args(int argc, char **argv, opts *o)
                     return 2;
                 }
                 o->repeat = (int)r;
+            } else if (!strcmp(v, "int8")) {
+                o->dtype = FF_F32, o->int8 = 1;
             } else if (!strcmp(v, "f32") || !strcmp(v, "bf16") || !strcmp(v, "f16")) {
                 o->dtype = !strcmp(v, "f32") ? FF_F32 : !strcmp(v, "bf16") ? FF_BF16 : FF_F16;
             } else {
-                fprintf(stderr, PROG ": --dtype must be f32, bf16 or f16, got '%s'\n", v);
+                fprintf(stderr, PROG ": --dtype must be f32, bf16, f16 or int8, got '%s'\n", v);
                 return 2;
             }
         } else {
@@ -232,6 +236,7 @@ static int embed_main(const opts *o, const char *dir)
     }
     ff_backend *be = o->backend ? ff_backend_load(o->backend) : ff_backend_default();
     minilm_model *m = be ? minilm_model_load(dir, be, o->dtype, err, sizeof err) : NULL;
+    if (m && o->int8 && minilm_model_quantize(m, err, sizeof err)) minilm_model_free(m), m = NULL;
     if (!be) snprintf(err, sizeof err, "%s", ff_last_error());
     float *out = m ? malloc((size_t)(B * (o->similarity ? B : cfg.hidden)) * sizeof *out) : NULL;
     int rc = 1;

@@ -80,6 +80,11 @@ typedef struct minilm_model minilm_model;
  * run in f32 whatever the dtype. */
 minilm_model *minilm_model_load(const char *dir, ff_backend *be, ff_dtype dtype, char *err, size_t cap);
 void minilm_model_free(minilm_model *m);
+/* Quantizes the encoder's Linear weights (qkv, attention output, intermediate, output)
+ * to s8 per output channel (ff_quantize_weight_s8); the forward then runs them through
+ * ff_linear_dynamic_int8, embeddings, attention scores, norms and pooling staying f32.
+ * The model must be f32; its backend needs the qmatmul entry (cpu, cpu_blas, opencl). */
+int minilm_model_quantize(minilm_model *m, char *err, size_t cap);
 const minilm_config *minilm_model_config(const minilm_model *m);
 /* The sentence embeddings of a batch: ids [batch, seq] row-major, sentence i's first
  * lens[i] ids real and the rest padding; one forward for the whole batch. Returns a new

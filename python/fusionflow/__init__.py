@@ -33,6 +33,8 @@ from . import _sorting  # noqa: E402
 from ._sorting import *  # noqa: E402,F401,F403  (sort, argsort, topk, kthvalue, median)
 
 from . import linalg  # noqa: E402  (fusionflow.linalg, as torch.linalg)
+from . import quantization  # noqa: E402  (int8: fusionflow.quantization.quantize_dynamic)
+from .quantization import qint8, quint8, quantize_per_tensor, quantize_per_channel, dequantize  # noqa: E402
 
 det, inverse, cholesky, qr, svd, solve, lstsq = (linalg.TORCH_FORMS[_n] for _n in linalg.TORCH_FUNCTIONS)
 for _mod in (_functions, _sorting):

@@ -283,6 +283,13 @@ _PROTOS = {
     "ff_avg_pool2d": (T, [T, c_int64, c_int64, c_int64, c_int64, c_int64, c_int64]),
     "ff_batch_norm": (T, [T, T, T, T, T, c_bool, c_double, c_double]),
     "ff_scaled_dot_product_attention": (T, [T, T, T, T, c_double, c_bool, c_double, c_uint64]),
+    # int8 quantization (include/ff/quant.h; c_int: ff_qdtype)
+    "ff_quantize_per_tensor": (T, [T, c_double, c_int64, c_int]),
+    "ff_quantize_per_channel": (T, [T, T, T, c_int, c_int]),
+    "ff_dequantize_per_tensor": (T, [T, c_double, c_int64, c_int]),
+    "ff_dequantize_per_channel": (T, [T, T, T, c_int, c_int]),
+    "ff_quantize_weight_s8": (c_int, [T, POINTER(c_void_p), POINTER(c_void_p)]),
+    "ff_linear_dynamic_int8": (T, [T, T, T, T, c_bool]),
     "ff_adaptive_avg_pool": (T, [T, c_int, POINTER(c_int64)]),  # include/ff/pool.h
     "ff_adaptive_max_pool": (T, [T, c_int, POINTER(c_int64), POINTER(c_void_p)]),
     "ff_max_pool": (T, [T, c_int, c_void_p, POINTER(c_void_p)]),  # c_void_p: an ff_pool_options

@@ -1,0 +1,232 @@
+/*
+ * Quantized matmul (backend_abi.h, ff_qmatmul_params) through oneDNN's int8 matmul
+ * primitive: u8 x s8 -> s32, AMX-INT8 or AVX512/AVX-VNNI, whichever oneDNN picks; the
+ * zero point, the scales and the bias are applied here, in one pass over y.
+ *
+ * Why oneDNN gets a bare u8 x s8 -> s32 product (no attributes): with a source zero
+ * point or output scales, oneDNN 2.6 leaves its AMX brgemm kernels for the jit gemm and
+ * runs the zero-point compensation in plain C++: 640 x 384 x 1536 took 9 ms that way,
+ * 1 ms bare on AMX. The zero point is exact afterwards in integers,
+ *   sum_k (a - za) b = sum_k a b - za * sum_k b[n, k],
+ * and the s32 sums land in y's own memory (f32 and s32 are both 4 bytes), converted in
+ * place.
+ *
+ * Why the implementation is checked: without VNNI, oneDNN's u8 x s8 kernels pair
+ * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
+ * fbgemm quantizes activations to 7 bits). The call goes ahead only when oneDNN's pick
+ * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims,
+ * take the exact loop below. Primitives are created per call and found again in
+ * oneDNN's primitive cache.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_impl.h"
+
+typedef struct q_args {
+    int64_t M, N, K;
+    const uint8_t *a, *b;
+    int64_t ars, acs, brs, bcs;
+    float *y; /* holds s32 sums until q_finish */
+    int64_t yrs, ycs;
+    int32_t zero;
+} q_args;
+
+/* Rows [rb, re) of the exact sums sum_k (a - zero) b, as s32 bits in y (the ABI bounds K). */
+static void q_rows(void *arg, int64_t rb, int64_t re)
+{
+    const q_args *q = arg;
+    for (int64_t m = rb; m < re; m++) {
+        const uint8_t *ar = q->a + m * q->ars;
+        for (int64_t n = 0; n < q->N; n++) {
+            const uint8_t *br = q->b + n * q->brs;
+            int32_t acc = 0;
+            if (q->acs == 1 && q->bcs == 1)
+                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k] - q->zero) * (int8_t)br[k];
+            else
+                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k * q->acs] - q->zero) * (int8_t)br[k * q->bcs];
+            memcpy(&q->y[m * q->yrs + n * q->ycs], &acc, 4);
+        }
+    }
+}
+
+/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from oneDNN's sums. */
+BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
+{
+    for (int64_t n = 0; n < q->N; n++) {
+        const uint8_t *br = q->b + n * q->brs;
+        int32_t s = 0;
+        if (q->bcs == 1)
+            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k];
+        else
+            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k * q->bcs];
+        zc[n] = q->zero * s;
+    }
+}
+
+/* y = (float)(s32 - zc[n]) * scale[n] * row[m] + bias[n], in place. */
+BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float *scale, const ff_view *row,
+                                 const ff_view *bias)
+{
+    const float *pr = row ? (const float *)row->buf + row->offset : NULL;
+    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
+    int64_t bs = bias ? bias->strides[0] : 0;
+    for (int64_t m = 0; m < q->M; m++) {
+        float r = pr ? pr[m * row->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
+        for (int64_t n = 0; n < q->N; n++) {
+            int32_t acc;
+            memcpy(&acc, &y[n * q->ycs], 4);
+            float v = (float)(acc - (zc ? zc[n] : 0)) * scale[n] * r;
+            y[n * q->ycs] = pb ? v + pb[n * bs] : v;
+        }
+    }
+}
+
+/* A matrix oneDNN takes: one stride 1 and the other at least that dim's extent. */
+static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (cols == 1) *cs = 1;
+    if (rows == 1) *rs = cols > 1 ? cols : 1;
+    return (*cs == 1 && *rs >= cols) || (*rs == 1 && *cs >= rows);
+}
+
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+/* FF_QMATMUL_DNNL=0 turns the path off (the exact loop then serves every call). */
+static void engine_init(void)
+{
+    const char *env = getenv("FF_QMATMUL_DNNL");
+    if (env && !strcmp(env, "0")) return;
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+__attribute__((destructor)) static void engine_fini(void)
+{
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+
+/* oneDNN's pick sums u8 x s8 without an s16 step: a brgemm kernel on VNNI or AMX, or
+ * the jit gemm while oneDNN may use VNNI (the CPU has it and ONEDNN_MAX_CPU_ISA allows
+ * it: the 0x40 / 0x400 bits of dnnl_cpu_isa_t). */
+static int impl_exact(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 0;
+    if (!strncmp(impl, "brg:", 4)) return strstr(impl, "vnni") != NULL || strstr(impl, "amx") != NULL;
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+    int cpu = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    return !strcmp(impl, "gemm:jit") && cpu && ((isa & 0x40u) || (isa & 0x400u));
+}
+
+/* Rows [rb, re) of the s32 sums sum_k a b into y through oneDNN on one OpenMP thread (the
+ * pool splits the rows, as for the half and f32 products: no OpenMP team is started,
+ * whose threads LeakSanitizer cannot stop at exit). A decline or a failure sets failed. */
+typedef struct q_job {
+    const q_args *q;
+    int64_t ars, acs, brs, bcs, yrs, ycs; /* plain() strides */
+    atomic_int failed;
+} q_job;
+
+static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
+{
+    q_job *j = arg;
+    const q_args *q = j->q;
+    blas_dnnl_threads(1);
+    dnnl_memory_desc_t ma, mb, my;
+    dnnl_dims_t da = {re - rb, q->K}, db = {q->K, q->N}, dy = {re - rb, q->N}, sa = {j->ars, j->acs},
+                sb = {j->bcs, j->brs}, sy = {j->yrs, j->ycs};
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t prim = NULL;
+    dnnl_stream_t stream = NULL;
+    dnnl_memory_t m[3] = {0};
+    dnnl_matmul_desc_t md;
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&ma, 2, da, dnnl_u8, sa);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&mb, 2, db, dnnl_s8, sb);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_s32, sy);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &my);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL);
+    int ok = s == dnnl_success && impl_exact(pd);
+    if (ok) {
+        s = dnnl_primitive_create(&prim, pd);
+        if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)(q->a + rb * q->ars));
+        if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
+        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y + rb * q->yrs);
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
+        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
+        if (s == dnnl_success) s = dnnl_stream_wait(stream);
+        ok = s == dnnl_success;
+    }
+    for (int i = 0; i < 3; i++)
+        if (m[i]) dnnl_memory_destroy(m[i]);
+    if (stream) dnnl_stream_destroy(stream);
+    if (prim) dnnl_primitive_destroy(prim);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (!ok) atomic_store(&j->failed, 1);
+}
+
+/* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (y is then
+ * rewritten whole by the loop). */
+static int q_dnnl(blas_ctx *c, const q_args *q)
+{
+    q_job j = {q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
+    if (!plain(q->M, q->K, &j.ars, &j.acs) || !plain(q->N, q->K, &j.brs, &j.bcs) || !plain(q->M, q->N, &j.yrs, &j.ycs))
+        return 0;
+    /* a row slice of a column-major a or y keeps its strides; one row keeps plain()'s */
+    pthread_once(&engine_once, engine_init);
+    if (!engine) return 0;
+    blas_parallel_for(c, q->M, 64, 16, q_dnnl_rows, &j);
+    return !atomic_load(&j.failed);
+}
+#else
+static int q_dnnl(blas_ctx *c, const q_args *q)
+{
+    (void)c, (void)q;
+    return 0;
+}
+#endif
+
+static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t cols)
+{
+    return v->dtype == dt && v->ndim == rank && v->shape[0] == r && (rank == 1 || v->shape[1] == cols);
+}
+
+ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p)
+{
+    blas_ctx *c = ctx;
+    int want = 3 + (p->has_bias != 0) + (p->a_per_row != 0);
+    if (n_src != want || dst->ndim != 2 || src[0].ndim != 2)
+        return blas_error(ctx, FF_ERR_INVALID, "cpu_blas qmatmul: %d inputs, dst rank %d, a rank %d; expected %d, 2, 2",
+                          n_src, (int)dst->ndim, (int)src[0].ndim, want);
+    const ff_view *a = &src[0], *b = &src[1], *sb = &src[2], *bias = p->has_bias ? &src[3] : NULL;
+    const ff_view *sa = p->a_per_row ? &src[want - 1] : NULL;
+    int64_t M = dst->shape[0], N = dst->shape[1], K = a->shape[1];
+    if (!shape_ok(dst, FF_F32, 2, M, N) || !shape_ok(a, FF_U8, 2, M, K) || !shape_ok(b, FF_U8, 2, N, K) ||
+        !shape_ok(sb, FF_F32, 1, N, 0) || (bias && !shape_ok(bias, FF_F32, 1, N, 0)) ||
+        (sa && !shape_ok(sa, FF_F32, 1, M, 0)))
+        return blas_error(ctx, FF_ERR_INVALID,
+                          "cpu_blas qmatmul: expected y F32 [M, N], a U8 [M, K], b U8 [N, K], scales (and bias) F32 [N], "
+                          "per-row scales F32 [M] (M=%lld N=%lld K=%lld)",
+                          (long long)M, (long long)N, (long long)K);
+    if (M == 0 || N == 0) return FF_OK;
+    float *scale = blas_scratch(c, (size_t)N * (sizeof(float) + sizeof(int32_t)));
+    if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
+    int32_t *zc = (int32_t *)(scale + N);
+    const float *ps = (const float *)sb->buf + sb->offset;
+    for (int64_t n = 0; n < N; n++) scale[n] = (sa ? 1.0f : p->a_scale) * ps[n * sb->strides[0]];
+    q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
+                a->strides[0], a->strides[1], b->strides[0], b->strides[1],
+                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
+    int dnnl = K > 0 && q_dnnl(c, &q);
+    if (dnnl) zero_comp(&q, zc); /* oneDNN summed a b; the loop sums (a - zero) b itself */
+    else blas_parallel_for(c, M, 4, 1, q_rows, &q);
+    q_finish(&q, dnnl ? zc : NULL, scale, sa, bias);
+    blas_free(c, scale);
+    return FF_OK;
+}
