@@ -141,6 +141,30 @@ void at_dropout_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n
     AT_DROPOUT_BODY(double)
 }
 
+#define AT_DROPOUT_DS_BODY(AT)                                                                                      \
+    ff_attention_params p = {.dropout_p = j->dropout_p, .seed = j->seed};                                          \
+    for (int64_t r = 0; r < n; r++) {                                                                               \
+        uint64_t base = (uint64_t)(((b * j->H + h) * j->Tq + i0 + r) * j->Tk + j0);                                 \
+        AT *pr = pt + r * ld, *dr = dp + r * ld, dd = di[r];                                                        \
+        for (int64_t c = 0; c < nk; c++) {                                                                          \
+            AT f = (AT)ffb_attention_dropout_factor(&p, j->t, base + c);                                            \
+            dr[c] = pr[c] * (f * dr[c] - dd);                                                                       \
+            pr[c] *= f;                                                                                             \
+        }                                                                                                           \
+    }
+
+void at_dropout_ds_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *pt,
+                       float *dp, int64_t ld, const float *di)
+{
+    AT_DROPOUT_DS_BODY(float)
+}
+
+void at_dropout_ds_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *pt,
+                       double *dp, int64_t ld, const double *di)
+{
+    AT_DROPOUT_DS_BODY(double)
+}
+
 size_t at_scratch_bytes(const at_job *j, size_t es)
 {
     int64_t bq = j->bq, bk = j->bk, D = j->D, Dv = j->Dv;

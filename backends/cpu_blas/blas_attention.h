@@ -45,6 +45,12 @@ void at_dropout_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n
                     int64_t ld);
 void at_dropout_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *x,
                     int64_t ld);
+/* The backward's tile with dropout, one draw an element: dp becomes ds = pt (f dp - di[r])
+ * and pt becomes f pt (for gv), f the element's factor. */
+void at_dropout_ds_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *pt,
+                       float *dp, int64_t ld, const float *di);
+void at_dropout_ds_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *pt,
+                       double *dp, int64_t ld, const double *di);
 /* Rows [r0, r0 + n) of m (w columns, dtype t) as a dense-enough matrix: a pointer into
  * the view itself when it already is one (same dtype, unit column stride), else a copy
  * in buf (n x w). *ld: its row stride. */
