@@ -5,7 +5,10 @@
  * reference (its entry, in double). Scenarios cross causal and not, bool and additive
  * masks broadcast over batch or heads, fully masked rows, Tq != Tk, T off any tile
  * (1, 7, 33, 65, 130), head dims 32/64/80/128 and odd ones, k and v broadcast over heads,
- * batch-first 3-D inputs, and q, k, v as contiguous, transposed and stepped views. */
+ * batch-first 3-D inputs, and q, k, v as contiguous, transposed and stepped views.
+ * The "_dropout" rows repeat some scenarios with dropout_p 0.25 and one seed: the entry
+ * draws the composition's ff_dropout mask bit for bit (backend_abi.h's rule), so the same
+ * three-way comparison holds; a backend whose entry does not honor dropout composes. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -96,7 +99,8 @@ static void run_free(attn_run *r)
 
 /* o = sdpa(q, k, v, mask) on be, and the gradients of sum(o * w) w.r.t. q, k, v (the
  * views the op saw). */
-static void run_on(ff_backend *be, const attn_scen *s, ff_dtype dt, cf_variant var, void *const *vals, attn_run *r)
+static void run_on(ff_backend *be, const attn_scen *s, ff_dtype dt, cf_variant var, double drop, uint64_t seed,
+                   void *const *vals, attn_run *r)
 {
     ff_tensor *base[5] = {NULL}, *in[5] = {NULL}, *tmp = NULL, *ow = NULL, *loss = NULL;
     memset(r, 0, sizeof *r);
@@ -112,7 +116,7 @@ static void run_on(ff_backend *be, const attn_scen *s, ff_dtype dt, cf_variant v
         if (base[i] && !r->st && !(in[i] = cf_view_of(base[i], i < 3 ? var : CF_V_CONTIG))) r->st = ff_last_status();
         if (!base[i]) r->st = ff_last_status();
     }
-    ff_tensor *o = r->st ? NULL : ff_scaled_dot_product_attention(in[0], in[1], in[2], in[3], 0.0, s->causal, NAN, 0);
+    ff_tensor *o = r->st ? NULL : ff_scaled_dot_product_attention(in[0], in[1], in[2], in[3], drop, s->causal, NAN, seed);
     if (o) ow = ff_mul(o, in[4]);
     if (ow) loss = ff_sum(ow, 0, NULL, false);
     ff_tensor *g[3] = {NULL, NULL, NULL};
@@ -147,8 +151,8 @@ static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, cons
 {
     char rerun[300];
     cf_rerun_str(rerun, sizeof rerun, ctx, cs);
-    snprintf(rep->msg, sizeof rep->msg, "%s | op=attention.%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why,
-             scens[cs->p[0]].name, ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
+    snprintf(rep->msg, sizeof rep->msg, "%s | op=attention.%s%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why,
+             scens[cs->p[0]].name, cs->p[2] ? "_dropout" : "", ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
     return CF_FAIL;
 }
 
@@ -196,11 +200,13 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     for (int i = 0; i < 5; i++)
         if (i != 3 || s->mask != M_NONE) vals[i] = values(s, i, dt, &rng);
     attn_run runs[3]; /* the backend as it runs, its composition, the reference */
-    run_on(ctx->t, s, dt, var, vals, &runs[0]);
+    double drop = cs->p[2] ? 0.25 : 0.0;
+    uint64_t dseed = cf_case_seed(ctx, cs) ^ 0x5eedu;
+    run_on(ctx->t, s, dt, var, drop, dseed, vals, &runs[0]);
     ff_ops_force_compose(FF_KIND_ATTENTION, true);
-    run_on(ctx->t, s, dt, var, vals, &runs[1]);
+    run_on(ctx->t, s, dt, var, drop, dseed, vals, &runs[1]);
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
-    if (ctx->t != ctx->r) run_on(ctx->r, s, dt, var, vals, &runs[2]);
+    if (ctx->t != ctx->r) run_on(ctx->r, s, dt, var, drop, dseed, vals, &runs[2]);
     else memset(&runs[2], 0, sizeof runs[2]);
     static const char *const names[4] = {"o", "grad q", "grad k", "grad v"};
     static const char *const whats[3] = {"", "backend vs its composition", "backend vs reference"};
@@ -254,6 +260,20 @@ void cf_gen_attention(void)
                              .p = {si, (int)variants[vi]}};
                 snprintf(c.op, sizeof c.op, "%s", scens[si].name);
                 snprintf(c.id, sizeof c.id, "attention.%s.%s.%s", scens[si].name, ff_dtype_name(dts[di]),
+                         cf_variant_name(variants[vi]));
+                cf_register(&c);
+            }
+    /* dropout: causal, both masks (empty rows too), Tq != Tk, k/v over heads, 3-D; every
+     * dtype contiguous, f32 transposed as well */
+    static const int drop_scens[] = {1, 4, 6, 7, 10, 11, 12};
+    for (int i = 0; i < (int)(sizeof drop_scens / sizeof drop_scens[0]); i++)
+        for (int di = 0; di < 4; di++)
+            for (int vi = 0; vi < (di == 0 ? 2 : 1); vi++) {
+                int si = drop_scens[i];
+                cf_case c = {.family = "attention", .dtype = dts[di], .level = CF_LEVEL_OP, .run = run, .kind = -1,
+                             .p = {si, (int)variants[vi], 1}};
+                snprintf(c.op, sizeof c.op, "%s_dropout", scens[si].name);
+                snprintf(c.id, sizeof c.id, "attention.%s_dropout.%s.%s", scens[si].name, ff_dtype_name(dts[di]),
                          cf_variant_name(variants[vi]));
                 cf_register(&c);
             }

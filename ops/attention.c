@@ -2,8 +2,8 @@
  * with one node: the checks, the broadcast of the leading dims and their fold into the
  * entry's 4-D [B, H, T, D] views, the node (saves q, k, v, o and the per-row log-sum-exp:
  * O(T) memory, never the T x T scores), and the composition that stands in where the
- * entry cannot run (no entry, dropout, head dims past FF_ATTENTION_MAX_HEAD_DIM,
- * create_graph): the composition is also the reference conformance judges the entry by.
+ * entry cannot run (no entry, dropout the entry does not honor, head dims past
+ * FF_ATTENTION_MAX_HEAD_DIM, create_graph): the composition is also the reference conformance judges the entry by.
  * The mask gets no gradient (PyTorch's additive-mask gradient is rarely wanted; it would
  * cost a T x T tensor). */
 #include <math.h>
@@ -188,13 +188,35 @@ static ff_status fold_all(const ff_tensor *q, const ff_tensor *k, const ff_tenso
     return FF_OK;
 }
 
-/* Whether the backend's entry runs this call (forward and backward, directly or through
- * the f32 detour for half); FF_ATTENTION=compose forces the composition. */
-static bool use_entry(const ff_tensor *q, const attn_geo *g, double dropout_p)
+/* Whether the composition's ff_dropout draws its mask in the entry's [B, H, Tq, Tk]
+ * row-major order: its weights have the leading dims of q, k and the mask broadcast, and
+ * only v may add more (then p is broadcast afterwards, and one mask serves many heads). */
+static bool dropout_order_matches(const ff_tensor *q, const ff_tensor *k, const ff_tensor *mask, const attn_geo *g)
 {
-    if (dropout_p > 0 || g->d > FF_ATTENTION_MAX_HEAD_DIM || g->dv > FF_ATTENTION_MAX_HEAD_DIM || g->d < 1 || g->dv < 1)
-        return false;
+    const ff_tensor *t[3] = {q, k, mask};
+    int64_t n = 1, want = 1;
+    for (int a = 0; a < g->nl; a++) {
+        int64_t m = 1;
+        for (int i = 0; i < 3; i++) {
+            if (!t[i]) continue;
+            int nd = t[i]->layout.ndim - 2, at = a - (g->nl - nd);
+            if (at >= 0 && t[i]->layout.shape[at] > m) m = t[i]->layout.shape[at];
+        }
+        n *= m, want *= g->lead[a];
+    }
+    return n == want;
+}
+
+/* Whether the backend's entry runs this call (forward and backward, directly or through
+ * the f32 detour for half; with dropout only where the entry honors it for q's own dtype,
+ * as the mask's rounding is the dtype's); FF_ATTENTION=compose forces the composition. */
+static bool use_entry(const ff_tensor *q, const ff_tensor *k, const ff_tensor *mask, const attn_geo *g, double dropout_p)
+{
+    if (g->d > FF_ATTENTION_MAX_HEAD_DIM || g->dv > FF_ATTENTION_MAX_HEAD_DIM || g->d < 1 || g->dv < 1) return false;
     ff_backend *be = q->storage->backend;
+    if (dropout_p > 0 && (dropout_p >= 1 || !ff_backend_supports(be, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, q->dtype) ||
+                          !dropout_order_matches(q, k, mask, g)))
+        return false;
     for (int op = FF_ATTENTION_FORWARD; op <= FF_ATTENTION_BACKWARD; op++)
         if (!ff_backend_supports(be, FF_KIND_ATTENTION, op, q->dtype) &&
             !(is_half(q->dtype) && ff_backend_supports(be, FF_KIND_ATTENTION, op, FF_F32)))
@@ -210,26 +232,32 @@ static ff_tensor *new4(const ff_tensor *like, int64_t b, int64_t h, int64_t t, i
 
 /* ---- the node ------------------------------------------------------------------- */
 /* saved: [0] q, [1] k, [2] v (as given), [3] o [B, H, Tq, Dv], [4] lse, [5] mask if any.
- * ip: [0] causal, [1] mask kind; dp[0] scale. */
+ * ip: [0] causal, [1] mask kind, [2] the dropout seed; dp[0] scale, dp[1] dropout_p. */
 static ff_status geo_of_node(ff_node *n, const ff_tensor *q, const ff_tensor *k, const ff_tensor *v,
                              const ff_tensor *mask, attn_geo *g)
 {
-    ff_status st = check(q, k, v, mask, 0.0, n->ip[0] != 0, n->dp[0], g);
+    ff_status st = check(q, k, v, mask, n->dp[1], n->ip[0] != 0, n->dp[0], g);
     if (st) ff_error_prefix(n->name);
+    g->p.dropout_p = n->dp[1], g->p.seed = (uint64_t)n->ip[2];
     return st;
 }
 
 /* create_graph: the gradients as differentiable ops on the recomputed weights p:
- * dp = go v^T, ds = p (dp - rowsum(go * o)), gq = scale ds k, gk = scale ds^T q, gv = p^T go. */
+ * dp = go v^T, ds = p (drop(dp) - rowsum(go * o)), gq = scale ds k, gk = scale ds^T q,
+ * gv = drop(p)^T go. drop() is ff_dropout with the forward's seed: dp has p's element
+ * order (use_entry checked it), so both draw the forward's mask. */
 static ff_status backward_composed(ff_node *n, const ff_tensor *go, const ff_tensor *const *in, const ff_tensor *mask,
                                    const attn_geo *g, ff_tensor **gi)
 {
     ff_expr e = {0};
     const ff_tensor *q = in[0], *k = in[1], *v = in[2];
+    double dr = g->p.dropout_p;
     ff_tensor *p = FF_EX(&e, compose_weights(q, k, mask, g));
-    ff_tensor *o = FF_EX(&e, ff_matmul(p, v));
+    ff_tensor *pd = dr > 0 ? FF_EX(&e, ff_dropout(p, dr, true, g->p.seed)) : p;
+    ff_tensor *o = FF_EX(&e, ff_matmul(pd, v));
     int nv = v->layout.ndim, last = -1;
     ff_tensor *dp = FF_EX(&e, ff_matmul(go, FF_EX(&e, ff_transpose(v, nv - 2, nv - 1))));
+    if (dr > 0) dp = FF_EX(&e, ff_dropout(dp, dr, true, g->p.seed));
     ff_tensor *di = FF_EX(&e, ff_sum(FF_EX(&e, ff_mul(go, o)), 1, &last, true));
     ff_tensor *ds = FF_EX(&e, ff_mul(p, FF_EX(&e, ff_sub(dp, di))));
     int nd = ds ? ds->layout.ndim : 2;
@@ -239,7 +267,7 @@ static ff_status backward_composed(ff_node *n, const ff_tensor *go, const ff_ten
         ff_tensor *dst = FF_EX(&e, ff_transpose(ds, nd - 2, nd - 1));
         r[1] = FF_EX(&e, ff_mul_scalar(FF_EX(&e, ff_matmul(dst, q)), g->p.scale));
     }
-    if (n->needs_grad[2]) r[2] = FF_EX(&e, ff_matmul(FF_EX(&e, ff_transpose(p, nd - 2, nd - 1)), go));
+    if (n->needs_grad[2]) r[2] = FF_EX(&e, ff_matmul(FF_EX(&e, ff_transpose(pd, nd - 2, nd - 1)), go));
     for (int i = 0; i < 3; i++)
         if (r[i]) r[i] = FF_EX(&e, ff_sum_to_shape(r[i], in[i]->layout.ndim, in[i]->layout.shape));
     ff_status st = e.failed ? e.st : FF_OK;
@@ -321,8 +349,8 @@ static ff_tensor *forward_entry(const ff_tensor *q, const ff_tensor *k, const ff
     if (r && record) {
         ff_node *node = ff_autograd_record(r, "scaled_dot_product_attention", attention_backward, 3, in);
         if (node) {
-            node->ip[0] = g->p.causal, node->ip[1] = g->p.mask, node->nip = 2;
-            node->dp[0] = g->p.scale;
+            node->ip[0] = g->p.causal, node->ip[1] = g->p.mask, node->ip[2] = (int64_t)g->p.seed, node->nip = 3;
+            node->dp[0] = g->p.scale, node->dp[1] = g->p.dropout_p;
         }
         const ff_tensor *save[6] = {q, k, v, out[0], out[1], mask};
         for (int i = 0; node && i < (mask ? 6 : 5); i++)
@@ -355,7 +383,8 @@ ff_tensor *ff_scaled_dot_product_attention(const ff_tensor *q, const ff_tensor *
     attn_geo g;
     if (check(q, k, v, attn_mask, dropout_p, is_causal, scale, &g)) return NULL;
     ff_tensor *r;
-    if (use_entry(q, &g, dropout_p)) {
+    if (use_entry(q, k, attn_mask, &g, dropout_p)) {
+        if (dropout_p > 0) g.p.dropout_p = dropout_p, g.p.seed = seed;
         const ff_tensor *in[3] = {q, k, v};
         bool record = ff_autograd_needed(3, in), prev = ff_set_grad_enabled(false);
         ff_status st;

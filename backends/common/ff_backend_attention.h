@@ -29,6 +29,8 @@ static inline ff_status ffb_attention_check(const ff_host_api *host, const char 
         return ffb_fail(host, FF_ERR_INVALID, "%s attention: invalid op %d", backend, op);
     if (!p || p->mask < FF_ATTENTION_MASK_NONE || p->mask > FF_ATTENTION_MASK_ADD)
         return ffb_fail(host, FF_ERR_INVALID, "%s attention: bad params (mask kind %d)", backend, p ? (int)p->mask : -1);
+    if (!(p->dropout_p >= 0 && p->dropout_p < 1))
+        return ffb_fail(host, FF_ERR_INVALID, "%s attention: dropout_p %g must be in [0, 1)", backend, p->dropout_p);
     int has_mask = p->mask != FF_ATTENTION_MASK_NONE;
     int want_dst = op ? 3 : 2, want_src = (op ? 6 : 3) + has_mask;
     if (!dst || !src || n_dst != want_dst || n_src != want_src)
@@ -84,6 +86,16 @@ static inline ff_status ffb_attention_check(const ff_host_api *host, const char 
                             backend, ffb_dtype_name(mt), (long long)b, (long long)h, (long long)tq, (long long)tk);
     }
     return FF_OK;
+}
+
+/* The dropout rule of backend_abi.h for element n of [B, H, Tq, Tk] with inputs of dtype
+ * t (F32 or F64): the factor p[i,j] takes, 0 or 1 / (1 - dropout_p) rounded to t. Rounded
+ * as ff_dropout rounds, so that the mask equals the composition's bit for bit. */
+static inline double ffb_attention_dropout_factor(const ff_attention_params *p, ff_dtype t, uint64_t n)
+{
+    double keep = 1.0 / (1.0 - p->dropout_p);
+    if (t == FF_F64) return ff_random_uniform01(p->seed, n) >= p->dropout_p ? keep : 0.0;
+    return ff_random_uniform_f32(p->seed, n, 0.0, 1.0) >= (float)p->dropout_p ? (double)(float)keep : 0.0;
 }
 
 #endif /* FF_BACKEND_ATTENTION_H */

@@ -44,7 +44,16 @@ static double scores(const ff_view *q, const ff_view *k, const ff_view *mask, co
     return m;
 }
 
-/* dst {o, lse}: o[i] = sum_j exp(s[j] - lse[i]) v[j]. */
+/* The dropout factor of element (b, h, i, j) of [B, H, Tq, Tk] (1 without dropout). */
+static double drop(const ff_attention_params *p, const ff_view *q, const ff_view *k, int64_t b, int64_t h, int64_t i,
+                   int64_t j)
+{
+    if (p->dropout_p <= 0) return 1.0;
+    uint64_t n = (uint64_t)(((b * q->shape[1] + h) * q->shape[2] + i) * k->shape[2] + j);
+    return ffb_attention_dropout_factor(p, q->dtype, n);
+}
+
+/* dst {o, lse}: o[i] = sum_j drop(exp(s[j] - lse[i])) v[j]. */
 static void forward(const ff_view *dst, const ff_view *src, const ff_view *mask, const ff_attention_params *p, double *s)
 {
     const ff_view *q = &src[0], *k = &src[1], *v = &src[2], *o = &dst[0], *lse = &dst[1];
@@ -57,7 +66,7 @@ static void forward(const ff_view *dst, const ff_view *src, const ff_view *mask,
                     double sum = 0;
                     for (int64_t j = 0; j < tk; j++) sum += exp(s[j] - m);
                     l = m + log(sum);
-                    for (int64_t j = 0; j < tk; j++) s[j] = exp(s[j] - l); /* p */
+                    for (int64_t j = 0; j < tk; j++) s[j] = exp(s[j] - l) * drop(p, q, k, b, h, i, j);
                 }
                 int64_t oo = row4(o, b, h, i);
                 for (int64_t c = 0; c < dv; c++) {
@@ -71,7 +80,8 @@ static void forward(const ff_view *dst, const ff_view *src, const ff_view *mask,
 }
 
 /* dst {gq, gk, gv}, src {go, q, k, v, o, lse}: with p = exp(s - lse), dp = go v^T and
- * ds = p (dp - rowsum(go * o)): gq = scale ds k, gk = scale ds^T q, gv = p^T go.
+ * ds = p (drop(dp) - rowsum(go * o)): gq = scale ds k, gk = scale ds^T q, gv = drop(p)^T go
+ * (rowsum(go * o) = sum_j p drop(dp): o already holds the dropped p).
  * Scratch: s and ds (Tk each), then gk and gv summed over the queries (Tk * (D + Dv)). */
 static void backward(const ff_view *dst, const ff_view *src, const ff_view *mask, const ff_attention_params *p,
                      double *s)
@@ -97,8 +107,9 @@ static void backward(const ff_view *dst, const ff_view *src, const ff_view *mask
                     int64_t vo = row4(v, b, h, j);
                     double dp = 0;
                     for (int64_t e = 0; e < dv; e++) dp += ld(go, goo + e * go->strides[3]) * ld(v, vo + e * v->strides[3]);
-                    s[j] = exp(s[j] - l); /* p */
-                    ds[j] = s[j] * (dp - di);
+                    double f = drop(p, q, k, b, h, i, j), pj = exp(s[j] - l);
+                    ds[j] = pj * (f * dp - di);
+                    s[j] = f * pj; /* drop(p), for gv */
                 }
                 for (int64_t c = 0; c < d; c++) {
                     double a = 0, qc = ld(q, qo + c * q->strides[3]);

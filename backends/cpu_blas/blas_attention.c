@@ -119,6 +119,52 @@ void at_mask_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, i
     AT_MASK_BODY(double)
 }
 
+/* The factors come from the counter of each element's [B, H, Tq, Tk] index, so a tile
+ * draws the same mask whatever the tiling and the thread that runs it. */
+#define AT_DROPOUT_BODY(AT)                                                                                         \
+    if (j->dropout_p <= 0) return;                                                                                  \
+    ff_attention_params p = {.dropout_p = j->dropout_p, .seed = j->seed};                                           \
+    for (int64_t r = 0; r < n; r++) {                                                                               \
+        uint64_t base = (uint64_t)(((b * j->H + h) * j->Tq + i0 + r) * j->Tk + j0);                                 \
+        for (int64_t c = 0; c < nk; c++) x[r * ld + c] *= (AT)ffb_attention_dropout_factor(&p, j->t, base + c);     \
+    }
+
+void at_dropout_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *x,
+                    int64_t ld)
+{
+    AT_DROPOUT_BODY(float)
+}
+
+void at_dropout_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *x,
+                    int64_t ld)
+{
+    AT_DROPOUT_BODY(double)
+}
+
+#define AT_DROPOUT_DS_BODY(AT)                                                                                      \
+    ff_attention_params p = {.dropout_p = j->dropout_p, .seed = j->seed};                                          \
+    for (int64_t r = 0; r < n; r++) {                                                                               \
+        uint64_t base = (uint64_t)(((b * j->H + h) * j->Tq + i0 + r) * j->Tk + j0);                                 \
+        AT *pr = pt + r * ld, *dr = dp + r * ld, dd = di[r];                                                        \
+        for (int64_t c = 0; c < nk; c++) {                                                                          \
+            AT f = (AT)ffb_attention_dropout_factor(&p, j->t, base + c);                                            \
+            dr[c] = pr[c] * (f * dr[c] - dd);                                                                       \
+            pr[c] *= f;                                                                                             \
+        }                                                                                                           \
+    }
+
+void at_dropout_ds_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *pt,
+                       float *dp, int64_t ld, const float *di)
+{
+    AT_DROPOUT_DS_BODY(float)
+}
+
+void at_dropout_ds_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *pt,
+                       double *dp, int64_t ld, const double *di)
+{
+    AT_DROPOUT_DS_BODY(double)
+}
+
 size_t at_scratch_bytes(const at_job *j, size_t es)
 {
     int64_t bq = j->bq, bk = j->bk, D = j->D, Dv = j->Dv;
@@ -135,7 +181,8 @@ ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const
     ff_status st = ffb_attention_check(c->host, "cpu_blas", op, dst, n_dst, src, n_src, p, 1);
     if (st) return st;
     const ff_view *q = &src[op ? 1 : 0];
-    at_job j = {.c = c, .t = q->dtype, .scale = p->scale, .causal = p->causal != 0, .mask = p->mask, .q = q,
+    at_job j = {.c = c, .t = q->dtype, .scale = p->scale, .causal = p->causal != 0, .mask = p->mask,
+                .dropout_p = p->dropout_p, .seed = p->seed, .q = q,
                 .k = q + 1, .v = q + 2, .m = p->mask ? &src[n_src - 1] : NULL};
     if (op) j.go = &src[0], j.o = &src[4], j.lse = &src[5], j.gq = &dst[0], j.gk = &dst[1], j.gv = &dst[2];
     else j.o = &dst[0], j.lse = &dst[1];

@@ -23,6 +23,8 @@ typedef struct at_job {
     ff_dtype t;      /* q's dtype; the tiles are f32 (F32, F16, BF16) or f64 */
     double scale;
     int causal, mask; /* ff_attention_mask */
+    double dropout_p; /* 0: none; else backend_abi.h's rule, keyed by seed */
+    uint64_t seed;
     int64_t B, H, Tq, Tk, D, Dv;
     int64_t bq, bk;   /* tile rows of q and of k/v */
     int64_t nqt, nkt; /* tiles along Tq and Tk */
@@ -37,6 +39,18 @@ typedef struct at_job {
 } at_job;
 
 at_mat at_slice(const ff_view *v, int64_t b, int64_t h);
+/* Multiplies x (n rows from query i0, nk columns from key j0, row stride ld) by the
+ * dropout factors of head (b, h) (backend_abi.h's rule). Without dropout: nothing. */
+void at_dropout_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *x,
+                    int64_t ld);
+void at_dropout_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *x,
+                    int64_t ld);
+/* The backward's tile with dropout, one draw an element: dp becomes ds = pt (f dp - di[r])
+ * and pt becomes f pt (for gv), f the element's factor. */
+void at_dropout_ds_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, float *pt,
+                       float *dp, int64_t ld, const float *di);
+void at_dropout_ds_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *pt,
+                       double *dp, int64_t ld, const double *di);
 /* Rows [r0, r0 + n) of m (w columns, dtype t) as a dense-enough matrix: a pointer into
  * the view itself when it already is one (same dtype, unit column stride), else a copy
  * in buf (n x w). *ld: its row stride. */

@@ -54,6 +54,7 @@ static void AT_(fwd_tile)(const at_job *j, AT *w, int64_t b, int64_t h, int64_t 
             l[r] = l[r] * alpha[r] + (AT)AT_EXPSUM(nk, sr, sr, mn);
             m[r] = mn;
         }
+        AT_(at_dropout)(j, b, h, i0, nq, j0, nk, s, bk); /* after l: lse is the undropped one's */
         AT_GEMM(j->c, 0, 0, nq, Dv, nk, 1, s, bk, vt, ldv, 0, pv, Dv);
         for (int64_t r = 0; r < nq; r++) {
             AT *orow = ob + r * Dv, *prow = pv + r * Dv, a = alpha[r];
@@ -147,12 +148,16 @@ static void AT_(bwd_ktile)(const at_job *j, const AT_(bwd_bufs) *u, int64_t b, i
             if (lv == -INFINITY) memset(sr, 0, sizeof(AT) * (size_t)nk); /* fully masked row: no gradient */
             else AT_EXPSUM(nk, sr, sr, lv);
         }
-        AT_GEMM(j->c, 1, 0, nk, Dv, nq, 1, s, bk, gt, ldg, 1, gv, Dv);   /* gv += p^T go */
         AT_GEMM(j->c, 0, 1, nq, nk, Dv, 1, gt, ldg, vt, ldv, 0, dp, bk); /* dp = go v^T */
-        for (int64_t r = 0; r < nq; r++) {
-            AT *pr = s + r * bk, *dr = dp + r * bk, dd = u->di[i0 + r];
-            for (int64_t c = 0; c < nk; c++) dr[c] = pr[c] * (dr[c] - dd); /* ds */
+        if (j->dropout_p > 0) { /* ds = p (drop(dp) - D_i), s = drop(p) */
+            AT_(at_dropout_ds)(j, b, h, i0, nq, j0, nk, s, dp, bk, u->di + i0);
+        } else {
+            for (int64_t r = 0; r < nq; r++) {
+                AT *pr = s + r * bk, *dr = dp + r * bk, dd = u->di[i0 + r];
+                for (int64_t c = 0; c < nk; c++) dr[c] = pr[c] * (dr[c] - dd); /* ds */
+            }
         }
+        AT_GEMM(j->c, 1, 0, nk, Dv, nq, 1, s, bk, gt, ldg, 1, gv, Dv); /* gv += drop(p)^T go */
         AT_GEMM(j->c, 1, 0, nk, D, nq, scale, dp, bk, qt, ldq, 1, gk, D);            /* gk += scale ds^T q */
         AT_GEMM(j->c, 0, 0, nq, D, nk, scale, dp, bk, kt, ldk, 1, u->gq + i0 * D, D); /* gq += scale ds k */
     }

@@ -181,7 +181,9 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && blas_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && blas_is_float(dtype); /* op = log flag */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype);
-    case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && blas_is_float(dtype);
+    case FF_KIND_ATTENTION: /* dropout too, but on F32/F64 only: half's mask rounds as half */
+        return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD || op == FF_ATTENTION_DROPOUT) &&
+               blas_is_float(dtype);
     case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }

@@ -35,14 +35,16 @@ static ff_status att_forward(ocl_ctx *c, const ff_view *dst, const ff_view *src,
     cl_mem mq = ocl_mem_of(q->buf), mk = ocl_mem_of(k->buf), mvb = ocl_mem_of(v->buf), mm = ocl_mem_of(mv->buf);
     cl_mem mo = ocl_mem_of(dst[0].buf), ml = ocl_mem_of(dst[1].buf);
     cl_int kind = p->mask, causal = p->causal != 0;
-    cl_double scale = p->scale;
+    cl_double scale = p->scale, drop = p->dropout_p;
+    cl_ulong seed = p->seed;
     cl_long lt = att_tile_rows(c, k->shape[3] + v->shape[3]);
     size_t kbytes = (size_t)lt * (size_t)k->shape[3] * sizeof(double);
     size_t vbytes = (size_t)lt * (size_t)v->shape[3] * sizeof(double);
     ocl_arg args[] = {OCL_ARG(kq), OCL_ARG(mq), OCL_ARG(kk), OCL_ARG(mk), OCL_ARG(kvv), OCL_ARG(mvb), OCL_ARG(km),
-                      OCL_ARG(mm), OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(ko), OCL_ARG(mo),
+                      OCL_ARG(mm), OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(drop),
+                      OCL_ARG(seed), OCL_ARG(ko), OCL_ARG(mo),
                       OCL_ARG(kl), OCL_ARG(ml), OCL_ARG(lt), {kbytes, NULL}, {vbytes, NULL}};
-    return ocl_launch(c, "attention", OK_ATT_FWD, args, 18, att_items(q, q->shape[2], rows), rows);
+    return ocl_launch(c, "attention", OK_ATT_FWD, args, 20, att_items(q, q->shape[2], rows), rows);
 }
 
 static ff_status att_backward(ocl_ctx *c, const ff_view *dst, const ff_view *src, const ff_attention_params *p,
@@ -60,24 +62,27 @@ static ff_status att_backward(ocl_ctx *c, const ff_view *dst, const ff_view *src
     cl_mem mo = ocl_mem_of(o->buf), ml = ocl_mem_of(l->buf), mm = ocl_mem_of(mv->buf), md = ocl_mem_of(delta);
     cl_mem mgq = ocl_mem_of(dst[0].buf), mgk = ocl_mem_of(dst[1].buf), mgv = ocl_mem_of(dst[2].buf);
     cl_int kind = p->mask, causal = p->causal != 0;
-    cl_double scale = p->scale;
+    cl_double scale = p->scale, drop = p->dropout_p;
+    cl_ulong seed = p->seed;
 
     cl_long lt = att_tile_rows(c, D + Dv);
     ocl_arg qargs[] = {OCL_ARG(kgo), OCL_ARG(mgo), OCL_ARG(kq), OCL_ARG(mq), OCL_ARG(kk), OCL_ARG(mk),
                        OCL_ARG(kvv), OCL_ARG(mvb), OCL_ARG(ko), OCL_ARG(mo), OCL_ARG(kl), OCL_ARG(ml),
-                       OCL_ARG(km), OCL_ARG(mm), OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(kgq),
+                       OCL_ARG(km), OCL_ARG(mm), OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(drop),
+                       OCL_ARG(seed), OCL_ARG(kgq),
                        OCL_ARG(mgq), OCL_ARG(md), OCL_ARG(lt),
                        {(size_t)(lt * D) * sizeof(double), NULL}, {(size_t)(lt * Dv) * sizeof(double), NULL}};
-    ff_status st = ocl_launch(c, "attention", OK_ATT_DQ, qargs, 23, att_items(q, q->shape[2], rows), rows);
+    ff_status st = ocl_launch(c, "attention", OK_ATT_DQ, qargs, 25, att_items(q, q->shape[2], rows), rows);
 
     cl_long lt2 = att_tile_rows(c, D + Dv + 2);
     ocl_arg kargs[] = {OCL_ARG(kgo), OCL_ARG(mgo), OCL_ARG(kq), OCL_ARG(mq), OCL_ARG(kk), OCL_ARG(mk),
                        OCL_ARG(kvv), OCL_ARG(mvb), OCL_ARG(kl), OCL_ARG(ml), OCL_ARG(km), OCL_ARG(mm),
-                       OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(kgk), OCL_ARG(mgk), OCL_ARG(kgv),
+                       OCL_ARG(kind), OCL_ARG(causal), OCL_ARG(scale), OCL_ARG(drop),
+                       OCL_ARG(seed), OCL_ARG(kgk), OCL_ARG(mgk), OCL_ARG(kgv),
                        OCL_ARG(mgv), OCL_ARG(md), OCL_ARG(lt2),
                        {(size_t)(lt2 * D) * sizeof(double), NULL}, {(size_t)(lt2 * Dv) * sizeof(double), NULL},
                        {(size_t)(2 * lt2) * sizeof(double), NULL}};
-    if (!st) st = ocl_launch(c, "attention", OK_ATT_DKV, kargs, 24, att_items(k, k->shape[2], rows), rows);
+    if (!st) st = ocl_launch(c, "attention", OK_ATT_DKV, kargs, 26, att_items(k, k->shape[2], rows), rows);
     ocl_free(c, delta); /* reused only by later commands in the in-order queue */
     return st;
 }

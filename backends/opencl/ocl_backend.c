@@ -166,7 +166,9 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
     case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* f32, f64: init requires cl_khr_fp64 */
-    case FF_KIND_ATTENTION: return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && ffb_is_float(dtype);
+    case FF_KIND_ATTENTION: /* dropout on F32/F64 only: half's mask rounds as half */
+        return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD || op == FF_ATTENTION_DROPOUT) &&
+               ffb_is_float(dtype);
     case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
     default: return 0;
     }

@@ -501,8 +501,21 @@ typedef struct ff_pool2d_params {
  * q, k, v, o, go and the gradients have one float dtype; lse is F64 for F64, else F32.
  * Sums run in at least F32 (F64 for F64); F16/BF16 inputs accumulate in F32 and round
  * each output once. Results need not be bit-identical to the composition (the online
- * softmax reorders sums); conformance compares within the dtype's tolerance. */
+ * softmax reorders sums); conformance compares within the dtype's tolerance.
+ * Dropout (only where supports(FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, dtype) says yes;
+ * the core sends dropout_p = 0 elsewhere and composes): with 0 < dropout_p < 1, p[i,j] is
+ * zeroed where u(seed, n) < dropout_p and scaled by 1 / (1 - dropout_p) elsewhere, n the
+ * element's row-major index in [B, H, Tq, Tk] and u exactly what the random fill gives
+ * element n of a contiguous [B, H, Tq, Tk] tensor of q's dtype (FF_RANDOM_UNIFORM,
+ * counter base 0, [0, 1)), compared with dropout_p and scaled by 1 / (1 - dropout_p),
+ * both rounded to q's dtype: F64 ff_random_uniform01(seed, n), F32
+ * ff_random_uniform_f32(seed, n, 0, 1). That is ff_dropout's mask bit for bit, so the
+ * composition is still the reference. lse stays that of the undropped scores (dropout
+ * acts on p after the softmax, as PyTorch), o[i] = sum_j drop(p)[i,j] v[j], and the
+ * backward recomputes the mask: gv = drop(p)^T go, ds = p (drop(go v^T) - rowsum(go * o)). */
 typedef enum ff_attention_op { FF_ATTENTION_FORWARD = 0, FF_ATTENTION_BACKWARD = 1 } ff_attention_op;
+/* supports() op code only (never an entry op): the entry honors dropout_p and seed */
+#define FF_ATTENTION_DROPOUT 2
 typedef enum ff_attention_mask {
     FF_ATTENTION_MASK_NONE = 0,
     FF_ATTENTION_MASK_BOOL = 1,
@@ -513,6 +526,8 @@ typedef struct ff_attention_params {
     double scale;   /* multiplies q . k (PyTorch's default 1 / sqrt(D) is the core's to pick) */
     int32_t causal; /* 1: j > i is masked */
     int32_t mask;   /* ff_attention_mask: the kind of the last src view, if any */
+    double dropout_p; /* in [0, 1): 0 is no dropout (the rule above) */
+    uint64_t seed;    /* keys the dropout mask's Philox */
 } ff_attention_params;
 
 /* Quantized matmul (the optional qmatmul entry): the product of PyTorch's dynamic

@@ -164,3 +164,123 @@ def test_manual_seed_repeats_dropout():
     a3, b3 = run(4)
     assert (a1 == a2).all() and (b1 == b2).all()
     assert not (a1 == a3).all() and not (b1 == b3).all()
+
+
+# Dropout inside the entry (backend_abi.h's rule): the mask is F.dropout's over the
+# [B, H, Tq, Tk] weights with the same seed, so PyTorch's composition with that mask is
+# the reference, and the entry must equal the forced composition.
+DROP_CASES = [c for c in CASES if c[0] in ("plain", "causal", "causal_tq_lt_tk", "bool_over_batch", "add_over_heads",
+                                           "kv_over_heads", "batch_first_3d", "q_over_batch")]
+# v broadcasts past q and k: one mask serves many heads, which the entry's [B, H, Tq, Tk]
+# order cannot say, so the core composes
+DROP_CASES.append(("v_over_batch", (2, 5, 8), (2, 7, 8), (3, 2, 7, 4), None, False))
+
+
+def _dropout_mask(o_shape, tk, p, seed, device):
+    """F.dropout's keep-mask (0 or 1 / (1 - p)) over the weights' shape [..., Tq, Tk]."""
+    ff.manual_seed(seed)
+    ones = ff.ones(*o_shape[:-1], tk, dtype="float64", device=device)
+    return F.dropout(ones, p).numpy()
+
+
+def _run_dropout(lib, case, p, seed, device=None, mask=None):
+    q, k, v, m = _inputs(case)
+    if lib is ff:
+        mk = lambda a: ff.tensor(a, dtype="float64", device=device, requires_grad=True)  # noqa: E731
+        mt = None if m is None else ff.tensor(m, dtype="bool" if m.dtype == bool else "float64", device=device)
+        fq, fk, fv = mk(q), mk(k), mk(v)
+        ff.manual_seed(seed)
+        o = F.scaled_dot_product_attention(fq, fk, fv, attn_mask=mt, dropout_p=p, is_causal=case[5])
+    else:
+        mk = lambda a: torch.tensor(a, dtype=torch.float64, requires_grad=True)  # noqa: E731
+        mt = None if m is None else torch.tensor(m)
+        fq, fk, fv = mk(q), mk(k), mk(v)
+        s = fq @ fk.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if case[5]:
+            s = s.masked_fill(~torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril(), float("-inf"))
+        if mt is not None:
+            s = s.masked_fill(~mt, float("-inf")) if mt.dtype == torch.bool else s + mt
+        o = (torch.softmax(s, dim=-1) * torch.tensor(mask)) @ fv
+    w = np.random.default_rng(1).uniform(-1, 1, tuple(o.shape))
+    (o * (ff.tensor(w, dtype="float64", device=device) if lib is ff else torch.tensor(w))).sum().backward()
+    return [np.asarray(t.detach().numpy() if lib is torch else t.numpy()) for t in (o, fq.grad, fk.grad, fv.grad)]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", DROP_CASES, ids=[c[0] for c in DROP_CASES])
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_matches_torch_with_the_same_mask(device, case, force_compose):
+    """The weights' shape is q's, k's (and the mask's) leading dims broadcast + [Tq, Tk]."""
+    q, k, v, m = _inputs(case)
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], () if m is None or m.ndim < 2 else m.shape[:-2])
+    drop = _dropout_mask(lead + (q.shape[-2], q.shape[-1]), k.shape[-2], 0.25, 11, device)
+    assert 0 < (drop == 0).mean() < 0.6  # some dropped, most kept
+    theirs = _run_dropout(torch, case, 0.25, 11, mask=drop)
+    entry = _run_dropout(ff, case, 0.25, 11, device)
+    force_compose("attention")
+    composed = _run_dropout(ff, case, 0.25, 11, device)
+    for name, a, b, c in zip(("o", "grad q", "grad k", "grad v"), entry, composed, theirs):
+        np.testing.assert_allclose(a, c, rtol=1e-11, atol=1e-11, err_msg=name + " (entry vs torch)")
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11, err_msg=name + " (entry vs composition)")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_entry_equals_composition_f32(device, force_compose):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.uniform(-1, 1, (2, 3, 33, 16)) for _ in range(3))
+
+    def run():
+        t = [ff.tensor(a, dtype="float32", device=device, requires_grad=True) for a in (q, k, v)]
+        ff.manual_seed(21)
+        o = F.scaled_dot_product_attention(*t, dropout_p=0.1, is_causal=True)
+        (o * o).sum().backward()
+        return [o.detach().numpy()] + [x.grad.numpy() for x in t]
+    entry = run()
+    force_compose("attention")
+    for name, a, b in zip(("o", "grad q", "grad k", "grad v"), entry, run()):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5, err_msg=name)
+
+
+# A training step's peak on cpu_blas, in a fresh process (the allocator's peak is a
+# high-water mark): sdpa with dropout forward and backward, less what was in use before.
+_PEAK_SCRIPT = r"""
+import sys, time, ctypes
+import fusionflow as ff, fusionflow.nn.functional as F
+from fusionflow._lib import lib
+B, H, T, D, compose = (int(a) for a in sys.argv[1:6])
+if compose:
+    lib.ff_ops_force_compose(20, True)
+be = ff._backend.backend_handle("cpu_blas")
+qkv = [ff.randn(B, H, T, D, device="cpu_blas", requires_grad=True) for _ in range(3)]
+v = [ctypes.c_size_t(0) for _ in range(3)]
+lib.ff_backend_memory_stats(be, *(ctypes.byref(x) for x in v))
+before = v[0].value
+t0 = time.perf_counter()
+o = F.scaled_dot_product_attention(*qkv, dropout_p=0.1, is_causal=True)
+o.sum().backward()
+dt = time.perf_counter() - t0
+lib.ff_backend_memory_stats(be, *(ctypes.byref(x) for x in v))
+print(v[2].value - before, dt)
+"""
+
+
+def training_step_peak(b, h, t, d, compose):
+    """(peak bytes above the inputs, seconds) of one causal step with dropout 0.1."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "python"))
+    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT, str(b), str(h), str(t), str(d), str(int(compose))],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), float(out[1])
+
+
+@pytest.mark.skipif("cpu_blas" not in DEVICES, reason="cpu_blas was not built")
+def test_dropout_training_step_memory_is_linear_in_t():
+    """With dropout the entry keeps O(T) memory; the composition holds several [T, T]s."""
+    b, h, t, d = 1, 2, 1024, 32
+    scores = b * h * t * t * 4  # one f32 score-sized tensor
+    entry, _ = training_step_peak(b, h, t, d, False)
+    composed, _ = training_step_peak(b, h, t, d, True)
+    assert composed > 3 * scores, composed
+    assert entry < scores / 4, entry

@@ -276,7 +276,11 @@ static void test_supports(void)
     for (int i = 0; i < 4; i++)
         for (int op = 0; op < 2; op++) CHECK(be->vt->supports(be->ctx, FF_KIND_ATTENTION, op, ok[i]));
     CHECK(!be->vt->supports(be->ctx, FF_KIND_ATTENTION, 0, FF_I32));
-    CHECK(!be->vt->supports(be->ctx, FF_KIND_ATTENTION, 2, FF_F32));
+    /* dropout inside the entry: F32/F64 only (a half's mask would round as half) */
+    CHECK(be->vt->supports(be->ctx, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, FF_F32));
+    CHECK(be->vt->supports(be->ctx, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, FF_F64));
+    CHECK(!be->vt->supports(be->ctx, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, FF_F16));
+    CHECK(!be->vt->supports(be->ctx, FF_KIND_ATTENTION, 3, FF_F32));
 }
 
 /* Refused calls name the entry and what was expected, and write nothing. */
@@ -302,6 +306,9 @@ static void test_errors(void)
     CHECK(strstr(ff_last_error(), "mask") != NULL);
     p.mask = 7;
     CHECK(be->vt->attention(be->ctx, FF_ATTENTION_FORWARD, dst, 2, src, 3, &p) == FF_ERR_INVALID);
+    p.mask = FF_ATTENTION_MASK_NONE, p.dropout_p = 1.0; /* the contract's range is [0, 1) */
+    CHECK(be->vt->attention(be->ctx, FF_ATTENTION_FORWARD, dst, 2, src, 3, &p) == FF_ERR_INVALID);
+    CHECK(strstr(ff_last_error(), "dropout_p") != NULL);
     double out[32];
     arr_read(&o, out);
     int untouched = 1;

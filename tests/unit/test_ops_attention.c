@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ff/amp.h"
 #include "ff/graph.h"
@@ -174,8 +175,44 @@ static void finite_differences(void)
     RELEASE(in[0], in[1], in[2]);
 }
 
-/* Dropout takes the composition with the seed: the same seed gives the same result, and
- * p = 0 matches the entry. */
+/* Dropout inside the entry (the cpu reference honors it): one node, values and first
+ * and second-order gradients equal to the composition's, which draws ff_dropout's mask
+ * with the same seed; and finite differences (the mask is fixed by the seed). */
+static ff_tensor *f_sdpa_drop(int n, ff_tensor *const *in, void *user)
+{
+    (void)n, (void)user;
+    return ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.3, true, 0.7, 77);
+}
+
+static void dropout_in_the_entry(void)
+{
+    ff_tensor *in[3] = {rnd(FF_F64, 4, SHAPE(2, 3, 7, 5), 1), rnd(FF_F64, 4, SHAPE(2, 3, 9, 5), 2),
+                        rnd(FF_F64, 4, SHAPE(2, 3, 9, 4), 3)};
+    for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
+    ff_tensor *o[2] = {NULL, NULL}, *g[2][3] = {{NULL}}, *gg[2] = {NULL, NULL};
+    for (int c = 0; c < 2; c++) {
+        ff_ops_force_compose(FF_KIND_ATTENTION, c);
+        o[c] = ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.3, true, NAN, 77);
+        CHECK(o[c] && (strcmp(ff_grad_fn_name(o[c]), "scaled_dot_product_attention") == 0) == (c == 0));
+        ff_tensor *sq = o[c] ? ff_square(o[c]) : NULL, *s = sq ? ff_sum(sq, 0, NULL, false) : NULL;
+        ff_backward_opts opts = {.create_graph = true};
+        CHECK(s && ff_autograd_grad(s, NULL, 3, in, g[c], &opts) == FF_OK);
+        ff_tensor *s2 = g[c][0] ? ff_sum(g[c][0], 0, NULL, false) : NULL; /* d(sum gq)/dv */
+        CHECK(s2 && ff_autograd_grad(s2, NULL, 1, &in[2], &gg[c], NULL) == FF_OK);
+        RELEASE(sq, s, s2);
+    }
+    ff_ops_force_compose(FF_KIND_ATTENTION, false);
+    CHECK(max_diff(o[0], o[1]) < 1e-12 && max_diff(gg[0], gg[1]) < 1e-12);
+    for (int i = 0; i < 3; i++) CHECK(max_diff(g[0][i], g[1][i]) < 1e-12);
+    ff_tensor *plain = ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.0, true, NAN, 77);
+    CHECK(max_diff(o[0], plain) > 1e-3); /* dropout did drop */
+    ff_gradcheck_opts go = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
+    CHECK(ff_gradcheck(f_sdpa_drop, NULL, 3, in, &go) == FF_OK);
+    RELEASE(o[0], o[1], gg[0], gg[1], plain, in[0], in[1], in[2]);
+    for (int c = 0; c < 2; c++) RELEASE(g[c][0], g[c][1], g[c][2]);
+}
+
+/* The same seed gives the same result, and p = 0 matches no dropout. */
 static void dropout_is_seeded(void)
 {
     ff_tensor *q = rnd(FF_F32, 3, SHAPE(2, 5, 4), 1), *k = rnd(FF_F32, 3, SHAPE(2, 6, 4), 2),
@@ -285,5 +322,5 @@ static void graph_replays_the_entry(void)
 }
 
 FF_TEST_MAIN("ops_attention", TEST(setup), TEST(entry_vs_composition), TEST(masked_rows_are_zero), TEST(finite_differences),
-             TEST(dropout_is_seeded), TEST(refusals), TEST(autocast_runs_in_half), TEST(graph_replays_the_entry),
+             TEST(dropout_is_seeded), TEST(dropout_in_the_entry), TEST(refusals), TEST(autocast_runs_in_half), TEST(graph_replays_the_entry),
              TEST(entry_memory_is_linear))

@@ -12,6 +12,8 @@
  * accumulated by two work-groups (deterministic, no atomics): ff_attention_dq over query
  * tiles (gq, and delta = rowsum(go * o), saved for the second), ff_attention_dkv over key
  * tiles (gk, gv). Rows with lse = -inf (every key masked) get p = 0: o = 0, zero gradients.
+ * Dropout (drop > 0) scales p by att_drop's factor after the softmax (lse stays the
+ * undropped one's); the backward redraws it: gv sums drop(p) go, ds = p (drop(dp) - delta).
  *
  * Per-row state lives in private arrays of ATT_DMAX doubles: the host never sends a head
  * dim above it (FF_ATTENTION_MAX_HEAD_DIM), nor a tile of more than ATT_TMAX rows.
@@ -37,6 +39,21 @@ inline double att_mask(double s, int kind, int causal, const kview *m, __global 
     return s;
 }
 
+/* backend_abi.h's dropout factor of element n of [B, H, Tq, Tk]: random.cl's uniform
+ * (philox counter n, as ff_random fills a contiguous tensor), compared and scaled in q's
+ * dtype, so the mask is ff_dropout's bit for bit. */
+inline double att_drop(double drop, ulong seed, int dtype, long n)
+{
+    if (drop <= 0.0) return 1.0;
+    uint4 o = philox(seed, (ulong)n);
+    ulong bits = ((ulong)o.x << 21) ^ ((ulong)o.y >> 11);
+    double u = (double)(bits & ((1ul << 53) - 1)) * (1.0 / 9007199254740992.0), keep = 1.0 / (1.0 - drop);
+    if (dtype == T_F64) return u >= drop ? keep : 0.0;
+    float f = (float)u;
+    if ((double)f >= 1.0) f = nextafter(1.0f, 0.0f);
+    return f >= (float)drop ? (double)(float)keep : 0.0;
+}
+
 /* Loads rows r0 .. r0+n-1 of a [B,H,T,D] view into tile (row-major n x D), the
  * work-group's items sharing the elements. */
 inline void att_load(__local double *tile, const kview *v, __global const uchar *vb, long b, long h, long r0, long n,
@@ -57,7 +74,7 @@ inline long att_group(long T, long H, long *b, long *h)
 /* lt: the key tile's rows (<= ATT_TMAX); ks: lt x D, vs: lt x Dv */
 __kernel void ff_attention_fwd(kview q, __global const uchar *qb, kview k, __global const uchar *kb, kview v,
                                __global const uchar *vb, kview m, __global const uchar *mb, int kind, int causal,
-                               double scale, kview o, __global uchar *ob, kview l, __global uchar *lb, long lt,
+                               double scale, double drop, ulong seed, kview o, __global uchar *ob, kview l, __global uchar *lb, long lt,
                                __local double *ks, __local double *vs)
 {
     long H = q.shape[1], Tq = q.shape[2], D = q.shape[3], Tk = k.shape[2], Dv = v.shape[3], b, h;
@@ -89,6 +106,7 @@ __kernel void ff_attention_fwd(kview q, __global const uchar *qb, kview k, __glo
         for (long jj = 0; jj < n; jj++) {
             double p = sc[jj] == -INFINITY ? 0.0 : exp(sc[jj] - mnew);
             lsum += p;
+            p *= att_drop(drop, seed, q.dtype, ((b * H + h) * Tq + i) * Tk + j0 + jj);
             for (long d = 0; d < Dv; d++) acc[d] += p * vs[jj * Dv + d];
         }
         mrow = mnew;
@@ -106,7 +124,8 @@ inline double att_p(double s, double lse) { return s == -INFINITY || lse == -INF
 __kernel void ff_attention_dq(kview go, __global const uchar *gob, kview q, __global const uchar *qb, kview k,
                               __global const uchar *kb, kview v, __global const uchar *vb, kview o,
                               __global const uchar *obuf, kview l, __global const uchar *lb, kview m,
-                              __global const uchar *mb, int kind, int causal, double scale, kview gq,
+                              __global const uchar *mb, int kind, int causal, double scale, double drop, ulong seed,
+                              kview gq,
                               __global uchar *gqb, __global double *delta, long lt, __local double *ks,
                               __local double *vs)
 {
@@ -137,7 +156,7 @@ __kernel void ff_attention_dq(kview go, __global const uchar *gob, kview q, __gl
             double p = att_p(att_mask(s * scale, kind, causal, &m, mb, b, h, i, j0 + jj), lse);
             if (p == 0.0) continue;
             for (long d = 0; d < Dv; d++) dp += gor[d] * vs[jj * Dv + d];
-            double ds = p * (dp - dl);
+            double ds = p * (att_drop(drop, seed, q.dtype, ((b * H + h) * Tq + i) * Tk + j0 + jj) * dp - dl);
             for (long d = 0; d < D; d++) acc[d] += ds * ks[jj * D + d];
         }
     }
@@ -150,7 +169,7 @@ __kernel void ff_attention_dq(kview go, __global const uchar *gob, kview q, __gl
 __kernel void ff_attention_dkv(kview go, __global const uchar *gob, kview q, __global const uchar *qb, kview k,
                                __global const uchar *kb, kview v, __global const uchar *vb, kview l,
                                __global const uchar *lb, kview m, __global const uchar *mb, int kind, int causal,
-                               double scale, kview gk, __global uchar *gkb, kview gv, __global uchar *gvb,
+                               double scale, double drop, ulong seed, kview gk, __global uchar *gkb, kview gv, __global uchar *gvb,
                                __global const double *delta, long lt, __local double *qs, __local double *gos,
                                __local double *ls)
 {
@@ -177,8 +196,9 @@ __kernel void ff_attention_dkv(kview go, __global const uchar *gob, kview q, __g
             for (long d = 0; d < D; d++) s += qs[ii * D + d] * kr[d];
             double p = att_p(att_mask(s * scale, kind, causal, &m, mb, b, h, i0 + ii, j), ls[ii]);
             if (p == 0.0) continue;
-            for (long d = 0; d < Dv; d++) dp += gos[ii * Dv + d] * vr[d], av[d] += p * gos[ii * Dv + d];
-            double ds = p * (dp - ls[lt + ii]);
+            double f = att_drop(drop, seed, q.dtype, ((b * H + h) * Tq + i0 + ii) * Tk + j), pd = f * p;
+            for (long d = 0; d < Dv; d++) dp += gos[ii * Dv + d] * vr[d], av[d] += pd * gos[ii * Dv + d];
+            double ds = p * (f * dp - ls[lt + ii]);
             for (long d = 0; d < D; d++) ak[d] += ds * qs[ii * D + d];
         }
     }
