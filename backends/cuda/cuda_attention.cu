@@ -475,6 +475,11 @@ extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st = ffb_attention_check(c->host, "cuda", op, dst, n_dst, src, n_src, p, 1);
     if (st) return st;
+    /* supports() says no to FF_ATTENTION_DROPOUT here, so the core composes dropout; a
+     * caller that sends it anyway gets an error, never attention without the dropout */
+    if (p->dropout_p > 0)
+        return ffb_fail(c->host, FF_ERR_UNSUPPORTED, "cuda attention: dropout inside the entry is not implemented "
+                                                     "(dropout_p = %g); the core composes it", p->dropout_p);
     if ((st = cuda_use_device(c, "attention"))) return st;
     const ff_view *q = &src[op ? 1 : 0];
     att_args a;
