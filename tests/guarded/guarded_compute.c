@@ -254,6 +254,17 @@ static ff_status g_attention(void *ctx, int op, const ff_view *dst, int n_dst, c
     GUARDED_LEAVE;
 }
 
+static ff_status g_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p)
+{
+    GUARDED_ENTER("qmatmul");
+    ff_view d, s[MAX_LIST];
+    if (!list_ok(c, 1, n_src, fname) || guarded_window_view(c, &w, dst, &d, fname) ||
+        guarded_window_views(c, &w, src, s, n_src, fname))
+        goto out;
+    st = c->base->qmatmul(c->base_ctx, &d, s, n_src, p);
+    GUARDED_LEAVE;
+}
+
 static ff_status g_fused(void *ctx, const ff_fused_program *prog)
 {
     GUARDED_ENTER("fused");
@@ -297,4 +308,5 @@ void ff_guarded_compute_entries(ff_backend_vtable *vt, const ff_backend_vtable *
     OPTIONAL(pool2d, g_pool2d);
     OPTIONAL(fused, g_fused);
     OPTIONAL(attention, g_attention);
+    OPTIONAL(qmatmul, g_qmatmul);
 }

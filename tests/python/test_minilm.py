@@ -174,7 +174,7 @@ def test_missing_model_says_how_to_fetch_it(binary, tmp_path):
 
 
 def test_bad_usage_exits_2(binary):
-    assert "--dtype must be f32, bf16 or f16, got 'f64'" in ff_embed("--dtype", "f64", "x", code=2).stderr
+    assert "--dtype must be f32, bf16, f16 or int8, got 'f64'" in ff_embed("--dtype", "f64", "x", code=2).stderr
     assert "unknown option --nope" in ff_embed("--nope", "x", code=2).stderr
     assert "--backend needs a value" in ff_embed("--backend", code=2).stderr
     assert "usage: ff-embed" in ff_embed("--help").stdout
