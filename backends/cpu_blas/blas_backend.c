@@ -64,6 +64,12 @@ int blas_cpu_flags(void)
          * "f16c"; its ymm form needs the AVX state, which the avx2 answer implies */
         unsigned eax, ebx, ecx, edx;
         if ((f & BLAS_CPU_AVX2_FMA) && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29))) f |= BLAS_CPU_F16C;
+        /* VNNI from CPUID leaf 7 (clang 14 knows no "avxvnni"): AVX512_VNNI is subleaf 0's
+         * ECX bit 11 (with the AVX-512 state), AVX-VNNI subleaf 1's EAX bit 4 */
+        if ((f & BLAS_CPU_AVX512F) && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11)))
+            f |= BLAS_CPU_VNNI;
+        if ((f & BLAS_CPU_AVX2_FMA) && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)))
+            f |= BLAS_CPU_VNNI;
 #else
         f = 0;
 #endif

@@ -147,6 +147,7 @@ void blas_vsilu_f32(int64_t n, float *dst, const float *src);
 #define BLAS_CPU_AVX2_FMA 1
 #define BLAS_CPU_AVX512F 2
 #define BLAS_CPU_F16C 4
+#define BLAS_CPU_VNNI 8 /* AVX512_VNNI or AVX-VNNI: u8 x s8 dot products without s16 saturation */
 int blas_cpu_flags(void);
 /* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
 void blas_verf_f32(int64_t n, float *dst, const float *src);

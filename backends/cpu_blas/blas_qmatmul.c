@@ -82,6 +82,10 @@ BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float
     }
 }
 
+#ifdef FF_BLAS_HAVE_DNNL
+#include <dnnl.h>
+#include <pthread.h>
+
 /* A matrix oneDNN takes: one stride 1 and the other at least that dim's extent. */
 static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
 {
@@ -89,10 +93,6 @@ static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
     if (rows == 1) *rs = cols > 1 ? cols : 1;
     return (*cs == 1 && *rs >= cols) || (*rs == 1 && *cs >= rows);
 }
-
-#ifdef FF_BLAS_HAVE_DNNL
-#include <dnnl.h>
-#include <pthread.h>
 
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
@@ -120,7 +120,7 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 0;
     if (!strncmp(impl, "brg:", 4)) return strstr(impl, "vnni") != NULL || strstr(impl, "amx") != NULL;
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
-    int cpu = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    int cpu = (blas_cpu_flags() & BLAS_CPU_VNNI) != 0;
     return !strcmp(impl, "gemm:jit") && cpu && ((isa & 0x40u) || (isa & 0x400u));
 }
 
