@@ -27,26 +27,10 @@ static ff_tensor *rnd(ff_dtype dt, int nd, const int64_t *shape, unsigned seed)
     return t;
 }
 
-/* Largest |a - b| (NaN or a size mismatch: infinity); a NULL pair of empty results is 0. */
-static double max_diff(const ff_tensor *a, const ff_tensor *b)
-{
-    if (!a || !b || ff_tensor_numel(a) != ff_tensor_numel(b)) return INFINITY;
-    int64_t n = ff_tensor_numel(a);
-    double *x = malloc(sizeof *x * (size_t)(n ? n : 1)), *y = malloc(sizeof *y * (size_t)(n ? n : 1)), m = 0;
-    ff_test_values(a, x, n);
-    ff_test_values(b, y, n);
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs(x[i] - y[i]);
-        if (d > m || d != d) m = d;
-    }
-    free(x), free(y);
-    return m;
-}
-
 static double max_abs(const ff_tensor *a)
 {
     ff_tensor *z = a ? ff_zeros_like(a) : NULL;
-    double m = max_diff(a, z);
+    double m = ff_test_max_diff(a, z);
     ff_tensor_release(z);
     return m;
 }
@@ -84,9 +68,9 @@ static void agree(ff_dtype dt, const int64_t *qs, const int64_t *ks, const int64
     ff_tensor *in[3] = {rnd(dt, 4, qs, 1), rnd(dt, 4, ks, 2), rnd(dt, 4, vs, 3)};
     for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
     run_out a = run(in, causal, false), b = run(in, causal, true);
-    double d = max_diff(a.o, b.o);
+    double d = ff_test_max_diff(a.o, b.o);
     for (int i = 0; i < 3; i++)
-        if (ff_tensor_numel(in[i]) > 0) d = fmax(d, max_diff(a.g[i], b.g[i]));
+        if (ff_tensor_numel(in[i]) > 0) d = fmax(d, ff_test_max_diff(a.g[i], b.g[i]));
     if (!(d < tol))
         fprintf(stderr, "q [%lld, %lld, %lld, %lld], Tk %lld, Dv %lld, causal %d, %s: differs by %g\n", (long long)qs[0],
                 (long long)qs[1], (long long)qs[2], (long long)qs[3], (long long)ks[2], (long long)vs[3], causal,

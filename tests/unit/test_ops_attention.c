@@ -37,21 +37,6 @@ static void setup(void)
           ff_backend_supports(cpu, FF_KIND_ATTENTION, FF_ATTENTION_BACKWARD, FF_F32));
 }
 
-static double max_diff(const ff_tensor *a, const ff_tensor *b)
-{
-    if (!a || !b || ff_tensor_numel(a) != ff_tensor_numel(b)) return INFINITY;
-    int64_t n = ff_tensor_numel(a);
-    double *x = malloc(sizeof *x * (size_t)(n ? n : 1)), *y = malloc(sizeof *y * (size_t)(n ? n : 1)), m = 0;
-    ff_test_values(a, x, n);
-    ff_test_values(b, y, n);
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs(x[i] - y[i]);
-        if (d > m || d != d) m = d;
-    }
-    free(x), free(y);
-    return m;
-}
-
 typedef struct run_out {
     ff_tensor *o, *g[3];
 } run_out;
@@ -86,10 +71,10 @@ static void agree(const int64_t *qs, int nq, const int64_t *ks, int nk, const in
     for (int i = 0; i < 3; i++) ff_set_requires_grad(in[i], true);
     run_out a = run(in, mask, causal, false), b = run(in, mask, causal, true);
     CHECK(a.o && b.o);
-    CHECK(max_diff(a.o, b.o) < tol);
+    CHECK(ff_test_max_diff(a.o, b.o) < tol);
     for (int i = 0; i < 3; i++) {
         CHECK(a.g[i] && b.g[i]);
-        CHECK(max_diff(a.g[i], b.g[i]) < tol);
+        CHECK(ff_test_max_diff(a.g[i], b.g[i]) < tol);
     }
     run_free(&a), run_free(&b);
     RELEASE(in[0], in[1], in[2]);
@@ -202,10 +187,10 @@ static void dropout_in_the_entry(void)
         RELEASE(sq, s, s2);
     }
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
-    CHECK(max_diff(o[0], o[1]) < 1e-12 && max_diff(gg[0], gg[1]) < 1e-12);
-    for (int i = 0; i < 3; i++) CHECK(max_diff(g[0][i], g[1][i]) < 1e-12);
+    CHECK(ff_test_max_diff(o[0], o[1]) < 1e-12 && ff_test_max_diff(gg[0], gg[1]) < 1e-12);
+    for (int i = 0; i < 3; i++) CHECK(ff_test_max_diff(g[0][i], g[1][i]) < 1e-12);
     ff_tensor *plain = ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.0, true, NAN, 77);
-    CHECK(max_diff(o[0], plain) > 1e-3); /* dropout did drop */
+    CHECK(ff_test_max_diff(o[0], plain) > 1e-3); /* dropout did drop */
     ff_gradcheck_opts go = {.eps = 1e-6, .atol = 1e-6, .rtol = 1e-4};
     CHECK(ff_gradcheck(f_sdpa_drop, NULL, 3, in, &go) == FF_OK);
     RELEASE(o[0], o[1], gg[0], gg[1], plain, in[0], in[1], in[2]);
@@ -220,7 +205,7 @@ static void dropout_is_seeded(void)
     ff_tensor *a = ff_scaled_dot_product_attention(q, k, v, NULL, 0.5, false, NAN, 42);
     ff_tensor *b = ff_scaled_dot_product_attention(q, k, v, NULL, 0.5, false, NAN, 42);
     ff_tensor *c = ff_scaled_dot_product_attention(q, k, v, NULL, 0.0, false, NAN, 42);
-    CHECK(a && b && c && max_diff(a, b) == 0 && max_diff(a, c) > 0);
+    CHECK(a && b && c && ff_test_max_diff(a, b) == 0 && ff_test_max_diff(a, c) > 0);
     RELEASE(q, k, v, a, b, c);
 }
 
@@ -281,7 +266,7 @@ static void autocast_runs_in_half(void)
     ff_tensor *o = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
     CHECK(ff_autocast_set(FF_F32) == FF_OK);
     CHECK(o && ff_tensor_dtype(o) == FF_BF16);
-    CHECK(max_diff(o, want) < 0.05);
+    CHECK(ff_test_max_diff(o, want) < 0.05);
     ff_tensor *s = o ? ff_sum(o, 0, NULL, false) : NULL;
     CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
     ff_tensor *gq = ff_grad(in[0]);
@@ -314,9 +299,9 @@ static void graph_replays_the_entry(void)
     ff_tensor *eo = ff_scaled_dot_product_attention(in[0], in[1], in[2], m, 0, false, NAN, 0);
     ff_tensor *esq = eo ? ff_square(eo) : NULL, *es = esq ? ff_sum(esq, 0, NULL, false) : NULL, *eg[3] = {NULL};
     CHECK(es && ff_autograd_grad(es, NULL, 3, in, eg, NULL) == FF_OK);
-    CHECK(max_diff(o, eo) == 0);
-    for (int i = 0; i < 3; i++) CHECK(max_diff(g[i], eg[i]) == 0);
-    CHECK(max_diff(q2, in[0]) == 0);
+    CHECK(ff_test_max_diff(o, eo) == 0);
+    for (int i = 0; i < 3; i++) CHECK(ff_test_max_diff(g[i], eg[i]) == 0);
+    CHECK(ff_test_max_diff(q2, in[0]) == 0);
     ff_graph_release(gr);
     RELEASE(in[0], in[1], in[2], m, o, sq, s, g[0], g[1], g[2], q2, k2, eo, esq, es, eg[0], eg[1], eg[2]);
 }

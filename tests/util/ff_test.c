@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "ff_test.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -91,4 +92,18 @@ int ff_test_tensor_equals(const ff_tensor *t, int ndim, const int64_t *shape, co
     }
     free(v);
     return 1;
+}
+
+double ff_test_max_diff(const ff_tensor *a, const ff_tensor *b)
+{
+    if (!a || !b || ff_tensor_numel(a) != ff_tensor_numel(b)) return INFINITY;
+    int64_t n = ff_tensor_numel(a);
+    double *x = malloc(sizeof *x * (size_t)(n ? n : 1)), *y = malloc(sizeof *y * (size_t)(n ? n : 1)), m = 0;
+    if (!x || !y || ff_test_values(a, x, n) != 0 || ff_test_values(b, y, n) != 0) m = INFINITY;
+    for (int64_t i = 0; m != INFINITY && i < n; i++) {
+        double d = fabs(x[i] - y[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    free(x), free(y);
+    return m;
 }

@@ -72,6 +72,9 @@ void ff_test_release_all(ff_tensor **ts, size_t n);
 ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values);
 /* Reads all elements (row-major) as doubles into out (numel entries). */
 int ff_test_values(const ff_tensor *t, double *out, int64_t max);
+/* Largest |a - b| over the elements in row-major order; a NaN difference, a NULL tensor or
+ * different element counts give infinity (two empty tensors give 0). */
+double ff_test_max_diff(const ff_tensor *a, const ff_tensor *b);
 /* Checks t has the given shape and values within tol; reports the first mismatch. */
 #define CHECK_TENSOR(t, ndim, shape, values, tol) \
     CHECK(ff_test_tensor_equals((t), (ndim), (shape), (values), (tol), __FILE__, __LINE__))
