@@ -133,3 +133,10 @@ def test_errors():
         qo = ff.quantization.quantize_dynamic(fnn.Linear(8, 4, seed=1).to("opencl"))
         with pytest.raises(ff.FusionFlowError, match="different backends"):
             qo(ff.randn(2, 8))
+
+
+def test_found_where_torch_keeps_it():
+    """torch.ao.quantization's names reach fusionflow.quantization."""
+    import fusionflow.ao.quantization as aoq
+    import fusionflow.quantization as q
+    assert aoq.quantize_dynamic is q.quantize_dynamic and aoq.qint8 is q.qint8

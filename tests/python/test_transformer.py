@@ -418,3 +418,10 @@ def test_transformer_shape_errors():
         m(ff.zeros(S, N, E + 1), ff.zeros(L, N, E))
     with pytest.raises(RuntimeError, match="relu/gelu"):
         nn.TransformerEncoderLayer(E, H, activation="swish")
+
+
+def test_found_where_torch_keeps_it():
+    """torch.nn.modules.activation.MultiheadAttention is where programs import it from."""
+    from fusionflow.nn.modules.activation import MultiheadAttention
+    from fusionflow.nn.modules.transformer import TransformerEncoderLayer
+    assert MultiheadAttention is nn.MultiheadAttention and TransformerEncoderLayer is nn.TransformerEncoderLayer

@@ -268,3 +268,8 @@ class Softmax2d(Module):
         if input.ndim not in (3, 4):
             raise ValueError("Softmax2d: expected input to be 3D or 4D, got %dD instead" % input.ndim)
         return input.softmax(-3)
+
+
+# torch.nn.modules.activation holds MultiheadAttention, where PyTorch programs import it
+# from; here it lives in multihead.py (it imports linear and module only: no cycle).
+from .multihead import MultiheadAttention  # noqa: E402,F401
