@@ -15,8 +15,8 @@
  * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
  * fbgemm quantizes activations to 7 bits). The call goes ahead only when oneDNN's pick
  * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims,
- * take the exact loop below. Primitives are created per call and found again in
- * oneDNN's primitive cache.
+ * take the exact loop below. Primitives are kept between calls in blas_dnnl_cache.c
+ * (shared with the bf16 matmul), keyed by shape, strides and oneDNN's ISA.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +83,9 @@ BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float
 }
 
 #ifdef FF_BLAS_HAVE_DNNL
-#include <dnnl.h>
 #include <pthread.h>
+
+#include "blas_dnnl_cache.h"
 
 /* A matrix oneDNN takes: one stride 1 and the other at least that dim's extent. */
 static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
@@ -94,21 +95,14 @@ static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
     return (*cs == 1 && *rs >= cols) || (*rs == 1 && *cs >= rows);
 }
 
-static dnnl_engine_t engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-
 /* FF_QMATMUL_DNNL=0 turns the path off (the exact loop then serves every call). */
-static void engine_init(void)
+static int enabled;
+static pthread_once_t enabled_once = PTHREAD_ONCE_INIT;
+
+static void enabled_init(void)
 {
     const char *env = getenv("FF_QMATMUL_DNNL");
-    if (env && !strcmp(env, "0")) return;
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
-}
-
-__attribute__((destructor)) static void engine_fini(void)
-{
-    if (engine) dnnl_engine_destroy(engine);
-    engine = NULL;
+    enabled = !(env && !strcmp(env, "0")) && blas_dnnl_engine() != NULL;
 }
 
 /* oneDNN's pick sums u8 x s8 without an s16 step: a brgemm kernel on VNNI or AMX, or
@@ -126,7 +120,9 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
 
 /* Rows [rb, re) of the s32 sums sum_k a b into y through oneDNN on one OpenMP thread (the
  * pool splits the rows, as for the half and f32 products: no OpenMP team is started,
- * whose threads LeakSanitizer cannot stop at exit). A decline or a failure sets failed. */
+ * whose threads LeakSanitizer cannot stop at exit). The primitive comes from the cache
+ * (blas_dnnl_cache.h), impl_exact asked once per shape. A decline or a failure sets
+ * failed. */
 typedef struct q_job {
     const q_args *q;
     int64_t ars, acs, brs, bcs, yrs, ycs; /* plain() strides */
@@ -138,36 +134,12 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
     q_job *j = arg;
     const q_args *q = j->q;
     blas_dnnl_threads(1);
-    dnnl_memory_desc_t ma, mb, my;
-    dnnl_dims_t da = {re - rb, q->K}, db = {q->K, q->N}, dy = {re - rb, q->N}, sa = {j->ars, j->acs},
-                sb = {j->bcs, j->brs}, sy = {j->yrs, j->ycs};
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t m[3] = {0};
-    dnnl_matmul_desc_t md;
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&ma, 2, da, dnnl_u8, sa);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&mb, 2, db, dnnl_s8, sb);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_s32, sy);
-    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &my);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL);
-    int ok = s == dnnl_success && impl_exact(pd);
-    if (ok) {
-        s = dnnl_primitive_create(&prim, pd);
-        if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)(q->a + rb * q->ars));
-        if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y + rb * q->yrs);
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
-        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
-        if (s == dnnl_success) s = dnnl_stream_wait(stream);
-        ok = s == dnnl_success;
-    }
-    for (int i = 0; i < 3; i++)
-        if (m[i]) dnnl_memory_destroy(m[i]);
-    if (stream) dnnl_stream_destroy(stream);
-    if (prim) dnnl_primitive_destroy(prim);
-    if (pd) dnnl_primitive_desc_destroy(pd);
+    /* b is [N, K]: oneDNN's [K, N] weights with the strides swapped */
+    blas_dnnl_key key = {.kind = BLAS_DNNL_U8S8_S32, .threads = 1, .m = re - rb, .n = q->N, .k = q->K,
+                         .ars = j->ars, .acs = j->acs, .brs = j->bcs, .bcs = j->brs, .crs = j->yrs, .ccs = j->ycs};
+    blas_dnnl_prim *p = blas_dnnl_acquire(&key, impl_exact);
+    int ok = p && p->accepted && blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs) == dnnl_success;
+    blas_dnnl_release(p);
     if (!ok) atomic_store(&j->failed, 1);
 }
 
@@ -179,8 +151,8 @@ static int q_dnnl(blas_ctx *c, const q_args *q)
     if (!plain(q->M, q->K, &j.ars, &j.acs) || !plain(q->N, q->K, &j.brs, &j.bcs) || !plain(q->M, q->N, &j.yrs, &j.ycs))
         return 0;
     /* a row slice of a column-major a or y keeps its strides; one row keeps plain()'s */
-    pthread_once(&engine_once, engine_init);
-    if (!engine) return 0;
+    pthread_once(&enabled_once, enabled_init);
+    if (!enabled) return 0;
     blas_parallel_for(c, q->M, 64, 16, q_dnnl_rows, &j);
     return !atomic_load(&j.failed);
 }

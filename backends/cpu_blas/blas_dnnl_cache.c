@@ -1,0 +1,171 @@
+/*
+ * The matmul primitive cache (blas_dnnl_cache.h): a most-recently-used list of idle
+ * primitives under one mutex.
+ *
+ * Invariants: an entry is either in the list (idle, owned by the cache) or held by
+ * exactly one thread (acquired, out of the list), so the stream and memory objects it
+ * carries are never used by two threads at once, and clearing the cache never frees one
+ * in use. Two threads wanting the same key at once each get their own entry; both come
+ * back on release and the oldest fall off past CACHE_CAP. Lookups are a linear walk: the
+ * list is short (the shapes of one model, times the row slices of the pool) and a key
+ * compare is a few words.
+ *
+ * Memory: an entry holds oneDNN's descriptor and primitive (its JIT kernels, shared with
+ * oneDNN's own cache) and no data: the scratchpad stays oneDNN's (per thread, reused),
+ * and the memory objects wrap the caller's buffers per call.
+ */
+#include "blas_impl.h"
+
+#ifdef FF_BLAS_HAVE_DNNL
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_dnnl_cache.h"
+
+#define CACHE_CAP 64
+
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static blas_dnnl_prim *head, *tail; /* idle entries, most recently released first */
+static int count;
+
+static void engine_init(void)
+{
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
+}
+
+dnnl_engine_t blas_dnnl_engine(void)
+{
+    pthread_once(&engine_once, engine_init);
+    return engine;
+}
+
+static void prim_destroy(blas_dnnl_prim *p)
+{
+    for (int i = 0; i < 3; i++)
+        if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
+    if (p->stream) dnnl_stream_destroy(p->stream);
+    if (p->prim) dnnl_primitive_destroy(p->prim);
+    if (p->pd) dnnl_primitive_desc_destroy(p->pd);
+    free(p);
+}
+
+static void unlink_entry(blas_dnnl_prim *p)
+{
+    if (p->prev) p->prev->next = p->next;
+    else head = p->next;
+    if (p->next) p->next->prev = p->prev;
+    else tail = p->prev;
+    p->prev = p->next = NULL;
+    count--;
+}
+
+static dnnl_status_t desc_make(blas_dnnl_prim *p)
+{
+    const blas_dnnl_key *k = &p->key;
+    dnnl_data_type_t ta = k->kind == BLAS_DNNL_U8S8_S32 ? dnnl_u8 : dnnl_bf16;
+    dnnl_data_type_t tb = k->kind == BLAS_DNNL_U8S8_S32 ? dnnl_s8 : dnnl_bf16;
+    dnnl_data_type_t tc = k->kind == BLAS_DNNL_BF16_BF16 ? dnnl_bf16 : k->kind == BLAS_DNNL_BF16_F32 ? dnnl_f32 : dnnl_s32;
+    dnnl_memory_desc_t a, b, c;
+    dnnl_dims_t da = {k->m, k->k}, db = {k->k, k->n}, dc = {k->m, k->n};
+    dnnl_dims_t sa = {k->ars, k->acs}, sb = {k->brs, k->bcs}, sc = {k->crs, k->ccs};
+    dnnl_matmul_desc_t md;
+    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, ta, sa);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, tb, sb);
+    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, tc, sc);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&p->pd, &md, NULL, engine, NULL);
+    return s;
+}
+
+/* A new entry for key: the descriptor always (a declined key is cached too, so that a
+ * decline costs a lookup), the primitive and its objects only when accepted. */
+static blas_dnnl_prim *prim_make(const blas_dnnl_key *key, int isa, int (*accept)(const_dnnl_primitive_desc_t))
+{
+    blas_dnnl_prim *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->key = *key, p->isa = isa;
+    dnnl_status_t s = desc_make(p);
+    if (s != dnnl_success) {
+        prim_destroy(p);
+        return NULL;
+    }
+    if (dnnl_primitive_desc_query(p->pd, dnnl_query_impl_info_str, 0, &p->impl) != dnnl_success || !p->impl)
+        p->impl = "?";
+    p->accepted = !accept || accept(p->pd);
+    if (!p->accepted) return p;
+    static const dnnl_query_t q[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+    s = dnnl_primitive_create(&p->prim, p->pd);
+    if (s == dnnl_success) s = dnnl_stream_create(&p->stream, engine, dnnl_stream_default_flags);
+    for (int i = 0; i < 3 && s == dnnl_success; i++)
+        s = dnnl_memory_create(&p->mem[i], dnnl_primitive_desc_query_md(p->pd, q[i], 0), engine, DNNL_MEMORY_NONE);
+    if (s != dnnl_success) {
+        prim_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_dnnl_primitive_desc_t))
+{
+    if (!blas_dnnl_engine()) return NULL;
+    int isa = (int)dnnl_get_effective_cpu_isa();
+    pthread_mutex_lock(&lock);
+    blas_dnnl_prim *p = head;
+    while (p && !(p->isa == isa && !memcmp(&p->key, key, sizeof *key))) p = p->next;
+    if (p) unlink_entry(p);
+    pthread_mutex_unlock(&lock);
+    return p ? p : prim_make(key, isa, accept);
+}
+
+void blas_dnnl_release(blas_dnnl_prim *p)
+{
+    if (!p) return;
+    blas_dnnl_prim *drop = NULL;
+    pthread_mutex_lock(&lock);
+    p->prev = NULL, p->next = head;
+    if (head) head->prev = p;
+    else tail = p;
+    head = p;
+    if (++count > CACHE_CAP) unlink_entry(drop = tail);
+    pthread_mutex_unlock(&lock);
+    if (drop) prim_destroy(drop);
+}
+
+dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c)
+{
+    dnnl_status_t s = dnnl_memory_set_data_handle(p->mem[0], (void *)a);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[1], (void *)b);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[2], c);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, p->mem[0]}, {DNNL_ARG_WEIGHTS, p->mem[1]}, {DNNL_ARG_DST, p->mem[2]}};
+    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, p->stream, 3, args);
+    if (s == dnnl_success) s = dnnl_stream_wait(p->stream);
+    return s;
+}
+
+void blas_dnnl_cache_clear(void)
+{
+    pthread_mutex_lock(&lock);
+    blas_dnnl_prim *p = head;
+    head = tail = NULL, count = 0;
+    pthread_mutex_unlock(&lock);
+    while (p) {
+        blas_dnnl_prim *next = p->next;
+        prim_destroy(p);
+        p = next;
+    }
+}
+
+/* At plugin unload (the core dlcloses backends): the primitives before the engine they
+ * were made on. */
+__attribute__((destructor)) static void cache_fini(void)
+{
+    blas_dnnl_cache_clear();
+    if (engine) dnnl_engine_destroy(engine);
+    engine = NULL;
+}
+#else
+void blas_dnnl_cache_clear(void) {}
+#endif
