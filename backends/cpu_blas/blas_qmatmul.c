@@ -9,7 +9,8 @@
  * 1 ms bare on AMX. The zero point is exact afterwards in integers,
  *   sum_k (a - za) b = sum_k a b - za * sum_k b[n, k],
  * and the s32 sums land in y's own memory (f32 and s32 are both 4 bytes), converted in
- * place.
+ * place by the thread that computed them, right after (q_finish), while they are still
+ * in its cache.
  *
  * Why the implementation is checked: without VNNI, oneDNN's u8 x s8 kernels pair
  * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
@@ -30,9 +31,46 @@ typedef struct q_args {
     float *y; /* holds s32 sums until q_finish */
     int64_t yrs, ycs;
     int32_t zero;
+    /* for q_finish: per column n, dense */
+    const int32_t *zc;  /* zero * sum_k b[n, k] */
+    const float *scale; /* a's scale (unless per row) times b's */
+    const float *bias;  /* NULL for none */
+    const float *row;   /* a's per-row scales (stride row_s), NULL for none */
+    int64_t row_s;
 } q_args;
 
-/* Rows [rb, re) of the exact sums sum_k (a - zero) b, as s32 bits in y (the ABI bounds K). */
+/* y = (float)(s32 - zc[n]) * scale[n] * row[m] (+ bias[n]) on rows [rb, re), in place:
+ * run by the thread that just wrote those sums, while they are in its cache (a separate
+ * pass over y was a quarter of a 1024^3 product's time). */
+BLAS_CLONES static void q_finish(const q_args *q, int64_t rb, int64_t re)
+{
+    const int32_t *restrict zc = q->zc;
+    const float *restrict sc = q->scale, *restrict pb = q->bias;
+    int64_t N = q->N, cs = q->ycs;
+    for (int64_t m = rb; m < re; m++) {
+        float r = q->row ? q->row[m * q->row_s] : 1.0f, *restrict y = q->y + m * q->yrs;
+        int32_t acc;
+        if (cs == 1 && pb)
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n], 4);
+                y[n] = (float)(acc - zc[n]) * sc[n] * r + pb[n];
+            }
+        else if (cs == 1)
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n], 4);
+                y[n] = (float)(acc - zc[n]) * sc[n] * r;
+            }
+        else
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n * cs], 4);
+                float v = (float)(acc - zc[n]) * sc[n] * r;
+                y[n * cs] = pb ? v + pb[n] : v;
+            }
+    }
+}
+
+/* Rows [rb, re) of the exact sums sum_k a b (the zero point comes off in q_finish, as
+ * for oneDNN's sums), finished (the ABI bounds K, so no s32 sum overflows). */
 static void q_rows(void *arg, int64_t rb, int64_t re)
 {
     const q_args *q = arg;
@@ -42,17 +80,22 @@ static void q_rows(void *arg, int64_t rb, int64_t re)
             const uint8_t *br = q->b + n * q->brs;
             int32_t acc = 0;
             if (q->acs == 1 && q->bcs == 1)
-                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k] - q->zero) * (int8_t)br[k];
+                for (int64_t k = 0; k < q->K; k++) acc += (int32_t)ar[k] * (int8_t)br[k];
             else
-                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k * q->acs] - q->zero) * (int8_t)br[k * q->bcs];
+                for (int64_t k = 0; k < q->K; k++) acc += (int32_t)ar[k * q->acs] * (int8_t)br[k * q->bcs];
             memcpy(&q->y[m * q->yrs + n * q->ycs], &acc, 4);
         }
     }
+    q_finish(q, rb, re);
 }
 
-/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from oneDNN's sums. */
+/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from the sums. */
 BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
 {
+    if (!q->zero) {
+        memset(zc, 0, (size_t)q->N * sizeof *zc);
+        return;
+    }
     for (int64_t n = 0; n < q->N; n++) {
         const uint8_t *br = q->b + n * q->brs;
         int32_t s = 0;
@@ -61,24 +104,6 @@ BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
         else
             for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k * q->bcs];
         zc[n] = q->zero * s;
-    }
-}
-
-/* y = (float)(s32 - zc[n]) * scale[n] * row[m] + bias[n], in place. */
-BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float *scale, const ff_view *row,
-                                 const ff_view *bias)
-{
-    const float *pr = row ? (const float *)row->buf + row->offset : NULL;
-    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
-    int64_t bs = bias ? bias->strides[0] : 0;
-    for (int64_t m = 0; m < q->M; m++) {
-        float r = pr ? pr[m * row->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
-        for (int64_t n = 0; n < q->N; n++) {
-            int32_t acc;
-            memcpy(&acc, &y[n * q->ycs], 4);
-            float v = (float)(acc - (zc ? zc[n] : 0)) * scale[n] * r;
-            y[n * q->ycs] = pb ? v + pb[n * bs] : v;
-        }
     }
 }
 
@@ -140,7 +165,8 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
     blas_dnnl_prim *p = blas_dnnl_acquire(&key, impl_exact);
     int ok = p && p->accepted && blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs) == dnnl_success;
     blas_dnnl_release(p);
-    if (!ok) atomic_store(&j->failed, 1);
+    if (ok) q_finish(q, rb, re); /* while this thread's sums are still in its cache */
+    else atomic_store(&j->failed, 1);
 }
 
 /* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (y is then
@@ -187,18 +213,21 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
                           "per-row scales F32 [M] (M=%lld N=%lld K=%lld)",
                           (long long)M, (long long)N, (long long)K);
     if (M == 0 || N == 0) return FF_OK;
-    float *scale = blas_scratch(c, (size_t)N * (sizeof(float) + sizeof(int32_t)));
+    float *scale = blas_scratch(c, (size_t)N * (2 * sizeof(float) + sizeof(int32_t)));
     if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
     int32_t *zc = (int32_t *)(scale + N);
+    float *pbias = (float *)(zc + N);
     const float *ps = (const float *)sb->buf + sb->offset;
     for (int64_t n = 0; n < N; n++) scale[n] = (sa ? 1.0f : p->a_scale) * ps[n * sb->strides[0]];
+    if (bias)
+        for (int64_t n = 0; n < N; n++) pbias[n] = ((const float *)bias->buf + bias->offset)[n * bias->strides[0]];
     q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
                 a->strides[0], a->strides[1], b->strides[0], b->strides[1],
-                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
-    int dnnl = K > 0 && q_dnnl(c, &q);
-    if (dnnl) zero_comp(&q, zc); /* oneDNN summed a b; the loop sums (a - zero) b itself */
-    else blas_parallel_for(c, M, 4, 1, q_rows, &q);
-    q_finish(&q, dnnl ? zc : NULL, scale, sa, bias);
+                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero,
+                zc, scale, bias ? pbias : NULL, sa ? (const float *)sa->buf + sa->offset : NULL, sa ? sa->strides[0] : 0};
+    zero_comp(&q, zc);
+    /* oneDNN's slices finish their rows; when any declined, the loop redoes all of y */
+    if (!(K > 0 && q_dnnl(c, &q))) blas_parallel_for(c, M, 4, 1, q_rows, &q);
     blas_free(c, scale);
     return FF_OK;
 }
