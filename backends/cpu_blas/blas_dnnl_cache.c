@@ -6,7 +6,7 @@
  * exactly one thread (acquired, out of the list), so the stream and memory objects it
  * carries are never used by two threads at once, and clearing the cache never frees one
  * in use. Two threads wanting the same key at once each get their own entry; both come
- * back on release and the oldest fall off past CACHE_CAP. Lookups are a linear walk: the
+ * back on release and the oldest fall off past the capacity. Lookups are a linear walk: the
  * list is short (the shapes of one model, times the row slices of the pool) and a key
  * compare is a few words.
  *
@@ -23,8 +23,11 @@
 
 #include "blas_dnnl_cache.h"
 
-#define CACHE_CAP 64
+/* Idle primitives kept at most: FF_DNNL_CACHE_CAPACITY (read once, >= 0; 0 keeps none),
+ * default 64. */
+#define CACHE_CAP_DEFAULT 64
 
+static int cap = CACHE_CAP_DEFAULT;
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,6 +36,10 @@ static int count;
 
 static void engine_init(void)
 {
+    const char *env = getenv("FF_DNNL_CACHE_CAPACITY");
+    char *end = NULL;
+    long v = env && *env ? strtol(env, &end, 10) : -1;
+    if (end && !*end && v >= 0 && v <= 1 << 20) cap = (int)v;
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
 }
 
@@ -129,7 +136,7 @@ void blas_dnnl_release(blas_dnnl_prim *p)
     if (head) head->prev = p;
     else tail = p;
     head = p;
-    if (++count > CACHE_CAP) unlink_entry(drop = tail);
+    if (++count > cap) unlink_entry(drop = tail);
     pthread_mutex_unlock(&lock);
     if (drop) prim_destroy(drop);
 }
