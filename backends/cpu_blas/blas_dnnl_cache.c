@@ -5,14 +5,18 @@
  * Invariants: an entry is either in the list (idle, owned by the cache) or held by
  * exactly one thread (acquired, out of the list), so the stream and memory objects it
  * carries are never used by two threads at once, and clearing the cache never frees one
- * in use. Two threads wanting the same key at once each get their own entry; both come
- * back on release and the oldest fall off past the capacity. Lookups are a linear walk: the
+ * in use. An entry is only ever run by the thread that made it (the key's owner): a
+ * primitive made on one thread and run on another left that thread's dynamic TLS in a
+ * state LeakSanitizer's exit scan crashed on (ff-conformance -o qmatmul under ASan, 1 run
+ * in 3), and oneDNN's per-thread state is what its own usage assumes. The pool's threads
+ * live as long as the backend, so each keeps its slices' primitives. The oldest entries
+ * fall off past the capacity. Lookups are a linear walk: the
  * list is short (the shapes of one model, times the row slices of the pool) and a key
  * compare is a few words.
  *
  * Memory: an entry holds oneDNN's descriptor and primitive (its JIT kernels, shared with
- * oneDNN's own cache) and no data: the scratchpad stays oneDNN's (per thread, reused),
- * and the memory objects wrap the caller's buffers per call.
+ * oneDNN's own cache) and no data: the memory objects wrap the caller's buffers per
+ * call, the scratchpad too (the caller's, from our caching allocator: see desc_make).
  */
 #include "blas_impl.h"
 
@@ -51,7 +55,7 @@ dnnl_engine_t blas_dnnl_engine(void)
 
 static void prim_destroy(blas_dnnl_prim *p)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
     if (p->stream) dnnl_stream_destroy(p->stream);
     if (p->prim) dnnl_primitive_destroy(p->prim);
@@ -83,7 +87,14 @@ static dnnl_status_t desc_make(blas_dnnl_prim *p)
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, tb, sb);
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, tc, sc);
     if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&p->pd, &md, NULL, engine, NULL);
+    /* the scratchpad is the caller's (user mode): oneDNN's own is per thread (a
+     * thread-local buffer sized and counted by the primitives made on that thread), which
+     * a primitive made on one thread and run or destroyed on another corrupts */
+    dnnl_primitive_attr_t attr = NULL;
+    if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&p->pd, &md, attr, engine, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr);
     return s;
 }
 
@@ -93,7 +104,7 @@ static blas_dnnl_prim *prim_make(const blas_dnnl_key *key, int isa, int (*accept
 {
     blas_dnnl_prim *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    p->key = *key, p->isa = isa;
+    p->key = *key, p->isa = isa, p->owner = pthread_self();
     dnnl_status_t s = desc_make(p);
     if (s != dnnl_success) {
         prim_destroy(p);
@@ -103,10 +114,13 @@ static blas_dnnl_prim *prim_make(const blas_dnnl_key *key, int isa, int (*accept
         p->impl = "?";
     p->accepted = !accept || accept(p->pd);
     if (!p->accepted) return p;
-    static const dnnl_query_t q[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+    static const dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
+                                      dnnl_query_scratchpad_md};
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(p->pd, dnnl_query_scratchpad_md, 0);
+    p->scratch_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
     s = dnnl_primitive_create(&p->prim, p->pd);
     if (s == dnnl_success) s = dnnl_stream_create(&p->stream, engine, dnnl_stream_default_flags);
-    for (int i = 0; i < 3 && s == dnnl_success; i++)
+    for (int i = 0; i < (p->scratch_bytes ? 4 : 3) && s == dnnl_success; i++)
         s = dnnl_memory_create(&p->mem[i], dnnl_primitive_desc_query_md(p->pd, q[i], 0), engine, DNNL_MEMORY_NONE);
     if (s != dnnl_success) {
         prim_destroy(p);
@@ -121,7 +135,8 @@ blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_
     int isa = (int)dnnl_get_effective_cpu_isa();
     pthread_mutex_lock(&lock);
     blas_dnnl_prim *p = head;
-    while (p && !(p->isa == isa && !memcmp(&p->key, key, sizeof *key))) p = p->next;
+    pthread_t self = pthread_self();
+    while (p && !(p->isa == isa && pthread_equal(p->owner, self) && !memcmp(&p->key, key, sizeof *key))) p = p->next;
     if (p) unlink_entry(p);
     pthread_mutex_unlock(&lock);
     return p ? p : prim_make(key, isa, accept);
@@ -141,13 +156,15 @@ void blas_dnnl_release(blas_dnnl_prim *p)
     if (drop) prim_destroy(drop);
 }
 
-dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c)
+dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c, void *scratch)
 {
     dnnl_status_t s = dnnl_memory_set_data_handle(p->mem[0], (void *)a);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[1], (void *)b);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[2], c);
-    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, p->mem[0]}, {DNNL_ARG_WEIGHTS, p->mem[1]}, {DNNL_ARG_DST, p->mem[2]}};
-    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, p->stream, 3, args);
+    if (s == dnnl_success && p->mem[3]) s = scratch ? dnnl_memory_set_data_handle(p->mem[3], scratch) : dnnl_invalid_arguments;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p->mem[0]}, {DNNL_ARG_WEIGHTS, p->mem[1]}, {DNNL_ARG_DST, p->mem[2]},
+                               {DNNL_ARG_SCRATCHPAD, p->mem[3]}};
+    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, p->stream, p->mem[3] ? 4 : 3, args);
     if (s == dnnl_success) s = dnnl_stream_wait(p->stream);
     return s;
 }

@@ -14,6 +14,7 @@
 #define FF_BLAS_DNNL_CACHE_H
 
 #include <dnnl.h>
+#include <pthread.h>
 #include <stdint.h>
 
 /* What the primitive computes: src x weights -> dst dtypes. */
@@ -34,16 +35,20 @@ typedef struct blas_dnnl_key {
 } blas_dnnl_key;
 
 /* One primitive with its stream and memory objects (their data handles set per call).
- * Held by one thread at a time: acquire takes it out of the cache, release puts it back. */
+ * Made, run and released by one thread (acquire only finds the calling thread's own);
+ * destroyed by whichever thread evicts or clears it, which the user-mode scratchpad
+ * makes safe. */
 typedef struct blas_dnnl_prim {
     blas_dnnl_key key;
     int isa;      /* dnnl_get_effective_cpu_isa() when made */
+    pthread_t owner; /* the thread that made it, the only one that runs it */
     int accepted; /* the caller's accept(pd) said yes; no primitive is made otherwise */
     const char *impl; /* oneDNN's name for the implementation it picked */
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t prim;
     dnnl_stream_t stream;
-    dnnl_memory_t mem[3]; /* src, weights, dst */
+    dnnl_memory_t mem[4]; /* src, weights, dst, scratchpad (NULL when it needs none) */
+    size_t scratch_bytes; /* the scratchpad each execution needs from the caller */
     struct blas_dnnl_prim *prev, *next;
 } blas_dnnl_prim;
 
@@ -57,8 +62,10 @@ dnnl_engine_t blas_dnnl_engine(void);
 blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_dnnl_primitive_desc_t));
 void blas_dnnl_release(blas_dnnl_prim *p);
 
-/* One execution on a, b -> c (batch element 0 of each matrix), finished on return. */
-dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c);
+/* One execution on a, b -> c, finished on return; scratch: scratch_bytes of memory
+ * (64-byte aligned; blas_scratch) that no other execution uses meanwhile, or NULL when
+ * scratch_bytes is 0. */
+dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c, void *scratch);
 
 /* Destroys every primitive not held (at backend shutdown and plugin unload). */
 void blas_dnnl_cache_clear(void);

@@ -110,6 +110,7 @@ typedef struct mm_mat {
 } mm_mat;
 
 typedef struct dnnl_job {
+    blas_ctx *ctx;
     int64_t M, N, K, nbatch;
     mm_mat A, B;
     char *C;             /* batch element 0 of the dst oneDNN writes: bf16 dst or f32 scratch */
@@ -144,7 +145,8 @@ static void dnnl_slice(void *arg, int64_t rb, int64_t re)
     blas_dnnl_threads(1); /* the pool splits the work */
     blas_dnnl_key key = job_key(j, re - rb);
     blas_dnnl_prim *p = blas_dnnl_acquire(&key, NULL);
-    dnnl_status_t s = p && p->accepted ? dnnl_success : dnnl_runtime_error;
+    void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
+    dnnl_status_t s = p && p->accepted && (sp || !p->scratch_bytes) ? dnnl_success : dnnl_runtime_error;
     /* this slice's share of B's rows, so that the slices scan all of B once between them */
     int64_t kb = rb * j->K / j->M, ke = re * j->K / j->M;
     for (int64_t n = 0; n < j->nbatch && s == dnnl_success && !atomic_load(&j->failed); n++) {
@@ -154,8 +156,10 @@ static void dnnl_slice(void *arg, int64_t rb, int64_t re)
         if (blas_bf16_has_subnormal(pa, re - rb, j->K, j->A.rs, j->A.cs) ||
             blas_bf16_has_subnormal(pb + kb * j->B.rs, ke - kb, j->N, j->B.rs, j->B.cs))
             s = dnnl_runtime_error;
-        if (s == dnnl_success) s = blas_dnnl_execute(p, pa, pb, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces);
+        if (s == dnnl_success)
+            s = blas_dnnl_execute(p, pa, pb, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces, sp);
     }
+    blas_free(j->ctx, sp);
     blas_dnnl_release(p);
     if (s != dnnl_success) atomic_store(&j->failed, 1);
 }
@@ -199,7 +203,7 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int64_t drs = dst->strides[r - 2], dcs = dst->strides[r - 1];
     int direct = plain_layout(M, N, &drs, &dcs) && dcs == 1 && dst->buf != a->buf && dst->buf != b->buf;
     int64_t ldc = direct ? drs : N;
-    dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .ldc = ldc, .ces = direct ? 2 : 4};
+    dnnl_job j = {.ctx = c, .M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .ldc = ldc, .ces = direct ? 2 : 4};
     blas_dnnl_key key = job_key(&j, M);
     blas_dnnl_prim *whole = blas_dnnl_acquire(&key, pd_fast);
     int fast = whole && whole->accepted;

@@ -149,6 +149,7 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
  * (blas_dnnl_cache.h), impl_exact asked once per shape. A decline or a failure sets
  * failed. */
 typedef struct q_job {
+    blas_ctx *ctx;
     const q_args *q;
     int64_t ars, acs, brs, bcs, yrs, ycs; /* plain() strides */
     atomic_int failed;
@@ -163,7 +164,10 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
     blas_dnnl_key key = {.kind = BLAS_DNNL_U8S8_S32, .threads = 1, .m = re - rb, .n = q->N, .k = q->K,
                          .ars = j->ars, .acs = j->acs, .brs = j->bcs, .bcs = j->brs, .crs = j->yrs, .ccs = j->ycs};
     blas_dnnl_prim *p = blas_dnnl_acquire(&key, impl_exact);
-    int ok = p && p->accepted && blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs) == dnnl_success;
+    void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
+    int ok = p && p->accepted && (sp || !p->scratch_bytes) &&
+             blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs, sp) == dnnl_success;
+    blas_free(j->ctx, sp);
     blas_dnnl_release(p);
     if (ok) q_finish(q, rb, re); /* while this thread's sums are still in its cache */
     else atomic_store(&j->failed, 1);
@@ -173,7 +177,7 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
  * rewritten whole by the loop). */
 static int q_dnnl(blas_ctx *c, const q_args *q)
 {
-    q_job j = {q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
+    q_job j = {c, q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
     if (!plain(q->M, q->K, &j.ars, &j.acs) || !plain(q->N, q->K, &j.brs, &j.bcs) || !plain(q->M, q->N, &j.yrs, &j.ycs))
         return 0;
     /* a row slice of a column-major a or y keeps its strides; one row keeps plain()'s */

@@ -1,8 +1,8 @@
 /* cpu_blas's cache of oneDNN matmul primitives (backends/cpu_blas/blas_dnnl_cache.c) from
  * several threads at once: bf16 matmuls and dynamic int8 Linears of shapes shared
- * between the threads (the same key wanted by two at once) and of shapes only one
+ * between the threads (the same key in several threads' entries) and of shapes only one
  * thread uses, with the cache held to 3 primitives (FF_DNNL_CACHE_CAPACITY) so that
- * entries are evicted while others are in use. Every result must match the one computed
+ * threads evict each other's entries while others are in use. Every result must match the one computed
  * alone beforehand. Run under ThreadSanitizer by `make test` (label "threads") and under
  * ASan/LSan (the cache is freed at shutdown). On a CPU where oneDNN declines (no bf16
  * or VNNI hardware) the same calls take the other paths and must still agree.
