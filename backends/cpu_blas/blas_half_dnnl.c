@@ -61,6 +61,8 @@ BLAS_CLONES int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t
         int64_t t = rows;
         rows = cols, cols = t, rs = cs, cs = 1;
     }
+    if (cs == 1 && rs == cols) /* dense: one run, so one horizontal min instead of one per row */
+        cols *= rows, rows = 1;
     uint16_t lo = 0xffff;
     for (int64_t i = 0; i < rows && lo != 0x7f; i++) {
         const uint16_t *r = p + i * rs;
