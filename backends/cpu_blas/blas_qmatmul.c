@@ -99,8 +99,13 @@ BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
     for (int64_t n = 0; n < q->N; n++) {
         const uint8_t *br = q->b + n * q->brs;
         int32_t s = 0;
-        if (q->bcs == 1)
-            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k];
+        if (q->bcs == 1) /* 16-bit partial sums (256 x -128 still fits): half the widening */
+            for (int64_t k0 = 0; k0 < q->K; k0 += 256) {
+                int64_t ke = q->K - k0 < 256 ? q->K : k0 + 256;
+                int16_t t = 0;
+                for (int64_t k = k0; k < ke; k++) t = (int16_t)(t + (int8_t)br[k]);
+                s += t;
+            }
         else
             for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k * q->bcs];
         zc[n] = q->zero * s;
