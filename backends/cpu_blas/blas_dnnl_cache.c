@@ -34,7 +34,7 @@
 static int cap = CACHE_CAP_DEFAULT;
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, create_lock = PTHREAD_MUTEX_INITIALIZER;
 static blas_dnnl_prim *head, *tail; /* idle entries, most recently released first */
 static int count;
 
@@ -139,7 +139,15 @@ blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_
     while (p && !(p->isa == isa && pthread_equal(p->owner, self) && !memcmp(&p->key, key, sizeof *key))) p = p->next;
     if (p) unlink_entry(p);
     pthread_mutex_unlock(&lock);
-    return p ? p : prim_make(key, isa, accept);
+    if (p) return p;
+    /* one creation at a time: oneDNN's own primitive cache, which a creation goes
+     * through, publishes its entries by means ThreadSanitizer cannot see (atomics inside
+     * the uninstrumented libdnnl); our mutex orders them. A miss is rare, so nothing
+     * waits in the steady state. */
+    pthread_mutex_lock(&create_lock);
+    p = prim_make(key, isa, accept);
+    pthread_mutex_unlock(&create_lock);
+    return p;
 }
 
 void blas_dnnl_release(blas_dnnl_prim *p)
