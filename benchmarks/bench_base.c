@@ -180,9 +180,9 @@ static void blas_best(int n, int threads, const bench_opts *o)
     bench_emit(&best);
 }
 
-/* oneDNN's bf16 matmul called directly (ff-dnnl-probe, beside ff-bench; absent where
- * oneDNN is not built in): its line is forwarded as the "onednn" baseline. */
-static void dnnl_direct(int n, int threads, const bench_opts *o)
+/* oneDNN's bf16 (or int8) matmul called directly (ff-dnnl-probe, beside ff-bench; absent
+ * where oneDNN is not built in): its line is forwarded as the "onednn" baseline. */
+static void dnnl_direct(int n, int threads, const bench_opts *o, int int8)
 {
     char self[4096], cmd[8400];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -191,7 +191,8 @@ static void dnnl_direct(int n, int threads, const bench_opts *o)
     char *slash = strrchr(self, '/');
     if (!slash) return;
     *slash = '\0';
-    snprintf(cmd, sizeof cmd, "'%s/ff-dnnl-probe' %d %d %g%s", self, n, threads, o->budget_s, o->quick ? " quick" : "");
+    snprintf(cmd, sizeof cmd, "'%s/ff-dnnl-probe' %d %d %g%s%s", self, n, threads, o->budget_s, o->quick ? " quick" : "",
+             int8 ? " int8" : "");
     FILE *p = popen(cmd, "r");
     char line[1024];
     while (p && fgets(line, sizeof line, p)) {
@@ -211,7 +212,14 @@ void bench_baselines_all(int threads, const bench_opts *o)
         int n = o->quick ? 256 : bf16_sizes[i];
         char w[64];
         snprintf(w, sizeof w, "matmul_bf16_%d", n);
-        if (bench_selected(o, w)) dnnl_direct(n, threads, o);
+        if (bench_selected(o, w)) dnnl_direct(n, threads, o, 0);
+    }
+    static const int int8_sizes[2] = {1024, 2048}; /* as bench_int8.c's matmul_int8_* rows */
+    for (int i = 0; i < (o->quick ? 1 : 2); i++) {
+        int n = o->quick ? 256 : int8_sizes[i];
+        char w[64];
+        snprintf(w, sizeof w, "matmul_int8_%d", n);
+        if (bench_selected(o, w)) dnnl_direct(n, threads, o, 1);
     }
     openblas_set_num_threads(threads);
     for (int i = 0; i < bench_mm_count; i++) {

@@ -128,6 +128,7 @@ static void blas_shutdown(void *ctx)
     blas_ctx *c = ctx;
     if (!c) return;
     blas_fft_context_down();
+    blas_dnnl_cache_clear();
     blas_pool_destroy(c->pool);
     blas_alloc_destroy(c->alloc);
     free(c);

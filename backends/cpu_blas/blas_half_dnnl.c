@@ -25,9 +25,17 @@
  * operand holding a subnormal declines (as blas_half_dot.c does); products and sums
  * below 2^-126 may be flushed, an absolute error under K * 2^-126.
  *
- * Primitives: created per call and found again in oneDNN's own primitive cache (global,
- * LRU, thread-safe, bounded by ONEDNN_PRIMITIVE_CACHE_CAPACITY, default 1024), which keys
- * on the whole descriptor: shapes, strides, dtypes, ISA. The same cache serves conv2d.
+ * The subnormal scan runs optimistically inside each row slice: its rows of A and its
+ * share of B's rows are scanned right before oneDNN reads them (so they are in cache for
+ * the kernel, and the threads split the scan), and a slice that finds one fails the
+ * whole call, which the caller then recomputes on its other path. That is safe because C
+ * is dst only when dst is no operand's buffer, else f32 scratch: a product computed on
+ * flushed inputs is always overwritten, never returned.
+ *
+ * Primitives: kept between calls in blas_dnnl_cache.c (keyed by shape, strides, dtypes,
+ * thread count and oneDNN's ISA), so a repeated shape only sets data handles and
+ * executes; oneDNN's own cache still needed a descriptor per call (3-5% of a 1024^3
+ * product). Whether oneDNN's pick is fast is asked once per key too.
  * Layouts: a matrix that is row- or column-major (any leading dimension) goes to oneDNN
  * with its strides; any other (a step in both dims) is first copied to a dense half copy
  * by the copy entry. The batch is walked here (a broadcast, stride 0, needs no copy), the
@@ -53,6 +61,8 @@ BLAS_CLONES int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t
         int64_t t = rows;
         rows = cols, cols = t, rs = cs, cs = 1;
     }
+    if (cs == 1 && rs == cols) /* dense: one run, so one horizontal min instead of one per row */
+        cols *= rows, rows = 1;
     uint16_t lo = 0xffff;
     for (int64_t i = 0; i < rows && lo != 0x7f; i++) {
         const uint16_t *r = p + i * rs;
@@ -71,27 +81,18 @@ BLAS_CLONES int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t
 }
 
 #ifdef FF_BLAS_HAVE_DNNL
-#include <dnnl.h>
 #include <pthread.h>
 
-static dnnl_engine_t engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+#include "blas_dnnl_cache.h"
 
-/* One CPU engine for the process, made by the first product that may use it (engines
- * are thread-safe), destroyed when the plugin is unloaded: the core dlcloses backends,
- * after which a static pointer no longer keeps it reachable. FF_HALF_DNNL=0 turns the
- * path off. */
-static void engine_init(void)
+/* FF_HALF_DNNL=0 turns the path off (read once). */
+static int enabled;
+static pthread_once_t enabled_once = PTHREAD_ONCE_INIT;
+
+static void enabled_init(void)
 {
     const char *env = getenv("FF_HALF_DNNL");
-    if (env && !strcmp(env, "0")) return;
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
-}
-
-__attribute__((destructor)) static void engine_fini(void)
-{
-    if (engine) dnnl_engine_destroy(engine);
-    engine = NULL;
+    enabled = !(env && !strcmp(env, "0")) && blas_dnnl_engine() != NULL;
 }
 
 /* oneDNN takes a matrix whose one stride is 1 and the other at least the extent of that
@@ -111,28 +112,22 @@ typedef struct mm_mat {
 } mm_mat;
 
 typedef struct dnnl_job {
+    blas_ctx *ctx;
     int64_t M, N, K, nbatch;
     mm_mat A, B;
     char *C;             /* batch element 0 of the dst oneDNN writes: bf16 dst or f32 scratch */
     int64_t ldc;         /* C's row stride in elements */
     size_t ces;          /* C's element size: 2 (bf16) or 4 (f32) */
     const int64_t *offs; /* per batch element: a's, b's and C's element offsets, interleaved */
-    const_dnnl_primitive_desc_t whole; /* the descriptor for all M rows, made by the caller */
     atomic_int failed;
 } dnnl_job;
 
-static dnnl_status_t pd_make(dnnl_primitive_desc_t *pd, int64_t m, int64_t n, int64_t k, const mm_mat *A,
-                             const mm_mat *B, int64_t ldc, size_t ces)
+/* The cache key of rows m of the job's product (one OpenMP thread: the pool splits). */
+static blas_dnnl_key job_key(const dnnl_job *j, int64_t m)
 {
-    dnnl_memory_desc_t a, b, c;
-    dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n}, sa = {A->rs, A->cs}, sb = {B->rs, B->cs}, sc = {ldc, 1};
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, dnnl_bf16, sa);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, dnnl_bf16, sb);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, ces == 2 ? dnnl_bf16 : dnnl_f32, sc);
-    dnnl_matmul_desc_t md;
-    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &md, NULL, engine, NULL);
-    return s;
+    return (blas_dnnl_key){.kind = j->ces == 2 ? BLAS_DNNL_BF16_BF16 : BLAS_DNNL_BF16_F32, .threads = 1, .m = m,
+                           .n = j->N, .k = j->K, .ars = j->A.rs, .acs = j->A.cs, .brs = j->B.rs, .bcs = j->B.cs,
+                           .crs = j->ldc, .ccs = 1};
 }
 
 /* The implementation oneDNN picked is a brgemm kernel on bf16 hardware. */
@@ -143,39 +138,31 @@ static int pd_fast(const_dnnl_primitive_desc_t pd)
     return !strncmp(impl, "brg:", 4) && strstr(impl, "bf16") != NULL;
 }
 
-/* Rows [b, e) of C for every batch element: one primitive, executed per element. */
+/* Rows [b, e) of C for every batch element: one primitive, executed per element. A
+ * slice's primitive is whatever oneDNN picks for its rows (the whole product's pick
+ * decided that the path is taken). */
 static void dnnl_slice(void *arg, int64_t rb, int64_t re)
 {
     dnnl_job *j = arg;
     blas_dnnl_threads(1); /* the pool splits the work */
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    int64_t m = re - rb;
-    /* a slice of all rows (one thread) reuses the caller's descriptor */
-    dnnl_status_t s = m == j->M ? dnnl_success : pd_make(&pd, m, j->N, j->K, &j->A, &j->B, j->ldc, j->ces);
-    const_dnnl_primitive_desc_t use = m == j->M ? j->whole : pd;
-    if (s == dnnl_success) s = dnnl_primitive_create(&prim, use);
-    if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-    if (s == dnnl_success) s = dnnl_memory_create(&ma, dnnl_primitive_desc_query_md(use, dnnl_query_src_md, 0), engine, DNNL_MEMORY_NONE);
-    if (s == dnnl_success) s = dnnl_memory_create(&mb, dnnl_primitive_desc_query_md(use, dnnl_query_weights_md, 0), engine, DNNL_MEMORY_NONE);
-    if (s == dnnl_success) s = dnnl_memory_create(&mc, dnnl_primitive_desc_query_md(use, dnnl_query_dst_md, 0), engine, DNNL_MEMORY_NONE);
-    for (int64_t n = 0; n < j->nbatch && s == dnnl_success; n++) {
+    blas_dnnl_key key = job_key(j, re - rb);
+    blas_dnnl_prim *p = blas_dnnl_acquire(&key, NULL);
+    void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
+    dnnl_status_t s = p && p->accepted && (sp || !p->scratch_bytes) ? dnnl_success : dnnl_runtime_error;
+    /* this slice's share of B's rows, so that the slices scan all of B once between them */
+    int64_t kb = rb * j->K / j->M, ke = re * j->K / j->M;
+    for (int64_t n = 0; n < j->nbatch && s == dnnl_success && !atomic_load(&j->failed); n++) {
         const uint16_t *pa = j->A.p + j->offs[3 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[3 * n + 1];
-        s = dnnl_memory_set_data_handle(ma, (void *)pa);
-        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mb, (void *)pb);
-        if (s == dnnl_success) s = dnnl_memory_set_data_handle(mc, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces);
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
+        /* the hardware reads subnormals as zero: scanned here, right before the kernel
+         * reads the same rows (then in cache), in parallel */
+        if (blas_bf16_has_subnormal(pa, re - rb, j->K, j->A.rs, j->A.cs) ||
+            blas_bf16_has_subnormal(pb + kb * j->B.rs, ke - kb, j->N, j->B.rs, j->B.cs))
+            s = dnnl_runtime_error;
+        if (s == dnnl_success)
+            s = blas_dnnl_execute(p, pa, pb, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces, sp);
     }
-    if (s == dnnl_success) s = dnnl_stream_wait(stream);
-    if (mc) dnnl_memory_destroy(mc);
-    if (mb) dnnl_memory_destroy(mb);
-    if (ma) dnnl_memory_destroy(ma);
-    if (stream) dnnl_stream_destroy(stream);
-    if (prim) dnnl_primitive_destroy(prim);
-    if (pd) dnnl_primitive_desc_destroy(pd);
+    blas_free(j->ctx, sp);
+    blas_dnnl_release(p);
     if (s != dnnl_success) atomic_store(&j->failed, 1);
 }
 
@@ -203,8 +190,8 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
         if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0;
     if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DNNL_MIN_MNK)
         return 0;
-    pthread_once(&engine_once, engine_init);
-    if (!engine) return 0;
+    pthread_once(&enabled_once, enabled_init);
+    if (!enabled) return 0;
     int64_t nbatch = ff_view_numel(dst) / (M * N);
     /* the layouts first, so that a decline costs nothing */
     ff_view av = *a, bv = *b;
@@ -218,12 +205,12 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int64_t drs = dst->strides[r - 2], dcs = dst->strides[r - 1];
     int direct = plain_layout(M, N, &drs, &dcs) && dcs == 1 && dst->buf != a->buf && dst->buf != b->buf;
     int64_t ldc = direct ? drs : N;
-    dnnl_primitive_desc_t pd = NULL;
-    int fast = pd_make(&pd, M, N, K, &A, &B, ldc, direct ? 2 : 4) == dnnl_success && pd_fast(pd);
-    if (!fast) {
-        if (pd) dnnl_primitive_desc_destroy(pd);
-        return 0;
-    }
+    dnnl_job j = {.ctx = c, .M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .ldc = ldc, .ces = direct ? 2 : 4};
+    blas_dnnl_key key = job_key(&j, M);
+    blas_dnnl_prim *whole = blas_dnnl_acquire(&key, pd_fast);
+    int fast = whole && whole->accepted;
+    blas_dnnl_release(whole); /* kept in the cache: the one slice of one thread reuses it */
+    if (!fast) return 0;
     int st = -1;
     float *C = direct ? NULL : blas_scratch(c, (size_t)(nbatch * M * N) * sizeof(float));
     int64_t *offs = blas_scratch(c, (size_t)nbatch * 3 * sizeof(int64_t));
@@ -245,26 +232,19 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
             idx[d] = 0, ao -= sa * (dst->shape[d] - 1), bo -= sb * (dst->shape[d] - 1), co -= sc * (dst->shape[d] - 1);
         }
     }
-    st = 1;
-    for (int64_t n = 0; n < nbatch && st == 1; n++) /* the hardware reads subnormals as zero */
-        if (blas_bf16_has_subnormal(A.p + offs[3 * n], M, K, A.rs, A.cs) ||
-            blas_bf16_has_subnormal(B.p + offs[3 * n + 1], K, N, B.rs, B.cs))
-            st = 0;
-    if (st == 1) {
-        char *cp = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
-        dnnl_job j = {.M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .C = cp, .ldc = ldc,
-                      .ces = direct ? 2 : 4, .offs = offs, .whole = pd};
-        atomic_init(&j.failed, 0);
-        int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
-        blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
-        if (atomic_load(&j.failed)) st = 0; /* C unwritten or partial: the caller recomputes it */
-    }
+    j.A.p = A.p, j.B.p = B.p, j.offs = offs;
+    j.C = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
+    atomic_init(&j.failed, 0);
+    int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
+    blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
+    /* C unwritten, partial or computed from a subnormal read as zero: the caller
+     * recomputes it (dst is no operand's buffer, so nothing it reads was overwritten) */
+    st = atomic_load(&j.failed) ? 0 : 1;
     if (st == 1 && !direct) {
         ff_view cv = blas_f32_view(C, dst);
         blas_half_convert(c, dst, &cv);
     }
 out:
-    dnnl_primitive_desc_destroy(pd);
     blas_free(c, bmem);
     blas_free(c, amem);
     blas_free(c, offs);

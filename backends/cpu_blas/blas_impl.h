@@ -288,5 +288,7 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
 ff_status blas_fused(void *ctx, const ff_fused_program *prog);
 /* OpenMP threads for the oneDNN calls made from this thread (blas_gemm.c) */
 void blas_dnnl_threads(int n);
+/* blas_dnnl_cache.c: drops the idle cached oneDNN matmul primitives (at shutdown) */
+void blas_dnnl_cache_clear(void);
 
 #endif /* FF_BLAS_IMPL_H */

@@ -9,14 +9,15 @@
  * 1 ms bare on AMX. The zero point is exact afterwards in integers,
  *   sum_k (a - za) b = sum_k a b - za * sum_k b[n, k],
  * and the s32 sums land in y's own memory (f32 and s32 are both 4 bytes), converted in
- * place.
+ * place by the thread that computed them, right after (q_finish), while they are still
+ * in its cache.
  *
  * Why the implementation is checked: without VNNI, oneDNN's u8 x s8 kernels pair
  * products in s16 (vpmaddubsw) and saturate, which the ABI forbids (and which is why
  * fbgemm quantizes activations to 7 bits). The call goes ahead only when oneDNN's pick
  * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims,
- * take the exact loop below. Primitives are created per call and found again in
- * oneDNN's primitive cache.
+ * take the exact loop below. Primitives are kept between calls in blas_dnnl_cache.c
+ * (shared with the bf16 matmul), keyed by shape, strides and oneDNN's ISA.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,46 @@ typedef struct q_args {
     float *y; /* holds s32 sums until q_finish */
     int64_t yrs, ycs;
     int32_t zero;
+    /* for q_finish: per column n, dense */
+    const int32_t *zc;  /* zero * sum_k b[n, k] */
+    const float *scale; /* a's scale (unless per row) times b's */
+    const float *bias;  /* NULL for none */
+    const float *row;   /* a's per-row scales (stride row_s), NULL for none */
+    int64_t row_s;
 } q_args;
 
-/* Rows [rb, re) of the exact sums sum_k (a - zero) b, as s32 bits in y (the ABI bounds K). */
+/* y = (float)(s32 - zc[n]) * scale[n] * row[m] (+ bias[n]) on rows [rb, re), in place:
+ * run by the thread that just wrote those sums, while they are in its cache (a separate
+ * pass over y was a quarter of a 1024^3 product's time). */
+BLAS_CLONES static void q_finish(const q_args *q, int64_t rb, int64_t re)
+{
+    const int32_t *restrict zc = q->zc;
+    const float *restrict sc = q->scale, *restrict pb = q->bias;
+    int64_t N = q->N, cs = q->ycs;
+    for (int64_t m = rb; m < re; m++) {
+        float r = q->row ? q->row[m * q->row_s] : 1.0f, *restrict y = q->y + m * q->yrs;
+        int32_t acc;
+        if (cs == 1 && pb)
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n], 4);
+                y[n] = (float)(acc - zc[n]) * sc[n] * r + pb[n];
+            }
+        else if (cs == 1)
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n], 4);
+                y[n] = (float)(acc - zc[n]) * sc[n] * r;
+            }
+        else
+            for (int64_t n = 0; n < N; n++) {
+                memcpy(&acc, &y[n * cs], 4);
+                float v = (float)(acc - zc[n]) * sc[n] * r;
+                y[n * cs] = pb ? v + pb[n] : v;
+            }
+    }
+}
+
+/* Rows [rb, re) of the exact sums sum_k a b (the zero point comes off in q_finish, as
+ * for oneDNN's sums), finished (the ABI bounds K, so no s32 sum overflows). */
 static void q_rows(void *arg, int64_t rb, int64_t re)
 {
     const q_args *q = arg;
@@ -42,49 +80,42 @@ static void q_rows(void *arg, int64_t rb, int64_t re)
             const uint8_t *br = q->b + n * q->brs;
             int32_t acc = 0;
             if (q->acs == 1 && q->bcs == 1)
-                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k] - q->zero) * (int8_t)br[k];
+                for (int64_t k = 0; k < q->K; k++) acc += (int32_t)ar[k] * (int8_t)br[k];
             else
-                for (int64_t k = 0; k < q->K; k++) acc += ((int32_t)ar[k * q->acs] - q->zero) * (int8_t)br[k * q->bcs];
+                for (int64_t k = 0; k < q->K; k++) acc += (int32_t)ar[k * q->acs] * (int8_t)br[k * q->bcs];
             memcpy(&q->y[m * q->yrs + n * q->ycs], &acc, 4);
         }
     }
+    q_finish(q, rb, re);
 }
 
-/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from oneDNN's sums. */
+/* zc[n] = zero * sum_k (int8) b[n, k]: what the zero point takes from the sums. */
 BLAS_CLONES static void zero_comp(const q_args *q, int32_t *zc)
 {
+    if (!q->zero) {
+        memset(zc, 0, (size_t)q->N * sizeof *zc);
+        return;
+    }
     for (int64_t n = 0; n < q->N; n++) {
         const uint8_t *br = q->b + n * q->brs;
         int32_t s = 0;
-        if (q->bcs == 1)
-            for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k];
+        if (q->bcs == 1) /* 16-bit partial sums (256 x -128 still fits): half the widening */
+            for (int64_t k0 = 0; k0 < q->K; k0 += 256) {
+                int64_t ke = q->K - k0 < 256 ? q->K : k0 + 256;
+                int16_t t = 0;
+                for (int64_t k = k0; k < ke; k++) t = (int16_t)(t + (int8_t)br[k]);
+                s += t;
+            }
         else
             for (int64_t k = 0; k < q->K; k++) s += (int8_t)br[k * q->bcs];
         zc[n] = q->zero * s;
     }
 }
 
-/* y = (float)(s32 - zc[n]) * scale[n] * row[m] + bias[n], in place. */
-BLAS_CLONES static void q_finish(const q_args *q, const int32_t *zc, const float *scale, const ff_view *row,
-                                 const ff_view *bias)
-{
-    const float *pr = row ? (const float *)row->buf + row->offset : NULL;
-    const float *pb = bias ? (const float *)bias->buf + bias->offset : NULL;
-    int64_t bs = bias ? bias->strides[0] : 0;
-    for (int64_t m = 0; m < q->M; m++) {
-        float r = pr ? pr[m * row->strides[0]] : 1.0f, *y = q->y + m * q->yrs;
-        for (int64_t n = 0; n < q->N; n++) {
-            int32_t acc;
-            memcpy(&acc, &y[n * q->ycs], 4);
-            float v = (float)(acc - (zc ? zc[n] : 0)) * scale[n] * r;
-            y[n * q->ycs] = pb ? v + pb[n * bs] : v;
-        }
-    }
-}
-
 #ifdef FF_BLAS_HAVE_DNNL
-#include <dnnl.h>
 #include <pthread.h>
+
+#include "blas_dnnl_cache.h"
 
 /* A matrix oneDNN takes: one stride 1 and the other at least that dim's extent. */
 static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
@@ -94,21 +125,14 @@ static int plain(int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
     return (*cs == 1 && *rs >= cols) || (*rs == 1 && *cs >= rows);
 }
 
-static dnnl_engine_t engine;
-static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-
 /* FF_QMATMUL_DNNL=0 turns the path off (the exact loop then serves every call). */
-static void engine_init(void)
+static int enabled;
+static pthread_once_t enabled_once = PTHREAD_ONCE_INIT;
+
+static void enabled_init(void)
 {
     const char *env = getenv("FF_QMATMUL_DNNL");
-    if (env && !strcmp(env, "0")) return;
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
-}
-
-__attribute__((destructor)) static void engine_fini(void)
-{
-    if (engine) dnnl_engine_destroy(engine);
-    engine = NULL;
+    enabled = !(env && !strcmp(env, "0")) && blas_dnnl_engine() != NULL;
 }
 
 /* oneDNN's pick sums u8 x s8 without an s16 step: a brgemm kernel on VNNI or AMX, or
@@ -126,8 +150,11 @@ static int impl_exact(const_dnnl_primitive_desc_t pd)
 
 /* Rows [rb, re) of the s32 sums sum_k a b into y through oneDNN on one OpenMP thread (the
  * pool splits the rows, as for the half and f32 products: no OpenMP team is started,
- * whose threads LeakSanitizer cannot stop at exit). A decline or a failure sets failed. */
+ * whose threads LeakSanitizer cannot stop at exit). The primitive comes from the cache
+ * (blas_dnnl_cache.h), impl_exact asked once per shape. A decline or a failure sets
+ * failed. */
 typedef struct q_job {
+    blas_ctx *ctx;
     const q_args *q;
     int64_t ars, acs, brs, bcs, yrs, ycs; /* plain() strides */
     atomic_int failed;
@@ -138,49 +165,29 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
     q_job *j = arg;
     const q_args *q = j->q;
     blas_dnnl_threads(1);
-    dnnl_memory_desc_t ma, mb, my;
-    dnnl_dims_t da = {re - rb, q->K}, db = {q->K, q->N}, dy = {re - rb, q->N}, sa = {j->ars, j->acs},
-                sb = {j->bcs, j->brs}, sy = {j->yrs, j->ycs};
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_stream_t stream = NULL;
-    dnnl_memory_t m[3] = {0};
-    dnnl_matmul_desc_t md;
-    dnnl_status_t s = dnnl_memory_desc_init_by_strides(&ma, 2, da, dnnl_u8, sa);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&mb, 2, db, dnnl_s8, sb);
-    if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&my, 2, dy, dnnl_s32, sy);
-    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &my);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &md, NULL, engine, NULL);
-    int ok = s == dnnl_success && impl_exact(pd);
-    if (ok) {
-        s = dnnl_primitive_create(&prim, pd);
-        if (s == dnnl_success) s = dnnl_stream_create(&stream, engine, dnnl_stream_default_flags);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[0], &ma, engine, (void *)(q->a + rb * q->ars));
-        if (s == dnnl_success) s = dnnl_memory_create(&m[1], &mb, engine, (void *)q->b);
-        if (s == dnnl_success) s = dnnl_memory_create(&m[2], &my, engine, q->y + rb * q->yrs);
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, m[0]}, {DNNL_ARG_WEIGHTS, m[1]}, {DNNL_ARG_DST, m[2]}};
-        if (s == dnnl_success) s = dnnl_primitive_execute(prim, stream, 3, args);
-        if (s == dnnl_success) s = dnnl_stream_wait(stream);
-        ok = s == dnnl_success;
-    }
-    for (int i = 0; i < 3; i++)
-        if (m[i]) dnnl_memory_destroy(m[i]);
-    if (stream) dnnl_stream_destroy(stream);
-    if (prim) dnnl_primitive_destroy(prim);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (!ok) atomic_store(&j->failed, 1);
+    /* b is [N, K]: oneDNN's [K, N] weights with the strides swapped */
+    blas_dnnl_key key = {.kind = BLAS_DNNL_U8S8_S32, .threads = 1, .m = re - rb, .n = q->N, .k = q->K,
+                         .ars = j->ars, .acs = j->acs, .brs = j->bcs, .bcs = j->brs, .crs = j->yrs, .ccs = j->ycs};
+    blas_dnnl_prim *p = blas_dnnl_acquire(&key, impl_exact);
+    void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
+    int ok = p && p->accepted && (sp || !p->scratch_bytes) &&
+             blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs, sp) == dnnl_success;
+    blas_free(j->ctx, sp);
+    blas_dnnl_release(p);
+    if (ok) q_finish(q, rb, re); /* while this thread's sums are still in its cache */
+    else atomic_store(&j->failed, 1);
 }
 
 /* 1 when oneDNN wrote the s32 sums sum_k a b into y, 0 when it declined (y is then
  * rewritten whole by the loop). */
 static int q_dnnl(blas_ctx *c, const q_args *q)
 {
-    q_job j = {q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
+    q_job j = {c, q, q->ars, q->acs, q->brs, q->bcs, q->yrs, q->ycs, 0};
     if (!plain(q->M, q->K, &j.ars, &j.acs) || !plain(q->N, q->K, &j.brs, &j.bcs) || !plain(q->M, q->N, &j.yrs, &j.ycs))
         return 0;
     /* a row slice of a column-major a or y keeps its strides; one row keeps plain()'s */
-    pthread_once(&engine_once, engine_init);
-    if (!engine) return 0;
+    pthread_once(&enabled_once, enabled_init);
+    if (!enabled) return 0;
     blas_parallel_for(c, q->M, 64, 16, q_dnnl_rows, &j);
     return !atomic_load(&j.failed);
 }
@@ -215,18 +222,21 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
                           "per-row scales F32 [M] (M=%lld N=%lld K=%lld)",
                           (long long)M, (long long)N, (long long)K);
     if (M == 0 || N == 0) return FF_OK;
-    float *scale = blas_scratch(c, (size_t)N * (sizeof(float) + sizeof(int32_t)));
+    float *scale = blas_scratch(c, (size_t)N * (2 * sizeof(float) + sizeof(int32_t)));
     if (!scale) return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul: out of memory for %lld scales", (long long)N);
     int32_t *zc = (int32_t *)(scale + N);
+    float *pbias = (float *)(zc + N);
     const float *ps = (const float *)sb->buf + sb->offset;
     for (int64_t n = 0; n < N; n++) scale[n] = (sa ? 1.0f : p->a_scale) * ps[n * sb->strides[0]];
+    if (bias)
+        for (int64_t n = 0; n < N; n++) pbias[n] = ((const float *)bias->buf + bias->offset)[n * bias->strides[0]];
     q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
                 a->strides[0], a->strides[1], b->strides[0], b->strides[1],
-                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero};
-    int dnnl = K > 0 && q_dnnl(c, &q);
-    if (dnnl) zero_comp(&q, zc); /* oneDNN summed a b; the loop sums (a - zero) b itself */
-    else blas_parallel_for(c, M, 4, 1, q_rows, &q);
-    q_finish(&q, dnnl ? zc : NULL, scale, sa, bias);
+                (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero,
+                zc, scale, bias ? pbias : NULL, sa ? (const float *)sa->buf + sa->offset : NULL, sa ? sa->strides[0] : 0};
+    zero_comp(&q, zc);
+    /* oneDNN's slices finish their rows; when any declined, the loop redoes all of y */
+    if (!(K > 0 && q_dnnl(c, &q))) blas_parallel_for(c, M, 4, 1, q_rows, &q);
     blas_free(c, scale);
     return FF_OK;
 }
