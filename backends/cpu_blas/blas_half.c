@@ -8,7 +8,9 @@
  * value to inf, subnormals kept: ffb_f64_to_f16 / ffb_f64_to_bf16). So the elementwise
  * entries run the very f32 plans of blas_unary.c / blas_binary.c on tiles of HALF_TILE
  * widened values and round the tile back: bit-identical to the detour, without its two
- * full-size f32 temporaries and its three passes over memory.
+ * full-size f32 temporaries and its three passes over memory. Except erf and GELU, which
+ * run f32-accurate kernels (blas_verf_half): within the half tolerance of the detour, not
+ * its bits.
  *
  * Conversions, by what blas_cpu_flags() reports (FF_HALF_ISA=scalar|avx2|avx512 caps it,
  * for the tests that pin every path to the same bits):
@@ -141,7 +143,7 @@ __attribute__((target("avx2,f16c"))) static void store_avx2(ff_dtype t, int64_t 
 #endif
 
 /* 0 scalar, 1 avx2 + f16c, 2 avx512f: what the CPU has, capped by FF_HALF_ISA. */
-static int half_isa(void)
+int blas_half_isa(void)
 {
     static atomic_int cached = -1;
     int isa = atomic_load_explicit(&cached, memory_order_relaxed);
@@ -158,13 +160,13 @@ static int half_isa(void)
 const char *blas_half_isa_name(void)
 {
     static const char *const names[] = {"scalar", "avx2+f16c", "avx512f"};
-    return names[half_isa()];
+    return names[blas_half_isa()];
 }
 
 void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x)
 {
 #ifdef HALF_X86
-    int isa = half_isa();
+    int isa = blas_half_isa();
     if (isa == 2) { load_avx512(t, n, d, x); return; }
     if (isa == 1) { load_avx2(t, n, d, x); return; }
 #endif
@@ -174,7 +176,7 @@ void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x)
 void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x)
 {
 #ifdef HALF_X86
-    int isa = half_isa();
+    int isa = blas_half_isa();
     if (isa == 2) { store_avx512(t, n, d, x); return; }
     if (isa == 1) { store_avx2(t, n, d, x); return; }
 #endif
@@ -345,6 +347,9 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
 {
     half_plan h = {.t = src->dtype, .nin = 1};
     blas_unary_plan(&h.f, op, FF_F32);
+    /* erf and GELU: f32 accuracy is what a half result needs, not f32's own double rule */
+    if (op == FF_UNARY_ERF) h.f.f32 = blas_verf_half;
+    if (op == FF_UNARY_GELU_ERF) h.f.f32 = blas_vgelu_erf_half;
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
