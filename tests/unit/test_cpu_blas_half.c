@@ -160,6 +160,51 @@ static void test_elementwise_bitwise(void)
     }
 }
 
+/* A [R, C] op b repeated along one dim (a bias row [C] with strides {0, 1}, a column
+ * [R] with {1, 0}): the half entry widens such an operand once up front; bit for bit with
+ * the f32 entry on the same views widened, a bool result (LT) included. */
+static void test_broadcast_operand(void)
+{
+    enum { R = 37, C = 67 };
+    static const ff_binary_op ops[] = {FF_BINARY_ADD, FF_BINARY_MUL, FF_BINARY_SUB, FF_BINARY_LT};
+    for (int ti = 0; ti < 2; ti++) {
+        ff_dtype t = ti ? FF_BF16 : FF_F16;
+        uint16_t *ha = half_data(t, R * C, 11), *hb = half_data(t, C, 12);
+        float fa[R * C], fb[C], fo[R * C];
+        for (int i = 0; i < R * C; i++) fa[i] = from_half(t, ha[i]);
+        for (int i = 0; i < C; i++) fb[i] = from_half(t, hb[i]);
+        for (int oi = 0; oi < 4; oi++)
+            for (int col = 0; col < 2; col++) {
+                int to_bool = ops[oi] == FF_BINARY_LT;
+                int64_t n = col ? R : C; /* b's length: a row of C, or a column of R */
+                ff_dtype dt = to_bool ? FF_BOOL : t, dwt = to_bool ? FF_BOOL : FF_F32;
+                void *a = dev(ha, R * C * 2), *b = dev(hb, (size_t)n * 2), *d = dev(NULL, R * C * 2);
+                ff_view va = {.buf = a, .dtype = t, .ndim = 2, .shape = {R, C}, .strides = {C, 1}};
+                ff_view vb = {.buf = b, .dtype = t, .ndim = 2, .shape = {R, C}, .strides = {col ? 1 : 0, col ? 0 : 1}};
+                ff_view vd = {.buf = d, .dtype = dt, .ndim = 2, .shape = {R, C}, .strides = {C, 1}};
+                unsigned char native[R * C * 2], wide[R * C * 4];
+                CHECK(be->vt->binary(be->ctx, ops[oi], &vd, &va, &vb) == FF_OK);
+                back(a, NULL, 0), back(b, NULL, 0), back(d, native, (size_t)R * C * ff_dtype_size(dt));
+                a = dev(fa, R * C * 4), b = dev(fb, (size_t)n * 4), d = dev(NULL, R * C * 4);
+                va.buf = a, va.dtype = FF_F32, vb.buf = b, vb.dtype = FF_F32, vd.buf = d, vd.dtype = dwt;
+                CHECK(be->vt->binary(be->ctx, ops[oi], &vd, &va, &vb) == FF_OK);
+                back(a, NULL, 0), back(b, NULL, 0), back(d, wide, (size_t)R * C * ff_dtype_size(dwt));
+                int bad = 0;
+                for (int i = 0; i < R * C; i++) {
+                    uint16_t h = 0;
+                    if (!to_bool) memcpy(&fo[i], wide + 4 * i, 4), memcpy(&h, native + 2 * i, 2);
+                    unsigned want = to_bool ? wide[i] : to_half(t, fo[i]);
+                    unsigned got = to_bool ? native[i] : h;
+                    if (got != want && bad++ < 3)
+                        fprintf(stderr, "%s op %d, b a %s: element %d is 0x%04x, want 0x%04x\n", ff_dtype_name(t),
+                                (int)ops[oi], col ? "column" : "row", i, got, want);
+                }
+                CHECK(bad == 0);
+            }
+        free(ha), free(hb);
+    }
+}
+
 /* erf and GELU on every one of the 65536 halves: within one half ulp of the exact value
  * rounded once (erf_want; the f32-accurate kernels blas_half.c runs for them), NaN where
  * it is NaN; the worst distance is printed. */
@@ -480,4 +525,5 @@ static void setup(void)
 }
 
 FF_TEST_MAIN("cpu_blas_half", TEST(setup), TEST(test_conversions), TEST(test_transposed_casts), TEST(test_elementwise_bitwise),
+             TEST(test_broadcast_operand),
              TEST(test_erf_every_half), TEST(test_where_gather), TEST(test_reduce_softmax), TEST(test_matmul))
