@@ -61,16 +61,13 @@ SG_KERNEL(2)
 SG_KERNEL(3)
 SG_KERNEL(4)
 
-void at_gemm_f32(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+/* Its own frame: the strip stays off the stack of the library calls beside it. */
+static __attribute__((noinline)) void sg_small(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                                               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                                               float *C, int64_t ldc)
 {
-    int64_t nb = (N + 15) / 16;
-    if (N < 1 || nb > SG_MAX_NB || K * 16 * nb > SG_MAX_B || M * N * K > SG_MAX_MNK) {
-        blas_sgemm_ab(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
     float bp[SG_MAX_B] __attribute__((aligned(64)));
-    int64_t np = 16 * nb;
+    int64_t nb = (N + 15) / 16, np = 16 * nb;
     for (int64_t k = 0; k < K; k++) {
         float *row = bp + k * np;
         if (tb)
@@ -85,4 +82,14 @@ void at_gemm_f32(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_
     case 3: sg_kernel_3(ta, M, N, K, alpha, A, lda, bp, beta, C, ldc); break;
     default: sg_kernel_4(ta, M, N, K, alpha, A, lda, bp, beta, C, ldc); break;
     }
+}
+
+void at_gemm_f32(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    int64_t nb = (N + 15) / 16;
+    if (N < 1 || nb > SG_MAX_NB || K * 16 * nb > SG_MAX_B || M * N * K > SG_MAX_MNK)
+        blas_sgemm_ab(c, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    else
+        sg_small(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
