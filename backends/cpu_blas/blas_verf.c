@@ -91,7 +91,8 @@ __attribute__((target("avx512f"))) static void erf_half_avx512(int64_t n, float 
         } else {
             y = _ZGVeN16v_erff(x);
         }
-        _mm512_mask_storeu_ps(dst + i, k, y);
+        if (k == 0xFFFF) _mm512_storeu_ps(dst + i, y); /* a masked store would not forward to the next load */
+        else _mm512_mask_storeu_ps(dst + i, k, y);
     }
 }
 
