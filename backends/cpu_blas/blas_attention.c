@@ -90,7 +90,9 @@ void at_store_f64(const at_mat *m, ff_dtype t, int64_t r0, int64_t n, int64_t w,
         for (int64_t r = 0; r < n; r++) {                                                                           \
             const char *row = mm.p + ((i0 + r) * mm.rs + j0 * mm.cs) * es;                                          \
             AT *sr = s + r * lds;                                                                                   \
-            if (mt == FF_BOOL) {                                                                                    \
+            if (mt == FF_BOOL && mm.cs == 1) { /* a select, which vectorizes (bools are 0 or 1) */                 \
+                for (int64_t c = 0; c < nk; c++) sr[c] = row[c] ? sr[c] : (AT)-INFINITY;                           \
+            } else if (mt == FF_BOOL) {                                                                             \
                 for (int64_t c = 0; c < nk; c++)                                                                    \
                     if (!row[c * mm.cs]) sr[c] = -INFINITY;                                                         \
             } else if (mt == FF_F32) {                                                                              \

@@ -66,6 +66,11 @@ void at_mask_f32(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, i
 void at_mask_f64(const at_job *j, int64_t b, int64_t h, int64_t i0, int64_t n, int64_t j0, int64_t nk, double *s,
                  int64_t lds);
 
+/* blas_sgemm_ab, with small products (short sequences' tiles) in own registers
+ * (blas_attention_gemm.c) */
+void at_gemm_f32(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                 int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 /* The workers (blas_parallel_for tasks): each takes a scratch slot, then tasks from
  * job->next until none is left. */
 void at_forward_f32(void *job, int64_t begin, int64_t end);

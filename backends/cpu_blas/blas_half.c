@@ -8,7 +8,9 @@
  * value to inf, subnormals kept: ffb_f64_to_f16 / ffb_f64_to_bf16). So the elementwise
  * entries run the very f32 plans of blas_unary.c / blas_binary.c on tiles of HALF_TILE
  * widened values and round the tile back: bit-identical to the detour, without its two
- * full-size f32 temporaries and its three passes over memory.
+ * full-size f32 temporaries and its three passes over memory. Except erf and GELU, which
+ * run f32-accurate kernels (blas_verf_half): within the half tolerance of the detour, not
+ * its bits.
  *
  * Conversions, by what blas_cpu_flags() reports (FF_HALF_ISA=scalar|avx2|avx512 caps it,
  * for the tests that pin every path to the same bits):
@@ -141,7 +143,7 @@ __attribute__((target("avx2,f16c"))) static void store_avx2(ff_dtype t, int64_t 
 #endif
 
 /* 0 scalar, 1 avx2 + f16c, 2 avx512f: what the CPU has, capped by FF_HALF_ISA. */
-static int half_isa(void)
+int blas_half_isa(void)
 {
     static atomic_int cached = -1;
     int isa = atomic_load_explicit(&cached, memory_order_relaxed);
@@ -158,13 +160,13 @@ static int half_isa(void)
 const char *blas_half_isa_name(void)
 {
     static const char *const names[] = {"scalar", "avx2+f16c", "avx512f"};
-    return names[half_isa()];
+    return names[blas_half_isa()];
 }
 
 void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x)
 {
 #ifdef HALF_X86
-    int isa = half_isa();
+    int isa = blas_half_isa();
     if (isa == 2) { load_avx512(t, n, d, x); return; }
     if (isa == 1) { load_avx2(t, n, d, x); return; }
 #endif
@@ -174,7 +176,7 @@ void blas_half_to_f32(ff_dtype t, int64_t n, float *d, const void *x)
 void blas_f32_to_half(ff_dtype t, int64_t n, void *d, const float *x)
 {
 #ifdef HALF_X86
-    int isa = half_isa();
+    int isa = blas_half_isa();
     if (isa == 2) { store_avx512(t, n, d, x); return; }
     if (isa == 1) { store_avx2(t, n, d, x); return; }
 #endif
@@ -314,6 +316,7 @@ typedef struct half_plan {
     blas_elem_plan f; /* the f32 plan of the op */
     ff_dtype t;       /* F16 or BF16 */
     int nin;          /* 1 unary, 2 binary */
+    int wide[2];      /* input k is an f32 copy already (a broadcast operand widened once) */
 } half_plan;
 
 /* p/s: {dst, inputs...} as the walk gives them. Inputs with stride 0 (broadcast) are
@@ -330,6 +333,10 @@ static void seg_half(void *varg, int64_t n, char *const *p, const int64_t *s)
         int64_t qs[3];
         for (int k = 0; k < h->nin; k++) {
             int64_t sk = s[k + 1];
+            if (h->wide[k]) {
+                q[k + 1] = (char *)((const float *)p[k + 1] + i * sk), qs[k + 1] = sk;
+                continue;
+            }
             load_strided(h->t, sk ? m : 1, in[k], (const uint16_t *)p[k + 1] + i * sk, sk);
             q[k + 1] = (char *)in[k], qs[k + 1] = sk ? 1 : 0;
         }
@@ -345,6 +352,9 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
 {
     half_plan h = {.t = src->dtype, .nin = 1};
     blas_unary_plan(&h.f, op, FF_F32);
+    /* erf and GELU: f32 accuracy is what a half result needs, not f32's own double rule */
+    if (op == FF_UNARY_ERF) h.f.f32 = blas_verf_half;
+    if (op == FF_UNARY_GELU_ERF) h.f.f32 = blas_vgelu_erf_half;
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);
@@ -352,13 +362,44 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
     return FF_OK;
 }
 
+/* At most this many distinct elements of a broadcast operand are widened up front. */
+#define HALF_BCAST_MAX 16384
+
+/* When v repeats along some dim of dst (stride 0: a bias [N] added to [M, N]) and has
+ * few distinct elements, they are widened once into *buf and *wv is set to an f32 view
+ * of dst's shape that reads them with the same stride-0 dims: the walk would otherwise
+ * widen the bias again for every row, as often as the other operand. Returns 0 (the
+ * plain path) when v does not repeat, is large, or the scratch is not there. */
+static int widen_broadcast(blas_ctx *c, const ff_view *v, ff_view *wv, float **buf)
+{
+    ff_view cv = *v; /* the distinct elements: the repeated dims cut to extent 1 */
+    int repeats = 0;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] > 1 && v->strides[d] == 0) cv.shape[d] = 1, repeats = 1;
+    int64_t n = ff_view_numel(&cv);
+    if (!repeats || n > HALF_BCAST_MAX || !(*buf = blas_scratch(c, (size_t)(n ? n : 1) * sizeof(float)))) return 0;
+    ff_view fv = blas_f32_view(*buf, &cv);
+    blas_half_convert(c, &fv, &cv);
+    *wv = fv;
+    for (int d = 0; d < v->ndim; d++) {
+        wv->shape[d] = v->shape[d];
+        if (cv.shape[d] != v->shape[d]) wv->strides[d] = 0;
+    }
+    return 1;
+}
+
 ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     half_plan h = {.t = a->dtype, .nin = 2};
     blas_binary_plan(&h.f, op, FF_F32);
     const ff_view *vs[] = {dst, a, b};
+    ff_view wide[2];
+    float *buf[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++)
+        if ((h.wide[k] = widen_broadcast(ctx, vs[k + 1], &wide[k], &buf[k]))) vs[k + 1] = &wide[k];
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
     blas_walk_run(ctx, &w, BLAS_PAR_MIN, seg_half, &h);
+    for (int k = 0; k < 2; k++) blas_free(ctx, buf[k]);
     return FF_OK;
 }

@@ -152,6 +152,11 @@ int blas_cpu_flags(void);
 /* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
 void blas_verf_f32(int64_t n, float *dst, const float *src);
 void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src);
+/* 0 scalar, 1 avx2 + f16c, 2 avx512f: the half paths' ISA (FF_HALF_ISA caps it) */
+int blas_half_isa(void);
+/* f32-accurate erf and GELU, only for results rounded to F16/BF16 after (blas_verf.c) */
+void blas_verf_half(int64_t n, float *dst, const float *src);
+void blas_vgelu_erf_half(int64_t n, float *dst, const float *src);
 /* dst = exp(src - shift); returns the sum of dst accumulated in double. */
 double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift);
 /* Sums in double with blocked multiple accumulators + pairwise combination. */

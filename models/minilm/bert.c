@@ -277,6 +277,30 @@ int minilm_model_quantize(minilm_model *m, char *err, size_t cap)
 }
 
 /* ---- forward ------------------------------------------------------------------------- */
+/* y += b in place, y a temporary the scope holds (no grad: nothing saved it): no fresh
+ * tensor to write, and y's lines are still in cache for the next op. y, or NULL with the
+ * scope failed. */
+static ff_tensor *add_to(scope *s, ff_tensor *y, const ff_tensor *b)
+{
+    if (s->failed) return NULL;
+    if (ff_add_(y, b) != FF_OK) {
+        s->failed = 1;
+        return NULL;
+    }
+    return y;
+}
+
+/* gelu(y) (erf form) in place, as add_to. */
+static ff_tensor *gelu_to(scope *s, ff_tensor *y)
+{
+    if (s->failed) return NULL;
+    if (ff_unary_out(FF_UNARY_GELU_ERF, y, y) != FF_OK) {
+        s->failed = 1;
+        return NULL;
+    }
+    return y;
+}
+
 /* x W^T + b; through the int8 qmatmul when qw is set, the activations quantized per call
  * and per token (one scale per tensor loses short sentences' precision to the batch's
  * outliers: cosine 0.982 against 0.99+ per row). */
@@ -287,7 +311,7 @@ static ff_tensor *linear(const ff_tensor *x, const ff_tensor *w, const ff_tensor
     scope s = {0};
     ff_tensor *wt = K(&s, ff_mT(w));
     ff_tensor *y = K(&s, ff_matmul(x, wt));
-    ff_tensor *out = s.failed ? NULL : ff_add(y, b);
+    ff_tensor *out = ff_tensor_retain(add_to(&s, y, b));
     scope_end(&s);
     return out;
 }
@@ -310,12 +334,12 @@ static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_
     ff_tensor *ctx_t = K(&s, ff_permute(ctx, (int[]){0, 2, 1, 3})); /* [B, T, nh, dh] */
     ff_tensor *ctx2 = K(&s, ff_reshape(ctx_t, 2, (int64_t[]){B * T, H}));
     ff_tensor *attn = K(&s, linear(ctx2, L->attn_out_w, L->attn_out_b, L->qw[1], L->qs[1]));
-    ff_tensor *res1 = K(&s, ff_add(attn, x));
+    ff_tensor *res1 = add_to(&s, attn, x);
     ff_tensor *h1 = K(&s, ff_layer_norm(res1, 1, L->ln1_w, L->ln1_b, eps));
     ff_tensor *inter = K(&s, linear(h1, L->inter_w, L->inter_b, L->qw[2], L->qs[2]));
-    ff_tensor *act = K(&s, ff_gelu(inter, false));
+    ff_tensor *act = gelu_to(&s, inter);
     ff_tensor *out = K(&s, linear(act, L->out_w, L->out_b, L->qw[3], L->qs[3]));
-    ff_tensor *res2 = K(&s, ff_add(out, h1));
+    ff_tensor *res2 = add_to(&s, out, h1);
     ff_tensor *y = s.failed ? NULL : ff_layer_norm(res2, 1, L->ln2_w, L->ln2_b, eps);
     scope_end(&s);
     return y;
@@ -328,8 +352,8 @@ static ff_tensor *embeddings(const minilm_model *m, const ff_tensor *ids, int64_
     ff_tensor *word = K(&s, ff_embedding(m->word, ids)); /* [B, T, H] */
     ff_tensor *type0 = K(&s, ff_select(m->type, 0, 0));  /* [H] */
     ff_tensor *pos = K(&s, ff_narrow(m->pos, 0, 0, T));   /* [T, H] */
-    ff_tensor *sum1 = K(&s, ff_add(word, type0));
-    ff_tensor *sum2 = K(&s, ff_add(sum1, pos));
+    ff_tensor *sum1 = add_to(&s, word, type0);
+    ff_tensor *sum2 = add_to(&s, sum1, pos);
     ff_tensor *flat = K(&s, ff_reshape(sum2, 2, (int64_t[]){B * T, m->cfg.hidden}));
     ff_tensor *y = s.failed ? NULL : ff_layer_norm(flat, 1, m->ln_w, m->ln_b, m->cfg.layer_norm_eps);
     scope_end(&s);
