@@ -40,6 +40,9 @@ typedef struct ff_layout {
 ff_status ff_layout_init_contiguous(ff_layout *l, int ndim, const int64_t *shape, const char *fn);
 ff_status ff_layout_numel(const ff_layout *l, int64_t *numel);            /* overflow-checked */
 bool ff_layout_is_contiguous(const ff_layout *l);
+/* Non-overlapping and dense: the dims of extent > 1, ordered by stride, are contiguous in
+ * some order (a transpose or any permutation of a contiguous tensor). Empty: false. */
+bool ff_layout_is_dense(const ff_layout *l);
 /* Smallest and one-past-largest element index the layout touches (for bounds checks). */
 void ff_layout_span(const ff_layout *l, int64_t *lo, int64_t *hi);
 ff_status ff_layout_normalize_axis(int axis, int ndim, int *out, const char *fn);
@@ -124,6 +127,9 @@ ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtyp
 void ff_tensor_set_history_release(void (*release)(struct ff_node *node));
 /* New tensor object viewing src's storage with layout l (no autograd history). */
 ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
+/* A new tensor of src's shape in dtype, with src's strides when src is non-overlapping
+ * and dense, else contiguous: PyTorch's memory_format=preserve_format, which casts keep. */
+ff_tensor *ff_tensor_new_like(const ff_tensor *src, ff_dtype dtype, const char *fn);
 /* The ff_view a kernel sees for t (or for t with another layout). */
 void ff_tensor_view(const ff_tensor *t, ff_view *v);
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);

@@ -160,16 +160,35 @@ ff_status ff_kernel_fill(const ff_tensor *dst, double value, const char *fn)
     return ff_kernel_fill_number(dst, ff_number_float(value), fn);
 }
 
+/* Two dense layouts with the same strides (a cast that kept a transpose's strides, see
+ * ff_tensor_new_like) hold their elements in the same storage order: copied as one run
+ * each, a straight pass instead of a walk in the logical order, which for a transpose
+ * steps across rows on both sides. */
+static void same_order_flatten(ff_layout *d, ff_layout *s)
+{
+    if (ff_layout_is_contiguous(d) && ff_layout_is_contiguous(s)) return; /* already one run */
+    for (int i = 0; i < d->ndim; i++)
+        if (d->shape[i] > 1 && d->strides[i] != s->strides[i]) return;
+    if (!ff_layout_is_dense(d) || !ff_layout_is_dense(s)) return;
+    int64_t n = 1;
+    for (int i = 0; i < d->ndim; i++) n *= d->shape[i];
+    /* strides are >= 0, so a dense layout's first element in storage is at its offset */
+    d->ndim = s->ndim = 1;
+    d->shape[0] = s->shape[0] = n;
+    d->strides[0] = s->strides[0] = 1;
+}
+
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn)
 {
     BEGIN_KERNEL(2, dst, src);
     if (!be->vt->supports(be->ctx, FF_KIND_COPY, (int)src->dtype, dst->dtype))
         return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' cannot copy %s to %s", fn, be->name,
                         ff_dtype_name(src->dtype), ff_dtype_name(dst->dtype));
-    ff_layout sl;
+    ff_layout sl, dl = dst->layout;
     if (broadcast_to_dst(src, dst, &sl, fn)) return ff_last_status();
+    same_order_flatten(&dl, &sl);
     ff_view v[2];
-    ff_tensor_view(dst, &v[0]);
+    ff_tensor_view_layout(dst, &dl, &v[0]);
     ff_tensor_view_layout(src, &sl, &v[1]);
     return finish_rec(be->vt->copy(be->ctx, &v[0], &v[1]), dst, fn, FF_KIND_COPY, 0, 2, v, ts_, NULL);
 }

@@ -58,6 +58,26 @@ bool ff_layout_is_contiguous(const ff_layout *l)
     return true;
 }
 
+bool ff_layout_is_dense(const ff_layout *l)
+{
+    int64_t sh[FF_MAX_DIMS], st[FF_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < l->ndim; d++) {
+        if (l->shape[d] == 0) return false;
+        if (l->shape[d] == 1) continue; /* any stride: it is never stepped over */
+        /* insertion by stride, innermost first */
+        int i = n++;
+        for (; i > 0 && st[i - 1] > l->strides[d]; i--) sh[i] = sh[i - 1], st[i] = st[i - 1];
+        sh[i] = l->shape[d], st[i] = l->strides[d];
+    }
+    int64_t expect = 1;
+    for (int i = 0; i < n; i++) {
+        if (st[i] != expect) return false;
+        expect *= sh[i];
+    }
+    return true;
+}
+
 void ff_layout_span(const ff_layout *l, int64_t *lo, int64_t *hi)
 {
     int64_t last = l->offset;

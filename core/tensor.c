@@ -91,6 +91,15 @@ ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtyp
     return t;
 }
 
+ff_tensor *ff_tensor_new_like(const ff_tensor *src, ff_dtype dtype, const char *fn)
+{
+    const ff_layout *l = &src->layout;
+    ff_tensor *t = ff_tensor_new(src->storage->backend, l->ndim, l->shape, dtype, fn);
+    /* the same element count, so the storage fits src's strides from offset 0 */
+    if (t && ff_layout_is_dense(l)) memcpy(t->layout.strides, l->strides, sizeof(int64_t) * (size_t)l->ndim);
+    return t;
+}
+
 ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l)
 {
     ff_tensor *t = tensor_alloc();

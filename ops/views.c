@@ -312,7 +312,9 @@ ff_tensor *ff_astype(const ff_tensor *t, ff_dtype dtype)
 {
     static const char fn[] = "ff_astype";
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn), NULL;
-    ff_tensor *r = ff_tensor_new(t->storage->backend, t->layout.ndim, t->layout.shape, dtype, fn);
+    /* t's strides kept where dense (torch's preserve_format): autocast's cast of W^T is
+     * then one straight pass over W, and the half W^T reaches matmul as a transpose */
+    ff_tensor *r = ff_tensor_new_like(t, dtype, fn);
     if (!r) return NULL;
     if (ff_kernel_copy(r, t, fn)) {
         ff_tensor_release(r);
