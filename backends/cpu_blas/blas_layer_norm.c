@@ -1,0 +1,212 @@
+/* The optional layer_norm entry. Contiguous x, y, g, gx [R, D] (what the core sends):
+ * each row is widened once into a double buffer (halves through blas_half.c's vector
+ * conversions, never a f64 tensor), its statistics and outputs computed there with
+ * several independent accumulator chains, and written back rounded once. The rows are
+ * cut into a fixed number of blocks (by size, not by thread count, so gw and gb sum in
+ * the same order on every machine) that the pool shares; the backward's gw and gb are
+ * summed per block into partials and added up in block order at the end. Anything
+ * else: the shared strided loops. */
+#include <stdlib.h>
+
+#include "blas_impl.h"
+#include "ff_backend_layer_norm.h"
+
+/* At most this many blocks (a gw/gb partial pair of D doubles each) per call. */
+#define LN_MAX_BLOCKS 32
+
+typedef struct ln_job {
+    int op;
+    const ff_view *dst, *src;
+    double eps;
+    int64_t r, d, nblocks;
+    const double *w, *b; /* w and b (forward) or w (backward) widened to double */
+    double *scratch;     /* per block: 3 row buffers of D, then (backward) gw and gb partials */
+} ln_job;
+
+/* Row i of an [R, D] view as doubles: the row itself for F64, else widened into buf. */
+static const double *ln_load(const ff_view *v, int64_t i, int64_t d, double *buf)
+{
+    const char *p = (const char *)v->buf + (v->offset + i * d) * (int64_t)ff_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case FF_F64: return (const double *)p;
+    case FF_F32:
+        for (int64_t k = 0; k < d; k++) buf[k] = ((const float *)p)[k];
+        return buf;
+    default: blas_half_to_f64(v->dtype, d, buf, p); return buf;
+    }
+}
+
+/* buf (D doubles) into row i of v, rounded once. */
+static void ln_store(const ff_view *v, int64_t i, int64_t d, const double *buf)
+{
+    char *p = (char *)v->buf + (v->offset + i * d) * (int64_t)ff_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case FF_F64:
+        if ((double *)p != buf)
+            for (int64_t k = 0; k < d; k++) ((double *)p)[k] = buf[k];
+        break;
+    case FF_F32:
+        for (int64_t k = 0; k < d; k++) ((float *)p)[k] = (float)buf[k];
+        break;
+    default: blas_f64_to_half(v->dtype, d, p, buf); break;
+    }
+}
+
+/* Sums with 8 independent chains (one chain would wait on the adder's latency every
+ * element; the compiler may not reassociate doubles). */
+BLAS_CLONES static double ln_sum(const double *x, int64_t n)
+{
+    double a[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int u = 0; u < 8; u++) a[u] += x[k + u];
+    for (; k < n; k++) a[0] += x[k];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+BLAS_CLONES static double ln_sqdev(const double *x, int64_t n, double mean)
+{
+    double a[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int u = 0; u < 8; u++) {
+            double e = x[k + u] - mean;
+            a[u] += e * e;
+        }
+    for (; k < n; k++) a[0] += (x[k] - mean) * (x[k] - mean);
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+BLAS_CLONES static void ln_affine(double *y, const double *x, int64_t n, double mean, double inv, const double *w,
+                                  const double *b)
+{
+    for (int64_t k = 0; k < n; k++) y[k] = (x[k] - mean) * inv * w[k] + b[k];
+}
+
+/* The backward's row sums: a = sum g w, c = sum g w xhat. */
+BLAS_CLONES static void ln_bwd_sums(const double *g, const double *x, const double *w, int64_t n, double mean, double inv,
+                                    double *a_out, double *c_out)
+{
+    double a[4] = {0}, c[4] = {0};
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4)
+        for (int u = 0; u < 4; u++) {
+            double gh = g[k + u] * w[k + u];
+            a[u] += gh;
+            c[u] += gh * ((x[k + u] - mean) * inv);
+        }
+    for (; k < n; k++) {
+        double gh = g[k] * w[k];
+        a[0] += gh;
+        c[0] += gh * ((x[k] - mean) * inv);
+    }
+    *a_out = (a[0] + a[1]) + (a[2] + a[3]);
+    *c_out = (c[0] + c[1]) + (c[2] + c[3]);
+}
+
+/* gx = inv (g w - a - xhat c) for a and c the row means; gw += g xhat, gb += g. */
+BLAS_CLONES static void ln_bwd_row(double *gx, const double *g, const double *x, const double *w, int64_t n, double mean,
+                                   double inv, double a, double c, double *gw, double *gb)
+{
+    for (int64_t k = 0; k < n; k++) {
+        double xh = (x[k] - mean) * inv;
+        gx[k] = inv * (g[k] * w[k] - a - xh * c);
+        gw[k] += g[k] * xh;
+        gb[k] += g[k];
+    }
+}
+
+static double ln_vec(const ff_view *v, int64_t i) { return ffb_ln_ld(v, ffb_ln_vec(v, i)); }
+
+static void ln_block(const ln_job *j, int64_t blk)
+{
+    int64_t d = j->d, per = (j->r + j->nblocks - 1) / j->nblocks;
+    int64_t r0 = blk * per, r1 = r0 + per < j->r ? r0 + per : j->r;
+    double *s = j->scratch + blk * (j->op ? 5 : 3) * d, *b0 = s, *b1 = s + d, *b2 = s + 2 * d;
+    for (int64_t i = r0; i < r1; i++) {
+        if (j->op == 0) {
+            const double *x = ln_load(&j->src[0], i, d, b0);
+            double mean = ln_sum(x, d) / (double)d;
+            double inv = 1 / sqrt(ln_sqdev(x, d, mean) / (double)d + j->eps);
+            double *y = j->dst[0].dtype == FF_F64 ? (double *)j->dst[0].buf + j->dst[0].offset + i * d : b1;
+            ln_affine(y, x, d, mean, inv, j->w, j->b);
+            ln_store(&j->dst[0], i, d, y);
+            ffb_ln_st(&j->dst[1], ffb_ln_vec(&j->dst[1], i), mean);
+            ffb_ln_st(&j->dst[2], ffb_ln_vec(&j->dst[2], i), inv);
+        } else {
+            const double *g = ln_load(&j->src[0], i, d, b0), *x = ln_load(&j->src[1], i, d, b1);
+            double mean = ln_vec(&j->src[2], i), inv = ln_vec(&j->src[3], i), a, c;
+            ln_bwd_sums(g, x, j->w, d, mean, inv, &a, &c);
+            double *gx = j->dst[0].dtype == FF_F64 ? (double *)j->dst[0].buf + j->dst[0].offset + i * d : b2;
+            ln_bwd_row(gx, g, x, j->w, d, mean, inv, a / (double)d, c / (double)d, s + 3 * d, s + 4 * d);
+            ln_store(&j->dst[0], i, d, gx);
+        }
+    }
+}
+
+static void ln_task(void *arg, int64_t b0, int64_t b1)
+{
+    for (int64_t b = b0; b < b1; b++) ln_block(arg, b);
+}
+
+static void ln_strided_task(void *arg, int64_t r0, int64_t r1)
+{
+    const ln_job *j = arg;
+    ffb_layer_norm_rows(j->op, j->dst, j->src, j->eps, r0, r1);
+}
+
+static void ln_strided_cols(void *arg, int64_t k0, int64_t k1)
+{
+    const ln_job *j = arg;
+    ffb_layer_norm_cols(j->dst, j->src, k0, k1);
+}
+
+/* The contiguous path; FF_ERR_OOM when its buffers cannot be had. */
+static ff_status ln_fast(blas_ctx *c, ln_job *j)
+{
+    int64_t d = j->d, work = j->r * d;
+    j->nblocks = work < BLAS_PAR_MIN ? 1 : work / (BLAS_PAR_MIN / 4);
+    if (j->nblocks > LN_MAX_BLOCKS) j->nblocks = LN_MAX_BLOCKS;
+    if (j->nblocks > j->r) j->nblocks = j->r > 0 ? j->r : 1;
+    size_t per = (size_t)(j->op ? 5 : 3) * (size_t)d;
+    double *wb = malloc(sizeof(double) * (2 * (size_t)d + per * (size_t)j->nblocks));
+    if (!wb) return blas_error(c, FF_ERR_OOM, "cpu_blas layer_norm: out of memory for %lld x %lld buffers",
+                               (long long)j->nblocks, (long long)d);
+    const ff_view *w = &j->src[j->op ? 4 : 1], *b = &j->src[2];
+    for (int64_t k = 0; k < d; k++) {
+        wb[k] = ln_vec(w, k);
+        wb[d + k] = j->op ? 0 : ln_vec(b, k);
+    }
+    j->w = wb, j->b = wb + d, j->scratch = wb + 2 * d;
+    if (j->op)
+        for (int64_t blk = 0; blk < j->nblocks; blk++)
+            for (int64_t k = 0; k < 2 * d; k++) j->scratch[blk * (int64_t)per + 3 * d + k] = 0;
+    blas_parallel_for(c, j->nblocks, 2, 1, ln_task, j);
+    if (j->op) /* the partials in block order */
+        for (int64_t k = 0; k < d; k++) {
+            double sw = 0, sb = 0;
+            for (int64_t blk = 0; blk < j->nblocks; blk++) {
+                sw += j->scratch[blk * (int64_t)per + 3 * d + k];
+                sb += j->scratch[blk * (int64_t)per + 4 * d + k];
+            }
+            ffb_ln_st(&j->dst[1], ffb_ln_vec(&j->dst[1], k), sw);
+            ffb_ln_st(&j->dst[2], ffb_ln_vec(&j->dst[2], k), sb);
+        }
+    free(wb);
+    return FF_OK;
+}
+
+ff_status blas_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps)
+{
+    ff_status st = ffb_layer_norm_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, n_dst, src, n_src);
+    if (st) return st;
+    const ff_view *x = &src[op ? 1 : 0];
+    int64_t r = x->shape[0], d = x->shape[1];
+    ln_job j = {.op = op, .dst = dst, .src = src, .eps = eps, .r = r, .d = d};
+    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && (!op || blas_view_contiguous(&src[0]));
+    if (fast) return ln_fast(ctx, &j);
+    int64_t min_par = BLAS_PAR_MIN / d > 1 ? BLAS_PAR_MIN / d : 1;
+    blas_parallel_for(ctx, r, min_par, 1, ln_strided_task, &j);
+    if (op) blas_parallel_for(ctx, d, min_par, 1, ln_strided_cols, &j);
+    return FF_OK;
+}
