@@ -6,7 +6,10 @@
  * the same order on every machine) that the pool shares; the backward's gw and gb are
  * summed per block into partials and added up in block order at the end. Anything
  * else: the shared strided loops. */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas_impl.h"
 #include "ff_backend_layer_norm.h"
@@ -23,16 +26,55 @@ typedef struct ln_job {
     double *scratch;     /* per block: 3 row buffers of D, then (backward) gw and gb partials */
 } ln_job;
 
+/* f32 <-> double over a row, vectorized for what the CPU has. */
+BLAS_CLONES static void ln_widen(double *restrict d, const float *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) d[k] = x[k];
+}
+
+BLAS_CLONES static void ln_narrow(float *restrict d, const double *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) d[k] = (float)x[k];
+}
+
+/* f64 -> f32 rounded to odd (an inexact result keeps the value truncated toward zero with
+ * its last bit set), which F16/BF16's rounding to nearest even then turns into the f64
+ * value rounded once (blas_half.c's rule); written branch-free so that it vectorizes:
+ * the half rows of MiniLM spent a third of layer_norm's time in the scalar form. */
+BLAS_CLONES static void ln_narrow_odd(float *restrict d, const double *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        float f = (float)x[k];
+        double b = f;
+        uint32_t u;
+        uint64_t xb, bb;
+        memcpy(&u, &f, sizeof u), memcpy(&xb, &x[k], sizeof xb), memcpy(&bb, &b, sizeof bb);
+        /* magnitudes compared as bits (one sign on both sides); NaN keeps its bits */
+        uint64_t ax = xb & 0x7fffffffffffffffull, ab = bb & 0x7fffffffffffffffull;
+        uint32_t num = ax <= 0x7ff0000000000000ull, away = (ab > ax) & num, inexact = (ab != ax) & num;
+        u = (u - away) | inexact;
+        memcpy(&d[k], &u, sizeof u);
+    }
+}
+
+#define LN_TILE 512
+
 /* Row i of an [R, D] view as doubles: the row itself for F64, else widened into buf. */
 static const double *ln_load(const ff_view *v, int64_t i, int64_t d, double *buf)
 {
     const char *p = (const char *)v->buf + (v->offset + i * d) * (int64_t)ff_dtype_size(v->dtype);
     switch (v->dtype) {
     case FF_F64: return (const double *)p;
-    case FF_F32:
-        for (int64_t k = 0; k < d; k++) buf[k] = ((const float *)p)[k];
+    case FF_F32: ln_widen(buf, (const float *)p, d); return buf;
+    default: {
+        float t[LN_TILE];
+        for (int64_t k = 0; k < d; k += LN_TILE) {
+            int64_t m = d - k < LN_TILE ? d - k : LN_TILE;
+            blas_half_to_f32(v->dtype, m, t, (const uint16_t *)p + k);
+            ln_widen(buf + k, t, m);
+        }
         return buf;
-    default: blas_half_to_f64(v->dtype, d, buf, p); return buf;
+    }
     }
 }
 
@@ -45,16 +87,22 @@ static void ln_store(const ff_view *v, int64_t i, int64_t d, const double *buf)
         if ((double *)p != buf)
             for (int64_t k = 0; k < d; k++) ((double *)p)[k] = buf[k];
         break;
-    case FF_F32:
-        for (int64_t k = 0; k < d; k++) ((float *)p)[k] = (float)buf[k];
+    case FF_F32: ln_narrow((float *)p, buf, d); break;
+    default: {
+        float t[LN_TILE];
+        for (int64_t k = 0; k < d; k += LN_TILE) {
+            int64_t m = d - k < LN_TILE ? d - k : LN_TILE;
+            ln_narrow_odd(t, buf + k, m);
+            blas_f32_to_half(v->dtype, m, (uint16_t *)p + k, t);
+        }
         break;
-    default: blas_f64_to_half(v->dtype, d, p, buf); break;
+    }
     }
 }
 
 /* Sums with 8 independent chains (one chain would wait on the adder's latency every
  * element; the compiler may not reassociate doubles). */
-BLAS_CLONES static double ln_sum(const double *x, int64_t n)
+BLAS_CLONES static double ln_sum(const double *restrict x, int64_t n)
 {
     double a[8] = {0};
     int64_t k = 0;
@@ -64,7 +112,7 @@ BLAS_CLONES static double ln_sum(const double *x, int64_t n)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-BLAS_CLONES static double ln_sqdev(const double *x, int64_t n, double mean)
+BLAS_CLONES static double ln_sqdev(const double *restrict x, int64_t n, double mean)
 {
     double a[8] = {0};
     int64_t k = 0;
@@ -77,20 +125,20 @@ BLAS_CLONES static double ln_sqdev(const double *x, int64_t n, double mean)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-BLAS_CLONES static void ln_affine(double *y, const double *x, int64_t n, double mean, double inv, const double *w,
-                                  const double *b)
+BLAS_CLONES static void ln_affine(double *restrict y, const double *restrict x, int64_t n, double mean, double inv,
+                                  const double *restrict w, const double *restrict b)
 {
     for (int64_t k = 0; k < n; k++) y[k] = (x[k] - mean) * inv * w[k] + b[k];
 }
 
 /* The backward's row sums: a = sum g w, c = sum g w xhat. */
-BLAS_CLONES static void ln_bwd_sums(const double *g, const double *x, const double *w, int64_t n, double mean, double inv,
-                                    double *a_out, double *c_out)
+BLAS_CLONES static void ln_bwd_sums(const double *restrict g, const double *restrict x, const double *restrict w,
+                                    int64_t n, double mean, double inv, double *a_out, double *c_out)
 {
-    double a[4] = {0}, c[4] = {0};
+    double a[8] = {0}, c[8] = {0};
     int64_t k = 0;
-    for (; k + 4 <= n; k += 4)
-        for (int u = 0; u < 4; u++) {
+    for (; k + 8 <= n; k += 8)
+        for (int u = 0; u < 8; u++) {
             double gh = g[k + u] * w[k + u];
             a[u] += gh;
             c[u] += gh * ((x[k + u] - mean) * inv);
@@ -100,13 +148,14 @@ BLAS_CLONES static void ln_bwd_sums(const double *g, const double *x, const doub
         a[0] += gh;
         c[0] += gh * ((x[k] - mean) * inv);
     }
-    *a_out = (a[0] + a[1]) + (a[2] + a[3]);
-    *c_out = (c[0] + c[1]) + (c[2] + c[3]);
+    *a_out = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    *c_out = ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));
 }
 
 /* gx = inv (g w - a - xhat c) for a and c the row means; gw += g xhat, gb += g. */
-BLAS_CLONES static void ln_bwd_row(double *gx, const double *g, const double *x, const double *w, int64_t n, double mean,
-                                   double inv, double a, double c, double *gw, double *gb)
+BLAS_CLONES static void ln_bwd_row(double *restrict gx, const double *restrict g, const double *restrict x,
+                                   const double *restrict w, int64_t n, double mean, double inv, double a, double c,
+                                   double *restrict gw, double *restrict gb)
 {
     for (int64_t k = 0; k < n; k++) {
         double xh = (x[k] - mean) * inv;
