@@ -117,4 +117,50 @@ static void graph_replays_the_entry(void)
     RELEASE(in[0], in[1], in[2], y, sq, s, g[0], g[1], g[2], x2, w2, ey, esq, es, eg[0], eg[1], eg[2]);
 }
 
-FF_TEST_MAIN("ops_layer_norm", TEST(setup), TEST(entry_vs_composition), TEST(refusals), TEST(graph_replays_the_entry))
+#if FF_TEST_HAVE_CPU_BLAS
+/* cpu_blas's fast rows (halves widened by blas_half.c, narrowed through its own round to
+ * odd) against the reference's per-element double loops: y rounded once from the same
+ * double value is the same half, bit for bit (the sums' order differs only in the last
+ * bits of a double), gradients within a few half ulps of the largest value. */
+static void cpu_blas_rows_match_the_reference(void)
+{
+    ff_backend *cpu = ff_backend_load("cpu"), *blas = ff_backend_load("cpu_blas");
+    CHECK(cpu && blas);
+    if (!cpu || !blas) return;
+    static const ff_dtype dts[] = {FF_BF16, FF_F16, FF_F32};
+    for (int k = 0; k < 3; k++) {
+        ff_tensor *h[4] = {rnd(dts[k], 2, SHAPE(33, 384), 7), rnd(dts[k], 1, SHAPE(384), 8), rnd(dts[k], 1, SHAPE(384), 9),
+                           rnd(dts[k], 2, SHAPE(33, 384), 10)};
+        ff_tensor *out[2][4] = {{NULL}};
+        for (int b = 0; b < 2; b++) {
+            ff_tensor *in[3], *c = ff_to(h[3], b ? blas : cpu);
+            for (int i = 0; i < 3; i++) in[i] = ff_to(h[i], b ? blas : cpu), ff_set_requires_grad(in[i], true);
+            CHECK(ff_backend_supports(b ? blas : cpu, FF_KIND_LAYER_NORM, 1, dts[k]));
+            ff_tensor *y = ff_layer_norm(in[0], 1, in[1], in[2], 1e-5), *yc = y ? ff_mul(y, c) : NULL;
+            ff_tensor *s = yc ? ff_sum(yc, 0, NULL, false) : NULL;
+            CHECK(s && ff_autograd_grad(s, NULL, 3, in, out[b] + 1, NULL) == FF_OK);
+            out[b][0] = y ? ff_to(y, cpu) : NULL;
+            for (int i = 1; i < 4; i++) {
+                ff_tensor *t = out[b][i] ? ff_to(out[b][i], cpu) : NULL;
+                ff_tensor_release(out[b][i]);
+                out[b][i] = t;
+            }
+            RELEASE(in[0], in[1], in[2], c, y, yc, s);
+        }
+        CHECK(ff_test_max_diff(out[0][0], out[1][0]) == 0);
+        double tol = dts[k] == FF_F32 ? 1e-4 : 0.25; /* gw, gb: sums of 33 terms near 10 */
+        for (int i = 1; i < 4; i++) CHECK(ff_test_max_diff(out[0][i], out[1][i]) <= tol);
+        for (int b = 0; b < 2; b++) RELEASE(out[b][0], out[b][1], out[b][2], out[b][3]);
+        RELEASE(h[0], h[1], h[2], h[3]);
+    }
+}
+#endif
+
+#if FF_TEST_HAVE_CPU_BLAS
+#define BLAS_TESTS , TEST(cpu_blas_rows_match_the_reference)
+#else
+#define BLAS_TESTS
+#endif
+
+FF_TEST_MAIN("ops_layer_norm", TEST(setup), TEST(entry_vs_composition), TEST(refusals),
+             TEST(graph_replays_the_entry) BLAS_TESTS)
