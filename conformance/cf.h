@@ -104,6 +104,7 @@ void cf_gen_special(void);
 void cf_gen_ops(void);
 void cf_gen_grad(void);
 void cf_gen_attention(void);        /* family "attention": cases_attention.c */
+void cf_gen_layer_norm(void);       /* family "layer_norm": cases_layer_norm.c */
 void cf_gen_qmatmul(void);          /* family "qmatmul": cases_qmatmul.c */
 void cf_gen_fused(void);
 void cf_gen_device_exact(void);   /* family "device": cases_device_*.c */

@@ -54,6 +54,7 @@ int cf_generate(ff_backend *ref)
     cf_gen_ops();
     cf_gen_grad();
     cf_gen_attention();
+    cf_gen_layer_norm();
     cf_gen_qmatmul();
     /* ids are the rerun handle: they must be unique */
     for (int i = 1; i < ncases; i++)

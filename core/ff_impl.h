@@ -200,6 +200,11 @@ ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, 
                            const char *fn);
 ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                                double eps, const char *fn);
+/* The layer_norm entry (op 0 forward, 1 backward; views as the ABI comment, x [R, D]).
+ * FF_ERR_UNSUPPORTED, no message, when the backend lacks it or declines the dtype (and,
+ * for half, its f32 form too): the caller composes. */
+ff_status ff_kernel_layer_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                               double eps, const char *fn);
 ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis, bool log,
                             const char *fn);
 /* The qmatmul entry; FF_ERR_UNSUPPORTED with a message when the backend lacks it. */
@@ -223,7 +228,7 @@ typedef struct ff_kernel_params {
     uint32_t axes_mask;      /* reduce */
     int axis, flag;          /* gather/scatter/softmax(log)/scan/argsort(descending)/fft */
     int n_dst;               /* entries with arrays of outputs */
-    double eps;              /* batch_norm */
+    double eps;              /* batch_norm, layer_norm */
     ff_conv2d_params conv;
     ff_pool2d_params pool;
     ff_random_dist dist;

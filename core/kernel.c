@@ -511,6 +511,43 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
                       ts, &p);
 }
 
+/* Layer norm's passes over x [R, D] (op 0 forward, 1 backward; views as the ABI
+ * comment). FF_ERR_UNSUPPORTED without a message when the backend lacks the entry or
+ * declines the dtype (and, for half, its f32 form too): the caller composes. Recorded
+ * through finish_all, so a captured graph replays the entry. */
+ff_status ff_kernel_layer_norm(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
+                               double eps, const char *fn)
+{
+    if ((op != 0 && op != 1) || n_dst != 3 || n_src != (op ? 5 : 3))
+        return ff_error(FF_ERR_INVALID, "%s: internal: layer_norm op %d with %d outputs and %d inputs (want 3 and %d)",
+                        fn, op, n_dst, n_src, op ? 5 : 3);
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
+    ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
+    if (!be) return ff_last_status();
+    const ff_tensor *x = src[op ? 1 : 0];
+    /* the [R] statistics are F64 on both sides of the entry: dst 1, 2 (forward), src 2, 3 */
+    for (int i = 0; i < 2; i++) {
+        const ff_tensor *st = op ? src[2 + i] : dst[1 + i];
+        if (st->dtype != FF_F64 || st->layout.ndim != 1)
+            return ff_error(FF_ERR_INVALID, "%s: layer_norm's mean and invstd must be 1-D f64, got %s of rank %d", fn,
+                            ff_dtype_name(st->dtype), st->layout.ndim);
+    }
+    if (x->layout.ndim != 2)
+        return ff_error(FF_ERR_INVALID, "%s: layer_norm takes x as [R, D], got rank %d", fn, x->layout.ndim);
+    ff_status (*ln)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, layer_norm);
+    if (ln && half_detour_needed(be, FF_KIND_LAYER_NORM, op, x->dtype)) {
+        half_detour d;
+        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return half_detour_end(&d, ts, ff_kernel_layer_norm(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, eps, fn),
+                               fn);
+    }
+    if (!ln || !be->vt->supports(be->ctx, FF_KIND_LAYER_NORM, op, x->dtype)) return FF_ERR_UNSUPPORTED;
+    ff_kernel_params p = {.n_dst = n_dst, .eps = eps};
+    return finish_all(ln(be->ctx, op, v, n_dst, v + n_dst, n_src, eps), fn, FF_KIND_LAYER_NORM, op, n_dst + n_src, v,
+                      ts, &p);
+}
+
 /* 2-D pooling (ff_pool2d_op) into dst; views and shapes as the ABI comment. */
 ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_pool2d_params *p,
                            const char *fn)

@@ -402,6 +402,7 @@ bool ff_backend_supports(const ff_backend *be, ff_op_kind kind, int op, ff_dtype
     if (kind == FF_KIND_FUSED && !FF_VT_OPT(be, fused)) return false;
     if (kind == FF_KIND_ATTENTION && !FF_VT_OPT(be, attention)) return false;
     if (kind == FF_KIND_QMATMUL && !FF_VT_OPT(be, qmatmul)) return false;
+    if (kind == FF_KIND_LAYER_NORM && !FF_VT_OPT(be, layer_norm)) return false;
     return be->vt->supports(be->ctx, kind, op, dtype) != 0;
 }
 

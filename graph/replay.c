@@ -86,6 +86,7 @@ ff_status ff_graph_run_node(ff_graph *g, const gnode *n)
     case FF_KIND_BATCH_NORM: return vt->batch_norm(c, n->op, v, n->n_dst, v + n->n_dst, n->nv - n->n_dst, p->eps);
     case FF_KIND_POOL2D: return vt->pool2d(c, n->op, v, v + 1, n->nv - 1, &p->pool);
     case FF_KIND_ATTENTION: return vt->attention(c, n->op, v, n->n_dst, v + n->n_dst, n->nv - n->n_dst, &p->attn);
+    case FF_KIND_LAYER_NORM: return vt->layer_norm(c, n->op, v, n->n_dst, v + n->n_dst, n->nv - n->n_dst, p->eps);
     case GN_UPLOAD: return vt->upload(c, v->buf, (size_t)v->offset, n->data, (size_t)v->shape[0]);
     case GN_HOST: return n->host_fn(n->user);
     case GN_READBACK: return check_read(g, n, v);
@@ -98,7 +99,8 @@ const char *ff_graph_kind_name(int kind)
 {
     static const char *const names[] = {"fill",   "copy",   "unary", "binary", "reduce", "matmul", "where",
                                         "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "argsort",
-                                        "linalg", "fft",    "batch_norm", "pool2d", "fused", "collective", "attention"};
+                                        "linalg", "fft",    "batch_norm", "pool2d", "fused", "collective", "attention",
+                                        "qmatmul", "layer_norm"};
     if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0])) return names[kind];
     return kind == GN_HOST ? "host_call" : kind == GN_UPLOAD ? "upload" : kind == GN_FUSED ? "fused" : kind == GN_READBACK ? "readback" : "?";
 }

@@ -1,5 +1,7 @@
 /* layer_norm and batch_norm, composed from mean, sub, square, rsqrt, mul and add, so
- * their gradients (including through the batch statistics) come from autograd. The
+ * their gradients (including through the batch statistics) come from autograd. (Where
+ * the backend has the layer_norm entry, layer_norm.c runs it as one node instead; the
+ * composition here stays the reference and the fallback.) The
  * variance is the two-pass mean((x - mean)^2), biased, as PyTorch normalizes with.
  * f32 inputs are normalized in f64 and rounded once: (x - mean)^2 of f32 values
  * overflows f32 (layer norm of [1e30, 1, 2] would be all zeros). Half inputs too, and
@@ -84,6 +86,11 @@ ff_tensor *ff_layer_norm(const ff_tensor *x, int nnorm, const ff_tensor *weight,
         return ff_error(FF_ERR_INVALID, "%s: %s %s must match the last %d dims of x %s", fn,
                         bad == weight ? "weight" : "bias", shape_str(bad, pb, sizeof pb), nnorm,
                         shape_str(x, xb, sizeof xb)), NULL;
+    }
+    if (ff_layer_norm_entry_ok(x, nnorm, weight, bias)) {
+        ff_tensor *r = ff_layer_norm_node(x, nnorm, weight, bias, eps, fn);
+        if (r || ff_last_status() != FF_ERR_UNSUPPORTED) return r;
+        ff_clear_error(); /* declined after all: the composition below */
     }
     int axes[FF_MAX_DIMS];
     for (int k = 0; k < nnorm; k++) axes[k] = nd - nnorm + k;

@@ -62,6 +62,13 @@ ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *i
  * kind for x's dtype, and the environment variable env is not "compose" (which forces the
  * composition, to compare or benchmark the two). */
 bool ff_op_entry_enabled(const ff_tensor *x, ff_op_kind kind, int op_first, int op_last, const char *env);
+/* layer_norm.c: whether ff_layer_norm runs on the backend's layer_norm entry (it has it
+ * for x's dtype, weight and bias share x's dtype and backend, D > 0, FF_LAYER_NORM is not
+ * "compose"), and the node that does; NULL with FF_ERR_UNSUPPORTED and no message when
+ * the backend declines after all (the caller composes). */
+bool ff_layer_norm_entry_ok(const ff_tensor *x, int nnorm, const ff_tensor *weight, const ff_tensor *bias);
+ff_tensor *ff_layer_norm_node(const ff_tensor *x, int nnorm, const ff_tensor *weight, const ff_tensor *bias,
+                              double eps, const char *fn);
 /* Whether kind's composition is forced: ff_ops_force_compose, or the variable env = "compose". */
 bool ff_op_compose_forced(ff_op_kind kind, const char *env);
 

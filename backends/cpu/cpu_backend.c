@@ -42,6 +42,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
     if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
+    if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype); /* F16/BF16 too, in double */
     if (!cpu_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return cpu_unary_supported((ff_unary_op)op, dtype);
@@ -190,6 +191,7 @@ static const ff_backend_vtable cpu_vtable = {
     .empty_cache = cpu_empty_cache,
     .attention = cpu_attention,
     .qmatmul = cpu_qmatmul,
+    .layer_norm = cpu_layer_norm,
 };
 
 /* The one exported symbol (the build hides everything else). */

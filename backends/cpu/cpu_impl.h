@@ -159,6 +159,7 @@ ff_status cpu_softmax(void *ctx, const ff_view *dst, const ff_view *src, int axi
 ff_status cpu_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cpu_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cpu_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
+ff_status cpu_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 /* the optional conv2d entries (cpu_conv.c), dilation and groups too */
 int cpu_conv2d_supported(int op, ff_dtype t);
 ff_status cpu_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p);

@@ -277,6 +277,8 @@ ff_status blas_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, i
 ff_status blas_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                           double eps);
+ff_status blas_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                          double eps);
 ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
                       const ff_pool2d_params *p);
 ff_status blas_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);

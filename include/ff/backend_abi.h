@@ -308,7 +308,8 @@ typedef enum ff_random_dist {
  *   SCAN: src (op = 0 cumsum, 1 cumprod)   SORT: src (op = 1 for descending)
  *   LINALG: src[0] (op = ff_linalg_op)
  *   FFT: src's element dtype, F32 or F64 (op = ff_fft_op)
- *   BATCH_NORM: x (op = 0 forward, 1 backward)   POOL2D: x (op = ff_pool2d_op) */
+ *   BATCH_NORM: x (op = 0 forward, 1 backward)   POOL2D: x (op = ff_pool2d_op)
+ *   LAYER_NORM: x (op = 0 forward, 1 backward; F16/BF16 where the backend computes them) */
 typedef enum ff_op_kind {
     FF_KIND_FILL = 0,
     FF_KIND_COPY,    /* op = source dtype; dtype = destination dtype */
@@ -345,6 +346,8 @@ typedef enum ff_op_kind {
     FF_KIND_ATTENTION,
     /* the optional qmatmul entry: op = 0; dtype = a's (FF_U8) */
     FF_KIND_QMATMUL,
+    /* the optional layer_norm entry: op = 0 forward, 1 backward; dtype = x's */
+    FF_KIND_LAYER_NORM,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -817,6 +820,27 @@ typedef struct ff_backend_vtable {
      * with per-row activation scales. Only when supports(FF_KIND_QMATMUL, 0, FF_U8)
      * accepts. May be NULL: the core's int8 ops then fail with FF_ERR_UNSUPPORTED. */
     ff_status (*qmatmul)(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
+
+    /* Layer normalization over the last dim of x viewed as [R, D] (the core folds the
+     * normalized trailing dims into D and the others into R; D >= 1, R may be 0). x, y, g,
+     * gx are [R, D], w, b, gw, gb [D], all of x's dtype (F32, F64, and F16/BF16 where
+     * supports(FF_KIND_LAYER_NORM, op, dtype) says yes); mean and invstd are [R] F64 in
+     * every case: statistics kept in double, since f32 ones would lose xhat when |mean|
+     * >> std, and (x - mean)^2 of f32 or bf16 values overflows f32 (layer_norm of [1e30,
+     * 1, 2] is [1.41, -0.71, -0.71]). Any strides (the core sends contiguous views). The
+     * core always passes w and b (ones and zeros for a layer without them). Per row, in
+     * double, each result rounded once to its dtype:
+     *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd}: mean and the biased var of
+     *                  the row (two passes), invstd = 1 / sqrt(var + eps),
+     *                  y = (x - mean) invstd w + b
+     *   op 1 backward: src {g, x, mean, invstd, w}, dst {gx, gw, gb}: with
+     *                  xhat = (x - mean) invstd and gxhat = g w (per element),
+     *                  gx = invstd (gxhat - mean_D(gxhat) - xhat mean_D(gxhat xhat)),
+     *                  gw = sum_R g xhat, gb = sum_R g (gw and gb of R = 0 are zeros)
+     * May be NULL: the core composes layer norm from reductions and elementwise ops in
+     * f64 (the reference of the conformance rows). */
+    ff_status (*layer_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                            double eps);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -230,6 +230,18 @@ static ff_status g_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, 
     GUARDED_LEAVE;
 }
 
+static ff_status g_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
+                              double eps)
+{
+    GUARDED_ENTER("layer_norm");
+    ff_view d[MAX_LIST], s[MAX_LIST];
+    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
+        guarded_window_views(c, &w, src, s, n_src, fname))
+        goto out;
+    st = c->base->layer_norm(c->base_ctx, op, d, n_dst, s, n_src, eps);
+    GUARDED_LEAVE;
+}
+
 static ff_status g_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
                           const ff_pool2d_params *p)
 {
@@ -309,4 +321,5 @@ void ff_guarded_compute_entries(ff_backend_vtable *vt, const ff_backend_vtable *
     OPTIONAL(fused, g_fused);
     OPTIONAL(attention, g_attention);
     OPTIONAL(qmatmul, g_qmatmul);
+    OPTIONAL(layer_norm, g_layer_norm);
 }

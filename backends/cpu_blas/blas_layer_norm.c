@@ -1,0 +1,271 @@
+/* The optional layer_norm entry. Contiguous x, y, g, gx [R, D] (what the core sends):
+ * each row is widened once into a double buffer (halves through blas_half.c's vector
+ * conversions, never a f64 tensor), its statistics and outputs computed there with
+ * several independent accumulator chains, and written back rounded once. The rows are
+ * cut into a fixed number of blocks (by size, not by thread count, so gw and gb sum in
+ * the same order on every machine) that the pool shares; the backward's gw and gb are
+ * summed per block into partials and added up in block order at the end. Anything
+ * else: the shared strided loops. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas_impl.h"
+#include "ff_backend_layer_norm.h"
+
+/* At most this many blocks (a gw/gb partial pair of D doubles each) per call. */
+#define LN_MAX_BLOCKS 32
+
+typedef struct ln_job {
+    int op;
+    const ff_view *dst, *src;
+    double eps;
+    int64_t r, d, nblocks;
+    const double *w, *b; /* w and b (forward) or w (backward) widened to double */
+    double *scratch;     /* per block: 3 row buffers of D, then (backward) gw and gb partials */
+} ln_job;
+
+/* f32 <-> double over a row, vectorized for what the CPU has. */
+BLAS_CLONES static void ln_widen(double *restrict d, const float *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) d[k] = x[k];
+}
+
+BLAS_CLONES static void ln_narrow(float *restrict d, const double *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) d[k] = (float)x[k];
+}
+
+/* f64 -> f32 rounded to odd (an inexact result keeps the value truncated toward zero with
+ * its last bit set), which F16/BF16's rounding to nearest even then turns into the f64
+ * value rounded once (blas_half.c's rule); written branch-free so that it vectorizes:
+ * the half rows of MiniLM spent a third of layer_norm's time in the scalar form. */
+BLAS_CLONES static void ln_narrow_odd(float *restrict d, const double *restrict x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        float f = (float)x[k];
+        double b = f;
+        uint32_t u;
+        uint64_t xb, bb;
+        memcpy(&u, &f, sizeof u), memcpy(&xb, &x[k], sizeof xb), memcpy(&bb, &b, sizeof bb);
+        /* magnitudes compared as bits (one sign on both sides); NaN keeps its bits */
+        uint64_t ax = xb & 0x7fffffffffffffffull, ab = bb & 0x7fffffffffffffffull;
+        uint32_t num = ax <= 0x7ff0000000000000ull, away = (ab > ax) & num, inexact = (ab != ax) & num;
+        u = (u - away) | inexact;
+        memcpy(&d[k], &u, sizeof u);
+    }
+}
+
+#define LN_TILE 512
+
+/* Row i of an [R, D] view as doubles: the row itself for F64, else widened into buf. */
+static const double *ln_load(const ff_view *v, int64_t i, int64_t d, double *buf)
+{
+    const char *p = (const char *)v->buf + (v->offset + i * d) * (int64_t)ff_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case FF_F64: return (const double *)p;
+    case FF_F32: ln_widen(buf, (const float *)p, d); return buf;
+    default: {
+        float t[LN_TILE];
+        for (int64_t k = 0; k < d; k += LN_TILE) {
+            int64_t m = d - k < LN_TILE ? d - k : LN_TILE;
+            blas_half_to_f32(v->dtype, m, t, (const uint16_t *)p + k);
+            ln_widen(buf + k, t, m);
+        }
+        return buf;
+    }
+    }
+}
+
+/* buf (D doubles) into row i of v, rounded once. */
+static void ln_store(const ff_view *v, int64_t i, int64_t d, const double *buf)
+{
+    char *p = (char *)v->buf + (v->offset + i * d) * (int64_t)ff_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case FF_F64:
+        if ((double *)p != buf)
+            for (int64_t k = 0; k < d; k++) ((double *)p)[k] = buf[k];
+        break;
+    case FF_F32: ln_narrow((float *)p, buf, d); break;
+    default: {
+        float t[LN_TILE];
+        for (int64_t k = 0; k < d; k += LN_TILE) {
+            int64_t m = d - k < LN_TILE ? d - k : LN_TILE;
+            ln_narrow_odd(t, buf + k, m);
+            blas_f32_to_half(v->dtype, m, (uint16_t *)p + k, t);
+        }
+        break;
+    }
+    }
+}
+
+/* Sums with 8 independent chains (one chain would wait on the adder's latency every
+ * element; the compiler may not reassociate doubles). */
+BLAS_CLONES static double ln_sum(const double *restrict x, int64_t n)
+{
+    double a[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int u = 0; u < 8; u++) a[u] += x[k + u];
+    for (; k < n; k++) a[0] += x[k];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+BLAS_CLONES static double ln_sqdev(const double *restrict x, int64_t n, double mean)
+{
+    double a[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int u = 0; u < 8; u++) {
+            double e = x[k + u] - mean;
+            a[u] += e * e;
+        }
+    for (; k < n; k++) a[0] += (x[k] - mean) * (x[k] - mean);
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+BLAS_CLONES static void ln_affine(double *restrict y, const double *restrict x, int64_t n, double mean, double inv,
+                                  const double *restrict w, const double *restrict b)
+{
+    for (int64_t k = 0; k < n; k++) y[k] = (x[k] - mean) * inv * w[k] + b[k];
+}
+
+/* The backward's row sums: a = sum g w, c = sum g w xhat, on two 8-double vector chains
+ * each (GCC/clang vector extensions: zmm on AVX-512, pairs of ymm elsewhere); the scalar
+ * 8-chain form came out as shuffles, a fifth of the backward. */
+typedef double ln_v8 __attribute__((vector_size(64)));
+/* macros, not functions: a vector passed by value would change the ABI between clones */
+#define LN_LD8(v, p) memcpy(&(v), (p), sizeof(v))
+#define LN_HSUM8(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
+
+BLAS_CLONES static void ln_bwd_sums(const double *restrict g, const double *restrict x, const double *restrict w,
+                                    int64_t n, double mean, double inv, double *a_out, double *c_out)
+{
+    ln_v8 a0 = {0}, a1 = {0}, c0 = {0}, c1 = {0};
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+        ln_v8 g0, g1, w0, w1, x0, x1;
+        LN_LD8(g0, g + k), LN_LD8(g1, g + k + 8), LN_LD8(w0, w + k), LN_LD8(w1, w + k + 8);
+        LN_LD8(x0, x + k), LN_LD8(x1, x + k + 8);
+        ln_v8 h0 = g0 * w0, h1 = g1 * w1;
+        a0 += h0, a1 += h1;
+        c0 += h0 * ((x0 - mean) * inv), c1 += h1 * ((x1 - mean) * inv);
+    }
+    ln_v8 as = a0 + a1, cs = c0 + c1;
+    double a = LN_HSUM8(as), c = LN_HSUM8(cs);
+    for (; k < n; k++) {
+        double gh = g[k] * w[k];
+        a += gh;
+        c += gh * ((x[k] - mean) * inv);
+    }
+    *a_out = a, *c_out = c;
+}
+
+/* gx = inv (g w - a - xhat c) for a and c the row means; gw += g xhat, gb += g. */
+BLAS_CLONES static void ln_bwd_row(double *restrict gx, const double *restrict g, const double *restrict x,
+                                   const double *restrict w, int64_t n, double mean, double inv, double a, double c,
+                                   double *restrict gw, double *restrict gb)
+{
+    for (int64_t k = 0; k < n; k++) {
+        double xh = (x[k] - mean) * inv;
+        gx[k] = inv * (g[k] * w[k] - a - xh * c);
+        gw[k] += g[k] * xh;
+        gb[k] += g[k];
+    }
+}
+
+static double ln_vec(const ff_view *v, int64_t i) { return ffb_ln_ld(v, ffb_ln_vec(v, i)); }
+
+static void ln_block(const ln_job *j, int64_t blk)
+{
+    int64_t d = j->d, per = (j->r + j->nblocks - 1) / j->nblocks;
+    int64_t r0 = blk * per, r1 = r0 + per < j->r ? r0 + per : j->r;
+    double *s = j->scratch + blk * (j->op ? 5 : 3) * d, *b0 = s, *b1 = s + d, *b2 = s + 2 * d;
+    for (int64_t i = r0; i < r1; i++) {
+        if (j->op == 0) {
+            const double *x = ln_load(&j->src[0], i, d, b0);
+            double mean = ln_sum(x, d) / (double)d;
+            double inv = 1 / sqrt(ln_sqdev(x, d, mean) / (double)d + j->eps);
+            double *y = j->dst[0].dtype == FF_F64 ? (double *)j->dst[0].buf + j->dst[0].offset + i * d : b1;
+            ln_affine(y, x, d, mean, inv, j->w, j->b);
+            ln_store(&j->dst[0], i, d, y);
+            ffb_ln_st(&j->dst[1], ffb_ln_vec(&j->dst[1], i), mean);
+            ffb_ln_st(&j->dst[2], ffb_ln_vec(&j->dst[2], i), inv);
+        } else {
+            const double *g = ln_load(&j->src[0], i, d, b0), *x = ln_load(&j->src[1], i, d, b1);
+            double mean = ln_vec(&j->src[2], i), inv = ln_vec(&j->src[3], i), a, c;
+            ln_bwd_sums(g, x, j->w, d, mean, inv, &a, &c);
+            double *gx = j->dst[0].dtype == FF_F64 ? (double *)j->dst[0].buf + j->dst[0].offset + i * d : b2;
+            ln_bwd_row(gx, g, x, j->w, d, mean, inv, a / (double)d, c / (double)d, s + 3 * d, s + 4 * d);
+            ln_store(&j->dst[0], i, d, gx);
+        }
+    }
+}
+
+static void ln_task(void *arg, int64_t b0, int64_t b1)
+{
+    for (int64_t b = b0; b < b1; b++) ln_block(arg, b);
+}
+
+static void ln_strided_task(void *arg, int64_t r0, int64_t r1)
+{
+    const ln_job *j = arg;
+    ffb_layer_norm_rows(j->op, j->dst, j->src, j->eps, r0, r1);
+}
+
+static void ln_strided_cols(void *arg, int64_t k0, int64_t k1)
+{
+    const ln_job *j = arg;
+    ffb_layer_norm_cols(j->dst, j->src, k0, k1);
+}
+
+/* The contiguous path; FF_ERR_OOM when its buffers cannot be had. */
+static ff_status ln_fast(blas_ctx *c, ln_job *j)
+{
+    int64_t d = j->d, work = j->r * d;
+    j->nblocks = work < BLAS_PAR_MIN ? 1 : work / (BLAS_PAR_MIN / 4);
+    if (j->nblocks > LN_MAX_BLOCKS) j->nblocks = LN_MAX_BLOCKS;
+    if (j->nblocks > j->r) j->nblocks = j->r > 0 ? j->r : 1;
+    size_t per = (size_t)(j->op ? 5 : 3) * (size_t)d;
+    double *wb = malloc(sizeof(double) * (2 * (size_t)d + per * (size_t)j->nblocks));
+    if (!wb) return blas_error(c, FF_ERR_OOM, "cpu_blas layer_norm: out of memory for %lld x %lld buffers",
+                               (long long)j->nblocks, (long long)d);
+    const ff_view *w = &j->src[j->op ? 4 : 1], *b = &j->src[2];
+    for (int64_t k = 0; k < d; k++) {
+        wb[k] = ln_vec(w, k);
+        wb[d + k] = j->op ? 0 : ln_vec(b, k);
+    }
+    j->w = wb, j->b = wb + d, j->scratch = wb + 2 * d;
+    if (j->op)
+        for (int64_t blk = 0; blk < j->nblocks; blk++)
+            for (int64_t k = 0; k < 2 * d; k++) j->scratch[blk * (int64_t)per + 3 * d + k] = 0;
+    blas_parallel_for(c, j->nblocks, 2, 1, ln_task, j);
+    if (j->op) /* the partials in block order */
+        for (int64_t k = 0; k < d; k++) {
+            double sw = 0, sb = 0;
+            for (int64_t blk = 0; blk < j->nblocks; blk++) {
+                sw += j->scratch[blk * (int64_t)per + 3 * d + k];
+                sb += j->scratch[blk * (int64_t)per + 4 * d + k];
+            }
+            ffb_ln_st(&j->dst[1], ffb_ln_vec(&j->dst[1], k), sw);
+            ffb_ln_st(&j->dst[2], ffb_ln_vec(&j->dst[2], k), sb);
+        }
+    free(wb);
+    return FF_OK;
+}
+
+ff_status blas_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps)
+{
+    ff_status st = ffb_layer_norm_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, n_dst, src, n_src);
+    if (st) return st;
+    const ff_view *x = &src[op ? 1 : 0];
+    int64_t r = x->shape[0], d = x->shape[1];
+    ln_job j = {.op = op, .dst = dst, .src = src, .eps = eps, .r = r, .d = d};
+    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && (!op || blas_view_contiguous(&src[0]));
+    if (fast) return ln_fast(ctx, &j);
+    int64_t min_par = BLAS_PAR_MIN / d > 1 ? BLAS_PAR_MIN / d : 1;
+    blas_parallel_for(ctx, r, min_par, 1, ln_strided_task, &j);
+    if (op) blas_parallel_for(ctx, d, min_par, 1, ln_strided_cols, &j);
+    return FF_OK;
+}
