@@ -37,26 +37,6 @@ BLAS_CLONES static void ln_narrow(float *restrict d, const double *restrict x, i
     for (int64_t k = 0; k < n; k++) d[k] = (float)x[k];
 }
 
-/* f64 -> f32 rounded to odd (an inexact result keeps the value truncated toward zero with
- * its last bit set), which F16/BF16's rounding to nearest even then turns into the f64
- * value rounded once (blas_half.c's rule); written branch-free so that it vectorizes:
- * the half rows of MiniLM spent a third of layer_norm's time in the scalar form. */
-BLAS_CLONES static void ln_narrow_odd(float *restrict d, const double *restrict x, int64_t n)
-{
-    for (int64_t k = 0; k < n; k++) {
-        float f = (float)x[k];
-        double b = f;
-        uint32_t u;
-        uint64_t xb, bb;
-        memcpy(&u, &f, sizeof u), memcpy(&xb, &x[k], sizeof xb), memcpy(&bb, &b, sizeof bb);
-        /* magnitudes compared as bits (one sign on both sides); NaN keeps its bits */
-        uint64_t ax = xb & 0x7fffffffffffffffull, ab = bb & 0x7fffffffffffffffull;
-        uint32_t num = ax <= 0x7ff0000000000000ull, away = (ab > ax) & num, inexact = (ab != ax) & num;
-        u = (u - away) | inexact;
-        memcpy(&d[k], &u, sizeof u);
-    }
-}
-
 #define LN_TILE 512
 
 /* Row i of an [R, D] view as doubles: the row itself for F64, else widened into buf. */
@@ -88,15 +68,7 @@ static void ln_store(const ff_view *v, int64_t i, int64_t d, const double *buf)
             for (int64_t k = 0; k < d; k++) ((double *)p)[k] = buf[k];
         break;
     case FF_F32: ln_narrow((float *)p, buf, d); break;
-    default: {
-        float t[LN_TILE];
-        for (int64_t k = 0; k < d; k += LN_TILE) {
-            int64_t m = d - k < LN_TILE ? d - k : LN_TILE;
-            ln_narrow_odd(t, buf + k, m);
-            blas_f32_to_half(v->dtype, m, (uint16_t *)p + k, t);
-        }
-        break;
-    }
+    default: blas_f64_to_half(v->dtype, d, p, buf); break; /* rounded once (f32 rounded to odd) */
     }
 }
 
