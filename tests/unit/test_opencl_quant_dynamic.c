@@ -5,11 +5,14 @@
  * same rule and scale the exact sums in double, so their y agree bit for bit; cpu_blas's
  * f32 scaling stays within a few ulps of cpu's. x has a row of zeros, and in one variant
  * +inf and -inf (the per-tensor range's ends become +-FLT_MAX: y may overflow to inf, on
- * every backend alike).
+ * every backend alike). With FF_TEST_QDYN_HOST_BACKEND naming a plugin that declines the
+ * dynamic mode (ctest's test_quant_host_path_guarded), that plugin's y, through the
+ * core's host quantization and u8 upload, equals cpu's bit for bit too: one rule.
  */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ff_test.h"
 #include "ff/quant.h"
@@ -49,7 +52,8 @@ static int run_on(const char *name, const float *x, const float *w, const float 
     ff_backend *be = ff_backend_load(name);
     CHECK(be != NULL);
     if (!be) return -1;
-    CHECK(ff_backend_supports(be, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, FF_F32));
+    const char *host = getenv("FF_TEST_QDYN_HOST_BACKEND");
+    CHECK(ff_backend_supports(be, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, FF_F32) == !(host && !strcmp(host, name)));
     ff_tensor *tx = make_x(be, x, M, K, kind), *tw = ff_from_data_on(be, w, 2, SHAPE(N, K), FF_F32);
     ff_tensor *tb = ff_from_data_on(be, b, 1, SHAPE(N), FF_F32), *wq = NULL, *ws = NULL, *y = NULL;
     CHECK(tx && tw && tb && ff_quantize_weight_s8(tw, &wq, &ws) == FF_OK);
@@ -74,6 +78,13 @@ static void cases(void)
                 for (int64_t i = 0; i < N * K; i++) w[i] = (float)(unit() - 0.5);
                 for (int64_t i = 0; i < N; i++) b[i] = (float)(unit() - 0.5);
                 if (run_on("cpu", x, w, b, M, K, N, kind, mode, cpu)) continue;
+                const char *host = getenv("FF_TEST_QDYN_HOST_BACKEND");
+                if (host && *host && !run_on(host, x, w, b, M, K, N, kind, mode, got)) {
+                    int64_t bad = 0;
+                    for (int64_t i = 0; i < M * N; i++) bad += !(got[i] == cpu[i]);
+                    if (bad) fprintf(stderr, "host path v=%d kind=%d mode=%d: %lld of y differ from cpu's\n", v, kind, mode, (long long)bad);
+                    CHECK(bad == 0);
+                }
                 if (!run_on("opencl", x, w, b, M, K, N, kind, mode, got)) {
                     int64_t bad = 0;
                     for (int64_t i = 0; i < M * N; i++) bad += !(got[i] == cpu[i]);
