@@ -30,9 +30,6 @@ static bool is_vec(const ff_tensor *t, ff_dtype dt, int64_t n)
 /* The scalar rule (ff_qmatmul_round, ff_qmatmul_ford, ff_qmatmul_choose,
  * ff_qmatmul_row_scale) is backend_abi.h's, so the backends' dynamic mode and this host
  * path quantize with one definition. */
-#define q_round ff_qmatmul_round
-#define f_ord ff_qmatmul_ford
-#define f_unord ff_qmatmul_funord
 
 QUANT_CLONES static float abs_max(const float *r, int64_t n)
 {
@@ -50,17 +47,17 @@ QUANT_CLONES static float abs_max(const float *r, int64_t n)
 
 QUANT_CLONES static void quantize_span(const float *x, int64_t n, float inv, float zero, float lo, float hi, uint8_t *q)
 {
-    for (int64_t i = 0; i < n; i++) q[i] = q_round(x[i] * inv, zero, lo, hi);
+    for (int64_t i = 0; i < n; i++) q[i] = ff_qmatmul_round(x[i] * inv, zero, lo, hi);
 }
 
 QUANT_CLONES static void min_max(const float *x, int64_t n, float *lo, float *hi)
 {
-    int32_t a = f_ord(0.0f), b = a; /* the range always holds 0 (ff_quant_choose_params) */
+    int32_t a = ff_qmatmul_ford(0.0f), b = a; /* the range always holds 0 (ff_quant_choose_params) */
     for (int64_t i = 0; i < n; i++) {
-        int32_t v = f_ord(x[i]);
+        int32_t v = ff_qmatmul_ford(x[i]);
         a = v < a ? v : a, b = v > b ? v : b;
     }
-    *lo = f_unord(a), *hi = f_unord(b);
+    *lo = ff_qmatmul_funord(a), *hi = ff_qmatmul_funord(b);
 }
 
 /* Per row, symmetric: row m's scale max|x[m]| / 127, values shifted by the zero point 128
