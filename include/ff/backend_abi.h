@@ -343,8 +343,7 @@ typedef enum ff_op_kind {
     /* the optional attention entry: op = 0 forward, 1 backward (ff_attention_op);
      * dtype = q's (== k's == v's) */
     FF_KIND_ATTENTION,
-    /* the optional qmatmul entry: op = 0; dtype = a's (FF_U8); supports() also takes
-     * op FF_QMATMUL_DYNAMIC with dtype = x's float dtype (dynamic mode) */
+    /* the optional qmatmul entry: op = 0; dtype = a's (FF_U8) */
     FF_KIND_QMATMUL,
     FF_KIND_COUNT
 } ff_op_kind;
