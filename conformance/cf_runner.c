@@ -56,6 +56,7 @@ int cf_generate(ff_backend *ref)
     cf_gen_attention();
     cf_gen_layer_norm();
     cf_gen_qmatmul();
+    cf_gen_qmatmul_dynamic();
     /* ids are the rerun handle: they must be unique */
     for (int i = 1; i < ncases; i++)
         for (int j = i - 1; j >= 0 && j >= i - 64; j--)

@@ -634,5 +634,16 @@ ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_s
                         "%s: backend '%s' has no qmatmul entry (int8 matmul); move the tensors to cpu or cpu_blas "
                         "with ff_to",
                         fn, be->name);
+    /* dynamic mode (a float activation) only where the backend said yes for its dtype:
+     * an older plugin reads a as u8 and never looks at the appended fields */
+    if (p->a_dynamic &&
+        (!ff_dtype_is_float(v[1].dtype) || !be->vt->supports(be->ctx, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, v[1].dtype)))
+        return ff_error(FF_ERR_UNSUPPORTED,
+                        "%s: backend '%s' does not quantize a %s activation itself (qmatmul dynamic mode); send u8 "
+                        "activations quantized by the core",
+                        fn, be->name, ff_dtype_name(v[1].dtype));
+    if (!p->a_dynamic && v[1].dtype != FF_U8)
+        return ff_error(FF_ERR_INVALID, "%s: the activation is %s, expected U8 (or a float one with a_dynamic = 1)", fn,
+                        ff_dtype_name(v[1].dtype));
     return finish(qmm(be->ctx, &v[0], v + 1, n_src, p), dst, fn);
 }

@@ -215,13 +215,5 @@ ff_status ff_quantize_weight_s8(const ff_tensor *w, ff_tensor **q, ff_tensor **s
 
 void ff_quant_choose_params(float lo, float hi, bool reduce_range, float *scale, int32_t *zero)
 {
-    int qmin = 0, qmax = reduce_range ? 127 : 255;
-    lo = fminf(lo, 0.0f), hi = fmaxf(hi, 0.0f); /* 0 is exact, as padding and ReLU need */
-    float s = (float)(((double)hi - lo) / (qmax - qmin));
-    if (s == 0.0f || isinf(1.0f / s)) s = 0.1f;
-    double zmin = qmin - lo / (double)s, zmax = qmax - hi / (double)s;
-    double emin = fabs((double)qmin) - fabs(lo / (double)s), emax = fabs((double)qmax) - fabs(hi / (double)s);
-    double z0 = emin < emax ? zmin : zmax;
-    *zero = z0 < qmin ? qmin : z0 > qmax ? qmax : (int32_t)nearbyint(z0);
-    *scale = s;
+    ff_qmatmul_choose(lo, hi, reduce_range, scale, zero); /* the one rule, shared with the backends */
 }

@@ -27,35 +27,9 @@ static bool is_vec(const ff_tensor *t, ff_dtype dt, int64_t n)
 #define QUANT_CLONES
 #endif
 
-/* nearbyintf(v) + zero clamped to [lo, hi], without libm calls so the loops vectorize:
- * adding and taking away 1.5 * 2^23 rounds to the nearest integer, ties to even (|v| <=
- * 512 after the clamp; NaN clamps to lo). */
-static inline uint8_t q_round(float v, float zero, float lo, float hi)
-{
-    v = v > -512.0f ? v : -512.0f;
-    v = v < 512.0f ? v : 512.0f;
-    v = (v + 0x1.8p23f) - 0x1.8p23f + zero;
-    v = v > lo ? v : lo;
-    v = v < hi ? v : hi;
-    return (uint8_t)(int32_t)v;
-}
-
-/* Float bits as an int32 that orders as the floats do (NaNs beyond +-inf): integer
- * min/max reductions vectorize where float ones (NaN rules) do not. */
-static inline int32_t f_ord(float f)
-{
-    int32_t i;
-    memcpy(&i, &f, 4);
-    return i ^ (int32_t)((uint32_t)(i >> 31) >> 1);
-}
-
-static inline float f_unord(int32_t i)
-{
-    i ^= (int32_t)((uint32_t)(i >> 31) >> 1);
-    float f;
-    memcpy(&f, &i, 4);
-    return f;
-}
+/* The scalar rule (ff_qmatmul_round, ff_qmatmul_ford, ff_qmatmul_choose,
+ * ff_qmatmul_row_scale) is backend_abi.h's, so the backends' dynamic mode and this host
+ * path quantize with one definition. */
 
 QUANT_CLONES static float abs_max(const float *r, int64_t n)
 {
@@ -73,17 +47,17 @@ QUANT_CLONES static float abs_max(const float *r, int64_t n)
 
 QUANT_CLONES static void quantize_span(const float *x, int64_t n, float inv, float zero, float lo, float hi, uint8_t *q)
 {
-    for (int64_t i = 0; i < n; i++) q[i] = q_round(x[i] * inv, zero, lo, hi);
+    for (int64_t i = 0; i < n; i++) q[i] = ff_qmatmul_round(x[i] * inv, zero, lo, hi);
 }
 
 QUANT_CLONES static void min_max(const float *x, int64_t n, float *lo, float *hi)
 {
-    int32_t a = f_ord(0.0f), b = a; /* the range always holds 0 (ff_quant_choose_params) */
+    int32_t a = ff_qmatmul_ford(0.0f), b = a; /* the range always holds 0 (ff_quant_choose_params) */
     for (int64_t i = 0; i < n; i++) {
-        int32_t v = f_ord(x[i]);
+        int32_t v = ff_qmatmul_ford(x[i]);
         a = v < a ? v : a, b = v > b ? v : b;
     }
-    *lo = f_unord(a), *hi = f_unord(b);
+    *lo = ff_qmatmul_funord(a), *hi = ff_qmatmul_funord(b);
 }
 
 /* Per row, symmetric: row m's scale max|x[m]| / 127, values shifted by the zero point 128
@@ -92,7 +66,7 @@ static void quantize_per_row(const float *x, int64_t M, int64_t K, uint8_t *q, f
 {
     for (int64_t m = 0; m < M; m++) {
         float amax = abs_max(x + m * K, K);
-        scale[m] = amax > 0 && isfinite(amax) ? amax / 127.0f : 1.0f;
+        scale[m] = ff_qmatmul_row_scale(amax);
         quantize_span(x + m * K, K, 1.0f / scale[m], 128.0f, 1.0f, 255.0f, q + m * K);
     }
 }
@@ -102,8 +76,7 @@ static void quantize_rows(const float *x, int64_t n, uint8_t *q, bool reduce_ran
 {
     float lo, hi;
     min_max(x, n, &lo, &hi);
-    if (isnan(lo) || isnan(hi)) lo = isnan(lo) ? 0 : lo, hi = isnan(hi) ? 0 : hi; /* NaNs order past +-inf */
-    ff_quant_choose_params(lo, hi, reduce_range, &p->a_scale, &p->a_zero);
+    ff_qmatmul_choose(lo, hi, reduce_range, &p->a_scale, &p->a_zero); /* NaN ends count as 0 */
     quantize_span(x, n, 1.0f / p->a_scale, (float)p->a_zero, 0.0f, reduce_range ? 127.0f : 255.0f, q);
 }
 
@@ -120,6 +93,35 @@ static const float *host_floats(const ff_tensor *t, int64_t n, float **own, cons
     if (*own && ff_tensor_to_host(f, *own, (size_t)n * sizeof(float))) free(*own), *own = NULL;
     ff_tensor_release(f);
     return *own;
+}
+
+/* y [..., N] in x's dtype from the product y2 [M, N]. */
+static ff_tensor *reshape_out(const ff_tensor *x, const ff_tensor *y2, int64_t N)
+{
+    int nd = ff_tensor_ndim(x);
+    int64_t shape[FF_MAX_DIMS];
+    for (int d = 0; d < nd - 1; d++) shape[d] = ff_tensor_dim(x, d);
+    shape[nd - 1] = N;
+    ff_tensor *r = ff_reshape(y2, nd, shape);
+    ff_tensor *out = r && ff_tensor_dtype(x) != FF_F32 ? ff_astype(r, ff_tensor_dtype(x)) : ff_tensor_retain(r);
+    ff_tensor_release(r);
+    return out;
+}
+
+/* Dynamic mode: x goes to the entry as F32 [M, K] on its own backend (converted and
+ * made dense there by ff ops, never through the host), and the entry quantizes it. */
+static ff_tensor *linear_on_backend(const ff_tensor *x, const ff_tensor *wq, const ff_tensor *w_scales,
+                                    const ff_tensor *bias, int mode, int64_t M, const char *fn)
+{
+    int64_t K = ff_tensor_dim(wq, 1), N = ff_tensor_dim(wq, 0), sx[2] = {M, K}, sy[2] = {M, N};
+    ff_tensor *f = ff_tensor_dtype(x) == FF_F32 ? ff_tensor_retain((ff_tensor *)x) : ff_astype(x, FF_F32);
+    ff_tensor *x2 = f ? ff_reshape(f, 2, sx) : NULL, *out = NULL; /* a view when dense, a copy else */
+    ff_tensor *y = x2 ? ff_empty_on(ff_tensor_backend(x), 2, sy, FF_F32) : NULL;
+    ff_qmatmul_params p = {.has_bias = bias != NULL, .a_per_row = mode == 2, .a_dynamic = 1, .reduce_range = mode == 1};
+    const ff_tensor *src[4] = {x2, wq, w_scales, bias};
+    if (y && ff_kernel_qmatmul(y, src, bias ? 4 : 3, &p, fn) == FF_OK) out = reshape_out(x, y, N);
+    ff_tensor_release(f), ff_tensor_release(x2), ff_tensor_release(y);
+    return out;
 }
 
 /* mode: 0 per tensor, 1 per tensor with 7 bits, 2 per row */
@@ -142,6 +144,8 @@ static ff_tensor *linear_dynamic(const ff_tensor *x, const ff_tensor *wq, const 
         return ff_error(FF_ERR_INVALID, "%s: K = %lld exceeds FF_QMATMUL_MAX_K (%d): the s32 sums could overflow", fn,
                         (long long)K, FF_QMATMUL_MAX_K), NULL;
     ff_backend *be = ff_tensor_backend(x);
+    if (ff_backend_supports(be, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, FF_F32))
+        return linear_on_backend(x, wq, w_scales, bias, mode, M, fn);
     float *own = NULL;
     const float *h = host_floats(x, M * K, &own, fn);
     /* on a host backend the bytes are written straight into a's memory */
@@ -162,14 +166,7 @@ static ff_tensor *linear_dynamic(const ff_tensor *x, const ff_tensor *wq, const 
         int n = 3;
         if (bias) src[n++] = bias;
         if (ra) src[n++] = ra;
-        if (y && ff_kernel_qmatmul(y, src, n, &p, fn) == FF_OK) {
-            int64_t shape[FF_MAX_DIMS];
-            for (int d = 0; d < nd - 1; d++) shape[d] = ff_tensor_dim(x, d);
-            shape[nd - 1] = N;
-            ff_tensor *r = ff_reshape(y, nd, shape);
-            out = r && ff_tensor_dtype(x) != FF_F32 ? ff_astype(r, ff_tensor_dtype(x)) : ff_tensor_retain(r);
-            ff_tensor_release(r);
-        }
+        if (y && ff_kernel_qmatmul(y, src, n, &p, fn) == FF_OK) out = reshape_out(x, y, N);
     }
     ff_tensor_release(a), ff_tensor_release(y), ff_tensor_release(ra);
     free(own), free(qown), free(rs);

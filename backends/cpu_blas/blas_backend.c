@@ -192,7 +192,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_ATTENTION: /* dropout too, but on F32/F64 only: half's mask rounds as half */
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD || op == FF_ATTENTION_DROPOUT) &&
                blas_is_float(dtype);
-    case FF_KIND_QMATMUL: return op == 0 && dtype == FF_U8;
+    case FF_KIND_QMATMUL: return (op == 0 && dtype == FF_U8) || (op == FF_QMATMUL_DYNAMIC && dtype == FF_F32);
     default: return ffb_host_entry_supported(kind, op, dtype); /* scan ... pool2d, fused */
     }
 }

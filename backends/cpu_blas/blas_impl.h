@@ -289,6 +289,20 @@ void blas_fft_context_down(void);
 /* blas_attention.c: scaled dot-product attention, flash style (F32, F64, F16, BF16) */
 ff_status blas_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p);
+/* blas_qdyn.c: qmatmul's dynamic mode, x [M, K] F32 (row stride rs, column stride cs)
+ * quantized by the ABI's rule. Per tensor (per_row 0) with inv = 1 / a_scale, zero and
+ * qmax chosen from blas_qx_range's [lo, hi]; per row, row[m] gets a_scale[m]. Rows
+ * [rb, re) go to q dense (row rb first). -1 when out of memory. */
+typedef struct blas_qx {
+    const float *x;
+    int64_t rs, cs, K;
+    int per_row;
+    float inv, zero, qmax;
+    float *row;
+} blas_qx;
+int blas_qx_range(blas_ctx *c, const blas_qx *x, int64_t M, float *lo, float *hi);
+int blas_qx_rows(const blas_qx *x, int64_t rb, int64_t re, uint8_t *q);
+
 /* blas_qmatmul.c: u8 x s8 -> s32 -> f32 through oneDNN's int8 matmul, or an exact loop */
 ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
 /* blas_fused.c: fused elementwise programs, tile by tile through the plans above */

@@ -18,6 +18,11 @@
  * uses VNNI or AMX (impl_exact); anything else, and layouts with a step in both dims,
  * take the exact loop below. Primitives are kept between calls in blas_dnnl_cache.c
  * (shared with the bf16 matmul), keyed by shape, strides and oneDNN's ISA.
+ *
+ * Dynamic mode (a float x, FF_QMATMUL_DYNAMIC): each row slice quantizes its own rows
+ * of x (blas_qdyn.c) into scratch right before its oneDNN call, so the pass over x is
+ * parallel and its u8 rows are still cached when oneDNN reads them; the exact loop gets
+ * the whole x quantized first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +42,7 @@ typedef struct q_args {
     const float *bias;  /* NULL for none */
     const float *row;   /* a's per-row scales (stride row_s), NULL for none */
     int64_t row_s;
+    const blas_qx *qx;  /* dynamic mode: a is quantized from this per slice; else NULL */
 } q_args;
 
 /* y = (float)(s32 - zc[n]) * scale[n] * row[m] (+ bias[n]) on rows [rb, re), in place:
@@ -170,9 +176,11 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
                          .ars = j->ars, .acs = j->acs, .brs = j->bcs, .bcs = j->brs, .crs = j->yrs, .ccs = j->ycs};
     blas_dnnl_prim *p = blas_dnnl_acquire(&key, impl_exact);
     void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
-    int ok = p && p->accepted && (sp || !p->scratch_bytes) &&
-             blas_dnnl_execute(p, q->a + rb * q->ars, q->b, q->y + rb * q->yrs, sp) == dnnl_success;
-    blas_free(j->ctx, sp);
+    uint8_t *qa = p && p->accepted && q->qx ? blas_scratch(j->ctx, (size_t)((re - rb) * q->K)) : NULL;
+    const uint8_t *a = q->qx ? qa : q->a + rb * q->ars; /* the slice's rows, quantized here when dynamic */
+    int ok = p && p->accepted && (sp || !p->scratch_bytes) && a && (!q->qx || !blas_qx_rows(q->qx, rb, re, qa)) &&
+             blas_dnnl_execute(p, a, q->b, q->y + rb * q->yrs, sp) == dnnl_success;
+    blas_free(j->ctx, sp), blas_free(j->ctx, qa);
     blas_dnnl_release(p);
     if (ok) q_finish(q, rb, re); /* while this thread's sums are still in its cache */
     else atomic_store(&j->failed, 1);
@@ -204,7 +212,51 @@ static int shape_ok(const ff_view *v, ff_dtype dt, int rank, int64_t r, int64_t 
     return v->dtype == dt && v->ndim == rank && v->shape[0] == r && (rank == 1 || v->shape[1] == cols);
 }
 
+static ff_status qmatmul_u8(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p,
+                            blas_qx *qx);
+
+/* Dynamic mode: x's parameters chosen (per tensor: its range, in parallel), then the u8
+ * path with a standing for the quantized x, which the slices fill. */
+static ff_status qmatmul_dynamic(void *ctx, const ff_view *dst, const ff_view *src, int n_src,
+                                 const ff_qmatmul_params *p)
+{
+    blas_ctx *c = ctx;
+    const ff_view *x = &src[0];
+    int want = 3 + (p->has_bias != 0);
+    if (n_src != want || dst->ndim != 2 || !shape_ok(x, FF_F32, 2, dst->shape[0], x->ndim == 2 ? x->shape[1] : 0))
+        return blas_error(ctx, FF_ERR_INVALID,
+                          "cpu_blas qmatmul (dynamic): %d inputs, dst rank %d, x %s of rank %d; expected %d inputs, "
+                          "y [M, N], x F32 [M, K]",
+                          n_src, (int)dst->ndim, ffb_dtype_name(x->dtype), (int)x->ndim, want);
+    int64_t M = x->shape[0], K = x->shape[1];
+    ff_qmatmul_params u = {.has_bias = p->has_bias, .a_per_row = p->a_per_row, .a_zero = 128};
+    blas_qx qx = {(const float *)x->buf + x->offset, x->strides[0], x->strides[1], K, p->a_per_row != 0, 0, 0, 0, NULL};
+    float lo, hi;
+    if (!p->a_per_row && blas_qx_range(c, &qx, M, &lo, &hi))
+        return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul (dynamic): out of memory gathering x's rows (K=%lld)",
+                          (long long)K);
+    if (!p->a_per_row) ff_qmatmul_choose(lo, hi, p->reduce_range != 0, &u.a_scale, &u.a_zero);
+    qx.inv = 1.0f / u.a_scale, qx.zero = (float)u.a_zero, qx.qmax = p->reduce_range ? 127.0f : 255.0f;
+    qx.row = p->a_per_row ? blas_scratch(c, ((size_t)M + 1) * sizeof(float)) : NULL;
+    if (p->a_per_row && !qx.row)
+        return blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul (dynamic): out of memory for %lld row scales", (long long)M);
+    ff_view s[5];
+    for (int i = 1; i < n_src; i++) s[i] = src[i];
+    s[0] = (ff_view){.dtype = FF_U8, .ndim = 2, .shape = {M, K}, .strides = {K, 1}}; /* filled per slice */
+    s[n_src] = (ff_view){.buf = qx.row, .dtype = FF_F32, .ndim = 1, .shape = {M}, .strides = {1}};
+    ff_status st = qmatmul_u8(ctx, dst, s, n_src + (p->a_per_row != 0), &u, &qx);
+    blas_free(c, qx.row);
+    return st;
+}
+
 ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p)
+{
+    return p->a_dynamic ? qmatmul_dynamic(ctx, dst, src, n_src, p) : qmatmul_u8(ctx, dst, src, n_src, p, NULL);
+}
+
+/* qx: dynamic mode (a's view has no memory yet; the row slices or the loop fill it). */
+static ff_status qmatmul_u8(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p,
+                            blas_qx *qx)
 {
     blas_ctx *c = ctx;
     int want = 3 + (p->has_bias != 0) + (p->a_per_row != 0);
@@ -233,10 +285,22 @@ ff_status blas_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_
     q_args q = {M, N, K, (const uint8_t *)a->buf + a->offset, (const uint8_t *)b->buf + b->offset,
                 a->strides[0], a->strides[1], b->strides[0], b->strides[1],
                 (float *)dst->buf + dst->offset, dst->strides[0], dst->strides[1], p->a_zero,
-                zc, scale, bias ? pbias : NULL, sa ? (const float *)sa->buf + sa->offset : NULL, sa ? sa->strides[0] : 0};
+                zc, scale, bias ? pbias : NULL, sa ? (const float *)sa->buf + sa->offset : NULL, sa ? sa->strides[0] : 0,
+                qx};
     zero_comp(&q, zc);
+    ff_status st = FF_OK;
     /* oneDNN's slices finish their rows; when any declined, the loop redoes all of y */
-    if (!(K > 0 && q_dnnl(c, &q))) blas_parallel_for(c, M, 4, 1, q_rows, &q);
+    if (!(K > 0 && q_dnnl(c, &q))) {
+        uint8_t *qa = qx ? blas_scratch(c, (size_t)(M * K) + 1) : NULL;
+        if (qx && (!qa || blas_qx_rows(qx, 0, M, qa)))
+            st = blas_error(ctx, FF_ERR_OOM, "cpu_blas qmatmul (dynamic): out of memory quantizing x [%lld, %lld]",
+                            (long long)M, (long long)K);
+        else {
+            if (qx) q.a = qa, q.qx = NULL;
+            blas_parallel_for(c, M, 4, 1, q_rows, &q);
+        }
+        blas_free(c, qa);
+    }
     blas_free(c, scale);
-    return FF_OK;
+    return st;
 }

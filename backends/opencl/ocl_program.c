@@ -29,7 +29,8 @@ static const char *const kernel_names[OK_COUNT] = {
     [OK_GATHER] = "ff_gather", [OK_SCATTER_ADD] = "ff_scatter_add", [OK_RANDOM] = "ff_random",
     [OK_MATMUL] = "ff_matmul", [OK_SCAN] = "ff_scan", [OK_ARGSORT] = "ff_argsort", [OK_FUSED] = "ff_fused",
     [OK_ATT_FWD] = "ff_attention_fwd", [OK_ATT_DQ] = "ff_attention_dq", [OK_ATT_DKV] = "ff_attention_dkv",
-    [OK_QMATMUL] = "ff_qmatmul",
+    [OK_QMATMUL] = "ff_qmatmul", [OK_QDYN_RANGE] = "ff_qdyn_range", [OK_QDYN_FOLD] = "ff_qdyn_fold",
+    [OK_QDYN_QUANTIZE] = "ff_qdyn_quantize",
 };
 
 /* "#define U_EXP 3" and so on, from the op names the backends share, then the first

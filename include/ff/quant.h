@@ -12,8 +12,11 @@
  * front end wraps them in a quantized tensor type that does.
  *
  * Rounding follows fbgemm: q = clamp(nearbyint(x * (1/scale)) + zero, qmin, qmax) with
- * 1/scale in f32 and ties to even. These functions run on the host (one copy each
- * way for device tensors) and are inference only: results carry no gradient.
+ * 1/scale in f32 and ties to even. Quantize / dequantize run on the host (one copy each
+ * way for device tensors); the dynamic Linear's activation is quantized by the backend's
+ * qmatmul entry where it has the dynamic mode (cpu, cpu_blas, opencl: the same rule,
+ * backend_abi.h's ff_qmatmul_*), on the host elsewhere. Inference only: results carry
+ * no gradient.
  */
 #ifndef FF_QUANT_H
 #define FF_QUANT_H
@@ -65,7 +68,8 @@ ff_tensor *ff_linear_dynamic_int8_rows(const ff_tensor *x, const ff_tensor *wq, 
                                        const ff_tensor *bias);
 
 /* The scale and zero point ff_linear_dynamic_int8 picks for values in [lo, hi]
- * (PyTorch's ChooseQuantizationParams for u8). */
+ * (PyTorch's ChooseQuantizationParams for u8; a NaN end counts as 0, an infinite one as
+ * +-FLT_MAX: backend_abi.h's ff_qmatmul_choose). */
 void ff_quant_choose_params(float lo, float hi, bool reduce_range, float *scale, int32_t *zero);
 
 #ifdef __cplusplus

@@ -22,6 +22,8 @@ static ff_status g_init(const ff_host_api *host, void **ctx)
     }
     c->host = host;
     c->base = ff_guarded_base_entry();
+    const char *nq = getenv("FF_GUARDED_NO_QMATMUL_DYNAMIC");
+    c->no_qdyn = nq && *nq && strcmp(nq, "0") != 0;
     ff_status st = c->base->init(host, &c->base_ctx);
     if (st != FF_OK) {
         free(c);
@@ -45,6 +47,7 @@ static void g_shutdown(void *ctx)
 static int g_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     guarded_ctx *c = ctx;
+    if (c->no_qdyn && kind == FF_KIND_QMATMUL && op == FF_QMATMUL_DYNAMIC) return 0;
     return c->base->supports(c->base_ctx, kind, op, dtype);
 }
 

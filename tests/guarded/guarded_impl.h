@@ -21,6 +21,9 @@ typedef struct guarded_ctx {
      * (and close it under the other's feet). */
     pthread_mutex_t lock;
     atomic_size_t in_use, peak;
+    /* FF_GUARDED_NO_QMATMUL_DYNAMIC=1: decline qmatmul's dynamic mode, as a plugin built
+     * before it does (the core then quantizes on the host and uploads u8) */
+    int no_qdyn;
 } guarded_ctx;
 
 /* A handle is the data address XOR this tag: a non-canonical address on x86-64 and
