@@ -86,21 +86,10 @@ static void *values(const attn_scen *s, int which, ff_dtype dt, cf_rng *rng)
     return p;
 }
 
-typedef struct attn_run {
-    ff_tensor *out[4]; /* o, gq, gk, gv */
-    char err[512];
-    ff_status st;
-} attn_run;
-
-static void run_free(attn_run *r)
-{
-    for (int i = 0; i < 4; i++) ff_tensor_release(r->out[i]);
-}
-
 /* o = sdpa(q, k, v, mask) on be, and the gradients of sum(o * w) w.r.t. q, k, v (the
  * views the op saw). */
 static void run_on(ff_backend *be, const attn_scen *s, ff_dtype dt, cf_variant var, double drop, uint64_t seed,
-                   void *const *vals, attn_run *r)
+                   void *const *vals, cf_entry_run *r)
 {
     ff_tensor *base[5] = {NULL}, *in[5] = {NULL}, *tmp = NULL, *ow = NULL, *loss = NULL;
     memset(r, 0, sizeof *r);
@@ -135,18 +124,6 @@ static void run_on(ff_backend *be, const attn_scen *s, ff_dtype dt, cf_variant v
     for (int i = 0; i < 5; i++) ff_tensor_release(in[i]), ff_tensor_release(base[i]);
 }
 
-static void *to_host(const ff_tensor *t)
-{
-    size_t nb = (size_t)ff_tensor_numel(t) * ff_dtype_size(ff_tensor_dtype(t));
-    void *h = malloc(nb ? nb : 1);
-    if (!h) abort();
-    if (ff_tensor_to_host(t, h, nb)) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
     char rerun[300];
@@ -154,39 +131,6 @@ static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, cons
     snprintf(rep->msg, sizeof rep->msg, "%s | op=attention.%s%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why,
              scens[cs->p[0]].name, cs->p[2] ? "_dropout" : "", ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
     return CF_FAIL;
-}
-
-/* got vs want within the accumulate class over the sums' length, widened by a few of
- * the dtype's epsilons times want's largest magnitude: the composition rounds the
- * scores and weights to the dtype before the softmax and the last matmul. */
-static bool close_enough(const ff_tensor *t, const void *got, const void *want, int64_t k, const char *what,
-                         const char *name, char *why, size_t n)
-{
-    ff_dtype dt = ff_tensor_dtype(t);
-    int64_t cnt = ff_tensor_numel(t);
-    double big = 0;
-    for (int64_t i = 0; i < cnt; i++) {
-        double w = fabs(cf_get_f(want, dt, i));
-        if (w > big && isfinite(w)) big = w;
-    }
-    cf_tol tol = cf_tolerance(dt, CF_TOL_ACCUM, k);
-    double eps = dt == FF_F64 ? 0x1p-52 : dt == FF_F32 ? 0x1p-23 : dt == FF_F16 ? 0x1p-10 : 0x1p-7;
-    tol.atol += (dt == FF_F16 || dt == FF_BF16 ? 2 : 8) * eps * big;
-    /* every output is a sum, which may end a hair on either side of zero: a gradient that
-     * is exactly +0 in the composition comes out as a tiny negative (a half's -0) when
-     * D_i = rowsum(go * o) and dp = go v^T round differently (the flash backward;
-     * seen on cpu_blas, and on the H100 at T = 1) */
-    tol.zero_either = true;
-    cf_diff d;
-    if (cf_compare(got, want, dt, cnt, tol, false, &d)) return true;
-    char idx[96], sh[96];
-    cf_index_str(idx, sizeof idx, ff_tensor_ndim(t), ff_tensor_shape(t), d.first);
-    cf_shape_str(sh, sizeof sh, ff_tensor_ndim(t), ff_tensor_shape(t));
-    snprintf(why, n,
-             "%s: %s: %" PRId64 " of %" PRId64 " elements of %s%s differ (rtol=%.3g atol=%.3g) max_abs=%.6g "
-             "first at %s: got %.17g want %.17g",
-             what, name, d.n_bad, cnt, ff_dtype_name(dt), sh, tol.rtol, tol.atol, d.max_abs, idx, d.got, d.want);
-    return false;
 }
 
 static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
@@ -199,7 +143,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     void *vals[5] = {NULL};
     for (int i = 0; i < 5; i++)
         if (i != 3 || s->mask != M_NONE) vals[i] = values(s, i, dt, &rng);
-    attn_run runs[3]; /* the backend as it runs, its composition, the reference */
+    cf_entry_run runs[3]; /* the backend as it runs, its composition, the reference */
     double drop = cs->p[2] ? 0.25 : 0.0;
     uint64_t dseed = cf_case_seed(ctx, cs) ^ 0x5eedu;
     run_on(ctx->t, s, dt, var, drop, dseed, vals, &runs[0]);
@@ -209,7 +153,6 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     if (ctx->t != ctx->r) run_on(ctx->r, s, dt, var, drop, dseed, vals, &runs[2]);
     else memset(&runs[2], 0, sizeof runs[2]);
     static const char *const names[4] = {"o", "grad q", "grad k", "grad v"};
-    static const char *const whats[3] = {"", "backend vs its composition", "backend vs reference"};
     int64_t ks[4] = {s->tk + s->d, s->tq + s->tk + s->dv, s->tq + s->dv + s->d, s->tq + s->dv};
     cf_result res = CF_PASS;
     char why[1200];
@@ -225,24 +168,9 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
             res = fail(rep, ctx, cs, why);
         }
     }
-    for (int r = 1; r < 3 && res == CF_PASS; r++) {
-        if (r == 2 && ctx->t == ctx->r) break;
-        for (int i = 0; i < 4 && res == CF_PASS; i++) {
-            const ff_tensor *a = runs[0].out[i], *b = runs[r].out[i];
-            void *ha = to_host(a), *hb = to_host(b);
-            if (!ha || !hb) {
-                snprintf(why, sizeof why, "reading %s back failed: %s", names[i], ff_last_error());
-                res = fail(rep, ctx, cs, why);
-            } else if (ff_tensor_numel(a) != ff_tensor_numel(b) || ff_tensor_dtype(a) != ff_tensor_dtype(b)) {
-                snprintf(why, sizeof why, "%s: %s has another shape or dtype", whats[r], names[i]);
-                res = fail(rep, ctx, cs, why);
-            } else if (!close_enough(a, ha, hb, ks[i], whats[r], names[i], why, sizeof why)) {
-                res = fail(rep, ctx, cs, why);
-            }
-            free(ha), free(hb);
-        }
-    }
-    for (int r = 0; r < 3; r++) run_free(&runs[r]);
+    if (res == CF_PASS && !cf_entry_compare(runs, ctx->t != ctx->r, 4, names, ks, why, sizeof why))
+        res = fail(rep, ctx, cs, why);
+    for (int r = 0; r < 3; r++) cf_entry_run_free(&runs[r]);
     for (int i = 0; i < 5; i++) free(vals[i]);
     return res;
 }

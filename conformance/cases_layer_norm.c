@@ -57,19 +57,8 @@ static void *values(const ln_scen *s, int which, ff_dtype dt, cf_rng *rng)
     return p;
 }
 
-typedef struct ln_run {
-    ff_tensor *out[4]; /* y, gx, gw, gb */
-    char err[512];
-    ff_status st;
-} ln_run;
-
-static void run_free(ln_run *r)
-{
-    for (int i = 0; i < 4; i++) ff_tensor_release(r->out[i]);
-}
-
 /* y = layer_norm(x, w, b) on be, and the gradients of sum(y * c). */
-static void run_on(ff_backend *be, const ln_scen *s, ff_dtype dt, cf_variant var, void *const *vals, ln_run *r)
+static void run_on(ff_backend *be, const ln_scen *s, ff_dtype dt, cf_variant var, void *const *vals, cf_entry_run *r)
 {
     memset(r, 0, sizeof *r);
     const int64_t *nshape = s->shape + s->nd - s->nnorm;
@@ -101,18 +90,6 @@ static void run_on(ff_backend *be, const ln_scen *s, ff_dtype dt, cf_variant var
     ff_tensor_release(x), ff_tensor_release(base), ff_tensor_release(w), ff_tensor_release(b);
 }
 
-static void *to_host(const ff_tensor *t)
-{
-    size_t nb = (size_t)ff_tensor_numel(t) * ff_dtype_size(ff_tensor_dtype(t));
-    void *h = malloc(nb ? nb : 1);
-    if (!h) abort();
-    if (ff_tensor_to_host(t, h, nb)) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
     char rerun[300];
@@ -120,35 +97,6 @@ static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, cons
     snprintf(rep->msg, sizeof rep->msg, "%s | op=layer_norm.%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why,
              scens[cs->p[0]].name, ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
     return CF_FAIL;
-}
-
-/* got vs want within the accumulate class over the sums' length k, widened by a few of
- * the dtype's epsilons times want's largest magnitude: the composition rounds xhat (f32)
- * or the products it sums, where the entry rounds each result once from double. */
-static bool close_enough(const ff_tensor *t, const void *got, const void *want, int64_t k, const char *what,
-                         const char *name, char *why, size_t n)
-{
-    ff_dtype dt = ff_tensor_dtype(t);
-    int64_t cnt = ff_tensor_numel(t);
-    double big = 0;
-    for (int64_t i = 0; i < cnt; i++) {
-        double w = fabs(cf_get_f(want, dt, i));
-        if (w > big && isfinite(w)) big = w;
-    }
-    cf_tol tol = cf_tolerance(dt, CF_TOL_ACCUM, k);
-    double eps = dt == FF_F64 ? 0x1p-52 : dt == FF_F32 ? 0x1p-23 : dt == FF_F16 ? 0x1p-10 : 0x1p-7;
-    tol.atol += (dt == FF_F16 || dt == FF_BF16 ? 2 : 8) * eps * big;
-    tol.zero_either = true; /* gradients that cancel to zero may land on either side */
-    cf_diff d;
-    if (cf_compare(got, want, dt, cnt, tol, false, &d)) return true;
-    char idx[96], sh[96];
-    cf_index_str(idx, sizeof idx, ff_tensor_ndim(t), ff_tensor_shape(t), d.first);
-    cf_shape_str(sh, sizeof sh, ff_tensor_ndim(t), ff_tensor_shape(t));
-    snprintf(why, n,
-             "%s: %s: %" PRId64 " of %" PRId64 " elements of %s%s differ (rtol=%.3g atol=%.3g) max_abs=%.6g "
-             "first at %s: got %.17g want %.17g",
-             what, name, d.n_bad, cnt, ff_dtype_name(dt), sh, tol.rtol, tol.atol, d.max_abs, idx, d.got, d.want);
-    return false;
 }
 
 static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
@@ -160,7 +108,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     cf_rng_init(&rng, cf_case_seed(ctx, cs));
     void *vals[4];
     for (int i = 0; i < 4; i++) vals[i] = values(s, i, dt, &rng);
-    ln_run runs[3]; /* the backend as it runs, its composition, the reference */
+    cf_entry_run runs[3]; /* the backend as it runs, its composition, the reference */
     run_on(ctx->t, s, dt, var, vals, &runs[0]);
     ff_ops_force_compose(FF_KIND_LAYER_NORM, true);
     run_on(ctx->t, s, dt, var, vals, &runs[1]);
@@ -168,7 +116,6 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     if (ctx->t != ctx->r) run_on(ctx->r, s, dt, var, vals, &runs[2]);
     else memset(&runs[2], 0, sizeof runs[2]);
     static const char *const names[4] = {"y", "grad x", "grad weight", "grad bias"};
-    static const char *const whats[3] = {"", "backend vs its composition", "backend vs reference"};
     int64_t d = d_of(s), rows = d ? numel_of(s) / d : 0;
     int64_t ks[4] = {d, 2 * d, rows, rows};
     cf_result res = CF_PASS;
@@ -181,24 +128,9 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
             res = fail(rep, ctx, cs, why);
         }
     }
-    for (int r = 1; r < 3 && res == CF_PASS; r++) {
-        if (r == 2 && ctx->t == ctx->r) break;
-        for (int i = 0; i < (s->affine ? 4 : 2) && res == CF_PASS; i++) {
-            const ff_tensor *a = runs[0].out[i], *b = runs[r].out[i];
-            void *ha = to_host(a), *hb = to_host(b);
-            if (!ha || !hb) {
-                snprintf(why, sizeof why, "reading %s back failed: %s", names[i], ff_last_error());
-                res = fail(rep, ctx, cs, why);
-            } else if (ff_tensor_numel(a) != ff_tensor_numel(b) || ff_tensor_dtype(a) != ff_tensor_dtype(b)) {
-                snprintf(why, sizeof why, "%s: %s has another shape or dtype", whats[r], names[i]);
-                res = fail(rep, ctx, cs, why);
-            } else if (!close_enough(a, ha, hb, ks[i], whats[r], names[i], why, sizeof why)) {
-                res = fail(rep, ctx, cs, why);
-            }
-            free(ha), free(hb);
-        }
-    }
-    for (int r = 0; r < 3; r++) run_free(&runs[r]);
+    if (res == CF_PASS && !cf_entry_compare(runs, ctx->t != ctx->r, s->affine ? 4 : 2, names, ks, why, sizeof why))
+        res = fail(rep, ctx, cs, why);
+    for (int r = 0; r < 3; r++) cf_entry_run_free(&runs[r]);
     for (int i = 0; i < 4; i++) free(vals[i]);
     return res;
 }

@@ -56,19 +56,6 @@ done:
     }
 }
 
-static void *to_host(const ff_tensor *t)
-{
-    int64_t n = ff_tensor_numel(t);
-    size_t nb = (size_t)n * ff_dtype_size(ff_tensor_dtype(t));
-    void *h = malloc(nb ? nb : 1);
-    if (!h) abort();
-    if (ff_tensor_to_host(t, h, nb)) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
 static cf_result report(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why, const char *desc)
 {
     char rerun[300];
@@ -145,7 +132,7 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         snprintf(why, sizeof why, "result is %s%s, reference gives %s%s", ff_dtype_name(ff_tensor_dtype(t.y)), a,
                  ff_dtype_name(ff_tensor_dtype(r.y)), b);
         res = report(rep, ctx, cs, why, t.desc);
-    } else if (!(ht = to_host(t.y)) || !(hr = to_host(r.y))) {
+    } else if (!(ht = cf_tensor_to_host(t.y)) || !(hr = cf_tensor_to_host(r.y))) {
         snprintf(why, sizeof why, "reading the result back failed: %s", ff_last_error());
         res = report(rep, ctx, cs, why, t.desc);
     } else if (!values_ok(ht, hr, t.y, def, "backend vs reference", why, sizeof why)) {

@@ -47,6 +47,24 @@ ff_tensor *cf_view_of(ff_tensor *base, cf_variant v);
 /* True if the last op call failed because the op is not in libfusionflow. */
 
 
+/* cf_entry_compare.c: the families that test an optional entry (attention, layer_norm)
+ * run the op and its gradients three ways: the backend as it runs, the same backend
+ * with the composition forced, and the reference. */
+#define CF_ENTRY_OUTS 4
+typedef struct cf_entry_run {
+    ff_tensor *out[CF_ENTRY_OUTS]; /* the op's result, then its gradients (NULL: none) */
+    char err[512];
+    ff_status st;
+} cf_entry_run;
+void cf_entry_run_free(cf_entry_run *r);
+/* t's elements in a fresh host buffer (the caller frees it); NULL if reading back fails. */
+void *cf_tensor_to_host(const ff_tensor *t);
+/* runs[1] (and runs[2] when with_reference) against runs[0] on outputs 0 .. nout-1, each
+ * within the accumulate tolerance over its sums' length ks[i]; false with the first
+ * difference in why. */
+bool cf_entry_compare(const cf_entry_run runs[3], bool with_reference, int nout, const char *const *names,
+                      const int64_t *ks, char *why, size_t cap);
+
 /* cf_closed_forms.c: the table's closed forms */
 void c_sum_all(const double *const *in, double *out);
 void c_mean02(const double *const *in, double *out);
