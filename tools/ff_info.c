@@ -7,7 +7,7 @@
 #include "ff/ff.h"
 #include "ff_backend_scalar.h" /* the op names every backend tool shares */
 
-static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL};
+static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_F16, FF_BF16, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define NDT ((int)(sizeof dtypes / sizeof dtypes[0]))
 
 static void support_row(ff_backend *be, ff_op_kind kind, int op, const char *name)
@@ -45,6 +45,11 @@ static void describe(ff_backend *be, int verbose)
     support_row(be, FF_KIND_BATCH_NORM, 0, "batch_norm");
     support_row(be, FF_KIND_POOL2D, FF_POOL2D_MAX_FORWARD, "pool2d");
     support_row(be, FF_KIND_FUSED, 0, "fused");
+    support_row(be, FF_KIND_ATTENTION, FF_ATTENTION_FORWARD, "attention");
+    support_row(be, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, "attn_dropout");
+    support_row(be, FF_KIND_LAYER_NORM, 0, "layer_norm");
+    support_row(be, FF_KIND_QMATMUL, 0, "qmatmul");
+    support_row(be, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, "qmatmul_dyn");
     for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, ffb_unary_name(op));
     for (int op = 0; op < FF_BINARY_COUNT; op++) support_row(be, FF_KIND_BINARY, op, ffb_binary_name(op));
     for (int op = 0; op < FF_REDUCE_COUNT; op++) support_row(be, FF_KIND_REDUCE, op, ffb_reduce_name(op));
