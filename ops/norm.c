@@ -50,6 +50,17 @@ static ff_dtype result_dtype(const ff_tensor *x, const ff_tensor *weight, const 
     return t;
 }
 
+/* y's dtype for batch norm: x's when x is half and each of weight and bias is x's dtype
+ * or f32 (PyTorch's mixed form: bf16 activations, f32 parameters and running stats);
+ * otherwise x's promoted with theirs, as result_dtype. */
+static ff_dtype bn_result_dtype(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias)
+{
+    bool mixed = is_half(x->dtype);
+    if (weight) mixed &= weight->dtype == x->dtype || weight->dtype == FF_F32;
+    if (bias) mixed &= bias->dtype == x->dtype || bias->dtype == FF_F32;
+    return mixed ? x->dtype : result_dtype(x, weight, bias);
+}
+
 static ff_status check_float(const ff_tensor *x, const ff_tensor *const *others, int n, const char *fn)
 {
     if (!ff_dtype_is_float(x->dtype))
@@ -302,12 +313,23 @@ static bool use_entry(const ff_tensor *x)
     return ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 0, 1, "FF_BATCH_NORM");
 }
 
-/* weight, or ones of [C] on x's backend when there is none (bias: zeros). */
+/* The dtype of the entry's [C] views (backend_abi.h): f32 for half x, else x's. */
+static ff_dtype bn_vec_dtype(const ff_tensor *x) { return is_half(x->dtype) ? FF_F32 : x->dtype; }
+
+/* weight in the entry's [C] dtype (a half weight widened, untracked: the node records
+ * the weight itself), or ones of [C] on x's backend when there is none (bias: zeros). */
 static ff_tensor *affine_or(const ff_tensor *v, const ff_tensor *x, double fill)
 {
-    if (v) return ff_tensor_retain((ff_tensor *)v);
+    ff_dtype vt = bn_vec_dtype(x);
+    if (v && v->dtype == vt) return ff_tensor_retain((ff_tensor *)v);
+    if (v) {
+        bool prev = ff_set_grad_enabled(false);
+        ff_tensor *r = ff_op_cast(v, vt, "ff_batch_norm");
+        ff_set_grad_enabled(prev);
+        return r;
+    }
     int64_t c = x->layout.shape[1];
-    return ff_full_on(x->storage->backend, 1, &c, x->dtype, fill);
+    return ff_full_on(x->storage->backend, 1, &c, vt, fill);
 }
 
 static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, const struct bn_geometry *geo)
@@ -320,8 +342,8 @@ static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
     ff_status st = w ? FF_OK : ff_last_status();
     if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, n->name)))
         st = ff_last_status();
-    for (int i = 1; i < 3 && !st; i++)
-        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, n->name))) st = ff_last_status();
+    for (int i = 1; i < 3 && !st; i++) /* gw, gb: the engine casts them to the parameters' dtype */
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, bn_vec_dtype(x), n->name))) st = ff_last_status();
     const ff_tensor *src[5] = {g, x, mean, inv, w};
     if (!st) st = ff_kernel_batch_norm(1, out, 3, src, 5, n->dp[0], n->name);
     if (!st) {
@@ -344,7 +366,7 @@ static ff_tensor *bn_entry_forward(const ff_tensor *x, const ff_tensor *weight, 
     if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, fn)))
         st = ff_last_status();
     for (int i = 1; i < 4 && !st; i++)
-        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, fn))) st = ff_last_status();
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, bn_vec_dtype(x), fn))) st = ff_last_status();
     const ff_tensor *src[3] = {x, w, b};
     if (!st) st = ff_kernel_batch_norm(0, out, 4, src, 3, geo->eps, fn);
     ff_tensor_release(w), ff_tensor_release(b);
@@ -382,15 +404,9 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
 {
     static const char fn[] = "ff_batch_norm";
     if (!x) return ff_error(FF_ERR_INVALID, "%s: x is NULL", fn), NULL;
-    /* the running statistics are updated in place: they keep their dtype */
-    ff_tensor *ac[3];
-    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 3, (const ff_tensor *[]){x, weight, bias}, ac, fn);
-    if (nac) {
-        ff_tensor *r = nac > 0 ? ff_batch_norm(ac[0], running_mean, running_var, ac[1], ac[2], training, momentum, eps)
-                             : NULL;
-        ff_autocast_release(nac, ac);
-        return r;
-    }
+    /* No autocast rule: PyTorch 1.13's autocast (CPU and CUDA lists alike) leaves batch
+     * norm in x's dtype, and half x with f32 parameters is its mixed form (y in x's dtype).
+     * Widening here cost a cast forward and one backward around every BN of a bf16 CNN. */
     int nd = x->layout.ndim;
     char xb[160], pb[160];
     if (nd < 2)
@@ -425,7 +441,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     memcpy(geo.axes, axes, sizeof axes);
     memcpy(geo.bshape, bshape, sizeof bshape);
     const ff_tensor *in[3] = {x, weight, bias};
-    if (training && use_entry(x)) {
+    if (training && use_entry(x) && bn_result_dtype(x, weight, bias) == x->dtype) {
         bn_parts p = {0};
         ff_tensor *r = bn_entry_forward(x, weight, bias, &geo, &p, fn);
         if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p, true)) {
@@ -458,7 +474,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         ff_tensor *bb = FF_EX(&e, ff_reshape(bias, nd, bshape));
         y = FF_EX(&e, ff_add(y, bb));
     }
-    if (half) y = FF_EX(&e, ff_op_cast(y, result_dtype(x, weight, bias), fn));
+    if (half) y = FF_EX(&e, ff_op_cast(y, bn_result_dtype(x, weight, bias), fn));
     ff_set_grad_enabled(prev);
     ff_tensor *r = ff_expr_result(&e, y);
     ff_expr_free(&e);

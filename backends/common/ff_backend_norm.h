@@ -8,7 +8,11 @@
 
 #include "ff_backend_checks.h"
 
-static inline int ffb_batch_norm_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_is_float(t); }
+/* Half x too: its loops widen each element to double and round y and gx once. */
+static inline int ffb_batch_norm_supported(int op, ff_dtype t)
+{
+    return (op == 0 || op == 1) && (ffb_is_float(t) || ffb_is_half(t));
+}
 
 /* The batch_norm entry's argument checks, with messages "<backend> batch_norm: ...". */
 static inline ff_status ffb_batch_norm_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
@@ -20,20 +24,22 @@ static inline ff_status ffb_batch_norm_check(const ff_host_api *host, const char
         return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: op %d takes %d outputs and %d inputs, got %d and %d",
                         backend, op, want_dst, want_src, n_dst, n_src);
     ff_status st;
-    for (int i = 0; i < n_src; i++)
-        if ((st = ffb_check_view(host, backend, "batch_norm", "src", &src[i]))) return st;
+    for (int i = 0; i < n_src; i++) /* halves: supported() below decides, the dtype loop checks */
+        if ((st = ffb_check_view_as(host, backend, "batch_norm", "src", &src[i], 1))) return st;
     for (int i = 0; i < n_dst; i++)
-        if ((st = ffb_check_view(host, backend, "batch_norm", "dst", &dst[i]))) return st;
+        if ((st = ffb_check_view_as(host, backend, "batch_norm", "dst", &dst[i], 1))) return st;
     const ff_view *x = &src[op ? 1 : 0];
     if (!ffb_batch_norm_supported(op, x->dtype))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s batch_norm: not supported on %s", backend, ffb_dtype_name(x->dtype));
     if (x->ndim < 2) return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: x needs rank >= 2, got %d", backend, (int)x->ndim);
     int64_t c = x->shape[1];
+    ff_dtype vt = ffb_is_half(x->dtype) ? FF_F32 : x->dtype; /* the [C] views' dtype */
     for (int i = 0; i < n_src + n_dst; i++) {
         const ff_view *v = i < n_src ? &src[i] : &dst[i - n_src];
         int full = i < n_src ? (op ? i <= 1 : i == 0) : i == n_src; /* x, g, y, gx: x's shape; the rest [C] */
-        if (v->dtype != x->dtype)
-            return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: every view must be %s", backend, ffb_dtype_name(x->dtype));
+        if (v->dtype != (full ? x->dtype : vt))
+            return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: view %d is %s, expected %s (x is %s)", backend, i,
+                            ffb_dtype_name(v->dtype), ffb_dtype_name(full ? x->dtype : vt), ffb_dtype_name(x->dtype));
         if (full ? !ffb_same_shape(v, x) : (v->ndim != 1 || v->shape[0] != c))
             return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: view %d has the wrong shape (x's, or [%lld])", backend, i,
                             (long long)c);

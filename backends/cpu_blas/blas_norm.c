@@ -1,7 +1,8 @@
 /* The optional batch_norm entry. Contiguous x, g, y, gx (NCHW as the layers make them):
  * each channel is N runs of R = H W contiguous elements, walked with double accumulators
  * (two reads of x for mean and variance, one read and one write for y; the backward the
- * same), channels split across the pool. Anything else: the shared strided loops. */
+ * same), channels split across the pool; half x through f32 tiles (bn_half). Anything
+ * else: the shared strided loops. */
 #include "blas_impl.h"
 #include "ff_backend_norm.h"
 
@@ -94,11 +95,101 @@ BN_SUMS(double)
 BN_CHANNELS(float, bn_f32)
 BN_CHANNELS(double, bn_f64)
 
+/* Half x (F16/BF16, [C] views f32): the float loops above on tiles of widened values,
+ * and y, gx computed in double and rounded once (blas_f64_to_half). Under autocast a
+ * CNN's BN stays in bf16 this way, without the cast of x and g to f32 around it. */
+#define BN_TILE 512
+
+static double sum_half(ff_dtype t, const uint16_t *p, int64_t r, float *tile)
+{
+    double s = 0;
+    for (int64_t k = 0; k < r; k += BN_TILE) {
+        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
+        blas_half_to_f32(t, m, tile, p + k);
+        s += sum_float(tile, m);
+    }
+    return s;
+}
+
+static double sqdev_half(ff_dtype t, const uint16_t *p, int64_t r, double mean, float *tile)
+{
+    double q = 0;
+    for (int64_t k = 0; k < r; k += BN_TILE) {
+        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
+        blas_half_to_f32(t, m, tile, p + k);
+        q += sqdev_float(tile, m, mean);
+    }
+    return q;
+}
+
+/* o = k1 a + k2 b + k0 over r halves (a = NULL: o = k2 b + k0), rounded once. */
+static void affine_half(ff_dtype t, uint16_t *o, const uint16_t *a, const uint16_t *b, int64_t r, double k1,
+                        double k2, double k0, float *ta, float *tb, double *acc)
+{
+    for (int64_t k = 0; k < r; k += BN_TILE) {
+        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
+        blas_half_to_f32(t, m, tb, b + k);
+        if (a) {
+            blas_half_to_f32(t, m, ta, a + k);
+            for (int64_t i = 0; i < m; i++) acc[i] = k1 * ta[i] + k2 * tb[i] + k0;
+        } else {
+            for (int64_t i = 0; i < m; i++) acc[i] = k2 * tb[i] + k0;
+        }
+        blas_f64_to_half(t, m, o + k, acc);
+    }
+}
+
+static void bn_half(const bn_job *j, int64_t c0, int64_t c1)
+{
+    const ff_view *xv = &j->src[j->op ? 1 : 0];
+    ff_dtype t = xv->dtype;
+    const uint16_t *x = (const uint16_t *)xv->buf + xv->offset;
+    int64_t n = j->n, C = j->c, r = j->r;
+    double m = (double)(n * r);
+    float ta[BN_TILE], tb[BN_TILE];
+    double acc[BN_TILE];
+    for (int64_t c = c0; c < c1; c++) {
+        if (j->op == 0) {
+            uint16_t *y = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            double s = 0, q = 0;
+            for (int64_t i = 0; i < n; i++) s += sum_half(t, x + (i * C + c) * r, r, ta);
+            double mean = s / m;
+            for (int64_t i = 0; i < n; i++) q += sqdev_half(t, x + (i * C + c) * r, r, mean, ta);
+            double var = q / m, inv = 1 / sqrt(var + j->eps);
+            double sc = inv * ffb_bn_vec(&j->src[1], c), sh = ffb_bn_vec(&j->src[2], c) - mean * sc;
+            for (int64_t i = 0; i < n; i++)
+                affine_half(t, y + (i * C + c) * r, NULL, x + (i * C + c) * r, r, 0, sc, sh, ta, tb, acc);
+            ffb_bn_vec_put(&j->dst[1], c, mean), ffb_bn_vec_put(&j->dst[2], c, inv);
+            ffb_bn_vec_put(&j->dst[3], c, var);
+        } else {
+            const uint16_t *g = (const uint16_t *)j->src[0].buf + j->src[0].offset;
+            uint16_t *gx = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            double mean = ffb_bn_vec(&j->src[2], c), inv = ffb_bn_vec(&j->src[3], c), w = ffb_bn_vec(&j->src[4], c);
+            double sg = 0, sgx = 0;
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t k = 0; k < r; k += BN_TILE) {
+                    int64_t mk = r - k < BN_TILE ? r - k : BN_TILE, off = (i * C + c) * r + k;
+                    blas_half_to_f32(t, mk, ta, g + off);
+                    blas_half_to_f32(t, mk, tb, x + off);
+                    dots_float(ta, tb, mk, mean, &sg, &sgx);
+                }
+            sgx *= inv;
+            double k1 = w * inv, k2 = -w * inv * inv * sgx / m, k0 = -w * inv * sg / m - k2 * mean;
+            for (int64_t i = 0; i < n; i++)
+                affine_half(t, gx + (i * C + c) * r, g + (i * C + c) * r, x + (i * C + c) * r, r, k1, k2, k0, ta, tb,
+                            acc);
+            ffb_bn_vec_put(&j->dst[1], c, sgx), ffb_bn_vec_put(&j->dst[2], c, sg);
+        }
+    }
+}
+
 static void bn_task(void *arg, int64_t c0, int64_t c1)
 {
     const bn_job *j = arg;
-    if (j->src[j->op ? 1 : 0].dtype == FF_F32) bn_f32(j, c0, c1);
-    else bn_f64(j, c0, c1);
+    ff_dtype t = j->src[j->op ? 1 : 0].dtype;
+    if (t == FF_F32) bn_f32(j, c0, c1);
+    else if (t == FF_F64) bn_f64(j, c0, c1);
+    else bn_half(j, c0, c1);
 }
 
 static void bn_strided_task(void *arg, int64_t c0, int64_t c1)

@@ -737,7 +737,10 @@ typedef struct ff_backend_vtable {
 
     /* Batch normalization in training mode over x [N, C, *] (channel dim 1; statistics
      * over every other dim, M elements per channel), all views of x's dtype (F32 or F64),
-     * the [C] ones 1-D; sums in double:
+     * the [C] ones 1-D; sums in double. Half x (F16/BF16, where supports() says so): x, g,
+     * y and gx half, the [C] views (w, b, mean, invstd, var, gw, gb) F32, as PyTorch keeps
+     * a half layer's parameters and statistics; y and gx are the double values rounded
+     * once. A backend declining half gets the f32 form through the core's detour:
      *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd, var}: mean and the biased var
      *                  of each channel (two passes), invstd = 1 / sqrt(var + eps),
      *                  y = (x - mean) invstd w + b
