@@ -267,13 +267,23 @@ static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor *
             gi[0] = ff_expr_result(&e, FF_EX(&e, ff_mul(d, p.inv)));
         }
         int64_t c = geo.c;
+        /* half x: the parameters' sums in f32 (their gradients are f32 for f32 weights, as
+         * PyTorch's; products and sums rounded to bf16 were 0.7% off) */
+        const ff_tensor *gs = g, *xw = xhat;
+        bool wide = is_half(x->dtype) &&
+                    ((n->ip[1] && n->needs_grad[n->ip[1] - 1]) || (n->ip[2] && n->needs_grad[n->ip[2] - 1]));
+        if (wide) {
+            gs = FF_EX(&e, ff_op_cast(g, FF_F32, n->name));
+            /* xhat in the statistics' dtype: the saved one is rounded to x's */
+            xw = p.xhat_w ? p.xhat_w : FF_EX(&e, ff_mul(FF_EX(&e, ff_sub(FF_EX(&e, widen(x, n->name)), sm)), sw));
+        }
         if (n->ip[1] && n->needs_grad[n->ip[1] - 1] && !e.failed) {
-            ff_tensor *gxh = FF_EX(&e, ff_mul(g, xhat));
+            ff_tensor *gxh = FF_EX(&e, ff_mul(gs, xw));
             ff_tensor *sgw = FF_EX(&e, ff_sum(gxh, geo.na, geo.axes, false));
             gi[n->ip[1] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgw, 1, &c)));
         }
         if (n->ip[2] && n->needs_grad[n->ip[2] - 1] && !e.failed) {
-            ff_tensor *sgb = FF_EX(&e, ff_sum(g, geo.na, geo.axes, false));
+            ff_tensor *sgb = FF_EX(&e, ff_sum(gs, geo.na, geo.axes, false));
             gi[n->ip[2] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgb, 1, &c)));
         }
         if (e.failed) st = ff_last_status();
