@@ -99,3 +99,35 @@ def test_batch_norm_half_x_f32_params_outside_autocast(device):
     (ty * torch.from_numpy(g0).bfloat16()).sum().backward()
     near(fx.grad, tx.grad)
     np.testing.assert_allclose(fb.weight.grad.numpy(), tb.weight.grad.numpy(), rtol=1e-3, atol=1e-2)
+
+
+@needs_torch
+@pytest.mark.parametrize("device", DEVICES)
+def test_cnn_block_under_autocast_matches_torch(device):
+    """conv-BN-ReLU-maxpool-conv under autocast: BN's bf16 output meets the second conv's
+    f32 weight (autocast casts it, as torch's), and the pool runs on bf16."""
+    rng = np.random.default_rng(2)
+    x0 = rng.normal(0.0, 1.0, (4, 1, 8, 8)).astype(np.float32)
+    w1 = (rng.normal(0.0, 0.5, (4, 1, 3, 3))).astype(np.float32)
+    w2 = (rng.normal(0.0, 0.3, (3, 4, 3, 3))).astype(np.float32)
+    fm = ff.nn.Sequential(ff.nn.Conv2d(1, 4, 3, padding=1, bias=False), ff.nn.BatchNorm2d(4), ff.nn.ReLU(),
+                          ff.nn.MaxPool2d(2), ff.nn.Conv2d(4, 3, 3, padding=1, bias=False)).to(device)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4),
+                             torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 3, 3, padding=1, bias=False))
+    with ff.no_grad(), torch.no_grad():
+        for i, w in ((0, w1), (4, w2)):
+            fm[i].weight.copy_(ff.tensor(w, device=device))
+            tm[i].weight.copy_(torch.from_numpy(w))
+    with ff.autocast(dtype=ff.bfloat16):
+        fy = fm(ff.tensor(x0, device=device))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ty = tm(torch.from_numpy(x0))
+    assert fy.dtype == ff.bfloat16 and ty.dtype == torch.bfloat16
+    near(fy, ty, ulps=4.0)  # two convs and a BN, each rounded to bf16 (in either library)
+    fy.float().square().sum().backward()
+    ty.float().square().sum().backward()
+    for i in (0, 4):
+        assert fm[i].weight.grad.dtype == ff.float32
+        near(fm[i].weight.grad.numpy(), tm[i].weight.grad, ulps=8.0)
+    assert fm[1].weight.grad.dtype == ff.float32
+    near(fm[1].weight.grad.numpy(), tm[1].weight.grad, ulps=8.0)
