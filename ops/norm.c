@@ -40,6 +40,9 @@ static ff_tensor *widen(const ff_tensor *x, const char *fn)
 
 static bool is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
 
+/* The dtype of the batch_norm entry's [C] views (backend_abi.h): f32 for half x, else x's. */
+static ff_dtype bn_vec_dtype(const ff_tensor *x) { return is_half(x->dtype) ? FF_F32 : x->dtype; }
+
 /* The dtype y has: x's, promoted with the weight's and the bias's (PyTorch refuses
  * mixed dtypes; we promote, as mul and add would). */
 static ff_dtype result_dtype(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias)
@@ -323,9 +326,6 @@ static bool use_entry(const ff_tensor *x)
     return ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 0, 1, "FF_BATCH_NORM");
 }
 
-/* The dtype of the entry's [C] views (backend_abi.h): f32 for half x, else x's. */
-static ff_dtype bn_vec_dtype(const ff_tensor *x) { return is_half(x->dtype) ? FF_F32 : x->dtype; }
-
 /* weight in the entry's [C] dtype (a half weight widened, untracked: the node records
  * the weight itself), or ones of [C] on x's backend when there is none (bias: zeros). */
 static ff_tensor *affine_or(const ff_tensor *v, const ff_tensor *x, double fill)
@@ -401,9 +401,24 @@ static ff_tensor *bn_eval_inference(const ff_tensor *x, const ff_tensor *rm, con
     if (weight) scale = FF_EX(&e, ff_mul(scale, FF_EX(&e, ff_op_cast(weight, FF_F64, fn))));
     ff_tensor *shift = FF_EX(&e, ff_neg(FF_EX(&e, ff_mul(m, scale))));
     if (bias) shift = FF_EX(&e, ff_add(shift, FF_EX(&e, ff_op_cast(bias, FF_F64, fn))));
-    ff_tensor *sc = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(scale, x->dtype, fn)), g->nd, g->bshape));
-    ff_tensor *sh = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(shift, x->dtype, fn)), g->nd, g->bshape));
-    ff_tensor *r = ff_expr_result(&e, FF_EX(&e, ff_add(FF_EX(&e, ff_mul(x, sc)), sh)));
+    ff_tensor *r;
+    if (ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 2, 2, "FF_BATCH_NORM")) {
+        /* the entry's eval op: one pass, scale and shift in its [C] dtype (f32 for half x:
+         * y rounded once, where the two ops below round twice) */
+        ff_tensor *sc = FF_EX(&e, ff_op_cast(scale, bn_vec_dtype(x), fn));
+        ff_tensor *sh = FF_EX(&e, ff_op_cast(shift, bn_vec_dtype(x), fn));
+        ff_tensor *y = FF_EX(&e, ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, fn));
+        const ff_tensor *src[3] = {x, sc, sh};
+        r = !e.failed && !ff_kernel_batch_norm(2, &y, 1, src, 3, g->eps, fn) ? ff_tensor_retain(y) : NULL;
+    } else { /* half x: in f32, rounded once, as the entry (rounded twice, x scale + shift
+              * cancels to a few correct bits) */
+        ff_dtype wt = bn_vec_dtype(x);
+        ff_tensor *sc = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(scale, wt, fn)), g->nd, g->bshape));
+        ff_tensor *sh = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(shift, wt, fn)), g->nd, g->bshape));
+        ff_tensor *xw = FF_EX(&e, wt == x->dtype ? ff_tensor_retain((ff_tensor *)x) : ff_op_cast(x, wt, fn));
+        ff_tensor *y = FF_EX(&e, ff_add(FF_EX(&e, ff_mul(xw, sc)), sh));
+        r = ff_expr_result(&e, FF_EX(&e, wt == x->dtype ? ff_tensor_retain(y) : ff_op_cast(y, x->dtype, fn)));
+    }
     ff_expr_free(&e);
     if (!r) ff_error_prefix(fn);
     return r;

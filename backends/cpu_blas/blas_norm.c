@@ -3,6 +3,8 @@
  * (two reads of x for mean and variance, one read and one write for y; the backward the
  * same), channels split across the pool; half x through f32 tiles (bn_half). Anything
  * else: the shared strided loops. */
+#include <string.h>
+
 #include "blas_impl.h"
 #include "ff_backend_norm.h"
 
@@ -54,12 +56,20 @@ BN_SUMS(double)
 #define BN_CHANNELS(T, NAME)                                                                                      \
     static void NAME(const bn_job *j, int64_t c0, int64_t c1)                                                  \
     {                                                                                                          \
-        const ff_view *xv = &j->src[j->op ? 1 : 0];                                                            \
+        const ff_view *xv = &j->src[j->op == 1];                                                               \
         const T *x = (const T *)xv->buf + xv->offset;                                                         \
         int64_t n = j->n, C = j->c, r = j->r;                                                                  \
         double m = (double)(n * r);                                                                           \
         for (int64_t c = c0; c < c1; c++) {                                                                    \
-            if (j->op == 0) {                                                                                  \
+            if (j->op == 2) {                                                                                  \
+                T *y = (T *)j->dst[0].buf + j->dst[0].offset;                                                  \
+                double sc = ffb_bn_vec(&j->src[1], c), sh = ffb_bn_vec(&j->src[2], c);                         \
+                for (int64_t i = 0; i < n; i++) {                                                              \
+                    const T *p = x + (i * C + c) * r;                                                          \
+                    T *o = y + (i * C + c) * r;                                                                \
+                    for (int64_t k = 0; k < r; k++) o[k] = (T)(p[k] * sc + sh);                                \
+                }                                                                                              \
+            } else if (j->op == 0) {                                                                           \
                 T *y = (T *)j->dst[0].buf + j->dst[0].offset;                                                  \
                 double s = 0, q = 0;                                                                           \
                 for (int64_t i = 0; i < n; i++) s += sum_##T(x + (i * C + c) * r, r);                          \
@@ -96,69 +106,74 @@ BN_CHANNELS(float, bn_f32)
 BN_CHANNELS(double, bn_f64)
 
 /* Half x (F16/BF16, [C] views f32): the float loops above on tiles of widened values,
- * and y, gx computed in double and rounded once (blas_f64_to_half). Under autocast a
- * CNN's BN stays in bf16 this way, without the cast of x and g to f32 around it. */
+ * y and gx computed in f32 (as PyTorch's mixed kernel, and the core's f32 detour) and
+ * rounded once. A channel's N runs of R halves are read and written as one stream of
+ * tiles (memcpy of the 2-byte pieces), so a run of 14 x 14 = 196 costs no scalar tail
+ * per run in the conversions. Under autocast a CNN's BN stays in bf16 this way, without
+ * the casts of x and g to f32 around it. */
 #define BN_TILE 512
 
-static double sum_half(ff_dtype t, const uint16_t *p, int64_t r, float *tile)
+/* Elements [k0, k0 + m) of channel c's stream (runs i * C + c of r elements) into h. */
+static void stream_get(uint16_t *h, const uint16_t *base, int64_t C, int64_t r, int64_t c, int64_t k0, int64_t m)
 {
-    double s = 0;
-    for (int64_t k = 0; k < r; k += BN_TILE) {
-        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
-        blas_half_to_f32(t, m, tile, p + k);
-        s += sum_float(tile, m);
+    while (m > 0) {
+        int64_t i = k0 / r, k = k0 % r, take = r - k < m ? r - k : m;
+        memcpy(h, base + (i * C + c) * r + k, (size_t)take * sizeof *h);
+        h += take, k0 += take, m -= take;
     }
-    return s;
 }
 
-static double sqdev_half(ff_dtype t, const uint16_t *p, int64_t r, double mean, float *tile)
+static void stream_put(uint16_t *base, const uint16_t *h, int64_t C, int64_t r, int64_t c, int64_t k0, int64_t m)
 {
-    double q = 0;
-    for (int64_t k = 0; k < r; k += BN_TILE) {
-        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
-        blas_half_to_f32(t, m, tile, p + k);
-        q += sqdev_float(tile, m, mean);
-    }
-    return q;
-}
-
-/* o = k1 a + k2 b + k0 over r halves (a = NULL: o = k2 b + k0), rounded once. */
-static void affine_half(ff_dtype t, uint16_t *o, const uint16_t *a, const uint16_t *b, int64_t r, double k1,
-                        double k2, double k0, float *ta, float *tb, double *acc)
-{
-    for (int64_t k = 0; k < r; k += BN_TILE) {
-        int64_t m = r - k < BN_TILE ? r - k : BN_TILE;
-        blas_half_to_f32(t, m, tb, b + k);
-        if (a) {
-            blas_half_to_f32(t, m, ta, a + k);
-            for (int64_t i = 0; i < m; i++) acc[i] = k1 * ta[i] + k2 * tb[i] + k0;
-        } else {
-            for (int64_t i = 0; i < m; i++) acc[i] = k2 * tb[i] + k0;
-        }
-        blas_f64_to_half(t, m, o + k, acc);
+    while (m > 0) {
+        int64_t i = k0 / r, k = k0 % r, take = r - k < m ? r - k : m;
+        memcpy(base + (i * C + c) * r + k, h, (size_t)take * sizeof *h);
+        h += take, k0 += take, m -= take;
     }
 }
 
 static void bn_half(const bn_job *j, int64_t c0, int64_t c1)
 {
-    const ff_view *xv = &j->src[j->op ? 1 : 0];
+    const ff_view *xv = &j->src[j->op == 1];
     ff_dtype t = xv->dtype;
     const uint16_t *x = (const uint16_t *)xv->buf + xv->offset;
-    int64_t n = j->n, C = j->c, r = j->r;
-    double m = (double)(n * r);
+    int64_t C = j->c, r = j->r, total = j->n * r;
+    double m = (double)total;
     float ta[BN_TILE], tb[BN_TILE];
-    double acc[BN_TILE];
+    uint16_t h[BN_TILE];
     for (int64_t c = c0; c < c1; c++) {
-        if (j->op == 0) {
+        if (j->op == 2) { /* eval: y = x scale + shift */
+            uint16_t *y = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            float sc = (float)ffb_bn_vec(&j->src[1], c), sh = (float)ffb_bn_vec(&j->src[2], c);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                for (int64_t i = 0; i < mk; i++) tb[i] = ta[i] * sc + sh;
+                blas_f32_to_half(t, mk, h, tb), stream_put(y, h, C, r, c, k, mk);
+            }
+        } else if (j->op == 0) {
             uint16_t *y = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
             double s = 0, q = 0;
-            for (int64_t i = 0; i < n; i++) s += sum_half(t, x + (i * C + c) * r, r, ta);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                s += sum_float(ta, mk);
+            }
             double mean = s / m;
-            for (int64_t i = 0; i < n; i++) q += sqdev_half(t, x + (i * C + c) * r, r, mean, ta);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                q += sqdev_float(ta, mk, mean);
+            }
             double var = q / m, inv = 1 / sqrt(var + j->eps);
-            double sc = inv * ffb_bn_vec(&j->src[1], c), sh = ffb_bn_vec(&j->src[2], c) - mean * sc;
-            for (int64_t i = 0; i < n; i++)
-                affine_half(t, y + (i * C + c) * r, NULL, x + (i * C + c) * r, r, 0, sc, sh, ta, tb, acc);
+            double scd = inv * ffb_bn_vec(&j->src[1], c);
+            float sc = (float)scd, sh = (float)(ffb_bn_vec(&j->src[2], c) - mean * scd);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                for (int64_t i = 0; i < mk; i++) tb[i] = ta[i] * sc + sh;
+                blas_f32_to_half(t, mk, h, tb), stream_put(y, h, C, r, c, k, mk);
+            }
             ffb_bn_vec_put(&j->dst[1], c, mean), ffb_bn_vec_put(&j->dst[2], c, inv);
             ffb_bn_vec_put(&j->dst[3], c, var);
         } else {
@@ -166,18 +181,23 @@ static void bn_half(const bn_job *j, int64_t c0, int64_t c1)
             uint16_t *gx = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
             double mean = ffb_bn_vec(&j->src[2], c), inv = ffb_bn_vec(&j->src[3], c), w = ffb_bn_vec(&j->src[4], c);
             double sg = 0, sgx = 0;
-            for (int64_t i = 0; i < n; i++)
-                for (int64_t k = 0; k < r; k += BN_TILE) {
-                    int64_t mk = r - k < BN_TILE ? r - k : BN_TILE, off = (i * C + c) * r + k;
-                    blas_half_to_f32(t, mk, ta, g + off);
-                    blas_half_to_f32(t, mk, tb, x + off);
-                    dots_float(ta, tb, mk, mean, &sg, &sgx);
-                }
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, g, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, tb, h);
+                dots_float(ta, tb, mk, mean, &sg, &sgx);
+            }
             sgx *= inv;
-            double k1 = w * inv, k2 = -w * inv * inv * sgx / m, k0 = -w * inv * sg / m - k2 * mean;
-            for (int64_t i = 0; i < n; i++)
-                affine_half(t, gx + (i * C + c) * r, g + (i * C + c) * r, x + (i * C + c) * r, r, k1, k2, k0, ta, tb,
-                            acc);
+            /* gx = k1 g + k2 (x - mean) + k0: x - mean first, so f32 loses nothing to cancellation */
+            float k1 = (float)(w * inv), k2 = (float)(-w * inv * inv * sgx / m), k0 = (float)(-w * inv * sg / m);
+            float mf = (float)mean;
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                stream_get(h, g, C, r, c, k, mk), blas_half_to_f32(t, mk, ta, h);
+                stream_get(h, x, C, r, c, k, mk), blas_half_to_f32(t, mk, tb, h);
+                for (int64_t i = 0; i < mk; i++) tb[i] = k1 * ta[i] + k2 * (tb[i] - mf) + k0;
+                blas_f32_to_half(t, mk, h, tb), stream_put(gx, h, C, r, c, k, mk);
+            }
             ffb_bn_vec_put(&j->dst[1], c, sgx), ffb_bn_vec_put(&j->dst[2], c, sg);
         }
     }
@@ -186,7 +206,7 @@ static void bn_half(const bn_job *j, int64_t c0, int64_t c1)
 static void bn_task(void *arg, int64_t c0, int64_t c1)
 {
     const bn_job *j = arg;
-    ff_dtype t = j->src[j->op ? 1 : 0].dtype;
+    ff_dtype t = j->src[j->op == 1].dtype;
     if (t == FF_F32) bn_f32(j, c0, c1);
     else if (t == FF_F64) bn_f64(j, c0, c1);
     else bn_half(j, c0, c1);
@@ -202,10 +222,10 @@ ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, cons
 {
     ff_status st = ffb_batch_norm_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, n_dst, src, n_src);
     if (st) return st;
-    const ff_view *x = &src[op ? 1 : 0];
+    const ff_view *x = &src[op == 1];
     int64_t c = x->shape[1], n = x->shape[0], total = ff_view_numel(x);
     bn_job j = {op, dst, src, eps, n, c, n && c ? total / (n * c) : 0};
-    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && (!op || blas_view_contiguous(&src[0]));
+    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && blas_view_contiguous(&src[0]);
     blas_parallel_for(ctx, c, 2, 1, fast ? bn_task : bn_strided_task, &j);
     return FF_OK;
 }
