@@ -131,3 +131,23 @@ def test_cnn_block_under_autocast_matches_torch(device):
         near(fm[i].weight.grad.numpy(), tm[i].weight.grad, ulps=8.0)
     assert fm[1].weight.grad.dtype == ff.float32
     near(fm[1].weight.grad.numpy(), tm[1].weight.grad, ulps=8.0)
+
+
+@needs_torch
+@pytest.mark.parametrize("device", DEVICES)
+def test_batch_norm_bf16_planes_longer_than_a_tile(device):
+    """H W = 720 > cpu_blas's 512-element tiles: tiles inside one plane and tiles across two."""
+    fb, tb, _, _ = pair(device, seed=3)
+    rng = np.random.default_rng(3)
+    x0 = rng.normal(-2.0, 2.0, (2, 4, 24, 30)).astype(np.float32)
+    g0 = rng.normal(0.0, 1.0, x0.shape).astype(np.float32)
+    fx = ff.tensor(x0, device=device).to(ff.bfloat16).detach().requires_grad_()
+    tx = torch.from_numpy(x0).bfloat16().detach().requires_grad_()
+    fy, ty = fb(fx), tb(tx)
+    near(fy, ty)
+    (fy * ff.tensor(g0, device=device).to(ff.bfloat16)).sum().backward()
+    (ty * torch.from_numpy(g0).bfloat16()).sum().backward()
+    near(fx.grad, tx.grad)
+    fb.eval(), tb.eval()
+    with ff.no_grad(), torch.no_grad():
+        near(fb(fx.detach()), tb(tx.detach()), ulps=2.0)
