@@ -594,6 +594,10 @@ const cf_opdef cf_optable[] = {
     {"batch_norm_train_nchw", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, F, F}, {S, S, S}, {0}, w_batch_norm_train,
      CF_TOL_ACCUM, 120, false, true, NULL},
     {"batch_norm_plain_nc", 1, {2}, {{9, 4}}, {F}, {S}, {0}, w_batch_norm_plain, CF_TOL_ACCUM, 9, false, true, NULL},
+    /* PyTorch's mixed form: x in the case dtype, weight and bias f32 (y in x's dtype for
+     * half x; the entry's [C] views are f32 then) */
+    {"batch_norm_train_f32_params", 3, {4, 1, 1}, {{4, 3, 5, 6}, {3}, {3}}, {F, FF_F32, FF_F32}, {S, S, S}, {0},
+     w_batch_norm_train, CF_TOL_ACCUM, 120, false, true, NULL},
     /* on views: x permuted with N = 1 and a stepped weight, through the entry and through
      * the composition; an [N, C] x with a stepped weight */
     {"batch_norm_views_permuted_n1", 3, {4, 1, 1}, {{3, 1, 4, 5}, {9}, {3}}, {F, F, F}, {S, S, S}, {0},

@@ -497,7 +497,7 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
     ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, batch_norm);
-    const ff_tensor *x = src[op ? 1 : 0];
+    const ff_tensor *x = src[op == 1]; /* op 1's src[0] is g */
     if (bn && half_detour_needed(be, FF_KIND_BATCH_NORM, op, x->dtype)) {
         half_detour d;
         if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();

@@ -220,7 +220,8 @@ static ff_tensor *conv_run(const ff_tensor *x, const ff_tensor *w, const ff_conv
 ff_tensor *ff_op_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o,
                       bool transposed, const char *fn)
 {
-    if (check_opts(x, w, bias, o, transposed, fn)) return NULL;
+    /* autocast first, as PyTorch: a half activation (a batch norm's, which stays in x's
+     * dtype) meets an f32 weight, and the cast operands are checked below */
     ff_tensor *ac[3];
     int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 3, (const ff_tensor *[]){x, w, bias}, ac, fn);
     if (nac) {
@@ -228,6 +229,7 @@ ff_tensor *ff_op_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *b
         ff_autocast_release(nac, ac);
         return r;
     }
+    if (check_opts(x, w, bias, o, transposed, fn)) return NULL;
     ff_expr e = {0};
     ff_tensor *y = FF_EX(&e, transposed ? ff_op_conv_transpose(x, w, o, fn) : conv_run(x, w, o, fn));
     if (bias && y) {

@@ -42,6 +42,9 @@ static ff_tensor *widen(const ff_tensor *x, const char *fn)
 
 static bool is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
 
+/* The dtype of the batch_norm entry's [C] views (backend_abi.h): f32 for half x, else x's. */
+static ff_dtype bn_vec_dtype(const ff_tensor *x) { return is_half(x->dtype) ? FF_F32 : x->dtype; }
+
 /* The dtype y has: x's, promoted with the weight's and the bias's (PyTorch refuses
  * mixed dtypes; we promote, as mul and add would). */
 static ff_dtype result_dtype(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias)
@@ -50,6 +53,17 @@ static ff_dtype result_dtype(const ff_tensor *x, const ff_tensor *weight, const 
     if (weight) t = ff_dtype_promote(t, weight->dtype);
     if (bias) t = ff_dtype_promote(t, bias->dtype);
     return t;
+}
+
+/* y's dtype for batch norm: x's when x is half and each of weight and bias is x's dtype
+ * or f32 (PyTorch's mixed form: bf16 activations, f32 parameters and running stats);
+ * otherwise x's promoted with theirs, as result_dtype. */
+static ff_dtype bn_result_dtype(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias)
+{
+    bool mixed = is_half(x->dtype);
+    if (weight) mixed &= weight->dtype == x->dtype || weight->dtype == FF_F32;
+    if (bias) mixed &= bias->dtype == x->dtype || bias->dtype == FF_F32;
+    return mixed ? x->dtype : result_dtype(x, weight, bias);
 }
 
 static ff_status check_float(const ff_tensor *x, const ff_tensor *const *others, int n, const char *fn)
@@ -263,13 +277,23 @@ static ff_status batch_norm_backward(ff_node *n, const ff_tensor *g, ff_tensor *
             gi[0] = ff_expr_result(&e, FF_EX(&e, ff_mul(d, p.inv)));
         }
         int64_t c = geo.c;
+        /* half x: the parameters' sums in f32 (their gradients are f32 for f32 weights, as
+         * PyTorch's; products and sums rounded to bf16 were 0.7% off) */
+        const ff_tensor *gs = g, *xw = xhat;
+        bool wide = is_half(x->dtype) &&
+                    ((n->ip[1] && n->needs_grad[n->ip[1] - 1]) || (n->ip[2] && n->needs_grad[n->ip[2] - 1]));
+        if (wide) {
+            gs = FF_EX(&e, ff_op_cast(g, FF_F32, n->name));
+            /* xhat in the statistics' dtype: the saved one is rounded to x's */
+            xw = p.xhat_w ? p.xhat_w : FF_EX(&e, ff_mul(FF_EX(&e, ff_sub(FF_EX(&e, widen(x, n->name)), sm)), sw));
+        }
         if (n->ip[1] && n->needs_grad[n->ip[1] - 1] && !e.failed) {
-            ff_tensor *gxh = FF_EX(&e, ff_mul(g, xhat));
+            ff_tensor *gxh = FF_EX(&e, ff_mul(gs, xw));
             ff_tensor *sgw = FF_EX(&e, ff_sum(gxh, geo.na, geo.axes, false));
             gi[n->ip[1] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgw, 1, &c)));
         }
         if (n->ip[2] && n->needs_grad[n->ip[2] - 1] && !e.failed) {
-            ff_tensor *sgb = FF_EX(&e, ff_sum(g, geo.na, geo.axes, false));
+            ff_tensor *sgb = FF_EX(&e, ff_sum(gs, geo.na, geo.axes, false));
             gi[n->ip[2] - 1] = ff_expr_result(&e, FF_EX(&e, ff_reshape(sgb, 1, &c)));
         }
         if (e.failed) st = ff_last_status();
@@ -309,12 +333,20 @@ static bool use_entry(const ff_tensor *x)
     return ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 0, 1, "FF_BATCH_NORM");
 }
 
-/* weight, or ones of [C] on x's backend when there is none (bias: zeros). */
+/* weight in the entry's [C] dtype (a half weight widened, untracked: the node records
+ * the weight itself), or ones of [C] on x's backend when there is none (bias: zeros). */
 static ff_tensor *affine_or(const ff_tensor *v, const ff_tensor *x, double fill)
 {
-    if (v) return ff_tensor_retain((ff_tensor *)v);
+    ff_dtype vt = bn_vec_dtype(x);
+    if (v && v->dtype == vt) return ff_tensor_retain((ff_tensor *)v);
+    if (v) {
+        bool prev = ff_set_grad_enabled(false);
+        ff_tensor *r = ff_op_cast(v, vt, "ff_batch_norm");
+        ff_set_grad_enabled(prev);
+        return r;
+    }
     int64_t c = x->layout.shape[1];
-    return ff_full_on(x->storage->backend, 1, &c, x->dtype, fill);
+    return ff_full_on(x->storage->backend, 1, &c, vt, fill);
 }
 
 static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi, const struct bn_geometry *geo)
@@ -327,8 +359,8 @@ static ff_status bn_entry_backward(ff_node *n, const ff_tensor *g, ff_tensor **g
     ff_status st = w ? FF_OK : ff_last_status();
     if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, n->name)))
         st = ff_last_status();
-    for (int i = 1; i < 3 && !st; i++)
-        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, n->name))) st = ff_last_status();
+    for (int i = 1; i < 3 && !st; i++) /* gw, gb: the engine casts them to the parameters' dtype */
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, bn_vec_dtype(x), n->name))) st = ff_last_status();
     const ff_tensor *src[5] = {g, x, mean, inv, w};
     if (!st) st = ff_kernel_batch_norm(1, out, 3, src, 5, n->dp[0], n->name);
     if (!st) {
@@ -351,7 +383,7 @@ static ff_tensor *bn_entry_forward(const ff_tensor *x, const ff_tensor *weight, 
     if (!st && !(out[0] = ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, fn)))
         st = ff_last_status();
     for (int i = 1; i < 4 && !st; i++)
-        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, x->dtype, fn))) st = ff_last_status();
+        if (!(out[i] = ff_tensor_new(x->storage->backend, 1, &c, bn_vec_dtype(x), fn))) st = ff_last_status();
     const ff_tensor *src[3] = {x, w, b};
     if (!st) st = ff_kernel_batch_norm(0, out, 4, src, 3, geo->eps, fn);
     ff_tensor_release(w), ff_tensor_release(b);
@@ -376,9 +408,24 @@ static ff_tensor *bn_eval_inference(const ff_tensor *x, const ff_tensor *rm, con
     if (weight) scale = FF_EX(&e, ff_mul(scale, FF_EX(&e, ff_op_cast(weight, FF_F64, fn))));
     ff_tensor *shift = FF_EX(&e, ff_neg(FF_EX(&e, ff_mul(m, scale))));
     if (bias) shift = FF_EX(&e, ff_add(shift, FF_EX(&e, ff_op_cast(bias, FF_F64, fn))));
-    ff_tensor *sc = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(scale, x->dtype, fn)), g->nd, g->bshape));
-    ff_tensor *sh = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(shift, x->dtype, fn)), g->nd, g->bshape));
-    ff_tensor *r = ff_expr_result(&e, FF_EX(&e, ff_add(FF_EX(&e, ff_mul(x, sc)), sh)));
+    ff_tensor *r;
+    if (ff_op_entry_enabled(x, FF_KIND_BATCH_NORM, 2, 2, "FF_BATCH_NORM")) {
+        /* the entry's eval op: one pass, scale and shift in its [C] dtype (f32 for half x:
+         * y rounded once, where the two ops below round twice) */
+        ff_tensor *sc = FF_EX(&e, ff_op_cast(scale, bn_vec_dtype(x), fn));
+        ff_tensor *sh = FF_EX(&e, ff_op_cast(shift, bn_vec_dtype(x), fn));
+        ff_tensor *y = FF_EX(&e, ff_tensor_new(x->storage->backend, x->layout.ndim, x->layout.shape, x->dtype, fn));
+        const ff_tensor *src[3] = {x, sc, sh};
+        r = !e.failed && !ff_kernel_batch_norm(2, &y, 1, src, 3, g->eps, fn) ? ff_tensor_retain(y) : NULL;
+    } else { /* half x: in f32, rounded once, as the entry (rounded twice, x scale + shift
+              * cancels to a few correct bits) */
+        ff_dtype wt = bn_vec_dtype(x);
+        ff_tensor *sc = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(scale, wt, fn)), g->nd, g->bshape));
+        ff_tensor *sh = FF_EX(&e, ff_reshape(FF_EX(&e, ff_op_cast(shift, wt, fn)), g->nd, g->bshape));
+        ff_tensor *xw = FF_EX(&e, wt == x->dtype ? ff_tensor_retain((ff_tensor *)x) : ff_op_cast(x, wt, fn));
+        ff_tensor *y = FF_EX(&e, ff_add(FF_EX(&e, ff_mul(xw, sc)), sh));
+        r = ff_expr_result(&e, FF_EX(&e, wt == x->dtype ? ff_tensor_retain(y) : ff_op_cast(y, x->dtype, fn)));
+    }
     ff_expr_free(&e);
     if (!r) ff_error_prefix(fn);
     return r;
@@ -389,15 +436,9 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
 {
     static const char fn[] = "ff_batch_norm";
     if (!x) return ff_error(FF_ERR_INVALID, "%s: x is NULL", fn), NULL;
-    /* the running statistics are updated in place: they keep their dtype */
-    ff_tensor *ac[3];
-    int nac = ff_autocast_operands(FF_AUTOCAST_WIDE, 3, (const ff_tensor *[]){x, weight, bias}, ac, fn);
-    if (nac) {
-        ff_tensor *r = nac > 0 ? ff_batch_norm(ac[0], running_mean, running_var, ac[1], ac[2], training, momentum, eps)
-                             : NULL;
-        ff_autocast_release(nac, ac);
-        return r;
-    }
+    /* No autocast rule: PyTorch 1.13's autocast (CPU and CUDA lists alike) leaves batch
+     * norm in x's dtype, and half x with f32 parameters is its mixed form (y in x's dtype).
+     * Widening here cost a cast forward and one backward around every BN of a bf16 CNN. */
     int nd = x->layout.ndim;
     char xb[160], pb[160];
     if (nd < 2)
@@ -432,7 +473,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
     memcpy(geo.axes, axes, sizeof axes);
     memcpy(geo.bshape, bshape, sizeof bshape);
     const ff_tensor *in[3] = {x, weight, bias};
-    if (training && use_entry(x)) {
+    if (training && use_entry(x) && bn_result_dtype(x, weight, bias) == x->dtype) {
         bn_parts p = {0};
         ff_tensor *r = bn_entry_forward(x, weight, bias, &geo, &p, fn);
         if (r && ff_autograd_needed(3, in) && record_batch_norm(r, x, weight, bias, &geo, &p, true)) {
@@ -465,7 +506,7 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
         ff_tensor *bb = FF_EX(&e, ff_reshape(bias, nd, bshape));
         y = FF_EX(&e, ff_add(y, bb));
     }
-    if (half) y = FF_EX(&e, ff_op_cast(y, result_dtype(x, weight, bias), fn));
+    if (half) y = FF_EX(&e, ff_op_cast(y, bn_result_dtype(x, weight, bias), fn));
     ff_set_grad_enabled(prev);
     ff_tensor *r = ff_expr_result(&e, y);
     ff_expr_free(&e);

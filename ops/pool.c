@@ -12,11 +12,23 @@
 /* ---- the backend's pool2d entry ------------------------------------------------ */
 /* Max pooling needs the first-max backward op: a plugin that predates it only knows the
  * even split, and then the core composes. */
+/* A half x on a backend whose entry takes f32 only: the entry still, through the core's
+ * f32 detour (core/kernel.c: max and its routing exact, avg rounded once). Composed, a
+ * bf16 CNN's pools (bf16 since batch norm keeps x's dtype) were 40% of its step. */
+static bool entry_on(const ff_tensor *x, int first, int last)
+{
+    if (ff_op_entry_enabled(x, FF_KIND_POOL2D, first, last, "FF_POOL")) return true;
+    if (x->dtype != FF_F16 && x->dtype != FF_BF16) return false;
+    for (int op = first; op <= last; op++)
+        if (!ff_backend_supports(x->storage->backend, FF_KIND_POOL2D, op, FF_F32)) return false;
+    return !ff_op_compose_forced(FF_KIND_POOL2D, "FF_POOL");
+}
+
 static bool use_entry(const ff_tensor *x, bool is_max)
 {
-    if (!is_max) return ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_AVG_FORWARD, FF_POOL2D_AVG_BACKWARD, "FF_POOL");
-    return ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_MAX_FORWARD, FF_POOL2D_MAX_FORWARD, "FF_POOL") &&
-           ff_op_entry_enabled(x, FF_KIND_POOL2D, FF_POOL2D_MAX_BACKWARD_FIRST, FF_POOL2D_MAX_BACKWARD_FIRST, "FF_POOL");
+    if (!is_max) return entry_on(x, FF_POOL2D_AVG_FORWARD, FF_POOL2D_AVG_BACKWARD);
+    return entry_on(x, FF_POOL2D_MAX_FORWARD, FF_POOL2D_MAX_FORWARD) &&
+           entry_on(x, FF_POOL2D_MAX_BACKWARD_FIRST, FF_POOL2D_MAX_BACKWARD_FIRST);
 }
 
 static ff_tensor *pool2d(const ff_tensor *x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,

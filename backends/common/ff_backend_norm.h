@@ -8,32 +8,38 @@
 
 #include "ff_backend_checks.h"
 
-static inline int ffb_batch_norm_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_is_float(t); }
+/* Half x too: its loops widen each element to double and round y and gx once. */
+static inline int ffb_batch_norm_supported(int op, ff_dtype t)
+{
+    return op >= 0 && op <= 2 && (ffb_is_float(t) || ffb_is_half(t));
+}
 
 /* The batch_norm entry's argument checks, with messages "<backend> batch_norm: ...". */
 static inline ff_status ffb_batch_norm_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
                                              int n_dst, const ff_view *src, int n_src)
 {
-    if (op != 0 && op != 1) return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: invalid op %d", backend, op);
-    int want_dst = op ? 3 : 4, want_src = op ? 5 : 3;
+    if (op < 0 || op > 2) return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: invalid op %d", backend, op);
+    int want_dst = op == 0 ? 4 : op == 1 ? 3 : 1, want_src = op == 1 ? 5 : 3;
     if (!dst || !src || n_dst != want_dst || n_src != want_src)
         return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: op %d takes %d outputs and %d inputs, got %d and %d",
                         backend, op, want_dst, want_src, n_dst, n_src);
     ff_status st;
-    for (int i = 0; i < n_src; i++)
-        if ((st = ffb_check_view(host, backend, "batch_norm", "src", &src[i]))) return st;
+    for (int i = 0; i < n_src; i++) /* halves: supported() below decides, the dtype loop checks */
+        if ((st = ffb_check_view_as(host, backend, "batch_norm", "src", &src[i], 1))) return st;
     for (int i = 0; i < n_dst; i++)
-        if ((st = ffb_check_view(host, backend, "batch_norm", "dst", &dst[i]))) return st;
-    const ff_view *x = &src[op ? 1 : 0];
+        if ((st = ffb_check_view_as(host, backend, "batch_norm", "dst", &dst[i], 1))) return st;
+    const ff_view *x = &src[op == 1];
     if (!ffb_batch_norm_supported(op, x->dtype))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s batch_norm: not supported on %s", backend, ffb_dtype_name(x->dtype));
     if (x->ndim < 2) return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: x needs rank >= 2, got %d", backend, (int)x->ndim);
     int64_t c = x->shape[1];
+    ff_dtype vt = ffb_is_half(x->dtype) ? FF_F32 : x->dtype; /* the [C] views' dtype */
     for (int i = 0; i < n_src + n_dst; i++) {
         const ff_view *v = i < n_src ? &src[i] : &dst[i - n_src];
-        int full = i < n_src ? (op ? i <= 1 : i == 0) : i == n_src; /* x, g, y, gx: x's shape; the rest [C] */
-        if (v->dtype != x->dtype)
-            return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: every view must be %s", backend, ffb_dtype_name(x->dtype));
+        int full = i < n_src ? (op == 1 ? i <= 1 : i == 0) : i == n_src; /* x, g, y, gx: x's shape; the rest [C] */
+        if (v->dtype != (full ? x->dtype : vt))
+            return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: view %d is %s, expected %s (x is %s)", backend, i,
+                            ffb_dtype_name(v->dtype), ffb_dtype_name(full ? x->dtype : vt), ffb_dtype_name(x->dtype));
         if (full ? !ffb_same_shape(v, x) : (v->ndim != 1 || v->shape[0] != c))
             return ffb_fail(host, FF_ERR_INVALID, "%s batch_norm: view %d has the wrong shape (x's, or [%lld])", backend, i,
                             (long long)c);
@@ -63,10 +69,14 @@ static inline void ffb_bn_vec_put(const ff_view *v, int64_t c, double x) { ffb_b
 static inline void ffb_batch_norm_channels(int op, const ff_view *dst, const ff_view *src, double eps, int64_t c0,
                                            int64_t c1)
 {
-    const ff_view *x = &src[op ? 1 : 0];
+    const ff_view *x = &src[op == 1];
     int64_t m = x->shape[1] ? ff_view_numel(x) / x->shape[1] : 0;
     for (int64_t c = c0; c < c1; c++) {
-        if (op == 0) {
+        if (op == 2) {
+            double sc = ffb_bn_vec(&src[1], c), sh = ffb_bn_vec(&src[2], c);
+            for (int64_t k = 0; k < m; k++)
+                ffb_bn_st(&dst[0], ffb_bn_offset(&dst[0], c, k), ffb_bn_ld(x, ffb_bn_offset(x, c, k)) * sc + sh);
+        } else if (op == 0) {
             double s = 0, q = 0;
             for (int64_t k = 0; k < m; k++) s += ffb_bn_ld(x, ffb_bn_offset(x, c, k));
             double mean = m ? s / (double)m : 0;

@@ -8,7 +8,7 @@
 ff_status cpu_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps)
 {
     ff_status st = ffb_batch_norm_check(ctx ? ((cpu_ctx *)ctx)->host : NULL, "cpu", op, dst, n_dst, src, n_src);
-    if (!st) ffb_batch_norm_channels(op, dst, src, eps, 0, src[op ? 1 : 0].shape[1]);
+    if (!st) ffb_batch_norm_channels(op, dst, src, eps, 0, src[op == 1].shape[1]);
     return st;
 }
 

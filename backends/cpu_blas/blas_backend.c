@@ -160,6 +160,7 @@ static int blas_half_supports(ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SOFTMAX: return op == 0 || op == 1;
     case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD; /* f32 tiles */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype); /* bf16 on oneDNN */
+    case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype); /* f32 [C] views */
     default: return 0;
     }
 }

@@ -1,7 +1,10 @@
 /* The optional batch_norm entry. Contiguous x, g, y, gx (NCHW as the layers make them):
  * each channel is N runs of R = H W contiguous elements, walked with double accumulators
  * (two reads of x for mean and variance, one read and one write for y; the backward the
- * same), channels split across the pool. Anything else: the shared strided loops. */
+ * same), channels split across the pool; half x through f32 tiles (bn_half). Anything
+ * else: the shared strided loops. */
+#include <string.h>
+
 #include "blas_impl.h"
 #include "ff_backend_norm.h"
 
@@ -53,12 +56,20 @@ BN_SUMS(double)
 #define BN_CHANNELS(T, NAME)                                                                                      \
     static void NAME(const bn_job *j, int64_t c0, int64_t c1)                                                  \
     {                                                                                                          \
-        const ff_view *xv = &j->src[j->op ? 1 : 0];                                                            \
+        const ff_view *xv = &j->src[j->op == 1];                                                               \
         const T *x = (const T *)xv->buf + xv->offset;                                                         \
         int64_t n = j->n, C = j->c, r = j->r;                                                                  \
         double m = (double)(n * r);                                                                           \
         for (int64_t c = c0; c < c1; c++) {                                                                    \
-            if (j->op == 0) {                                                                                  \
+            if (j->op == 2) {                                                                                  \
+                T *y = (T *)j->dst[0].buf + j->dst[0].offset;                                                  \
+                double sc = ffb_bn_vec(&j->src[1], c), sh = ffb_bn_vec(&j->src[2], c);                         \
+                for (int64_t i = 0; i < n; i++) {                                                              \
+                    const T *p = x + (i * C + c) * r;                                                          \
+                    T *o = y + (i * C + c) * r;                                                                \
+                    for (int64_t k = 0; k < r; k++) o[k] = (T)(p[k] * sc + sh);                                \
+                }                                                                                              \
+            } else if (j->op == 0) {                                                                           \
                 T *y = (T *)j->dst[0].buf + j->dst[0].offset;                                                  \
                 double s = 0, q = 0;                                                                           \
                 for (int64_t i = 0; i < n; i++) s += sum_##T(x + (i * C + c) * r, r);                          \
@@ -94,11 +105,133 @@ BN_SUMS(double)
 BN_CHANNELS(float, bn_f32)
 BN_CHANNELS(double, bn_f64)
 
+/* Half x (F16/BF16, [C] views f32): the float loops above on tiles of widened values,
+ * y and gx computed in f32 (as PyTorch's mixed kernel, and the core's f32 detour) and
+ * rounded once. A channel's N runs of R halves are read and written as one stream of
+ * tiles (in place within a run, else gathered with memcpy), so a run of 14 x 14 = 196
+ * costs no scalar tail
+ * per run in the conversions. Under autocast a CNN's BN stays in bf16 this way, without
+ * the casts of x and g to f32 around it. */
+#define BN_TILE 512
+
+/* Elements [k0, k0 + m) of channel c's stream (runs i * C + c of r elements) into h. */
+static void stream_get(uint16_t *h, const uint16_t *base, int64_t C, int64_t r, int64_t c, int64_t k0, int64_t m)
+{
+    while (m > 0) {
+        int64_t i = k0 / r, k = k0 % r, take = r - k < m ? r - k : m;
+        memcpy(h, base + (i * C + c) * r + k, (size_t)take * sizeof *h);
+        h += take, k0 += take, m -= take;
+    }
+}
+
+static void stream_put(uint16_t *base, const uint16_t *h, int64_t C, int64_t r, int64_t c, int64_t k0, int64_t m)
+{
+    while (m > 0) {
+        int64_t i = k0 / r, k = k0 % r, take = r - k < m ? r - k : m;
+        memcpy(base + (i * C + c) * r + k, h, (size_t)take * sizeof *h);
+        h += take, k0 += take, m -= take;
+    }
+}
+
+/* Elements [k0, k0 + m) of the stream: in place when they lie in one run, else gathered into h. */
+static const uint16_t *stream_at(uint16_t *h, const uint16_t *base, int64_t C, int64_t r, int64_t c, int64_t k0,
+                                 int64_t m)
+{
+    if (k0 % r + m <= r) return base + (k0 / r * C + c) * r + k0 % r;
+    stream_get(h, base, C, r, c, k0, m);
+    return h;
+}
+
+/* Rounds tile t into elements [k0, k0 + m) of the stream (in place when in one run). */
+static void stream_round(ff_dtype dt, uint16_t *base, uint16_t *h, const float *t, int64_t C, int64_t r, int64_t c,
+                         int64_t k0, int64_t m)
+{
+    if (k0 % r + m <= r) {
+        blas_f32_to_half(dt, m, base + (k0 / r * C + c) * r + k0 % r, t);
+        return;
+    }
+    blas_f32_to_half(dt, m, h, t);
+    stream_put(base, h, C, r, c, k0, m);
+}
+
+static void bn_half(const bn_job *j, int64_t c0, int64_t c1)
+{
+    const ff_view *xv = &j->src[j->op == 1];
+    ff_dtype t = xv->dtype;
+    const uint16_t *x = (const uint16_t *)xv->buf + xv->offset;
+    int64_t C = j->c, r = j->r, total = j->n * r;
+    double m = (double)total;
+    float ta[BN_TILE], tb[BN_TILE];
+    uint16_t h[BN_TILE];
+    for (int64_t c = c0; c < c1; c++) {
+        if (j->op == 2) { /* eval: y = x scale + shift */
+            uint16_t *y = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            float sc = (float)ffb_bn_vec(&j->src[1], c), sh = (float)ffb_bn_vec(&j->src[2], c);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, x, C, r, c, k, mk));
+                for (int64_t i = 0; i < mk; i++) tb[i] = ta[i] * sc + sh;
+                stream_round(t, y, h, tb, C, r, c, k, mk);
+            }
+        } else if (j->op == 0) {
+            uint16_t *y = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            double s = 0, q = 0;
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, x, C, r, c, k, mk));
+                s += sum_float(ta, mk);
+            }
+            double mean = s / m;
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, x, C, r, c, k, mk));
+                q += sqdev_float(ta, mk, mean);
+            }
+            double var = q / m, inv = 1 / sqrt(var + j->eps);
+            double scd = inv * ffb_bn_vec(&j->src[1], c);
+            float sc = (float)scd, sh = (float)(ffb_bn_vec(&j->src[2], c) - mean * scd);
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, x, C, r, c, k, mk));
+                for (int64_t i = 0; i < mk; i++) tb[i] = ta[i] * sc + sh;
+                stream_round(t, y, h, tb, C, r, c, k, mk);
+            }
+            ffb_bn_vec_put(&j->dst[1], c, mean), ffb_bn_vec_put(&j->dst[2], c, inv);
+            ffb_bn_vec_put(&j->dst[3], c, var);
+        } else {
+            const uint16_t *g = (const uint16_t *)j->src[0].buf + j->src[0].offset;
+            uint16_t *gx = (uint16_t *)j->dst[0].buf + j->dst[0].offset;
+            double mean = ffb_bn_vec(&j->src[2], c), inv = ffb_bn_vec(&j->src[3], c), w = ffb_bn_vec(&j->src[4], c);
+            double sg = 0, sgx = 0;
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, g, C, r, c, k, mk));
+                blas_half_to_f32(t, mk, tb, stream_at(h, x, C, r, c, k, mk));
+                dots_float(ta, tb, mk, mean, &sg, &sgx);
+            }
+            sgx *= inv;
+            /* gx = k1 g + k2 (x - mean) + k0: x - mean first, so f32 loses nothing to cancellation */
+            float k1 = (float)(w * inv), k2 = (float)(-w * inv * inv * sgx / m), k0 = (float)(-w * inv * sg / m);
+            float mf = (float)mean;
+            for (int64_t k = 0; k < total; k += BN_TILE) {
+                int64_t mk = total - k < BN_TILE ? total - k : BN_TILE;
+                blas_half_to_f32(t, mk, ta, stream_at(h, g, C, r, c, k, mk));
+                blas_half_to_f32(t, mk, tb, stream_at(h, x, C, r, c, k, mk));
+                for (int64_t i = 0; i < mk; i++) tb[i] = k1 * ta[i] + k2 * (tb[i] - mf) + k0;
+                stream_round(t, gx, h, tb, C, r, c, k, mk);
+            }
+            ffb_bn_vec_put(&j->dst[1], c, sgx), ffb_bn_vec_put(&j->dst[2], c, sg);
+        }
+    }
+}
+
 static void bn_task(void *arg, int64_t c0, int64_t c1)
 {
     const bn_job *j = arg;
-    if (j->src[j->op ? 1 : 0].dtype == FF_F32) bn_f32(j, c0, c1);
-    else bn_f64(j, c0, c1);
+    ff_dtype t = j->src[j->op == 1].dtype;
+    if (t == FF_F32) bn_f32(j, c0, c1);
+    else if (t == FF_F64) bn_f64(j, c0, c1);
+    else bn_half(j, c0, c1);
 }
 
 static void bn_strided_task(void *arg, int64_t c0, int64_t c1)
@@ -111,10 +244,10 @@ ff_status blas_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, cons
 {
     ff_status st = ffb_batch_norm_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, n_dst, src, n_src);
     if (st) return st;
-    const ff_view *x = &src[op ? 1 : 0];
+    const ff_view *x = &src[op == 1];
     int64_t c = x->shape[1], n = x->shape[0], total = ff_view_numel(x);
     bn_job j = {op, dst, src, eps, n, c, n && c ? total / (n * c) : 0};
-    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && (!op || blas_view_contiguous(&src[0]));
+    int fast = blas_view_contiguous(x) && blas_view_contiguous(&dst[0]) && blas_view_contiguous(&src[0]);
     blas_parallel_for(ctx, c, 2, 1, fast ? bn_task : bn_strided_task, &j);
     return FF_OK;
 }

@@ -34,10 +34,11 @@ extern "C" {
  *     and ff_scaled_dot_product_attention (q, k, v and an additive mask) take f32/f16/bf16
  *     operands in the autocast dtype and return it; f64 and integer operands are left
  *     alone, as in PyTorch;
- *   - ff_softmax, ff_log_softmax, ff_cross_entropy, ff_mse_loss, ff_layer_norm and
- *     ff_batch_norm compute half inputs in f32 and return f32 (PyTorch's CUDA list, on
- *     every backend: its CPU autocast keeps bf16 for the softmaxes and the norms;
- *     docs/semantics.md, "Mixed precision");
+ *   - ff_softmax, ff_log_softmax, ff_cross_entropy, ff_mse_loss and ff_layer_norm
+ *     compute half inputs in f32 and return f32 (PyTorch's CUDA list, on every backend:
+ *     its CPU autocast keeps bf16 for the softmaxes and layer_norm; docs/semantics.md,
+ *     "Mixed precision"); ff_batch_norm runs in x's dtype, as on both of PyTorch's lists
+ *     (half x with f32 weight, bias and running statistics: y half, their gradients f32);
  *   - every other op runs in the dtypes it is given (type promotion as usual).
  * The casts are ordinary differentiable ops, so gradients reach f32 parameters in f32.
  * A parameter (an f32 leaf requiring grad) is cast once per region and dtype: later uses

@@ -333,7 +333,8 @@ typedef enum ff_op_kind {
     FF_KIND_LINALG,
     /* the optional fft entry: op = ff_fft_op; dtype = src's (== dst's), F32 or F64 */
     FF_KIND_FFT,
-    /* the optional batch_norm entry: op = 0 forward (training), 1 backward; dtype = x's */
+    /* the optional batch_norm entry: op = 0 forward (training), 1 backward, 2 eval
+     * (x scale + shift); dtype = x's */
     FF_KIND_BATCH_NORM,
     /* the optional pool2d entry: op = ff_pool2d_op; dtype = x's */
     FF_KIND_POOL2D,
@@ -813,13 +814,19 @@ typedef struct ff_backend_vtable {
 
     /* Batch normalization in training mode over x [N, C, *] (channel dim 1; statistics
      * over every other dim, M elements per channel), all views of x's dtype (F32 or F64),
-     * the [C] ones 1-D; sums in double:
+     * the [C] ones 1-D; sums in double. Half x (F16/BF16, where supports() says so): x, g,
+     * y and gx half, the [C] views (w, b, mean, invstd, var, gw, gb) F32, as PyTorch keeps
+     * a half layer's parameters and statistics; y and gx are computed in f32 or wider
+     * and rounded once. A backend declining half gets the f32 form through the core's detour:
      *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd, var}: mean and the biased var
      *                  of each channel (two passes), invstd = 1 / sqrt(var + eps),
      *                  y = (x - mean) invstd w + b
      *   op 1 backward: src {g, x, mean, invstd, w}, dst {gx, gw, gb}: with
      *                  xhat = (x - mean) invstd, gb = sum g, gw = sum g xhat,
      *                  gx = w invstd (g - gb / M - xhat gw / M)
+     *   op 2 eval (appended; supports() says whether a backend has it): src {x, scale,
+     *                  shift}, dst {y}: y = x scale + shift per channel (the core folds
+     *                  the running statistics, weight and bias into scale and shift)
      * May be NULL: the core composes batch norm from reductions and elementwise ops. */
     ff_status (*batch_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                             double eps);
