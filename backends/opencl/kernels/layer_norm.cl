@@ -39,7 +39,9 @@ __kernel void ff_layer_norm_fwd(kview x, __global const uchar *xb, kview w, __gl
                                 __local double *red)
 {
     long R = x.shape[0], D = x.shape[1], lid = get_local_id(0), L = get_local_size(0);
-    for (long i = get_group_id(0); i < R; i += get_num_groups(0)) {
+    long i = get_group_id(0);
+    if (i >= R) return; /* the whole group: the barriers stay uniform */
+    {
         double s = 0.0;
         for (long k = lid; k < D; k += L) s += ld_f(xb, x.dtype, ln_at(&x, i, k));
         double mu = ln_group_sum(red, s) / (double)D, q = 0.0;
@@ -66,7 +68,9 @@ __kernel void ff_layer_norm_bwd(kview g, __global const uchar *gb, kview x, __gl
                                 __global const uchar *wb, kview gx, __global uchar *gxb, __local double *red)
 {
     long R = x.shape[0], D = x.shape[1], lid = get_local_id(0), L = get_local_size(0);
-    for (long i = get_group_id(0); i < R; i += get_num_groups(0)) {
+    long i = get_group_id(0);
+    if (i >= R) return;
+    {
         double mu = ld_f(mb, T_F64, ln_vec(&mean, i)), is = ld_f(ib, T_F64, ln_vec(&inv, i)), sa = 0.0, sb = 0.0;
         for (long k = lid; k < D; k += L) {
             double gh = ld_f(gb, g.dtype, ln_at(&g, i, k)) * ld_f(wb, w.dtype, ln_vec(&w, k));
