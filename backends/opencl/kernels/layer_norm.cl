@@ -1,7 +1,7 @@
 /*
  * Layer normalization over the last dim of x viewed as [R, D] (backend_abi.h's
  * layer_norm entry). The row kernels run one work-group of L lanes (a power of two) per
- * row, grid-stride over rows: each lane folds the columns lid, lid + L, ... in double,
+ * row (no loop over rows: PoCL runs barriers inside loops markedly slower): each lane folds the columns lid, lid + L, ... in double,
  * then the lanes add up in a tree in local memory, so every row is summed in the same
  * order on every run. Two passes for the statistics (mean, then the squares about it),
  * as the contract asks: one pass of sums and squares cancels when |mean| >> std.
@@ -40,25 +40,23 @@ __kernel void ff_layer_norm_fwd(kview x, __global const uchar *xb, kview w, __gl
 {
     long R = x.shape[0], D = x.shape[1], lid = get_local_id(0), L = get_local_size(0);
     long i = get_group_id(0);
-    if (i >= R) return; /* the whole group: the barriers stay uniform */
-    {
-        double s = 0.0;
-        for (long k = lid; k < D; k += L) s += ld_f(xb, x.dtype, ln_at(&x, i, k));
-        double mu = ln_group_sum(red, s) / (double)D, q = 0.0;
-        for (long k = lid; k < D; k += L) {
-            double e = ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu;
-            q += e * e;
-        }
-        double is = 1.0 / sqrt(ln_group_sum(red, q) / (double)D + eps);
-        for (long k = lid; k < D; k += L) {
-            double xh = (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
-            double v = xh * ld_f(wb, w.dtype, ln_vec(&w, k)) + ld_f(bb, b.dtype, ln_vec(&b, k));
-            st_f(yb, y.dtype, ln_at(&y, i, k), v);
-        }
-        if (lid == 0) {
-            st_f(mb, T_F64, ln_vec(&mean, i), mu);
-            st_f(ib, T_F64, ln_vec(&inv, i), is);
-        }
+    if (i >= R) return; /* the whole group leaves: the barriers stay uniform */
+    double s = 0.0;
+    for (long k = lid; k < D; k += L) s += ld_f(xb, x.dtype, ln_at(&x, i, k));
+    double mu = ln_group_sum(red, s) / (double)D, q = 0.0;
+    for (long k = lid; k < D; k += L) {
+        double e = ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu;
+        q += e * e;
+    }
+    double is = 1.0 / sqrt(ln_group_sum(red, q) / (double)D + eps);
+    for (long k = lid; k < D; k += L) {
+        double xh = (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
+        double v = xh * ld_f(wb, w.dtype, ln_vec(&w, k)) + ld_f(bb, b.dtype, ln_vec(&b, k));
+        st_f(yb, y.dtype, ln_at(&y, i, k), v);
+    }
+    if (lid == 0) {
+        st_f(mb, T_F64, ln_vec(&mean, i), mu);
+        st_f(ib, T_F64, ln_vec(&inv, i), is);
     }
 }
 
@@ -70,19 +68,17 @@ __kernel void ff_layer_norm_bwd(kview g, __global const uchar *gb, kview x, __gl
     long R = x.shape[0], D = x.shape[1], lid = get_local_id(0), L = get_local_size(0);
     long i = get_group_id(0);
     if (i >= R) return;
-    {
-        double mu = ld_f(mb, T_F64, ln_vec(&mean, i)), is = ld_f(ib, T_F64, ln_vec(&inv, i)), sa = 0.0, sb = 0.0;
-        for (long k = lid; k < D; k += L) {
-            double gh = ld_f(gb, g.dtype, ln_at(&g, i, k)) * ld_f(wb, w.dtype, ln_vec(&w, k));
-            sa += gh;
-            sb += gh * (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
-        }
-        double a = ln_group_sum(red, sa) / (double)D, c = ln_group_sum(red, sb) / (double)D;
-        for (long k = lid; k < D; k += L) {
-            double gh = ld_f(gb, g.dtype, ln_at(&g, i, k)) * ld_f(wb, w.dtype, ln_vec(&w, k));
-            double xh = (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
-            st_f(gxb, gx.dtype, ln_at(&gx, i, k), is * (gh - a - xh * c));
-        }
+    double mu = ld_f(mb, T_F64, ln_vec(&mean, i)), is = ld_f(ib, T_F64, ln_vec(&inv, i)), sa = 0.0, sb = 0.0;
+    for (long k = lid; k < D; k += L) {
+        double gh = ld_f(gb, g.dtype, ln_at(&g, i, k)) * ld_f(wb, w.dtype, ln_vec(&w, k));
+        sa += gh;
+        sb += gh * (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
+    }
+    double a = ln_group_sum(red, sa) / (double)D, c = ln_group_sum(red, sb) / (double)D;
+    for (long k = lid; k < D; k += L) {
+        double gh = ld_f(gb, g.dtype, ln_at(&g, i, k)) * ld_f(wb, w.dtype, ln_vec(&w, k));
+        double xh = (ld_f(xb, x.dtype, ln_at(&x, i, k)) - mu) * is;
+        st_f(gxb, gx.dtype, ln_at(&gx, i, k), is * (gh - a - xh * c));
     }
 }
 
