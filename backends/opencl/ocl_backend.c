@@ -149,6 +149,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
         case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
         case FF_KIND_SOFTMAX: return op == 0 || op == 1;
         case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD;
+        case FF_KIND_LAYER_NORM: return op == 0 || op == 1;
         default: return 0;
         }
     }
@@ -170,6 +171,7 @@ static int ocl_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD || op == FF_ATTENTION_DROPOUT) &&
                ffb_is_float(dtype);
     case FF_KIND_QMATMUL: return (op == 0 && dtype == FF_U8) || (op == FF_QMATMUL_DYNAMIC && dtype == FF_F32);
+    case FF_KIND_LAYER_NORM: return (op == 0 || op == 1) && ffb_is_float(dtype); /* stats in double: fp64 is required */
     default: return 0;
     }
 }
@@ -209,6 +211,7 @@ static const ff_backend_vtable ocl_vtable = {
     .fused = ocl_fused,
     .attention = ocl_attention,
     .qmatmul = ocl_qmatmul,
+    .layer_norm = ocl_layer_norm,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void) { return &ocl_vtable; }

@@ -16,6 +16,7 @@
  *   ocl_fused_gen.c  the fused entry's kernel source generator
  *   ocl_attention.c  attention: forward and backward, flash style (kernels/attention.cl)
  *   ocl_qmatmul.c    int8 qmatmul: exact int sums, one work-item per output (kernels/qmatmul.cl)
+ *   ocl_layer_norm.c layer_norm: a work-group per row, column sums in blocks (kernels/layer_norm.cl)
  *   kernels/         the OpenCL C source (.cl files), embedded at build time
  */
 #ifndef FF_OCL_IMPL_H
@@ -41,7 +42,8 @@ typedef struct ocl_buf {
 typedef enum ocl_kernel_id {
     OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
     OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_FUSED,
-    OK_ATT_FWD, OK_ATT_DQ, OK_ATT_DKV, OK_QMATMUL, OK_QDYN_RANGE, OK_QDYN_FOLD, OK_QDYN_QUANTIZE, OK_COUNT
+    OK_ATT_FWD, OK_ATT_DQ, OK_ATT_DKV, OK_QMATMUL, OK_QDYN_RANGE, OK_QDYN_FOLD, OK_QDYN_QUANTIZE,
+    OK_LN_FWD, OK_LN_BWD, OK_LN_COLS, OK_LN_COLS_SUM, OK_COUNT
 } ocl_kernel_id;
 
 #define OCL_NCLASS 160
@@ -160,6 +162,7 @@ ff_status ocl_fused(void *ctx, const ff_fused_program *prog);
 ff_status ocl_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, int n_src, const ff_qmatmul_params *p);
 ff_status ocl_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                         const ff_attention_params *p);
+ff_status ocl_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 void ocl_fused_release(ocl_ctx *c); /* the kernel cache, at shutdown */
 
 /* ---- the fused entry's signatures and generated kernels (ocl_fused_gen.c) ---- */

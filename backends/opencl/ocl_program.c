@@ -30,7 +30,8 @@ static const char *const kernel_names[OK_COUNT] = {
     [OK_MATMUL] = "ff_matmul", [OK_SCAN] = "ff_scan", [OK_ARGSORT] = "ff_argsort", [OK_FUSED] = "ff_fused",
     [OK_ATT_FWD] = "ff_attention_fwd", [OK_ATT_DQ] = "ff_attention_dq", [OK_ATT_DKV] = "ff_attention_dkv",
     [OK_QMATMUL] = "ff_qmatmul", [OK_QDYN_RANGE] = "ff_qdyn_range", [OK_QDYN_FOLD] = "ff_qdyn_fold",
-    [OK_QDYN_QUANTIZE] = "ff_qdyn_quantize",
+    [OK_QDYN_QUANTIZE] = "ff_qdyn_quantize", [OK_LN_FWD] = "ff_layer_norm_fwd", [OK_LN_BWD] = "ff_layer_norm_bwd",
+    [OK_LN_COLS] = "ff_layer_norm_cols", [OK_LN_COLS_SUM] = "ff_layer_norm_cols_sum",
 };
 
 /* "#define U_EXP 3" and so on, from the op names the backends share, then the first
