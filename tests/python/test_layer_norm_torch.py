@@ -2,7 +2,7 @@
 values and the gradients of x, weight and bias in f32 and bf16, one and two normalized
 dims, nn.LayerNorm with and without elementwise_affine, rows of 1e30 and constant rows,
 and second derivatives (create_graph composes the formula on ops with history). cpu and
-cpu_blas run the entry, opencl the composition; every device must agree with PyTorch.
+cpu_blas and opencl run the entry; every device must agree with PyTorch.
 
 bf16: ours rounds each result once from double; PyTorch 1.13's CPU kernel computes in
 f32 and rounds once too, so the two agree within a bf16 ulp or two of the largest value,
