@@ -4,6 +4,7 @@
  * for ABI v1's op, is split evenly among its maxima, without a mask or a window stack in
  * memory. Anything else: the shared strided loops of ff_backend_pool.h. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "blas_impl.h"
 #include "ff_backend_pool.h"
@@ -243,8 +244,104 @@ static void pool_strided_task(void *arg, int64_t p0, int64_t p1)
     ffb_pool2d_planes(j->op, j->dst, j->src, j->p, p0, p1);
 }
 
+/* F16/BF16: each (n, c) plane of every view is widened into a contiguous f32 tile,
+ * pooled by the f32 plane loops above and its output rounded once. The core's f32
+ * detour hands those same loops contiguous f32 copies, so the results are its bit for
+ * bit (max picks an input, so it is exact; averages and split gradients sum in f32 and
+ * round once), while the tiles stay in cache and nothing tensor-sized is allocated. */
+typedef struct half_job {
+    int op, n_src;
+    const ff_view *dst, *src;
+    const ff_pool2d_params *p;
+    int64_t planes, n_slots, slot_floats;
+    float *scratch;
+} half_job;
+
+static int64_t plane_numel(const ff_view *v) { return v->shape[2] * v->shape[3]; }
+
+/* The plane pl of v (element strides as v says) from or to the contiguous tile t. */
+static void plane_move(const ff_view *v, int64_t pl, float *t, int store)
+{
+    int64_t C = v->shape[1], H = v->shape[2], W = v->shape[3], s3 = v->strides[3];
+    uint16_t *b = (uint16_t *)v->buf + v->offset + pl / C * v->strides[0] + pl % C * v->strides[1];
+    for (int64_t h = 0; h < H; h++, t += W) {
+        uint16_t *r = b + h * v->strides[2];
+        if (s3 == 1 || W == 1) {
+            if (store) blas_f32_to_half(v->dtype, W, r, t);
+            else blas_half_to_f32(v->dtype, W, t, r);
+        } else
+            for (int64_t w = 0; w < W; w++) {
+                if (store) blas_f32_to_half(v->dtype, 1, r + w * s3, t + w);
+                else blas_half_to_f32(v->dtype, 1, t + w, r + w * s3);
+            }
+    }
+}
+
+static ff_view tile_view(const ff_view *v, float *t)
+{
+    ff_view tv = {.buf = t, .offset = 0, .dtype = FF_F32, .ndim = 4,
+                  .shape = {1, 1, v->shape[2], v->shape[3]},
+                  .strides = {plane_numel(v), plane_numel(v), v->shape[3], 1}};
+    return tv;
+}
+
+static void pool_half_task(void *arg, int64_t s0, int64_t s1)
+{
+    const half_job *h = arg;
+    for (int64_t s = s0; s < s1; s++) {
+        float *t = h->scratch + s * h->slot_floats;
+        ff_view td, ts[3];
+        td = tile_view(h->dst, t), t += plane_numel(h->dst);
+        for (int i = 0; i < h->n_src; i++) ts[i] = tile_view(&h->src[i], t), t += plane_numel(&h->src[i]);
+        pool_job j = {h->op, &td, ts, h->p};
+        for (int64_t pl = s * h->planes / h->n_slots; pl < (s + 1) * h->planes / h->n_slots; pl++) {
+            for (int i = 0; i < h->n_src; i++) plane_move(&h->src[i], pl, ts[i].buf, 0);
+            if (ffb_pool2d_is_adaptive(h->op)) adaptive_f32_task(&j, 0, 1);
+            else pool_f32_task(&j, 0, 1);
+            plane_move(h->dst, pl, td.buf, 1); /* every op overwrites all of dst */
+        }
+    }
+}
+
+/* ffb_pool2d_check on the f32 twins of the views (it refuses halves), after checking
+ * that every view holds dst's half dtype. */
+static ff_status pool_half_check(const ff_host_api *host, int op, const ff_view *dst, const ff_view *src, int n_src,
+                                 const ff_pool2d_params *p)
+{
+    ff_view d32, s32[3];
+    if (!dst || !src || n_src < 1 || n_src > 3) return ffb_pool2d_check(host, "cpu_blas", op, dst, src, n_src, p);
+    d32 = *dst, d32.dtype = FF_F32;
+    for (int i = 0; i < n_src; i++) {
+        if (src[i].dtype != dst->dtype)
+            return ffb_fail(host, FF_ERR_INVALID, "cpu_blas pool2d: input %d is %s, dst %s (want one dtype)", i,
+                            ffb_dtype_name(src[i].dtype), ffb_dtype_name(dst->dtype));
+        s32[i] = src[i], s32[i].dtype = FF_F32;
+    }
+    return ffb_pool2d_check(host, "cpu_blas", op, &d32, s32, n_src, p);
+}
+
+static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_view *src, int n_src,
+                           const ff_pool2d_params *p)
+{
+    ff_status st = pool_half_check(c ? c->host : NULL, op, dst, src, n_src, p);
+    if (st) return st;
+    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, plane_numel(dst), NULL};
+    for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
+    if (h.planes == 0) return FF_OK;
+    h.n_slots = c && c->nthreads < h.planes ? c->nthreads : h.planes;
+    if (h.n_slots < 1) h.n_slots = 1;
+    h.scratch = malloc((size_t)(h.n_slots * h.slot_floats + 1) * sizeof(float));
+    if (!h.scratch)
+        return ffb_fail(c ? c->host : NULL, FF_ERR_OOM, "cpu_blas pool2d: no memory for %lld f32 tiles of %lld",
+                        (long long)h.n_slots, (long long)h.slot_floats);
+    blas_parallel_for(c, h.n_slots, 2, 1, pool_half_task, &h);
+    free(h.scratch);
+    return FF_OK;
+}
+
 ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
+    if (dst && ffb_is_half(dst->dtype)) return pool_half(ctx, op, dst, src, n_src, p);
     ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p);
     if (st) return st;
     int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
