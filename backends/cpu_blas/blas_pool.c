@@ -244,44 +244,56 @@ static void pool_strided_task(void *arg, int64_t p0, int64_t p1)
     ffb_pool2d_planes(j->op, j->dst, j->src, j->p, p0, p1);
 }
 
-/* F16/BF16: each (n, c) plane of every view is widened into a contiguous f32 tile,
- * pooled by the f32 plane loops above and its output rounded once. The core's f32
+/* F16/BF16: batches of (n, c) planes of every view are widened into contiguous f32
+ * tiles, pooled by the f32 plane loops above and the output rounded once. The core's f32
  * detour hands those same loops contiguous f32 copies, so the results are its bit for
  * bit (max picks an input, so it is exact; averages and split gradients sum in f32 and
- * round once), while the tiles stay in cache and nothing tensor-sized is allocated. */
+ * round once), while the tiles stay in cache and nothing tensor-sized is allocated.
+ * Whole batches convert in one call where a view is contiguous: per row, the 7- and
+ * 14-wide rows of a small CNN would convert mostly in the converters' scalar tails. */
 typedef struct half_job {
     int op, n_src;
     const ff_view *dst, *src;
     const ff_pool2d_params *p;
-    int64_t planes, n_slots, slot_floats;
+    int64_t planes, n_slots, batch, slot_floats; /* slot_floats: one plane of every view */
     float *scratch;
 } half_job;
 
+enum { HALF_TILE_FLOATS = 16384 }; /* a batch's tiles: 64 KiB, within L2 */
+
 static int64_t plane_numel(const ff_view *v) { return v->shape[2] * v->shape[3]; }
 
-/* The plane pl of v (element strides as v says) from or to the contiguous tile t. */
-static void plane_move(const ff_view *v, int64_t pl, float *t, int store)
+/* Planes [pl, pl + nb) of v from or to the contiguous tile t. */
+static void planes_move(const ff_view *v, int64_t pl, int64_t nb, float *t, int store)
 {
     int64_t C = v->shape[1], H = v->shape[2], W = v->shape[3], s3 = v->strides[3];
-    uint16_t *b = (uint16_t *)v->buf + v->offset + pl / C * v->strides[0] + pl % C * v->strides[1];
-    for (int64_t h = 0; h < H; h++, t += W) {
-        uint16_t *r = b + h * v->strides[2];
-        if (s3 == 1 || W == 1) {
-            if (store) blas_f32_to_half(v->dtype, W, r, t);
-            else blas_half_to_f32(v->dtype, W, t, r);
-        } else
-            for (int64_t w = 0; w < W; w++) {
-                if (store) blas_f32_to_half(v->dtype, 1, r + w * s3, t + w);
-                else blas_half_to_f32(v->dtype, 1, t + w, r + w * s3);
-            }
+    if (blas_view_contiguous(v)) {
+        uint16_t *b = (uint16_t *)v->buf + v->offset + pl * H * W;
+        if (store) blas_f32_to_half(v->dtype, nb * H * W, b, t);
+        else blas_half_to_f32(v->dtype, nb * H * W, t, b);
+        return;
+    }
+    for (int64_t q = pl; q < pl + nb; q++) {
+        uint16_t *b = (uint16_t *)v->buf + v->offset + q / C * v->strides[0] + q % C * v->strides[1];
+        for (int64_t h = 0; h < H; h++, t += W) {
+            uint16_t *r = b + h * v->strides[2];
+            if (s3 == 1 || W == 1) {
+                if (store) blas_f32_to_half(v->dtype, W, r, t);
+                else blas_half_to_f32(v->dtype, W, t, r);
+            } else
+                for (int64_t w = 0; w < W; w++) {
+                    if (store) blas_f32_to_half(v->dtype, 1, r + w * s3, t + w);
+                    else blas_half_to_f32(v->dtype, 1, t + w, r + w * s3);
+                }
+        }
     }
 }
 
-static ff_view tile_view(const ff_view *v, float *t)
+static ff_view tile_view(const ff_view *v, int64_t nb, float *t)
 {
     ff_view tv = {.buf = t, .offset = 0, .dtype = FF_F32, .ndim = 4,
-                  .shape = {1, 1, v->shape[2], v->shape[3]},
-                  .strides = {plane_numel(v), plane_numel(v), v->shape[3], 1}};
+                  .shape = {1, nb, v->shape[2], v->shape[3]},
+                  .strides = {nb * plane_numel(v), plane_numel(v), v->shape[3], 1}};
     return tv;
 }
 
@@ -289,16 +301,20 @@ static void pool_half_task(void *arg, int64_t s0, int64_t s1)
 {
     const half_job *h = arg;
     for (int64_t s = s0; s < s1; s++) {
-        float *t = h->scratch + s * h->slot_floats;
-        ff_view td, ts[3];
-        td = tile_view(h->dst, t), t += plane_numel(h->dst);
-        for (int i = 0; i < h->n_src; i++) ts[i] = tile_view(&h->src[i], t), t += plane_numel(&h->src[i]);
-        pool_job j = {h->op, &td, ts, h->p};
-        for (int64_t pl = s * h->planes / h->n_slots; pl < (s + 1) * h->planes / h->n_slots; pl++) {
-            for (int i = 0; i < h->n_src; i++) plane_move(&h->src[i], pl, ts[i].buf, 0);
-            if (ffb_pool2d_is_adaptive(h->op)) adaptive_f32_task(&j, 0, 1);
-            else pool_f32_task(&j, 0, 1);
-            plane_move(h->dst, pl, td.buf, 1); /* every op overwrites all of dst */
+        int64_t end = (s + 1) * h->planes / h->n_slots;
+        for (int64_t pl = s * h->planes / h->n_slots; pl < end; pl += h->batch) {
+            int64_t nb = end - pl < h->batch ? end - pl : h->batch;
+            float *t = h->scratch + s * h->batch * h->slot_floats;
+            ff_view td = tile_view(h->dst, nb, t), ts[3];
+            t += nb * plane_numel(h->dst);
+            for (int i = 0; i < h->n_src; i++) {
+                ts[i] = tile_view(&h->src[i], nb, t), t += nb * plane_numel(&h->src[i]);
+                planes_move(&h->src[i], pl, nb, ts[i].buf, 0);
+            }
+            pool_job j = {h->op, &td, ts, h->p};
+            if (ffb_pool2d_is_adaptive(h->op)) adaptive_f32_task(&j, 0, nb);
+            else pool_f32_task(&j, 0, nb);
+            planes_move(h->dst, pl, nb, td.buf, 1); /* every op overwrites all of dst */
         }
     }
 }
@@ -325,12 +341,14 @@ static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_vie
 {
     ff_status st = pool_half_check(c ? c->host : NULL, op, dst, src, n_src, p);
     if (st) return st;
-    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, plane_numel(dst), NULL};
+    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL};
     for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
     if (h.planes == 0) return FF_OK;
     h.n_slots = c && c->nthreads < h.planes ? c->nthreads : h.planes;
     if (h.n_slots < 1) h.n_slots = 1;
-    h.scratch = malloc((size_t)(h.n_slots * h.slot_floats + 1) * sizeof(float));
+    h.batch = h.slot_floats ? HALF_TILE_FLOATS / h.slot_floats : 1;
+    if (h.batch < 1) h.batch = 1;
+    h.scratch = malloc((size_t)(h.n_slots * h.batch * h.slot_floats + 1) * sizeof(float));
     if (!h.scratch)
         return ffb_fail(c ? c->host : NULL, FF_ERR_OOM, "cpu_blas pool2d: no memory for %lld f32 tiles of %lld",
                         (long long)h.n_slots, (long long)h.slot_floats);
