@@ -5,6 +5,7 @@
  * memory. Anything else: the shared strided loops of ff_backend_pool.h. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas_impl.h"
 #include "ff_backend_pool.h"
@@ -257,6 +258,7 @@ typedef struct half_job {
     const ff_pool2d_params *p;
     int64_t planes, n_slots, batch, slot_floats; /* slot_floats: one plane of every view */
     float *scratch;
+    int bf16_2x2; /* pool_bf16_2x2's case: no tiles */
 } half_job;
 
 enum { HALF_TILE_FLOATS = 16384 }; /* a batch's tiles: 64 KiB, within L2 */
@@ -297,9 +299,69 @@ static ff_view tile_view(const ff_view *v, int64_t nb, float *t)
     return tv;
 }
 
+static float bf16_wide(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* BF16 (widening is a shift), contiguous, 2 x 2 windows at stride 2 without padding: the
+ * CNN's max pooling straight on the halves, the f32 tiled loops' exact decisions. The
+ * forward's max is an input, so its bits are the result; a NaN window writes what the
+ * detour's rounding of NAN writes (nan_bits). The backward writes gy's bits where the
+ * f32 gradient would be gy widened (a NaN gy is rounded as the detour rounds it). */
+static void pool_bf16_2x2(const half_job *h, int64_t pl, uint16_t nan_bits)
+{
+    int fwd = h->op == FF_POOL2D_MAX_FORWARD;
+    const ff_view *xv = fwd ? &h->src[0] : h->dst, *yv = fwd ? h->dst : &h->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    uint16_t *x = (uint16_t *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+    uint16_t *y = (uint16_t *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+    const uint16_t *xs = fwd ? NULL : (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * H * W;
+    const uint16_t *ys = fwd ? NULL : (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * OH * OW;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        uint16_t *r0 = x + 2 * oh * W, *r1 = r0 + W, *yo = y + oh * OW;
+        if (fwd) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float a = bf16_wide(r0[2 * ow]), b = bf16_wide(r0[2 * ow + 1]);
+                float c = bf16_wide(r1[2 * ow]), d = bf16_wide(r1[2 * ow + 1]);
+                float m = a > b ? a : b, n = c > d ? c : d;
+                m = m > n ? m : n;
+                uint32_t u;
+                memcpy(&u, &m, sizeof u);
+                yo[ow] = (a != a || b != b || c != c || d != d) ? nan_bits : (uint16_t)(u >> 16);
+            }
+            continue;
+        }
+        const uint16_t *p0 = xs + 2 * oh * W, *p1 = p0 + W, *ym = ys + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float m = bf16_wide(ym[ow]), a = bf16_wide(p0[2 * ow]), b = bf16_wide(p0[2 * ow + 1]);
+            float c = bf16_wide(p1[2 * ow]), d = bf16_wide(p1[2 * ow + 1]), gf = bf16_wide(yo[ow]);
+            int k = m == m ? (a == m ? 0 : b == m ? 1 : c == m ? 2 : d == m ? 3 : -1)
+                           : (d != d ? 3 : c != c ? 2 : b != b ? 1 : a != a ? 0 : -1);
+            uint16_t g = yo[ow];
+            if (gf != gf) blas_f32_to_half(FF_BF16, 1, &g, &gf);
+            uint16_t *q0 = r0 + 2 * ow, *q1 = r1 + 2 * ow;
+            q0[0] = k == 0 ? g : 0, q0[1] = k == 1 ? g : 0, q1[0] = k == 2 ? g : 0, q1[1] = k == 3 ? g : 0;
+        }
+        for (int64_t w = 2 * OW; w < W; w++) r0[w] = 0, r1[w] = 0;
+    }
+    if (!fwd)
+        for (int64_t i = 2 * OH * W; i < H * W; i++) x[i] = 0;
+}
+
 static void pool_half_task(void *arg, int64_t s0, int64_t s1)
 {
     const half_job *h = arg;
+    if (h->bf16_2x2) {
+        float nan = NAN;
+        uint16_t nan_bits;
+        blas_f32_to_half(FF_BF16, 1, &nan_bits, &nan);
+        for (int64_t pl = s0; pl < s1; pl++) pool_bf16_2x2(h, pl, nan_bits); /* [s0, s1): planes here */
+        return;
+    }
     for (int64_t s = s0; s < s1; s++) {
         int64_t end = (s + 1) * h->planes / h->n_slots;
         for (int64_t pl = s * h->planes / h->n_slots; pl < end; pl += h->batch) {
@@ -341,11 +403,20 @@ static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_vie
 {
     ff_status st = pool_half_check(c ? c->host : NULL, op, dst, src, n_src, p);
     if (st) return st;
-    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL};
+    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL, 0};
     for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
     if (h.planes == 0) return FF_OK;
     h.n_slots = c && c->nthreads < h.planes ? c->nthreads : h.planes;
     if (h.n_slots < 1) h.n_slots = 1;
+    int fast = dst->dtype == FF_BF16 && blas_view_contiguous(dst) &&
+               (op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST) && p->kernel[0] == 2 &&
+               p->kernel[1] == 2 && p->stride[0] == 2 && p->stride[1] == 2 && p->padding[0] == 0 && p->padding[1] == 0;
+    for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
+    if (fast) {
+        h.bf16_2x2 = 1;
+        blas_parallel_for(c, h.planes, 2, 1, pool_half_task, &h);
+        return FF_OK;
+    }
     h.batch = h.slot_floats ? HALF_TILE_FLOATS / h.slot_floats : 1;
     if (h.batch < 1) h.batch = 1;
     h.scratch = malloc((size_t)(h.n_slots * h.batch * h.slot_floats + 1) * sizeof(float));
