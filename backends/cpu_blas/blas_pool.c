@@ -2,7 +2,9 @@
  * plane (one (n, c)) with plain pointer loops, planes split across the pool; the
  * gradient of a max window goes to one element (MAX_BACKWARD_FIRST, PyTorch's rule) or,
  * for ABI v1's op, is split evenly among its maxima, without a mask or a window stack in
- * memory. Anything else: the shared strided loops of ff_backend_pool.h. */
+ * memory. Anything else: the shared strided loops of ff_backend_pool.h. F16/BF16 max and
+ * avg (not adaptive): the f32 plane loops on widened tiles, or bf16 2 x 2 max straight on
+ * the halves; either way the core's f32 detour's values bit for bit (see half_job). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
