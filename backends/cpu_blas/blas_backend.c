@@ -139,7 +139,7 @@ static void blas_shutdown(void *ctx)
  * rounded once, as the core's f32 detour gives it. Declined, so the core detours: random
  * (the detour's double rounding through f32 is the reference's value), scatter_add
  * (the detour rounds the f32 sums once, per-add rounding in half would not), the
- * optional entries past softmax, and fused programs (the core runs them op by op
+ * optional entries past softmax but max/avg pool2d, and fused programs (the core runs them op by op
  * through the half entries). FF_BLAS_HALF=0 declines everything but copy and fill, to
  * measure or check against the detour. */
 static int blas_half_supports(ff_op_kind kind, int op, ff_dtype dtype)
@@ -158,6 +158,10 @@ static int blas_half_supports(ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
     case FF_KIND_MATMUL: case FF_KIND_WHERE: case FF_KIND_GATHER: return op == 0;
     case FF_KIND_SOFTMAX: return op == 0 || op == 1;
+    case FF_KIND_POOL2D: /* max and avg in f32 tiles per plane (blas_pool.c); adaptive declined: the
+                          * core composes it on halves (the reference too), rounding per op */
+        return op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_MAX_BACKWARD || op == FF_POOL2D_AVG_FORWARD ||
+               op == FF_POOL2D_AVG_BACKWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST;
     case FF_KIND_ATTENTION: return op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD; /* f32 tiles */
     case FF_KIND_CONV2D: return blas_conv2d_supported(op, dtype); /* bf16 on oneDNN */
     case FF_KIND_BATCH_NORM: return ffb_batch_norm_supported(op, dtype); /* f32 [C] views */

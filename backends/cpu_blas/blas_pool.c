@@ -2,8 +2,12 @@
  * plane (one (n, c)) with plain pointer loops, planes split across the pool; the
  * gradient of a max window goes to one element (MAX_BACKWARD_FIRST, PyTorch's rule) or,
  * for ABI v1's op, is split evenly among its maxima, without a mask or a window stack in
- * memory. Anything else: the shared strided loops of ff_backend_pool.h. */
+ * memory. Anything else: the shared strided loops of ff_backend_pool.h. F16/BF16 max and
+ * avg (not adaptive): the f32 plane loops on widened tiles, or bf16 2 x 2 max straight on
+ * the halves; either way the core's f32 detour's values bit for bit (see half_job). */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "blas_impl.h"
 #include "ff_backend_pool.h"
@@ -243,8 +247,192 @@ static void pool_strided_task(void *arg, int64_t p0, int64_t p1)
     ffb_pool2d_planes(j->op, j->dst, j->src, j->p, p0, p1);
 }
 
+/* F16/BF16: batches of (n, c) planes of every view are widened into contiguous f32
+ * tiles, pooled by the f32 plane loops above and the output rounded once. The core's f32
+ * detour hands those same loops contiguous f32 copies, so the results are its bit for
+ * bit (max picks an input, so it is exact; averages and split gradients sum in f32 and
+ * round once), while the tiles stay in cache and nothing tensor-sized is allocated.
+ * Whole batches convert in one call where a view is contiguous: per row, the 7- and
+ * 14-wide rows of a small CNN would convert mostly in the converters' scalar tails. */
+typedef struct half_job {
+    int op, n_src;
+    const ff_view *dst, *src;
+    const ff_pool2d_params *p;
+    int64_t planes, n_slots, batch, slot_floats; /* slot_floats: one plane of every view */
+    float *scratch;
+    int bf16_2x2; /* pool_bf16_2x2's case: no tiles */
+} half_job;
+
+enum { HALF_TILE_FLOATS = 16384 }; /* a batch's tiles: 64 KiB, within L2 */
+
+static int64_t plane_numel(const ff_view *v) { return v->shape[2] * v->shape[3]; }
+
+/* Planes [pl, pl + nb) of v from or to the contiguous tile t. */
+static void planes_move(const ff_view *v, int64_t pl, int64_t nb, float *t, int store)
+{
+    int64_t C = v->shape[1], H = v->shape[2], W = v->shape[3], s3 = v->strides[3];
+    if (blas_view_contiguous(v)) {
+        uint16_t *b = (uint16_t *)v->buf + v->offset + pl * H * W;
+        if (store) blas_f32_to_half(v->dtype, nb * H * W, b, t);
+        else blas_half_to_f32(v->dtype, nb * H * W, t, b);
+        return;
+    }
+    for (int64_t q = pl; q < pl + nb; q++) {
+        uint16_t *b = (uint16_t *)v->buf + v->offset + q / C * v->strides[0] + q % C * v->strides[1];
+        for (int64_t h = 0; h < H; h++, t += W) {
+            uint16_t *r = b + h * v->strides[2];
+            if (s3 == 1 || W == 1) {
+                if (store) blas_f32_to_half(v->dtype, W, r, t);
+                else blas_half_to_f32(v->dtype, W, t, r);
+            } else
+                for (int64_t w = 0; w < W; w++) {
+                    if (store) blas_f32_to_half(v->dtype, 1, r + w * s3, t + w);
+                    else blas_half_to_f32(v->dtype, 1, t + w, r + w * s3);
+                }
+        }
+    }
+}
+
+static ff_view tile_view(const ff_view *v, int64_t nb, float *t)
+{
+    ff_view tv = {.buf = t, .offset = 0, .dtype = FF_F32, .ndim = 4,
+                  .shape = {1, nb, v->shape[2], v->shape[3]},
+                  .strides = {nb * plane_numel(v), plane_numel(v), v->shape[3], 1}};
+    return tv;
+}
+
+static float bf16_wide(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* BF16 (widening is a shift), contiguous, 2 x 2 windows at stride 2 without padding: the
+ * CNN's max pooling straight on the halves, the f32 tiled loops' exact decisions. The
+ * forward's max is an input, so its bits are the result; a NaN window writes what the
+ * detour's rounding of NAN writes (nan_bits). The backward writes gy's bits where the
+ * f32 gradient would be gy widened (a NaN gy is rounded as the detour rounds it). */
+static void pool_bf16_2x2(const half_job *h, int64_t pl, uint16_t nan_bits)
+{
+    int fwd = h->op == FF_POOL2D_MAX_FORWARD;
+    const ff_view *xv = fwd ? &h->src[0] : h->dst, *yv = fwd ? h->dst : &h->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    uint16_t *x = (uint16_t *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+    uint16_t *y = (uint16_t *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+    const uint16_t *xs = fwd ? NULL : (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * H * W;
+    const uint16_t *ys = fwd ? NULL : (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * OH * OW;
+    for (int64_t oh = 0; oh < OH; oh++) {
+        uint16_t *r0 = x + 2 * oh * W, *r1 = r0 + W, *yo = y + oh * OW;
+        if (fwd) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float a = bf16_wide(r0[2 * ow]), b = bf16_wide(r0[2 * ow + 1]);
+                float c = bf16_wide(r1[2 * ow]), d = bf16_wide(r1[2 * ow + 1]);
+                float m = a > b ? a : b, n = c > d ? c : d;
+                m = m > n ? m : n;
+                uint32_t u;
+                memcpy(&u, &m, sizeof u);
+                yo[ow] = (a != a || b != b || c != c || d != d) ? nan_bits : (uint16_t)(u >> 16);
+            }
+            continue;
+        }
+        const uint16_t *p0 = xs + 2 * oh * W, *p1 = p0 + W, *ym = ys + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float m = bf16_wide(ym[ow]), a = bf16_wide(p0[2 * ow]), b = bf16_wide(p0[2 * ow + 1]);
+            float c = bf16_wide(p1[2 * ow]), d = bf16_wide(p1[2 * ow + 1]), gf = bf16_wide(yo[ow]);
+            int k = m == m ? (a == m ? 0 : b == m ? 1 : c == m ? 2 : d == m ? 3 : -1)
+                           : (d != d ? 3 : c != c ? 2 : b != b ? 1 : a != a ? 0 : -1);
+            uint16_t g = yo[ow];
+            if (gf != gf) blas_f32_to_half(FF_BF16, 1, &g, &gf);
+            uint16_t *q0 = r0 + 2 * ow, *q1 = r1 + 2 * ow;
+            q0[0] = k == 0 ? g : 0, q0[1] = k == 1 ? g : 0, q1[0] = k == 2 ? g : 0, q1[1] = k == 3 ? g : 0;
+        }
+        for (int64_t w = 2 * OW; w < W; w++) r0[w] = 0, r1[w] = 0;
+    }
+    if (!fwd)
+        for (int64_t i = 2 * OH * W; i < H * W; i++) x[i] = 0;
+}
+
+static void pool_half_task(void *arg, int64_t s0, int64_t s1)
+{
+    const half_job *h = arg;
+    if (h->bf16_2x2) {
+        float nan = NAN;
+        uint16_t nan_bits;
+        blas_f32_to_half(FF_BF16, 1, &nan_bits, &nan);
+        for (int64_t pl = s0; pl < s1; pl++) pool_bf16_2x2(h, pl, nan_bits); /* [s0, s1): planes here */
+        return;
+    }
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t end = (s + 1) * h->planes / h->n_slots;
+        for (int64_t pl = s * h->planes / h->n_slots; pl < end; pl += h->batch) {
+            int64_t nb = end - pl < h->batch ? end - pl : h->batch;
+            float *t = h->scratch + s * h->batch * h->slot_floats;
+            ff_view td = tile_view(h->dst, nb, t), ts[3];
+            t += nb * plane_numel(h->dst);
+            for (int i = 0; i < h->n_src; i++) {
+                ts[i] = tile_view(&h->src[i], nb, t), t += nb * plane_numel(&h->src[i]);
+                planes_move(&h->src[i], pl, nb, ts[i].buf, 0);
+            }
+            pool_job j = {h->op, &td, ts, h->p};
+            if (ffb_pool2d_is_adaptive(h->op)) adaptive_f32_task(&j, 0, nb);
+            else pool_f32_task(&j, 0, nb);
+            planes_move(h->dst, pl, nb, td.buf, 1); /* every op overwrites all of dst */
+        }
+    }
+}
+
+/* ffb_pool2d_check on the f32 twins of the views (it refuses halves), after checking
+ * that every view holds dst's half dtype. */
+static ff_status pool_half_check(const ff_host_api *host, int op, const ff_view *dst, const ff_view *src, int n_src,
+                                 const ff_pool2d_params *p)
+{
+    ff_view d32, s32[3];
+    if (!dst || !src || n_src < 1 || n_src > 3) return ffb_pool2d_check(host, "cpu_blas", op, dst, src, n_src, p);
+    d32 = *dst, d32.dtype = FF_F32;
+    for (int i = 0; i < n_src; i++) {
+        if (src[i].dtype != dst->dtype)
+            return ffb_fail(host, FF_ERR_INVALID, "cpu_blas pool2d: input %d is %s, dst %s (want one dtype)", i,
+                            ffb_dtype_name(src[i].dtype), ffb_dtype_name(dst->dtype));
+        s32[i] = src[i], s32[i].dtype = FF_F32;
+    }
+    return ffb_pool2d_check(host, "cpu_blas", op, &d32, s32, n_src, p);
+}
+
+static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_view *src, int n_src,
+                           const ff_pool2d_params *p)
+{
+    ff_status st = pool_half_check(c ? c->host : NULL, op, dst, src, n_src, p);
+    if (st) return st;
+    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL, 0};
+    for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
+    if (h.planes == 0) return FF_OK;
+    h.n_slots = c && c->nthreads < h.planes ? c->nthreads : h.planes;
+    if (h.n_slots < 1) h.n_slots = 1;
+    int fast = dst->dtype == FF_BF16 && blas_view_contiguous(dst) &&
+               (op == FF_POOL2D_MAX_FORWARD || op == FF_POOL2D_MAX_BACKWARD_FIRST) && p->kernel[0] == 2 &&
+               p->kernel[1] == 2 && p->stride[0] == 2 && p->stride[1] == 2 && p->padding[0] == 0 && p->padding[1] == 0;
+    for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
+    if (fast) {
+        h.bf16_2x2 = 1;
+        blas_parallel_for(c, h.planes, 2, 1, pool_half_task, &h);
+        return FF_OK;
+    }
+    h.batch = h.slot_floats ? HALF_TILE_FLOATS / h.slot_floats : 1;
+    if (h.batch < 1) h.batch = 1;
+    h.scratch = malloc((size_t)(h.n_slots * h.batch * h.slot_floats + 1) * sizeof(float));
+    if (!h.scratch)
+        return ffb_fail(c ? c->host : NULL, FF_ERR_OOM, "cpu_blas pool2d: no memory for %lld f32 tiles of %lld",
+                        (long long)h.n_slots, (long long)h.slot_floats);
+    blas_parallel_for(c, h.n_slots, 2, 1, pool_half_task, &h);
+    free(h.scratch);
+    return FF_OK;
+}
+
 ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
+    if (dst && ffb_is_half(dst->dtype)) return pool_half(ctx, op, dst, src, n_src, p);
     ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p);
     if (st) return st;
     int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
