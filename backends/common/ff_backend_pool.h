@@ -29,21 +29,24 @@ static inline void ffb_adaptive_window(int64_t i, int64_t in, int64_t out, int64
 
 static inline int64_t ffb_pool_out(int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; }
 
-/* The entry's argument checks, with messages "<backend> pool2d: ...". */
+/* The entry's argument checks, with messages "<backend> pool2d: ...". dtype_ok(op, x's
+ * dtype) says which dtypes the backend's kernels take (ffb_pool2d_supported: the float
+ * dtypes the shared loops read; a backend with its own half kernels widens it). */
 static inline ff_status ffb_pool2d_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
-                                         const ff_view *src, int n_src, const ff_pool2d_params *p)
+                                         const ff_view *src, int n_src, const ff_pool2d_params *p,
+                                         int (*dtype_ok)(int op, ff_dtype t))
 {
     static const int want[FF_POOL2D_COUNT] = {1, 3, 1, 1, 3, 1, 1};
     if (op < 0 || op >= FF_POOL2D_COUNT) return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: invalid op %d", backend, op);
     if (!dst || !src || !p || n_src != want[op])
         return ffb_fail(host, FF_ERR_INVALID, "%s pool2d: op %d takes %d inputs, got %d", backend, op, want[op], n_src);
     ff_status st;
-    if ((st = ffb_check_view(host, backend, "pool2d", "dst", dst))) return st;
+    if ((st = ffb_check_view_as(host, backend, "pool2d", "dst", dst, dst && dtype_ok(op, dst->dtype)))) return st;
     for (int i = 0; i < n_src; i++)
-        if ((st = ffb_check_view(host, backend, "pool2d", "src", &src[i]))) return st;
+        if ((st = ffb_check_view_as(host, backend, "pool2d", "src", &src[i], dtype_ok(op, src[i].dtype)))) return st;
     int fwd = ffb_pool2d_is_forward(op), adaptive = ffb_pool2d_is_adaptive(op);
     const ff_view *x = fwd ? &src[0] : dst, *y = fwd ? dst : &src[0]; /* the big and the pooled shape */
-    if (!ffb_pool2d_supported(op, x->dtype))
+    if (!dtype_ok(op, x->dtype))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s pool2d: not supported on %s", backend, ffb_dtype_name(x->dtype));
     if (adaptive && (x->ndim != 4 || y->ndim != 4 || x->shape[0] != y->shape[0] || x->shape[1] != y->shape[1] ||
                      x->shape[2] < 1 || x->shape[3] < 1))

@@ -4,7 +4,8 @@
 
 ff_status cpu_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
-    ff_status st = ffb_pool2d_check(ctx ? ((cpu_ctx *)ctx)->host : NULL, "cpu", op, dst, src, n_src, p);
+    ff_status st =
+        ffb_pool2d_check(ctx ? ((cpu_ctx *)ctx)->host : NULL, "cpu", op, dst, src, n_src, p, ffb_pool2d_supported);
     if (st) return st;
     const ff_view *x = ffb_pool2d_is_forward(op) ? &src[0] : dst;
     ffb_pool2d_planes(op, dst, src, p, 0, x->shape[0] * x->shape[1]);

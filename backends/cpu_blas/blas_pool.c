@@ -383,27 +383,18 @@ static void pool_half_task(void *arg, int64_t s0, int64_t s1)
     }
 }
 
-/* ffb_pool2d_check on the f32 twins of the views (it refuses halves), after checking
- * that every view holds dst's half dtype. */
-static ff_status pool_half_check(const ff_host_api *host, int op, const ff_view *dst, const ff_view *src, int n_src,
-                                 const ff_pool2d_params *p)
+/* The dtypes the entry takes: the shared loops' float ones, and F16/BF16 for max and avg
+ * (the f32 tiles above); adaptive pooling on halves is declined (blas_half_supports). */
+static int pool_dtype_ok(int op, ff_dtype t)
 {
-    ff_view d32, s32[3];
-    if (!dst || !src || n_src < 1 || n_src > 3) return ffb_pool2d_check(host, "cpu_blas", op, dst, src, n_src, p);
-    d32 = *dst, d32.dtype = FF_F32;
-    for (int i = 0; i < n_src; i++) {
-        if (src[i].dtype != dst->dtype)
-            return ffb_fail(host, FF_ERR_INVALID, "cpu_blas pool2d: input %d is %s, dst %s (want one dtype)", i,
-                            ffb_dtype_name(src[i].dtype), ffb_dtype_name(dst->dtype));
-        s32[i] = src[i], s32[i].dtype = FF_F32;
-    }
-    return ffb_pool2d_check(host, "cpu_blas", op, &d32, s32, n_src, p);
+    return ffb_pool2d_supported(op, t) ||
+           (ffb_is_half(t) && op >= 0 && op < FF_POOL2D_COUNT && !ffb_pool2d_is_adaptive(op));
 }
 
 static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_view *src, int n_src,
                            const ff_pool2d_params *p)
 {
-    ff_status st = pool_half_check(c ? c->host : NULL, op, dst, src, n_src, p);
+    ff_status st = ffb_pool2d_check(c ? c->host : NULL, "cpu_blas", op, dst, src, n_src, p, pool_dtype_ok);
     if (st) return st;
     half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL, 0};
     for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
@@ -433,7 +424,8 @@ static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_vie
 ff_status blas_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src, const ff_pool2d_params *p)
 {
     if (dst && ffb_is_half(dst->dtype)) return pool_half(ctx, op, dst, src, n_src, p);
-    ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p);
+    ff_status st = ffb_pool2d_check(ctx ? ((blas_ctx *)ctx)->host : NULL, "cpu_blas", op, dst, src, n_src, p,
+                                    pool_dtype_ok);
     if (st) return st;
     int fast = dst->dtype == FF_F32 && blas_view_contiguous(dst);
     for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
