@@ -63,6 +63,7 @@ def main():
             def ff_step():
                 fx.grad = fw.grad = fb.grad = None
                 ff.nn.functional.layer_norm(fx, shape[1:], fw, fb).backward(fg)
+                fb.grad[0].item()  # one element read back: an asynchronous device (opencl) finishes the step
 
             def ff_composed():
                 os.environ["FF_LAYER_NORM"] = "compose"  # read per call; one thread, no race

@@ -23,7 +23,8 @@ static void describe(ff_backend *be, int verbose)
            ff_backend_abi_version(be), ff_backend_abi_step(be),
            ff_backend_abi_step(be) < FF_ABI_STEP ? ": older rules, see backend_abi.h" : "", ff_backend_path(be));
     if (ff_backend_description(be)[0]) printf("    %s\n", ff_backend_description(be));
-    printf("    optional entries: softmax %s, conv2d %s\n", ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)",
+    printf("    optional entries: softmax %s, conv2d %s (-v: every entry, by dtype)\n",
+           ff_backend_has_softmax(be) ? "yes" : "no (composed by the core)",
            ff_backend_has_conv2d(be) ? "yes" : "no (composed by the core)");
     if (!verbose) return;
     char dev[512];
