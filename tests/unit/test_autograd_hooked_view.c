@@ -2,37 +2,13 @@
  * may stop backward with a status; without grad it is a plain view and never calls back. */
 #include "ff_test.h"
 
-typedef struct {
-    int calls;
-    double seen[4];
-    double scale; /* != 0: pass back grad * scale instead */
-    ff_status fail;
-} hook_state;
-
-static ff_status record_hook(const ff_tensor *grad, ff_tensor **replace, void *user)
-{
-    hook_state *h = user;
-    double v[4] = {0};
-    if (ff_test_values(grad, v, 4) != 0) return FF_ERR_INVALID;
-    h->seen[0] = v[0];
-    h->seen[1] = v[1];
-    h->calls++;
-    if (h->fail) return h->fail;
-    if (h->scale != 0) {
-        ff_tensor *s = ff_scalar_tensor(h->scale, FF_F64);
-        *replace = ff_mul(grad, s);
-        ff_tensor_release(s);
-    }
-    return FF_OK;
-}
-
 static void test_hook_sees_and_replaces_the_gradient(void)
 {
     ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(1, 2));
     ff_set_requires_grad(x, true);
-    hook_state h = {0};
+    ff_test_hook h = {0};
     /* y = sum(3 * view(x) * x): the view's gradient is 3x, x gets 3x (direct) + 3x (view) */
-    ff_tensor *v = ff_hooked_view(x, record_hook, &h);
+    ff_tensor *v = ff_hooked_view(x, ff_test_record_hook, &h);
     CHECK(v && ff_tensor_shares_storage(v, x) && strcmp(ff_grad_fn_name(v), "hooked_view") == 0);
     ff_tensor *three = ff_scalar_tensor(3.0, FF_F64), *a = ff_mul(v, three), *b = ff_mul(a, x);
     ff_tensor *y = ff_sum(b, 0, NULL, false);
@@ -43,8 +19,8 @@ static void test_hook_sees_and_replaces_the_gradient(void)
     RELEASE(v, a, b, y, g);
     /* a replacement is what flows on: the view's share doubled */
     ff_zero_grad(x);
-    hook_state h2 = {.scale = 2.0};
-    ff_tensor *v2 = ff_hooked_view(x, record_hook, &h2), *a2 = ff_mul(v2, three), *b2 = ff_mul(a2, x);
+    ff_test_hook h2 = {.scale = 2.0};
+    ff_tensor *v2 = ff_hooked_view(x, ff_test_record_hook, &h2), *a2 = ff_mul(v2, three), *b2 = ff_mul(a2, x);
     ff_tensor *y2 = ff_sum(b2, 0, NULL, false);
     CHECK(ff_backward(y2, NULL, NULL) == FF_OK);
     ff_tensor *g2 = ff_grad(x);
@@ -57,8 +33,8 @@ static void test_failing_hook_stops_backward(void)
 {
     ff_tensor *x = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(1, 2, 3));
     ff_set_requires_grad(x, true);
-    hook_state h = {.fail = FF_ERR_INVALID};
-    ff_tensor *v = ff_hooked_view(x, record_hook, &h), *y = ff_sum(v, 0, NULL, false);
+    ff_test_hook h = {.fail = FF_ERR_INVALID};
+    ff_tensor *v = ff_hooked_view(x, ff_test_record_hook, &h), *y = ff_sum(v, 0, NULL, false);
     CHECK_ERROR(ff_backward(y, NULL, NULL) != FF_OK, FF_ERR_INVALID, "hook failed");
     ff_tensor *g = ff_grad(x);
     CHECK(h.calls == 1 && g == NULL); /* nothing reached x */
@@ -67,17 +43,17 @@ static void test_failing_hook_stops_backward(void)
 
 static void test_plain_view_without_grad(void)
 {
-    hook_state h = {0};
+    ff_test_hook h = {0};
     ff_tensor *x = ff_test_tensor(FF_F32, 1, SHAPE(2), VALS(1, 2));
-    ff_tensor *v = ff_hooked_view(x, record_hook, &h);
+    ff_tensor *v = ff_hooked_view(x, ff_test_record_hook, &h);
     CHECK(v && !ff_requires_grad(v) && ff_grad_fn_name(v) == NULL && ff_tensor_shares_storage(v, x));
     ff_set_requires_grad(x, true);
     bool prev = ff_set_grad_enabled(false);
-    ff_tensor *w = ff_hooked_view(x, record_hook, &h);
+    ff_tensor *w = ff_hooked_view(x, ff_test_record_hook, &h);
     ff_set_grad_enabled(prev);
     CHECK(w && !ff_requires_grad(w) && h.calls == 0);
     CHECK_ERROR(ff_hooked_view(x, NULL, &h) == NULL, FF_ERR_INVALID, "ff_hooked_view");
-    CHECK_ERROR(ff_hooked_view(NULL, record_hook, &h) == NULL, FF_ERR_INVALID, "ff_hooked_view");
+    CHECK_ERROR(ff_hooked_view(NULL, ff_test_record_hook, &h) == NULL, FF_ERR_INVALID, "ff_hooked_view");
     RELEASE(x, v, w);
 }
 

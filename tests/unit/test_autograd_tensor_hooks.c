@@ -3,40 +3,17 @@
  * hooks; removal, failures and the lists' memory (freed with the tensor, for LSan). */
 #include "ff_test.h"
 
-typedef struct {
-    int calls;
-    double seen[2];
-    double scale; /* != 0: pass back grad * scale instead */
-    ff_status fail;
-} hook_state;
-
-static ff_status record_hook(const ff_tensor *grad, ff_tensor **replace, void *user)
-{
-    hook_state *h = user;
-    double v[2] = {0};
-    if (ff_test_values(grad, v, 2) != 0) return FF_ERR_INVALID;
-    h->seen[0] = v[0], h->seen[1] = v[1];
-    h->calls++;
-    if (h->fail) return h->fail;
-    if (h->scale != 0) {
-        ff_tensor *s = ff_scalar_tensor(h->scale, FF_F64);
-        *replace = ff_mul(grad, s);
-        ff_tensor_release(s);
-    }
-    return FF_OK;
-}
-
 static void test_hook_sees_every_use_and_replaces(void)
 {
     ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(1, 2));
     ff_set_requires_grad(x, true);
     ff_tensor *two = ff_scalar_tensor(2.0, FF_F64), *y = ff_mul(x, two);
     ff_tensor *early = ff_mul(y, y); /* a use made before the hook: still in y's gradient */
-    hook_state seen = {0}, doubler = {.scale = 2.0}, after = {0};
-    CHECK(ff_tensor_register_hook(y, record_hook, &seen) > 0);
+    ff_test_hook seen = {0}, doubler = {.scale = 2.0}, after = {0};
+    CHECK(ff_tensor_register_hook(y, ff_test_record_hook, &seen) > 0);
     CHECK(ff_retain_grad(y) == FF_OK && ff_retains_grad(y) && ff_retains_grad(x));
-    int64_t id = ff_tensor_register_hook(y, record_hook, &doubler);
-    CHECK(id > 0 && ff_tensor_register_hook(y, record_hook, &after) > id);
+    int64_t id = ff_tensor_register_hook(y, ff_test_record_hook, &doubler);
+    CHECK(id > 0 && ff_tensor_register_hook(y, ff_test_record_hook, &after) > id);
     ff_tensor *s = ff_add(early, y), *l = ff_sum(s, 0, NULL, false); /* dl/dy = 2y + 1 = 5, 9 */
     ff_backward_opts keep = {.retain_graph = true};
     CHECK(ff_backward(l, NULL, &keep) == FF_OK);
@@ -61,15 +38,15 @@ static void test_hook_sees_every_use_and_replaces(void)
 static void test_errors_leave_grad_alone(void)
 {
     ff_tensor *c = ff_test_tensor(FF_F32, 1, SHAPE(2), VALS(1, 2));
-    hook_state h = {0};
-    CHECK_ERROR(ff_tensor_register_hook(c, record_hook, &h) < 0, FF_ERR_AUTOGRAD, "does not require grad");
+    ff_test_hook h = {0};
+    CHECK_ERROR(ff_tensor_register_hook(c, ff_test_record_hook, &h) < 0, FF_ERR_AUTOGRAD, "does not require grad");
     CHECK_ERROR(ff_retain_grad(c) != FF_OK, FF_ERR_AUTOGRAD, "does not require grad");
-    CHECK_ERROR(ff_tensor_register_hook(NULL, record_hook, &h) < 0, FF_ERR_INVALID, "must not be NULL");
+    CHECK_ERROR(ff_tensor_register_hook(NULL, ff_test_record_hook, &h) < 0, FF_ERR_INVALID, "must not be NULL");
     ff_set_requires_grad(c, true);
     CHECK_ERROR(ff_tensor_register_hook(c, NULL, &h) < 0, FF_ERR_INVALID, "must not be NULL");
     ff_tensor *y = ff_exp(c), *l = ff_sum(y, 0, NULL, false);
-    hook_state failing = {.fail = FF_ERR_INVALID};
-    CHECK(ff_tensor_register_hook(y, record_hook, &failing) > 0);
+    ff_test_hook failing = {.fail = FF_ERR_INVALID};
+    CHECK(ff_tensor_register_hook(y, ff_test_record_hook, &failing) > 0);
     CHECK_ERROR(ff_backward(l, NULL, NULL) != FF_OK, FF_ERR_INVALID, "tensor hook failed");
     ff_tensor *g = ff_grad(c);
     CHECK(g == NULL && failing.calls == 1);

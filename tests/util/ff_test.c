@@ -107,3 +107,19 @@ double ff_test_max_diff(const ff_tensor *a, const ff_tensor *b)
     free(x), free(y);
     return m;
 }
+
+ff_status ff_test_record_hook(const ff_tensor *grad, ff_tensor **replace, void *user)
+{
+    ff_test_hook *h = user;
+    double v[4] = {0};
+    if (ff_test_values(grad, v, 4) != 0) return FF_ERR_INVALID;
+    for (int i = 0; i < 4; i++) h->seen[i] = v[i];
+    h->calls++;
+    if (h->fail) return h->fail;
+    if (h->scale != 0) {
+        ff_tensor *s = ff_scalar_tensor(h->scale, FF_F64);
+        *replace = ff_mul(grad, s);
+        ff_tensor_release(s);
+    }
+    return FF_OK;
+}

@@ -72,6 +72,17 @@ void ff_test_release_all(ff_tensor **ts, size_t n);
 ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values);
 /* Reads all elements (row-major) as doubles into out (numel entries). */
 int ff_test_values(const ff_tensor *t, double *out, int64_t max);
+/* A gradient hook for the autograd hook tests (ff_tensor_register_hook, ff_hooked_view):
+ * ff_test_record_hook counts its calls, keeps the first four gradient values (a gradient
+ * of more is FF_ERR_INVALID), then fails with `fail` when set, or passes back
+ * grad * scale when scale != 0. user is an ff_test_hook. */
+typedef struct ff_test_hook {
+    int calls;
+    double seen[4];
+    double scale;
+    ff_status fail;
+} ff_test_hook;
+ff_status ff_test_record_hook(const ff_tensor *grad, ff_tensor **replace, void *user);
 /* Largest |a - b| over the elements in row-major order; a NaN difference, a NULL tensor or
  * different element counts give infinity (two empty tensors give 0). */
 double ff_test_max_diff(const ff_tensor *a, const ff_tensor *b);
