@@ -1,7 +1,8 @@
-/* The optimizers' fused step (nn/optim_fused.c, core/kernel_fused.c): Adam and AdamW
- * run fused give p, m and v bit for bit as the composition does (weight decay on and
- * off, a changing lr, a transposed gradient, a 0-d parameter, f32 and f64, on cpu and
- * cpu_blas), and the fused path is counted, so none of this passes without it running.
+/* The optimizers' fused step (nn/optim_fused.c, core/kernel_fused.c): Adam, AdamW and
+ * SGD run fused give p and their state (m, v; the momentum buffer) bit for bit as the
+ * composition does (weight decay on and off, momentum, dampening, Nesterov, a changing lr,
+ * a transposed gradient, a 0-d parameter, f32 and f64, on cpu and cpu_blas), and the
+ * fused path is counted, so none of this passes without it running.
  * A capture still sees (and replays) the composition; unsafe aliasing falls back; the
  * in-place write is visible to autograd; the wrapper refuses malformed programs. */
 #include <stdlib.h>
@@ -49,18 +50,33 @@ static ff_tensor *grad_for(int i, int s, ff_dtype dt)
     return i == 1 ? ff_rand_uniform(0, NULL, dt, -1, 1, seed) : ff_rand_uniform(1, SHAPE(70000), dt, -1, 1, seed);
 }
 
-/* variant: 0 Adam, 1 Adam + weight decay, 2 AdamW, 3 AdamW without decay. Four steps,
- * the lr halved before the third; returns clones of p, m, v. */
-static run run_adam(int variant, ff_dtype dt, bool fused, int64_t *fused_steps)
+/* An optimizer over ps: family 0, variant 0 Adam, 1 Adam + weight decay, 2 AdamW, 3 AdamW
+ * without decay; family 1 SGD, variant 0 plain, 1 weight decay, 2 momentum + dampening +
+ * decay, 3 Nesterov + decay. */
+static ff_optimizer *make_opt(int family, int variant, ff_tensor *const *ps)
+{
+    if (family == 0) {
+        ff_adam_opts o = ff_adam_defaults(1e-2);
+        o.weight_decay = variant == 1 || variant == 2 ? 0.05 : 0.0;
+        return variant < 2 ? ff_adam(ps, NP, &o) : ff_adamw(ps, NP, &o);
+    }
+    ff_sgd_opts o = ff_sgd_defaults(0.1);
+    o.weight_decay = variant > 0 ? 0.01 : 0.0;
+    o.momentum = variant > 1 ? 0.9 : 0.0;
+    o.dampening = variant == 2 ? 0.25 : 0.0; /* 1 - dampening != momentum */
+    o.nesterov = variant == 3;
+    return ff_sgd(ps, NP, &o);
+}
+
+/* Four steps, the lr halved before the third; returns clones of p and the state. */
+static run run_opt(int family, int variant, ff_dtype dt, bool fused, int64_t *fused_steps)
 {
     run r;
     memset(&r, 0, sizeof r);
     ff_tensor *ps[NP] = {ff_rand_uniform(2, SHAPE(37, 29), dt, -1, 1, 1), ff_rand_uniform(0, NULL, dt, -1, 1, 2),
                          ff_rand_uniform(1, SHAPE(70000), dt, -1, 1, 3)};
     for (int i = 0; i < NP; i++) CHECK(ps[i] && ff_set_requires_grad(ps[i], true) == FF_OK);
-    ff_adam_opts o = ff_adam_defaults(1e-2);
-    o.weight_decay = variant == 1 || variant == 2 ? 0.05 : 0.0;
-    ff_optimizer *opt = variant < 2 ? ff_adam(ps, NP, &o) : ff_adamw(ps, NP, &o);
+    ff_optimizer *opt = make_opt(family, variant, ps);
     CHECK(opt != NULL);
     ff_optim_fused_allow(fused);
     int64_t before = ff_optim_fused_count();
@@ -77,39 +93,47 @@ static run run_adam(int variant, ff_dtype dt, bool fused, int64_t *fused_steps)
     ff_optim_fused_allow(true);
     for (int i = 0; i < NP && opt; i++) {
         r.p[i] = ff_clone(ps[i]);
-        r.m[i] = ff_clone(opt->state[0][i]);
-        r.v[i] = ff_clone(opt->state[1][i]);
+        if (opt->state[0][i]) r.m[i] = ff_clone(opt->state[0][i]);
+        if (opt->state[1][i]) r.v[i] = ff_clone(opt->state[1][i]);
     }
     ff_optimizer_release(opt);
     for (int i = 0; i < NP; i++) ff_tensor_release(ps[i]);
     return r;
 }
 
-static void test_adam_fused_matches_composition_bit_for_bit(void)
+/* Both NULL (no such state), or the same bits. */
+static bool same_state(const ff_tensor *a, const ff_tensor *b) { return (!a && !b) || same_bits(a, b); }
+
+static void test_fused_matches_composition_bit_for_bit(void)
 {
     const ff_dtype dts[2] = {FF_F32, FF_F64};
     for (int k = 0; k < n_backends(); k++) {
         CHECK(use(backends[k]) == FF_OK);
         for (int d = 0; d < 2; d++)
-            for (int variant = 0; variant < 4; variant++) {
-                int64_t nf = -1, nc = -1;
-                run f = run_adam(variant, dts[d], true, &nf), c = run_adam(variant, dts[d], false, &nc);
-                CHECK(nf == 4 * NP); /* every parameter's every step took the program */
-                CHECK(nc == 0);
-                for (int i = 0; i < NP; i++) {
-                    bool ok = same_bits(f.p[i], c.p[i]) && same_bits(f.m[i], c.m[i]) && same_bits(f.v[i], c.v[i]);
-                    if (!ok)
-                        fprintf(stderr, "  %s %s variant %d parameter %d: fused differs from composed\n", backends[k],
-                                ff_dtype_name(dts[d]), variant, i);
-                    CHECK(ok);
+            for (int family = 0; family < 2; family++)
+                for (int variant = 0; variant < 4; variant++) {
+                    int64_t nf = -1, nc = -1;
+                    run f = run_opt(family, variant, dts[d], true, &nf), c = run_opt(family, variant, dts[d], false, &nc);
+                    /* every parameter's every step took the program; SGD's first with momentum
+                     * creates the buffer, composed */
+                    CHECK(nf == (family == 1 && variant > 1 ? 3 : 4) * NP);
+                    CHECK(nc == 0);
+                    bool want_m = family == 0 || variant > 1, want_v = family == 0; /* SGD: buf with momentum */
+                    CHECK((f.m[0] != NULL) == want_m && (f.v[0] != NULL) == want_v);
+                    for (int i = 0; i < NP; i++) {
+                        bool ok = same_bits(f.p[i], c.p[i]) && same_state(f.m[i], c.m[i]) && same_state(f.v[i], c.v[i]);
+                        if (!ok)
+                            fprintf(stderr, "  %s %s %s variant %d parameter %d: fused differs from composed\n",
+                                    backends[k], ff_dtype_name(dts[d]), family ? "SGD" : "Adam", variant, i);
+                        CHECK(ok);
+                    }
+                    /* the parameters moved (a step that did nothing would also compare equal) */
+                    ff_tensor *p0 = ff_rand_uniform(1, SHAPE(70000), dts[d], -1, 1, 3);
+                    CHECK(ff_test_max_diff(p0, f.p[2]) > 1e-3);
+                    ff_tensor_release(p0);
+                    run_release(&f);
+                    run_release(&c);
                 }
-                /* the parameters moved (a step that did nothing would also compare equal) */
-                ff_tensor *p0 = ff_rand_uniform(1, SHAPE(70000), dts[d], -1, 1, 3);
-                CHECK(ff_test_max_diff(p0, f.p[2]) > 1e-3);
-                ff_tensor_release(p0);
-                run_release(&f);
-                run_release(&c);
-            }
     }
 }
 
@@ -253,7 +277,7 @@ static void test_kernel_fused_checks(void)
     RELEASE(a, b, lo, hi, h2, want);
 }
 
-FF_TEST_MAIN("optim_fused", TEST(test_adam_fused_matches_composition_bit_for_bit),
+FF_TEST_MAIN("optim_fused", TEST(test_fused_matches_composition_bit_for_bit),
              TEST(test_capture_records_the_composition_and_replays_it),
              TEST(test_gradient_aliasing_the_parameter_composes), TEST(test_fused_step_is_seen_by_autograd),
              TEST(test_kernel_fused_checks))
