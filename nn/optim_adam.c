@@ -81,7 +81,7 @@ static ff_status adam_fused(ff_optimizer *opt, int i, ff_tensor *g, bool *ran)
     ts[AV_C0] = opt->coef[0][i];
     ts[AV_C1] = opt->coef[1][i];
     ts[AV_WD] = wd ? opt->coef[opt->decoupled_wd ? 2 : AC_WD][i] : NULL;
-    ff_fused_inst in[16];
+    ff_fused_inst in[15]; /* at most: Adam's decay 2, m 3, v 4, the update 6 */
     int n_values, n_inst = adam_program(wd, opt->decoupled_wd, in, &n_values);
     return ff_optim_fused_run(ts, wd ? AV_COUNT : AV_WD, n_values, in, n_inst, ran);
 }

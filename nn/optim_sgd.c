@@ -16,9 +16,9 @@
 enum { SC_WD = 1, SC_MOM, SC_1MD }; /* coefficient slots; 0 is -lr */
 
 typedef struct sgd_prog {
-    ff_tensor *ts[7];
+    ff_tensor *ts[7]; /* p, buf, g, weight_decay, momentum, 1 - dampening, -lr */
     int n_views, n_values, n_inst;
-    ff_fused_inst in[8];
+    ff_fused_inst in[9]; /* at most: decay 2, momentum 3, Nesterov 2, the update 2 */
 } sgd_prog;
 
 static int sgd_view(sgd_prog *q, ff_tensor *t)
