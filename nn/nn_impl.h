@@ -56,7 +56,7 @@ static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
 
 /* ---- optimizers ---------------------------------------------------------------- */
 #define FF_OPTIM_MAX_STATE 3
-#define FF_OPTIM_MAX_COEF 9 /* Adam's fused step holds its constants here too */
+#define FF_OPTIM_MAX_COEF 9 /* the fused steps keep their constants here too (Adam: 3..8) */
 
 /* (optimizer, parameter): the user pointer of a parameter's host call. */
 typedef struct ff_optim_slot {
