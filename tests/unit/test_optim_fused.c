@@ -262,6 +262,22 @@ static void test_fused_step_is_seen_by_autograd(void)
     RELEASE(sq, l, g, p);
 }
 
+/* An empty parameter steps (fused, if the backend takes it) without error. */
+static void test_empty_parameter_steps(void)
+{
+    for (int k = 0; k < n_backends(); k++) {
+        CHECK(use(backends[k]) == FF_OK);
+        ff_tensor *p = ff_zeros(2, SHAPE(0, 3), FF_F32), *g = ff_zeros(2, SHAPE(0, 3), FF_F32);
+        CHECK(ff_set_requires_grad(p, true) == FF_OK && ff_set_grad(p, g) == FF_OK);
+        ff_adam_opts o = ff_adam_defaults(0.1);
+        ff_optimizer *opt = ff_adamw(&p, 1, &o);
+        CHECK(opt && ff_optimizer_step(opt) == FF_OK && ff_optimizer_step(opt) == FF_OK);
+        CHECK(ff_optimizer_step_count(opt) == 2);
+        ff_optimizer_release(opt);
+        RELEASE(p, g);
+    }
+}
+
 /* The wrapper: malformed programs are errors; overlapping writes are declined. */
 static void test_kernel_fused_checks(void)
 {
@@ -287,5 +303,5 @@ static void test_kernel_fused_checks(void)
 
 FF_TEST_MAIN("optim_fused", TEST(test_fused_matches_composition_bit_for_bit),
              TEST(test_capture_records_the_composition_and_replays_it),
-             TEST(test_gradient_aliasing_the_parameter_composes), TEST(test_fused_step_is_seen_by_autograd),
+             TEST(test_gradient_aliasing_the_parameter_composes), TEST(test_fused_step_is_seen_by_autograd), TEST(test_empty_parameter_steps),
              TEST(test_kernel_fused_checks))
