@@ -215,6 +215,16 @@ ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_s
 ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,
                               const ff_attention_params *p, const char *fn);
 
+/* The fused entry run eagerly (core/kernel_fused.c): ts[0..n_views) are the program's
+ * views in value order, one dtype; each broadcasts to ts[0]'s shape, the iteration shape,
+ * which the views the program writes must have. Written tensors get their versions
+ * bumped. FF_ERR_UNSUPPORTED, no message, where the program would not run exactly as its
+ * instructions one by one (a kernel observer is set: a capture must see the plain ops;
+ * the backend lacks the entry or declines the dtype or an op; a written view overlaps
+ * itself or another view): the caller runs the plain ops. */
+ff_status ff_kernel_fused(ff_tensor *const *ts, int n_views, int n_values, const ff_fused_inst *inst, int n_inst,
+                          const char *fn);
+
 /* Checks every tensor is non-NULL and on the same backend; returns that backend. */
 ff_backend *ff_common_backend(int n, const ff_tensor *const *ts, const char *fn);
 
@@ -352,5 +362,11 @@ ff_dtype ff_dtype_to_float(ff_dtype t);
  * (softmax, batch_norm, pool2d: what FF_SOFTMAX / FF_BATCH_NORM / FF_POOL=compose do), for
  * the whole process, without touching the environment that other threads read. For tests. */
 void ff_ops_force_compose(ff_op_kind kind, bool on);
+
+/* Optimizers' fused step (nn/optim_fused.c): whether it is allowed (the FF_OPTIM_FUSED
+ * variable, read once, unless set here: for tests), and how many parameter updates took
+ * it in this process (so a test can tell it ran). */
+void ff_optim_fused_allow(bool on);
+int64_t ff_optim_fused_count(void);
 
 #endif /* FF_IMPL_H */

@@ -56,7 +56,7 @@ static inline uint64_t ff_nn_mix_seed(uint64_t seed, uint64_t k)
 
 /* ---- optimizers ---------------------------------------------------------------- */
 #define FF_OPTIM_MAX_STATE 3
-#define FF_OPTIM_MAX_COEF 3
+#define FF_OPTIM_MAX_COEF 9 /* the fused steps keep their constants here too (Adam: 3..8) */
 
 /* (optimizer, parameter): the user pointer of a parameter's host call. */
 typedef struct ff_optim_slot {
@@ -97,6 +97,16 @@ ff_status ff_optimizer_state_zeros(ff_tensor **slot, const ff_tensor *p);
 ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value);
 /* x += alpha * y with alpha a 0-d tensor (ff_axpy_'s tensor form). */
 ff_status ff_optimizer_axpy(ff_tensor *x, const ff_tensor *alpha, const ff_tensor *y);
+
+/* The fused step (optim_fused.c). fits: whether ts[0..n) (parameter first, then state,
+ * then the gradient and other read-only tensors; the first n_state are written) may be
+ * updated by one program bit for bit as the composition would: fusing allowed, not
+ * capturing, one dtype and shape, distinct storages, no written broadcast view. run:
+ * ff_kernel_fused for the step; *ran false (FF_OK) when the backend declined, so the
+ * caller composes. */
+bool ff_optim_fused_fits(ff_tensor *const *ts, int n_state, int n);
+ff_status ff_optim_fused_run(ff_tensor *const *ts, int n_views, int n_values, const ff_fused_inst *inst, int n_inst,
+                             bool *ran);
 
 /* Allocates an optimizer over params (retained). NULL on error. */
 ff_optimizer *ff_optimizer_alloc(const char *name, ff_tensor *const *params, int n, const char *fn);

@@ -24,8 +24,73 @@ static ff_status adam_prepare(ff_optimizer *opt, int i)
     return st;
 }
 
+/* ---- the fused step: adam_param's composition below as one program ----------------
+ * Views: p, m, v (written), g, then the constants as 0-d tensors of p's dtype, held in
+ * coefficients 3.. (their values never change, so setting them again costs nothing). */
+enum { AV_P, AV_M, AV_V, AV_G, AV_B1, AV_1MB1, AV_B2, AV_1MB2, AV_EPS, AV_C0, AV_C1, AV_WD, AV_COUNT };
+enum { AC_B1 = 3, AC_1MB1, AC_B2, AC_1MB2, AC_EPS, AC_WD }; /* coefficient slots */
+
+/* The instructions into in; returns their count, the values' in *n_values. */
+static int adam_program(bool wd, bool decoupled, ff_fused_inst *in, int *n_values)
+{
+    int k = 0, t = wd ? AV_COUNT : AV_WD; /* the next temporary */
+#define BIN(op, d, a, b) (in[k++] = (ff_fused_inst){FF_KIND_BINARY, FF_BINARY_##op, (d), {(a), (b)}})
+    int g = AV_G;
+    if (wd && decoupled) {
+        BIN(MUL, AV_P, AV_P, AV_WD); /* AV_WD holds 1 - lr wd */
+    } else if (wd) {
+        BIN(MUL, t, AV_P, AV_WD); /* gd = p * wd; gd += g */
+        BIN(ADD, t, t, AV_G);
+        g = t++;
+    }
+    /* axpy is a mul then an add, two roundings, as ff_axpy_ */
+    BIN(MUL, AV_M, AV_M, AV_B1);
+    BIN(MUL, t, g, AV_1MB1);
+    BIN(ADD, AV_M, AV_M, t++);
+    int g2 = t++;
+    BIN(MUL, g2, g, g);
+    BIN(MUL, AV_V, AV_V, AV_B2);
+    BIN(MUL, t, g2, AV_1MB2);
+    BIN(ADD, AV_V, AV_V, t++);
+    int den = t++;
+    in[k++] = (ff_fused_inst){FF_KIND_UNARY, FF_UNARY_SQRT, den, {AV_V, 0}};
+    BIN(MUL, den, den, AV_C0);
+    BIN(ADD, den, den, AV_EPS);
+    BIN(DIV, t, AV_M, den);
+    BIN(MUL, t, t, AV_C1);
+    BIN(ADD, AV_P, AV_P, t++);
+#undef BIN
+    *n_values = t;
+    return k;
+}
+
+/* Runs parameter i's step fused if it may; *ran tells whether it did. */
+static ff_status adam_fused(ff_optimizer *opt, int i, ff_tensor *g, bool *ran)
+{
+    const ff_adam_opts *o = &opt->adam;
+    bool wd = o->weight_decay != 0.0;
+    ff_tensor *ts[AV_COUNT] = {opt->params[i], opt->state[0][i], opt->state[1][i], g};
+    *ran = false;
+    if (!ff_optim_fused_fits(ts, 3, 4)) return FF_OK;
+    const double consts[] = {o->beta1, 1.0 - o->beta1, o->beta2, 1.0 - o->beta2, o->eps, o->weight_decay};
+    ff_status st = FF_OK;
+    for (int c = 0; c < (wd && !opt->decoupled_wd ? 6 : 5) && !st; c++)
+        st = ff_optimizer_set_coef(opt, AC_B1 + c, i, consts[c]);
+    if (st) return st;
+    for (int c = 0; c < 5; c++) ts[AV_B1 + c] = opt->coef[AC_B1 + c][i];
+    ts[AV_C0] = opt->coef[0][i];
+    ts[AV_C1] = opt->coef[1][i];
+    ts[AV_WD] = wd ? opt->coef[opt->decoupled_wd ? 2 : AC_WD][i] : NULL;
+    ff_fused_inst in[15]; /* at most: Adam's decay 2, m 3, v 4, the update 6 */
+    int n_values, n_inst = adam_program(wd, opt->decoupled_wd, in, &n_values);
+    return ff_optim_fused_run(ts, wd ? AV_COUNT : AV_WD, n_values, in, n_inst, ran);
+}
+
 static ff_status adam_param(ff_optimizer *opt, int i, ff_tensor *g0)
 {
+    bool ran;
+    ff_status fst = adam_fused(opt, i, g0, &ran);
+    if (fst || ran) return fst;
     const ff_adam_opts *o = &opt->adam;
     ff_tensor *p = opt->params[i];
     ff_tensor *g = ff_tensor_retain(g0), *g2 = NULL, *denom = NULL, *upd = NULL;
