@@ -1,8 +1,8 @@
-/* The only place the core calls a backend's compute entries. Each wrapper checks
- * what the ABI promises the backend (one backend, dtypes, resolved shapes), asks
- * supports(), calls the entry and turns a failure into an error naming the public
- * function being served. Writing dst bumps its storage version (autograd uses it to
- * detect in-place changes to saved values). */
+/* With kernel_fused.c (an eager fused program), the only place the core calls a
+ * backend's compute entries. Each wrapper checks what the ABI promises the backend (one
+ * backend, dtypes, resolved shapes), asks supports(), calls the entry and turns a failure
+ * into an error naming the public function being served. Writing dst bumps its storage
+ * version (autograd uses it to detect in-place changes to saved values). */
 #include <string.h>
 
 #include "ff_impl.h"
