@@ -28,8 +28,10 @@
 #include "blas_dnnl_cache.h"
 
 /* Idle primitives kept at most: FF_DNNL_CACHE_CAPACITY (read once, >= 0; 0 keeps none),
- * default 64. */
-#define CACHE_CAP_DEFAULT 64
+ * default 256: each pool thread keeps its own slices' primitives, so a model's shapes
+ * times 16 threads' slices (a training step: ~50 at 16 threads before the column blocks
+ * of blas_half_dnnl.c) outgrew 64 and re-created primitives every step. */
+#define CACHE_CAP_DEFAULT 256
 
 static int cap = CACHE_CAP_DEFAULT;
 static dnnl_engine_t engine;

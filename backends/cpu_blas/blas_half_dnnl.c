@@ -40,7 +40,17 @@
  * with its strides; any other (a step in both dims) is first copied to a dense half copy
  * by the copy entry. The batch is walked here (a broadcast, stride 0, needs no copy), the
  * rows of C split across the pool, each slice one single-threaded oneDNN call per batch
- * element, as for the f32 gemm.
+ * element, as for the f32 gemm. Where the rows alone give fewer slices of 32 than the pool
+ * has threads (a training batch of 128 on 16 threads: 4 slices; one sentence: 1), C's
+ * columns are cut into blocks too (at least 64 wide, a multiple of 16), so a small-M
+ * product still fills the pool: the slices then run over (column block, rows) pairs,
+ * each a primitive of its own width writing a dense tile that is copied into C (oneDNN
+ * 2.6's brgemm declines a dst whose row stride exceeds its width). Blocks are taken only
+ * where oneDNN runs one on brgemm too: a column-major B (a Linear's W^T) yes; a row-major
+ * B's block is strided, which 2.6 sends to its jit gemm, 10-100x slower on bf16, so such
+ * a product keeps whole rows. Every element of A and of B is still scanned by exactly one
+ * slice: A's rows by the slices of column block 0, B's rows of a column block shared out
+ * among that block's slices.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +124,7 @@ typedef struct mm_mat {
 typedef struct dnnl_job {
     blas_ctx *ctx;
     int64_t M, N, K, nbatch;
+    int64_t cbw;         /* column block width (N when the columns are not cut) */
     mm_mat A, B;
     char *C;             /* batch element 0 of the dst oneDNN writes: bf16 dst or f32 scratch */
     int64_t ldc;         /* C's row stride in elements */
@@ -122,12 +133,14 @@ typedef struct dnnl_job {
     atomic_int failed;
 } dnnl_job;
 
-/* The cache key of rows m of the job's product (one OpenMP thread: the pool splits). */
-static blas_dnnl_key job_key(const dnnl_job *j, int64_t m)
+/* The cache key of rows m, columns n of the job's product (one OpenMP thread: the pool
+ * splits); a column block writes a dense tile of its own (row stride n). */
+static blas_dnnl_key job_key(const dnnl_job *j, int64_t m, int64_t n)
 {
+    int64_t crs = n < j->N ? n : j->ldc;
     return (blas_dnnl_key){.kind = j->ces == 2 ? BLAS_DNNL_BF16_BF16 : BLAS_DNNL_BF16_F32, .threads = 1, .m = m,
-                           .n = j->N, .k = j->K, .ars = j->A.rs, .acs = j->A.cs, .brs = j->B.rs, .bcs = j->B.cs,
-                           .crs = j->ldc, .ccs = 1};
+                           .n = n, .k = j->K, .ars = j->A.rs, .acs = j->A.cs, .brs = j->B.rs, .bcs = j->B.cs,
+                           .crs = crs, .ccs = 1};
 }
 
 /* The implementation oneDNN picked is a brgemm kernel on bf16 hardware. */
@@ -138,32 +151,64 @@ static int pd_fast(const_dnnl_primitive_desc_t pd)
     return !strncmp(impl, "brg:", 4) && strstr(impl, "bf16") != NULL;
 }
 
-/* Rows [b, e) of C for every batch element: one primitive, executed per element. A
- * slice's primitive is whatever oneDNN picks for its rows (the whole product's pick
- * decided that the path is taken). */
-static void dnnl_slice(void *arg, int64_t rb, int64_t re)
+/* Rows [rb, re) of column block cb of C for every batch element: one primitive, executed
+ * per element. A slice's primitive is whatever oneDNN picks for its rows and columns (the
+ * whole product's pick decided that the path is taken). */
+static void dnnl_block(dnnl_job *j, int64_t cb, int64_t rb, int64_t re)
 {
-    dnnl_job *j = arg;
-    blas_dnnl_threads(1); /* the pool splits the work */
-    blas_dnnl_key key = job_key(j, re - rb);
+    int64_t c0 = cb * j->cbw, nc = j->N - c0 < j->cbw ? j->N - c0 : j->cbw, m = re - rb;
+    blas_dnnl_key key = job_key(j, m, nc);
     blas_dnnl_prim *p = blas_dnnl_acquire(&key, NULL);
     void *sp = p && p->scratch_bytes ? blas_scratch(j->ctx, p->scratch_bytes) : NULL;
-    dnnl_status_t s = p && p->accepted && (sp || !p->scratch_bytes) ? dnnl_success : dnnl_runtime_error;
-    /* this slice's share of B's rows, so that the slices scan all of B once between them */
+    /* a block's tile is dense (oneDNN 2.6's brgemm declines a dst whose row stride exceeds
+     * its width) and copied into C after each product */
+    char *tile = nc < j->N ? blas_scratch(j->ctx, (size_t)(m * nc) * j->ces) : NULL;
+    dnnl_status_t s = p && p->accepted && (sp || !p->scratch_bytes) && (tile || nc == j->N) ? dnnl_success
+                                                                                             : dnnl_runtime_error;
+    /* this slice's share of B's rows (within its column block), so that the slices scan
+     * all of B once between them; A's rows only in column block 0 */
     int64_t kb = rb * j->K / j->M, ke = re * j->K / j->M;
     for (int64_t n = 0; n < j->nbatch && s == dnnl_success && !atomic_load(&j->failed); n++) {
-        const uint16_t *pa = j->A.p + j->offs[3 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[3 * n + 1];
+        const uint16_t *pa = j->A.p + j->offs[3 * n] + rb * j->A.rs, *pb = j->B.p + j->offs[3 * n + 1] + c0 * j->B.cs;
+        char *pc = j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc + c0) * j->ces;
         /* the hardware reads subnormals as zero: scanned here, right before the kernel
          * reads the same rows (then in cache), in parallel */
-        if (blas_bf16_has_subnormal(pa, re - rb, j->K, j->A.rs, j->A.cs) ||
-            blas_bf16_has_subnormal(pb + kb * j->B.rs, ke - kb, j->N, j->B.rs, j->B.cs))
+        if ((cb == 0 && blas_bf16_has_subnormal(pa, m, j->K, j->A.rs, j->A.cs)) ||
+            blas_bf16_has_subnormal(pb + kb * j->B.rs, ke - kb, nc, j->B.rs, j->B.cs))
             s = dnnl_runtime_error;
-        if (s == dnnl_success)
-            s = blas_dnnl_execute(p, pa, pb, j->C + (size_t)(j->offs[3 * n + 2] + rb * j->ldc) * j->ces, sp);
+        if (s == dnnl_success) s = blas_dnnl_execute(p, pa, pb, tile ? tile : pc, sp);
+        for (int64_t r = 0; tile && s == dnnl_success && r < m; r++)
+            memcpy(pc + (size_t)(r * j->ldc) * j->ces, tile + (size_t)(r * nc) * j->ces, (size_t)nc * j->ces);
     }
+    blas_free(j->ctx, tile);
     blas_free(j->ctx, sp);
     blas_dnnl_release(p);
     if (s != dnnl_success) atomic_store(&j->failed, 1);
+}
+
+/* Indices [b, e) of the (column block, row) pairs, block-major: each block's rows run as
+ * one slice. */
+static void dnnl_slice(void *arg, int64_t b, int64_t e)
+{
+    dnnl_job *j = arg;
+    blas_dnnl_threads(1); /* the pool splits the work */
+    for (int64_t i = b; i < e;) {
+        int64_t cb = i / j->M, r0 = i - cb * j->M, r1 = e - cb * j->M < j->M ? e - cb * j->M : j->M;
+        dnnl_block(j, cb, r0, r1);
+        i = cb * j->M + r1;
+    }
+}
+
+/* Column block width: N, unless the rows alone give the pool fewer slices of 32 than it
+ * has threads; then blocks of at least 64 columns (a multiple of 16, AMX's tile width)
+ * so that rows x blocks reach the thread count. */
+static int64_t column_block(const blas_ctx *c, int64_t M, int64_t N)
+{
+    int64_t t = c->pool ? c->nthreads : 1, slices = M / 32 > 1 ? M / 32 : 1;
+    if (slices >= t || N < 128) return N;
+    int64_t nb = (t + slices - 1) / slices, w = (N + nb - 1) / nb;
+    w = (w + 15) / 16 * 16;
+    return w < 64 ? 64 : w >= N ? N : w;
 }
 
 /* A dense copy of v in scratch (same dtype), or NULL on OOM. */
@@ -205,8 +250,9 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int64_t drs = dst->strides[r - 2], dcs = dst->strides[r - 1];
     int direct = plain_layout(M, N, &drs, &dcs) && dcs == 1 && dst->buf != a->buf && dst->buf != b->buf;
     int64_t ldc = direct ? drs : N;
-    dnnl_job j = {.ctx = c, .M = M, .N = N, .K = K, .nbatch = nbatch, .A = A, .B = B, .ldc = ldc, .ces = direct ? 2 : 4};
-    blas_dnnl_key key = job_key(&j, M);
+    dnnl_job j = {.ctx = c, .M = M, .N = N, .K = K, .nbatch = nbatch, .cbw = N, .A = A, .B = B, .ldc = ldc,
+                  .ces = direct ? 2 : 4};
+    blas_dnnl_key key = job_key(&j, M, N);
     blas_dnnl_prim *whole = blas_dnnl_acquire(&key, pd_fast);
     int fast = whole && whole->accepted;
     blas_dnnl_release(whole); /* kept in the cache: the one slice of one thread reuses it */
@@ -236,7 +282,17 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     j.C = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
     atomic_init(&j.failed, 0);
     int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
-    blas_parallel_for(c, M, min_par, 32, dnnl_slice, &j);
+    if (min_par != INT64_MAX && (j.cbw = column_block(c, M, N)) < N) {
+        /* only where a block is as fast as the whole (oneDNN's pick for it is brgemm too):
+         * its jit gemm on bf16 is 10-100x slower */
+        blas_dnnl_key bk = job_key(&j, M, j.cbw);
+        blas_dnnl_prim *bp = blas_dnnl_acquire(&bk, pd_fast);
+        if (!bp || !bp->accepted) j.cbw = N;
+        blas_dnnl_release(bp);
+    }
+    int64_t nblocks = (N + j.cbw - 1) / j.cbw, align = nblocks > 1 && M < 32 ? M : 32;
+    if (nblocks > 1 && min_par != INT64_MAX) min_par = 2 * align; /* a slice: one aligned run of pairs */
+    blas_parallel_for(c, M * nblocks, min_par, align, dnnl_slice, &j);
     /* C unwritten, partial or computed from a subnormal read as zero: the caller
      * recomputes it (dst is no operand's buffer, so nothing it reads was overwritten) */
     st = atomic_load(&j.failed) ? 0 : 1;

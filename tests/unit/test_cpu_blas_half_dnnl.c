@@ -3,13 +3,18 @@
  * on the layouts the path must take apart: odd sizes, transposed operands (passed with
  * their strides), operands stepped in both dims (copied dense first), a transposed and a
  * stepped dst (written through the rounding copy), batched products with broadcast batch
- * dims on either side, and an operand holding a subnormal (declined: the f32 gemm). Every
+ * dims on either side, and an operand holding a subnormal (declined: the f32 gemm). The
+ * plugin runs on 16 threads (set before it loads), so products of few rows are also cut
+ * into column blocks (blas_half_dnnl.c): small-M cases check that, and two exact cases put
+ * the only nonzero product of a row (a column) on a subnormal in A (in B's last column
+ * block), so a flushed subnormal, one no slice scanned, fails the tolerance. Every
  * element within 2 bf16 epsilons of the reference plus the f32 accumulation bound
  * (2^-23 K sum|a b|), the conformance suite's "product" tolerance. On a CPU without
  * AMX/AVX512-BF16 (or with ONEDNN_MAX_CPU_ISA capping it) the same cases check the path
  * that is taken instead. f16 has no oneDNN CPU matmul in 2.6; one f16 case checks it
  * still goes the f32 way.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdlib.h>
 
 #include "ff_backend_scalar.h"
@@ -54,7 +59,13 @@ static int run_case(const char *name, ff_dtype t, spec sa, spec sb, spec sd, int
     uint16_t *ha = malloc((size_t)na * 2), *hb = malloc((size_t)nb * 2), *hr = calloc((size_t)nd, 2), *hf = calloc((size_t)nd, 2);
     for (int64_t i = 0; i < na; i++) ha[i] = t == FF_F16 ? ffb_f64_to_f16(f(FF_BF16, value(i, 1))) : value(i, 1);
     for (int64_t i = 0; i < nb; i++) hb[i] = t == FF_F16 ? ffb_f64_to_f16(f(FF_BF16, value(i, 2))) : value(i, 2);
-    if (subnormal) ha[na / 2] = ffb_f64_to_bf16(0x1p-130);
+    uint16_t sub = ffb_f64_to_bf16(0x1p-130);
+    int r0 = sa.ndim; /* 2-D exact cases: row M/2 of A is zero but a subnormal at K/3; column
+                       * N-1 of B zero but a subnormal at K/3 */
+    int64_t M0 = sa.shape[r0 - 2], K0 = sa.shape[r0 - 1], N0 = sb.shape[r0 - 1];
+    if (subnormal == 1) ha[na / 2] = sub;
+    for (int64_t k = 0; subnormal == 2 && k < K0; k++) ha[(M0 / 2) * sa.strides[0] + k * sa.strides[1]] = k == K0 / 3 ? sub : 0;
+    for (int64_t k = 0; subnormal == 3 && k < K0; k++) hb[k * sb.strides[0] + (N0 - 1) * sb.strides[1]] = k == K0 / 3 ? sub : 0;
     ff_backend *bes[2] = {ref, fast};
     /* the reference computes no half dtype: it gets the core's detour, f32 operands (exact)
      * and the f32 result rounded once */
@@ -137,6 +148,25 @@ static void test_layouts(void)
     CHECK(run_case("big", FF_BF16, (spec)S2(256, 320, 320, 1), (spec)S2(320, 192, 192, 1), (spec)S2(256, 192, 192, 1), 0) == 0);
 }
 
+/* Few rows on 16 threads: the columns are cut into blocks, each slice a (block, rows) run,
+ * where oneDNN runs a block on brgemm too: B column-major (a Linear's W^T); a row-major B
+ * keeps whole rows (its blocks would be strided, which oneDNN 2.6 sends to its jit gemm). */
+static void test_column_blocks(void)
+{
+    enum { M = 11, N = 400, K = 384 }; /* 1.7M multiply-adds, one row slice: 7 blocks of 64 */
+    spec a = S2(M, K, K, 1), b = S2(K, N, N, 1), d = S2(M, N, N, 1);
+    CHECK(run_case("blocks plain", FF_BF16, a, b, d, 0) == 0);
+    CHECK(run_case("blocks b transposed", FF_BF16, a, (spec)S2(K, N, 1, K), d, 0) == 0);
+    CHECK(run_case("blocks dst stepped", FF_BF16, a, b, (spec)S2(M, N, 2 * N, 2), 0) == 0);
+    CHECK(run_case("blocks subnormal alone in a row of a", FF_BF16, a, b, d, 2) == 0);
+    CHECK(run_case("blocks subnormal alone in the last column of b", FF_BF16, a, b, d, 3) == 0);
+    CHECK(run_case("blocks b transposed, subnormal in b", FF_BF16, a, (spec)S2(K, N, 1, K), d, 3) == 0);
+    CHECK(run_case("rows and blocks", FF_BF16, (spec)S2(100, K, K, 1), (spec)S2(K, 256, 256, 1), (spec)S2(100, 256, 256, 1), 3) == 0);
+    /* batched: each batch element's blocks */
+    spec a3 = {3, {3, M, K}, {M * K, K, 1}}, b3 = {3, {3, K, N}, {0, N, 1}}, d3 = {3, {3, M, N}, {M * N, N, 1}};
+    CHECK(run_case("blocks batched, b broadcast", FF_BF16, a3, b3, d3, 0) == 0);
+}
+
 static void test_batched(void)
 {
     enum { M = 33, N = 50, K = 40 };
@@ -154,6 +184,7 @@ static void test_batched(void)
 
 static void setup(void)
 {
+    setenv("FF_NUM_THREADS", "16", 1); /* read when cpu_blas loads: products of few rows get column blocks */
     ref = ff_backend_load("cpu");
     fast = ff_backend_load("cpu_blas");
     if (!ref || !fast) {
@@ -162,4 +193,4 @@ static void setup(void)
     }
 }
 
-FF_TEST_MAIN("cpu_blas_half_dnnl", TEST(setup), TEST(test_layouts), TEST(test_batched))
+FF_TEST_MAIN("cpu_blas_half_dnnl", TEST(setup), TEST(test_layouts), TEST(test_column_blocks), TEST(test_batched))
