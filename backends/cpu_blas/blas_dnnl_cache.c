@@ -1,18 +1,19 @@
 /*
- * The matmul primitive cache (blas_dnnl_cache.h): a most-recently-used list of idle
- * primitives under one mutex.
+ * The matmul primitive cache (blas_dnnl_cache.h): one most-recently-used list of idle
+ * primitives per thread.
  *
- * Invariants: an entry is either in the list (idle, owned by the cache) or held by
- * exactly one thread (acquired, out of the list), so the stream and memory objects it
- * carries are never used by two threads at once, and clearing the cache never frees one
- * in use. An entry is only ever run by the thread that made it (the key's owner): a
- * primitive made on one thread and run on another left that thread's dynamic TLS in a
- * state LeakSanitizer's exit scan crashed on (ff-conformance -o qmatmul under ASan, 1 run
- * in 3), and oneDNN's per-thread state is what its own usage assumes. The pool's threads
- * live as long as the backend, so each keeps its slices' primitives. The oldest entries
- * fall off past the capacity. Lookups are a linear walk: the
- * list is short (the shapes of one model, times the row slices of the pool) and a key
- * compare is a few words.
+ * Invariants: an entry is either in its owner's list (idle, owned by the cache) or held
+ * by its owner (acquired, out of the list), so the stream and memory objects it carries
+ * are never used by two threads at once, and clearing the cache never frees one in use.
+ * An entry is only ever run by the thread that made it: a primitive made on one thread
+ * and run on another left that thread's dynamic TLS in a state LeakSanitizer's exit scan
+ * crashed on (ff-conformance -o qmatmul under ASan, 1 run in 3), and oneDNN's per-thread
+ * state is what its own usage assumes. So each thread keeps its own list: a lookup walks
+ * only the calling thread's entries, under a mutex only clear() ever contends for. One
+ * list for all threads under one mutex serialized a product's 16 slices on a 16-thread
+ * pool (each walking the other threads' entries inside the lock). The pool's threads
+ * live as long as the backend, so each keeps its slices' primitives; a thread's list is
+ * freed when the thread exits. The oldest entries fall off past the capacity (per thread).
  *
  * Memory: an entry holds oneDNN's descriptor and primitive (its JIT kernels, shared with
  * oneDNN's own cache) and no data: the memory objects wrap the caller's buffers per
@@ -27,18 +28,51 @@
 
 #include "blas_dnnl_cache.h"
 
-/* Idle primitives kept at most: FF_DNNL_CACHE_CAPACITY (read once, >= 0; 0 keeps none),
- * default 256: each pool thread keeps its own slices' primitives, so a model's shapes
- * times 16 threads' slices (a training step: ~50 at 16 threads before the column blocks
- * of blas_half_dnnl.c) outgrew 64 and re-created primitives every step. */
-#define CACHE_CAP_DEFAULT 256
+/* Idle primitives kept at most per thread: FF_DNNL_CACHE_CAPACITY (read once, >= 0; 0
+ * keeps none), default 64 (a model's shapes times the row slices one thread runs). */
+#define CACHE_CAP_DEFAULT 64
+
+/* One thread's idle entries, most recently released first. */
+typedef struct tcache {
+    pthread_mutex_t m; /* the owner's lookups and releases; clear() from another thread */
+    blas_dnnl_prim *head, *tail;
+    int count;
+    struct tcache *prev, *next; /* in the registry */
+} tcache;
 
 static int cap = CACHE_CAP_DEFAULT;
 static dnnl_engine_t engine;
 static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, create_lock = PTHREAD_MUTEX_INITIALIZER;
-static blas_dnnl_prim *head, *tail; /* idle entries, most recently released first */
-static int count;
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER; /* the registry of thread lists */
+static tcache *registry;
+static pthread_key_t tkey;
+static int tkey_made;
+
+static void prim_destroy(blas_dnnl_prim *p);
+
+static void list_destroy(blas_dnnl_prim *p)
+{
+    while (p) {
+        blas_dnnl_prim *next = p->next;
+        prim_destroy(p);
+        p = next;
+    }
+}
+
+/* At thread exit: the thread's list leaves the registry and is freed. */
+static void tcache_exit(void *v)
+{
+    tcache *t = v;
+    pthread_mutex_lock(&reg_lock);
+    if (t->prev) t->prev->next = t->next;
+    else registry = t->next;
+    if (t->next) t->next->prev = t->prev;
+    pthread_mutex_unlock(&reg_lock);
+    list_destroy(t->head);
+    pthread_mutex_destroy(&t->m);
+    free(t);
+}
 
 static void engine_init(void)
 {
@@ -46,6 +80,7 @@ static void engine_init(void)
     char *end = NULL;
     long v = env && *env ? strtol(env, &end, 10) : -1;
     if (end && !*end && v >= 0 && v <= 1 << 20) cap = (int)v;
+    tkey_made = pthread_key_create(&tkey, tcache_exit) == 0;
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
 }
 
@@ -53,6 +88,27 @@ dnnl_engine_t blas_dnnl_engine(void)
 {
     pthread_once(&engine_once, engine_init);
     return engine;
+}
+
+/* The calling thread's list, made on first use; NULL when out of memory. */
+static tcache *my_cache(void)
+{
+    if (!tkey_made) return NULL;
+    tcache *t = pthread_getspecific(tkey);
+    if (t) return t;
+    if (!(t = calloc(1, sizeof *t))) return NULL;
+    pthread_mutex_init(&t->m, NULL);
+    if (pthread_setspecific(tkey, t) != 0) {
+        pthread_mutex_destroy(&t->m);
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_lock(&reg_lock);
+    t->next = registry;
+    if (registry) registry->prev = t;
+    registry = t;
+    pthread_mutex_unlock(&reg_lock);
+    return t;
 }
 
 static void prim_destroy(blas_dnnl_prim *p)
@@ -65,14 +121,14 @@ static void prim_destroy(blas_dnnl_prim *p)
     free(p);
 }
 
-static void unlink_entry(blas_dnnl_prim *p)
+static void unlink_entry(tcache *t, blas_dnnl_prim *p)
 {
     if (p->prev) p->prev->next = p->next;
-    else head = p->next;
+    else t->head = p->next;
     if (p->next) p->next->prev = p->prev;
-    else tail = p->prev;
+    else t->tail = p->prev;
     p->prev = p->next = NULL;
-    count--;
+    t->count--;
 }
 
 static dnnl_status_t desc_make(blas_dnnl_prim *p)
@@ -135,12 +191,14 @@ blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_
 {
     if (!blas_dnnl_engine()) return NULL;
     int isa = (int)dnnl_get_effective_cpu_isa();
-    pthread_mutex_lock(&lock);
-    blas_dnnl_prim *p = head;
-    pthread_t self = pthread_self();
-    while (p && !(p->isa == isa && pthread_equal(p->owner, self) && !memcmp(&p->key, key, sizeof *key))) p = p->next;
-    if (p) unlink_entry(p);
-    pthread_mutex_unlock(&lock);
+    tcache *t = my_cache();
+    blas_dnnl_prim *p = NULL;
+    if (t) {
+        pthread_mutex_lock(&t->m);
+        for (p = t->head; p && !(p->isa == isa && !memcmp(&p->key, key, sizeof *key)); p = p->next) {}
+        if (p) unlink_entry(t, p);
+        pthread_mutex_unlock(&t->m);
+    }
     if (p) return p;
     /* one creation at a time: oneDNN's own primitive cache, which a creation goes
      * through, publishes its entries by means ThreadSanitizer cannot see (atomics inside
@@ -155,14 +213,19 @@ blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_
 void blas_dnnl_release(blas_dnnl_prim *p)
 {
     if (!p) return;
+    tcache *t = my_cache(); /* the owner's: only the owner acquires and releases */
+    if (!t) {
+        prim_destroy(p);
+        return;
+    }
     blas_dnnl_prim *drop = NULL;
-    pthread_mutex_lock(&lock);
-    p->prev = NULL, p->next = head;
-    if (head) head->prev = p;
-    else tail = p;
-    head = p;
-    if (++count > cap) unlink_entry(drop = tail);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&t->m);
+    p->prev = NULL, p->next = t->head;
+    if (t->head) t->head->prev = p;
+    else t->tail = p;
+    t->head = p;
+    if (++t->count > cap) unlink_entry(t, drop = t->tail);
+    pthread_mutex_unlock(&t->m);
     if (drop) prim_destroy(drop);
 }
 
@@ -181,22 +244,33 @@ dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b,
 
 void blas_dnnl_cache_clear(void)
 {
-    pthread_mutex_lock(&lock);
-    blas_dnnl_prim *p = head;
-    head = tail = NULL, count = 0;
-    pthread_mutex_unlock(&lock);
-    while (p) {
-        blas_dnnl_prim *next = p->next;
-        prim_destroy(p);
-        p = next;
+    pthread_mutex_lock(&reg_lock);
+    for (tcache *t = registry; t; t = t->next) {
+        pthread_mutex_lock(&t->m);
+        blas_dnnl_prim *p = t->head;
+        t->head = t->tail = NULL, t->count = 0;
+        pthread_mutex_unlock(&t->m);
+        list_destroy(p);
     }
+    pthread_mutex_unlock(&reg_lock);
 }
 
 /* At plugin unload (the core dlcloses backends): the primitives before the engine they
- * were made on. */
+ * were made on, and the thread lists with the key, whose exit destructor is this
+ * plugin's code (a thread that outlives the unload must not call it). */
 __attribute__((destructor)) static void cache_fini(void)
 {
     blas_dnnl_cache_clear();
+    if (tkey_made) pthread_key_delete(tkey);
+    tkey_made = 0;
+    pthread_mutex_lock(&reg_lock);
+    while (registry) {
+        tcache *t = registry;
+        registry = t->next;
+        pthread_mutex_destroy(&t->m);
+        free(t);
+    }
+    pthread_mutex_unlock(&reg_lock);
     if (engine) dnnl_engine_destroy(engine);
     engine = NULL;
 }

@@ -1,8 +1,9 @@
 /* cpu_blas's cache of oneDNN matmul primitives (backends/cpu_blas/blas_dnnl_cache.c) from
  * several threads at once: bf16 matmuls and dynamic int8 Linears of shapes shared
  * between the threads (the same key in several threads' entries) and of shapes only one
- * thread uses, with the cache held to 3 primitives (FF_DNNL_CACHE_CAPACITY) so that
- * threads evict each other's entries while others are in use. Every result must match the one computed
+ * thread uses, with each thread's list held to 3 primitives (FF_DNNL_CACHE_CAPACITY) so
+ * that entries are evicted while others are in use, and the lists of threads that exit
+ * (the test's own) are freed while the pool's stay. Every result must match the one computed
  * alone beforehand. Run under ThreadSanitizer by `make test` (label "threads") and under
  * ASan/LSan (the cache is freed at shutdown). On a CPU where oneDNN declines (no bf16
  * or VNNI hardware) the same calls take the other paths and must still agree.
