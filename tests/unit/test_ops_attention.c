@@ -16,16 +16,7 @@
 /* A tensor of the shape with values from a fixed pseudo-random sequence in [-1, 1]. */
 static ff_tensor *rnd(ff_dtype dt, int nd, const int64_t *shape, unsigned seed)
 {
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= shape[i];
-    double *v = malloc(sizeof *v * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        v[i] = ((seed >> 8) & 0xffff) / 32768.0 - 1.0;
-    }
-    ff_tensor *t = ff_test_tensor(dt, nd, shape, v);
-    free(v);
-    return t;
+    return ff_test_lcg_tensor(dt, nd, shape, seed, -1, 1);
 }
 
 /* The tests run on cpu, whose entry they compare with the composition. */

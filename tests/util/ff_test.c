@@ -46,6 +46,21 @@ ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const 
     return r;
 }
 
+ff_tensor *ff_test_lcg_tensor(ff_dtype dtype, int ndim, const int64_t *shape, unsigned seed, double lo, double hi)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    double *v = malloc(sizeof *v * (size_t)(n ? n : 1));
+    if (!v) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        v[i] = lo + (hi - lo) * (double)((seed >> 8) & 0xffff) / 65536.0;
+    }
+    ff_tensor *t = ff_test_tensor(dtype, ndim, shape, v);
+    free(v);
+    return t;
+}
+
 int ff_test_values(const ff_tensor *t, double *out, int64_t max)
 {
     if (!t) return -1;

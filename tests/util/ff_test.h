@@ -70,6 +70,9 @@ void ff_test_release_all(ff_tensor **ts, size_t n);
 
 /* Helpers: a tensor from a double list (converted to dtype), and its values back. */
 ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const double *values);
+/* A tensor of the shape with values in [lo, hi) from a fixed linear congruential sequence
+ * of seed: the same values on every machine and run (NULL on failure). */
+ff_tensor *ff_test_lcg_tensor(ff_dtype dtype, int ndim, const int64_t *shape, unsigned seed, double lo, double hi);
 /* Reads all elements (row-major) as doubles into out (numel entries). */
 int ff_test_values(const ff_tensor *t, double *out, int64_t max);
 /* A gradient hook for the autograd hook tests (ff_tensor_register_hook, ff_hooked_view):
