@@ -23,11 +23,8 @@ static ff_tensor *adapter(int n, ff_tensor *const *in, void *user)
 
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
-    char rerun[300];
-    cf_rerun_str(rerun, sizeof rerun, ctx, cs);
-    snprintf(rep->msg, sizeof rep->msg, "%s | op=%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why, cs->op,
-             ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
-    return CF_FAIL;
+    return cf_fail(rep, ctx, cs, why, "op=%s dtype=%s variant=%s", cs->op, ff_dtype_name(cs->dtype),
+                   cf_variant_name((cf_variant)cs->p[1]));
 }
 
 static cf_result run_fd(cf_ctx *ctx, const cf_case *cs, cf_report *rep, const cf_opdef *def, void *const *vals)

@@ -92,11 +92,8 @@ static void run_on(ff_backend *be, const ln_scen *s, ff_dtype dt, cf_variant var
 
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
-    char rerun[300];
-    cf_rerun_str(rerun, sizeof rerun, ctx, cs);
-    snprintf(rep->msg, sizeof rep->msg, "%s | op=layer_norm.%s dtype=%s variant=%s seed=%" PRIu64 " | rerun: %s", why,
-             scens[cs->p[0]].name, ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]), ctx->seed, rerun);
-    return CF_FAIL;
+    return cf_fail(rep, ctx, cs, why, "op=layer_norm.%s dtype=%s variant=%s", scens[cs->p[0]].name,
+                   ff_dtype_name(cs->dtype), cf_variant_name((cf_variant)cs->p[1]));
 }
 
 static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)

@@ -94,10 +94,7 @@ static float *run_on(ff_backend *be, const q_shape *s, const q_in *in, int la, i
 
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
-    char rerun[300];
-    cf_rerun_str(rerun, sizeof rerun, ctx, cs);
-    snprintf(rep->msg, sizeof rep->msg, "%s | op=qmatmul.%s seed=%" PRIu64 " | rerun: %s", why, cs->op, ctx->seed, rerun);
-    return CF_FAIL;
+    return cf_fail(rep, ctx, cs, why, "op=qmatmul.%s", cs->op);
 }
 
 /* The first element of got off want by more than the ABI's slack (relative to mag, the

@@ -107,10 +107,7 @@ static float *run_on(ff_backend *be, const d_in *in, int u8, const ff_qmatmul_pa
 
 static cf_result fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why)
 {
-    char rerun[300];
-    cf_rerun_str(rerun, sizeof rerun, ctx, cs);
-    snprintf(rep->msg, sizeof rep->msg, "%s | op=qmatmul.%s seed=%" PRIu64 " | rerun: %s", why, cs->op, ctx->seed, rerun);
-    return CF_FAIL;
+    return cf_fail(rep, ctx, cs, why, "op=qmatmul.%s", cs->op);
 }
 
 /* One backend's dynamic y against the definition (want, mag) and its own u8 mode. */

@@ -301,6 +301,12 @@ void cf_index_str(char *buf, size_t n, int ndim, const int64_t *shape, int64_t f
 /* Appends the standard failure detail: operand shapes/strides/offsets, seed, rerun. */
 void cf_describe(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs, const cf_call *c);
 void cf_rerun_str(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs);
+/* A family's failure: rep->msg = "<why> | <what fmt says> seed=... | rerun: ...", CF_FAIL. */
+cf_result cf_fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 uint64_t cf_case_seed(const cf_ctx *ctx, const cf_case *cs);
 
 /* ---- host oracle ------------------------------------------------------------- */

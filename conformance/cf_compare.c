@@ -4,6 +4,7 @@
  * conformance/README.md: change both together. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -144,6 +145,18 @@ void cf_rerun_str(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs)
     int len = snprintf(buf, n, "ff-conformance --backend %s --case %s --seed %" PRIu64, ctx->backend_arg, cs->id,
                        ctx->seed);
     if (ctx->step > 0 && len >= 0 && (size_t)len < n) snprintf(buf + len, n - (size_t)len, " --step %d", ctx->step);
+}
+
+cf_result cf_fail(cf_report *rep, const cf_ctx *ctx, const cf_case *cs, const char *why, const char *fmt, ...)
+{
+    char what[256], rerun[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    cf_rerun_str(rerun, sizeof rerun, ctx, cs);
+    snprintf(rep->msg, sizeof rep->msg, "%s | %s seed=%" PRIu64 " | rerun: %s", why, what, ctx->seed, rerun);
+    return CF_FAIL;
 }
 
 void cf_describe(char *buf, size_t n, const cf_ctx *ctx, const cf_case *cs, const cf_call *c)
