@@ -207,13 +207,19 @@ static int list_ok(guarded_ctx *c, int n_dst, int n_src, const char *fn)
     return 0;
 }
 
+/* Both lists of an entry into the window (d, s): 0, or nonzero with the error set. */
+static int window_lists(guarded_ctx *c, guarded_window *w, const ff_view *dst, ff_view *d, int n_dst, const ff_view *src,
+                        ff_view *s, int n_src, const char *fn)
+{
+    return !list_ok(c, n_dst, n_src, fn) || guarded_window_views(c, w, dst, d, n_dst, fn) ||
+           guarded_window_views(c, w, src, s, n_src, fn);
+}
+
 static ff_status g_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src)
 {
     GUARDED_ENTER("linalg");
     ff_view d[MAX_LIST], s[MAX_LIST];
-    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, d, n_dst, src, s, n_src, fname)) goto out;
     st = c->base->linalg(c->base_ctx, op, d, n_dst, s, n_src);
     GUARDED_LEAVE;
 }
@@ -223,9 +229,7 @@ static ff_status g_batch_norm(void *ctx, int op, const ff_view *dst, int n_dst, 
 {
     GUARDED_ENTER("batch_norm");
     ff_view d[MAX_LIST], s[MAX_LIST];
-    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, d, n_dst, src, s, n_src, fname)) goto out;
     st = c->base->batch_norm(c->base_ctx, op, d, n_dst, s, n_src, eps);
     GUARDED_LEAVE;
 }
@@ -235,9 +239,7 @@ static ff_status g_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, 
 {
     GUARDED_ENTER("layer_norm");
     ff_view d[MAX_LIST], s[MAX_LIST];
-    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, d, n_dst, src, s, n_src, fname)) goto out;
     st = c->base->layer_norm(c->base_ctx, op, d, n_dst, s, n_src, eps);
     GUARDED_LEAVE;
 }
@@ -259,9 +261,7 @@ static ff_status g_attention(void *ctx, int op, const ff_view *dst, int n_dst, c
 {
     GUARDED_ENTER("attention");
     ff_view d[MAX_LIST], s[MAX_LIST];
-    if (!list_ok(c, n_dst, n_src, fname) || guarded_window_views(c, &w, dst, d, n_dst, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, d, n_dst, src, s, n_src, fname)) goto out;
     st = c->base->attention(c->base_ctx, op, d, n_dst, s, n_src, p);
     GUARDED_LEAVE;
 }
