@@ -14,7 +14,6 @@ The shapes are MiniLM's at batch 32 ([32*20, 384]) and a BERT-base-sized one
 import argparse
 import os
 import statistics
-import time
 
 for k in ("FF_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(k, "1")
@@ -24,17 +23,11 @@ import numpy as np  # noqa: E402
 import fusionflow as ff  # noqa: E402
 import torch  # noqa: E402
 
+from burst import timed  # noqa: E402
+
 SHAPES = [(32 * 20, 384), (64 * 128, 768)]
 DTYPES = {"f32": (ff.float32, torch.float32), "bf16": (ff.bfloat16, torch.bfloat16)}
 
-
-def timed(fn, burst):
-    ts = []
-    for _ in range(burst):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main():

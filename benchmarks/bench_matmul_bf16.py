@@ -17,7 +17,6 @@ import argparse
 import os
 import statistics
 import subprocess
-import time
 
 os.environ.setdefault("FF_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -25,15 +24,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import fusionflow as ff  # noqa: E402
 import torch  # noqa: E402
 
-
-def timed(fn, burst):
-    """The median of `burst` back-to-back calls: the steady state the probe measures too."""
-    ts = []
-    for _ in range(burst):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
+from burst import timed  # noqa: E402
 
 
 def main():
