@@ -98,13 +98,12 @@ ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value);
 /* x += alpha * y with alpha a 0-d tensor (ff_axpy_'s tensor form). */
 ff_status ff_optimizer_axpy(ff_tensor *x, const ff_tensor *alpha, const ff_tensor *y);
 
-/* The fused step (optim_fused.c). fits: whether ts[0..n) (parameter first, then state,
- * then the gradient and other read-only tensors; the first n_state are written) may be
- * updated by one program bit for bit as the composition would: fusing allowed, not
- * capturing, one dtype and shape, distinct storages, no written broadcast view. run:
- * ff_kernel_fused for the step; *ran false (FF_OK) when the backend declined, so the
- * caller composes. */
-bool ff_optim_fused_fits(ff_tensor *const *ts, int n_state, int n);
+/* The fused step (optim_fused.c). fits: whether ts[0..n) (parameter, state, gradient)
+ * may go to one program: fusing allowed, not capturing (a capture records the plain
+ * ops), all present, one dtype and shape. Aliasing (a written view overlapping itself or
+ * another) is ff_kernel_fused's to refuse. run: ff_kernel_fused for the step; *ran false
+ * (FF_OK) when it declined, so the caller composes. */
+bool ff_optim_fused_fits(ff_tensor *const *ts, int n);
 ff_status ff_optim_fused_run(ff_tensor *const *ts, int n_views, int n_values, const ff_fused_inst *inst, int n_inst,
                              bool *ran);
 

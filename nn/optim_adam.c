@@ -71,7 +71,7 @@ static ff_status adam_fused(ff_optimizer *opt, int i, ff_tensor *g, bool *ran)
     bool wd = o->weight_decay != 0.0;
     ff_tensor *ts[AV_COUNT] = {opt->params[i], opt->state[0][i], opt->state[1][i], g};
     *ran = false;
-    if (!ff_optim_fused_fits(ts, 3, 4)) return FF_OK;
+    if (!ff_optim_fused_fits(ts, 4)) return FF_OK;
     const double consts[] = {o->beta1, 1.0 - o->beta1, o->beta2, 1.0 - o->beta2, o->eps, o->weight_decay};
     ff_status st = FF_OK;
     for (int c = 0; c < (wd && !opt->decoupled_wd ? 6 : 5) && !st; c++)

@@ -37,22 +37,11 @@ static bool same_shape(const ff_tensor *a, const ff_tensor *b)
            !memcmp(a->layout.shape, b->layout.shape, sizeof(int64_t) * (size_t)a->layout.ndim);
 }
 
-static bool has_broadcast_dim(const ff_tensor *t)
-{
-    for (int d = 0; d < t->layout.ndim; d++)
-        if (t->layout.strides[d] == 0 && t->layout.shape[d] > 1) return true;
-    return false;
-}
-
-bool ff_optim_fused_fits(ff_tensor *const *ts, int n_state, int n)
+bool ff_optim_fused_fits(ff_tensor *const *ts, int n)
 {
     if (!fused_is_allowed() || ff_graph_is_capturing()) return false;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!ts[i] || ts[i]->dtype != ts[0]->dtype || !same_shape(ts[i], ts[0])) return false;
-        if (i < n_state && has_broadcast_dim(ts[i])) return false;
-        for (int j = 0; j < i; j++)
-            if (ts[j]->storage == ts[i]->storage) return false;
-    }
     return true;
 }
 

@@ -41,7 +41,7 @@ static ff_status sgd_fused(ff_optimizer *opt, int i, ff_tensor *g, bool *ran)
     if (mom && !opt->state[0][i]) return FF_OK; /* the first step clones d into the buffer: composed */
     sgd_prog q = {.n_views = 0};
     int vp = sgd_view(&q, opt->params[i]), vb = mom ? sgd_view(&q, opt->state[0][i]) : -1, vg = sgd_view(&q, g);
-    if (!ff_optim_fused_fits(q.ts, q.n_views - 1, q.n_views)) return FF_OK;
+    if (!ff_optim_fused_fits(q.ts, q.n_views)) return FF_OK;
     ff_status st = FF_OK;
     if (wd) st = ff_optimizer_set_coef(opt, SC_WD, i, o->weight_decay);
     if (mom && !st) st = ff_optimizer_set_coef(opt, SC_MOM, i, o->momentum);
