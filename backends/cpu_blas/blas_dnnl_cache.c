@@ -162,7 +162,7 @@ static blas_dnnl_prim *prim_make(const blas_dnnl_key *key, int isa, int (*accept
 {
     blas_dnnl_prim *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    p->key = *key, p->isa = isa, p->owner = pthread_self();
+    p->key = *key, p->isa = isa;
     dnnl_status_t s = desc_make(p);
     if (s != dnnl_success) {
         prim_destroy(p);

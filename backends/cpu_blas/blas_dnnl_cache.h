@@ -14,7 +14,6 @@
 #define FF_BLAS_DNNL_CACHE_H
 
 #include <dnnl.h>
-#include <pthread.h>
 #include <stdint.h>
 
 /* What the primitive computes: src x weights -> dst dtypes. */
@@ -41,7 +40,6 @@ typedef struct blas_dnnl_key {
 typedef struct blas_dnnl_prim {
     blas_dnnl_key key;
     int isa;      /* dnnl_get_effective_cpu_isa() when made */
-    pthread_t owner; /* the thread that made it, the only one that runs it */
     int accepted; /* the caller's accept(pd) said yes; no primitive is made otherwise */
     const char *impl; /* oneDNN's name for the implementation it picked */
     dnnl_primitive_desc_t pd;
