@@ -105,6 +105,7 @@ void cf_gen_ops(void);
 void cf_gen_grad(void);
 void cf_gen_attention(void);        /* family "attention": cases_attention.c */
 void cf_gen_layer_norm(void);       /* family "layer_norm": cases_layer_norm.c */
+void cf_gen_linear(void);           /* family "linear": cases_linear.c */
 void cf_gen_qmatmul(void);          /* family "qmatmul": cases_qmatmul.c */
 void cf_gen_qmatmul_dynamic(void);  /* family "qmatmul", dynamic mode: cases_qmatmul_dyn.c */
 void cf_gen_fused(void);

@@ -17,7 +17,7 @@ const char *cf_kind_name(int kind)
     static const char *const n[FF_KIND_COUNT] = {"fill", "copy", "unary", "binary", "reduce", "matmul",
                                                  "where", "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "sort",
                                                  "linalg", "fft", "batch_norm", "pool2d", "fused", "collective", "attention",
-                                                 "qmatmul", "layer_norm"};
+                                                 "qmatmul", "layer_norm", "linear"};
     return (unsigned)kind < FF_KIND_COUNT ? n[kind] : "?";
 }
 

@@ -55,6 +55,7 @@ int cf_generate(ff_backend *ref)
     cf_gen_grad();
     cf_gen_attention();
     cf_gen_layer_norm();
+    cf_gen_linear();
     cf_gen_qmatmul();
     cf_gen_qmatmul_dynamic();
     /* ids are the rerun handle: they must be unique */

@@ -210,6 +210,9 @@ ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis
 /* The qmatmul entry; FF_ERR_UNSUPPORTED with a message when the backend lacks it. */
 ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_src, const ff_qmatmul_params *p,
                             const char *fn);
+/* The linear entry; FF_ERR_UNSUPPORTED, no message, when it cannot run (a kernel
+ * observer, no entry, act or dtype declined): the caller composes. */
+ff_status ff_kernel_linear(ff_tensor *dst, const ff_tensor *const *src, int n_src, int act, const char *fn);
 /* The attention entry (or its f32 detour for half); FF_ERR_UNSUPPORTED, no message, when
  * the backend cannot run it: the caller composes. */
 ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff_tensor *const *src, int n_src,

@@ -647,3 +647,20 @@ ff_status ff_kernel_qmatmul(ff_tensor *dst, const ff_tensor *const *src, int n_s
                         ff_dtype_name(v[1].dtype));
     return finish(qmm(be->ctx, &v[0], v + 1, n_src, p), dst, fn);
 }
+
+/* The linear entry (dst = act(a b + bias); src {a, b (, bias)}, 2-D views as the ABI
+ * comment, checked by the caller, ops/linear.c). FF_ERR_UNSUPPORTED, no message, where it
+ * cannot run as the plain ops would record: under a kernel observer (a capture must see
+ * matmul, add and act), without the entry, or where the backend declines act or dtype;
+ * the caller composes. */
+ff_status ff_kernel_linear(ff_tensor *dst, const ff_tensor *const *src, int n_src, int act, const char *fn)
+{
+    ff_view v[KERNEL_MAX_VIEWS];
+    const ff_tensor *ts[KERNEL_MAX_VIEWS];
+    ff_backend *be = view_arrays(&dst, 1, src, n_src, v, ts, fn);
+    if (!be) return ff_last_status();
+    ff_status (*lin)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, linear);
+    if (ff_kernel_observing || !lin || !be->vt->supports(be->ctx, FF_KIND_LINEAR, act, dst->dtype))
+        return FF_ERR_UNSUPPORTED;
+    return finish(lin(be->ctx, &v[0], v + 1, n_src, act), dst, fn);
+}

@@ -100,7 +100,7 @@ const char *ff_graph_kind_name(int kind)
     static const char *const names[] = {"fill",   "copy",   "unary", "binary", "reduce", "matmul", "where",
                                         "gather", "scatter_add", "random", "softmax", "conv2d", "scan", "argsort",
                                         "linalg", "fft",    "batch_norm", "pool2d", "fused", "collective", "attention",
-                                        "qmatmul", "layer_norm"};
+                                        "qmatmul", "layer_norm", "linear"};
     if (kind >= 0 && kind < (int)(sizeof names / sizeof names[0])) return names[kind];
     return kind == GN_HOST ? "host_call" : kind == GN_UPLOAD ? "upload" : kind == GN_FUSED ? "fused" : kind == GN_READBACK ? "readback" : "?";
 }

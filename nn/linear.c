@@ -20,20 +20,9 @@ static ff_tensor *linear_forward(ff_module *m, const ff_tensor *x, void *user)
                  nd < 1 ? 0LL : (long long)ff_tensor_dim(x, -1));
         return NULL;
     }
-    ff_tensor *wt = ff_mT(ff_module_param_at(m, 0)); /* a view: no copy of W */
-    if (!wt) return NULL;
-    ff_tensor *y = ff_matmul(x, wt);
-    ff_tensor_release(wt);
-    if (!y || !li->has_bias) return y;
-    /* under autocast the bias joins y's dtype, so the output stays in it (as PyTorch's) */
-    ff_tensor *bias = ff_module_param_at(m, 1);
-    ff_dtype ydt = ff_tensor_dtype(y);
-    bool cast = ydt != FF_F32 && ydt == ff_autocast_get() && ff_tensor_dtype(bias) != ydt;
-    ff_tensor *bc = cast ? ff_astype(bias, ydt) : ff_tensor_retain(bias);
-    ff_tensor *yb = bc ? ff_add(y, bc) : NULL;
-    ff_tensor_release(bc);
-    ff_tensor_release(y);
-    return yb;
+    /* one backend call in inference (the linear entry), matmul and add with autograd */
+    return ff_linear_act(x, ff_module_param_at(m, 0), li->has_bias ? ff_module_param_at(m, 1) : NULL,
+                         FF_LINEAR_NO_ACT);
 }
 
 static void free_info(void *p) { free(p); }

@@ -49,6 +49,7 @@ static void describe(ff_backend *be, int verbose)
     support_row(be, FF_KIND_ATTENTION, FF_ATTENTION_FORWARD, "attention");
     support_row(be, FF_KIND_ATTENTION, FF_ATTENTION_DROPOUT, "attn_dropout");
     support_row(be, FF_KIND_LAYER_NORM, 0, "layer_norm");
+    support_row(be, FF_KIND_LINEAR, FF_UNARY_GELU_ERF, "linear_gelu");
     support_row(be, FF_KIND_QMATMUL, 0, "qmatmul");
     support_row(be, FF_KIND_QMATMUL, FF_QMATMUL_DYNAMIC, "qmatmul_dyn");
     for (int op = 0; op < FF_UNARY_COUNT; op++) support_row(be, FF_KIND_UNARY, op, ffb_unary_name(op));

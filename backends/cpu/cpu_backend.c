@@ -44,6 +44,7 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype); /* F16/BF16 too, in double */
     if (kind == FF_KIND_BATCH_NORM && ffb_is_half(dtype)) return ffb_batch_norm_supported(op, dtype); /* f32 [C] */
+    if (kind == FF_KIND_LINEAR) return cpu_linear_supported(op, dtype);
     if (!cpu_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return cpu_unary_supported((ff_unary_op)op, dtype);
@@ -193,6 +194,7 @@ static const ff_backend_vtable cpu_vtable = {
     .attention = cpu_attention,
     .qmatmul = cpu_qmatmul,
     .layer_norm = cpu_layer_norm,
+    .linear = cpu_linear,
 };
 
 /* The one exported symbol (the build hides everything else). */

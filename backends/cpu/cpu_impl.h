@@ -147,6 +147,9 @@ ff_status cpu_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_vi
 ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
 /* cpu_matmul.c */
 ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
+/* cpu_linear.c: the optional linear entry (F32, F64) and the activations it takes */
+ff_status cpu_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
+int cpu_linear_supported(int act, ff_dtype t);
 /* cpu_index.c */
 ff_status cpu_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff_view *index, int axis);
 ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis);

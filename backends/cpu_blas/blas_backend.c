@@ -181,6 +181,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
         return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype); /* F16/BF16 too, in double */
+    if (kind == FF_KIND_LINEAR) return blas_linear_supported(op, dtype); /* F16/BF16 too */
     if (ffb_is_half(dtype)) return blas_half_supports(kind, op, dtype);
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
@@ -272,6 +273,7 @@ static const ff_backend_vtable blas_vtable = {
     .attention = blas_attention,
     .qmatmul = blas_qmatmul,
     .layer_norm = blas_layer_norm,
+    .linear = blas_linear,
 };
 
 FF_PLUGIN_EXPORT const ff_backend_vtable *ff_backend_entry(void);

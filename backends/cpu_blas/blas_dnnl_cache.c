@@ -113,7 +113,7 @@ static tcache *my_cache(void)
 
 static void prim_destroy(blas_dnnl_prim *p)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (p->mem[i]) dnnl_memory_destroy(p->mem[i]);
     if (p->stream) dnnl_stream_destroy(p->stream);
     if (p->prim) dnnl_primitive_destroy(p->prim);
@@ -137,21 +137,30 @@ static dnnl_status_t desc_make(blas_dnnl_prim *p)
     dnnl_data_type_t ta = k->kind == BLAS_DNNL_U8S8_S32 ? dnnl_u8 : dnnl_bf16;
     dnnl_data_type_t tb = k->kind == BLAS_DNNL_U8S8_S32 ? dnnl_s8 : dnnl_bf16;
     dnnl_data_type_t tc = k->kind == BLAS_DNNL_BF16_BF16 ? dnnl_bf16 : k->kind == BLAS_DNNL_BF16_F32 ? dnnl_f32 : dnnl_s32;
-    dnnl_memory_desc_t a, b, c;
-    dnnl_dims_t da = {k->m, k->k}, db = {k->k, k->n}, dc = {k->m, k->n};
-    dnnl_dims_t sa = {k->ars, k->acs}, sb = {k->brs, k->bcs}, sc = {k->crs, k->ccs};
+    dnnl_memory_desc_t a, b, c, bias;
+    dnnl_dims_t da = {k->m, k->k}, db = {k->k, k->n}, dc = {k->m, k->n}, dbias = {1, k->n};
+    dnnl_dims_t sa = {k->ars, k->acs}, sb = {k->brs, k->bcs}, sc = {k->crs, k->ccs}, sbias = {k->n, 1};
     dnnl_matmul_desc_t md;
     dnnl_status_t s = dnnl_memory_desc_init_by_strides(&a, 2, da, ta, sa);
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&b, 2, db, tb, sb);
     if (s == dnnl_success) s = dnnl_memory_desc_init_by_strides(&c, 2, dc, tc, sc);
-    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, NULL, &c);
+    if (s == dnnl_success && k->bias) s = dnnl_memory_desc_init_by_strides(&bias, 2, dbias, tb, sbias);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &a, &b, k->bias ? &bias : NULL, &c);
     /* the scratchpad is the caller's (user mode): oneDNN's own is per thread (a
      * thread-local buffer sized and counted by the primitives made on that thread), which
      * a primitive made on one thread and run or destroyed on another corrupts */
     dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
     if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (s == dnnl_success && k->post) {
+        float alpha = k->post == dnnl_eltwise_swish ? 1.0f : 0.0f;
+        s = dnnl_post_ops_create(&po);
+        if (s == dnnl_success) s = dnnl_post_ops_append_eltwise(po, 1.0f, (dnnl_alg_kind_t)k->post, alpha, 0.0f);
+        if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
     if (s == dnnl_success) s = dnnl_primitive_desc_create(&p->pd, &md, attr, engine, NULL);
+    if (po) dnnl_post_ops_destroy(po);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return s;
 }
@@ -172,14 +181,16 @@ static blas_dnnl_prim *prim_make(const blas_dnnl_key *key, int isa, int (*accept
         p->impl = "?";
     p->accepted = !accept || accept(p->pd);
     if (!p->accepted) return p;
-    static const dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
-                                      dnnl_query_scratchpad_md};
+    static const dnnl_query_t q[5] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
+                                      dnnl_query_scratchpad_md, dnnl_query_weights_md};
     const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(p->pd, dnnl_query_scratchpad_md, 0);
     p->scratch_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
     s = dnnl_primitive_create(&p->prim, p->pd);
     if (s == dnnl_success) s = dnnl_stream_create(&p->stream, engine, dnnl_stream_default_flags);
-    for (int i = 0; i < (p->scratch_bytes ? 4 : 3) && s == dnnl_success; i++)
-        s = dnnl_memory_create(&p->mem[i], dnnl_primitive_desc_query_md(p->pd, q[i], 0), engine, DNNL_MEMORY_NONE);
+    for (int i = 0; i < 5 && s == dnnl_success; i++)
+        if ((i != 3 || p->scratch_bytes) && (i != 4 || key->bias)) /* the bias: the weights md's second entry */
+            s = dnnl_memory_create(&p->mem[i], dnnl_primitive_desc_query_md(p->pd, q[i], i == 4), engine,
+                                   DNNL_MEMORY_NONE);
     if (s != dnnl_success) {
         prim_destroy(p);
         return NULL;
@@ -229,15 +240,20 @@ void blas_dnnl_release(blas_dnnl_prim *p)
     if (drop) prim_destroy(drop);
 }
 
-dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c, void *scratch)
+dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, const void *bias, void *c,
+                                void *scratch)
 {
     dnnl_status_t s = dnnl_memory_set_data_handle(p->mem[0], (void *)a);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[1], (void *)b);
     if (s == dnnl_success) s = dnnl_memory_set_data_handle(p->mem[2], c);
     if (s == dnnl_success && p->mem[3]) s = scratch ? dnnl_memory_set_data_handle(p->mem[3], scratch) : dnnl_invalid_arguments;
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, p->mem[0]}, {DNNL_ARG_WEIGHTS, p->mem[1]}, {DNNL_ARG_DST, p->mem[2]},
-                               {DNNL_ARG_SCRATCHPAD, p->mem[3]}};
-    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, p->stream, p->mem[3] ? 4 : 3, args);
+    if (s == dnnl_success && (!p->mem[4]) != !bias) s = dnnl_invalid_arguments;
+    if (s == dnnl_success && p->mem[4]) s = dnnl_memory_set_data_handle(p->mem[4], (void *)bias);
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, p->mem[0]}, {DNNL_ARG_WEIGHTS, p->mem[1]}, {DNNL_ARG_DST, p->mem[2]}};
+    int n = 3;
+    if (p->mem[3]) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->mem[3]};
+    if (p->mem[4]) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->mem[4]};
+    if (s == dnnl_success) s = dnnl_primitive_execute(p->prim, p->stream, n, args);
     if (s == dnnl_success) s = dnnl_stream_wait(p->stream);
     return s;
 }

@@ -29,6 +29,9 @@ typedef enum blas_dnnl_kind {
  * use (ONEDNN_MAX_CPU_ISA, read by oneDNN once per process) is added by the cache. */
 typedef struct blas_dnnl_key {
     int32_t kind, threads;
+    int32_t bias; /* 1: a bias row [1, n] of the weights' dtype is added to the sum */
+    int32_t post; /* a dnnl_alg_kind_t eltwise applied after the bias (dnnl_eltwise_swish
+                   * with alpha 1, the others with alpha 0), or 0 for none */
     int64_t m, n, k;
     int64_t ars, acs, brs, bcs, crs, ccs;
 } blas_dnnl_key;
@@ -45,7 +48,7 @@ typedef struct blas_dnnl_prim {
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t prim;
     dnnl_stream_t stream;
-    dnnl_memory_t mem[4]; /* src, weights, dst, scratchpad (NULL when it needs none) */
+    dnnl_memory_t mem[5]; /* src, weights, dst, scratchpad (NULL when it needs none), bias (NULL: none) */
     size_t scratch_bytes; /* the scratchpad each execution needs from the caller */
     struct blas_dnnl_prim *prev, *next;
 } blas_dnnl_prim;
@@ -60,10 +63,11 @@ dnnl_engine_t blas_dnnl_engine(void);
 blas_dnnl_prim *blas_dnnl_acquire(const blas_dnnl_key *key, int (*accept)(const_dnnl_primitive_desc_t));
 void blas_dnnl_release(blas_dnnl_prim *p);
 
-/* One execution on a, b -> c, finished on return; scratch: scratch_bytes of memory
- * (64-byte aligned; blas_scratch) that no other execution uses meanwhile, or NULL when
- * scratch_bytes is 0. */
-dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, void *c, void *scratch);
+/* One execution on a, b (, bias: the key's bias row, else NULL) -> c, finished on
+ * return; scratch: scratch_bytes of memory (64-byte aligned; blas_scratch) that no other
+ * execution uses meanwhile, or NULL when scratch_bytes is 0. */
+dnnl_status_t blas_dnnl_execute(blas_dnnl_prim *p, const void *a, const void *b, const void *bias, void *c,
+                                void *scratch);
 
 /* Destroys every primitive not held (at backend shutdown and plugin unload). */
 void blas_dnnl_cache_clear(void);

@@ -32,6 +32,10 @@
  * is dst only when dst is no operand's buffer, else f32 scratch: a product computed on
  * flushed inputs is always overwritten, never returned.
  *
+ * The linear entry (blas_linear.c) comes here with a bias row and an activation, which
+ * become the primitive's bias and eltwise post-op: oneDNN adds them to the f32 sum before
+ * its one rounding, in the tile it just computed, so y is written once.
+ *
  * Primitives: kept between calls in blas_dnnl_cache.c (keyed by shape, strides, dtypes,
  * thread count and oneDNN's ISA), so a repeated shape only sets data handles and
  * executes; oneDNN's own cache still needed a descriptor per call (3-5% of a 1024^3
@@ -124,6 +128,8 @@ typedef struct mm_mat {
 typedef struct dnnl_job {
     blas_ctx *ctx;
     int64_t M, N, K, nbatch;
+    const uint16_t *bias; /* the linear entry's bias row (unit stride), or NULL */
+    int post;             /* the eltwise post-op (blas_dnnl_key.post), 0 for none */
     int64_t cbw;         /* column block width (N when the columns are not cut) */
     mm_mat A, B;
     char *C;             /* batch element 0 of the dst oneDNN writes: bf16 dst or f32 scratch */
@@ -138,7 +144,8 @@ typedef struct dnnl_job {
 static blas_dnnl_key job_key(const dnnl_job *j, int64_t m, int64_t n)
 {
     int64_t crs = n < j->N ? n : j->ldc;
-    return (blas_dnnl_key){.kind = j->ces == 2 ? BLAS_DNNL_BF16_BF16 : BLAS_DNNL_BF16_F32, .threads = 1, .m = m,
+    return (blas_dnnl_key){.kind = j->ces == 2 ? BLAS_DNNL_BF16_BF16 : BLAS_DNNL_BF16_F32, .threads = 1,
+                           .bias = j->bias != NULL, .post = j->post, .m = m,
                            .n = n, .k = j->K, .ars = j->A.rs, .acs = j->A.cs, .brs = j->B.rs, .bcs = j->B.cs,
                            .crs = crs, .ccs = 1};
 }
@@ -176,7 +183,7 @@ static void dnnl_block(dnnl_job *j, int64_t cb, int64_t rb, int64_t re)
         if ((cb == 0 && blas_bf16_has_subnormal(pa, m, j->K, j->A.rs, j->A.cs)) ||
             blas_bf16_has_subnormal(pb + kb * j->B.rs, ke - kb, nc, j->B.rs, j->B.cs))
             s = dnnl_runtime_error;
-        if (s == dnnl_success) s = blas_dnnl_execute(p, pa, pb, tile ? tile : pc, sp);
+        if (s == dnnl_success) s = blas_dnnl_execute(p, pa, pb, j->bias ? j->bias + c0 : NULL, tile ? tile : pc, sp);
         for (int64_t r = 0; tile && s == dnnl_success && r < m; r++)
             memcpy(pc + (size_t)(r * j->ldc) * j->ces, tile + (size_t)(r * nc) * j->ces, (size_t)nc * j->ces);
     }
@@ -226,10 +233,27 @@ static void *dense_copy(blas_ctx *c, const ff_view *v, ff_view *out)
     return mem;
 }
 
-int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+/* The linear entry's activation as a oneDNN eltwise post-op; -1 for one it lacks. */
+static int post_of(int act)
 {
-    int r = dst->ndim;
-    if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r) return 0;
+    switch (act) {
+    case FF_LINEAR_NO_ACT: return 0;
+    case FF_UNARY_RELU: return dnnl_eltwise_relu;
+    case FF_UNARY_GELU_ERF: return dnnl_eltwise_gelu_erf;
+    case FF_UNARY_GELU_TANH: return dnnl_eltwise_gelu_tanh;
+    case FF_UNARY_TANH: return dnnl_eltwise_tanh;
+    case FF_UNARY_SIGMOID: return dnnl_eltwise_logistic;
+    case FF_UNARY_SILU: return dnnl_eltwise_swish;
+    default: return -1;
+    }
+}
+
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
+                          int act)
+{
+    int r = dst->ndim, post = post_of(act);
+    if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r || post < 0) return 0;
+    if (bias && (bias->dtype != FF_BF16 || bias->strides[r - 1] != 1)) return 0; /* oneDNN's bias row: unit stride */
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
     for (int d = 0; d < r - 2; d++) /* blas_matmul reports a mismatch; broadcast is a stride of 0 */
         if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0;
@@ -251,7 +275,8 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     int direct = plain_layout(M, N, &drs, &dcs) && dcs == 1 && dst->buf != a->buf && dst->buf != b->buf;
     int64_t ldc = direct ? drs : N;
     dnnl_job j = {.ctx = c, .M = M, .N = N, .K = K, .nbatch = nbatch, .cbw = N, .A = A, .B = B, .ldc = ldc,
-                  .ces = direct ? 2 : 4};
+                  .ces = direct ? 2 : 4, .post = post,
+                  .bias = bias ? (const uint16_t *)bias->buf + bias->offset : NULL};
     blas_dnnl_key key = job_key(&j, M, N);
     blas_dnnl_prim *whole = blas_dnnl_acquire(&key, pd_fast);
     int fast = whole && whole->accepted;
@@ -308,9 +333,10 @@ out:
     return st;
 }
 #else
-int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
+                          int act)
 {
-    (void)c, (void)dst, (void)a, (void)b;
+    (void)c, (void)dst, (void)a, (void)b, (void)bias, (void)act;
     return 0;
 }
 #endif

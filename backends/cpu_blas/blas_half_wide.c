@@ -200,7 +200,7 @@ ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, cons
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: dtypes differ (dst %s, a %s, b %s)",
                           blas_dtype_name(dst->dtype), blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
     blas_ctx *c = ctx;
-    int dnnl = blas_half_matmul_dnnl(c, dst, a, b);
+    int dnnl = blas_half_matmul_dnnl(c, dst, a, b, NULL, FF_LINEAR_NO_ACT);
     if (dnnl) return dnnl > 0 ? FF_OK : blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for the f32 result of a bf16 product");
     int dot = matmul_dot(c, dst, a, b);
     if (dot) return dot > 0 ? FF_OK : blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for bf16 packing");

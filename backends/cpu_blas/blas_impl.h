@@ -187,8 +187,14 @@ ff_status blas_half_binary(void *ctx, ff_binary_op op, const ff_view *dst, const
 ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
 ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
 /* blas_half_dnnl.c: bf16 matmul through oneDNN's matmul primitive when oneDNN runs it on
- * bf16 hardware (AMX, AVX512-BF16): 1 done, 0 declined (dst untouched), -1 out of memory. */
-int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b);
+ * bf16 hardware (AMX, AVX512-BF16), with the linear entry's bias (dst's shape, row stride
+ * 0; NULL for none) and activation (FF_LINEAR_NO_ACT for none) as post-ops: 1 done, 0
+ * declined (dst untouched), -1 out of memory. */
+int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
+                          int act);
+/* blas_linear.c: the optional linear entry, and the activations it takes */
+ff_status blas_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
+int blas_linear_supported(int act, ff_dtype dtype);
 /* 1 if a bf16 of the rows x cols matrix (element strides rs, cs) is subnormal: the bf16
  * instructions read those as zero, so the oneDNN paths decline such operands. */
 int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs);

@@ -179,7 +179,7 @@ static void q_dnnl_rows(void *arg, int64_t rb, int64_t re)
     uint8_t *qa = p && p->accepted && q->qx ? blas_scratch(j->ctx, (size_t)((re - rb) * q->K)) : NULL;
     const uint8_t *a = q->qx ? qa : q->a + rb * q->ars; /* the slice's rows, quantized here when dynamic */
     int ok = p && p->accepted && (sp || !p->scratch_bytes) && a && (!q->qx || !blas_qx_rows(q->qx, rb, re, qa)) &&
-             blas_dnnl_execute(p, a, q->b, q->y + rb * q->yrs, sp) == dnnl_success;
+             blas_dnnl_execute(p, a, q->b, NULL, q->y + rb * q->yrs, sp) == dnnl_success;
     blas_free(j->ctx, sp), blas_free(j->ctx, qa);
     blas_dnnl_release(p);
     if (ok) q_finish(q, rb, re); /* while this thread's sums are still in its cache */

@@ -228,6 +228,9 @@ typedef enum ff_unary_op {
     FF_UNARY_COUNT
 } ff_unary_op;
 
+/* The linear entry's act when no activation follows the sum (FF_KIND_LINEAR's op). */
+#define FF_LINEAR_NO_ACT (-1)
+
 /* Binary: a and b have the same dtype. dst has that dtype, except comparisons and
  * logical ops (FF_BINARY_EQ ... FF_BINARY_LOGICAL_XOR), which write FF_BOOL. Integer DIV truncates toward zero and integer
  * division by zero yields 0 (the core never sends integer DIV from ff_div, which
@@ -350,6 +353,9 @@ typedef enum ff_op_kind {
     FF_KIND_QMATMUL,
     /* the optional layer_norm entry: op = 0 forward, 1 backward; dtype = x's */
     FF_KIND_LAYER_NORM,
+    /* the optional linear entry: op = the activation (an ff_unary_op, or
+     * FF_LINEAR_NO_ACT); dtype = dst's (== a's == b's == bias's) */
+    FF_KIND_LINEAR,
     FF_KIND_COUNT
 } ff_op_kind;
 
@@ -828,6 +834,19 @@ typedef struct ff_backend_vtable {
      * f64 (the reference of the conformance rows). */
     ff_status (*layer_norm)(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                             double eps);
+
+    /* A Linear layer's forward with its epilogue: dst = act(a b + bias), a [M, K] and b
+     * [K, N] as the matmul entry takes them (2-D, any strides; b is usually the weight
+     * [N, K] seen transposed), src {a, b} or {a, b, bias}, bias dst's shape [M, N] with
+     * row stride 0 (one row of N), act an ff_unary_op or FF_LINEAR_NO_ACT (-1). All one
+     * dtype; dst is no operand's buffer. Per element: the sum over k as the matmul entry
+     * forms it (f32 for F16/BF16), + bias, act, all in that precision, and one rounding to
+     * dst's dtype, as PyTorch's addmm with a fused activation. For F32 and F64 these are
+     * the composition's own steps; for a half the composition rounds after each of them,
+     * so the two may differ by those roundings (within matmul's tolerance). Only where
+     * supports(FF_KIND_LINEAR, act, dtype) says yes. May be NULL: the core composes
+     * matmul, add and the activation. */
+    ff_status (*linear)(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
 } ff_backend_vtable;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):

@@ -354,6 +354,15 @@ ff_tensor *ff_batch_norm(const ff_tensor *x, ff_tensor *running_mean, ff_tensor 
                          const ff_tensor *weight, const ff_tensor *bias, bool training, double momentum,
                          double eps);
 
+/* ---- linear ------------------------------------------------------------- */
+/* torch.nn.functional.linear followed by an activation: act(x weight^T + bias), x [..., K],
+ * weight [N, K], bias [N] or NULL -> [..., N]; act an ff_unary_op (FF_UNARY_RELU,
+ * FF_UNARY_GELU_ERF, ...) or FF_LINEAR_NO_ACT. Where no gradient is needed (inference)
+ * and the backend has the linear entry, one call: the sum, bias and activation in the
+ * product's precision, a half result rounded once (as PyTorch's addmm); else, and always
+ * where autograd or a graph capture watches, ff_matmul, ff_add and ff_unary. */
+ff_tensor *ff_linear_act(const ff_tensor *x, const ff_tensor *weight, const ff_tensor *bias, int act);
+
 /* ---- attention ---------------------------------------------------------- */
 /* PyTorch 2's F.scaled_dot_product_attention: q [..., Tq, D], k [..., Tk, D], v [..., Tk,
  * Dv] (leading dims broadcast, as matmul's) -> [..., Tq, Dv] = softmax(q k^T scale + mask) v,

@@ -290,30 +290,21 @@ static ff_tensor *add_to(scope *s, ff_tensor *y, const ff_tensor *b)
     return y;
 }
 
-/* gelu(y) (erf form) in place, as add_to. */
-static ff_tensor *gelu_to(scope *s, ff_tensor *y)
+/* act(x W^T + b), act an ff_unary_op or FF_LINEAR_NO_ACT: one backend call where the
+ * backend has the linear entry (cpu_blas: the bias and GELU ride on oneDNN's product);
+ * through the int8 qmatmul when qw is set, the activations quantized per call and per
+ * token (one scale per tensor loses short sentences' precision to the batch's outliers:
+ * cosine 0.982 against 0.99+ per row), the activation then applied in place. */
+static ff_tensor *linear(const ff_tensor *x, const ff_tensor *w, const ff_tensor *b, const ff_tensor *qw,
+                         const ff_tensor *qs, int act)
 {
-    if (s->failed) return NULL;
-    if (ff_unary_out(FF_UNARY_GELU_ERF, y, y) != FF_OK) {
-        s->failed = 1;
+    if (!qw) return ff_linear_act(x, w, b, act);
+    ff_tensor *y = ff_linear_dynamic_int8_rows(x, qw, qs, b);
+    if (y && act != FF_LINEAR_NO_ACT && ff_unary_out((ff_unary_op)act, y, y) != FF_OK) {
+        ff_tensor_release(y);
         return NULL;
     }
     return y;
-}
-
-/* x W^T + b; through the int8 qmatmul when qw is set, the activations quantized per call
- * and per token (one scale per tensor loses short sentences' precision to the batch's
- * outliers: cosine 0.982 against 0.99+ per row). */
-static ff_tensor *linear(const ff_tensor *x, const ff_tensor *w, const ff_tensor *b, const ff_tensor *qw,
-                         const ff_tensor *qs)
-{
-    if (qw) return ff_linear_dynamic_int8_rows(x, qw, qs, b);
-    scope s = {0};
-    ff_tensor *wt = K(&s, ff_mT(w));
-    ff_tensor *y = K(&s, ff_matmul(x, wt));
-    ff_tensor *out = ff_tensor_retain(add_to(&s, y, b));
-    scope_end(&s);
-    return out;
 }
 
 /* One encoder layer on x [B*T, H]; keys [B, 1, T, T] (bool: true for a real token's key). */
@@ -323,7 +314,7 @@ static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_
     const int64_t H = m->cfg.hidden, nh = m->cfg.heads, dh = H / nh;
     const double eps = m->cfg.layer_norm_eps;
     scope s = {0};
-    ff_tensor *qkv = K(&s, linear(x, L->qkv_w, L->qkv_b, L->qw[0], L->qs[0])); /* [B*T, 3H] */
+    ff_tensor *qkv = K(&s, linear(x, L->qkv_w, L->qkv_b, L->qw[0], L->qs[0], FF_LINEAR_NO_ACT)); /* [B*T, 3H] */
     ff_tensor *qkv5 = K(&s, ff_reshape(qkv, 5, (int64_t[]){B, T, 3, nh, dh}));
     ff_tensor *heads = K(&s, ff_permute(qkv5, (int[]){2, 0, 3, 1, 4})); /* [3, B, nh, T, dh] */
     ff_tensor *q = K(&s, ff_select(heads, 0, 0));
@@ -333,12 +324,11 @@ static ff_tensor *encoder_layer(const minilm_model *m, const layer *L, const ff_
     ff_tensor *ctx = K(&s, ff_scaled_dot_product_attention(q, k, v, keys, 0.0, false, 1.0 / sqrt((double)dh), 0));
     ff_tensor *ctx_t = K(&s, ff_permute(ctx, (int[]){0, 2, 1, 3})); /* [B, T, nh, dh] */
     ff_tensor *ctx2 = K(&s, ff_reshape(ctx_t, 2, (int64_t[]){B * T, H}));
-    ff_tensor *attn = K(&s, linear(ctx2, L->attn_out_w, L->attn_out_b, L->qw[1], L->qs[1]));
+    ff_tensor *attn = K(&s, linear(ctx2, L->attn_out_w, L->attn_out_b, L->qw[1], L->qs[1], FF_LINEAR_NO_ACT));
     ff_tensor *res1 = add_to(&s, attn, x);
     ff_tensor *h1 = K(&s, ff_layer_norm(res1, 1, L->ln1_w, L->ln1_b, eps));
-    ff_tensor *inter = K(&s, linear(h1, L->inter_w, L->inter_b, L->qw[2], L->qs[2]));
-    ff_tensor *act = gelu_to(&s, inter);
-    ff_tensor *out = K(&s, linear(act, L->out_w, L->out_b, L->qw[3], L->qs[3]));
+    ff_tensor *act = K(&s, linear(h1, L->inter_w, L->inter_b, L->qw[2], L->qs[2], FF_UNARY_GELU_ERF));
+    ff_tensor *out = K(&s, linear(act, L->out_w, L->out_b, L->qw[3], L->qs[3], FF_LINEAR_NO_ACT));
     ff_tensor *res2 = add_to(&s, out, h1);
     ff_tensor *y = s.failed ? NULL : ff_layer_norm(res2, 1, L->ln2_w, L->ln2_b, eps);
     scope_end(&s);

@@ -276,6 +276,7 @@ _PROTOS = {
     "ff_assign": (T, [T, T]),
     "ff_dropout": (T, [T, c_double, c_bool, c_uint64]),
     "ff_layer_norm": (T, [T, c_int, T, T, c_double]),
+    "ff_linear_act": (T, [T, T, T, c_int]),
     "ff_conv2d": (T, [T, T, T, c_int64, c_int64, c_int64, c_int64]),
     "ff_conv": (T, [T, T, T, c_void_p]),  # the last: ff_conv_opts * (nn/_functional_conv.py)
     "ff_conv_transpose": (T, [T, T, T, c_void_p]),

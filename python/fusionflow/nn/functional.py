@@ -9,14 +9,17 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "gelu", "silu", "softplus", "sof
            "interpolate", "upsample"]
 
 
+_NO_ACT = -1  # FF_LINEAR_NO_ACT
+
+
 def linear(x, weight, bias=None):
-    y = x @ weight.mT if weight.ndim == 2 else x @ weight
-    if bias is None:
-        return y
-    ac = C.ff_autocast_get()
-    if ac != _dtype.float32.code and y.dtype.code == ac and bias.dtype != y.dtype:
-        bias = bias.to(y.dtype)  # under autocast the output stays in the autocast dtype, as torch's
-    return y + bias
+    x, weight = as_tensor(x), as_tensor(weight)
+    if weight.ndim != 2 or x.ndim == 0 or (bias is not None and as_tensor(bias).ndim != 1):
+        y = x @ weight.mT if weight.ndim == 2 else x @ weight  # torch's other forms: matmul's rules and errors
+        return y if bias is None else y + bias
+    # one C op: the backend's linear entry in inference; matmul and add (autocast's bias rule) with autograd
+    b = as_tensor(bias) if bias is not None else None
+    return wrap(C.ff_linear_act(x._ptr, weight._ptr, b._ptr if b is not None else None, _NO_ACT))
 
 
 def relu(x, inplace=False):
