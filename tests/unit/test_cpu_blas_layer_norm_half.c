@@ -71,7 +71,8 @@ static void fill_row(ff_dtype t, int kind, int64_t d, uint16_t *x)
 static void check_forward(ff_dtype t, int64_t d, double eps)
 {
     int64_t r = KINDS, n = r * d;
-    uint16_t *x = malloc(2 * (size_t)n), *y = malloc(2 * (size_t)n), *w = malloc(2 * (size_t)d), *b = malloc(2 * (size_t)d);
+    uint16_t *x = malloc(2 * (size_t)n), *y = malloc(2 * (size_t)n);
+    uint16_t *w = malloc(2 * (size_t)d), *b = malloc(2 * (size_t)d);
     double stats[2 * KINDS];
     CHECK(x && y && w && b);
     if (!x || !y || !w || !b) goto out;
@@ -106,7 +107,8 @@ static void check_forward(ff_dtype t, int64_t d, double eps)
         double mean = s / (double)d;
         for (int64_t k = 0; k < d; k++) q += (from_half(t, xr[k]) - mean) * (from_half(t, xr[k]) - mean);
         double var = q / (double)d, inv = 1 / sqrt(var + eps);
-        int stat_ok = near(stats[i], mean, 0x1p-22 * (fabs(mean) + sqrt(var))) && near(stats[r + i], inv, 0x1p-20 * inv);
+        int stat_ok = near(stats[i], mean, 0x1p-22 * (fabs(mean) + sqrt(var))) &&
+                      near(stats[r + i], inv, 0x1p-20 * inv);
         if (!stat_ok && bad++ < 5)
             fprintf(stderr, "%s D=%lld eps=%g row %lld: mean %.9g invstd %.9g, want %.9g %.9g\n", ff_dtype_name(t),
                     (long long)d, eps, (long long)i, stats[i], stats[r + i], mean, inv);
