@@ -26,7 +26,8 @@ typedef struct ln_job {
     double eps;
     int64_t r, d, nblocks;
     const double *w, *b; /* w and b (forward) or w (backward) widened to double */
-    const float *w32, *b32; /* the F16/BF16 forward's w and b, widened to f32 */
+    /* the F16/BF16 forward's w and b widened to f32 (NULL otherwise) */
+    const float *w32, *b32;
     double *scratch;     /* per block: 3 row buffers of D, then (backward) gw and gb partials */
 } ln_job;
 
@@ -208,8 +209,8 @@ BLAS_CLONES static void ln_affine32(float *restrict x, int64_t n, float mh, floa
 /* Row i of the F16/BF16 forward through buf (D floats). false, with nothing written, when
  * f32 cannot hold the sum of squares faithfully: past FLT_MAX (deviations of about 1e19),
  * inf or NaN in the row, or below 2^-80, where squares under 2^-126 (subnormal, each off
- * by up to 2^-149) could matter, and a constant row (0). The double path then does the
- * row, as the reference would. */
+ * by up to 2^-149) could matter (a constant row's 0 included). The double path then does
+ * the row, as the reference would. */
 static bool ln_row_half(const ln_job *j, int64_t i, float *buf)
 {
     const ff_view *x = &j->src[0], *y = &j->dst[0];
