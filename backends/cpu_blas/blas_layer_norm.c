@@ -5,8 +5,11 @@
  * cut into a fixed number of blocks (by size, not by thread count, so gw and gb sum in
  * the same order on every machine) that the pool shares; the backward's gw and gb are
  * summed per block into partials and added up in block order at the end. Anything
- * else: the shared strided loops. */
+ * else: the shared strided loops.
+ * The F16/BF16 forward works in f32 instead (ln_row_half below), as PyTorch does. */
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,8 @@ typedef struct ln_job {
     double eps;
     int64_t r, d, nblocks;
     const double *w, *b; /* w and b (forward) or w (backward) widened to double */
+    /* the F16/BF16 forward's w and b widened to f32 (NULL otherwise) */
+    const float *w32, *b32;
     double *scratch;     /* per block: 3 row buffers of D, then (backward) gw and gb partials */
 } ln_job;
 
@@ -147,6 +152,83 @@ BLAS_CLONES static void ln_bwd_row(double *restrict gx, const double *restrict g
     }
 }
 
+/* The F16/BF16 forward in f32: the row widened once, the statistics in two passes on two
+ * 16-float vector chains, y rounded once from f32. Accuracy without double arithmetic per
+ * element: the second pass also sums the deviations from the first pass's mean, which
+ * corrects the mean and the variance for the first sum's rounding (the corrected two-pass
+ * form), and the mean enters y as a hi + lo pair of floats, so x - mean keeps its bits
+ * when |mean| >> std (1000 + noise). y is then within the f32 error of the exact value,
+ * one half ulp from the reference's at worst (a value on a rounding boundary). */
+typedef float ln_f16v __attribute__((vector_size(64)));
+#define LN_HSUM16(v)                                                                                               \
+    (((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7]))) +                        \
+     ((((v)[8] + (v)[9]) + ((v)[10] + (v)[11])) + (((v)[12] + (v)[13]) + ((v)[14] + (v)[15]))))
+
+BLAS_CLONES static float ln_sum32(const float *restrict x, int64_t n)
+{
+    ln_f16v a0 = {0}, a1 = {0};
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        ln_f16v x0, x1;
+        memcpy(&x0, x + k, sizeof x0), memcpy(&x1, x + k + 16, sizeof x1);
+        a0 += x0, a1 += x1;
+    }
+    ln_f16v as = a0 + a1;
+    float s = LN_HSUM16(as);
+    for (; k < n; k++) s += x[k];
+    return s;
+}
+
+/* The sums of e = x - m and of e * e. */
+BLAS_CLONES static void ln_dev32(const float *restrict x, int64_t n, float m, float *se_out, float *sq_out)
+{
+    ln_f16v e0 = {0}, e1 = {0}, q0 = {0}, q1 = {0};
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+        ln_f16v x0, x1;
+        memcpy(&x0, x + k, sizeof x0), memcpy(&x1, x + k + 16, sizeof x1);
+        x0 -= m, x1 -= m;
+        e0 += x0, e1 += x1, q0 += x0 * x0, q1 += x1 * x1;
+    }
+    ln_f16v es = e0 + e1, qs = q0 + q1;
+    float se = LN_HSUM16(es), sq = LN_HSUM16(qs);
+    for (; k < n; k++) {
+        float e = x[k] - m;
+        se += e, sq += e * e;
+    }
+    *se_out = se, *sq_out = sq;
+}
+
+/* x = ((x - mh) - ml) inv w + b in place. */
+BLAS_CLONES static void ln_affine32(float *restrict x, int64_t n, float mh, float ml, float inv,
+                                    const float *restrict w, const float *restrict b)
+{
+    for (int64_t k = 0; k < n; k++) x[k] = ((x[k] - mh) - ml) * inv * w[k] + b[k];
+}
+
+/* Row i of the F16/BF16 forward through buf (D floats). false, with nothing written, when
+ * f32 cannot hold the sum of squares faithfully: past FLT_MAX (deviations of about 1e19),
+ * inf or NaN in the row, or below 2^-80, where squares under 2^-126 (subnormal, each off
+ * by up to 2^-149) could matter (a constant row's 0 included). The double path then does
+ * the row, as the reference would. */
+static bool ln_row_half(const ln_job *j, int64_t i, float *buf)
+{
+    const ff_view *x = &j->src[0], *y = &j->dst[0];
+    int64_t d = j->d;
+    blas_half_to_f32(x->dtype, d, buf, (const uint16_t *)x->buf + x->offset + i * d);
+    float m0 = ln_sum32(buf, d) / (float)d, se, sq;
+    ln_dev32(buf, d, m0, &se, &sq);
+    if (!(sq >= 0x1p-80f && sq <= FLT_MAX)) return false;
+    double mean = m0 + (double)se / (double)d, var = ((double)sq - (double)se * se / (double)d) / (double)d;
+    double inv = 1 / sqrt((var > 0 ? var : 0) + j->eps);
+    float mh = (float)mean;
+    ln_affine32(buf, d, mh, (float)(mean - mh), (float)inv, j->w32, j->b32);
+    blas_f32_to_half(y->dtype, d, (uint16_t *)y->buf + y->offset + i * d, buf);
+    ffb_ln_st(&j->dst[1], ffb_ln_vec(&j->dst[1], i), mean);
+    ffb_ln_st(&j->dst[2], ffb_ln_vec(&j->dst[2], i), inv);
+    return true;
+}
+
 static double ln_vec(const ff_view *v, int64_t i) { return ffb_ln_ld(v, ffb_ln_vec(v, i)); }
 
 static void ln_block(const ln_job *j, int64_t blk)
@@ -155,6 +237,7 @@ static void ln_block(const ln_job *j, int64_t blk)
     int64_t r0 = blk * per, r1 = r0 + per < j->r ? r0 + per : j->r;
     double *s = j->scratch + blk * (j->op ? 5 : 3) * d, *b0 = s, *b1 = s + d, *b2 = s + 2 * d;
     for (int64_t i = r0; i < r1; i++) {
+        if (j->op == 0 && j->w32 && ln_row_half(j, i, (float *)b1)) continue;
         if (j->op == 0) {
             const double *x = ln_load(&j->src[0], i, d, b0);
             double mean = ln_sum(x, d) / (double)d;
@@ -200,7 +283,8 @@ static ff_status ln_fast(blas_ctx *c, ln_job *j)
     if (j->nblocks > LN_MAX_BLOCKS) j->nblocks = LN_MAX_BLOCKS;
     if (j->nblocks > j->r) j->nblocks = j->r > 0 ? j->r : 1;
     size_t per = (size_t)(j->op ? 5 : 3) * (size_t)d;
-    double *wb = malloc(sizeof(double) * (2 * (size_t)d + per * (size_t)j->nblocks));
+    int half = !j->op && ffb_is_half(j->src[0].dtype);
+    double *wb = malloc(sizeof(double) * ((half ? 3 : 2) * (size_t)d + per * (size_t)j->nblocks));
     if (!wb) return blas_error(c, FF_ERR_OOM, "cpu_blas layer_norm: out of memory for %lld x %lld buffers",
                                (long long)j->nblocks, (long long)d);
     const ff_view *w = &j->src[j->op ? 4 : 1], *b = &j->src[2];
@@ -209,6 +293,11 @@ static ff_status ln_fast(blas_ctx *c, ln_job *j)
         wb[d + k] = j->op ? 0 : ln_vec(b, k);
     }
     j->w = wb, j->b = wb + d, j->scratch = wb + 2 * d;
+    if (half) { /* f32 copies of w and b after the row buffers */
+        float *w32 = (float *)(j->scratch + per * (size_t)j->nblocks);
+        for (int64_t k = 0; k < d; k++) w32[k] = (float)wb[k], w32[d + k] = (float)wb[d + k];
+        j->w32 = w32, j->b32 = w32 + d;
+    }
     if (j->op)
         for (int64_t blk = 0; blk < j->nblocks; blk++)
             for (int64_t k = 0; k < 2 * d; k++) j->scratch[blk * (int64_t)per + 3 * d + k] = 0;

@@ -4,9 +4,10 @@ dims, nn.LayerNorm with and without elementwise_affine, rows of 1e30 and constan
 and second derivatives (create_graph composes the formula on ops with history). cpu and
 cpu_blas and opencl run the entry; every device must agree with PyTorch.
 
-bf16: ours rounds each result once from double; PyTorch 1.13's CPU kernel computes in
-f32 and rounds once too, so the two agree within a bf16 ulp or two of the largest value,
-and ours equals the f64 computation on the same bf16 inputs rounded once."""
+bf16: ours (cpu: in double; cpu_blas's forward: in f32) rounds each result once, as
+PyTorch 1.13's CPU kernel (in f32) does, so the two agree within a bf16 ulp or two of the
+largest value, and ours is the f64 computation on the same bf16 inputs rounded once, within
+the f32 error of xhat w + b where it sits near a rounding boundary or cancels to near 0."""
 import os
 
 import numpy as np
@@ -89,10 +90,13 @@ def test_layer_norm_values_and_grads(device, dt, shape, nnorm, affine):
             close(got, want.grad, dt, what + " (f64 truth)")
     if dt == "bf16":
         # y rounded once from f64 (torch rounds f64 to bf16 through f32, a second rounding
-        # at rare ties: hence every element within 1 ulp, almost all within half of one)
+        # at rare ties: hence every element within 1 ulp, almost all within half of one),
+        # plus f32's error on the terms of xhat w + b (cpu_blas computes them in f32)
         g, want = arr(fy), y64.detach().numpy()
         ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(want), 1e-30))) - 7)
-        assert (np.abs(g - want) <= ulp * 0.5 + 1e-30).mean() > 0.999 and (np.abs(g - want) <= ulp).all()
+        b64 = t64[2].detach().numpy() if affine else 0.0
+        f32_err = 2.0 ** -21 * (np.abs(want - b64) + np.abs(b64))
+        assert (np.abs(g - want) <= ulp * 0.5 + 1e-30).mean() > 0.999 and (np.abs(g - want) <= ulp + f32_err).all()
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dt", ["f32", "bf16"])
