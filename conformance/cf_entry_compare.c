@@ -62,6 +62,12 @@ bool cf_entry_compare(const cf_entry_run runs[3], bool with_reference, int nout,
                       const int64_t *ks, char *why, size_t cap)
 {
     static const char *const whats[3] = {"", "backend vs its composition", "backend vs reference"};
+    static const char *const runners[3] = {"the op", "the composition", "the reference"};
+    for (int r = 0; r < (with_reference ? 3 : 2); r++)
+        if (runs[r].st) {
+            snprintf(why, cap, "%s failed (%s): %s", runners[r], ff_status_name(runs[r].st), runs[r].err);
+            return false;
+        }
     bool ok = true;
     for (int r = 1; r < (with_reference ? 3 : 2) && ok; r++)
         for (int i = 0; i < nout && ok; i++) {

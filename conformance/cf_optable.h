@@ -47,7 +47,8 @@ ff_tensor *cf_view_of(ff_tensor *base, cf_variant v);
 /* True if the last op call failed because the op is not in libfusionflow. */
 
 
-/* cf_entry_compare.c: the families that test an optional entry (attention, layer_norm)
+/* cf_entry_compare.c: the families that test an optional entry (attention, layer_norm,
+ * linear)
  * run the op and its gradients three ways: the backend as it runs, the same backend
  * with the composition forced, and the reference. */
 #define CF_ENTRY_OUTS 4
@@ -61,7 +62,7 @@ void cf_entry_run_free(cf_entry_run *r);
 void *cf_tensor_to_host(const ff_tensor *t);
 /* runs[1] (and runs[2] when with_reference) against runs[0] on outputs 0 .. nout-1, each
  * within the accumulate tolerance over its sums' length ks[i]; false with the first
- * difference in why. */
+ * failed run ("the op failed (STATUS): ...") or the first difference in why. */
 bool cf_entry_compare(const cf_entry_run runs[3], bool with_reference, int nout, const char *const *names,
                       const int64_t *ks, char *why, size_t cap);
 

@@ -822,7 +822,9 @@ typedef struct ff_backend_vtable {
      * >> std, and (x - mean)^2 of f32 or bf16 values overflows f32 (layer_norm of [1e30,
      * 1, 2] is [1.41, -0.71, -0.71]). Any strides (the core sends contiguous views). The
      * core always passes w and b (ones and zeros for a layer without them). Per row, in
-     * double, each result rounded once to its dtype:
+     * double, each result rounded once to its dtype (an F16/BF16 y may come from f32
+     * arithmetic instead, as PyTorch's, when it stays within one half ulp of that:
+     * cpu_blas's forward, with the double path for rows whose squares leave f32's range):
      *   op 0 forward:  src {x, w, b}, dst {y, mean, invstd}: mean and the biased var of
      *                  the row (two passes), invstd = 1 / sqrt(var + eps),
      *                  y = (x - mean) invstd w + b
