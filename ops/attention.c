@@ -230,6 +230,23 @@ static ff_tensor *new4(const ff_tensor *like, int64_t b, int64_t h, int64_t t, i
     return ff_tensor_new(like->storage->backend, x < 0 ? 3 : 4, s, dt, fn);
 }
 
+/* o [B, H, Tq, Dv], laid out as q is: where q's heads sit inside its tokens (the
+ * [B, T, H, D] memory of a projection viewed per head and transposed, as every
+ * transformer makes q), o's memory is [B, Tq, H, Dv] too, so that the merge of its heads
+ * back into [B, Tq, H * Dv] is a view, not a copy (6% of MiniLM's bf16 forward).
+ * PyTorch's CPU flash attention returns this layout. */
+static ff_tensor *new_out(const ff_tensor *q, const ff_tensor *q4, const attn_geo *g)
+{
+    const int64_t *qs = q4->layout.strides;
+    if (g->h < 2 || g->tq < 2 || qs[1] >= qs[2]) return new4(q, g->b, g->h, g->tq, g->dv, q->dtype);
+    ff_tensor *bthd = new4(q, g->b, g->tq, g->h, g->dv, q->dtype), *o = NULL;
+    ff_layout l;
+    if (bthd && ff_layout_permute(&bthd->layout, (const int[]){0, 2, 1, 3}, &l, fn) == FF_OK)
+        o = ff_tensor_new_view(bthd, &l);
+    ff_tensor_release(bthd);
+    return o;
+}
+
 /* ---- the node ------------------------------------------------------------------- */
 /* saved: [0] q, [1] k, [2] v (as given), [3] o [B, H, Tq, Dv], [4] lse, [5] mask if any.
  * ip: [0] causal, [1] mask kind, [2] the dropout seed; dp[0] scale, dp[1] dropout_p. */
@@ -335,7 +352,7 @@ static ff_tensor *forward_entry(const ff_tensor *q, const ff_tensor *k, const ff
     folded f;
     if ((*stp = fold_all(q, k, v, mask, g, &f))) return NULL;
     ff_dtype lt = q->dtype == FF_F64 ? FF_F64 : FF_F32;
-    ff_tensor *out[2] = {new4(q, g->b, g->h, g->tq, g->dv, q->dtype), new4(q, g->b, g->h, g->tq, -1, lt)};
+    ff_tensor *out[2] = {new_out(q, f.t[0], g), new4(q, g->b, g->h, g->tq, -1, lt)};
     ff_status st = out[0] && out[1] ? FF_OK : ff_last_status();
     const ff_tensor *src[4] = {f.t[0], f.t[1], f.t[2], f.t[3]};
     if (!st) st = ff_kernel_attention(FF_ATTENTION_FORWARD, out, 2, src, mask ? 4 : 3, &g->p, fn);
