@@ -44,15 +44,15 @@
  * with its strides; any other (a step in both dims) is first copied to a dense half copy
  * by the copy entry. The batch is walked here (a broadcast, stride 0, needs no copy), the
  * rows of C split across the pool, each slice one single-threaded oneDNN call per batch
- * element, as for the f32 gemm. Where the rows alone give fewer slices of 32 than the pool
- * has threads (a training batch of 128 on 16 threads: 4 slices; one sentence: 1), C's
- * columns are cut into blocks too (at least 64 wide, a multiple of 16), so a small-M
- * product still fills the pool: the slices then run over (column block, rows) pairs,
- * each a primitive of its own width writing a dense tile that is copied into C (oneDNN
- * 2.6's brgemm declines a dst whose row stride exceeds its width). Blocks are taken only
- * where oneDNN runs one on brgemm too: a column-major B (a Linear's W^T) yes; a row-major
- * B's block is strided, which 2.6 sends to its jit gemm, 10-100x slower on bf16, so such
- * a product keeps whole rows. Every element of A and of B is still scanned by exactly one
+ * element, as for the f32 gemm. With several threads C's columns are cut into blocks
+ * first (up to one per thread, at least 64 wide, a multiple of 16; column_block says
+ * why: each execution packs the B it reads, so row slices would pack all of B once each),
+ * and the slices run over (column block, rows) pairs, each a primitive of its own width
+ * writing a dense tile that is copied into C (oneDNN 2.6's brgemm declines a dst whose
+ * row stride exceeds its width). Blocks are taken only where oneDNN runs one on brgemm
+ * too: a column-major B (a Linear's W^T) yes; a row-major B's block is strided, which 2.6
+ * sends to its jit gemm, 10-100x slower on bf16, so such a product is cut into row slices
+ * of at least 128 rows. Every element of A and of B is still scanned by exactly one
  * slice: A's rows by the slices of column block 0, B's rows of a column block shared out
  * among that block's slices.
  */
@@ -206,14 +206,17 @@ static void dnnl_slice(void *arg, int64_t b, int64_t e)
     }
 }
 
-/* Column block width: N, unless the rows alone give the pool fewer slices of 32 than it
- * has threads; then blocks of at least 64 columns (a multiple of 16, AMX's tile width)
- * so that rows x blocks reach the thread count. */
-static int64_t column_block(const blas_ctx *c, int64_t M, int64_t N)
+/* Column block width: with several threads, C's columns are cut into up to one block per
+ * thread (at least 64 wide, a multiple of 16, AMX's tile width). Blocks rather than row
+ * slices because every execution packs the part of B it reads into the VNNI layout the
+ * bf16 instructions take: row slices each pack all of B (16 threads on MiniLM's
+ * [640, 384] x [384, 1536] packed it 16 times, more work than their share of the
+ * product), blocks pack B once between them and only re-read A, which is small here. */
+static int64_t column_block(const blas_ctx *c, int64_t N)
 {
-    int64_t t = c->pool ? c->nthreads : 1, slices = M / 32 > 1 ? M / 32 : 1;
-    if (slices >= t || N < 128) return N;
-    int64_t nb = (t + slices - 1) / slices, w = (N + nb - 1) / nb;
+    int64_t t = c->pool ? c->nthreads : 1, nb = t < N / 64 ? t : N / 64;
+    if (nb < 2) return N;
+    int64_t w = (N + nb - 1) / nb;
     w = (w + 15) / 16 * 16;
     return w < 64 ? 64 : w >= N ? N : w;
 }
@@ -307,7 +310,7 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     j.C = direct ? (char *)dst->buf + (size_t)dst->offset * 2 : (char *)C;
     atomic_init(&j.failed, 0);
     int64_t min_par = M * N * K >= (1 << 20) ? 64 : INT64_MAX;
-    if (min_par != INT64_MAX && (j.cbw = column_block(c, M, N)) < N) {
+    if (min_par != INT64_MAX && (j.cbw = column_block(c, N)) < N) {
         /* only where a block is as fast as the whole (oneDNN's pick for it is brgemm too):
          * its jit gemm on bf16 is 10-100x slower */
         blas_dnnl_key bk = job_key(&j, M, j.cbw);
@@ -317,6 +320,7 @@ int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, con
     }
     int64_t nblocks = (N + j.cbw - 1) / j.cbw, align = nblocks > 1 && M < 32 ? M : 32;
     if (nblocks > 1 && min_par != INT64_MAX) min_par = 2 * align; /* a slice: one aligned run of pairs */
+    else if (min_par != INT64_MAX) min_par = 256; /* row slices only: each packs all of B, so >= 128 rows */
     blas_parallel_for(c, M * nblocks, min_par, align, dnnl_slice, &j);
     /* C unwritten, partial or computed from a subnormal read as zero: the caller
      * recomputes it (dst is no operand's buffer, so nothing it reads was overwritten) */
