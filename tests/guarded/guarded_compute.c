@@ -244,6 +244,17 @@ static ff_status g_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, 
     GUARDED_LEAVE;
 }
 
+static ff_status g_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act)
+{
+    GUARDED_ENTER("linear");
+    ff_view d, s[MAX_LIST];
+    if (!list_ok(c, 1, n_src, fname) || guarded_window_view(c, &w, dst, &d, fname) ||
+        guarded_window_views(c, &w, src, s, n_src, fname))
+        goto out;
+    st = c->base->linear(c->base_ctx, &d, s, n_src, act);
+    GUARDED_LEAVE;
+}
+
 static ff_status g_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *src, int n_src,
                           const ff_pool2d_params *p)
 {
@@ -322,4 +333,5 @@ void ff_guarded_compute_entries(ff_backend_vtable *vt, const ff_backend_vtable *
     OPTIONAL(attention, g_attention);
     OPTIONAL(qmatmul, g_qmatmul);
     OPTIONAL(layer_norm, g_layer_norm);
+    OPTIONAL(linear, g_linear);
 }
