@@ -15,13 +15,13 @@
 #include "blas_impl.h"
 
 typedef struct wide {
-    float *mem[3];
-    ff_view v[3];
+    float *mem[4];
+    ff_view v[4];
 } wide;
 
 static void wide_free(blas_ctx *c, wide *w)
 {
-    for (int i = 0; i < 3; i++) blas_free(c, w->mem[i]);
+    for (int i = 0; i < 4; i++) blas_free(c, w->mem[i]);
 }
 
 /* An f32 twin of v in scratch (widened when fill is set). 0 or FF_ERR_OOM. */
@@ -156,11 +156,11 @@ ff_status blas_half_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const
 }
 
 /* bf16 on AVX512-BF16, products past this many multiply-adds: blas_half_dot.c per batch
- * element into a dense f32 C, rounded once. 1 if done, 0 to take the f32 gemm (also when
- * an operand holds a subnormal, which the kernel would read as zero), -1 on OOM. */
+ * element into the dense f32 C. 1 if done, 0 to take the f32 gemm (also when an operand
+ * holds a subnormal, which the kernel would read as zero), -1 on OOM. */
 #define DOT_MIN_MNK ((int64_t)1 << 18)
 
-static int matmul_dot(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+static int matmul_dot(blas_ctx *c, float *C, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     int r = dst->ndim;
     if (dst->dtype != FF_BF16 || r < 2 || a->ndim != r || b->ndim != r || !blas_bf16_dot_available()) return 0;
@@ -168,14 +168,11 @@ static int matmul_dot(blas_ctx *c, const ff_view *dst, const ff_view *a, const f
     for (int d = 0; d < r - 2; d++)
         if (a->shape[d] != dst->shape[d] || b->shape[d] != dst->shape[d]) return 0; /* blas_matmul reports it */
     if (a->shape[r - 2] != M || b->shape[r - 2] != K || b->shape[r - 1] != N || K == 0 || M * N * K < DOT_MIN_MNK) return 0;
-    wide w;
-    memset(&w, 0, sizeof w);
-    if (widen(c, &w, 0, dst, 0)) return -1;
     int64_t idx[FF_MAX_DIMS] = {0}, ao = a->offset, bo = b->offset, nbatch = ff_view_numel(dst) / (M * N);
     int st = 0;
     for (int64_t n = 0; n < nbatch && !st; n++) {
         st = blas_bf16_dot_gemm(c, M, N, K, (const uint16_t *)a->buf + ao, a->strides[r - 2], a->strides[r - 1],
-                                (const uint16_t *)b->buf + bo, b->strides[r - 2], b->strides[r - 1], w.mem[0] + n * M * N);
+                                (const uint16_t *)b->buf + bo, b->strides[r - 2], b->strides[r - 1], C + n * M * N);
         for (int d = r - 3; d >= 0; d--) { /* the next batch element, row-major */
             if (++idx[d] < dst->shape[d]) {
                 ao += a->strides[d], bo += b->strides[d];
@@ -185,9 +182,37 @@ static int matmul_dot(blas_ctx *c, const ff_view *dst, const ff_view *a, const f
             ao -= a->strides[d] * (a->shape[d] - 1), bo -= b->strides[d] * (b->shape[d] - 1);
         }
     }
-    if (!st) blas_half_convert(c, dst, &w.v[0]);
-    wide_free(c, &w);
     return st < 0 ? -1 : st ? 0 : 1; /* st 1: a subnormal operand, the f32 gemm instead */
+}
+
+ff_status blas_half_product(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
+                            int act)
+{
+    const char *entry = bias || act != FF_LINEAR_NO_ACT ? "linear" : "matmul";
+    int dnnl = blas_half_matmul_dnnl(c, dst, a, b, bias, act);
+    if (dnnl)
+        return dnnl > 0 ? FF_OK : blas_error(c, FF_ERR_OOM, "cpu_blas %s: out of memory for a bf16 product", entry);
+    wide w;
+    memset(&w, 0, sizeof w);
+    ff_status st = widen(c, &w, 0, dst, 0);
+    int dot = st ? 0 : matmul_dot(c, w.mem[0], dst, a, b);
+    if (!st && dot == 0) st = widen(c, &w, 1, a, 1);
+    if (!st && dot == 0) st = widen(c, &w, 2, b, 1);
+    if (bias && !st) { /* the one row, widened once and seen again with row stride 0 */
+        ff_view row = *bias;
+        row.shape[dst->ndim - 2] = 1;
+        if (!(st = widen(c, &w, 3, &row, 1))) w.v[3].shape[dst->ndim - 2] = bias->shape[dst->ndim - 2], w.v[3].strides[dst->ndim - 2] = 0;
+    }
+    if (st || dot < 0) {
+        wide_free(c, &w);
+        return blas_error(c, FF_ERR_OOM, "cpu_blas %s: out of memory for the f32 copies of %s operands", entry,
+                          blas_dtype_name(dst->dtype));
+    }
+    if (dot == 0) st = blas_matmul(c, &w.v[0], &w.v[1], &w.v[2]);
+    if (!st) st = blas_linear_epilogue(c, &w.v[0], bias ? &w.v[3] : NULL, act);
+    if (!st && ff_view_numel(dst)) blas_half_convert(c, dst, &w.v[0]);
+    wide_free(c, &w);
+    return st;
 }
 
 ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
@@ -199,20 +224,5 @@ ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, cons
     if (a->dtype != dst->dtype || b->dtype != dst->dtype)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas matmul: dtypes differ (dst %s, a %s, b %s)",
                           blas_dtype_name(dst->dtype), blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));
-    blas_ctx *c = ctx;
-    int dnnl = blas_half_matmul_dnnl(c, dst, a, b, NULL, FF_LINEAR_NO_ACT);
-    if (dnnl) return dnnl > 0 ? FF_OK : blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for the f32 result of a bf16 product");
-    int dot = matmul_dot(c, dst, a, b);
-    if (dot) return dot > 0 ? FF_OK : blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for bf16 packing");
-    wide w;
-    memset(&w, 0, sizeof w);
-    if (widen(c, &w, 0, dst, 0) || widen(c, &w, 1, a, 1) || widen(c, &w, 2, b, 1)) {
-        wide_free(c, &w);
-        return blas_error(ctx, FF_ERR_OOM, "cpu_blas matmul: out of memory for the f32 copies of %s operands",
-                          blas_dtype_name(dst->dtype));
-    }
-    st = blas_matmul(ctx, &w.v[0], &w.v[1], &w.v[2]);
-    if (!st && ff_view_numel(dst)) blas_half_convert(c, dst, &w.v[0]);
-    wide_free(c, &w);
-    return st;
+    return blas_half_product(ctx, dst, a, b, NULL, FF_LINEAR_NO_ACT);
 }

@@ -192,9 +192,17 @@ ff_status blas_half_matmul(void *ctx, const ff_view *dst, const ff_view *a, cons
  * declined (dst untouched), -1 out of memory. */
 int blas_half_matmul_dnnl(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
                           int act);
-/* blas_linear.c: the optional linear entry, and the activations it takes */
+/* blas_half_wide.c: dst = act(a b + bias) for an F16/BF16 dst (the matmul entry's: bias
+ * NULL, act FF_LINEAR_NO_ACT): oneDNN (blas_half_matmul_dnnl), else an f32 C from the
+ * AVX512-BF16 kernel or the f32 gemm on widened operands, the epilogue on it, one rounding.
+ * Arguments checked by the caller. */
+ff_status blas_half_product(blas_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b, const ff_view *bias,
+                            int act);
+/* blas_linear.c: the optional linear entry, the activations it takes, and its epilogue
+ * (y += bias (row stride 0; NULL for none), y = act(y), in place on an F32/F64 y) */
 ff_status blas_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
 int blas_linear_supported(int act, ff_dtype dtype);
+ff_status blas_linear_epilogue(void *ctx, const ff_view *y, const ff_view *bias, int act);
 /* 1 if a bf16 of the rows x cols matrix (element strides rs, cs) is subnormal: the bf16
  * instructions read those as zero, so the oneDNN paths decline such operands. */
 int blas_bf16_has_subnormal(const uint16_t *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs);
