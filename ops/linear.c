@@ -69,8 +69,10 @@ ff_tensor *ff_linear_act(const ff_tensor *x, const ff_tensor *weight, const ff_t
     bool one = ff_dtype_is_float(x->dtype) && weight->dtype == x->dtype && (!bias || bias->dtype == x->dtype) &&
                weight->storage->backend == x->storage->backend &&
                (!bias || bias->storage->backend == x->storage->backend);
+    /* supports() first: a backend without the entry (opencl, cuda) composes at once, with
+     * no [M, N] dst made and dropped on every call */
     if (one && ff_tensor_numel(x) > 0 && ws[0] > 0 && ws[1] > 0 && ff_autocast_get() == FF_F32 &&
-        !ff_autograd_needed(n, in) && !ff_op_compose_forced(FF_KIND_LINEAR, "FF_LINEAR")) {
+        !ff_autograd_needed(n, in) && ff_op_entry_enabled(x, FF_KIND_LINEAR, act, act, "FF_LINEAR")) {
         ff_status st;
         ff_tensor *y = linear_entry(x, weight, bias, act, &st, fn);
         if (st != FF_ERR_UNSUPPORTED) return y;

@@ -14,11 +14,11 @@ _NO_ACT = -1  # FF_LINEAR_NO_ACT
 
 def linear(x, weight, bias=None):
     x, weight = as_tensor(x), as_tensor(weight)
-    if weight.ndim != 2 or x.ndim == 0 or (bias is not None and as_tensor(bias).ndim != 1):
+    b = as_tensor(bias) if bias is not None else None
+    if weight.ndim != 2 or x.ndim == 0 or (b is not None and b.ndim != 1):
         y = x @ weight.mT if weight.ndim == 2 else x @ weight  # torch's other forms: matmul's rules and errors
         return y if bias is None else y + bias
     # one C op: the backend's linear entry in inference; matmul and add (autocast's bias rule) with autograd
-    b = as_tensor(bias) if bias is not None else None
     return wrap(C.ff_linear_act(x._ptr, weight._ptr, b._ptr if b is not None else None, _NO_ACT))
 
 
