@@ -28,13 +28,14 @@ def make_close(default_tol, equal_nan=False):
 
 @pytest.fixture(autouse=True)
 def _seeded():
-    """Every test starts from the same global random state (numpy's and torch's), so a test that
+    """Every test starts from the same global random state (numpy's, torch's, ours), so a test that
     draws its data unseeded sees the same numbers on every machine and run: a comparison that
     fails, fails every time, and can be reproduced."""
     import numpy as np
     np.random.seed(0)
-    if "torch" in sys.modules:
-        sys.modules["torch"].manual_seed(0)
+    for name in ("torch", "fusionflow"):
+        if name in sys.modules:
+            sys.modules[name].manual_seed(0)
     yield
 
 
