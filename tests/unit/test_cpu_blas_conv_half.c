@@ -109,6 +109,11 @@ static void test_conv_bf16(void)
     CHECK(run_conv("stride 2x1, dilated, 2 groups", dense(8, 32, 20, 18, 1), dense(32, 16, 3, 3, 1), &pg, 0) == 0);
     CHECK(run_conv("x rows stepped", dense(2, 16, 10, 11, 2), dense(16, 16, 3, 3, 1), &p3, 0) == 0);
     CHECK(run_conv("subnormal", dense(2, 16, 12, 12, 1), dense(32, 16, 3, 3, 1), &p3, 1) == 0);
+    /* channels (40 = 16 + 16 + 8, 24) and positions (63 = 3 x 16 + 15) past whole 16 x 16
+     * blocks of the rounding pass's transposition (nhwc_round) */
+    CHECK(run_conv("block tails", dense(2, 24, 9, 7, 1), dense(40, 24, 3, 3, 1), &p3, 0) == 0);
+    ff_conv2d_params pd = {{1, 1}, {1, 1}, {1, 1}, 32};
+    CHECK(run_conv("depthwise", dense(2, 32, 17, 17, 1), dense(32, 1, 3, 3, 1), &pd, 0) == 0);
 }
 
 static void setup(void)
