@@ -473,8 +473,9 @@ __attribute__((target("avx512f"))) static void transpose16(const float *s, int64
 #endif
 
 /* t[c][p] = s[p * C + c] for p < pn <= 64, c < cn <= 16: whole 16 x 16 blocks in
- * registers where the CPU has AVX-512 (one value at a time, gcc's code for the plain
- * loop, was 6-7 cycles a value: a fifth of a depthwise bf16 forward), the rest plainly. */
+ * registers where the conversions run on AVX-512 (blas_half_isa, which FF_HALF_ISA caps,
+ * so ctest covers the plain loop too; one value at a time, gcc's code for it, was 6-7
+ * cycles a value: a fifth of a depthwise bf16 forward), the rest plainly. */
 static void tile_transpose(const float *s, int64_t C, int64_t pn, int64_t cn, bool avx512, float t[16][64])
 {
     int64_t p = 0;
@@ -539,7 +540,7 @@ static ff_status conv_pass_half(void *ctx, int which, const char *entry, const f
             st = conv_pass(ctx, which, entry, &ov, &av, &bv, p, &slow);
     }
     if (!st && which != 2 && out->strides[3] == 1 && out->strides[2] == out->shape[3]) {
-        nhwc_job j = {out, om, (blas_cpu_flags() & BLAS_CPU_AVX512F) != 0};
+        nhwc_job j = {out, om, blas_half_isa() == 2};
         blas_parallel_for(ctx, out->shape[0], 2, 1, nhwc_round, &j);
     } else if (!st && which != 2) { /* walked in the scratch's [N, H, W, C] order: reads contiguous */
         ff_view o = *out, f = ov;
