@@ -12,6 +12,11 @@
 #include "blas_impl.h"
 #include "ff_backend_pool.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define POOL_AVX512 1
+#endif
+
 /* The offset (i * W + k) in an nh x nw window at xw (rows W apart) that its max m's
  * gradient goes to under MAX_BACKWARD_FIRST, -1 if none: the first element equal to m,
  * or the last NaN when m is NaN (as ffb_pool2d_pick). */
@@ -261,6 +266,7 @@ typedef struct half_job {
     int64_t planes, n_slots, batch, slot_floats; /* slot_floats: one plane of every view */
     float *scratch;
     int bf16_2x2; /* pool_bf16_2x2's case: no tiles */
+    int avx512;   /* ... on 16 windows at a time (blas_half_isa() == 2; FF_HALF_ISA caps it) */
 } half_job;
 
 enum { HALF_TILE_FLOATS = 16384 }; /* a batch's tiles: 64 KiB, within L2 */
@@ -354,6 +360,75 @@ static void pool_bf16_2x2(const half_job *h, int64_t pl, uint16_t nan_bits)
         for (int64_t i = 2 * OH * W; i < H * W; i++) x[i] = 0;
 }
 
+#ifdef POOL_AVX512
+/* n <= 16 bf16 from p as 16 zero-extended 32-bit lanes (16-bit masked loads need AVX512BW) */
+__attribute__((target("avx512f"))) static __m512i load_bf16x16(const uint16_t *p, int64_t n)
+{
+    uint16_t t[16] = {0};
+    if (n == 16) return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+    memcpy(t, p, (size_t)n * sizeof *t);
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)t));
+}
+
+/* pool_bf16_2x2 on 16 windows at a time, the same decisions: a window's two columns are
+ * one 32-bit lane (the even one in the low half), so a row pair is two loads and each
+ * value widens with one shift or mask. MAXPS(a, b) is a > b ? a : b, NaN and -0 included,
+ * the scalar loop's comparison. */
+__attribute__((target("avx512f"))) static void pool_bf16_2x2_avx512(const half_job *h, int64_t pl, uint16_t nan_bits)
+{
+    int fwd = h->op == FF_POOL2D_MAX_FORWARD;
+    const ff_view *xv = fwd ? &h->src[0] : h->dst, *yv = fwd ? h->dst : &h->src[0];
+    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
+    uint16_t *x = (uint16_t *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
+    uint16_t *y = (uint16_t *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
+    const uint16_t *xs = fwd ? NULL : (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * H * W;
+    const uint16_t *ys = fwd ? NULL : (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * OH * OW;
+    const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), nanv = _mm512_set1_epi32(nan_bits);
+    const __m512i sign = _mm512_set1_epi32(0x8000), qnan = _mm512_set1_epi32(0x7FC0);
+#define WIDE_LO(v) _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
+#define WIDE_HI(v) _mm512_castsi512_ps(_mm512_and_si512(v, hi))
+#define UNORD(v) _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q)
+    for (int64_t oh = 0; oh < OH; oh++) {
+        uint16_t *r0 = x + 2 * oh * W, *r1 = r0 + W, *yo = y + oh * OW;
+        const uint16_t *p0 = fwd ? r0 : xs + 2 * oh * W, *p1 = p0 + W;
+        for (int64_t ow = 0; ow < OW; ow += 16) {
+            int64_t nw = OW - ow < 16 ? OW - ow : 16;
+            __mmask16 k = (__mmask16)((1u << nw) - 1);
+            __m512i w0 = _mm512_maskz_loadu_epi32(k, p0 + 2 * ow), w1 = _mm512_maskz_loadu_epi32(k, p1 + 2 * ow);
+            __m512 a = WIDE_LO(w0), b = WIDE_HI(w0), c = WIDE_LO(w1), d = WIDE_HI(w1);
+            __mmask16 na = UNORD(a), nb = UNORD(b), nc = UNORD(c), nd = UNORD(d);
+            if (fwd) {
+                __m512 m = _mm512_max_ps(_mm512_max_ps(a, b), _mm512_max_ps(c, d));
+                __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(m), 16);
+                bits = _mm512_mask_blend_epi32(na | nb | nc | nd, bits, nanv);
+                _mm512_mask_cvtepi32_storeu_epi16(yo + ow, k, bits);
+                continue;
+            }
+            __m512 m = WIDE_LO(load_bf16x16(ys + oh * OW + ow, nw));
+            __m512i g = load_bf16x16(yo + ow, nw);
+            __mmask16 mn = UNORD(m), gn = UNORD(WIDE_LO(g));
+            g = _mm512_mask_blend_epi32(gn, g, _mm512_or_si512(_mm512_and_si512(g, sign), qnan));
+            /* the first input equal to m, or the last NaN when m is NaN */
+            __mmask16 ka = _mm512_cmp_ps_mask(a, m, _CMP_EQ_OQ), kb = _mm512_cmp_ps_mask(b, m, _CMP_EQ_OQ) & ~ka;
+            __mmask16 kc = _mm512_cmp_ps_mask(c, m, _CMP_EQ_OQ) & ~(ka | kb);
+            __mmask16 kd = _mm512_cmp_ps_mask(d, m, _CMP_EQ_OQ) & ~(ka | kb | kc);
+            kd |= mn & nd, kc |= mn & nc & ~nd, kb |= mn & nb & ~(nc | nd), ka |= mn & na & ~(nb | nc | nd);
+            __m512i o0 = _mm512_or_si512(_mm512_maskz_mov_epi32(ka, g), _mm512_slli_epi32(_mm512_maskz_mov_epi32(kb, g), 16));
+            __m512i o1 = _mm512_or_si512(_mm512_maskz_mov_epi32(kc, g), _mm512_slli_epi32(_mm512_maskz_mov_epi32(kd, g), 16));
+            _mm512_mask_storeu_epi32(r0 + 2 * ow, k, o0);
+            _mm512_mask_storeu_epi32(r1 + 2 * ow, k, o1);
+        }
+        if (!fwd)
+            for (int64_t w = 2 * OW; w < W; w++) r0[w] = 0, r1[w] = 0;
+    }
+#undef WIDE_LO
+#undef WIDE_HI
+#undef UNORD
+    if (!fwd)
+        for (int64_t i = 2 * OH * W; i < H * W; i++) x[i] = 0;
+}
+#endif
+
 static void pool_half_task(void *arg, int64_t s0, int64_t s1)
 {
     const half_job *h = arg;
@@ -361,7 +436,15 @@ static void pool_half_task(void *arg, int64_t s0, int64_t s1)
         float nan = NAN;
         uint16_t nan_bits;
         blas_f32_to_half(FF_BF16, 1, &nan_bits, &nan);
-        for (int64_t pl = s0; pl < s1; pl++) pool_bf16_2x2(h, pl, nan_bits); /* [s0, s1): planes here */
+        for (int64_t pl = s0; pl < s1; pl++) { /* [s0, s1): planes here */
+#ifdef POOL_AVX512
+            if (h->avx512) {
+                pool_bf16_2x2_avx512(h, pl, nan_bits);
+                continue;
+            }
+#endif
+            pool_bf16_2x2(h, pl, nan_bits);
+        }
         return;
     }
     for (int64_t s = s0; s < s1; s++) {
@@ -396,7 +479,7 @@ static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_vie
 {
     ff_status st = ffb_pool2d_check(c ? c->host : NULL, "cpu_blas", op, dst, src, n_src, p, pool_dtype_ok);
     if (st) return st;
-    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL, 0};
+    half_job h = {op, n_src, dst, src, p, dst->shape[0] * dst->shape[1], 1, 1, plane_numel(dst), NULL, 0, 0};
     for (int i = 0; i < n_src; i++) h.slot_floats += plane_numel(&src[i]);
     if (h.planes == 0) return FF_OK;
     h.n_slots = c && c->nthreads < h.planes ? c->nthreads : h.planes;
@@ -406,7 +489,7 @@ static ff_status pool_half(blas_ctx *c, int op, const ff_view *dst, const ff_vie
                p->kernel[1] == 2 && p->stride[0] == 2 && p->stride[1] == 2 && p->padding[0] == 0 && p->padding[1] == 0;
     for (int i = 0; i < n_src; i++) fast = fast && blas_view_contiguous(&src[i]);
     if (fast) {
-        h.bf16_2x2 = 1;
+        h.bf16_2x2 = 1, h.avx512 = blas_half_isa() == 2;
         blas_parallel_for(c, h.planes, 2, 1, pool_half_task, &h);
         return FF_OK;
     }
