@@ -1,17 +1,23 @@
 /*
- * erf and erf-GELU on f32, four doubles at a time through glibc's libmvec
- * (_ZGVdN4v_erf, AVX2: the same erf as libm's, vectorized, at most 4 ulp in double),
- * so that each f32 result is the reference's double formula rounded once, as
- * backends/common/ff_backend_scalar.h writes it:
- *   erf(x), gelu_erf(x) = 0.5 x (1 + erf(x / sqrt 2)).
- * One libm call per element made GELU the slowest op of a BERT layer (MiniLM): about
- * 17x PyTorch's time on [640, 1536]. Without AVX2 (or libmvec) the scalar libm loop runs.
+ * erf and erf-GELU on f32 lanes.
  *
- * F16/BF16 results (blas_half.c) need no more than f32 accuracy: the half rounding after
- * it is 2^13 (f16) or 2^16 (bf16) times coarser, and the conformance tolerance for halves
- * is one half ulp past an f32 computation. For them blas_verf_half / blas_vgelu_erf_half
- * call libmvec's f32 erff / erfcf, 16 lanes (AVX-512) or 8 (AVX2) per call: GELU took
- * 13% of MiniLM's bf16 forward on the double path, 4% here. GELU as 0.5 x erfc(-x / sqrt 2),
+ * erf on f32 runs four doubles at a time through glibc's libmvec (_ZGVdN4v_erf, AVX2: the
+ * same erf as libm's, vectorized, at most 4 ulp in double), so that each f32 result is
+ * the reference's double formula rounded once, as backends/common/ff_backend_scalar.h
+ * writes it. One libm call per element made GELU the slowest op of a BERT layer (MiniLM):
+ * about 17x PyTorch's time on [640, 1536].
+ *
+ * GELU (every dtype) and erf on F16/BF16 (blas_half.c) run at f32 accuracy instead:
+ * libmvec's f32 erff / erfcf, 16 lanes (AVX-512) or 8 (AVX2) per call. For halves the
+ * rounding after it is 2^13 (f16) or 2^16 (bf16) times coarser and the conformance
+ * tolerance is one half ulp past an f32 computation; GELU took 13% of MiniLM's bf16
+ * forward on the double path, 4% here. For an f32 GELU, an activation whose output feeds
+ * the next matmul, the double path's last half ulp cost 17% of MiniLM's int8 forward and
+ * bought nothing a model can see. The f32 lanes, against the double formula on 4M inputs
+ * in [-14, 14]: within 1.6e-7 relative (2-3 f32 ulp) for x > -1, 8e-7 on [-3, -1], 1.4e-6
+ * on [-5, -3] (results below 4e-6); below -5 the double formula's own cancellation is the
+ * larger error (PyTorch's f32 GELU is Sleef's f32 erf, ~1 ulp). All far inside the f32
+ * tolerance for transcendental ops (1e-5 relative past 1e-6 absolute). GELU as 0.5 x erfc(-x / sqrt 2),
  * since 1 + erf(z) cancels for z << 0 (f32 erf's rounding is 3e-3 of 1 + erf(-3)) where
  * erfc(-z) does not; the double formula itself cancels below x = -7 (1% off at -7.8, 0
  * from -8.3), so there these results are the closer ones, and differ from the reference
@@ -25,12 +31,9 @@
 
 #include "blas_impl.h"
 
-static void erf_scalar(int64_t n, float *dst, const float *src, int gelu)
+static void erf_scalar(int64_t n, float *dst, const float *src)
 {
-    for (int64_t i = 0; i < n; i++) {
-        double x = src[i];
-        dst[i] = (float)(gelu ? 0.5 * x * (1.0 + erf(x * 0.7071067811865476)) : erf(x));
-    }
+    for (int64_t i = 0; i < n; i++) dst[i] = (float)erf((double)src[i]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
@@ -39,29 +42,23 @@ __attribute__((target("avx2"))) __m256d _ZGVdN4v_erf(__m256d x);
 
 static int have_avx2(void) { return (blas_cpu_flags() & BLAS_CPU_AVX2_FMA) != 0; }
 
-__attribute__((target("avx2,fma"))) static void erf_map(int64_t n, float *dst, const float *src, int gelu)
+__attribute__((target("avx2,fma"))) static void erf_map(int64_t n, float *dst, const float *src)
 {
-    const __m256d half = _mm256_set1_pd(0.5), one = _mm256_set1_pd(1.0), r2 = _mm256_set1_pd(0.7071067811865476);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(src + i));
-        __m256d y = gelu ? _mm256_mul_pd(_mm256_mul_pd(half, x), _mm256_add_pd(one, _ZGVdN4v_erf(_mm256_mul_pd(x, r2))))
-                         : _ZGVdN4v_erf(x);
-        _mm_storeu_ps(dst + i, _mm256_cvtpd_ps(y));
-    }
-    erf_scalar(n - i, dst + i, src + i, gelu);
+    for (; i + 4 <= n; i += 4) _mm_storeu_ps(dst + i, _mm256_cvtpd_ps(_ZGVdN4v_erf(_mm256_cvtps_pd(_mm_loadu_ps(src + i)))));
+    erf_scalar(n - i, dst + i, src + i);
 }
 #endif
 
-static void map(int64_t n, float *dst, const float *src, int gelu)
+static void erf_double(int64_t n, float *dst, const float *src)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
     if (have_avx2()) {
-        erf_map(n, dst, src, gelu);
+        erf_map(n, dst, src);
         return;
     }
 #endif
-    erf_scalar(n, dst, src, gelu);
+    erf_scalar(n, dst, src);
 }
 
 /* GELU's far negative tail, x < -12.9, is below f32's normal range: those results are
@@ -142,7 +139,7 @@ static void map_half(int64_t n, float *dst, const float *src, int gelu)
     }
 }
 
-void blas_verf_f32(int64_t n, float *dst, const float *src) { map(n, dst, src, 0); }
-void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src) { map(n, dst, src, 1); }
+void blas_verf_f32(int64_t n, float *dst, const float *src) { erf_double(n, dst, src); }
+void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 1); }
 void blas_verf_half(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 0); }
 void blas_vgelu_erf_half(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 1); }
