@@ -315,6 +315,29 @@ static float bf16_wide(uint16_t b)
     return f;
 }
 
+/* Plane pl of a 2 x 2 bf16 job: x [H, W] and y [OH, OW] (gx and gy when backward, with
+ * the forward's x and y as xs and ys). */
+typedef struct plane2x2 {
+    int fwd;
+    int64_t H, W, OH, OW;
+    uint16_t *x, *y;
+    const uint16_t *xs, *ys;
+} plane2x2;
+
+static plane2x2 plane_of(const half_job *h, int64_t pl)
+{
+    plane2x2 q = {.fwd = h->op == FF_POOL2D_MAX_FORWARD};
+    const ff_view *xv = q.fwd ? &h->src[0] : h->dst, *yv = q.fwd ? h->dst : &h->src[0];
+    q.H = xv->shape[2], q.W = xv->shape[3], q.OH = yv->shape[2], q.OW = yv->shape[3];
+    q.x = (uint16_t *)xv->buf + xv->offset + pl * q.H * q.W;
+    q.y = (uint16_t *)yv->buf + yv->offset + pl * q.OH * q.OW;
+    if (!q.fwd) {
+        q.xs = (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * q.H * q.W;
+        q.ys = (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * q.OH * q.OW;
+    }
+    return q;
+}
+
 /* BF16 (widening is a shift), contiguous, 2 x 2 windows at stride 2 without padding: the
  * CNN's max pooling straight on the halves, the f32 tiled loops' exact decisions. The
  * forward's max is an input, so its bits are the result; a NaN window writes what the
@@ -322,13 +345,11 @@ static float bf16_wide(uint16_t b)
  * f32 gradient would be gy widened (a NaN gy is rounded as the detour rounds it). */
 static void pool_bf16_2x2(const half_job *h, int64_t pl, uint16_t nan_bits)
 {
-    int fwd = h->op == FF_POOL2D_MAX_FORWARD;
-    const ff_view *xv = fwd ? &h->src[0] : h->dst, *yv = fwd ? h->dst : &h->src[0];
-    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
-    uint16_t *x = (uint16_t *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
-    uint16_t *y = (uint16_t *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
-    const uint16_t *xs = fwd ? NULL : (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * H * W;
-    const uint16_t *ys = fwd ? NULL : (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * OH * OW;
+    plane2x2 q = plane_of(h, pl);
+    int fwd = q.fwd;
+    int64_t H = q.H, W = q.W, OH = q.OH, OW = q.OW;
+    uint16_t *x = q.x, *y = q.y;
+    const uint16_t *xs = q.xs, *ys = q.ys;
     for (int64_t oh = 0; oh < OH; oh++) {
         uint16_t *r0 = x + 2 * oh * W, *r1 = r0 + W, *yo = y + oh * OW;
         if (fwd) {
@@ -376,13 +397,11 @@ __attribute__((target("avx512f"))) static __m512i load_bf16x16(const uint16_t *p
  * the scalar loop's comparison. */
 __attribute__((target("avx512f"))) static void pool_bf16_2x2_avx512(const half_job *h, int64_t pl, uint16_t nan_bits)
 {
-    int fwd = h->op == FF_POOL2D_MAX_FORWARD;
-    const ff_view *xv = fwd ? &h->src[0] : h->dst, *yv = fwd ? h->dst : &h->src[0];
-    int64_t H = xv->shape[2], W = xv->shape[3], OH = yv->shape[2], OW = yv->shape[3];
-    uint16_t *x = (uint16_t *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
-    uint16_t *y = (uint16_t *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
-    const uint16_t *xs = fwd ? NULL : (const uint16_t *)h->src[1].buf + h->src[1].offset + pl * H * W;
-    const uint16_t *ys = fwd ? NULL : (const uint16_t *)h->src[2].buf + h->src[2].offset + pl * OH * OW;
+    plane2x2 q = plane_of(h, pl);
+    int fwd = q.fwd;
+    int64_t H = q.H, W = q.W, OH = q.OH, OW = q.OW;
+    uint16_t *x = q.x, *y = q.y;
+    const uint16_t *xs = q.xs, *ys = q.ys;
     const __m512i hi = _mm512_set1_epi32((int)0xFFFF0000u), nanv = _mm512_set1_epi32(nan_bits);
     const __m512i sign = _mm512_set1_epi32(0x8000), qnan = _mm512_set1_epi32(0x7FC0);
 #define WIDE_LO(v) _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
