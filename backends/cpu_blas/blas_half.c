@@ -24,6 +24,7 @@
  * store for the same reason (vcvtps2ph keeps the payload's top bits).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas_impl.h"
 
@@ -63,43 +64,66 @@ static void store_scalar(ff_dtype t, int64_t n, uint16_t *d, const float *x)
         V = BLEND(CMPNAN, r_, q_);                                                                \
     } while (0)
 
+/* 16 halves from x (n < 16 of them through a zeroed copy: a 16-bit masked load needs
+ * AVX512BW), widened; the tails of short rows (a 14-wide image row, a 49-position plane)
+ * took a scalar loop per value. */
+__attribute__((target("avx512f"))) static __m512 load16(ff_dtype t, const uint16_t *x, int64_t n)
+{
+    __m256i h;
+    if (n >= 16) {
+        h = _mm256_loadu_si256((const __m256i *)x);
+    } else {
+        uint16_t b[16] = {0};
+        memcpy(b, x, (size_t)n * sizeof *b);
+        h = _mm256_loadu_si256((const __m256i *)b);
+    }
+    if (t == FF_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
 __attribute__((target("avx512f"))) static void load_avx512(ff_dtype t, int64_t n, float *d, const uint16_t *x)
 {
     int64_t i = 0;
-    if (t == FF_F16) {
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x + i))));
-    } else {
-        for (; i + 16 <= n; i += 16) {
-            __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(x + i)));
-            _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
-        }
-    }
-    load_scalar(t, n - i, d + i, x + i);
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, load16(t, x + i, 16));
+    if (i < n) _mm512_mask_storeu_ps(d + i, (__mmask16)((1u << (n - i)) - 1), load16(t, x + i, n - i));
 }
 
+/* 16 floats rounded to F16: a NaN becomes f32's canonical quiet NaN of its sign first,
+ * which vcvtps2ph maps to 0x7E00 | sign, the reference's NaN. */
+__attribute__((target("avx512f"))) static __m256i f16_16(__m512 v)
+{
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), qnan = _mm512_set1_epi32(0x7FC00000);
+    __m512i b = _mm512_castps_si512(v);
+    __m512i canon = _mm512_or_si512(_mm512_and_si512(b, sign), qnan);
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v, _mm512_castsi512_ps(canon));
+    return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+/* 16 floats rounded to BF16, as 16 zero-extended 32-bit lanes. */
+__attribute__((target("avx512f"))) static __m512i bf16_16(__m512 v)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    __m512i b = _mm512_castps_si512(v);
+#define NAN_BLEND512(m, a, b) _mm512_mask_blend_epi32(m, a, b)
+    BF16_RNE(b, _mm512_add_epi32, _mm512_and_si512, _mm512_srli_epi32, _mm512_or_si512, _mm512_set1_epi32, nan,
+             NAN_BLEND512);
+#undef NAN_BLEND512
+    return b;
+}
+
+/* The tail (n % 16 values) through masked lanes: vpmovdw's masked store is AVX-512F. */
 __attribute__((target("avx512f"))) static void store_avx512(ff_dtype t, int64_t n, uint16_t *d, const float *x)
 {
     int64_t i = 0;
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), qnan = _mm512_set1_epi32(0x7FC00000);
     for (; i + 16 <= n; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
-        __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        __m512i b = _mm512_castps_si512(v);
-        if (t == FF_F16) {
-            /* a NaN becomes f32's canonical quiet NaN of its sign, which vcvtps2ph maps to
-             * 0x7E00 | sign, the reference's NaN */
-            __m512i canon = _mm512_or_si512(_mm512_and_si512(b, sign), qnan);
-            v = _mm512_mask_blend_ps(nan, v, _mm512_castsi512_ps(canon));
-            _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        } else {
-#define NAN_BLEND512(m, a, b) _mm512_mask_blend_epi32(m, a, b)
-            BF16_RNE(b, _mm512_add_epi32, _mm512_and_si512, _mm512_srli_epi32, _mm512_or_si512, _mm512_set1_epi32, nan,
-                     NAN_BLEND512);
-#undef NAN_BLEND512
-            _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtepi32_epi16(b));
-        }
+        _mm256_storeu_si256((__m256i *)(d + i), t == FF_F16 ? f16_16(v) : _mm512_cvtepi32_epi16(bf16_16(v)));
     }
-    store_scalar(t, n - i, d + i, x + i);
+    if (i < n) {
+        __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        _mm512_mask_cvtepi32_storeu_epi16(d + i, k, t == FF_F16 ? _mm512_cvtepu16_epi32(f16_16(v)) : bf16_16(v));
+    }
 }
 
 __attribute__((target("avx2,f16c"))) static void load_avx2(ff_dtype t, int64_t n, float *d, const uint16_t *x)
