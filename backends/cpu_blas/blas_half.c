@@ -383,7 +383,7 @@ ff_status blas_half_unary(void *ctx, ff_unary_op op, const ff_view *dst, const f
     blas_unary_plan(&h.f, op, FF_F32);
     /* erf and GELU: f32 accuracy is what a half result needs, not f32's own double rule */
     if (op == FF_UNARY_ERF) h.f.f32 = blas_verf_half;
-    if (op == FF_UNARY_GELU_ERF) h.f.f32 = blas_vgelu_erf_half;
+    if (op == FF_UNARY_GELU_ERF) h.f.f32 = blas_vgelu_erf_f32;
     const ff_view *vs[] = {dst, src};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 2, vs);

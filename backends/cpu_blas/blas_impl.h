@@ -149,14 +149,13 @@ void blas_vsilu_f32(int64_t n, float *dst, const float *src);
 #define BLAS_CPU_F16C 4
 #define BLAS_CPU_VNNI 8 /* AVX512_VNNI or AVX-VNNI: u8 x s8 dot products without s16 saturation */
 int blas_cpu_flags(void);
-/* erf and erf-GELU through glibc's vectorized erf (blas_verf.c) */
+/* erf and erf-GELU (blas_verf.c): erf on f32 results through glibc's vectorized double
+ * erf; GELU for every dtype, and erf for results rounded to F16/BF16 after, on f32 lanes */
 void blas_verf_f32(int64_t n, float *dst, const float *src);
+void blas_verf_half(int64_t n, float *dst, const float *src);
 void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src);
 /* 0 scalar, 1 avx2 + f16c, 2 avx512f: the half paths' ISA (FF_HALF_ISA caps it) */
 int blas_half_isa(void);
-/* f32-accurate erf and GELU, only for results rounded to F16/BF16 after (blas_verf.c) */
-void blas_verf_half(int64_t n, float *dst, const float *src);
-void blas_vgelu_erf_half(int64_t n, float *dst, const float *src);
 /* dst = exp(src - shift); returns the sum of dst accumulated in double. */
 double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift);
 /* Sums in double with blocked multiple accumulators + pairwise combination. */

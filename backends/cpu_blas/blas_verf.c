@@ -74,7 +74,7 @@ __attribute__((target("avx2"))) __m256 _ZGVdN8v_erff(__m256 x);
 __attribute__((target("avx2"))) __m256 _ZGVdN8v_erfcf(__m256 x);
 
 /* The tails go through a zero-padded register: erf(0) and gelu(0) are cheap and finite. */
-__attribute__((target("avx512f"))) static void erf_half_avx512(int64_t n, float *dst, const float *src, int gelu)
+__attribute__((target("avx512f"))) static void erf_lanes_avx512(int64_t n, float *dst, const float *src, int gelu)
 {
     const __m512 half = _mm512_set1_ps(0.5f), nr2 = _mm512_set1_ps(-0.70710678118654752f), zero = _mm512_setzero_ps();
     const __m512 tiny = _mm512_set1_ps(FLT_MIN), m1 = _mm512_set1_ps(-1.0f);
@@ -93,7 +93,7 @@ __attribute__((target("avx512f"))) static void erf_half_avx512(int64_t n, float 
     }
 }
 
-__attribute__((target("avx2"))) static void erf_half_avx2(int64_t n, float *dst, const float *src, int gelu)
+__attribute__((target("avx2"))) static void erf_lanes_avx2(int64_t n, float *dst, const float *src, int gelu)
 {
     const __m256 half = _mm256_set1_ps(0.5f), nr2 = _mm256_set1_ps(-0.70710678118654752f), zero = _mm256_setzero_ps();
     const __m256 tiny = _mm256_set1_ps(FLT_MIN), m1 = _mm256_set1_ps(-1.0f), absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
@@ -112,7 +112,7 @@ __attribute__((target("avx2"))) static void erf_half_avx2(int64_t n, float *dst,
     if (i < n) {
         float buf[8] = {0};
         memcpy(buf, src + i, sizeof(float) * (size_t)(n - i));
-        erf_half_avx2(8, buf, buf, gelu);
+        erf_lanes_avx2(8, buf, buf, gelu);
         memcpy(dst + i, buf, sizeof(float) * (size_t)(n - i));
     }
 }
@@ -120,16 +120,16 @@ __attribute__((target("avx2"))) static void erf_half_avx2(int64_t n, float *dst,
 
 /* By the half conversions' ISA (blas_half_isa: what the CPU has, capped by FF_HALF_ISA,
  * so that the tests run every path here too); scalar: libm's erff / erfcf. */
-static void map_half(int64_t n, float *dst, const float *src, int gelu)
+static void erf_lanes(int64_t n, float *dst, const float *src, int gelu)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && defined(FF_HAVE_MVEC)
     int isa = blas_half_isa();
     if (isa == 2) {
-        erf_half_avx512(n, dst, src, gelu);
+        erf_lanes_avx512(n, dst, src, gelu);
         return;
     }
     if (isa == 1) {
-        erf_half_avx2(n, dst, src, gelu);
+        erf_lanes_avx2(n, dst, src, gelu);
         return;
     }
 #endif
@@ -140,6 +140,5 @@ static void map_half(int64_t n, float *dst, const float *src, int gelu)
 }
 
 void blas_verf_f32(int64_t n, float *dst, const float *src) { erf_double(n, dst, src); }
-void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 1); }
-void blas_verf_half(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 0); }
-void blas_vgelu_erf_half(int64_t n, float *dst, const float *src) { map_half(n, dst, src, 1); }
+void blas_vgelu_erf_f32(int64_t n, float *dst, const float *src) { erf_lanes(n, dst, src, 1); }
+void blas_verf_half(int64_t n, float *dst, const float *src) { erf_lanes(n, dst, src, 0); }

@@ -248,9 +248,7 @@ static ff_status g_linear(void *ctx, const ff_view *dst, const ff_view *src, int
 {
     GUARDED_ENTER("linear");
     ff_view d, s[MAX_LIST];
-    if (!list_ok(c, 1, n_src, fname) || guarded_window_view(c, &w, dst, &d, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, &d, 1, src, s, n_src, fname)) goto out;
     st = c->base->linear(c->base_ctx, &d, s, n_src, act);
     GUARDED_LEAVE;
 }
@@ -260,9 +258,7 @@ static ff_status g_pool2d(void *ctx, int op, const ff_view *dst, const ff_view *
 {
     GUARDED_ENTER("pool2d");
     ff_view d, s[MAX_LIST];
-    if (!list_ok(c, 1, n_src, fname) || guarded_window_view(c, &w, dst, &d, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, &d, 1, src, s, n_src, fname)) goto out;
     st = c->base->pool2d(c->base_ctx, op, &d, s, n_src, p);
     GUARDED_LEAVE;
 }
@@ -281,9 +277,7 @@ static ff_status g_qmatmul(void *ctx, const ff_view *dst, const ff_view *src, in
 {
     GUARDED_ENTER("qmatmul");
     ff_view d, s[MAX_LIST];
-    if (!list_ok(c, 1, n_src, fname) || guarded_window_view(c, &w, dst, &d, fname) ||
-        guarded_window_views(c, &w, src, s, n_src, fname))
-        goto out;
+    if (window_lists(c, &w, dst, &d, 1, src, s, n_src, fname)) goto out;
     st = c->base->qmatmul(c->base_ctx, &d, s, n_src, p);
     GUARDED_LEAVE;
 }

@@ -116,3 +116,27 @@ def test_f16_training_needs_the_scaler():
 class SimpleNamespaceOpt:
     def __init__(self, params):
         self.param_groups = [{"params": params}]
+
+
+def test_autocast_linear_output_dtype_and_values_as_torch():
+    """F.linear under bf16 autocast: the f32 bias joins the output's bf16, as torch.autocast's."""
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4), (3, 4), (3,)))
+    with ff.autocast(dtype=ff.bfloat16):
+        y = F.linear(ff.tensor(x), ff.tensor(w), ff.tensor(b))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        t = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    assert y.dtype == ff.bfloat16 and t.dtype == torch.bfloat16
+    np.testing.assert_allclose(y.float().numpy(), t.float().numpy(), rtol=2e-2, atol=2e-2)
+
+
+def test_autocast_linear_1d_weight_keeps_the_autocast_dtype():
+    """A 1-D weight (matmul's form; torch 1.13's autocast refuses it, so no torch side): the
+    bias joins the bf16 product too, the same rule as the 2-D weight's, and the value is the
+    f32 one within bf16's rounding."""
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 4), (4,), (2,)))
+    with ff.autocast(dtype=ff.bfloat16):
+        y = F.linear(ff.tensor(x), ff.tensor(w), ff.tensor(b))
+    assert y.dtype == ff.bfloat16
+    np.testing.assert_allclose(y.float().numpy(), x @ w + b, rtol=3e-2, atol=3e-2)

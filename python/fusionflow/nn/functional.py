@@ -17,7 +17,12 @@ def linear(x, weight, bias=None):
     b = as_tensor(bias) if bias is not None else None
     if weight.ndim != 2 or x.ndim == 0 or (b is not None and b.ndim != 1):
         y = x @ weight.mT if weight.ndim == 2 else x @ weight  # torch's other forms: matmul's rules and errors
-        return y if bias is None else y + bias
+        if bias is None:
+            return y
+        ac = C.ff_autocast_get()
+        if ac != _dtype.float32.code and y.dtype.code == ac and b.dtype != y.dtype:
+            b = b.to(y.dtype)  # under autocast the output stays in the autocast dtype, as ff_linear_act's rule
+        return y + b
     # one C op: the backend's linear entry in inference; matmul and add (autocast's bias rule) with autograd
     return wrap(C.ff_linear_act(x._ptr, weight._ptr, b._ptr if b is not None else None, _NO_ACT))
 
