@@ -20,7 +20,7 @@ __all__ = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "e
            "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero", "aminmax", "bmm",
            "mm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave", "meshgrid",
            "broadcast_tensors", "cdist", "dist", "trace", "diag", "diagonal", "tensordot", "cross", "logspace",
-           "randint", "bernoulli", "matrix_power", "einsum", "polygamma"]
+           "randint", "bernoulli", "matrix_power", "einsum", "polygamma", "std_mean", "var_mean", "vander"]
 TENSOR_METHODS = ["tan", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "trunc", "frac",
                   "sgn", "fmax", "fmin", "isclose", "allclose", "equal", "addcmul", "addcdiv", "count_nonzero",
                   "aminmax", "bmm", "mm", "inner", "kron", "movedim", "unflatten", "roll", "take", "repeat_interleave",
@@ -142,6 +142,48 @@ def aminmax(input, dim=None, keepdim=False):
     r = collections.namedtuple("aminmax", ["min", "max"])
     x = as_tensor(input)
     return r(x.amin(dim, keepdim), x.amax(dim, keepdim))
+
+
+def _moments(fn, input, dim, unbiased, keepdim, correction, spread):
+    """(spread, mean) of input over dim; a bool second argument is torch's
+    std_mean(input, unbiased) form."""
+    x = as_tensor(input)
+    if isinstance(dim, builtins.bool):
+        dim, unbiased = None, dim
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("%s(): %s only support floating point and complex dtypes, got a %s tensor"
+                           % (fn, fn, x.dtype.name))
+    s = getattr(x, spread)(dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
+    return s, x.mean(dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """(std, mean) over dim, as torch.std_mean (a tuple; unbiased / correction as std)."""
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction, "std")
+
+
+def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    """(var, mean) over dim, as torch.var_mean."""
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction, "var")
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of 1-D x: column j is x ** (N-1-j) (x ** j when increasing),
+    N = len(x) by default. Powers are running products (cumprod), so the gradient flows and
+    integer (and bool) inputs give exact int64, as torch."""
+    x = as_tensor(x)
+    if x.ndim != 1:
+        raise RuntimeError("vander(): x must be a one-dimensional tensor, got shape %s" % (tuple(x.shape),))
+    n = x.shape[0] if N is None else int_arg("vander", "N", N)
+    if n < 0:
+        raise RuntimeError("vander(): N must be non-negative, got %d" % n)
+    if not x.dtype.is_floating_point:
+        x = x.to(_dtype.int64)
+    if n == 0:
+        return full((x.shape[0], 0), 0, dtype=x.dtype, device=x.device)
+    ones = full((x.shape[0], 1), 1, dtype=x.dtype, device=x.device)
+    powers = cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
+    return powers if increasing else powers.flip(1)
 
 
 def bmm(input, mat2):

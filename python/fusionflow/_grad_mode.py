@@ -11,7 +11,8 @@ class set_grad_enabled:
 
     def __init__(self, mode):
         self.mode = bool(mode)
-        self.prev = C.ff_set_grad_enabled(self.mode)  # takes effect at once, as torch's
+        self.prev = C.ff_grad_enabled()  # recorded first: a Ctrl-C after the set can undo it
+        _set_undoable(self.mode, self.prev)  # takes effect at once, as torch's
 
     def __enter__(self):
         return self
@@ -21,16 +22,37 @@ class set_grad_enabled:
         return False
 
 
+def _set_undoable(mode, prev):
+    """Sets the C grad mode; an exception landing right after (Ctrl-C) puts prev back."""
+    try:
+        C.ff_set_grad_enabled(mode)
+    except BaseException:
+        C.ff_set_grad_enabled(prev)
+        raise
+
+
 class _GradMode:
     _mode = None
 
     def __enter__(self):
-        self._prev_stack = getattr(self, "_prev_stack", [])
-        self._prev_stack.append(C.ff_set_grad_enabled(self._mode))
+        stack = self.__dict__.setdefault("_prev_stack", [])
+        n = len(stack)
+        prev = C.ff_grad_enabled()  # recorded before the C mode changes, never after
+        try:
+            stack.append(prev)
+            C.ff_set_grad_enabled(self._mode)
+        except BaseException:  # a Ctrl-C on the way: as if never entered
+            C.ff_set_grad_enabled(prev)
+            del stack[n:]
+            raise
         return self
 
     def __exit__(self, *exc):
-        C.ff_set_grad_enabled(self._prev_stack.pop())
+        stack = self._prev_stack
+        try:
+            C.ff_set_grad_enabled(stack[-1])
+        finally:  # popped even if a Ctrl-C lands right after the C call
+            stack.pop()
         return False
 
     def __call__(self, fn):

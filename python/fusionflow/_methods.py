@@ -31,7 +31,7 @@ TORCH_FUNCTIONS = [
     "cholesky_inverse", "cholesky_solve", "triangular_solve", "lu", "lu_solve", "pinverse", "matrix_exp", "rot90",
     "tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "masked_select", "argwhere", "diagflat",
     "diag_embed", "diagonal_scatter", "select_scatter", "slice_scatter", "index_fill", "index_reduce", "scatter_reduce",
-    "is_nonzero", "is_same_size", "is_signed", "stft", "istft"]
+    "is_nonzero", "is_same_size", "is_signed", "is_floating_point", "stft", "istft"]
 
 __all__ = ["strided"] + TORCH_FUNCTIONS
 
@@ -60,7 +60,7 @@ _COMPUTED = ["divide", "true_divide", "positive", "split_with_sizes", "unsafe_sp
              "take_along_dim", "masked_select", "argwhere", "diagflat", "diag_embed", "diagonal_scatter",
              "select_scatter", "slice_scatter", "put", "index_fill", "index_reduce", "scatter_reduce", "is_nonzero",
              "is_same_size", "is_signed", "new", "new_empty_strided", "to_dense", "pin_memory", "type", "apply_",
-             "map_", "map2_", "byte", "conj_physical_", "resize", "resize_as", "as_subclass", "stft", "istft", "symeig",
+             "map_", "map2_", "byte", "short", "char", "conj_physical_", "resize", "resize_as", "as_subclass", "stft", "istft", "symeig",
              "lstsq", "solve", "eig", "reinforce"]
 
 # in-place forms: name_ computes name out of place and writes it into self

@@ -12,12 +12,12 @@ import numpy as np
 from . import _dtype
 from ._factories import full, tensor, zeros, where
 from ._functions import trunc
-from ._tensor import Tensor, as_tensor, _operand
+from ._tensor import Tensor, as_tensor, _operand, host_values
 
 
 def _host(x, fn, dtype=None):
     """fn over x's values in NumPy, back as a tensor on x's device (no gradient)."""
-    r = np.asarray(fn(x.numpy()))
+    r = np.asarray(fn(host_values(x)))
     return tensor(r if dtype is None else r.astype(dtype), device=x.device)
 
 

@@ -86,6 +86,18 @@ def byte(self):
     return self.to(_dtype.uint8)
 
 
+def _no_int_dtype(name, dtype):
+    def method(self, memory_format=None):
+        raise NotImplementedError("Tensor.%s: fusionflow has no %s dtype (its integer dtypes are uint8, int32 and "
+                                  "int64); use .int() for int32 or .byte() for uint8" % (name, dtype))
+    method.__name__ = name
+    return method
+
+
+short = _no_int_dtype("short", "int16")  # torch.int16: not in the C dtype enum (backend_abi.h)
+char = _no_int_dtype("char", "int8")
+
+
 def conj_physical_(self):
     return self
 

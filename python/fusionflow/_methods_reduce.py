@@ -9,7 +9,7 @@ import numpy as np
 from . import _dtype
 from ._factories import full, stack, tensor, zeros, cat, where
 from ._functions import diagonal
-from ._tensor import Tensor, as_tensor
+from ._tensor import Tensor, as_tensor, host_values
 
 
 # ---- reductions and scans ------------------------------------------------------------
@@ -18,6 +18,8 @@ def nansum(self, dim=None, keepdim=False):
 
 
 def nanmean(self, dim=None, keepdim=False):
+    if not self.dtype.is_floating_point:  # torch's rule: an integer mean has no dtype to be in
+        raise RuntimeError("nanmean(): expected input to have floating point dtype but got %s" % self.dtype.name)
     ok = ~self.isnan()
     return self.nansum(dim, keepdim) / ok.sum(dim, keepdim).to(self.dtype)
 
@@ -105,7 +107,7 @@ def _cum_extreme(self, dim, accumulate):
     index, and a NaN, once seen, stays (with the index of the latest NaN). Indices in NumPy
     (vectorised: the last position where the element equals the running extreme), values
     gathered (so differentiable)."""
-    a = np.moveaxis(self.numpy(), dim, 0)
+    a = np.moveaxis(host_values(self), dim, 0)
     run = accumulate(a, axis=0)
     hit = (a == run) | (np.isnan(a) & np.isnan(run))
     pos = np.arange(a.shape[0]).reshape((-1,) + (1,) * (a.ndim - 1))
@@ -131,7 +133,7 @@ def diff(self, n=1, dim=-1, prepend=None, append=None):
         x = cat(parts, dim)
     for _ in range(n):
         m = x.shape[dim]
-        a, b = x.narrow(dim, 1, max(m - 1, 0)), x.narrow(dim, 0, max(m - 1, 0))
+        a, b = x.narrow(dim, min(m, 1), max(m - 1, 0)), x.narrow(dim, 0, max(m - 1, 0))  # m = 0: both empty
         x = (a != b) if x.dtype is _dtype.bool_ else a - b
     return x
 

@@ -18,6 +18,7 @@ from . import _dtype
 from . import _dtype as _dtype_mod
 from ._dtype import float32, float64, int64, bool_, to_dtype, from_code
 from ._args import int_arg
+from ._interrupt import guarded_call
 from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
@@ -88,6 +89,36 @@ def _operand(x, like):
     if _scalar_ok(x):
         return _number_tensor(x, like)
     return tensor(x)
+
+
+def host_values(t):
+    """t's values as a NumPy array: bfloat16, which NumPy lacks, as float32 (which holds
+    every bf16 value exactly), so host-side methods (tolist, signbit, cummin) take it too."""
+    return t.numpy() if t.dtype.np is not None else t.float().numpy()
+
+
+def _check_int_power(base, exponent):
+    """torch refuses an integer tensor to a negative integer number's power (the result is
+    not an integer); a tensor exponent is computed as it is (0 for |base| > 1), as torch."""
+    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (int, np.integer)):
+        return
+    if exponent < 0 and not base.dtype.is_floating_point:
+        raise RuntimeError("pow(): Integers to negative integer powers are not allowed (a %s tensor to the "
+                           "power %d); use a float tensor, e.g. t.float() ** %d" % (base.dtype.name, exponent,
+                                                                                     exponent))
+
+
+def _check_alpha(t, alpha, fn):
+    if not t.dtype.is_floating_point and isinstance(alpha, (float, np.floating)):
+        raise RuntimeError("%s(): For integral input tensors, argument alpha must not be a floating point number "
+                           "(a %s tensor, alpha=%r)" % (fn, t.dtype.name, alpha))
+
+
+def _check_float_input(t, fn):
+    """var, std and their _mean forms are defined on floating dtypes only, as torch's."""
+    if not t.dtype.is_floating_point:
+        raise RuntimeError("%s(): std and var only support floating point and complex dtypes, got a %s tensor; "
+                           "convert first, e.g. t.float()" % (fn, t.dtype.name))
 
 
 def as_tensor(x, dtype=None, like=None, device=None):
@@ -239,15 +270,21 @@ class Tensor:
     @data.setter
     def data(self, value):
         """t.data = v, as torch: t now holds v's memory, shape, dtype and backend, keeps its
-        Python identity and requires_grad (so tied parameters stay tied), records no history
-        and drops its grad (Module.to carries grads over itself)."""
+        Python identity, requires_grad and register_hook hooks (so tied parameters stay tied
+        and vector_to_parameters keeps them whole) and records no history. Its grad stays
+        too, unless v's shape differs from the grad's: the engine holds only a grad of the
+        tensor's shape (torch would keep it, to fail at the next backward)."""
         if not isinstance(value, Tensor):
             raise TypeError("Tensor.data = value: expected a Tensor, got %s" % type(value).__name__)
-        rg = self.requires_grad
+        rg, g = self.requires_grad, self.grad
         new = wrap(C.ff_detach(value._ptr))
         self._ptr, new._ptr = new._ptr, self._ptr  # new releases the old C tensor
         if rg:
             self.requires_grad_(True)
+            from ._tensor_hooks import carry_hooks
+            carry_hooks(self)
+        if g is not None and g.shape == self.shape:
+            self.grad = g
 
     def is_contiguous(self):
         return C.ff_tensor_is_contiguous(self._ptr)
@@ -258,8 +295,8 @@ class Tensor:
     def shares_memory_with(self, other):
         return C.ff_tensor_shares_storage(self._ptr, other._ptr)
 
-    @property
     def is_floating_point(self):
+        """A method, as torch's (dtype.is_floating_point is the property)."""
         return self.dtype.is_floating_point
 
     # ---- conversion ---------------------------------------------------------------
@@ -287,7 +324,7 @@ class Tensor:
         return bool(v.value) if dt == 5 else v.value
 
     def tolist(self):
-        return self.numpy().tolist()
+        return host_values(self).tolist()
 
     def __float__(self):
         return float(self.item())
@@ -401,7 +438,8 @@ class Tensor:
         g = None
         if gradient is not None:
             g = as_tensor(gradient, dtype=self.dtype)
-        check_status(C.ff_backward(self._ptr, g._ptr if g is not None else None, ctypes.byref(opts)))
+        # hooks run Python: a Ctrl-C in one comes out as itself (_interrupt)
+        check_status(guarded_call(C.ff_backward, self._ptr, g._ptr if g is not None else None, ctypes.byref(opts)))
 
     def detach(self):
         return wrap(C.ff_detach(self._ptr))
@@ -480,6 +518,7 @@ class Tensor:
         return self._binop(other, B_DIV)
 
     def __pow__(self, other):
+        _check_int_power(self, other)
         return self._binop(other, B_POW)
 
     def _divmod(self, other, fn, reflected=False):
@@ -602,18 +641,20 @@ class Tensor:
         return self
 
     def add_(self, other, alpha=1):
+        _check_alpha(self, alpha, "add_")
         if alpha != 1:
-            if isinstance(other, Tensor):
+            if isinstance(other, Tensor) and self.dtype.is_floating_point:
                 check_status(C.ff_axpy_(self._ptr, float(alpha), other._ptr))
                 return self
-            other = other * alpha
+            other = other * alpha  # an integer self: int * int stays exact (axpy's alpha is a float)
         return self._inplace(other, C.ff_add_, C.ff_add_scalar_)
 
     def sub_(self, other, alpha=1):
-        if isinstance(other, Tensor):
+        _check_alpha(self, alpha, "sub_")
+        if isinstance(other, Tensor) and self.dtype.is_floating_point:
             check_status(C.ff_axpy_(self._ptr, -float(alpha), other._ptr))
             return self
-        return self._inplace(other * alpha, C.ff_sub_, C.ff_add_scalar_, lambda s: -s)
+        return self._inplace(other * alpha if alpha != 1 else other, C.ff_sub_, C.ff_add_scalar_, lambda s: -s)
 
     def mul_(self, other):
         return self._inplace(other, C.ff_mul_, C.ff_mul_scalar_)
@@ -706,7 +747,18 @@ class Tensor:
     arctan, arcsin, arccos = atan, asin, acos
     def floor(self): return self._unary(U_FLOOR)
     def ceil(self): return self._unary(U_CEIL)
-    def round(self): return self._unary(U_ROUND)
+    def round(self, decimals=0):
+        """Half to even, as torch; decimals=d rounds to d decimal places (d < 0: to tens,
+        hundreds, ...) by scaling by 10**|d|, each step in self's dtype (the scale too), as
+        torch does, so the results agree to the last bit (bf16's included)."""
+        if decimals == 0:
+            return self._unary(U_ROUND)
+        if not self.dtype.is_floating_point:
+            raise RuntimeError("round(): decimals=%d is only implemented for floating point tensors, got %s"
+                               % (decimals, self.dtype.name))
+        scale = full((), float(10 ** abs(int_arg("round", "decimals", decimals))), dtype=self.dtype,
+                     device=self.device)
+        return (self * scale)._unary(U_ROUND) / scale if decimals > 0 else (self / scale)._unary(U_ROUND) * scale
     def isnan(self): return self._unary(U_ISNAN)
     def isinf(self): return self._unary(U_ISINF)
     def logical_not(self): return self._unary(U_LOGICAL_NOT)
@@ -806,11 +858,13 @@ class Tensor:
         return wrap(C.ff_argmin(self._ptr, int_arg("argmin", "dim", dim), bool(keepdim)))
 
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        _check_float_input(self, "var")
         n, axes = _axes(dim, fn="var")
         corr = int(correction) if correction is not None else (1 if unbiased else 0)
         return wrap(C.ff_var(self._ptr, n, axes, corr, bool(keepdim)))
 
     def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        _check_float_input(self, "std")
         n, axes = _axes(dim, fn="std")
         corr = int(correction) if correction is not None else (1 if unbiased else 0)
         return wrap(C.ff_std(self._ptr, n, axes, corr, bool(keepdim)))

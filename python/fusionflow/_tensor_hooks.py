@@ -6,6 +6,7 @@ import itertools
 import traceback
 import weakref
 
+from ._interrupt import callback_error
 from ._lib import C, TensorHookFn, check_status, error
 from ._tensor import Tensor, wrap
 
@@ -24,8 +25,10 @@ def _on_grad(grad_ptr, replace, user):
                 raise TypeError("register_hook: the hook returned %s, expected a Tensor or None" % type(r).__name__)
             replace[0] = C.ff_detach(r._ptr)
         return 0
-    except Exception:  # cannot cross the C frames: report it and fail backward
-        traceback.print_exc()
+    except BaseException as e:  # cannot cross the C frames: report it and fail backward
+        if isinstance(e, Exception):
+            traceback.print_exc()
+        callback_error(e)  # a KeyboardInterrupt comes out of backward as itself (_interrupt)
         return 1
 
 
@@ -63,4 +66,17 @@ def register(tensor, hook):
         _hooks.pop(key, None)
         raise error()
     weakref.finalize(tensor, _hooks.pop, key, None)
-    return RemovableHandle(tensor, hook_id, key)
+    handle = RemovableHandle(tensor, hook_id, key)
+    tensor.__dict__.setdefault("_hook_handles", []).append(handle)  # for carry_hooks
+    return handle
+
+
+def carry_hooks(tensor):
+    """Registers tensor's live hooks again on its C tensor, in their order: `t.data = v`
+    puts a new C tensor under the same Python one, and its hooks must stay (as torch's)."""
+    live = [h for h in tensor.__dict__.get("_hook_handles", ()) if h._key in _hooks]
+    for h in live:
+        h.id = C.ff_tensor_register_hook(tensor._ptr, _HOOK, h._key)
+        if h.id < 0:
+            raise error()
+    tensor.__dict__["_hook_handles"] = live

@@ -1,6 +1,7 @@
 """fusionflow.autograd: functional gradients (torch.autograd.grad)."""
 import ctypes
 
+from ._interrupt import guarded_call
 from ._lib import C, BackwardOpts, check_status
 from ._tensor import Tensor, as_tensor, wrap
 
@@ -23,7 +24,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     arr = (ctypes.c_void_p * n)(*[t._ptr for t in inputs])
     out = (ctypes.c_void_p * n)()
     opts = BackwardOpts(bool(create_graph if retain_graph is None else retain_graph), bool(create_graph))
-    check_status(C.ff_autograd_grad(outputs._ptr, g._ptr if g is not None else None, n, arr, out,
+    check_status(guarded_call(C.ff_autograd_grad, outputs._ptr, g._ptr if g is not None else None, n, arr, out,
                                     ctypes.byref(opts)))
     res = tuple(wrap(out[i]) if out[i] else None for i in range(n))
     if not allow_unused and any(r is None for r in res):

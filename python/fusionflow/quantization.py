@@ -19,6 +19,7 @@ two's complement) beside its scheme; int_repr() gives the integers as int32.
 import copy
 import ctypes
 import json
+import math
 
 import numpy as np
 
@@ -152,7 +153,13 @@ def dequantize(q):
 
 class DynamicQuantizedLinear(Module):
     """torch.ao.nn.quantized.dynamic.Linear: y = dequant(quant(x) @ w_q.T) + bias with x
-    quantized per call (u8, from its min and max) and w_q s8 per output channel."""
+    quantized per call (u8, from its min and max) and w_q s8 per output channel.
+
+    Non-finite values raise, as torch's (RuntimeError where torch raises RuntimeError or
+    AssertionError): a NaN or inf weight when the module is made (from_float, so
+    quantize_dynamic), a NaN or inf input in forward. The scales are amax / 127.5 of the
+    values, so one non-finite value would otherwise become a plausible finite output: NaN
+    is dropped by the min/max, and an inf scale quantizes every other value to 0."""
 
     def __init__(self, in_features, out_features, bias=True, dtype=qint8, reduce_range=True):
         super().__init__()
@@ -166,6 +173,7 @@ class DynamicQuantizedLinear(Module):
     @classmethod
     def from_float(cls, mod, per_channel=True, reduce_range=True):
         w = mod.weight.detach().float()
+        _check_finite_weight(w)
         q = cls(mod.in_features, mod.out_features, mod.bias is not None, reduce_range=reduce_range)
         if not per_channel:  # torch's default observer: one scale for the whole weight
             amax = float(np.abs(w.numpy()).max()) if w.numel() else 0.0
@@ -189,6 +197,7 @@ class DynamicQuantizedLinear(Module):
         return self.bias_f32
 
     def forward(self, x):
+        _check_finite_input(x)
         b = self.bias_f32._ptr if self.bias_f32 is not None else None
         return wrap(C.ff_linear_dynamic_int8(x._ptr, self.weight_int8._ptr, self.weight_scale._ptr, b,
                                              bool(self.reduce_range)))
@@ -196,6 +205,22 @@ class DynamicQuantizedLinear(Module):
     def extra_repr(self):
         return "in_features=%d, out_features=%d, dtype=qint8, qscheme=per_channel_symmetric" % (
             self.in_features, self.out_features)
+
+
+def _check_finite_weight(w):
+    """The bias stays float, so a NaN there reaches the output as it is (as torch's)."""
+    if not np.isfinite(w.numpy()).all():
+        raise RuntimeError("quantize_dynamic: the Linear's weight %s has NaN or inf values; its int8 scales need "
+                           "finite values" % (tuple(w.shape),))
+
+
+def _check_finite_input(x):
+    # x * 0 is 0 where x is finite and NaN where it is NaN or inf: its sum is NaN iff
+    # x has a non-finite value (never a false alarm from an overflowing sum of x itself)
+    if x.dtype.is_floating_point and not math.isfinite((x * 0).sum().item()):
+        raise RuntimeError("DynamicQuantizedLinear.forward: the input %s (%s) has NaN or inf values, which int8 "
+                           "dynamic quantization cannot represent (its scale comes from the input's min and max)"
+                           % (tuple(x.shape), x.dtype.name))
 
 
 def _is_linear(m, spec):
@@ -243,11 +268,24 @@ def save(model, f):
     _save(model.state_dict(), f, metadata={_META_KEY: json.dumps(scheme, sort_keys=True)})
 
 
+def _read_scheme(text, f):
+    """The {module name: scheme dict} that save() wrote; a malformed one raises load's
+    MalformedFileError naming the file."""
+    from ._io import malformed, _where
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+        raise malformed(_where(f), _META_KEY, "not JSON (%s)" % e) from None
+    if not isinstance(meta, dict) or not all(isinstance(s, dict) for s in meta.values()):
+        raise malformed(_where(f), _META_KEY, "not an object of {module name: scheme object}")
+    return meta
+
+
 def load_into(model, f):
     """Loads a file written by save() into a model of the same structure (quantize_dynamic of
     the float model); checks the scheme in the metadata against the model."""
     from ._io import load as _load, load_metadata
-    meta = json.loads(load_metadata(f).get(_META_KEY, "{}"))
+    meta = _read_scheme(load_metadata(f).get(_META_KEY, "{}"), f)
     have = {name for name, m in model.named_modules() if isinstance(m, DynamicQuantizedLinear)}
     if set(meta) != have:
         raise ValueError("quantization.load_into: the file quantizes %s, the model %s" % (sorted(meta), sorted(have)))

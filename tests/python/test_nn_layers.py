@@ -118,7 +118,9 @@ def test_dropout_variants_in_training():
     assert np.all(z.min(-1) == z.max(-1))
     with pytest.raises(ValueError, match="probability"):
         nn.Dropout(1.5)
-    with pytest.raises(RuntimeError, match="Expected 3D or 4D"):
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D"):  # torch 1.13: dropout1d refuses other ranks
+        F.dropout1d(ff.ones(2, 3, 4, 5), 0.5, True)
+    with pytest.warns(UserWarning, match="5-D input"):  # torch 1.13: dropout2d warns, drops (N, C) channels
         F.dropout2d(ff.ones(2, 3, 4, 5, 6), 0.5, True)
     with pytest.warns(UserWarning, match="2-D input"):  # torch 1.13: a warning, each element dropped
         d = F.dropout2d(ff.ones(200, 50), 0.5, True).numpy()

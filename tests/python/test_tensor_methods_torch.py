@@ -130,6 +130,7 @@ CASES = [
     ("scatter_reduce", "F", (1, IDX, np.ones((3, 2)) * 2, "prod"), {"include_self": False}, False),
     ("is_nonzero", "E", (), {}, False), ("is_same_size", "F", ("@F2",), {}, False),
     ("is_signed", "I", (), {}, False), ("type", "F", (), {}, False), ("byte", "S", (), {}, False),
+    ("is_floating_point", "F", (), {}, False), ("is_floating_point", "I", (), {}, False),
     ("resize", "F", (2, 6), {}, False), ("resize_as", "F", (np.zeros((6, 2)),), {}, False),
     ("to_dense", "F", (), {}, True), ("hardshrink", "F", (), {}, True), ("nansum", "N", (0,), {}, False),
 ]

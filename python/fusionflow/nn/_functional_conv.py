@@ -41,8 +41,22 @@ def _batched(input, n, name):
     return (input.unsqueeze(0), True) if input.ndim == n + 1 else (input, False)
 
 
+def _check_not_empty(x, weight, transposed, name):
+    """torch's rules (RuntimeError): only the batch or the input channels may be empty (an
+    empty plane has no windows), and the weight must have output channels: a transposed
+    weight [C, O / groups, ...] none of its dims empty, a direct one [O, C / groups, ...] a
+    nonzero O."""
+    if any(d == 0 for d in x.shape[2:]):
+        raise RuntimeError("%s: Only zero batch or zero channel inputs are supported, but got input shape: %s"
+                           % (name, list(x.shape)))
+    if (weight.numel() == 0) if transposed else (weight.shape[0] == 0):
+        raise RuntimeError("%s: expected a weight with output channels and no empty dim, but got weight of "
+                           "size %s" % (name, list(weight.shape)))
+
+
 def _call(fn, input, weight, bias, opts, n, name):
     x, unbatched = _batched(input, n, name)
+    _check_not_empty(x, weight, name.startswith("conv_transpose"), name)
     b = None if bias is None else as_tensor(bias)
     y = wrap(fn(x._ptr, weight._ptr, b._ptr if b is not None else None, ctypes.addressof(opts)))
     return y.squeeze(0) if unbatched else y

@@ -163,6 +163,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """PyTorch's F.batch_norm: training normalizes with the batch statistics and updates the
     running pair in place (unbiased variance); eval uses the running pair."""
     args = [None if t is None else as_tensor(t) for t in (running_mean, running_var, weight, bias)]
+    if training and input.numel() == 0:  # torch: no statistics, an empty result (ff_batch_norm refuses it)
+        from ._functional.normalization import affine_of_empty
+        return affine_of_empty(input, args[2], args[3])
     ptrs = [t._ptr if t is not None else None for t in args]
     return wrap(C.ff_batch_norm(input._ptr, ptrs[0], ptrs[1], ptrs[2], ptrs[3], bool(training),
                                 0.1 if momentum is None else float(momentum), float(eps)))
@@ -172,22 +175,41 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log p + (1 - t) log(1 - p)), each log clamped at -100, and PyTorch's gradient
     (p - t) / max(p (1 - p), 1e-12), not the clamped logs' (0 where a log is clamped): a
-    saturated sigmoid (p = 1 with t = 0) still pushes back, as in PyTorch. The gradient is
-    attached as g * p - (g * p) with g held constant, so the value is exact; it is not
-    differentiable twice (PyTorch's is)."""
+    saturated sigmoid (p = 1 with t = 0) still pushes back, as in PyTorch. The target (often
+    a network's output: distillation, GANs) gets PyTorch's log(1 - p) - log(p), unclamped.
+    Each gradient g is attached as a term that is 0 in value, so the value is exact; it is
+    not differentiable twice (PyTorch's is)."""
     from .._grad_mode import is_grad_enabled, no_grad
+    from ._functional.classification import _not_differentiable
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _not_differentiable("binary_cross_entropy", "weight", weight)
     p, t = input, as_tensor(target)
-    differentiate = p.requires_grad and is_grad_enabled()
+    grad_on = is_grad_enabled()
     with no_grad():
         loss = -(t * p.log().clamp(min=-100.0) + (1 - t) * (1 - p).log().clamp(min=-100.0))
-        g = (p - t) / (p * (1 - p)).clamp(min=1e-12) if differentiate else None
-    if g is not None:
-        gp = g * p  # the gradient g reaches p
+        g = (p - t) / (p * (1 - p)).clamp(min=1e-12) if p.requires_grad and grad_on else None
+        gt = (1 - p).log() - p.log() if t.requires_grad and grad_on else None
+    if g is not None:  # finite (the clamped denominator): the plain form will do
+        gp = g * p
         loss = loss + (gp - gp.detach())
+    if gt is not None:
+        loss = _with_gradient(loss, t, gt)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+def _with_gradient(value, x, g):
+    """value plus a term that is 0 in value and has the elementwise gradient g w.r.t. x. Where
+    g is +-inf (BCE's target gradient at p = 0 or 1), (x - x) * g would be nan in value, so
+    sign(g) * sqrt(x - x) stands in there: 0 in value, slope +-inf; the where() on x keeps
+    sqrt's 0 / 0 off the finite entries."""
+    from .._tensor import where
+    held = x.detach()
+    inf = g.isinf()
+    finite = (x - held) * where(inf, held * 0, g)  # not g * 0: inf * 0 is nan
+    at_inf = g.sign() * (where(inf, x, held) - held).sqrt()
+    return value + finite + at_inf
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -222,6 +244,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     rest = 1
     for d in input.shape[2:]:
         rest *= d
+    if n * (c // num_groups) * rest == 1:  # torch's test (in eval too): its statistics span N, not one sample
+        raise ValueError("group_norm: Expected more than 1 value per channel when training, got input size %s "
+                         "with %d groups" % (list(input.shape), num_groups))
     x = input.reshape(n, num_groups, (c // num_groups) * rest)  # explicit: -1 is ambiguous for n = 0
     y = layer_norm(x, (x.shape[-1],), None, None, eps).reshape(input.shape)
     shape = (1, c) + (1,) * (input.ndim - 2)
@@ -235,18 +260,19 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """F.interpolate for 'nearest', 'linear' (3-d), 'bilinear' (4-d) and 'trilinear' (5-d)
-    input, with PyTorch's size / scale_factor / align_corners rules; differentiable."""
+    input, with PyTorch's size / scale_factor / align_corners rules; differentiable. 'bicubic',
+    'area', 'nearest-exact' and antialias come from _functional/resample.py."""
     import ctypes
     import math
+    from ._functional import resample
     x = as_tensor(input)
     ns = x.ndim - 2
     linear = {"linear": 1, "bilinear": 2, "trilinear": 3}
-    if mode != "nearest" and linear.get(mode) != ns:
+    composed = mode in ("bicubic", "area", "nearest-exact") or antialias
+    if not composed and mode != "nearest" and linear.get(mode) != ns:
         raise NotImplementedError("interpolate: mode %r on %d-d input is not offered (nearest, linear on 3-d, "
                                   "bilinear on 4-d, trilinear on 5-d are)" % (mode, x.ndim))
-    if antialias:
-        raise NotImplementedError("interpolate: antialias is not offered")
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
     if (size is None) == (scale_factor is None):
@@ -263,6 +289,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             scales = [1.0 / v for v in sf]
     if len(out) != ns:
         raise ValueError("interpolate: %d sizes for %d spatial dims" % (len(out), ns))
+    if composed:  # area always works from the output size, as PyTorch (which recomputes the scale)
+        return resample.resize(x, out, None if mode == "area" else scales, mode, align_corners, antialias)
     sz = (ctypes.c_int64 * ns)(*out)
     sc = (ctypes.c_double * ns)(*scales) if scales else None
     return wrap(C.ff_interpolate(x._ptr, ns, sz, sc, 0 if mode == "nearest" else 1, bool(align_corners)))

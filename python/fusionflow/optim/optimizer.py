@@ -17,6 +17,7 @@ from .._compile import host_call
 import numpy as np
 
 from .._lib import C, FF_ERR_INVALID, FusionFlowError, HostFn, error
+from .._interrupt import callback_error
 from .._tensor import Tensor, no_grad, tensor, wrap
 
 __all__ = ["Optimizer", "required"]
@@ -69,7 +70,6 @@ class Optimizer:
         self._coefs = {}  # id(param) -> [0-d tensors]: the step's scalars the update kernels read
         self._host_targets = []  # host-call key -> (group, param)
         self._host_keys = {}  # (id(group), id(param)) -> key
-        self._host_error = None  # what the last failed host call raised
         # captured graphs call this on every replay: kept here, and the optimizer is kept by them
         self._host_fn = HostFn(_host_entry(weakref.ref(self)))
         for g in params if isinstance(params[0], dict) else [{"params": params}]:
@@ -192,10 +192,7 @@ class Optimizer:
         if key is None:
             key = self._host_keys[(id(group), id(p))] = len(self._host_targets)
             self._host_targets.append((group, p))
-        if host_call(self._host_fn, key, self):
-            e, self._host_error = self._host_error, None
-            if e is not None:
-                raise e
+        if host_call(self._host_fn, key, self, every=True):  # raises the callback's own exception
             raise error()
         return self._coefs.get(id(p))
 
@@ -210,18 +207,20 @@ class Optimizer:
 
 
 def _host_entry(opt_ref):
-    """The C callback of an optimizer's host calls: never raises into C; a failure is
-    stored on the optimizer and reported as an ff error (a replay's message carries it)."""
+    """The C callback of an optimizer's host calls: never raises into C. A failure is
+    stored (_interrupt.callback_error) for the Python caller to re-raise, and reported to
+    C as an ff error, so a replay stops there with a message that carries it. Its callers
+    run it under _interrupt.deferred(), so Ctrl-C never lands on its first line, outside
+    the try, where ctypes would drop it and return an undefined status to C."""
     def entry(user):
-        opt = opt_ref()
         try:
+            opt = opt_ref()
             group, p = opt._host_targets[user or 0]
             opt._prepare(group, p, opt.state.setdefault(p, {}))
             return 0
         except BaseException as e:  # noqa: B902  (KeyboardInterrupt included: nothing may unwind through C)
-            if opt is not None:
-                opt._host_error = e
-            msg = "%s step (host call): %s: %s" % (type(opt).__name__, type(e).__name__, e)
+            callback_error(e)
+            msg = "%s step (host call): %s: %s" % (type(opt_ref()).__name__, type(e).__name__, e)
             C.ff_set_error(FF_ERR_INVALID, b"%s", msg.encode("utf-8", "replace"))
             return FF_ERR_INVALID
     return entry

@@ -161,7 +161,8 @@ def glu(input, dim=-1):
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError("Halving dimension must be even, but dimension %d is size %d" % (dim % input.ndim, n))
-    a, b = input.split(n // 2, dim)
+    half = n // 2  # narrow, not split: split refuses a 0-size piece of an empty dim
+    a, b = input.narrow(dim, 0, half), input.narrow(dim, half, half)
     return a * b.sigmoid()
 
 

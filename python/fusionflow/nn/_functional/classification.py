@@ -24,6 +24,16 @@ def _check_reduction(fn, reduction):
         raise ValueError("%s: %r is not a valid value for reduction (mean, sum, none)" % (fn, reduction))
 
 
+def _not_differentiable(fn, arg, t):
+    """torch refuses, while grad mode is on, an argument its kernel has no gradient for
+    (a loss weight, soft_margin_loss's target) that requires grad: silently giving that
+    argument no gradient would leave it untrained without a word."""
+    from ..._grad_mode import is_grad_enabled
+    if t is not None and getattr(t, "requires_grad", False) and is_grad_enabled():
+        raise RuntimeError("The function '%s' is not differentiable with respect to argument '%s'. "
+                           "This input cannot have requires_grad True." % (fn, arg))
+
+
 def _class_dim(input):
     return 1 if input.ndim >= 2 else 0
 
@@ -56,6 +66,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     by the summed weights of the targets that count, as torch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
+    _not_differentiable("nll_loss", "weight", weight)
     target = as_tensor(target)
     if target.dtype.is_floating_point:  # class indices: truncating 1.7 to 1 would pick a class silently
         raise TypeError("nll_loss: target must hold integer class indices, got %s" % target.dtype.name)
@@ -107,6 +118,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction("cross_entropy", reduction)
+    _not_differentiable("cross_entropy", "weight", weight)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g" % label_smoothing)
     target = as_tensor(target)

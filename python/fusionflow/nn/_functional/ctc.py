@@ -1,6 +1,6 @@
 """ctc_loss: the CTC forward (alpha) recursion in log space over the blank-extended targets,
 one step per time frame, each a logsumexp of three shifted copies; autograd differentiates
-it. An impossible alignment gives inf, as torch (0 with zero_infinity)."""
+it. An impossible alignment gives inf and a nan gradient, as torch (0 and 0 with zero_infinity)."""
 import numpy as np
 
 from ..._tensor import as_tensor, cat, full, stack, where
@@ -14,6 +14,25 @@ def _ints(v):
     if hasattr(v, "numpy"):
         v = v.cpu().numpy() if hasattr(v, "cpu") else v.numpy()
     return np.asarray(v, dtype=np.int64).reshape(-1)
+
+
+def _check_length_kinds(input_lengths, target_lengths):
+    """torch takes both lengths as tensors or both as int sequences, never one of each."""
+    a, b = hasattr(input_lengths, "numpy"), hasattr(target_lengths, "numpy")
+    if a != b:
+        raise TypeError("ctc_loss: input_lengths and target_lengths must both be tensors or both be sequences "
+                        "of ints, got %s and %s" % (type(input_lengths).__name__, type(target_lengths).__name__))
+
+
+def _nan_gradient(lp, frames, dead):
+    """Per sample [N]: 0 in value, nan in gradient on the frames in use of the dead samples
+    (torch's gradient for an infinite loss). sqrt(z * z) at z = 0 has slope inf, and the
+    chain rule then multiplies it by z = 0; the where() on lp keeps the nan off the samples
+    and frames that are alive, whatever gradient reaches this term."""
+    held = lp.detach()
+    mask = ((frames > 0) & dead.reshape(1, -1)).unsqueeze(2).expand(*lp.shape)
+    z = where(mask, lp, held) - held
+    return (z * z).sqrt().sum((0, 2))
 
 
 def _extended(targets, target_lengths, n):
@@ -36,6 +55,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     unbatched = log_probs.ndim == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     t_max, n, c = lp.shape
+    _check_length_kinds(input_lengths, target_lengths)
     in_len, tg_len = _ints(input_lengths), _ints(target_lengths)
     if len(in_len) != n or len(tg_len) != n:
         raise RuntimeError("ctc_loss: %d input lengths and %d target lengths for a batch of %d"
@@ -60,7 +80,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     skip_t = as_tensor(skip).to(dev)
     start = np.full((n, width), _NEG, np.float32)
     start[:, 0] = 0.0
-    start[tg_len > 0, 1] = 0.0
+    if width > 1:  # else every target is empty: only the blank row exists
+        start[tg_len > 0, 1] = 0.0
     alpha = as_tensor(start).to(lp.dtype).to(dev) + emit[0]
     for t in range(1, t_max):
         a1 = cat([neg, alpha[:, :-1]], 1)
@@ -81,8 +102,14 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     frames = as_tensor((np.arange(t_max)[:, None] < in_len[None, :]).astype(np.float32)).to(lp.dtype).to(dev)
     mass = (lp.exp().sum(2) * frames).sum(0)
     nll = nll + (mass - mass.detach())
-    dead = (nll > -_NEG / 10) | as_tensor(in_len == 0).to(dev)
-    nll = where(dead, nll * 0 + (0.0 if zero_infinity else float("inf")), nll)
+    # no frames: an empty target is aligned with certainty (loss 0), any other cannot be
+    # (the recursion above started on frame 0, which such a sample does not have)
+    nll = where(as_tensor((in_len == 0) & (tg_len == 0)).to(dev), nll * 0, nll)
+    dead = (nll > -_NEG / 10) | as_tensor((in_len == 0) & (tg_len > 0)).to(dev)
+    if zero_infinity:
+        nll = where(dead, nll * 0, nll)
+    else:
+        nll = where(dead, _nan_gradient(lp, frames, dead) + float("inf"), nll)
     if reduction == "none":
         return nll.squeeze(0) if unbatched else nll
     if reduction == "sum":

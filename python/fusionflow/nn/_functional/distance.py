@@ -27,11 +27,14 @@ def pdist(input, p=2):
     jj = [j for i in range(n) for j in range(i + 1, n)]
     if not ii:
         return input.new_zeros(0)
-    d = input.index_select(0, as_tensor(ii)) - input.index_select(0, as_tensor(jj))
+    d = input.index_select(0, as_tensor(ii, device=input.device)) - \
+        input.index_select(0, as_tensor(jj, device=input.device))
     return d.norm(p, dim=1)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         raise NotImplementedError("normalize: out= is not offered")
+    if input.ndim and input.shape[dim] == 0:  # nothing to scale; ff_norm has no p = inf over an empty dim
+        return input * 1
     return input / input.norm(p, dim=dim, keepdim=True).clamp(min=eps).expand_as(input)

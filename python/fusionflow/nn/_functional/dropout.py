@@ -18,30 +18,45 @@ def _keep_mask(x, p, per_channel):
     return (rand(*shape, dtype=x.dtype, device=x.device) >= p).to(x.dtype)
 
 
+def _warn_odd_rank(fn, ndim, dims):
+    """torch 1.13 warns, and goes on, where dropout2d/3d get other than [C, *spatial] or
+    [N, C, *spatial]; a 3-D input to dropout2d it takes as [N, C, L]."""
+    import warnings
+    if dims == 2 and ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "Use dropout1d for that, as a future release will read a 3D input as unbatched (C, H, W).")
+    elif ndim not in (dims + 1, dims + 2):
+        warnings.warn("%s: Received a %d-D input to %s, which is deprecated and will result in an error in a "
+                      "future release. To retain the behavior and silence this warning, please use dropout "
+                      "instead (%s expects %dD or %dD inputs)." % (fn, ndim, fn, fn, dims + 1, dims + 2))
+
+
+def _is_batched(fn, ndim, dims):
+    """Whether torch 1.13 reads dim 0 as the batch. dropout1d takes 2-D or 3-D only;
+    dropout2d reads any input as batched [N, C, ...] (a 2-D one then drops single elements);
+    dropout3d only a 5-D one, and gives any other a batch of 1 (its dim 0 is the channel)."""
+    if dims == 1:
+        if ndim not in (2, 3):
+            raise RuntimeError("dropout1d: Expected 2D or 3D input, but received a %dD input" % ndim)
+        return ndim == 3
+    _warn_odd_rank(fn, ndim, dims)
+    return dims == 2 or ndim == dims + 2
+
+
 def _feature_dropout(fn, input, p, training, dims, inplace):
     _check_p(fn, p)
-    if dims == 2 and input.ndim == 2:
-        # torch 1.13 warns and drops each element of an [N, C] input (its mask is [N, C]);
-        # programs written for it (pytorch/examples' mnist_rnn) rely on that
-        import warnings
-        warnings.warn("dropout2d: Received a 2-D input to dropout2d, which is deprecated and will result in an "
-                      "error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead.")
-        if not training or p == 0:
-            return input
-        y = input * (_keep_mask(input, p, True) / (1 - p)) if p < 1 else input * 0
-        if inplace:
-            input.copy_(y)
-            return input
-        return y
-    if input.ndim not in (dims + 1, dims + 2):
-        raise RuntimeError("%s: Expected %dD or %dD input, but received a %dD input"
-                           % (fn, dims + 1, dims + 2, input.ndim))
-    if not training or p == 0:
+    batched = _is_batched(fn, input.ndim, dims)
+    if not training or p == 0 or input.numel() == 0:
         return input
-    batched = input.ndim == dims + 2
     x = input if batched else input.unsqueeze(0)
-    y = x * (_keep_mask(x, p, True) / (1 - p)) if p < 1 else x * 0
+    if p == 1:
+        y = x * 0  # no mask is drawn, so no rank is needed (torch)
+    elif x.ndim < 2:
+        raise RuntimeError("%s: Feature dropout requires at least 2 dimensions in the input, got shape %s"
+                           % (fn, list(input.shape)))
+    else:
+        y = x * (_keep_mask(x, p, True) / (1 - p))
     y = y if batched else y.squeeze(0)
     if inplace:
         input.copy_(y)

@@ -31,6 +31,26 @@ def _starts(u, size, out, k, np_dtype):
     return seq
 
 
+_AXIS_NAMES = {2: ("height", "width"), 3: ("time", "height", "width")}
+
+
+def _check_fits(nd, name, input, spatial, k, out):
+    """torch's errors (RuntimeError): only the batch may be empty, and each window of k
+    starting at the last of out starts must lie inside the input. An output size of 0 gives
+    an empty result, as torch."""
+    for d in range(1, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError("%s(): Expected input to have non-zero size for non-batch dimensions, but got %s "
+                               "with dimension %d being empty." % (name, list(input.shape), d))
+    for axis, s, kk, o in zip(_AXIS_NAMES[nd], spatial, k, out):
+        if kk < 1 or o < 0:
+            raise RuntimeError("%s(): kernel_size must be positive and output_size non-negative, got kernel %s and "
+                               "output size %s" % (name, k, out))
+        if o + kk - 1 > s:
+            raise RuntimeError("%s(): pool %s %d too large relative to input %s %d (output size %s, input %s)"
+                               % (name, axis, kk, axis, s, out, list(input.shape)))
+
+
 def _fractional(nd, name, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
     if input.ndim not in (nd + 1, nd + 2):
         raise ValueError("%s: expected a %dD or %dD input, got %dD" % (name, nd + 1, nd + 2, input.ndim))
@@ -45,10 +65,7 @@ def _fractional(nd, name, input, kernel_size, output_size, output_ratio, return_
         out = tuple(int(s * r) for s, r in zip(spatial, ratio))
     else:
         out = _tuple(output_size, nd, name, "output_size")
-    for s, kk, o in zip(spatial, k, out):
-        if kk < 1 or o < 1 or o + kk - 1 > s:
-            raise ValueError("%s: output size %s with kernel %s does not fit the input %s"
-                             % (name, out, k, spatial))
+    _check_fits(nd, name, input, spatial, k, out)
     samples = _random_samples if _random_samples is not None else rand(n, c, nd, dtype=x.dtype, device=x.device)
     if tuple(samples.shape) != (n, c, nd):
         raise ValueError("%s: _random_samples must be [%d, %d, %d], got %s" % (name, n, c, nd, tuple(samples.shape)))
@@ -68,14 +85,15 @@ def _fractional(nd, name, input, kernel_size, output_size, output_ratio, return_
         flat = flat + (pos + np.arange(k[d]).reshape(shape_k)) * strides[d]
     nwin = int(np.prod(out))
     idx = tensor(flat.reshape(n, c, nwin * int(np.prod(k))), dtype=int64, device=x.device)
-    vals = x.reshape(n, c, -1).gather(2, idx).reshape(n, c, nwin, -1)
+    # explicit sizes: -1 cannot be inferred when the batch is empty
+    vals = x.reshape(n, c, int(np.prod(spatial))).gather(2, idx).reshape(n, c, nwin, int(np.prod(k)))
     arg = vals.argmax(-1, keepdim=True)
     y = vals.gather(-1, arg).reshape((n, c) + out)
     if unbatched:
         y = y.squeeze(0)
     if not return_indices:
         return y
-    ind = idx.reshape(n, c, nwin, -1).gather(-1, arg).reshape((n, c) + out)
+    ind = idx.reshape(n, c, nwin, int(np.prod(k))).gather(-1, arg).reshape((n, c) + out)
     return y, (ind.squeeze(0) if unbatched else ind)
 
 

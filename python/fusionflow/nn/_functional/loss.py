@@ -4,7 +4,7 @@ finite)."""
 import math
 
 from ..._tensor import as_tensor, where
-from .classification import _legacy_reduction, _check_reduction
+from .classification import _legacy_reduction, _check_reduction, _not_differentiable
 
 __all__ = ["binary_cross_entropy_with_logits", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss",
            "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
@@ -39,6 +39,8 @@ def _same_size(fn, input, target):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _not_differentiable("binary_cross_entropy_with_logits", "weight", weight)
+    _not_differentiable("binary_cross_entropy_with_logits", "pos_weight", pos_weight)
     t = as_tensor(target).to(input.dtype)
     _same_size("binary_cross_entropy_with_logits", input, t)
     sp = _softplus(-input)  # log(1 + exp(-x))
@@ -106,6 +108,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _not_differentiable("soft_margin_loss", "target", target)
     loss = _softplus(-as_tensor(target).to(input.dtype) * input)
     return _reduce(loss, reduction, "soft_margin_loss")
 
@@ -120,9 +123,11 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
 
 
-def _target_mask(target, c):
-    """multilabel_margin_loss's target rows (class ids, ended by the first -1) as a 0/1
-    [.., C] mask; read on the host, as torch's kernel reads them."""
+def _target_counts(target, c):
+    """multilabel_margin_loss's target rows (class ids, ended by the first -1) as [.., C]
+    counts: torch sums over the listed ids, so an id listed twice counts twice on the target
+    side (and is still one class on the non-target side). Read on the host, as torch's
+    kernel reads them."""
     import numpy as np
     t = np.asarray(as_tensor(target).cpu().numpy(), dtype=np.int64).reshape(-1, c)
     mask = np.zeros(t.shape, np.float32)
@@ -132,7 +137,7 @@ def _target_mask(target, c):
                 break
             if v >= c:
                 raise RuntimeError("multilabel_margin_loss: target %d is out of range for %d classes" % (v, c))
-            mask[r, v] = 1.0
+            mask[r, v] += 1.0
     return mask
 
 
@@ -140,10 +145,12 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     reduction = _legacy_reduction(size_average, reduce, reduction)
     c = input.shape[-1]
     x = input.reshape(-1, c)
-    m = as_tensor(_target_mask(target, c)).to(input.dtype).to(input.device)
-    # sum over target j and non-target i of max(0, 1 - (x_j - x_i)), over C
+    counts = _target_counts(target, c)
+    m = as_tensor(counts).to(input.dtype).to(input.device)
+    not_target = as_tensor((counts == 0).astype(counts.dtype)).to(input.dtype).to(input.device)
+    # sum over listed target j and non-target i of max(0, 1 - (x_j - x_i)), over C
     pair = (1 - x.unsqueeze(2) + x.unsqueeze(1)).relu()
-    loss = (pair * m.unsqueeze(2) * (1 - m).unsqueeze(1)).sum((1, 2)) / c
+    loss = (pair * m.unsqueeze(2) * not_target.unsqueeze(1)).sum((1, 2)) / c
     loss = loss.reshape(input.shape[:-1])
     return _reduce(loss, reduction, "multilabel_margin_loss")
 
@@ -153,6 +160,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _not_differentiable("multi_margin_loss", "weight", weight)
     c = input.shape[-1]
     x = input.reshape(-1, c)
     t = as_tensor(target).reshape(-1, 1).long()
@@ -162,7 +170,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * as_tensor(weight).to(input.dtype).index_select(0, t.reshape(-1)).unsqueeze(1)
-    not_y = t != as_tensor(list(range(c))).reshape(1, c)
+    not_y = t != as_tensor(list(range(c)), device=t.device).reshape(1, c)
     loss = where(not_y, z, z * 0).sum(1) / c
     loss = loss.reshape(input.shape[:-1])
     return _reduce(loss, reduction, "multi_margin_loss")

@@ -53,6 +53,19 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
                          "received a %d-D query" % query.ndim)
 
 
+def _dtype_check(inputs, weights):
+    """query, key and value must have their projection weight's dtype, as torch's linear
+    demands (F.linear here would promote instead: an int64 or f64 query into an f32 module
+    would run); under autocast an f32 or half input is cast, as torch's (f64 never is)."""
+    from ..._lib import C
+    autocast = C.ff_autocast_get() != _dtype.float32.code
+    for (name, x), (wname, w) in zip(inputs, weights):
+        if w is None or x.dtype == w.dtype or (autocast and x.dtype.is_floating_point and x.dtype != _dtype.float64):
+            continue
+        raise RuntimeError("multi_head_attention_forward: mat1 and mat2 must have the same dtype: %s is %s but %s is "
+                           "%s" % (name, x.dtype.name, wname, w.dtype.name))
+
+
 def _linear2d(x, w, b):
     """F.linear over [T, N, E] as one [T*N, E] GEMM: matmul's backward would otherwise
     form the weight's gradient per leading index ([T, E_in, E_out]) before summing it."""
@@ -130,6 +143,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    inputs = (("query", query), ("key", key), ("value", value))
+    if use_separate_proj_weight:
+        _dtype_check(inputs, (("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight),
+                              ("v_proj_weight", v_proj_weight)))
+    else:
+        _dtype_check(inputs, (("in_proj_weight", in_proj_weight),) * 3)
     _check(key_padding_mask is None or key_padding_mask.dtype == _dtype.bool_
            or key_padding_mask.dtype.is_floating_point, "only bool and floating types of key_padding_mask are "
            "supported, not %s" % getattr(key_padding_mask, "dtype", None))

@@ -4,6 +4,19 @@ from ..._tensor import as_tensor, no_grad
 __all__ = ["instance_norm", "local_response_norm"]
 
 
+def affine_of_empty(input, weight=None, bias=None):
+    """A normalization's result for an input with no elements: an empty tensor of the input's
+    shape and dtype that still joins weight and bias to the graph (their gradients are zeros,
+    as torch's). Batch statistics over nothing are not computed: no running stat changes."""
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    y = input
+    if weight is not None:
+        y = y * as_tensor(weight).to(input.dtype).reshape(shape)
+    if bias is not None:
+        y = y + as_tensor(bias).to(input.dtype).reshape(shape)
+    return y if y is not input else input * 1
+
+
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
     """Normalizes each (sample, channel) over its spatial dims; with running stats, training
@@ -15,8 +28,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         rest = 1
         for d in input.shape[2:]:
             rest *= d
+        if rest == 0:  # torch: an empty plane has an empty result, not an error
+            return affine_of_empty(input, weight, bias)
         x = input.reshape(n, c, rest)  # explicit: -1 is ambiguous for an empty batch
-        if x.shape[-1] <= 1:
+        if x.shape[-1] == 1:
             raise ValueError("Expected more than 1 spatial element when training, got input size %s"
                              % (list(input.shape),))
         y = layer_norm(x, (x.shape[-1],), None, None, eps).reshape(input.shape)

@@ -151,6 +151,18 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+def _check_unpool_input(name, input, nd):
+    """torch's rule (RuntimeError): a [N, C, *spatial] or [C, *spatial] input whose first
+    dim alone may be empty."""
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError("%s: expected a %dD or %dD (batch mode) input, got %s"
+                           % (name, nd + 1, nd + 2, list(input.shape)))
+    for d in range(1, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError("%s(): Expected input to have non-zero size for non-batch dimensions, but got %s "
+                               "with dimension %d being empty." % (name, list(input.shape), d))
+
+
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     """torch's max_unpool: zeros of the output size with input written at indices (flat
     within each plane's spatial axes, as return_indices gives them); a repeated index keeps
@@ -165,10 +177,15 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
         out = [(spatial[d] - 1) * s[d] - 2 * p[d] + k[d] for d in range(nd)]
     else:
         out = [int(e) for e in tuple(output_size)[-nd:]]
+    _check_unpool_input(name, input, nd)
     n = 1
     for e in out:
         n *= e
-    x, ix = input.reshape(*lead, -1), indices.reshape(*lead, -1)
+    plane = 1
+    for e in spatial:
+        plane *= e
+    # explicit sizes: -1 cannot be inferred when the batch is empty
+    x, ix = input.reshape(*lead, plane), indices.reshape(*lead, plane)
     zeros = x.new_zeros(*lead, n)
     y = scatter(zeros, -1, ix, x.detach())
     if x.requires_grad:  # torch's gradient gathers at every index, repeated ones too: scatter_add's
@@ -226,17 +243,42 @@ _MODES, _PADDINGS = {"bilinear": 0, "nearest": 1}, {"zeros": 0, "border": 1, "re
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """torch's F.grid_sample for 4-D input (bilinear / nearest; zeros / border / reflection).
+    """torch's F.grid_sample (bilinear / nearest / bicubic; zeros / border / reflection): 4-D
+    bilinear and nearest by the C op, 5-D input and bicubic composed in resample.py.
     align_corners=None means False, as torch (which warns)."""
-    if mode not in _MODES:
-        raise NotImplementedError("grid_sample: mode %r is not offered (bilinear, nearest are)" % (mode,))
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("grid_sample: mode must be 'bilinear', 'nearest' or 'bicubic', got %r" % (mode,))
     if padding_mode not in _PADDINGS:
         raise ValueError("grid_sample: padding_mode must be zeros, border or reflection, got %r" % (padding_mode,))
+    if mode == "bicubic" or input.ndim != 4:
+        from . import resample
+        return resample.grid_sample(input, grid, mode, padding_mode, bool(align_corners))
     return wrap(C.ff_grid_sample(input._ptr, grid._ptr, _MODES[mode], _PADDINGS[padding_mode], bool(align_corners)))
 
 
+def _check_affine_grid(theta, size):
+    """PyTorch's checks, with its exception types: theta floating, [N, 2, 3] for a 4-D size or
+    [N, 3, 4] for a 5-D one, every size positive."""
+    if not theta.dtype.is_floating_point:
+        raise ValueError("affine_grid: expected theta to have a floating point type, got %s" % (theta.dtype,))
+    if len(size) not in (4, 5):
+        raise NotImplementedError("affine_grid: only 4-D and 5-D sizes are supported (2-D and 3-D images), "
+                                  "got size %r" % (list(size),))
+    rows = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (rows, rows + 1):
+        raise ValueError("affine_grid: expected a batch of %d-D affine matrices of shape Nx%dx%d for size %r, "
+                         "got theta %s" % (rows, rows, rows + 1, list(size), tuple(theta.shape)))
+    if min(size) <= 0:
+        raise ValueError("affine_grid: expected a non-zero, positive output size, got %r" % (list(size),))
+    if theta.shape[0] != size[0]:
+        raise RuntimeError("affine_grid: theta holds %d matrices but size asks for N = %d" % (theta.shape[0], size[0]))
+
+
 def affine_grid(theta, size, align_corners=None):
-    """torch's F.affine_grid for 2-D (size [N, C, H, W])."""
-    if len(size) != 4:
-        raise NotImplementedError("affine_grid: only 4-D sizes (2-D images) are offered, got %r" % (list(size),))
+    """torch's F.affine_grid: theta [N, 2, 3] for size [N, C, H, W] (the C op), theta [N, 3, 4]
+    for size [N, C, D, H, W] (composed in resample.py)."""
+    _check_affine_grid(theta, size)
+    if len(size) == 5:
+        from . import resample
+        return resample.affine_grid_3d(theta, size, bool(align_corners))
     return wrap(C.ff_affine_grid(theta._ptr, (c_int64 * 4)(*[int(e) for e in size]), bool(align_corners)))

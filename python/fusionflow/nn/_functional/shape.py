@@ -2,6 +2,7 @@
 bilinear, the upsample aliases, gumbel_softmax."""
 
 from ..._tensor import as_tensor, rand
+from ..._dtype import int64
 
 __all__ = ["pad_index", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
            "bilinear", "upsample_nearest", "upsample_bilinear", "gumbel_softmax"]
@@ -22,6 +23,8 @@ def pad_index(input, pad, mode):
     if not 1 <= nd <= 3 or input.ndim < nd + 1:
         raise NotImplementedError("pad: mode %r pads the last 1, 2 or 3 dims of a 2-D to 5-D input; got %d pads "
                                   "for a %d-D input" % (mode, len(pad), input.ndim))
+    # torch 1.13 lets a padded dim become empty, except under 1-D reflect / replicate padding
+    least = 1 if nd == 1 and mode != "circular" else 0
     x = input
     for k in range(nd):
         d = x.ndim - 1 - k
@@ -33,8 +36,12 @@ def pad_index(input, pad, mode):
                                % (left, right, d, tuple(input.shape)))
         if mode == "circular" and (left > n or right > n):
             raise RuntimeError("Padding value causes wrapping around more than once.")
+        if n + left + right < least:
+            raise RuntimeError("pad: mode %r with padding (%d, %d) gives dim %d of input %s size %d, expected >= %d"
+                               % (mode, left, right, d, tuple(input.shape), n + left + right, least))
         src = [_pad_source(i, n, mode) for i in range(-left, n + right)]
-        x = x.index_select(d, as_tensor(src).to(x.device))
+        # int64 given: an empty list (a 0-size result, which torch allows) would default to float
+        x = x.index_select(d, as_tensor(src, dtype=int64).to(x.device))
     return x
 
 
@@ -64,6 +71,9 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def channel_shuffle(input, groups):
+    if input.ndim <= 2:  # torch: channels and at least one more dim after the batch
+        raise RuntimeError("channel_shuffle expects input with > 2 dims, but got input with sizes %s"
+                           % (list(input.shape),))
     n, c = input.shape[0], input.shape[1]
     if groups <= 0 or c % groups:
         raise RuntimeError("Number of channels must be divisible by groups. Got %d channels and %d groups."

@@ -11,6 +11,7 @@ import collections
 import itertools
 import traceback
 
+from ..._interrupt import callback_error
 from ..._lib import C, TensorHookFn
 from ..._tensor import Tensor, wrap
 
@@ -81,8 +82,10 @@ def _on_grad(grad_ptr, replace, user):
         if new[pos] is not grad and new[pos] is not None:
             replace[0] = C.ff_detach(new[pos]._ptr)
         return 0
-    except Exception:  # cannot cross the C frames: report it and fail backward
-        traceback.print_exc()
+    except BaseException as e:  # cannot cross the C frames: report it and fail backward
+        if isinstance(e, Exception):
+            traceback.print_exc()
+        callback_error(e)  # a KeyboardInterrupt comes out of backward as itself (_interrupt)
         return 1
 
 

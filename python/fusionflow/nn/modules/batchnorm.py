@@ -48,8 +48,25 @@ class _NormBase(Module):
                 self.weight.fill_(1.0)
                 self.bias.zero_()
 
+    _version = 2  # torch's: version 2 state_dicts have num_batches_tracked
+
     def _check_input_dim(self, input):
         pass
+
+    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+        """A checkpoint from before num_batches_tracked existed (no version 2 in its metadata)
+        loads without it, strict or not, and the count starts again from 0, as torch."""
+        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors)
+        key = prefix + "num_batches_tracked"
+        if self.num_batches_tracked is None or key in state_dict:
+            return
+        meta = getattr(state_dict, "_metadata", None) or {}
+        version = meta.get(prefix[:-1], {}).get("version")
+        if version is None or version < 2:
+            if key in missing:
+                missing.remove(key)
+            with no_grad():
+                self.num_batches_tracked.zero_()
 
     def extra_repr(self):
         return "{}, eps={}, momentum={}, affine={}, track_running_stats={}".format(
@@ -68,7 +85,10 @@ class _BatchNorm(_NormBase):
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         if x.ndim > 4:  # per-channel statistics are the same over the spatial dims folded into one
-            y = self._apply_bn(x.reshape(x.shape[0], x.shape[1], -1, x.shape[-1]), use_batch, track, factor)
+            folded = 1
+            for d in x.shape[2:-1]:
+                folded *= d  # explicit: -1 cannot be inferred for an empty input
+            y = self._apply_bn(x.reshape(x.shape[0], x.shape[1], folded, x.shape[-1]), use_batch, track, factor)
             return y.reshape(x.shape)
         return self._apply_bn(x, use_batch, track, factor)
 
@@ -113,7 +133,10 @@ class SyncBatchNorm(_BatchNorm):
     def _apply_bn(self, x, use_batch, track, factor):
         if x.ndim == 2 or x.ndim == 4:
             return super()._apply_bn(x, use_batch, track, factor)
-        y = super()._apply_bn(x.reshape(x.shape[0], x.shape[1], -1, 1), use_batch, track, factor)
+        plane = 1
+        for d in x.shape[2:]:
+            plane *= d  # explicit: -1 cannot be inferred for an empty input
+        y = super()._apply_bn(x.reshape(x.shape[0], x.shape[1], plane, 1), use_batch, track, factor)
         return y.reshape(x.shape)
 
     @classmethod

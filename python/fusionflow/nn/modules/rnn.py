@@ -176,6 +176,11 @@ class RNNBase(Module):
                                    % (self.input_size, x.shape[2]))
             data, sizes = x.reshape(steps * batch, self.input_size), [batch] * steps
         h0, c0 = self._initial_state(hx, is_lstm, unbatched, batch, dirs, real_hidden, data)
+        if not packed and not sizes:
+            raise RuntimeError("%s: Expected sequence length to be larger than 0 in RNN, got input %s"
+                               % (type(self).__name__, list(input.shape)))
+        if not packed and batch == 0:
+            return self._empty_batch(len(sizes), dirs * real_hidden, h0, c0, data)
         if packed and input.sorted_indices is not None:
             h0 = h0.index_select(1, input.sorted_indices)
             c0 = None if c0 is None else c0.index_select(1, input.sorted_indices)
@@ -210,6 +215,19 @@ class RNNBase(Module):
             elif self.batch_first:
                 out = out.transpose(0, 1)
         return out, ((h_n, c_n) if is_lstm else h_n)
+
+    def _empty_batch(self, steps, features, h0, c0, data):
+        """torch's result for a batch of 0 sequences: empty outputs of the right shapes (the
+        C time loop needs at least one sequence). They depend on the input, the initial
+        state and the weights (through empty slices, so exactly 0), so backward runs and
+        gives zero gradients, as torch's."""
+        parts = [data, h0] + ([c0] if c0 is not None else []) + [w for w in self._flat_weights if w is not None]
+        link = sum(t.reshape(-1).narrow(0, 0, 0).sum() for t in parts)
+        out = zeros(steps, 0, features, dtype=data.dtype, device=data.device) + link
+        if self.batch_first:
+            out = out.transpose(0, 1)
+        h_n = h0 + link
+        return out, ((h_n, c0 + link) if c0 is not None else h_n)
 
     def _initial_state(self, hx, is_lstm, unbatched, batch, dirs, real_hidden, data):
         n = self.num_layers * dirs
@@ -322,6 +340,10 @@ class RNNCellBase(Module):
             raise ValueError("%s: Expected input to be 1D or 2D, got %dD instead" % (type(self).__name__, input.ndim))
         unbatched = input.ndim == 1
         x = input.unsqueeze(0) if unbatched else input
+        name = type(self).__name__
+        if x.shape[1] != self.input_size:
+            raise RuntimeError("%s: input has inconsistent input_size: got %d expected %d"
+                               % (name, x.shape[1], self.input_size))
         if hx is None:
             z = zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             h, c = z, (z if is_lstm else None)
@@ -330,12 +352,25 @@ class RNNCellBase(Module):
             if unbatched:
                 h = h.unsqueeze(0)
                 c = None if c is None else c.unsqueeze(0)
+            for k, state in enumerate((h, c) if is_lstm else (h,)):
+                self._check_state(k, state, x.shape[0])
         xp = F.linear(x, self.weight_ih, self.bias_ih)
         h2, c2 = _cell(mode, xp, h, c, self.weight_hh, self.bias_hh)
         if unbatched:
             h2 = h2.squeeze(0)
             c2 = None if c2 is None else c2.squeeze(0)
         return (h2, c2) if is_lstm else h2
+
+
+    def _check_state(self, k, state, batch):
+        """hidden k (h, or the LSTM's c for k = 1) is [batch, hidden_size], as torch checks."""
+        name = type(self).__name__
+        if state.ndim != 2 or state.shape[0] != batch:
+            raise RuntimeError("%s: Input batch size %d doesn't match hidden%d batch size %s (hidden%d has shape %s)"
+                               % (name, batch, k, state.shape[0] if state.ndim else "none", k, list(state.shape)))
+        if state.shape[1] != self.hidden_size:
+            raise RuntimeError("%s: hidden%d has inconsistent hidden_size: got %d, expected %d"
+                               % (name, k, state.shape[1], self.hidden_size))
 
 
 class RNNCell(RNNCellBase):

@@ -61,6 +61,9 @@ def _lengths(lengths):
 
 def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
     x = as_tensor(input)
+    if x.numel() == 0:  # torch's first check, before the lengths: a 0-size time, batch or feature dim
+        raise RuntimeError("pack_padded_sequence: Cannot pack empty tensors, got input of shape %s"
+                           % (list(x.shape),))
     lens = _lengths(lengths)
     if batch_first:
         x = x.transpose(0, 1)
