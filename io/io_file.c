@@ -237,17 +237,36 @@ ff_status ff_io_writer_tensor(ff_io_writer *w, const ff_tensor *t, const char *f
     return st;
 }
 
+const char *ff_io_file_kind(const struct stat *st)
+{
+    if (S_ISREG(st->st_mode)) return "a regular file";
+    if (S_ISDIR(st->st_mode)) return "a directory";
+    if (S_ISFIFO(st->st_mode)) return "a FIFO";
+    if (S_ISSOCK(st->st_mode)) return "a socket";
+    if (S_ISCHR(st->st_mode)) return "a character device";
+    if (S_ISBLK(st->st_mode)) return "a block device";
+    return "another kind of file";
+}
+
 ff_status ff_io_open_read(const char *path, int *fd, uint64_t *size, const char *fn)
 {
     *fd = -1;
     if (!path || !*path) return ff_error(FF_ERR_INVALID, "%s: path is NULL or empty", fn);
-    int f = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes, maybe forever;
+     * with it the open returns at once and the type check below refuses the FIFO. */
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f < 0) return ff_error(FF_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
     struct stat st;
-    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(f, &st) != 0) {
+        int e = errno;
         close(f);
-        return ff_error(FF_ERR_IO, "%s: '%s' is not a regular file", fn, path);
+        return ff_error(FF_ERR_IO, "%s: cannot stat '%s': %s", fn, path, strerror(e));
     }
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return ff_error(FF_ERR_IO, "%s: '%s' is not a regular file but %s", fn, path, ff_io_file_kind(&st));
+    }
+    (void)fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK); /* regular files ignore it; clear it anyway */
     *fd = f;
     *size = (uint64_t)st.st_size;
     return FF_OK;

@@ -66,8 +66,12 @@ void ff_io_writer_abort(ff_io_writer *w);
 /* Writes t's elements row-major (any strides/backend) in bounded chunks of memory. */
 ff_status ff_io_writer_tensor(ff_io_writer *w, const ff_tensor *t, const char *fn);
 
-/* Opens a regular file for reading; *size gets its length. */
+/* Opens a regular file for reading; *size gets its length. Anything else (a FIFO, a
+ * device, a directory) is refused with FF_ERR_IO before any read, so it never blocks. */
 ff_status ff_io_open_read(const char *path, int *fd, uint64_t *size, const char *fn);
+struct stat;
+/* "a FIFO", "a directory", ...: what st is, for error messages. */
+const char *ff_io_file_kind(const struct stat *st);
 /* Reads exactly n bytes at off (FF_ERR_IO naming path if the file is shorter). */
 ff_status ff_io_pread(int fd, void *buf, size_t n, uint64_t off, const char *path, const char *fn);
 /* Fills t (fresh, contiguous) with n bytes from fd at off, or from mem if non-NULL. */
@@ -89,5 +93,8 @@ ff_tensor *ff_io_wrap_external(ff_backend *be, void *buf, size_t nbytes, ff_dtyp
 /* Appends without a duplicate check (the loader checked), stealing t (released on
  * failure too). */
 ff_status ff_io_dict_append(ff_tensor_dict *d, const char *name, ff_tensor *t);
+/* Appends a metadata entry without a duplicate check (the loader checked, in
+ * O(n log n): ff_tensor_dict_set_meta's check is linear per call, quadratic per file). */
+ff_status ff_io_dict_append_meta(ff_tensor_dict *d, const char *key, const char *value);
 
 #endif /* FF_IO_IMPL_H */

@@ -128,6 +128,13 @@ static ff_status parse_entry(const ff_json *j, entry *e, const char *path)
     return FF_OK;
 }
 
+static int by_key(const void *a, const void *b)
+{
+    return strcmp((*(const ff_json *const *)a)->key, (*(const ff_json *const *)b)->key);
+}
+
+/* Duplicate keys are found by sorting a copy of the entries, not by a lookup per entry: a
+ * hostile header may hold millions of them, and a lookup per entry is quadratic. */
 static ff_status parse_metadata(const ff_json *j, ff_tensor_dict *d, const char *path)
 {
     if (j->type != FF_JSON_OBJECT) return bad(path, "__metadata__ is not an object");
@@ -135,10 +142,19 @@ static ff_status parse_metadata(const ff_json *j, ff_tensor_dict *d, const char 
         if (c->type != FF_JSON_STRING) return bad(path, "__metadata__ value of '%s' is not a string", c->key);
         if (strlen(c->key) != c->key_len || strlen(c->str) != c->str_len)
             return bad(path, "__metadata__ entry '%s' contains a NUL character", c->key);
-        if (ff_tensor_dict_meta_get(d, c->key)) return bad(path, "__metadata__ has a duplicate key '%s'", c->key);
-        if (ff_tensor_dict_set_meta(d, c->key, c->str)) return ff_last_status();
     }
-    return FF_OK;
+    const ff_json **sorted = malloc((j->count ? j->count : 1) * sizeof *sorted);
+    if (!sorted) return ff_error(FF_ERR_OOM, "%s: out of memory for %zu __metadata__ entries", LOAD_FN, j->count);
+    size_t n = 0;
+    for (const ff_json *c = j->child; c; c = c->next) sorted[n++] = c;
+    qsort(sorted, n, sizeof *sorted, by_key);
+    ff_status st = FF_OK;
+    for (size_t i = 1; i < n && !st; i++)
+        if (strcmp(sorted[i - 1]->key, sorted[i]->key) == 0)
+            st = bad(path, "__metadata__ has a duplicate key '%s'", sorted[i]->key);
+    free(sorted);
+    for (const ff_json *c = j->child; c && !st; c = c->next) st = ff_io_dict_append_meta(d, c->key, c->str);
+    return st;
 }
 
 static int by_begin(const void *a, const void *b)
@@ -418,12 +434,31 @@ static ff_status check_names(int n, const char *const *names, ff_tensor *const *
     return st;
 }
 
+/* Sorted, so that a million keys cost n log n, not n^2; the values were checked for NULL
+ * by the caller's walk. */
+static ff_status check_meta_keys(const char *const *meta)
+{
+    size_t n = 0;
+    while (meta[2 * n] && meta[2 * n + 1]) n++;
+    const char **keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!keys) return ff_error(FF_ERR_OOM, "%s: out of memory", SAVE_FN);
+    for (size_t i = 0; i < n; i++) keys[i] = meta[2 * i];
+    qsort(keys, n, sizeof *keys, str_cmp);
+    ff_status st = FF_OK;
+    for (size_t i = 1; i < n && !st; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0)
+            st = ff_error(FF_ERR_INVALID, "%s: metadata key '%s' appears twice", SAVE_FN, keys[i]);
+    free(keys);
+    return st;
+}
+
 static ff_status build_header(sbuf *h, int n, const char *const *names, ff_tensor *const *tensors,
                               const char *const *meta)
 {
     char num[64];
     sb_str(h, "{");
     if (meta && meta[0]) {
+        if (check_meta_keys(meta)) return ff_last_status();
         sb_str(h, "\"__metadata__\":{");
         for (int i = 0; meta[i]; i += 2) {
             if (!meta[i + 1])
@@ -431,9 +466,6 @@ static ff_status build_header(sbuf *h, int n, const char *const *names, ff_tenso
                                 "keys and values and end with NULL)", SAVE_FN, meta[i]);
             if (!ff_utf8_valid(meta[i], strlen(meta[i])) || !ff_utf8_valid(meta[i + 1], strlen(meta[i + 1])))
                 return ff_error(FF_ERR_INVALID, "%s: metadata entry '%s' is not valid UTF-8", SAVE_FN, meta[i]);
-            for (int k = 0; k < i; k += 2)
-                if (strcmp(meta[k], meta[i]) == 0)
-                    return ff_error(FF_ERR_INVALID, "%s: metadata key '%s' appears twice", SAVE_FN, meta[i]);
             if (i) sb_str(h, ",");
             sb_quoted(h, meta[i]);
             sb_str(h, ":");

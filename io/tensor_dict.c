@@ -1,5 +1,8 @@
-/* ff_tensor_dict: an ordered list of named tensors plus string metadata. Small and
- * linear: state dicts have hundreds of entries, not millions. */
+/* ff_tensor_dict: an ordered list of named tensors plus string metadata. Lookups by
+ * name are linear: state dicts have hundreds of entries, not millions. A file's header
+ * may hold millions all the same, so the loader appends without lookups
+ * (ff_io_dict_append*, after its own n log n duplicate check), and meta_pack hands all
+ * the metadata over in one call. */
 #define _XOPEN_SOURCE 700 /* strdup */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,19 @@ ff_status ff_io_dict_append(ff_tensor_dict *d, const char *name, ff_tensor *t)
     }
     d->names[d->n] = copy;
     d->tensors[d->n++] = t;
+    return FF_OK;
+}
+
+ff_status ff_io_dict_append_meta(ff_tensor_dict *d, const char *key, const char *value)
+{
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v || !grow(d->nmeta, &d->capmeta, (void ***)&d->keys, (void ***)&d->values)) {
+        free(k);
+        free(v);
+        return ff_error(FF_ERR_OOM, "ff_tensor_dict: out of memory");
+    }
+    d->keys[d->nmeta] = k;
+    d->values[d->nmeta++] = v;
     return FF_OK;
 }
 
@@ -154,4 +170,18 @@ const char *ff_tensor_dict_meta_get(const ff_tensor_dict *d, const char *key)
 {
     int i = d && key ? find(d->keys, d->nmeta, key) : -1;
     return i >= 0 ? d->values[i] : NULL;
+}
+
+size_t ff_tensor_dict_meta_pack(const ff_tensor_dict *d, char *buf, size_t cap)
+{
+    size_t need = 0;
+    for (int i = 0; d && i < d->nmeta; i++) {
+        size_t nk = strlen(d->keys[i]) + 1, nv = strlen(d->values[i]) + 1;
+        if (buf && need + nk + nv <= cap) {
+            memcpy(buf + need, d->keys[i], nk);
+            memcpy(buf + need + nk, d->values[i], nv);
+        }
+        need += nk + nv;
+    }
+    return need;
 }

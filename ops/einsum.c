@@ -5,10 +5,13 @@
  *
  * Composed from differentiable ops, so gradients come from autograd: each operand first
  * takes its diagonals (where(eye, x, 0) summed: exact, NaN off the diagonal stays out) and
- * sums the labels no one else needs; then the operands are contracted left to right, each
- * pair as one batched matmul [batch, M, K] @ [batch, K, N] after permute + reshape (the
- * batch: labels both share and still need; K: labels both share and nobody needs later),
- * and the result is summed and permuted into the output order.
+ * sums the labels no one else needs; then the operands are contracted two at a time, the
+ * pair with the smallest result first (contract_all), each pair as one batched matmul
+ * [batch, M, K] @ [batch, K, N] after permute + reshape (the batch: labels both share and
+ * still need; K: labels both share and nobody needs later), and the result is summed and
+ * permuted into the output order. So up to 52 subscripts work as long as that greedy
+ * order keeps every intermediate within FF_MAX_DIMS dims (chains, rings and pairs do);
+ * the output itself must fit too.
  *
  * Each step's intermediates live in an arena of its own (ops/expr.h) that is freed once the
  * step's result is held: autograd keeps what its gradients need by reference, so any number
@@ -18,7 +21,7 @@
 
 #include "expr.h"
 
-#define NL 64        /* labels: a-z 0..25, A-Z 26..51, ellipsis dims 52..59 */
+#define NL 64        /* labels: a-z 0..25, A-Z 26..51, ellipsis dims 52..59; fits a uint64_t mask */
 #define ELL 52
 
 typedef struct term {
@@ -122,6 +125,217 @@ static ff_tensor *arrange(ff_expr *e, ff_tensor *x, const term *t, const int *or
     return identity ? x : FF_EX(e, ff_permute(x, perm));
 }
 
+/* ---- the order of contraction ------------------------------------------------------ */
+/* Operands are merged two at a time, the pair whose result is smallest first (fewest
+ * dims that fit a tensor, then fewest elements), so a chain "ab,bc,cd,...,yz" over 52
+ * subscripts never holds more than the dims still needed: no intermediate spans all the
+ * labels. Each label a merge makes unneeded (no other operand, not the output) is
+ * summed, or contracted by the matmul, at once. */
+typedef struct operands {
+    int n;                /* live operands: x[0..n) */
+    ff_tensor **x;        /* borrowed (an input) or owned (own[k]) */
+    bool *own;
+    term *t;
+    int uses[NL];         /* how many live operands hold each label */
+    bool in_out[NL];
+    const int64_t *size;  /* each label's size (after broadcasting) */
+} operands;
+
+static void count_uses(operands *o)
+{
+    memset(o->uses, 0, sizeof o->uses);
+    for (int k = 0; k < o->n; k++) {
+        bool seen[NL] = {false};
+        for (int d = 0; d < o->t[k].n; d++) {
+            int l = o->t[k].lab[d];
+            if (!seen[l]) o->uses[l]++, seen[l] = true;
+        }
+    }
+}
+
+/* Labels still needed once operands i and j (j < 0: only i) are merged: the output's and
+ * those of the other live operands. */
+static void needed_after(const operands *o, int i, int j, bool *later)
+{
+    for (int l = 0; l < NL; l++) {
+        int held = (find(&o->t[i], l) >= 0) + (j >= 0 && find(&o->t[j], l) >= 0);
+        later[l] = o->in_out[l] || o->uses[l] > held;
+    }
+}
+
+static uint64_t label_mask(const term *t)
+{
+    uint64_t m = 0;
+    for (int d = 0; d < t->n; d++) m |= (uint64_t)1 << t->lab[d];
+    return m;
+}
+
+/* Rank and element count of merging i and j (bit masks: this runs for every pair). */
+static void merged_size(const operands *o, int i, int j, int *rank, double *numel)
+{
+    uint64_t mi = label_mask(&o->t[i]), mj = label_mask(&o->t[j]), all = mi | mj;
+    *rank = 0, *numel = 1;
+    for (int l = 0; all; l++, all >>= 1) {
+        if (!(all & 1)) continue;
+        int held = (int)((mi >> l) & 1) + (int)((mj >> l) & 1);
+        if (o->in_out[l] || o->uses[l] > held) ++*rank, *numel *= (double)o->size[l];
+    }
+}
+
+static void pick_pair(const operands *o, int *pi, int *pj)
+{
+    int best_rank = 0;
+    double best_numel = 0;
+    *pi = -1, *pj = -1;
+    for (int i = 0; i < o->n; i++)
+        for (int j = i + 1; j < o->n; j++) {
+            int rank;
+            double numel;
+            merged_size(o, i, j, &rank, &numel);
+            bool fits = rank <= FF_MAX_DIMS, best_fits = best_rank <= FF_MAX_DIMS;
+            bool better = *pi < 0 || (fits && !best_fits) || (!fits && !best_fits && rank < best_rank) ||
+                          (fits && best_fits && numel < best_numel);
+            if (better) *pi = i, *pj = j, best_rank = rank, best_numel = numel;
+        }
+}
+
+/* The result of a step's arena as an owned reference; the arena's other values go. */
+static ff_tensor *step_result(ff_expr *e, ff_tensor *y)
+{
+    ff_tensor *r = ff_expr_result(e, y);
+    ff_expr_free(e);
+    return r;
+}
+
+/* Operand k's diagonals, and the sum over the labels only it holds and the output lacks. */
+static ff_tensor *prepare(ff_expr *e, const operands *o, int k)
+{
+    ff_tensor *x = o->x[k];
+    term *t = &o->t[k];
+    for (int i = 0; i < t->n && !e->failed; i++)
+        for (int j = t->n - 1; j > i && !e->failed; j--)
+            if (t->lab[j] == t->lab[i]) x = take_diagonal(e, x, t, i, j);
+    bool keep[NL];
+    needed_after(o, k, -1, keep);
+    return sum_unneeded(e, x, t, keep);
+}
+
+/* a (labels *at) times b (labels *bt) as one batched matmul [B, M, K] @ [B, K, N] after
+ * permute + reshape: B, the labels both hold and `later` needs; K, those both hold and
+ * nobody needs; M and N, each side's own. *at becomes the result's labels. */
+static ff_tensor *contract_pair(ff_expr *e, ff_tensor *a, term *at, ff_tensor *b, term *bt, const bool *later,
+                                const int64_t *size)
+{
+    bool keep[NL];
+    memcpy(keep, later, sizeof keep);
+    for (int d = 0; d < at->n; d++) keep[at->lab[d]] = true;
+    b = sum_unneeded(e, b, bt, keep);
+    memcpy(keep, later, sizeof keep);
+    for (int d = 0; d < bt->n; d++) keep[bt->lab[d]] = true;
+    a = sum_unneeded(e, a, at, keep);
+    int batch[FF_MAX_DIMS], nb = 0, con[FF_MAX_DIMS], nc = 0, aon[FF_MAX_DIMS], na = 0, bon[FF_MAX_DIMS], nbo = 0;
+    for (int d = 0; d < at->n; d++) {
+        int l = at->lab[d];
+        if (find(bt, l) >= 0) {
+            if (later[l]) batch[nb++] = l;
+            else con[nc++] = l;
+        } else {
+            aon[na++] = l;
+        }
+    }
+    for (int d = 0; d < bt->n; d++)
+        if (find(at, bt->lab[d]) < 0) bon[nbo++] = bt->lab[d];
+    if (nb + na + nbo > FF_MAX_DIMS) {
+        ff_error(FF_ERR_INVALID, "an intermediate result would have rank %d > %d (the pair merged next "
+                 "had the smallest result of all pairs)", nb + na + nbo, FF_MAX_DIMS);
+        return ff_expr_keep(e, NULL);
+    }
+    int ao[FF_MAX_DIMS], bo[FF_MAX_DIMS];
+    memcpy(ao, batch, sizeof(int) * (size_t)nb), memcpy(ao + nb, aon, sizeof(int) * (size_t)na);
+    memcpy(ao + nb + na, con, sizeof(int) * (size_t)nc);
+    memcpy(bo, batch, sizeof(int) * (size_t)nb), memcpy(bo + nb, con, sizeof(int) * (size_t)nc);
+    memcpy(bo + nb + nc, bon, sizeof(int) * (size_t)nbo);
+    ff_tensor *a2 = arrange(e, a, at, ao, nb + na + nc), *b2 = arrange(e, b, bt, bo, nb + nc + nbo);
+    /* broadcast size-1 dims to the label's size, then [B, M, K] @ [B, K, N] */
+    int64_t as[FF_MAX_DIMS], bs[FF_MAX_DIMS], B = 1, M = 1, K = 1, N = 1;
+    for (int d = 0; d < nb + na + nc; d++) as[d] = size[ao[d]];
+    for (int d = 0; d < nb + nc + nbo; d++) bs[d] = size[bo[d]];
+    for (int d = 0; d < nb; d++) B *= size[batch[d]];
+    for (int d = 0; d < na; d++) M *= size[aon[d]];
+    for (int d = 0; d < nc; d++) K *= size[con[d]];
+    for (int d = 0; d < nbo; d++) N *= size[bon[d]];
+    ff_tensor *a3 = FF_EX(e, ff_broadcast_to(a2, nb + na + nc, as));
+    ff_tensor *b3 = FF_EX(e, ff_broadcast_to(b2, nb + nc + nbo, bs));
+    ff_tensor *am = FF_EX(e, ff_reshape(a3, 3, (int64_t[]){B, M, K}));
+    ff_tensor *bm = FF_EX(e, ff_reshape(b3, 3, (int64_t[]){B, K, N}));
+    ff_tensor *y = FF_EX(e, ff_matmul(am, bm));
+    int64_t ys[FF_MAX_DIMS];
+    at->n = 0;
+    for (int d = 0; d < nb; d++) ys[at->n] = size[batch[d]], at->lab[at->n++] = batch[d];
+    for (int d = 0; d < na; d++) ys[at->n] = size[aon[d]], at->lab[at->n++] = aon[d];
+    for (int d = 0; d < nbo; d++) ys[at->n] = size[bon[d]], at->lab[at->n++] = bon[d];
+    return FF_EX(e, ff_reshape(y, at->n, ys));
+}
+
+/* Puts x (owned, or NULL after a failure) in slot k, dropping what the slot owned. */
+static void replace(operands *o, int k, ff_tensor *x)
+{
+    if (o->own[k]) ff_tensor_release(o->x[k]);
+    o->x[k] = x, o->own[k] = true;
+}
+
+static void drop(operands *o, int j)
+{
+    if (o->own[j]) ff_tensor_release(o->x[j]);
+    o->n--;
+    o->x[j] = o->x[o->n], o->own[j] = o->own[o->n], o->t[j] = o->t[o->n];
+}
+
+/* Every operand merged into the output (out's labels, in order), or NULL. */
+static ff_tensor *contract_all(int n, ff_tensor *const *ops, term *t, const term *out, const int64_t *size)
+{
+    operands o = {.n = n, .t = t, .size = size};
+    o.x = calloc((size_t)n, sizeof *o.x);
+    o.own = calloc((size_t)n, sizeof *o.own);
+    if (!o.x || !o.own) {
+        free(o.x), free(o.own);
+        return ff_error(FF_ERR_OOM, "out of memory"), NULL;
+    }
+    for (int k = 0; k < n; k++) o.x[k] = ops[k];
+    for (int d = 0; d < out->n; d++) o.in_out[out->lab[d]] = true;
+    ff_expr e = {0};
+    count_uses(&o);
+    for (int k = 0; k < n && !e.failed; k++) {
+        ff_tensor *y = prepare(&e, &o, k);
+        replace(&o, k, step_result(&e, y));
+    }
+    while (o.n > 1 && !e.failed) {
+        int i = 0, j = 1;
+        count_uses(&o);
+        pick_pair(&o, &i, &j);
+        bool later[NL];
+        needed_after(&o, i, j, later);
+        ff_tensor *y = contract_pair(&e, o.x[i], &o.t[i], o.x[j], &o.t[j], later, size);
+        replace(&o, i, step_result(&e, y));
+        drop(&o, j);
+    }
+    ff_tensor *r = NULL;
+    if (!e.failed) {
+        term at = o.t[0];
+        ff_tensor *acc = sum_unneeded(&e, o.x[0], &at, o.in_out);
+        ff_tensor *y = arrange(&e, acc, &at, out->lab, out->n);
+        int64_t os[FF_MAX_DIMS];
+        for (int d = 0; d < out->n; d++) os[d] = size[out->lab[d]];
+        /* a lone operand's size-1 dims broadcast too */
+        ff_tensor *b = y ? FF_EX(&e, ff_broadcast_to(y, out->n, os)) : NULL;
+        r = b ? ff_contiguous(b) : NULL;
+    }
+    ff_expr_free(&e);
+    while (o.n > 0) drop(&o, o.n - 1);
+    free(o.x), free(o.own);
+    return r;
+}
+
 ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *ops)
 {
     static const char fn[] = "ff_einsum";
@@ -188,7 +402,13 @@ ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *ops)
         }
     } else if (!st) { /* implicit: the ellipsis dims, then the labels used once, alphabetically */
         for (int l = ELL; l < ELL + max_ell; l++) out.lab[out.n++] = l;
-        for (int l = 0; l < ELL && out.n < FF_MAX_DIMS; l++)
+        int rank = out.n;
+        for (int l = 0; l < ELL; l++) rank += count[l] == 1;
+        if (rank > FF_MAX_DIMS)
+            st = ff_error(FF_ERR_INVALID, "%s: \"%s\": the implicit output has rank %d, more than the %d dims a "
+                          "tensor may have (sum some of its subscripts with an explicit \"->\" output)", fn,
+                          equation, rank, FF_MAX_DIMS);
+        for (int l = 0; l < ELL && !st; l++)
             if (count[l] == 1) out.lab[out.n++] = l;
     }
     if (st) {
@@ -196,95 +416,7 @@ ff_tensor *ff_einsum(const char *equation, int n, ff_tensor *const *ops)
         return NULL;
     }
 
-    ff_expr e = {0};
-    bool in_out[NL] = {false};
-    for (int d = 0; d < out.n; d++) in_out[out.lab[d]] = true;
-    ff_tensor *acc = NULL, *held = NULL; /* held: the reference to acc this function owns */
-    term at = {0};
-    for (k = 0; k < n && !e.failed; k++) {
-        /* the last step's intermediates go; its result stays, held here */
-        ff_tensor *prev = ff_expr_result(&e, acc);
-        ff_expr_free(&e);
-        ff_tensor_release(held);
-        held = prev, acc = prev;
-        ff_tensor *x = ops[k];
-        term tk = t[k];
-        /* diagonals of repeated labels */
-        for (int i = 0; i < tk.n && !e.failed; i++)
-            for (int j = tk.n - 1; j > i && !e.failed; j--)
-                if (tk.lab[j] == tk.lab[i]) x = take_diagonal(&e, x, &tk, i, j);
-        /* labels needed after this operand is merged: the output's and later operands' */
-        bool later[NL];
-        memcpy(later, in_out, sizeof later);
-        for (int m = k + 1; m < n; m++)
-            for (int d = 0; d < t[m].n; d++) later[t[m].lab[d]] = true;
-        bool keep[NL];
-        memcpy(keep, later, sizeof keep);
-        for (int d = 0; acc && d < at.n; d++) keep[at.lab[d]] = true; /* shared with acc: contracted below */
-        x = sum_unneeded(&e, x, &tk, keep);
-        if (!acc) {
-            acc = x, at = tk;
-            continue;
-        }
-        memcpy(keep, later, sizeof keep);
-        for (int d = 0; d < tk.n; d++) keep[tk.lab[d]] = true;
-        acc = sum_unneeded(&e, acc, &at, keep);
-        /* batch: in both and needed later; contract: in both, not needed; then each side's own */
-        int batch[FF_MAX_DIMS], nb = 0, con[FF_MAX_DIMS], nc = 0, aon[FF_MAX_DIMS], na = 0, bon[FF_MAX_DIMS], nbo = 0;
-        for (int d = 0; d < at.n; d++) {
-            int l = at.lab[d];
-            if (find(&tk, l) >= 0) {
-                if (later[l]) batch[nb++] = l;
-                else con[nc++] = l;
-            } else {
-                aon[na++] = l;
-            }
-        }
-        for (int d = 0; d < tk.n; d++)
-            if (find(&at, tk.lab[d]) < 0) bon[nbo++] = tk.lab[d];
-        if (nb + na + nbo > FF_MAX_DIMS) {
-            ff_error(FF_ERR_INVALID, "%s: an intermediate result would have rank > %d", fn, FF_MAX_DIMS);
-            e.failed = true;
-            break;
-        }
-        int ao[FF_MAX_DIMS], bo[FF_MAX_DIMS];
-        memcpy(ao, batch, sizeof(int) * (size_t)nb), memcpy(ao + nb, aon, sizeof(int) * (size_t)na);
-        memcpy(ao + nb + na, con, sizeof(int) * (size_t)nc);
-        memcpy(bo, batch, sizeof(int) * (size_t)nb), memcpy(bo + nb, con, sizeof(int) * (size_t)nc);
-        memcpy(bo + nb + nc, bon, sizeof(int) * (size_t)nbo);
-        ff_tensor *a2 = arrange(&e, acc, &at, ao, nb + na + nc), *b2 = arrange(&e, x, &tk, bo, nb + nc + nbo);
-        /* broadcast size-1 dims to the label's size, then [B, M, K] @ [B, K, N] */
-        int64_t as[FF_MAX_DIMS], bs[FF_MAX_DIMS], B = 1, M = 1, K = 1, N = 1;
-        for (int d = 0; d < nb + na + nc; d++) as[d] = size[ao[d]];
-        for (int d = 0; d < nb + nc + nbo; d++) bs[d] = size[bo[d]];
-        for (int d = 0; d < nb; d++) B *= size[batch[d]];
-        for (int d = 0; d < na; d++) M *= size[aon[d]];
-        for (int d = 0; d < nc; d++) K *= size[con[d]];
-        for (int d = 0; d < nbo; d++) N *= size[bon[d]];
-        ff_tensor *a3 = FF_EX(&e, ff_broadcast_to(a2, nb + na + nc, as));
-        ff_tensor *b3 = FF_EX(&e, ff_broadcast_to(b2, nb + nc + nbo, bs));
-        ff_tensor *am = FF_EX(&e, ff_reshape(a3, 3, (int64_t[]){B, M, K}));
-        ff_tensor *bm = FF_EX(&e, ff_reshape(b3, 3, (int64_t[]){B, K, N}));
-        ff_tensor *y = FF_EX(&e, ff_matmul(am, bm));
-        int64_t ys[FF_MAX_DIMS];
-        at.n = 0;
-        for (int d = 0; d < nb; d++) ys[at.n] = size[batch[d]], at.lab[at.n++] = batch[d];
-        for (int d = 0; d < na; d++) ys[at.n] = size[aon[d]], at.lab[at.n++] = aon[d];
-        for (int d = 0; d < nbo; d++) ys[at.n] = size[bon[d]], at.lab[at.n++] = bon[d];
-        acc = FF_EX(&e, ff_reshape(y, at.n, ys));
-    }
-    ff_tensor *r = NULL;
-    if (!e.failed) {
-        acc = sum_unneeded(&e, acc, &at, in_out);
-        ff_tensor *y = arrange(&e, acc, &at, out.lab, out.n);
-        int64_t os[FF_MAX_DIMS];
-        for (int d = 0; d < out.n; d++) os[d] = size[out.lab[d]];
-        /* a lone operand's size-1 dims broadcast too */
-        ff_tensor *b = y ? FF_EX(&e, ff_broadcast_to(y, out.n, os)) : NULL;
-        r = b ? ff_contiguous(b) : NULL;
-    }
-    ff_expr_free(&e);
-    ff_tensor_release(held);
+    ff_tensor *r = contract_all(n, ops, t, &out, size);
     free(t);
     if (!r) ff_error_prefix(fn);
     return r;

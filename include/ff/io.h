@@ -53,6 +53,11 @@ int ff_tensor_dict_meta_count(const ff_tensor_dict *d);
 const char *ff_tensor_dict_meta_key(const ff_tensor_dict *d, int i);   /* borrowed */
 const char *ff_tensor_dict_meta_value(const ff_tensor_dict *d, int i); /* borrowed */
 const char *ff_tensor_dict_meta_get(const ff_tensor_dict *d, const char *key); /* NULL if absent */
+/* All metadata at once, "key0\0value0\0key1\0value1\0..." in order, written to buf when
+ * cap is large enough; returns the bytes it needs (like snprintf, without a terminator of
+ * its own). One call instead of two per entry: a binding pays per call, and a header may
+ * hold millions of entries. Keys and values hold no NUL (the loader refuses them). */
+size_t ff_tensor_dict_meta_pack(const ff_tensor_dict *d, char *buf, size_t cap);
 
 /* ---- safetensors --------------------------------------------------------- */
 /* Largest JSON header accepted (as the reference implementation). */

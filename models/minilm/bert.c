@@ -66,23 +66,36 @@ static void scope_end(scope *s)
 }
 
 /* ---- config -------------------------------------------------------------------------- */
-static int64_t num(const cJSON *j, const char *name, int64_t dflt)
+/* config.json's sizes: each an integer in [1, INT32_MAX] (the sizes of the tensors built
+ * from them are overflow-checked by the ops); -1, absent, fails the consistency check. */
+static int read_sizes(const cJSON *j, const char *dir, minilm_config *c, char *err, size_t cap)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, name);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+    const struct {
+        const char *key;
+        int64_t *out, dflt;
+    } sizes[] = {
+        {"vocab_size", &c->vocab_size, -1},         {"hidden_size", &c->hidden, -1},
+        {"num_hidden_layers", &c->layers, -1},      {"num_attention_heads", &c->heads, -1},
+        {"intermediate_size", &c->intermediate, -1}, {"max_position_embeddings", &c->max_positions, -1},
+        {"type_vocab_size", &c->type_vocab, 2},
+    };
+    char file[4200];
+    snprintf(file, sizeof file, "%s/config.json", dir);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (minilm_json_int(cJSON_GetObjectItemCaseSensitive(j, sizes[i].key), file, sizes[i].key, sizes[i].dflt, 1,
+                            INT32_MAX, sizes[i].out, err, cap))
+            return -1;
+    return 0;
 }
 
 int minilm_config_load(const char *dir, minilm_config *c, char *err, size_t cap)
 {
     cJSON *j = minilm_read_json(dir, "config.json", 0, err, cap);
     if (!j) return -1;
-    c->vocab_size = num(j, "vocab_size", -1);
-    c->hidden = num(j, "hidden_size", -1);
-    c->layers = num(j, "num_hidden_layers", -1);
-    c->heads = num(j, "num_attention_heads", -1);
-    c->intermediate = num(j, "intermediate_size", -1);
-    c->max_positions = num(j, "max_position_embeddings", -1);
-    c->type_vocab = num(j, "type_vocab_size", 2);
+    if (read_sizes(j, dir, c, err, cap)) {
+        cJSON_Delete(j);
+        return -1;
+    }
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(j, "layer_norm_eps");
     c->layer_norm_eps = cJSON_IsNumber(eps) ? eps->valuedouble : 1e-12;
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(j, "hidden_act");
@@ -104,11 +117,16 @@ int minilm_config_load(const char *dir, minilm_config *c, char *err, size_t cap)
     if (rc) return rc;
 
     /* sentence-transformers' own files: the sequence length and the pooling mode */
-    c->max_seq_len = 256;
-    if ((j = minilm_read_json(dir, "sentence_bert_config.json", 1, err, cap)))
-        c->max_seq_len = (int)num(j, "max_seq_length", 256);
+    int64_t max_seq = 256;
+    if ((j = minilm_read_json(dir, "sentence_bert_config.json", 1, err, cap))) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s/sentence_bert_config.json", dir);
+        minilm_json_int(cJSON_GetObjectItemCaseSensitive(j, "max_seq_length"), file, "max_seq_length", 256, 1,
+                        INT32_MAX, &max_seq, err, cap);
+    }
     cJSON_Delete(j);
     if (err[0]) return -1;
+    c->max_seq_len = (int)max_seq;
     if (c->max_seq_len < 2 || c->max_seq_len > c->max_positions) c->max_seq_len = (int)c->max_positions;
     if ((j = minilm_read_json(dir, "1_Pooling/config.json", 1, err, cap))) {
         static const char *const off[] = {"pooling_mode_cls_token", "pooling_mode_max_tokens",

@@ -37,6 +37,14 @@ int minilm_check_dir(const char *dir, char *err, size_t cap);
 /* Parses dir/name (cJSON); the caller frees it with cJSON_Delete. A missing file with
  * optional set gives NULL and err[0] == 0. */
 struct cJSON *minilm_read_json(const char *dir, const char *name, int optional, char *err, size_t cap);
+/* The integer JSON value v (obj's member key, from cJSON_GetObjectItemCaseSensitive) in
+ * *out, or dflt when v is NULL (absent) or null. A value that is not a number, not an
+ * integer or outside [lo, hi] gives -1 and a message naming file, key and the range: the
+ * check is made on the double, before any conversion (casting an out-of-range double to
+ * an integer is undefined behaviour). lo and hi must lie within +-2^53, where doubles
+ * hold every integer. */
+int minilm_json_int(const struct cJSON *v, const char *file, const char *key, int64_t dflt, int64_t lo, int64_t hi,
+                    int64_t *out, char *err, size_t cap);
 
 /* ---- bert_text.c: character classes and normalization (BERT's, as HF tokenizers) ---- */
 /* Decodes UTF-8 (invalid bytes become U+FFFD) into a new array of code points. */

@@ -2,10 +2,13 @@
  * scripts/fetch-minilm.sh and embed.py follow; keep the three in step. */
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -39,7 +42,12 @@ int minilm_check_dir(const char *dir, char *err, size_t cap)
         char path[4096];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, needed[i]);
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool found = stat(path, &st) == 0;
+        if (found && !S_ISREG(st.st_mode)) {
+            snprintf(err, cap, "%s is not a regular file: " MINILM_NAME " reads its model from regular files", path);
+            return -1;
+        }
+        if (!found) {
             snprintf(err, cap,
                      "no " MINILM_NAME " model in %s (%s not found): " MINILM_FETCH_HINT
                      ", or point --model / FF_MODEL_DIR at a directory holding it",
@@ -50,11 +58,26 @@ int minilm_check_dir(const char *dir, char *err, size_t cap)
     return 0;
 }
 
-/* The whole file, NUL-terminated; NULL with errno set on failure. */
+/* The whole file, NUL-terminated; NULL with errno set on failure (EINVAL: not a regular
+ * file). Opened O_NONBLOCK and checked before reading: a FIFO would block the open, or
+ * the read, until a writer came. */
 static char *read_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    if (e) {
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     char *buf = NULL;
     long n = -1;
     if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
@@ -77,7 +100,8 @@ cJSON *minilm_read_json(const char *dir, const char *name, int optional, char *e
     errno = 0;
     char *text = read_file(path);
     if (!text) {
-        if (!(optional && errno == ENOENT)) snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
+        if (errno == EINVAL) snprintf(err, cap, "cannot read %s: not a regular file", path);
+        else if (!(optional && errno == ENOENT)) snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     cJSON *j = cJSON_Parse(text);
@@ -87,4 +111,27 @@ cJSON *minilm_read_json(const char *dir, const char *name, int optional, char *e
     }
     free(text);
     return j;
+}
+
+int minilm_json_int(const cJSON *v, const char *file, const char *key, int64_t dflt, int64_t lo, int64_t hi,
+                    int64_t *out, char *err, size_t cap)
+{
+    *out = dflt;
+    if (!v || cJSON_IsNull(v)) return 0;
+    const char *why = NULL;
+    double x = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    if (!cJSON_IsNumber(v)) why = "is not a number";
+    else if (!(x >= (double)lo && x <= (double)hi)) why = "is out of range"; /* NaN too */
+    else if (x != (double)(int64_t)x) why = "is not an integer";
+    if (why) {
+        if (cJSON_IsNumber(v))
+            snprintf(err, cap, "%s: \"%s\" = %.15g %s: an integer in [%lld, %lld] is expected", file, key, x, why,
+                     (long long)lo, (long long)hi);
+        else
+            snprintf(err, cap, "%s: \"%s\" %s: an integer in [%lld, %lld] is expected", file, key, why,
+                     (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
 }

@@ -97,8 +97,11 @@ static int configure(minilm_tokenizer *tk, const cJSON *root, char *err, size_t 
     tk->norm.strip_accents = flag(norm, "strip_accents", tk->norm.lowercase);
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(model, "continuing_subword_prefix");
     snprintf(tk->prefix, sizeof tk->prefix, "%s", cJSON_IsString(prefix) ? prefix->valuestring : "##");
-    const cJSON *maxc = cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word");
-    tk->max_word_chars = cJSON_IsNumber(maxc) && maxc->valuedouble >= 1 ? (int)maxc->valuedouble : 100;
+    int64_t maxc;
+    if (minilm_json_int(cJSON_GetObjectItemCaseSensitive(model, "max_input_chars_per_word"), "tokenizer.json",
+                        "model.max_input_chars_per_word", 100, 1, INT32_MAX, &maxc, err, cap))
+        return -1;
+    tk->max_word_chars = (int)maxc;
 
     tk->mask = ((size_t)1 << VOCAB_BITS) - 1;
     if ((size_t)cJSON_GetArraySize(vocab) > tk->mask / 2) {
@@ -112,11 +115,15 @@ static int configure(minilm_tokenizer *tk, const cJSON *root, char *err, size_t 
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX) {
-            snprintf(err, cap, "tokenizer.json: vocab entry \"%s\" has no valid id", e->string);
+        int64_t id;
+        char key[96];
+        snprintf(key, sizeof key, "model.vocab[\"%.80s\"]", e->string);
+        if (minilm_json_int(e, "tokenizer.json", key, -1, 0, INT32_MAX, &id, err, cap)) return -1;
+        if (id < 0) {
+            snprintf(err, cap, "tokenizer.json: vocab entry \"%s\" has no id (null)", e->string);
             return -1;
         }
-        if (insert(tk, e->string, (int32_t)e->valuedouble)) goto oom;
+        if (insert(tk, e->string, (int32_t)id)) goto oom;
     }
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
     const char *names[4] = {cJSON_IsString(unk) ? unk->valuestring : "[UNK]", "[CLS]", "[SEP]", "[PAD]"};

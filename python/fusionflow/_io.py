@@ -6,12 +6,31 @@ import ctypes
 import os
 import tempfile
 
-from ._lib import C, check_status, error
+import pickle
+
+from ._lib import C, FF_ERR_INVALID, FusionFlowValueError, check_status, error, missing
 from ._tensor import wrap
 
 __all__ = ["save", "load", "save_npy", "load_npy", "load_metadata"]
 
 FF_IO_MMAP = 1
+
+
+class MalformedFileError(FusionFlowValueError, pickle.UnpicklingError):
+    """What load raises for a file whose metadata (the saved nesting, the pickle, the
+    quantization scheme) is malformed: the class the C loader's malformed-header errors
+    have (FusionFlowValueError: a RuntimeError and a ValueError), and an UnpicklingError
+    too, which is what torch.load raises for a corrupt file."""
+
+
+def malformed(where, key, why):
+    """The MalformedFileError for `where` (a quoted path, or "the file object") whose
+    metadata under `key` is malformed: `why` says how."""
+    return MalformedFileError("load: %s: malformed %s metadata: %s" % (where, key, why), FF_ERR_INVALID)
+
+
+def _where(f):
+    return "the file object" if hasattr(f, "read") else repr(os.fspath(f))
 
 
 def _path(p):
@@ -77,11 +96,23 @@ def _read_dict(d, with_meta):
         out = collections.OrderedDict()
         for i in range(C.ff_tensor_dict_count(d)):
             out[C.ff_tensor_dict_name(d, i).decode()] = wrap(C.ff_tensor_dict_tensor(d, i))
-        meta = {C.ff_tensor_dict_meta_key(d, i).decode(): C.ff_tensor_dict_meta_value(d, i).decode()
-                for i in range(C.ff_tensor_dict_meta_count(d))}
+        meta = _read_meta(d)
     finally:
         C.ff_tensor_dict_free(d)
     return (out, meta) if with_meta else out
+
+
+def _read_meta(d):
+    """d's metadata in one call (ff_tensor_dict_meta_pack), not two per entry: a hostile
+    header holds millions of entries, and each ctypes call costs about a microsecond."""
+    if "ff_tensor_dict_meta_pack" in missing:  # a library built before it
+        return {C.ff_tensor_dict_meta_key(d, i).decode(): C.ff_tensor_dict_meta_value(d, i).decode()
+                for i in range(C.ff_tensor_dict_meta_count(d))}
+    n = C.ff_tensor_dict_meta_pack(d, None, 0)
+    buf = ctypes.create_string_buffer(n)
+    C.ff_tensor_dict_meta_pack(d, buf, n)
+    parts = buf.raw[:n].decode().split("\0")  # key, value, key, value, ..., "" after the last NUL
+    return dict(zip(parts[0:-1:2], parts[1:-1:2]))
 
 
 def load(f, mmap=False, device=None, map_location=None, weights_only=None):
@@ -91,7 +122,10 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
     mmap=True maps the file (paths only): tensors view the mapping (copy-on-write) instead of
     being read into fresh memory. map_location (torch's name) is device: a device or its
     string puts every tensor there. A file that save pickled (a Module) is refused unless
-    weights_only=False is passed: unpickling it runs the code of the classes it names."""
+    weights_only=False is passed: unpickling it runs the code of the classes it names.
+    A malformed header raises FusionFlowValueError, malformed metadata (the nesting, the
+    pickle) MalformedFileError (a FusionFlowValueError and an UnpicklingError), each naming
+    the file; a path that is not a regular file (a FIFO, a directory) FusionFlowError."""
     from ._tree import decode, TREE_KEY
     from ._pickled import refusal, restore, PICKLE_KEY
     if map_location is not None:
@@ -106,14 +140,14 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
             tensors, meta = _load_path(tmp, 0, device)
     else:
         tensors, meta = _load_path(f, FF_IO_MMAP if mmap else 0, device)
+    where = _where(f)
     if PICKLE_KEY in meta:
-        where = "the file object" if hasattr(f, "read") else repr(os.fspath(f))
         if weights_only is not False:
             raise refusal(where)
         return restore(meta[PICKLE_KEY], tensors, where)
     if TREE_KEY not in meta:
         return tensors
-    return decode(meta[TREE_KEY], tensors)
+    return decode(meta[TREE_KEY], tensors, where)
 
 
 def _load_path(path, flags, device):

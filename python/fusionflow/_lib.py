@@ -368,6 +368,7 @@ _PROTOS = {
     "ff_tensor_dict_meta_count": (c_int, [c_void_p]),
     "ff_tensor_dict_meta_key": (c_char_p, [c_void_p, c_int]),
     "ff_tensor_dict_meta_value": (c_char_p, [c_void_p, c_int]),
+    "ff_tensor_dict_meta_pack": (ctypes.c_size_t, [c_void_p, c_char_p, ctypes.c_size_t]),
     "ff_safetensors_save": (c_int, [c_char_p, c_int, POINTER(c_char_p), POINTER(c_void_p), POINTER(c_char_p)]),
     "ff_safetensors_load": (c_void_p, [c_char_p, c_uint32]),
     "ff_safetensors_load_on": (c_void_p, [c_void_p, c_char_p, c_uint32]),

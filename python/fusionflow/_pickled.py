@@ -11,6 +11,7 @@ unless weights_only=False is passed (PyTorch 2.6's rule)."""
 import base64
 import io
 import pickle
+import struct
 
 from ._tensor import Tensor
 
@@ -69,13 +70,25 @@ def dump(obj):
     return p.names, p.tensors, base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+# What a truncated or corrupt pickle raises while it is read (a class the pickle names
+# that is gone is an ImportError or AttributeError); anything else comes from the code of
+# the classes it names and passes through as it is.
+_CORRUPT = (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+            ImportError, RecursionError, struct.error)
+
+
 def restore(text, tensors, where):
-    """The object dump() wrote; `where` names the file in errors."""
+    """The object dump() wrote; `where` names the file in errors (load's MalformedFileError,
+    an UnpicklingError, for a malformed pickle)."""
+    from ._io import malformed
     try:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except ValueError as e:
-        raise pickle.UnpicklingError("load: %s: malformed %s metadata (%s)" % (where, PICKLE_KEY, e)) from None
-    return _Unpickler(io.BytesIO(raw), tensors).load()
+        raise malformed(where, PICKLE_KEY, "not base64 (%s)" % e) from None
+    try:
+        return _Unpickler(io.BytesIO(raw), tensors).load()
+    except _CORRUPT as e:
+        raise malformed(where, PICKLE_KEY, "the pickle cannot be read (%s: %s)" % (type(e).__name__, e)) from e
 
 
 def refusal(where):

@@ -4,7 +4,10 @@ safetensors metadata under TREE_KEY; the tensors themselves are the file's named
 JSON values stand for themselves (numbers, strings, bools, null); a JSON object is a tensor
 {"T": name}, a list {"L": [...]}, a tuple {"U": [...]} or a dict {"D": [[key, value], ...]}
 (keys encoded the same way, so int keys of an optimizer's state survive). Only these types
-are written: nothing is pickled, so loading a file runs no code."""
+are written: nothing is pickled, so loading a file runs no code.
+
+Nesting is capped at MAX_DEPTH containers, on save and on load alike, so that what save
+writes loads, and a hostile file's depth is a clear error instead of a RecursionError."""
 import collections
 import json
 import math
@@ -14,6 +17,7 @@ import numpy as np
 from ._tensor import Tensor
 
 TREE_KEY = "fusionflow.tree"
+MAX_DEPTH = 100  # containers; Python's recursion (1000 frames) bounds both directions
 
 
 class _Encoder:
@@ -32,6 +36,9 @@ class _Encoder:
         return {"T": name}
 
     def node(self, x, path):
+        if len(path) > MAX_DEPTH:  # also what a container that holds itself reaches
+            raise ValueError("save: the object is nested deeper than %d containers (at %r...); fusionflow.load "
+                             "refuses deeper files" % (MAX_DEPTH, ".".join(path[:8])))
         if isinstance(x, Tensor):
             return self.tensor(x, path)
         if x is None or isinstance(x, (bool, int, str)):
@@ -67,27 +74,75 @@ def encode(obj):
     return e.names, e.tensors, json.dumps(tree, separators=(",", ":"))
 
 
-def decode(text, tensors):
-    def node(x):
+def decode(text, tensors, where="the file"):
+    """The nesting that encode wrote; a malformed tree raises load's MalformedFileError
+    naming `where` and what is wrong."""
+    from ._io import malformed
+    try:
+        tree = json.loads(text)
+    except RecursionError:
+        raise malformed(where, TREE_KEY, "nested too deeply for the JSON reader") from None
+    except ValueError as e:  # JSONDecodeError, and integers too long to convert
+        raise malformed(where, TREE_KEY, "not JSON (%s)" % e) from None
+    try:
+        return _Decoder(tensors, where).node(tree, 0)
+    except RecursionError:  # a safety net: MAX_DEPTH should stop it first
+        raise malformed(where, TREE_KEY, "nested too deeply") from None
+
+
+def _short(x):
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+class _Decoder:
+    def __init__(self, tensors, where):
+        self.tensors, self.where = tensors, where
+
+    def bad(self, why):
+        from ._io import malformed
+        return malformed(self.where, TREE_KEY, why)
+
+    def node(self, x, depth):
+        if depth > MAX_DEPTH:
+            raise self.bad("nested deeper than %d containers" % MAX_DEPTH)
         if isinstance(x, list):  # never written bare; JSON arrays only inside our objects
-            raise ValueError("load: malformed %s metadata (a bare list)" % TREE_KEY)
+            raise self.bad("a bare list")
         if not isinstance(x, dict):
             return x
-        if "T" in x:
-            return tensors[x["T"]]
-        if "F" in x:
-            return float(x["F"])
-        if "L" in x:
-            return [node(v) for v in x["L"]]
-        if "U" in x:
-            return tuple(node(v) for v in x["U"])
-        if "D" in x:
-            return collections.OrderedDict((_key(node(k)), node(v)) for k, v in x["D"])
-        raise ValueError("load: malformed %s metadata: unknown node %r" % (TREE_KEY, sorted(x)))
-    try:
-        return node(json.loads(text))
-    except (KeyError, TypeError, json.JSONDecodeError) as e:
-        raise ValueError("load: malformed %s metadata in the file: %s" % (TREE_KEY, e)) from None
+        if len(x) != 1:
+            raise self.bad("a node with keys %s (one of T, F, L, U, D expected)" % _short(sorted(x)))
+        (tag, v), = x.items()
+        if tag == "T":
+            if not isinstance(v, str) or v not in self.tensors:
+                raise self.bad("it names tensor %s, which the file does not hold" % _short(v))
+            return self.tensors[v]
+        if tag == "F":
+            if v not in ("nan", "inf", "-inf"):
+                raise self.bad("float node %s is not 'nan', 'inf' or '-inf'" % _short(v))
+            return float(v)
+        if tag not in ("L", "U", "D"):
+            raise self.bad("unknown node %s" % _short(tag))
+        if not isinstance(v, list):
+            raise self.bad("a %s node holds %s, not a list" % (tag, _short(v)))
+        if tag == "L":
+            return [self.node(c, depth + 1) for c in v]
+        if tag == "U":
+            return tuple(self.node(c, depth + 1) for c in v)
+        return self.dict(v, depth)
+
+    def dict(self, pairs, depth):
+        out = collections.OrderedDict()
+        for kv in pairs:
+            if not (isinstance(kv, list) and len(kv) == 2):
+                raise self.bad("a D entry %s is not a [key, value] pair" % _short(kv))
+            k = _key(self.node(kv[0], depth + 1))
+            try:
+                hash(k)
+            except TypeError:
+                raise self.bad("a dict key %s is not hashable" % _short(k)) from None
+            out[k] = self.node(kv[1], depth + 1)
+        return out
 
 
 def _key(k):

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ff_test.h"
 #include "minilm.h"
@@ -124,6 +125,90 @@ static void test_config_checks(void)
     write_file("1_Pooling/config.json", "{\"pooling_mode_mean_tokens\": true}");
     write_file("sentence_bert_config.json", "{\"max_seq_length\": 1000}");
     CHECK(minilm_config_load(dir, &c, err, sizeof err) == 0 && c.max_seq_len == 16 && c.heads == 2);
+}
+
+/* err (from a load that failed) names the file, the key and the allowed range */
+static int names_range(const char *err, const char *file, const char *key, const char *range)
+{
+    int ok = strstr(err, file) && strstr(err, key) && strstr(err, range);
+    if (!ok) fprintf(stderr, "  error \"%s\" lacks %s / %s / %s\n", err, file, key, range);
+    return ok;
+}
+
+/* JSON numbers that do not fit the integer they become (issue 48: a cast of 1e300 to int
+ * was undefined behaviour, then a misleading "out of memory") are refused by name. */
+static void test_config_ranges(void)
+{
+    static const char *const bad[] = {"1e300", "-1e300", "-3", "0", "2.5", "4294967296", "\"8\"", "true"};
+    char err[512], text[512];
+    minilm_config c;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text,
+                 "{\"vocab_size\": 19, \"hidden_size\": %s, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
+                 " \"intermediate_size\": 16, \"max_position_embeddings\": 16}", bad[i]);
+        write_file("config.json", text);
+        CHECK(minilm_config_load(dir, &c, err, sizeof err) == -1 &&
+              names_range(err, "config.json", "\"hidden_size\"", "[1, 2147483647]"));
+    }
+    write_file("config.json", "{\"vocab_size\": 19, \"hidden_size\": 8, \"num_hidden_layers\": 2, \"num_attention_heads\": 2,"
+                              " \"intermediate_size\": 16, \"max_position_embeddings\": 1e19}");
+    CHECK(minilm_config_load(dir, &c, err, sizeof err) == -1 &&
+          names_range(err, "config.json", "max_position_embeddings", "[1, 2147483647]"));
+    write_file("config.json", TINY_CONFIG("gelu", ""));
+    write_file("sentence_bert_config.json", "{\"max_seq_length\": 1e300}");
+    CHECK(minilm_config_load(dir, &c, err, sizeof err) == -1 &&
+          names_range(err, "sentence_bert_config.json", "max_seq_length", "[1, 2147483647]"));
+    write_file("sentence_bert_config.json", "{\"max_seq_length\": 1000}");
+    CHECK(minilm_config_load(dir, &c, err, sizeof err) == 0 && c.max_seq_len == 16);
+
+    static const struct {
+        const char *from, *to, *key, *range;
+    } tok[] = {
+        {"\"max_input_chars_per_word\": 8", "\"max_input_chars_per_word\": 1e300", "max_input_chars_per_word",
+         "[1, 2147483647]"},
+        {"\"max_input_chars_per_word\": 8", "\"max_input_chars_per_word\": -7", "max_input_chars_per_word",
+         "[1, 2147483647]"},
+        {"\"unable\": 17", "\"unable\": 1e10", "unable", "[0, 2147483647]"},
+        {"\"unable\": 17", "\"unable\": 17.5", "unable", "[0, 2147483647]"},
+        {"\"unable\": 17", "\"unable\": -1", "unable", "[0, 2147483647]"},
+    };
+    for (size_t i = 0; i < sizeof tok / sizeof tok[0]; i++) {
+        const char *at = strstr(tokenizer_json, tok[i].from);
+        CHECK(at != NULL);
+        if (!at) continue;
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - tokenizer_json), tokenizer_json, tok[i].to,
+                 at + strlen(tok[i].from));
+        write_file("tokenizer.json", text);
+        minilm_tokenizer *tk = minilm_tokenizer_load(dir, err, sizeof err);
+        CHECK(tk == NULL && names_range(err, "tokenizer.json", tok[i].key, tok[i].range));
+        minilm_tokenizer_free(tk);
+    }
+    write_file("tokenizer.json", tokenizer_json);
+}
+
+/* A FIFO in place of a model file is refused at once: reading it would wait for a writer. */
+static void test_fifo_model_files(void)
+{
+    static const char *const names[] = {"config.json", "sentence_bert_config.json", "tokenizer.json"};
+    const char *const texts[] = {TINY_CONFIG("gelu", ""), "{\"max_seq_length\": 1000}", tokenizer_json};
+    char err[512], path[128];
+    minilm_config c;
+    alarm(20); /* a blocked open ends the test (SIGALRM) instead of hanging it */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        CHECK(remove(path) == 0 && mkfifo(path, 0600) == 0);
+        int failed = i == 2 ? minilm_tokenizer_load(dir, err, sizeof err) == NULL
+                            : minilm_config_load(dir, &c, err, sizeof err) == -1;
+        CHECK(failed && strstr(err, names[i]) && strstr(err, "not a regular file"));
+        if (!failed || !strstr(err, "not a regular file")) fprintf(stderr, "  %s: %s\n", names[i], err);
+        remove(path);
+        write_file(names[i], texts[i]);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK(minilm_check_dir(dir, err, sizeof err) == -1 && strstr(err, "model.safetensors is not a regular file"));
+    remove(path);
+    alarm(0);
 }
 
 /* A random tiny BERT with the checkpoint's tensor names, saved as model.safetensors. */
@@ -252,4 +337,5 @@ static void test_make_dir(void)
 }
 
 FF_TEST_MAIN("minilm_parts", TEST(test_make_dir), TEST(test_wordpiece), TEST(test_model_dir_rule),
-             TEST(test_config_checks), TEST(test_tiny_encoder), TEST(test_remove_files))
+             TEST(test_config_checks), TEST(test_config_ranges), TEST(test_fifo_model_files), TEST(test_tiny_encoder),
+             TEST(test_remove_files))

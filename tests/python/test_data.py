@@ -211,10 +211,11 @@ def test_iterable_dataset_with_workers_as_torch(workers, bs, drop):
 
 
 def test_map_dataset_with_workers_as_torch_and_worker_info():
-    seen = []
+    import multiprocessing
+    seen = multiprocessing.get_context("fork").SimpleQueue()  # workers are processes: they report through a queue
     ours = list(fd.DataLoader(tensors(ff), batch_size=2, num_workers=2,
-                              worker_init_fn=lambda i: seen.append((i, fd.get_worker_info().id))))
-    assert seen == [(0, 0), (1, 1)] and fd.get_worker_info() is None
+                              worker_init_fn=lambda i: seen.put((i, fd.get_worker_info().id))))
+    assert sorted(seen.get() for _ in range(2)) == [(0, 0), (1, 1)] and fd.get_worker_info() is None
     for g, w in zip(ours, td.DataLoader(tensors(torch), batch_size=2, num_workers=2)):
         same(g, w)
     assert len(ours) == 4

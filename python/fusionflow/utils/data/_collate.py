@@ -13,6 +13,7 @@ from ... import _dtype
 __all__ = ["default_collate", "default_convert"]
 
 _STR_OR_OBJECT = re.compile(r"[SaUO]")  # NumPy dtype kinds that cannot become a tensor
+_worker_stack = None  # in a DataLoader worker process: stacks samples into shared memory (_shared.py)
 
 
 def _no_collate(what):
@@ -23,7 +24,7 @@ def _no_collate(what):
 def default_collate(batch):
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return stack(list(batch), 0)
+        return _worker_stack(batch) if _worker_stack is not None else stack(list(batch), 0)
     if isinstance(elem, np.ndarray):
         if _STR_OR_OBJECT.search(elem.dtype.str):
             raise _no_collate(elem.dtype)

@@ -1,16 +1,33 @@
 """DataLoader as torch.utils.data's: batches from a map-style dataset through a sampler and
 a BatchSampler, or from an iterable dataset, collated by default_collate.
 
-num_workers > 0 does not start processes: the workers run in this process, in turn (no
-parallel loading, no pinned memory). What a program sees is what PyTorch gives it: the same
-batches in the same order, worker_init_fn called per worker, get_worker_info() set while a
-worker's code runs, and an IterableDataset iterated once per worker (shard it by worker id,
-as on PyTorch)."""
-import itertools
+num_workers = 0 loads in this process. num_workers = k > 0 starts k worker processes
+(_multiprocess.py, _worker.py): the batches come in the order PyTorch gives them, each
+worker seeded from a base seed drawn from `generator` (or the global one), worker_init_fn
+and get_worker_info() as on PyTorch, an IterableDataset iterated once per worker (shard it
+by worker id), tensors handed back through shared memory (_shared.py). pin_memory is
+accepted and does nothing (there is no pinned host memory to ask for).
 
+An exception from the dataset or collate_fn is raised from that batch's next(), and the
+next call goes on with the next batch, as PyTorch 1.13 (in a worker: raised again here with
+the worker's traceback in the message). A worker that dies raises RuntimeError within
+0.1 s, as does a wait longer than timeout (when > 0).
+
+What a worker may do. Under fork (the default on Linux, as PyTorch's) the child inherits
+the parent's C state, and two parts of it are not fork-safe: OpenCL/CUDA contexts, which
+a forked worker must not use (a batch holding a device tensor raises; return CPU tensors
+or use multiprocessing_context='spawn'), and cpu_blas's thread pool: its threads are not
+copied by fork, so an op the pool would split (32K elements and more, e.g. ff.ones(1 << 17))
+waits forever in a forked worker when the parent runs cpu_blas with 2+ threads. Per-sample
+work on small tensors runs serially and is safe; the loader's own stacking downloads each
+sample's bytes into shared memory, which the pool never splits. A dataset that runs big
+tensor ops per sample needs multiprocessing_context='spawn' (or FF_NUM_THREADS=1) until
+cpu_blas resets its pool in a forked child (a pthread_atfork handler in
+backends/cpu_blas/blas_threads.c)."""
 from ..._generator import numpy_rng
 from ._collate import default_collate, default_convert
-from ._worker import WorkerInfo, as_worker
+from ._multiprocess import MultiProcessIter, WorkerPool, resolve_context
+from ._worker import make_fetcher
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
@@ -27,7 +44,17 @@ class DataLoader:
         if timeout < 0:
             raise ValueError("DataLoader: timeout should be non-negative, got %r" % (timeout,))
         if persistent_workers and num_workers == 0:
-            raise ValueError("DataLoader: persistent_workers needs num_workers > 0")
+            raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+        if num_workers == 0 and prefetch_factor != 2:
+            raise ValueError("DataLoader: prefetch_factor option could only be specified in multiprocessing; let "
+                             "num_workers > 0 to enable multiprocessing (got prefetch_factor=%r)" % (prefetch_factor,))
+        if isinstance(prefetch_factor, bool) or not isinstance(prefetch_factor, int) or prefetch_factor < 1:
+            raise ValueError("DataLoader: prefetch_factor should be a positive integer, got %r" % (prefetch_factor,))
+        if multiprocessing_context is not None:
+            if num_workers == 0:
+                raise ValueError("DataLoader: multiprocessing_context can only be used with multi-process loading "
+                                 "(num_workers > 0), but got num_workers=0")
+            resolve_context(multiprocessing_context)  # a bad name or object raises now, as torch
         self.dataset = dataset
         self.num_workers = num_workers
         self.worker_init_fn = worker_init_fn
@@ -36,6 +63,8 @@ class DataLoader:
         self.timeout = timeout
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
+        self._pool = None  # the persistent workers, once started
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle not in (None, False):
@@ -74,65 +103,46 @@ class DataLoader:
 
     def __iter__(self):
         if self.num_workers == 0:
-            return self._iter_map() if not self._iterable else self._iter_stream(iter(self.dataset))
-        return self._iter_workers()
+            return _SingleProcessIter(self)
+        if self._pool is not None and self._pool.alive:
+            return MultiProcessIter(self, self._pool, self._keys())
+        pool = WorkerPool(self, self._base_seed())
+        if self.persistent_workers:
+            self._pool = pool
+        return MultiProcessIter(self, pool, self._keys())
 
-    # ---- one process -------------------------------------------------------------------
-    def _iter_map(self):
-        keys = self.batch_sampler if self._auto_collation else self.sampler
-        for k in keys:
-            yield self._fetch(k)
+    def _keys(self):
+        """What the tasks carry: batches of indices or indices; None for an iterable dataset."""
+        if self._iterable:
+            return None
+        return iter(self.batch_sampler if self._auto_collation else self.sampler)
 
-    def _fetch(self, key):
-        if self._auto_collation:
-            return self.collate_fn([self.dataset[i] for i in key])
-        return self.collate_fn(self.dataset[key])
+    def _base_seed(self):
+        return int(numpy_rng(self.generator).integers(0, 2 ** 62))
 
-    def _batches(self, it):
-        """The batches (or single converted samples) of one stream of samples."""
-        if not self._auto_collation:
-            for x in it:
-                yield self.collate_fn(x)
-            return
-        while True:
-            chunk = list(itertools.islice(it, self.batch_size))
-            if not chunk or (self.drop_last and len(chunk) < self.batch_size):
-                return
-            yield self.collate_fn(chunk)
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            try:
+                pool.shutdown()
+            except Exception:  # at interpreter exit the modules it needs may be gone
+                pass
 
-    def _iter_stream(self, it):
-        yield from self._batches(it)
 
-    # ---- workers, run in turn in this process ----------------------------------------------
-    def _iter_workers(self):
-        k = self.num_workers
-        base = int(numpy_rng(self.generator).integers(0, 2 ** 62))
-        infos = [WorkerInfo(w, k, base + w, self.dataset) for w in range(k)]
-        for info in infos:
-            if self.worker_init_fn is not None:
-                with as_worker(info):
-                    self.worker_init_fn(info.id)
-        if not self._iterable:
-            # PyTorch hands batch i to worker i % k and yields the batches in order
-            keys = self.batch_sampler if self._auto_collation else self.sampler
-            for i, key in enumerate(keys):
-                with as_worker(infos[i % k]):
-                    out = self._fetch(key)
-                yield out
-            return
-        # each worker iterates its own copy of the stream; batches are taken round-robin,
-        # skipping workers that have finished
-        streams = []
-        for info in infos:
-            with as_worker(info):
-                streams.append(self._batches(iter(self.dataset)))
-        live = list(range(k))
-        while live:
-            for w in list(live):
-                with as_worker(infos[w]):
-                    try:
-                        out = next(streams[w])
-                    except StopIteration:
-                        live.remove(w)
-                        continue
-                yield out
+class _SingleProcessIter:
+    """num_workers = 0. Not a generator, so an exception from one batch leaves the
+    iterator usable: the next call fetches the next batch, as PyTorch's does."""
+
+    def __init__(self, loader):
+        self.loader = loader
+        self.keys, self.fetcher = loader._keys(), make_fetcher(loader)
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __next__(self):
+        key = None if self.keys is None else next(self.keys)
+        return self.fetcher.fetch(key)
