@@ -7,7 +7,13 @@
  * start (no device) is reported as skipped with its reason. The backend under test runs
  * in a worker process (cf_isolate.c), so a crash or a hang is a failure naming its case.
  * The last line is always "N passed, M failed, K skipped"; the exit status is non-zero
- * on any failure, crash included. */
+ * on any failure, crash included.
+ *
+ * Device backends run in poison mode (FF_POISON_FREED=1, set here unless the
+ * environment or --no-poison says otherwise): freed buffers are poisoned and kept out
+ * of reuse until the device queue has drained, so a read after free fails every run
+ * (docs/writing-a-backend.md, "Poison mode"). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +57,7 @@ static void usage(FILE *f)
             "  --timeout S          a case silent for S seconds is killed and fails (default 120; 0: none)\n"
             "  --stress S           seconds device.threads_scratch runs threads against the backend (default 2)\n"
             "  --no-fork            run the backend in this process (for gdb; a crash ends the run)\n"
+            "  --no-poison          do not ask device backends to poison freed buffers (FF_POISON_FREED=0)\n"
             "  --graph              run the op and grad cases inside a graph capture, then replay the\n"
             "                       graph and require every value the case read to read the same\n"
             "  -v                   print passing and skipped cases too\n");
@@ -82,6 +89,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--timeout")) { TAKES_VALUE; timeout_s = strtod(v, NULL); }
         else if (!strcmp(a, "--stress")) { TAKES_VALUE; ctx.stress_s = strtod(v, NULL); }
         else if (!strcmp(a, "--no-fork")) no_fork = true;
+        else if (!strcmp(a, "--no-poison")) setenv("FF_POISON_FREED", "0", 1);
         else if (!strcmp(a, "--graph")) ctx.graph = flt.graph = true;
         else if (!strcmp(a, "--dtype")) {
             TAKES_VALUE;
@@ -101,6 +109,9 @@ int main(int argc, char **argv)
 #undef TAKES_VALUE
     }
 
+    /* before any backend is loaded: a backend reads it at init, and may start threads
+     * there that read the environment (setenv next to a getenv is a data race) */
+    setenv("FF_POISON_FREED", "1", 0);
     cf_fpenv_capture(); /* before any backend can touch it */
     ff_backend *ref = ff_backend_load("cpu");
     if (!ref) {

@@ -277,6 +277,13 @@ static const ff_conv_opts conv_dil_groups = {{2, 1}, {1, 1}, {2, 1}, {0, 0}, 2};
 static const ff_conv_opts conv_depthwise = {{1, 1}, {1, 1}, {1, 1}, {0, 0}, 6};
 static const ff_conv_opts conv1d_dil = {{1}, {2}, {2}, {0}, 2};
 static const ff_conv_opts conv_t_groups = {{2, 2}, {1, 0}, {1, 2}, {1, 1}, 2};
+/* every window in the left padding of one dim (W = 1, kernel 1, padding 1, stride 3: the
+ * one window reads column -1), so the output is the bias and the input and weight
+ * gradients are zero; cpu_blas once cut x to zero columns there and oneDNN refused it
+ * ("status 2", issue 47) */
+static const ff_conv_opts conv_h_padding_only = {{3, 1}, {1, 0}, {1, 2}, {0, 0}, 1};
+W(w_conv2d_s3p1_bias, CALL(ff_conv2d, x[0], x[1], x[2], 3, 3, 1, 1))
+W(w_conv2d_h_padding_only_dilated, CALL(ff_conv, x[0], x[1], NULL, &conv_h_padding_only))
 W(w_conv2d_dilated_grouped, CALL(ff_conv, x[0], x[1], NULL, &conv_dil_groups))
 W(w_conv2d_depthwise_bias, CALL(ff_conv, x[0], x[1], x[2], &conv_depthwise))
 W(w_conv1d_dilated_grouped, CALL(ff_conv, x[0], x[1], NULL, &conv1d_dil))
@@ -700,6 +707,10 @@ const cf_opdef cf_optable[] = {
      CF_TOL_ACCUM, 27, false, true, NULL},
     {"conv2d_step_among_size1_dims", 2, {4, 4}, {{1, 2, 4, 3}, {2, 4, 5, 4}}, {F, F}, {S, S}, {0}, w_conv2d_cut_size1,
      CF_TOL_ACCUM, 6, false, true, NULL},
+    {"conv2d_w_windows_in_left_padding_bias", 3, {4, 4, 1}, {{2, 2, 4, 1}, {3, 2, 1, 1}, {3}}, {F, F, F}, {S, S, S},
+     {0}, w_conv2d_s3p1_bias, CF_TOL_ACCUM, 2, false, true, NULL},
+    {"conv2d_h_windows_in_left_padding_dilated", 2, {4, 4}, {{1, 2, 1, 5}, {2, 2, 1, 2}}, {F, F}, {S, S}, {0},
+     w_conv2d_h_padding_only_dilated, CF_TOL_ACCUM, 4, false, true, NULL},
     {"conv2d_dilated_grouped", 2, {4, 4}, {{2, 4, 7, 6}, {6, 2, 3, 2}}, {F, F}, {S, S}, {0}, w_conv2d_dilated_grouped,
      CF_TOL_ACCUM, 12, false, true, NULL},
     {"conv2d_depthwise_bias", 3, {4, 4, 1}, {{2, 6, 7, 8}, {6, 1, 3, 3}, {6}}, {F, F, F}, {S, S, S}, {0},

@@ -16,7 +16,9 @@
  * output computed there is copied back (conv_operand). Rows of the
  * input that no window reaches (when (H + 2p - K) is not a multiple of the stride) are
  * cut from the view rather than described as negative right padding; for the input
- * gradient they are zero. f32 and bf16: oneDNN has no f64 convolution (the core
+ * gradient they are zero. Where no window reaches any row (all in the left padding:
+ * windows_read_no_input) the cut would leave zero rows, so the entries write the zeros
+ * themselves. f32 and bf16: oneDNN has no f64 convolution (the core
  * composes for f64) and 2.6 has no f16 one on CPU (the core's f32 detour). Without oneDNN
  * (FF_BLAS_HAVE_DNNL unset) supports() declines and the core composes.
  *
@@ -346,6 +348,19 @@ static dnnl_status_t dispatch(void *ctx, int which, const conv_problem *q)
     return (dnnl_status_t)j.failed;
 }
 
+/* 1 when, in H or in W, even the last window ends at or before input row 0: every
+ * window lies wholly in the left padding, no input element is read and every sum of
+ * the three passes is empty. problem() would cut x to zero rows there, which oneDNN
+ * rejects (status 2), so the entries write the zeros themselves. */
+static bool windows_read_no_input(const ff_view *y, const ff_view *w, const ff_conv2d_params *p)
+{
+    for (int d = 0; d < 2; d++) {
+        int64_t k = p->dilation[d] * (w->shape[2 + d] - 1) + 1;
+        if ((y->shape[2 + d] - 1) * p->stride[d] + k - p->padding[d] <= 0) return true;
+    }
+    return false;
+}
+
 static ff_status finish(void *ctx, const char *entry, dnnl_status_t s)
 {
     if (s == dnnl_success) return FF_OK;
@@ -570,7 +585,8 @@ ff_status blas_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_vi
 {
     ff_status st = check(ctx, "conv2d", y, x, w, p);
     if (st || ff_view_numel(y) == 0) return st;
-    if (ff_view_numel(x) == 0 || w->shape[1] == 0) return blas_fill(ctx, y, (ff_scalar){0.0, 0}); /* empty sums */
+    if (ff_view_numel(x) == 0 || w->shape[1] == 0 || windows_read_no_input(y, w, p)) /* empty sums */
+        return blas_fill(ctx, y, (ff_scalar){0.0, 0});
     return conv_entry(ctx, 0, "conv2d", y, x, w, p);
 }
 
@@ -579,7 +595,7 @@ ff_status blas_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view
 {
     ff_status st = check(ctx, "conv2d_backward_input", gx, gy, w, p);
     if (st || ff_view_numel(gx) == 0) return st;
-    if (ff_view_numel(gy) == 0) return blas_fill(ctx, gx, (ff_scalar){0.0, 0});
+    if (ff_view_numel(gy) == 0 || windows_read_no_input(gy, w, p)) return blas_fill(ctx, gx, (ff_scalar){0.0, 0});
     return conv_entry(ctx, 1, "conv2d_backward_input", gx, gy, w, p);
 }
 
@@ -588,7 +604,8 @@ ff_status blas_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_vie
 {
     ff_status st = check(ctx, "conv2d_backward_weight", gw, gy, x, p);
     if (st || ff_view_numel(gw) == 0) return st;
-    if (ff_view_numel(gy) == 0 || ff_view_numel(x) == 0) return blas_fill(ctx, gw, (ff_scalar){0.0, 0});
+    if (ff_view_numel(gy) == 0 || ff_view_numel(x) == 0 || windows_read_no_input(gy, gw, p))
+        return blas_fill(ctx, gw, (ff_scalar){0.0, 0});
     return conv_entry(ctx, 2, "conv2d_backward_weight", gw, gy, x, p);
 }
 #else

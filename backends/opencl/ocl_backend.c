@@ -101,6 +101,8 @@ static ff_status ocl_init(const ff_host_api *host, void **ctx)
     pthread_mutex_init(&c->fused_lock, NULL);
     const char *env = getenv("FF_CACHE_MAX_MB");
     c->cache_max = env && *env ? (size_t)strtoull(env, NULL, 10) << 20 : 0; /* 0: set from the device below */
+    env = getenv("FF_POISON_FREED"); /* ff-conformance sets it: ocl_mem.c, "Poison mode" */
+    c->poison = env && *env && strcmp(env, "0") != 0;
     env = getenv("FF_OPENCL_FUSED");
     c->fused_mode = env && !strcmp(env, "jit") ? OCL_FUSED_JIT
                     : env && !strcmp(env, "interp") ? OCL_FUSED_INTERP

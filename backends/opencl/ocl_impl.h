@@ -68,6 +68,11 @@ typedef struct ocl_ctx {
     pthread_mutex_t alloc_lock;
     ocl_buf *free_list[OCL_NCLASS];
     size_t in_use, cached, peak, cache_max;
+    /* poison mode (FF_POISON_FREED, ocl_mem.c): freed buffers, poisoned, out of reuse
+     * until the queue has drained */
+    int poison;
+    ocl_buf *quarantine;
+    size_t n_quarantined, quarantined; /* buffers, bytes */
     /* the fused entry's signatures seen and their generated kernels (ocl_fused.c) */
     pthread_mutex_t fused_lock;
     ocl_fused_kernel *fused;
@@ -122,6 +127,8 @@ ff_status ocl_memory_stats(void *ctx, size_t *in_use, size_t *cached, size_t *pe
 ff_status ocl_empty_cache(void *ctx);
 void ocl_alloc_destroy(ocl_ctx *c);
 static inline cl_mem ocl_mem_of(const void *buf) { return buf ? ((const ocl_buf *)buf)->mem : NULL; }
+/* Poison mode: 1 if m is a buffer freed and still in quarantine (a use after free). */
+int ocl_mem_freed(ocl_ctx *c, cl_mem m);
 
 /* ---- launching (ocl_launch.c) ---- */
 /* The kernel view of v, with v's buffer. */

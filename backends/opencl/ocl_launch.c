@@ -72,10 +72,28 @@ ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_a
     return ocl_launch_kernel(c, entry, c->kernels[k], args, nargs, global, local);
 }
 
+/* Poison mode (ocl_mem.c): the first argument that is a freed buffer, or -1. The
+ * arguments of cl_mem's size that are not buffers are integers (a cl_long count),
+ * which never equal a live cl_mem's address in practice. */
+static int freed_arg(ocl_ctx *c, const ocl_arg *args, int nargs)
+{
+    for (int i = 0; c->poison && i < nargs; i++) {
+        cl_mem m = NULL;
+        if (args[i].size == sizeof m) memcpy(&m, args[i].ptr, sizeof m);
+        if (m && ocl_mem_freed(c, m)) return i;
+    }
+    return -1;
+}
+
 ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
                             size_t global, size_t local)
 {
     if (global == 0) return FF_OK;
+    int freed = freed_arg(c, args, nargs);
+    if (freed >= 0)
+        return ocl_error(c, FF_ERR_BACKEND, "opencl %s: kernel argument %d is a buffer already freed (a use after "
+                         "free: scratch handed back before the kernel that uses it was enqueued; FF_POISON_FREED)",
+                         entry, freed);
     if (local) global = (global + local - 1) / local * local;
     cl_int err = CL_SUCCESS;
     pthread_mutex_lock(&c->launch_lock);

@@ -14,7 +14,19 @@
  *
  * upload/download block (the host memory may be reused as soon as they return);
  * download therefore also waits for the kernels that produce what it reads.
+ *
+ * Poison mode (FF_POISON_FREED=1; ff-conformance sets it): a freed buffer is
+ * overwritten with 0xFF bytes (NaN in every float dtype, -1 in every integer one) by a
+ * fill enqueued behind the commands already reading it, and kept in quarantine, out of
+ * reuse, until the queue has drained (recycle_quarantine). An entry that frees its
+ * scratch before the last command reading it is enqueued then reads the poison on every
+ * run, where the plain cache gives wrong values only when another thread wins the race
+ * for the block; and ocl_launch refuses a kernel argument that is a buffer in quarantine
+ * (ocl_mem_freed), which catches a freed scratch that its kernel writes before it reads.
+ * Correct code never sees the poison: the queue is in order, so the fill runs after
+ * every command enqueued before the free.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "ocl_impl.h"
@@ -42,16 +54,88 @@ static void release(ocl_buf *b)
     free(b);
 }
 
+static void release_list(ocl_buf *b)
+{
+    for (ocl_buf *next; b; b = next) {
+        next = b->next;
+        release(b);
+    }
+}
+
+/* Releases the cache and the quarantine (the runtime keeps a cl_mem alive for the
+ * commands still using it); under alloc_lock. */
 static void drain(ocl_ctx *c)
 {
     for (int i = 0; i < OCL_NCLASS; i++) {
-        for (ocl_buf *b = c->free_list[i], *next; b; b = next) {
-            next = b->next;
-            release(b);
-        }
+        release_list(c->free_list[i]);
         c->free_list[i] = NULL;
     }
-    c->cached = 0;
+    release_list(c->quarantine);
+    c->quarantine = NULL;
+    c->cached = c->n_quarantined = c->quarantined = 0;
+}
+
+/* A free block into its size class's list, or released when the cache is full. */
+static void cache_or_release(ocl_ctx *c, ocl_buf *b)
+{
+    pthread_mutex_lock(&c->alloc_lock);
+    if (b->cls >= 0 && c->cached + b->cap <= c->cache_max) {
+        b->next = c->free_list[b->cls];
+        c->free_list[b->cls] = b;
+        c->cached += b->cap;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&c->alloc_lock);
+    if (b) release(b);
+}
+
+/* Poison mode: past these the next alloc drains the queue and recycles the quarantine
+ * (a bound on the memory held, and on ocl_mem_freed's walk at every launch). */
+#define OCL_QUARANTINE_MAX 256
+#define OCL_QUARANTINE_BYTES ((size_t)64 << 20)
+
+static void quarantine(ocl_ctx *c, ocl_buf *b)
+{
+    static const cl_uchar poison = 0xFF;
+    /* enqueued before the block joins the list, so that recycle_quarantine's clFinish
+     * covers it */
+    clEnqueueFillBuffer(c->queue, b->mem, &poison, 1, 0, b->cap, 0, NULL, NULL);
+    pthread_mutex_lock(&c->alloc_lock);
+    b->next = c->quarantine;
+    c->quarantine = b;
+    c->n_quarantined++;
+    c->quarantined += b->cap;
+    pthread_mutex_unlock(&c->alloc_lock);
+}
+
+/* The quarantine into the cache once the queue has drained. Every block taken here was
+ * freed before it was taken, so every command that legitimately reads it, and its
+ * poison fill, was enqueued before the clFinish below. Called from alloc, never from
+ * free: an entry that frees its scratch and then launches the kernel that reads it
+ * allocates nothing in between, so the block is still in quarantine at that launch. */
+static void recycle_quarantine(ocl_ctx *c)
+{
+    pthread_mutex_lock(&c->alloc_lock);
+    bool full = c->n_quarantined >= OCL_QUARANTINE_MAX || c->quarantined > OCL_QUARANTINE_BYTES;
+    ocl_buf *list = full ? c->quarantine : NULL;
+    if (full) c->quarantine = NULL, c->n_quarantined = c->quarantined = 0;
+    pthread_mutex_unlock(&c->alloc_lock);
+    if (!list) return;
+    clFinish(c->queue);
+    for (ocl_buf *b = list, *next; b; b = next) {
+        next = b->next;
+        cache_or_release(c, b);
+    }
+}
+
+int ocl_mem_freed(ocl_ctx *c, cl_mem m)
+{
+    if (!c->poison || !m) return 0;
+    pthread_mutex_lock(&c->alloc_lock);
+    const ocl_buf *b = c->quarantine;
+    while (b && b->mem != m) b = b->next;
+    pthread_mutex_unlock(&c->alloc_lock);
+    return b != NULL;
 }
 
 void ocl_alloc_destroy(ocl_ctx *c) { drain(c); }
@@ -81,6 +165,7 @@ void *ocl_alloc(void *ctx, size_t nbytes)
     }
     size_t cap;
     int cls = size_class(nbytes, &cap);
+    if (c->poison) recycle_quarantine(c);
     pthread_mutex_lock(&c->alloc_lock);
     if (cls >= 0 && c->free_list[cls]) {
         ocl_buf *b = c->free_list[cls];
@@ -129,14 +214,9 @@ void ocl_free(void *ctx, void *buf)
     if (!b) return;
     pthread_mutex_lock(&c->alloc_lock);
     c->in_use -= b->nbytes;
-    if (b->cls >= 0 && c->cached + b->cap <= c->cache_max) {
-        b->next = c->free_list[b->cls];
-        c->free_list[b->cls] = b;
-        c->cached += b->cap;
-        b = NULL;
-    }
     pthread_mutex_unlock(&c->alloc_lock);
-    if (b) release(b);
+    if (c->poison) quarantine(c, b);
+    else cache_or_release(c, b);
 }
 
 ff_status ocl_memory_stats(void *ctx, size_t *in_use, size_t *cached, size_t *peak)
@@ -144,7 +224,7 @@ ff_status ocl_memory_stats(void *ctx, size_t *in_use, size_t *cached, size_t *pe
     ocl_ctx *c = ctx;
     pthread_mutex_lock(&c->alloc_lock);
     if (in_use) *in_use = c->in_use;
-    if (cached) *cached = c->cached;
+    if (cached) *cached = c->cached + c->quarantined; /* held for reuse, poisoned or not */
     if (peak) *peak = c->peak;
     pthread_mutex_unlock(&c->alloc_lock);
     return FF_OK;
