@@ -28,6 +28,39 @@ bool ff_autograd_needed(int n, const ff_tensor *const *inputs)
     return false;
 }
 
+/* The history an edge to t leads to: its node, or NULL for a leaf (the vertex is then
+ * t itself). A view whose base was written since takes its history anew first. */
+static ff_node *edge_of(ff_tensor *t)
+{
+    ff_view_history_refresh(t);
+    if (t->grad_fn) atomic_fetch_add(&t->grad_fn->refcount, 1);
+    return t->grad_fn;
+}
+
+/* What a node keeps of a tensor it is given (an input, a saved value): a header of its own
+ * over the same memory, with the history the tensor had then (PyTorch's SavedVariable).
+ * Never the tensor itself: an in-place op may later rebase that tensor onto a history
+ * that runs through this very node (x.add_(x * 2)), and the tensor would then hold itself.
+ * A leaf that requires grad is kept itself: backward accumulates into it, and in-place
+ * ops never rebase it. */
+static ff_tensor *snapshot(const ff_tensor *t)
+{
+    if (t->requires_grad && !t->grad_fn) return ff_tensor_retain((ff_tensor *)t);
+    ff_tensor *s = ff_tensor_new_view(t, &t->layout);
+    if (!s) return NULL;
+    s->requires_grad = t->requires_grad;
+    if (t->grad_fn) atomic_fetch_add(&t->grad_fn->refcount, 1), s->grad_fn = t->grad_fn;
+    return s;
+}
+
+/* Detaches node from the tensor it was the history of: on the tensor's death, or when
+ * an in-place op gives the tensor a new grad_fn. */
+static void node_disown(ff_tensor *t, ff_node *node)
+{
+    if (node->owner == t) node->owner = NULL;
+    ff_node_release(node);
+}
+
 ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn backward, int n,
                             const ff_tensor *const *inputs)
 {
@@ -44,28 +77,72 @@ ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn bac
     atomic_init(&node->refcount, 1);
     node->backward = backward;
     node->n_inputs = n;
+    /* the edges first: an input may be out itself (an in-place op's base), whose old
+     * history the new node must lead to */
+    ff_tensor_set_history_release(node_disown); /* the core drops nodes through this */
     for (int i = 0; i < n; i++) {
-        node->inputs[i] = ff_tensor_retain((ff_tensor *)inputs[i]);
-        node->needs_grad[i] = inputs[i] && inputs[i]->requires_grad;
+        ff_tensor *in = (ff_tensor *)inputs[i];
+        node->needs_grad[i] = in && (ff_view_history_refresh(in), in->requires_grad);
+        node->edges[i] = node->needs_grad[i] ? edge_of(in) : NULL;
+        if (in && !(node->inputs[i] = snapshot(in))) {
+            ff_node_release(node->edges[i]);
+            node->edges[i] = NULL;
+            node->n_inputs = i;
+            ff_node_release(node);
+            ff_error(FF_ERR_OOM, "%s: out of memory recording the autograd node", name);
+            return NULL;
+        }
     }
-    if (out->grad_fn) ff_node_release(out->grad_fn);
-    ff_tensor_set_history_release(ff_node_release); /* the core drops nodes through this */
+    if (out->grad_fn) node_disown(out, out->grad_fn);
     out->grad_fn = node;
     out->requires_grad = true;
+    node->owner = out;
     return node;
+}
+
+ff_status ff_node_add_extra(ff_node *node, int n, const ff_tensor *const *ts)
+{
+    ff_tensor **extra = calloc((size_t)n, sizeof *extra);
+    ff_node **edges = calloc((size_t)n, sizeof *edges);
+    if (!extra || !edges) {
+        free(extra);
+        free(edges);
+        return ff_error(FF_ERR_OOM, "%s: out of memory recording %d more inputs", node->name, n);
+    }
+    for (int i = 0; i < n; i++) {
+        ff_tensor *in = (ff_tensor *)ts[i];
+        edges[i] = in && (ff_view_history_refresh(in), in->requires_grad) ? edge_of(in) : NULL;
+        extra[i] = in ? snapshot(in) : NULL; /* out of memory: a NULL input, which gets no gradient */
+    }
+    node->extra = extra;
+    node->extra_edges = edges;
+    node->n_extra = n;
+    return FF_OK;
 }
 
 ff_status ff_node_save(ff_node *node, const ff_tensor *t)
 {
     if (node->n_saved >= FF_NODE_MAX_SAVED)
         return ff_error(FF_ERR_INVALID, "%s: internal: too many saved tensors", node->name);
-    /* An input (or any tensor made before the node) is kept itself, with its history,
-     * so a backward formula run under create_graph differentiates through it (higher
-     * orders). The node's own output is kept as a detached alias, because holding the
-     * output itself would be a cycle (out -> node -> out); ops whose formula uses their
+    /* An input (or any tensor made before the node) is kept as a snapshot, with its
+     * history, so a backward formula run under create_graph differentiates through it
+     * (higher orders). The node's own output is kept as a detached alias, because holding
+     * the output itself would be a cycle (out -> node -> out); ops whose formula uses their
      * output recompute it from the inputs when the backward pass is being recorded. */
-    ff_tensor *alias = t->grad_fn == node ? ff_tensor_new_view(t, &t->layout) : ff_tensor_retain((ff_tensor *)t);
+    ff_tensor *alias = NULL;
+    if (t->grad_fn == node) {
+        alias = ff_tensor_new_view(t, &t->layout);
+    } else {
+        for (int i = 0; i < node->n_inputs && !alias; i++) { /* an input's snapshot, if t is one */
+            const ff_tensor *in = node->inputs[i];
+            if (in && in->storage == t->storage && in->dtype == t->dtype && in->grad_fn == t->grad_fn &&
+                memcmp(&in->layout, &t->layout, sizeof t->layout) == 0)
+                alias = ff_tensor_retain((ff_tensor *)in);
+        }
+        if (!alias) alias = snapshot(t);
+    }
     if (!alias) return ff_last_status();
+    t->storage->fresh = false; /* from now on every write counts */
     node->saved_version[node->n_saved] = atomic_load(&t->storage->version);
     node->saved[node->n_saved++] = alias;
     return FF_OK;
@@ -81,11 +158,14 @@ const ff_tensor *ff_node_saved(ff_node *node, int i)
         return NULL;
     }
     const ff_tensor *t = node->saved[i];
-    if (atomic_load(&t->storage->version) != node->saved_version[i]) {
+    unsigned long now = atomic_load(&t->storage->version);
+    if (now != node->saved_version[i]) {
+        char b[160];
         ff_error(FF_ERR_AUTOGRAD,
-                 "a tensor saved by '%s' for backward was modified in place after it was saved "
-                 "(version %lu, saved at %lu)",
-                 node->name, (unsigned long)atomic_load(&t->storage->version), node->saved_version[i]);
+                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                 "[%s %s], saved by '%s', is at version %lu; expected version %lu instead",
+                 ff_dtype_name(t->dtype), ff_shape_str(t->layout.ndim, t->layout.shape, b, sizeof b), node->name, now,
+                 node->saved_version[i]);
         return NULL;
     }
     return t;
@@ -103,9 +183,17 @@ static void node_free_saved(ff_node *node)
 void ff_node_release(ff_node *node)
 {
     if (!node || atomic_fetch_sub(&node->refcount, 1) != 1) return;
-    for (int i = 0; i < node->n_inputs; i++) ff_tensor_release(node->inputs[i]);
-    for (int i = 0; i < node->n_extra; i++) ff_tensor_release(node->extra[i]);
+    for (int i = 0; i < node->n_inputs; i++) {
+        ff_tensor_release(node->inputs[i]);
+        ff_node_release(node->edges[i]);
+    }
+    for (int i = 0; i < node->n_extra; i++) {
+        ff_tensor_release(node->extra[i]);
+        ff_node_release(node->extra_edges[i]);
+    }
     free(node->extra);
+    free(node->extra_edges);
+    ff_tensor_release(node->bw_grad);
     node_free_saved(node);
     free(node);
 }
@@ -124,8 +212,18 @@ ff_status ff_set_requires_grad(ff_tensor *t, bool requires_grad)
     return FF_OK;
 }
 
-bool ff_requires_grad(const ff_tensor *t) { return t && t->requires_grad; }
-bool ff_is_leaf(const ff_tensor *t) { return t && !t->grad_fn; }
+/* The queries take a view's history from its base first: a view made before its base
+ * required grad requires grad now, as in PyTorch. */
+bool ff_requires_grad(const ff_tensor *t)
+{
+    if (t) ff_view_history_refresh((ff_tensor *)t);
+    return t && t->requires_grad;
+}
+bool ff_is_leaf(const ff_tensor *t)
+{
+    if (t) ff_view_history_refresh((ff_tensor *)t);
+    return t && !t->grad_fn;
+}
 
 ff_status ff_set_post_accumulate_grad_hook(ff_tensor *leaf, ff_grad_hook_fn fn, void *user)
 {
@@ -138,7 +236,11 @@ ff_status ff_set_post_accumulate_grad_hook(ff_tensor *leaf, ff_grad_hook_fn fn, 
     return FF_OK;
 }
 ff_tensor *ff_grad(const ff_tensor *t) { return t ? ff_tensor_retain(t->grad) : NULL; }
-const char *ff_grad_fn_name(const ff_tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+const char *ff_grad_fn_name(const ff_tensor *t)
+{
+    if (t) ff_view_history_refresh((ff_tensor *)t);
+    return t && t->grad_fn ? t->grad_fn->name : NULL;
+}
 
 ff_status ff_set_grad(ff_tensor *t, ff_tensor *grad)
 {
@@ -159,41 +261,68 @@ ff_status ff_set_grad(ff_tensor *t, ff_tensor *grad)
 ff_status ff_zero_grad(ff_tensor *t) { return ff_set_grad(t, NULL); }
 
 /* ---- the backward pass -------------------------------------------------------- */
-typedef struct {
-    ff_tensor **items;
-    int n, cap;
-} tensor_list;
+/* A vertex of the graph: a node, or a leaf tensor (tagged in the low bit; both come
+ * from malloc, so the bit is free). */
+typedef uintptr_t vertex;
 
-static bool list_push(tensor_list *l, ff_tensor *t)
+static vertex vertex_node(ff_node *n) { return (uintptr_t)n; }
+static vertex vertex_leaf(ff_tensor *t) { return (uintptr_t)t | 1u; }
+static ff_node *as_node(vertex v) { return v & 1u ? NULL : (ff_node *)v; }
+static ff_tensor *as_leaf(vertex v) { return v & 1u ? (ff_tensor *)(v & ~(uintptr_t)1u) : NULL; }
+/* Where t's gradient goes now: its grad_fn, or t itself for a leaf. */
+static vertex vertex_of(ff_tensor *t)
+{
+    ff_view_history_refresh(t);
+    return t->grad_fn ? vertex_node(t->grad_fn) : vertex_leaf(t);
+}
+static ff_tensor **vertex_grad(vertex v) { return as_node(v) ? &as_node(v)->bw_grad : &as_leaf(v)->bw_grad; }
+
+/* Edge i of node: its vertex, or 0 when no gradient flows along it. */
+static vertex node_edge(const ff_node *node, int i)
+{
+    bool extra = i >= node->n_inputs;
+    int k = extra ? i - node->n_inputs : i;
+    ff_node *e = extra ? node->extra_edges[k] : node->edges[k];
+    if (e) return vertex_node(e);
+    ff_tensor *in = extra ? node->extra[k] : node->inputs[k];
+    return in && in->requires_grad && !in->grad_fn && (extra || node->needs_grad[k]) ? vertex_leaf(in) : 0;
+}
+
+typedef struct {
+    vertex *items;
+    int n, cap;
+} vertex_list;
+
+static bool list_push(vertex_list *l, vertex v)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 64;
-        ff_tensor **p = realloc(l->items, sizeof *p * (size_t)cap);
+        vertex *p = realloc(l->items, sizeof *p * (size_t)cap);
         if (!p) return false;
         l->items = p;
         l->cap = cap;
     }
-    l->items[l->n++] = t;
+    l->items[l->n++] = v;
     return true;
 }
 
-/* Open-addressing pointer set for "visited". */
+/* Open-addressing set for "visited". */
 typedef struct {
-    const void **slots;
+    vertex *slots;
     size_t cap, n;
-} ptr_set;
+} vertex_set;
 
-static size_t ptr_hash(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+static size_t vertex_hash(vertex v, size_t cap) { return (size_t)((v >> 3) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
 
-static int set_insert(ptr_set *s, const void *p) /* 1 inserted, 0 present, -1 OOM */
+static int set_insert(vertex_set *s, vertex v) /* 1 inserted, 0 present, -1 OOM */
 {
     if (2 * (s->n + 1) > s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 128;
-        const void **slots = calloc(cap, sizeof *slots);
+        vertex *slots = calloc(cap, sizeof *slots);
         if (!slots) return -1;
         for (size_t i = 0; i < s->cap; i++)
             if (s->slots[i]) {
-                size_t h = ptr_hash(s->slots[i], cap);
+                size_t h = vertex_hash(s->slots[i], cap);
                 while (slots[h]) h = (h + 1) & (cap - 1);
                 slots[h] = s->slots[i];
             }
@@ -201,49 +330,49 @@ static int set_insert(ptr_set *s, const void *p) /* 1 inserted, 0 present, -1 OO
         s->slots = slots;
         s->cap = cap;
     }
-    size_t h = ptr_hash(p, s->cap);
+    size_t h = vertex_hash(v, s->cap);
     while (s->slots[h]) {
-        if (s->slots[h] == p) return 0;
+        if (s->slots[h] == v) return 0;
         h = (h + 1) & (s->cap - 1);
     }
-    s->slots[h] = p;
+    s->slots[h] = v;
     s->n++;
     return 1;
 }
 
-/* Iterative DFS post-order over tensors that require grad: a tensor is appended after
- * all tensors it was computed from. A tensor is marked when it is expanded (not when
- * pushed), so a tensor reachable along two paths is still finished before any of its
- * consumers. Iterative so deep graphs cannot overflow the C stack. */
-static ff_status topo_sort(ff_tensor *root, tensor_list *order)
+/* Iterative DFS post-order over the vertices gradient flows to: a vertex is appended
+ * after every vertex its gradient flows on to. A vertex is marked when it is expanded
+ * (not when pushed), so one reachable along two paths is still finished before any of
+ * its consumers. Iterative so deep graphs cannot overflow the C stack. */
+static ff_status topo_sort(vertex root, vertex_list *order)
 {
-    ptr_set seen = {0};
-    tensor_list stack = {0};
-    tensor_list expanded = {0}; /* parallel to stack: non-NULL once children are pushed */
+    vertex_set seen = {0};
+    vertex_list stack = {0};
+    vertex_list expanded = {0}; /* parallel to stack: non-zero once children are pushed */
     ff_status st = FF_OK;
-    if (!list_push(&stack, root) || !list_push(&expanded, NULL)) goto oom;
+    if (!list_push(&stack, root) || !list_push(&expanded, 0)) goto oom;
     while (stack.n) {
-        ff_tensor *t = stack.items[stack.n - 1];
+        vertex v = stack.items[stack.n - 1];
         if (expanded.items[stack.n - 1]) {
             stack.n--;
             expanded.n--;
-            if (!list_push(order, t)) goto oom;
+            if (!list_push(order, v)) goto oom;
             continue;
         }
-        int r = set_insert(&seen, t);
+        int r = set_insert(&seen, v);
         if (r < 0) goto oom;
         if (r == 0) { /* finished along another path */
             stack.n--;
             expanded.n--;
             continue;
         }
-        expanded.items[stack.n - 1] = t;
-        ff_node *node = t->grad_fn;
+        expanded.items[stack.n - 1] = 1;
+        ff_node *node = as_node(v);
         if (!node) continue;
         for (int i = 0; i < node->n_inputs + node->n_extra; i++) {
-            ff_tensor *in = i < node->n_inputs ? node->inputs[i] : node->extra[i - node->n_inputs];
-            if (!in || !in->requires_grad) continue;
-            if (!list_push(&stack, in) || !list_push(&expanded, NULL)) goto oom;
+            vertex e = node_edge(node, i);
+            if (!e) continue;
+            if (!list_push(&stack, e) || !list_push(&expanded, 0)) goto oom;
         }
     }
     goto done;
@@ -277,10 +406,10 @@ static ff_status accumulate(ff_tensor **acc, ff_tensor *g)
     return FF_OK;
 }
 
-/* Runs one node: gradients for its inputs, checked and cast to each input's dtype. */
-static ff_status run_node(ff_tensor *t, ff_tensor *g)
+/* Runs one node: gradients for its inputs, checked and cast to each input's dtype, and
+ * added to what the vertices their edges lead to have received so far. */
+static ff_status run_node(ff_node *node, ff_tensor *g)
 {
-    ff_node *node = t->grad_fn;
     int n = node->n_inputs + node->n_extra;
     ff_tensor *stack_grads[FF_NODE_MAX_INPUTS] = {NULL};
     ff_tensor **grads = stack_grads;
@@ -299,7 +428,8 @@ static ff_status run_node(ff_tensor *t, ff_tensor *g)
         ff_tensor *gi = grads[i];
         grads[i] = NULL;
         if (!gi) continue;
-        if (st || !in || !in->requires_grad) {
+        vertex e = node_edge(node, i);
+        if (st || !e) {
             ff_tensor_release(gi);
             continue;
         }
@@ -320,7 +450,7 @@ static ff_status run_node(ff_tensor *t, ff_tensor *g)
             }
             gi = c;
         }
-        st = accumulate(&in->bw_grad, gi);
+        st = accumulate(vertex_grad(e), gi);
     }
     if (grads != stack_grads) free(grads);
     return st;
@@ -347,6 +477,31 @@ ff_status ff_grad_keep(ff_tensor *t, ff_tensor *g)
     return st;
 }
 
+/* Accumulates g into leaf's .grad and calls its post-accumulate hook. */
+static ff_status leaf_accumulate(ff_tensor *leaf, ff_tensor *g)
+{
+    ff_tensor *acc = ff_tensor_retain(leaf->grad);
+    ff_tensor *own = acc ? ff_tensor_retain(g) : leaf_grad(g);
+    ff_status st = own ? accumulate(&acc, own) : ff_last_status();
+    if (st) {
+        ff_tensor_release(acc);
+        return st;
+    }
+    ff_tensor_release(leaf->grad);
+    leaf->grad = acc;
+    if (leaf->grad_hook) leaf->grad_hook(leaf, leaf->grad_hook_user);
+    return FF_OK;
+}
+
+/* The tensor whose hooks see vertex v's gradient: a leaf, or the node's owner while the
+ * node is still its grad_fn. */
+static ff_tensor *vertex_tensor(vertex v)
+{
+    ff_node *node = as_node(v);
+    if (!node) return as_leaf(v);
+    return node->owner && node->owner->grad_fn == node ? node->owner : NULL;
+}
+
 static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, const ff_backward_opts *opts,
                               int n_capture, ff_tensor *const *capture, ff_tensor **captured)
 {
@@ -354,6 +509,7 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
     bool create_graph = opts && opts->create_graph;
     bool retain_graph = create_graph || (opts && opts->retain_graph);
     if (!root) return ff_error(FF_ERR_INVALID, "%s: root is NULL", fn);
+    ff_view_history_refresh(root);
     if (!root->requires_grad)
         return ff_error(FF_ERR_AUTOGRAD, "%s: the tensor does not require grad and has no grad_fn", fn);
     ff_tensor *g0;
@@ -374,45 +530,45 @@ static ff_status run_backward(ff_tensor *root, const ff_tensor *grad_output, con
         g0 = ff_ones_like(root);
         if (!g0) return ff_last_status();
     }
-    tensor_list order = {0};
-    ff_status st = topo_sort(root, &order);
+    vertex stack_captures[8], *want = stack_captures;
+    if (n_capture > 8 && !(want = malloc(sizeof *want * (size_t)n_capture))) {
+        ff_tensor_release(g0);
+        return ff_error(FF_ERR_OOM, "%s: out of memory", fn);
+    }
+    for (int c = 0; c < n_capture; c++) want[c] = vertex_of(capture[c]);
+    vertex top = vertex_of(root);
+    vertex_list order = {0};
+    ff_status st = topo_sort(top, &order);
     if (st) {
         ff_tensor_release(g0);
+        if (want != stack_captures) free(want);
         return st;
     }
     bool prev_mode = ff_set_grad_enabled(create_graph);
-    root->bw_grad = g0;
+    *vertex_grad(top) = g0;
     for (int k = order.n - 1; k >= 0; k--) {
-        ff_tensor *t = order.items[k];
-        ff_tensor *g = t->bw_grad;
-        t->bw_grad = NULL;
+        vertex v = order.items[k];
+        ff_tensor **slot = vertex_grad(v), *g = *slot;
+        *slot = NULL;
         if (!g) continue;
-        if (st == FF_OK && t->hooks) st = ff_tensor_hooks_run(t, &g, n_capture == 0);
+        ff_tensor *t = vertex_tensor(v);
+        if (st == FF_OK && t && t->hooks) st = ff_tensor_hooks_run(t, &g, n_capture == 0);
         if (st == FF_OK) {
             for (int c = 0; c < n_capture; c++)
-                if (capture[c] == t && !captured[c]) captured[c] = ff_tensor_retain(g);
-            if (t->grad_fn) {
-                st = run_node(t, g);
-            } else if (n_capture == 0) {
-                ff_tensor *acc = ff_tensor_retain(t->grad);
-                ff_tensor *own = acc ? ff_tensor_retain(g) : leaf_grad(g);
-                st = own ? accumulate(&acc, own) : ff_last_status();
-                if (st == FF_OK) {
-                    ff_tensor_release(t->grad);
-                    t->grad = acc;
-                    if (t->grad_hook) t->grad_hook(t, t->grad_hook_user);
-                } else {
-                    ff_tensor_release(acc);
-                }
-            }
+                if (want[c] == v && !captured[c]) captured[c] = ff_tensor_retain(g);
+            if (as_node(v))
+                st = run_node(as_node(v), g);
+            else if (n_capture == 0)
+                st = leaf_accumulate(as_leaf(v), g);
         }
         ff_tensor_release(g);
     }
     if (!retain_graph)
         for (int k = 0; k < order.n; k++)
-            if (order.items[k]->grad_fn) node_free_saved(order.items[k]->grad_fn);
+            if (as_node(order.items[k])) node_free_saved(as_node(order.items[k]));
     ff_set_grad_enabled(prev_mode);
     free(order.items);
+    if (want != stack_captures) free(want);
     return st;
 }
 

@@ -82,7 +82,10 @@ typedef struct ff_storage {
     ff_backend *backend;
     void *buf;
     size_t nbytes;
-    atomic_ulong version; /* bumped by every in-place write, checked by autograd */
+    atomic_ulong version; /* bumped by every write after the first, checked by autograd */
+    /* Not yet written: the first write into a new tensor (its op's result) is not a
+     * modification anyone saved a version of, so it costs no atomic bump. */
+    bool fresh;
     /* Foreign memory (DLPack import, mapped files): when set, the last release calls
      * release_external(external_ctx) instead of the backend's free. */
     void (*release_external)(void *ctx);
@@ -104,14 +107,24 @@ struct ff_tensor {
     bool requires_grad;
     ff_tensor *grad;         /* owned */
     struct ff_node *grad_fn; /* owned; NULL for leaves */
-    ff_tensor *bw_grad;      /* scratch used only while backward() runs */
-    int bw_pending;          /* scratch used only while backward() runs */
+    ff_tensor *bw_grad;      /* a leaf's gradient so far, only while backward() runs */
     /* leaves: called by backward right after .grad received this pass's gradient */
     void (*grad_hook)(ff_tensor *leaf, void *user);
     void *grad_hook_user;
     /* Tensor.register_hook's functions and retain_grad's entry (fn NULL), in the order
      * they were registered (owned list, freed with the tensor; autograd/tensor_hooks.c) */
     struct ff_tensor_hook *hooks;
+    /* A differentiable view (views.c) shares its base's history, as PyTorch's views do
+     * (autograd/view_history.c): view_base is the tensor at the root of the chain of views
+     * (retained), and view_version the storage version at which this view's grad_fn was
+     * last derived from it; a write since then (an in-place op on the base or on another
+     * view) makes the view take its history from the base anew when next asked. */
+    ff_tensor *view_base;
+    unsigned long view_version;
+    bool view_no_grad; /* made while grad mode was off: in-place with grad is refused */
+    /* one of the views a multi-view op (split, chunk, unbind) returned, or a view of one:
+     * in-place with grad is refused, as PyTorch refuses it (the op's name) */
+    const char *view_of_many;
 };
 typedef struct ff_tensor_hook {
     struct ff_tensor_hook *next;
@@ -124,7 +137,7 @@ typedef struct ff_tensor_hook {
 ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, const char *fn);
 /* How a tensor drops its grad_fn when it dies: installed by autograd (which owns nodes)
  * before it attaches the first one, so the core never calls into autograd. */
-void ff_tensor_set_history_release(void (*release)(struct ff_node *node));
+void ff_tensor_set_history_release(void (*release)(ff_tensor *t, struct ff_node *node));
 /* New tensor object viewing src's storage with layout l (no autograd history). */
 ff_tensor *ff_tensor_new_view(const ff_tensor *src, const ff_layout *l);
 /* A new tensor of src's shape in dtype, with src's strides when src is non-overlapping
@@ -134,10 +147,41 @@ ff_tensor *ff_tensor_new_like(const ff_tensor *src, ff_dtype dtype, const char *
 void ff_tensor_view(const ff_tensor *t, ff_view *v);
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);
 void ff_storage_bump_version(ff_storage *s);
+/* A kernel wrote s: bumps the version unless this was the first write of a new tensor. */
+static inline void ff_storage_note_write(ff_storage *s)
+{
+    if (s->fresh)
+        s->fresh = false;
+    else
+        atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
+}
 void ff_storage_retain(ff_storage *s);
 void ff_storage_release(ff_storage *s); /* the last release frees the buffer */
 /* Tensor headers alive in the process (ff_debug_live_tensors); leak tests count on it. */
 extern atomic_long ff_live_tensor_count;
+
+/* ---- views and in-place ops under autograd (autograd/view_history.c) ------ */
+/* Makes view (just made over src's storage by a differentiable view op) share the
+ * history of src's base, as PyTorch's views do. */
+void ff_view_track(ff_tensor *view, const ff_tensor *src);
+/* A view whose base was written since its grad_fn was derived (or that was made before
+ * its base required grad) takes a fresh grad_fn from the base: the lazy regeneration of
+ * PyTorch's views. Cheap when t is no view or nothing changed; called wherever history
+ * is read (recording, requires_grad, backward). */
+void ff_view_history_refresh(ff_tensor *t);
+/* Whether an in-place write into x with operand y (may be NULL) must be recorded:
+ * grad mode is on and x, y or x's base requires grad. Refreshes x's history first. */
+bool ff_inplace_records(ff_tensor *x, const ff_tensor *y);
+/* The checks of an in-place op that will be recorded (PyTorch's errors: a leaf that
+ * requires grad, a view of one, a view made under no_grad, a broadcast target). */
+ff_status ff_inplace_check(ff_tensor *x, const char *fn);
+/* The one mechanism of every in-place op under autograd: r is x's new value, computed
+ * out of place from x (and the operands) with autograd; it is written into x's memory
+ * and x's history is rebased onto it: x (or, for a view, its base, through a copy-slices
+ * node) now has r's history. When r is a temporary only the caller holds (temporary),
+ * its node is taken over (what it saved of x is kept valid: see the .c file); else x
+ * gets an identity node leading to r (copy_). */
+ff_status ff_inplace_commit(ff_tensor *x, ff_tensor *r, bool temporary, const char *fn);
 
 /* ---- errors ------------------------------------------------------------- */
 /* Records a message for this thread and returns code (so `return ff_error(...)` works):
@@ -314,13 +358,23 @@ struct ff_node;
 typedef ff_status (*ff_backward_fn)(struct ff_node *node, const ff_tensor *grad_out,
                                     ff_tensor **grad_inputs);
 
+/* The graph's vertices are nodes and leaves. A node's edge i leads to the history that
+ * inputs[i] had when the node was recorded: its grad_fn then (edges[i], retained), or the
+ * leaf inputs[i] itself (edges[i] NULL, needs_grad[i] set). Edges, not inputs[i]->grad_fn,
+ * because an in-place op gives a tensor a new grad_fn (rebases it) while the nodes that
+ * used its old value must still reach the old one. */
 typedef struct ff_node {
     atomic_long refcount;
     const char *name;
     ff_backward_fn backward;
     int n_inputs;
-    ff_tensor *inputs[FF_NODE_MAX_INPUTS]; /* retained: the graph edges */
-    bool needs_grad[FF_NODE_MAX_INPUTS];   /* inputs[i] requires grad */
+    ff_tensor *inputs[FF_NODE_MAX_INPUTS]; /* retained: values and shapes for the formulas */
+    struct ff_node *edges[FF_NODE_MAX_INPUTS]; /* retained: see above */
+    bool needs_grad[FF_NODE_MAX_INPUTS];   /* inputs[i] required grad when recorded */
+    /* the tensor whose grad_fn this is (not retained; cleared when it dies or is rebased):
+     * backward runs its hooks and retain_grad on the node's gradient */
+    ff_tensor *owner;
+    ff_tensor *bw_grad; /* scratch used only while backward() runs */
     int n_saved;
     ff_tensor *saved[FF_NODE_MAX_SAVED];   /* detached aliases of saved values */
     unsigned long saved_version[FF_NODE_MAX_SAVED];
@@ -332,6 +386,7 @@ typedef struct ff_node {
     /* extra inputs for ops with more than FF_NODE_MAX_INPUTS (concat/stack) */
     int n_extra;
     ff_tensor **extra; /* retained */
+    struct ff_node **extra_edges; /* retained, as edges */
 } ff_node;
 
 /* True if grad mode is on and any of the tensors requires grad. */
@@ -344,6 +399,9 @@ ff_dtype ff_autocast_swap(ff_dtype dtype);
  * (out is left without history and an error is set). */
 ff_node *ff_autograd_record(ff_tensor *out, const char *name, ff_backward_fn backward, int n,
                             const ff_tensor *const *inputs);
+/* Appends n more inputs to node (past FF_NODE_MAX_INPUTS: concat, RNN layers), with their
+ * edges. On failure (out of memory) node keeps the inputs it had and an error is set. */
+ff_status ff_node_add_extra(ff_node *node, int n, const ff_tensor *const *ts);
 /* Saves a value for backward (a detached alias; the storage version is remembered). */
 ff_status ff_node_save(ff_node *node, const ff_tensor *t);
 /* Returns saved value i (borrowed), or NULL with FF_ERR_AUTOGRAD if it was modified

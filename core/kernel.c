@@ -33,7 +33,7 @@ static ff_status unsupported(ff_backend *be, const char *fn, const char *what, f
 static ff_status finish(ff_status st, const ff_tensor *dst, const char *fn)
 {
     if (st) FF_OBSERVE(failure, st);
-    ff_storage_bump_version(dst->storage);
+    ff_storage_note_write(dst->storage);
     if (st == FF_OK) return FF_OK;
     ff_error_prefix(fn);
     return ff_error(st, "%s", ff_last_error());
@@ -461,7 +461,7 @@ static ff_backend *view_arrays(ff_tensor *const *dst, int n_dst, const ff_tensor
 static ff_status finish_all(ff_status st, const char *fn, int kind, int op, int n, const ff_view *v,
                             const ff_tensor *const *ts, ff_kernel_params *p)
 {
-    for (int i = 1; i < p->n_dst; i++) ff_storage_bump_version(ts[i]->storage);
+    for (int i = 1; i < p->n_dst; i++) ff_storage_note_write(ts[i]->storage);
     return finish_rec(st, ts[0], fn, kind, op, n, v, ts, p);
 }
 

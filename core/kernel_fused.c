@@ -109,7 +109,7 @@ ff_status ff_kernel_fused(ff_tensor *const *ts, int n_views, int n_values, const
     memcpy(prog.shape, it->shape, sizeof(int64_t) * (size_t)it->ndim);
     ff_status st = fused(be->ctx, &prog);
     for (int i = 0; i < n_views; i++)
-        if (written[i]) ff_storage_bump_version(ts[i]->storage);
+        if (written[i]) ff_storage_note_write(ts[i]->storage);
     if (st == FF_OK) return FF_OK;
     ff_error_prefix(fn);
     return ff_error(st, "%s", ff_last_error());

@@ -62,7 +62,11 @@ atomic_long ff_live_tensor_count;
 
 long ff_debug_live_tensors(void) { return atomic_load(&ff_live_tensor_count); }
 
-void ff_storage_bump_version(ff_storage *s) { atomic_fetch_add(&s->version, 1); }
+void ff_storage_bump_version(ff_storage *s)
+{
+    s->fresh = false;
+    atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
+}
 
 void ff_storage_retain(ff_storage *s) { atomic_fetch_add(&s->refcount, 1); }
 
@@ -86,6 +90,7 @@ ff_tensor *ff_tensor_new(ff_backend *be, int ndim, const int64_t *shape, ff_dtyp
     }
     atomic_init(&t->refcount, 1);
     atomic_fetch_add(&ff_live_tensor_count, 1);
+    t->storage->fresh = true; /* its op's own first write is no modification */
     t->dtype = dtype;
     t->layout = l;
     return t;
@@ -121,10 +126,10 @@ ff_tensor *ff_tensor_retain(ff_tensor *t)
 
 /* The core knows nothing of the tape: autograd, which is the only code that sets
  * grad_fn, hands over how to drop one when it attaches the first node. */
-typedef void (*history_release_fn)(struct ff_node *node);
+typedef void (*history_release_fn)(ff_tensor *t, struct ff_node *node);
 static _Atomic(history_release_fn) history_release; /* set from any thread that records */
 
-void ff_tensor_set_history_release(void (*release)(struct ff_node *node))
+void ff_tensor_set_history_release(void (*release)(ff_tensor *t, struct ff_node *node))
 {
     atomic_store_explicit(&history_release, release, memory_order_relaxed);
 }
@@ -134,7 +139,8 @@ void ff_tensor_release(ff_tensor *t)
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     ff_tensor_release(t->grad);
     for (ff_tensor_hook *h = t->hooks, *next; h; h = next) next = h->next, free(h);
-    if (t->grad_fn) atomic_load_explicit(&history_release, memory_order_relaxed)(t->grad_fn);
+    if (t->grad_fn) atomic_load_explicit(&history_release, memory_order_relaxed)(t, t->grad_fn);
+    ff_tensor_release(t->view_base);
     ff_storage_release(t->storage);
     free(t);
     atomic_fetch_sub(&ff_live_tensor_count, 1);
@@ -167,6 +173,7 @@ int64_t ff_tensor_dim(const ff_tensor *t, int axis)
 const int64_t *ff_tensor_shape(const ff_tensor *t) { return t ? t->layout.shape : NULL; }
 const int64_t *ff_tensor_strides(const ff_tensor *t) { return t ? t->layout.strides : NULL; }
 int64_t ff_tensor_offset(const ff_tensor *t) { return t ? t->layout.offset : -1; }
+uint64_t ff_tensor_version(const ff_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
 ff_dtype ff_tensor_dtype(const ff_tensor *t) { return t ? t->dtype : FF_DTYPE_COUNT; }
 ff_backend *ff_tensor_backend(const ff_tensor *t) { return t ? t->storage->backend : NULL; }
 bool ff_tensor_is_contiguous(const ff_tensor *t) { return t && ff_layout_is_contiguous(&t->layout); }

@@ -29,7 +29,7 @@ static ff_status concat_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 }
 
 /* Records the concat node; inputs past FF_NODE_MAX_INPUTS go to node->extra (the
- * engine walks inputs, then extra, and checks requires_grad on each). */
+ * engine walks inputs, then extra). */
 static ff_status concat_record(ff_tensor *out, int n, ff_tensor *const *ts, int axis)
 {
     int first = n < FF_NODE_MAX_INPUTS ? n : FF_NODE_MAX_INPUTS;
@@ -37,11 +37,7 @@ static ff_status concat_record(ff_tensor *out, int n, ff_tensor *const *ts, int 
     if (!node) return ff_last_status();
     node->ip[0] = axis;
     node->nip = 1;
-    if (n == first) return FF_OK;
-    node->extra = calloc((size_t)(n - first), sizeof *node->extra);
-    if (!node->extra) return ff_error(FF_ERR_OOM, "ff_concat: out of memory recording %d inputs", n);
-    for (int i = first; i < n; i++) node->extra[node->n_extra++] = ff_tensor_retain(ts[i]);
-    return FF_OK;
+    return n == first ? FF_OK : ff_node_add_extra(node, n - first, (const ff_tensor *const *)ts + first);
 }
 
 ff_tensor *ff_concat(int n, ff_tensor *const *ts, int axis)
@@ -146,6 +142,7 @@ static int split_views(const ff_tensor *x, int64_t size, int64_t count, int a, f
             ff_error_prefix(fn);
             return -1;
         }
+        out[i]->view_of_many = fn + 3; /* "split", "chunk" */
     }
     return (int)count;
 }
@@ -155,6 +152,26 @@ static ff_status split_axis(const ff_tensor *x, int axis, int *a, const char *fn
     if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     if (x->layout.ndim == 0) return ff_error(FF_ERR_INVALID, "%s: cannot split a 0-d tensor", fn);
     return ff_layout_normalize_axis(axis, x->layout.ndim, a, fn);
+}
+
+int ff_unbind(const ff_tensor *x, int axis, ff_tensor **out, int max_out)
+{
+    static const char fn[] = "ff_unbind";
+    int a;
+    if (split_axis(x, axis, &a, fn)) return -1;
+    int64_t n = x->layout.shape[a];
+    if (n > INT32_MAX) return ff_error(FF_ERR_INVALID, "%s: %lld pieces are too many", fn, (long long)n), -1;
+    if (!out) return (int)n;
+    if (n > max_out) return ff_error(FF_ERR_INVALID, "%s: %lld pieces do not fit max_out %d", fn, (long long)n, max_out), -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (!(out[i] = ff_select(x, a, i))) {
+            while (i > 0) ff_tensor_release(out[--i]);
+            ff_error_prefix(fn);
+            return -1;
+        }
+        out[i]->view_of_many = fn + 3;
+    }
+    return (int)n;
 }
 
 int ff_split(const ff_tensor *x, int64_t size, int axis, ff_tensor **out, int max_out)

@@ -515,14 +515,19 @@ ff_tensor *ff_index_put(const ff_tensor *t, int nidx, const ff_tensor *const *in
 
 /* ---- in place ------------------------------------------------------------------------- */
 /* The result is computed out of place and copied into t's memory through t's view (so
- * a view writes into its base); the in-place rules of ops/inplace.c apply. */
+ * a view writes into its base); under autograd it is recorded as every in-place op is
+ * (ops/inplace.c, ff_inplace_commit). */
 static ff_status write_back(ff_tensor *t, const ff_tensor *operand, ff_tensor *(*make)(void *), void *arg,
                             const char *fn)
 {
-    if (ff_op_check_inplace(t, operand, fn)) return ff_last_status();
+    if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    bool rec = ff_inplace_records(t, operand);
+    if (rec ? ff_inplace_check(t, fn) : ff_op_check_inplace(t, operand, fn)) return ff_last_status();
+    bool prev = ff_set_grad_enabled(rec); /* the out-of-place op records only when this does */
     ff_tensor *r = make(arg);
+    ff_set_grad_enabled(prev);
     if (!r) return ff_last_status();
-    ff_status st = ff_kernel_copy(t, r, fn);
+    ff_status st = rec ? ff_inplace_commit(t, r, true, fn) : ff_kernel_copy(t, r, fn);
     ff_tensor_release(r);
     return st;
 }
@@ -538,10 +543,7 @@ typedef struct put_args {
 static ff_tensor *make_put(void *arg)
 {
     put_args *a = arg;
-    bool prev = ff_set_grad_enabled(false);
-    ff_tensor *r = ff_index_put(a->t, a->nidx, a->indices, a->values, a->accumulate);
-    ff_set_grad_enabled(prev);
-    return r;
+    return ff_index_put(a->t, a->nidx, a->indices, a->values, a->accumulate);
 }
 
 ff_status ff_index_put_(ff_tensor *t, int nidx, const ff_tensor *const *indices, const ff_tensor *values,
@@ -599,10 +601,7 @@ typedef struct dim_args {
 static ff_tensor *make_dim(void *arg)
 {
     dim_args *a = arg;
-    bool prev = ff_set_grad_enabled(false);
-    ff_tensor *r = along_dim(a->t, a->dim, a->index, a->src, a->alpha, a->accumulate, a->fn);
-    ff_set_grad_enabled(prev);
-    return r;
+    return along_dim(a->t, a->dim, a->index, a->src, a->alpha, a->accumulate, a->fn);
 }
 
 ff_status ff_index_add_(ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src, double alpha)
@@ -688,10 +687,7 @@ typedef struct mask_args {
 static ff_tensor *make_mask(void *arg)
 {
     mask_args *a = arg;
-    bool prev = ff_set_grad_enabled(false);
-    ff_tensor *r = a->op(a->t, a->mask, a->v);
-    ff_set_grad_enabled(prev);
-    return r;
+    return a->op(a->t, a->mask, a->v);
 }
 
 ff_status ff_masked_fill_(ff_tensor *t, const ff_tensor *mask, const ff_tensor *value)

@@ -2,12 +2,13 @@
  * kernel ABI allows dst == input for the identical view), which bumps the storage
  * version so autograd notices if x was saved for a backward pass.
  *
- * In-place ops are not recorded in the graph, and we do not rebase history (PyTorch
- * does). So while grad mode is on they refuse to run on a tensor that requires grad
- * (a leaf: wrap the update in ff_set_grad_enabled(false), as optimizer steps do; a
- * non-leaf: use the out-of-place op) and with an operand that requires grad.
- * The result dtype must be x's: x (i32) += y (f32) is refused, as PyTorch refuses it;
- * a narrower type of the same kind is fine (i32 += i64 computes in i64 and stores
+ * Under autograd (grad mode on, and x, its base or an operand requires grad) an in-place
+ * op is recorded as PyTorch records it: the result is computed out of place from x's
+ * value and history, then ff_inplace_commit writes it into x and rebases x's history
+ * (or its base's, for a view) onto it (autograd/view_history.c). A leaf that requires
+ * grad, or a view of one, is refused there, as PyTorch refuses it.
+ * The result dtype must be x's kind: x (i32) += y (f32) is refused, as PyTorch refuses
+ * it; a narrower type of the same kind is fine (i32 += i64 computes in i64 and stores
  * i32). Scalar operands are converted to x's dtype first (so i32 += 2.5 adds 2; PyTorch
  * refuses this one). */
 #include <string.h>
@@ -15,8 +16,6 @@
 #include "ops_impl.h"
 
 static int kind(ff_dtype t) { return t == FF_BOOL ? 0 : ff_dtype_is_float(t) ? 2 : 1; }
-
-static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn);
 
 static ff_status check_not_broadcast(const ff_tensor *x, const char *fn)
 {
@@ -29,9 +28,12 @@ static ff_status check_not_broadcast(const ff_tensor *x, const char *fn)
     return FF_OK;
 }
 
+/* The plain (unrecorded) path's rule; callers have already asked ff_inplace_records. */
 ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn)
 {
-    return check_target(x, y, false, fn);
+    (void)y;
+    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+    return check_not_broadcast(x, fn);
 }
 
 ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *inputs, const char *fn)
@@ -45,27 +47,32 @@ ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *i
     return check_not_broadcast(out, fn);
 }
 
-static ff_status check_target(const ff_tensor *x, const ff_tensor *y, bool allow_overlap, const char *fn)
+/* The recorded path: x's new value r (this function releases it) is committed; r is a
+ * temporary unless it is (a view of) the caller's own tensor (copy_). */
+static ff_status commit_as(ff_tensor *x, ff_tensor *r, bool temporary, const char *fn)
 {
-    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
-    if (ff_grad_enabled()) {
-        if (x->requires_grad && !x->grad_fn)
-            return ff_error(FF_ERR_AUTOGRAD,
-                            "%s: a leaf tensor that requires grad is used in an in-place operation; wrap it in "
-                            "ff_set_grad_enabled(false) (optimizer steps do)",
-                            fn);
-        if (x->grad_fn)
-            return ff_error(FF_ERR_AUTOGRAD,
-                            "%s: the tensor is part of an autograd graph (made by '%s'); in-place ops are not "
-                            "recorded, so use the out-of-place op",
-                            fn, x->grad_fn->name);
-        if (y && y->requires_grad)
-            return ff_error(FF_ERR_AUTOGRAD,
-                            "%s: the operand requires grad but in-place ops are not recorded; use the out-of-place op "
-                            "or ff_set_grad_enabled(false)",
-                            fn);
+    if (!r) {
+        ff_error_prefix(fn);
+        return ff_last_status();
     }
-    return allow_overlap ? FF_OK : check_not_broadcast(x, fn);
+    ff_status st = ff_inplace_commit(x, r, temporary, fn);
+    ff_tensor_release(r);
+    return st;
+}
+
+static ff_status commit(ff_tensor *x, ff_tensor *r, const char *fn) { return commit_as(x, r, true, fn); }
+
+/* Whether the op on x (operand y, may be NULL) is recorded; on refusal, *st is set. */
+static bool recorded(ff_tensor *x, const ff_tensor *y, const char *fn, ff_status *st)
+{
+    *st = FF_OK;
+    if (!x) {
+        *st = ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
+        return false;
+    }
+    if (!ff_inplace_records(x, y)) return false;
+    *st = ff_inplace_check(x, fn);
+    return true;
 }
 
 static bool same_layout(const ff_layout *a, const ff_layout *b)
@@ -101,11 +108,23 @@ static ff_tensor *operand(const ff_tensor *x, const ff_tensor *y, ff_dtype dtype
     return c;
 }
 
+static ff_tensor *binary_of(ff_binary_op op, const ff_tensor *x, const ff_tensor *y)
+{
+    switch (op) {
+    case FF_BINARY_ADD: return ff_add(x, y);
+    case FF_BINARY_SUB: return ff_sub(x, y);
+    case FF_BINARY_MUL: return ff_mul(x, y);
+    default: return ff_div(x, y);
+    }
+}
+
 /* x = x op y; computes in the promoted dtype (through a temporary if it differs from
  * x's) and stores in x's. */
 static ff_status binary_(ff_binary_op op, ff_tensor *x, const ff_tensor *y, const char *fn)
 {
-    if (check_target(x, y, false, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = recorded(x, y, fn, &st);
+    if (st) return st;
     if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
     const ff_tensor *both[2] = {x, y};
     if (!ff_common_backend(2, both, fn)) return ff_last_status();
@@ -116,7 +135,14 @@ static ff_status binary_(ff_binary_op op, ff_tensor *x, const ff_tensor *y, cons
                         ff_dtype_name(pt), ff_dtype_name(x->dtype));
     ff_tensor *cy = operand(x, y, pt, fn);
     if (!cy) return ff_last_status();
-    ff_status st;
+    if (rec) {
+        ff_tensor_release(cy); /* the out-of-place op converts (and differentiates) y itself */
+        return commit(x, binary_of(op, x, y), fn);
+    }
+    if (check_not_broadcast(x, fn)) {
+        ff_tensor_release(cy);
+        return ff_last_status();
+    }
     if (pt == x->dtype) {
         st = ff_kernel_binary(op, x, x, cy, fn);
     } else {
@@ -137,10 +163,17 @@ ff_status ff_div_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_D
 
 static ff_status scalar_(ff_binary_op op, ff_tensor *x, double s, const char *fn)
 {
-    if (check_target(x, NULL, false, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = recorded(x, NULL, fn, &st);
+    if (st) return st;
+    if (!rec && check_not_broadcast(x, fn)) return ff_last_status();
     ff_tensor *st_ = ff_op_scalar_like(x, s, x->dtype); /* the scalar converted to x's dtype */
     if (!st_) return ff_last_status();
-    ff_status st = ff_kernel_binary(op, x, x, st_, fn);
+    if (rec) {
+        st = commit(x, binary_of(op, x, st_), fn);
+    } else {
+        st = ff_kernel_binary(op, x, x, st_, fn);
+    }
     ff_tensor_release(st_);
     return st;
 }
@@ -148,29 +181,45 @@ static ff_status scalar_(ff_binary_op op, ff_tensor *x, double s, const char *fn
 ff_status ff_add_scalar_(ff_tensor *x, double s) { return scalar_(FF_BINARY_ADD, x, s, "ff_add_scalar_"); }
 ff_status ff_mul_scalar_(ff_tensor *x, double s) { return scalar_(FF_BINARY_MUL, x, s, "ff_mul_scalar_"); }
 
-ff_status ff_fill_(ff_tensor *x, double value)
+static ff_status fill_value_(ff_tensor *x, double value, const char *fn)
 {
+    ff_status st;
+    if (recorded(x, NULL, fn, &st)) {
+        if (st) return st;
+        ff_tensor *v = ff_op_scalar_like(x, value, x->dtype);
+        ff_tensor *r = v ? ff_broadcast_to(v, x->layout.ndim, x->layout.shape) : NULL;
+        ff_tensor_release(v);
+        return commit(x, r, fn);
+    }
+    if (st) return st;
     /* filling a broadcast view is harmless: every alias gets the same value */
-    if (check_target(x, NULL, true, "ff_fill_")) return ff_last_status();
-    return ff_kernel_fill(x, value, "ff_fill_");
+    return ff_kernel_fill(x, value, fn);
 }
 
-ff_status ff_zero_(ff_tensor *x)
-{
-    if (check_target(x, NULL, true, "ff_zero_")) return ff_last_status();
-    return ff_kernel_fill(x, 0.0, "ff_zero_");
-}
+ff_status ff_fill_(ff_tensor *x, double value) { return fill_value_(x, value, "ff_fill_"); }
+ff_status ff_zero_(ff_tensor *x) { return fill_value_(x, 0.0, "ff_zero_"); }
 
 ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src)
 {
     static const char fn[] = "ff_copy_";
-    if (check_target(dst, src, false, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = recorded(dst, src, fn, &st);
+    if (st) return st;
     if (!src) return ff_error(FF_ERR_INVALID, "%s: source is NULL", fn);
     const ff_tensor *both[2] = {dst, src};
     if (!ff_common_backend(2, both, fn)) return ff_last_status();
+    if (rec) {
+        /* src's values, broadcast to dst's shape, with src's history (a clone first when it
+         * shares dst's memory, so the write does not read what it overwrites) */
+        ff_tensor *s = src->storage == dst->storage ? ff_clone(src) : ff_tensor_retain((ff_tensor *)src);
+        ff_tensor *r = s ? ff_broadcast_to(s, dst->layout.ndim, dst->layout.shape) : NULL;
+        ff_tensor_release(s);
+        return commit_as(dst, r, false, fn);
+    }
+    if (check_not_broadcast(dst, fn)) return ff_last_status();
     ff_tensor *c = operand(dst, src, src->dtype, fn);
     if (!c) return ff_last_status();
-    ff_status st = ff_kernel_copy(dst, c, fn);
+    st = ff_kernel_copy(dst, c, fn);
     ff_tensor_release(c);
     return st;
 }
@@ -178,16 +227,21 @@ ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src)
 ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes)
 {
     static const char fn[] = "ff_copy_from_host_";
-    if (check_target(dst, NULL, false, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = recorded(dst, NULL, fn, &st);
+    if (st) return st;
     if (!src && nbytes) return ff_error(FF_ERR_INVALID, "%s: source is NULL", fn);
     size_t want = (size_t)ff_tensor_numel(dst) * ff_dtype_size(dst->dtype);
     if (nbytes != want)
         return ff_error(FF_ERR_INVALID, "%s: %zu bytes given, the %s tensor of %lld elements takes %zu", fn, nbytes,
                         ff_dtype_name(dst->dtype), (long long)ff_tensor_numel(dst), want);
+    if (rec) return commit(dst, ff_from_data_on(dst->storage->backend, src, dst->layout.ndim, dst->layout.shape,
+                                                dst->dtype), fn);
+    if (check_not_broadcast(dst, fn)) return ff_last_status();
     if (!want) return FF_OK;
     if (ff_layout_is_contiguous(&dst->layout)) return ff_kernel_upload(dst, src, nbytes, fn); /* in place */
     ff_tensor *tmp = ff_from_data_on(dst->storage->backend, src, dst->layout.ndim, dst->layout.shape, dst->dtype);
-    ff_status st = tmp ? ff_kernel_copy(dst, tmp, fn) : ff_last_status(); /* through a staging tensor */
+    st = tmp ? ff_kernel_copy(dst, tmp, fn) : ff_last_status(); /* through a staging tensor */
     ff_tensor_release(tmp);
     return st;
 }
@@ -195,15 +249,34 @@ ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes)
 ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y)
 {
     static const char fn[] = "ff_axpy_";
-    if (check_target(x, y, false, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = recorded(x, y, fn, &st);
+    if (st) return st;
     if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
+    if (rec) {
+        ff_tensor *ay = ff_mul_scalar(y, alpha);
+        ff_tensor *r = ay ? ff_add(x, ay) : NULL;
+        ff_tensor_release(ay);
+        return commit(x, r, fn);
+    }
     bool prev = ff_set_grad_enabled(false);
     ff_tensor *ay = ff_mul_scalar(y, alpha);
-    ff_status st = ay ? binary_(FF_BINARY_ADD, x, ay, fn) : ff_last_status();
+    st = ay ? binary_(FF_BINARY_ADD, x, ay, fn) : ff_last_status();
     ff_set_grad_enabled(prev);
     if (!ay) ff_error_prefix(fn);
     ff_tensor_release(ay);
     return st;
+}
+
+ff_status ff_inplace_result_(ff_tensor *x, ff_tensor *result)
+{
+    static const char fn[] = "ff_inplace_result_";
+    ff_status st;
+    bool rec = recorded(x, result, fn, &st);
+    if (st) return st;
+    if (!result) return ff_error(FF_ERR_INVALID, "%s: result is NULL", fn);
+    if (rec) return ff_inplace_commit(x, result, true, fn);
+    return ff_copy_(x, result);
 }
 
 /* ---- assignment with history --------------------------------------------------------- */

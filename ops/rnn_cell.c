@@ -229,10 +229,7 @@ ff_node *ff_rnn_record(ff_tensor *out, const char *name, ff_backward_fn bw, int 
     int first = n < FF_NODE_MAX_INPUTS ? n : FF_NODE_MAX_INPUTS;
     ff_node *node = ff_autograd_record(out, name, bw, first, in);
     if (!node || n == first) return node;
-    node->extra = calloc((size_t)(n - first), sizeof *node->extra);
-    if (!node->extra) return ff_error(FF_ERR_OOM, "%s: out of memory recording its inputs", name), NULL;
-    for (int i = first; i < n; i++) node->extra[node->n_extra++] = ff_tensor_retain((ff_tensor *)in[i]);
-    return node;
+    return ff_node_add_extra(node, n - first, in + first) ? NULL : node;
 }
 
 /* ---- the cell op ------------------------------------------------------------------ */

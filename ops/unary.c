@@ -46,6 +46,11 @@ static bool uses_output(ff_unary_op op)
     }
 }
 
+/* Ops that save their output: those whose formula uses it, and relu, whose formula reads
+ * its input's sign but which PyTorch saves by its result: so a write into a relu's result
+ * (relu_, then another in-place op) fails the backward pass here as it does there. */
+static bool saves_output(ff_unary_op op) { return uses_output(op) || op == FF_UNARY_RELU; }
+
 /* ---- gradients --------------------------------------------------------------- */
 #define SQRT_2_OVER_PI 0.7978845608028654 /* sqrt(2 / pi) */
 #define INV_SQRT_2PI 0.3989422804014327   /* 1 / sqrt(2 pi) */
@@ -163,8 +168,14 @@ static ff_tensor *local_derivative(ff_expr *e, ff_node *n, ff_unary_op op, const
 static ff_status unary_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     ff_unary_op op = (ff_unary_op)n->ip[0];
-    const ff_tensor *x = ff_node_saved(n, 0);
-    if (!x) return ff_last_status();
+    /* An op whose formula needs only its output reads (and so version-checks) only that,
+     * as PyTorch does: its input may be written after the op. The input is read, with its
+     * history, only to recompute the output while the backward pass is recorded. */
+    const ff_tensor *x = NULL;
+    if (!saves_output(op) || (ff_grad_enabled() && op != FF_UNARY_RELU)) {
+        x = ff_node_saved(n, 0);
+        if (!x) return ff_last_status();
+    }
     ff_expr e = {0};
     ff_tensor *r = NULL;
     switch (op) {
@@ -172,8 +183,11 @@ static ff_status unary_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         r = FF_EX(&e, ff_zeros_like(x));
         break;
     case FF_UNARY_NEG: r = FF_EX(&e, ff_neg(g)); break;
-    case FF_UNARY_RELU: { /* 0 where x <= 0 (x == 0 included), else g (NaN included), as PyTorch */
-        ff_tensor *off = FF_EX(&e, ff_binary_scalar(FF_BINARY_LE, x, 0.0));
+    case FF_UNARY_RELU: { /* 0 where x <= 0 (x == 0 included), else g (NaN included), as PyTorch;
+                             * relu(x) <= 0 exactly there, so the saved result gives the mask */
+        const ff_tensor *y = ff_node_saved(n, 1);
+        if (!y) return ff_last_status();
+        ff_tensor *off = FF_EX(&e, ff_binary_scalar(FF_BINARY_LE, y, 0.0));
         ff_tensor *zero = FF_EX(&e, ff_op_scalar_like(g, 0.0, g->dtype));
         r = FF_EX(&e, ff_where(off, zero, g));
         break;
@@ -213,7 +227,7 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
     }
     if (out && !writes_bool(op) && ff_dtype_is_float(cdt)) {
         const ff_tensor *save[2] = {cx, out};
-        ff_node *node = ff_op_record_node(&out, unary_names[op] + 3, unary_backward, 1, &x, uses_output(op) ? 2 : 1, save);
+        ff_node *node = ff_op_record_node(&out, unary_names[op] + 3, unary_backward, 1, &x, saves_output(op) ? 2 : 1, save);
         if (node) node->ip[0] = op;
     }
     ff_tensor_release(cx);

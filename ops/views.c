@@ -12,6 +12,7 @@ static ff_tensor *make_view(const ff_tensor *t, const ff_layout *l, const char *
 {
     ff_tensor *r = ff_tensor_new_view(t, l);
     if (!r) return NULL;
+    ff_view_track(r, t);
     if (ff_autograd_needed(1, &t)) {
         ff_node *node = ff_autograd_record(r, name, bw, 1, &t);
         if (!node) {

@@ -6,6 +6,10 @@
  * generation counter after a job, so back-to-back ops do not pay a futex wake-up each,
  * then sleep on a condition variable so an idle pool costs no CPU and does not steal
  * cores from OpenBLAS's own threads during a matmul.
+ *
+ * fork() copies only the calling thread: in a child (a DataLoader worker process) the
+ * pool's workers do not exist, so every job there runs serially on the calling thread,
+ * and the pool is freed without joining them.
  */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <pthread.h>
@@ -42,6 +46,14 @@ struct blas_pool {
     int nchunks;
     int64_t n, align;
 };
+
+/* Set in the child of a fork (pthread_atfork; glibc drops the handler if the plugin is
+ * unloaded): from then on no pool of this process has its workers. */
+static atomic_int forked_child;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void) { atomic_store(&forked_child, 1); }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, on_fork_child); }
 
 static inline void cpu_relax(void)
 {
@@ -104,8 +116,9 @@ int blas_default_threads(void)
 
 blas_pool *blas_pool_create(int nthreads)
 {
-    if (nthreads <= 1) return NULL;
+    if (nthreads <= 1 || atomic_load(&forked_child)) return NULL;
     if (nthreads > POOL_MAX) nthreads = POOL_MAX;
+    pthread_once(&atfork_once, register_atfork);
     blas_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->nthreads = nthreads;
@@ -127,6 +140,10 @@ blas_pool *blas_pool_create(int nthreads)
 void blas_pool_destroy(blas_pool *p)
 {
     if (!p) return;
+    if (atomic_load(&forked_child)) { /* its workers stayed in the parent; a lock may be held */
+        free(p);
+        return;
+    }
     atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->m);
     pthread_cond_broadcast(&p->cv);
@@ -142,7 +159,8 @@ void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, b
 {
     blas_pool *p = c ? c->pool : NULL;
     if (n <= 0) return;
-    if (!p || n < min_par || pthread_mutex_trylock(&p->job_lock) != 0) {
+    if (!p || n < min_par || atomic_load_explicit(&forked_child, memory_order_relaxed) ||
+        pthread_mutex_trylock(&p->job_lock) != 0) {
         fn(arg, 0, n);
         return;
     }

@@ -297,6 +297,8 @@ ff_tensor *ff_stack(int n, ff_tensor *const *ts, int axis);
  * new references to out and returns the count, or -1 on error. */
 int ff_split(const ff_tensor *x, int64_t size, int axis, ff_tensor **out, int max_out);
 int ff_chunk(const ff_tensor *x, int chunks, int axis, ff_tensor **out, int max_out);
+/* The slices x[..., i, ...] along axis, as views (torch.unbind); same calling convention. */
+int ff_unbind(const ff_tensor *x, int axis, ff_tensor **out, int max_out);
 /* pads: 2 * ndim entries (before, after) for each dim, from dim 0. */
 ff_tensor *ff_pad(const ff_tensor *x, const int64_t *pads, double value);
 ff_tensor *ff_flip(const ff_tensor *x, int naxes, const int *axes);
@@ -416,8 +418,12 @@ ff_status ff_binary_out(ff_binary_op op, ff_tensor *out, const ff_tensor *a, con
 ff_status ff_matmul_out(ff_tensor *out, const ff_tensor *a, const ff_tensor *b); /* out shares no memory with a, b */
 
 /* ---- in place ----------------------------------------------------------- */
-/* Refused (FF_ERR_AUTOGRAD) on a leaf that requires grad while grad mode is on, and
- * detected at backward time if a tensor saved for backward was modified. */
+/* Recorded by autograd as PyTorch records them (docs/semantics.md, "In-place operations
+ * and autograd"): on a tensor with history, or with an operand that requires grad, the op
+ * becomes a node and the tensor's history (a view's: its base's) is rebased onto it.
+ * Refused (FF_ERR_AUTOGRAD) on a leaf that requires grad, or a view of one, while grad
+ * mode is on; a tensor saved for backward and modified afterwards fails the backward
+ * pass with both versions named. */
 ff_status ff_add_(ff_tensor *x, const ff_tensor *y);
 ff_status ff_sub_(ff_tensor *x, const ff_tensor *y);
 ff_status ff_mul_(ff_tensor *x, const ff_tensor *y);
@@ -442,7 +448,13 @@ ff_status ff_index_add_(ff_tensor *t, int dim, const ff_tensor *index, const ff_
 ff_status ff_index_copy_(ff_tensor *t, int dim, const ff_tensor *index, const ff_tensor *src);
 ff_status ff_masked_fill_(ff_tensor *t, const ff_tensor *mask, const ff_tensor *value);
 ff_status ff_masked_scatter_(ff_tensor *t, const ff_tensor *mask, const ff_tensor *src);
-/* In-place ops are not recorded; this is the one that keeps history: dst's memory gets
+/* x takes result, which an op computed out of place from x, as that op's in-place form
+ * would: result's values are written into x's memory and, under autograd, x's history
+ * (a view's: its base's) is rebased onto result's. result is the caller's temporary
+ * (its node is taken over): use it for nothing afterwards but ff_tensor_release. Any
+ * op gets its in-place form so (Python's sigmoid_, clamp_, t[mask] = v). */
+ff_status ff_inplace_result_(ff_tensor *x, ff_tensor *result);
+/* The older form of the above, kept for C callers: dst's memory gets
  * src's values (broadcast, cast), and the returned new header views that memory with
  * src's history (dst itself keeps its own). Refused on a leaf that requires grad. */
 ff_tensor *ff_assign(ff_tensor *dst, const ff_tensor *src);

@@ -75,6 +75,9 @@ int64_t ff_tensor_dim(const ff_tensor *t, int axis); /* negative axis counts fro
 const int64_t *ff_tensor_shape(const ff_tensor *t);
 const int64_t *ff_tensor_strides(const ff_tensor *t); /* in elements */
 int64_t ff_tensor_offset(const ff_tensor *t);          /* in elements */
+/* The version of t's storage: how many times it was written since a view or a saved
+ * tensor could see it (PyTorch's _version; views share their base's). */
+uint64_t ff_tensor_version(const ff_tensor *t);
 int64_t ff_tensor_numel(const ff_tensor *t);
 ff_dtype ff_tensor_dtype(const ff_tensor *t);
 ff_backend *ff_tensor_backend(const ff_tensor *t);

@@ -112,21 +112,9 @@ def _getitem(t, key):
 
 
 def _setitem(t, key, value):
-    """t[key] = value. Without autograd it writes through the view; with autograd (grad
-    mode on and t or value requiring grad) it computes t with the region replaced, out of
-    place and differentiably, writes that into t's memory and points t at the new history
-    (ff_assign), as PyTorch's in-place ops rebase theirs."""
-    v = value if isinstance(value, Tensor) else None
-    if is_grad_enabled() and (t.requires_grad or (v is not None and v.requires_grad)):
-        # The flat positions of t[key], found by indexing a tensor of positions with the
-        # same key: one index_put on t's flat view then writes exactly PyTorch's places.
-        if not isinstance(value, Tensor):
-            value = full((), value, dtype=t.dtype, device=t.device)
-        pos = _getitem(arange(t.numel(), dtype=int64, device=t.device).reshape(t.shape), key)
-        flat = t.reshape(-1)
-        entries = _entries_array([pos])
-        t._rebase_(wrap(C.ff_index_put(flat._ptr, 1, entries, value._ptr, False)).reshape(t.shape))
-        return
+    """t[key] = value: a write through the view t[key] (index_put for index tensors and
+    masks). Under autograd the C side records it as every in-place op: the view's base
+    gets a copy_slices node, as PyTorch's CopySlices (autograd/view_history.c)."""
     view, entries = _index(t, key)
     if not isinstance(value, Tensor):
         value = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=t.dtype, device=t.device)
@@ -138,12 +126,10 @@ def _setitem(t, key, value):
 
 # ---- indexed writes: Tensor methods (PyTorch's names; the _ forms write in place, with autograd) ----
 def _rebase_(self, result):
-    """Writes result into self's memory and takes result's history (see ff_assign)."""
-    p = C.ff_assign(self._ptr, result._ptr)
-    if not p:
-        raise error()
-    old, self._ptr = self._ptr, p
-    C.ff_tensor_release(old)
+    """self takes result (computed out of place from self) as that op's in-place form
+    would: its values, and under autograd its history (ff_inplace_result_). result is
+    spent: nothing may use it afterwards."""
+    check_status(C.ff_inplace_result_(self._ptr, result._ptr))
     return self
 
 def _needs_history(self, *others):

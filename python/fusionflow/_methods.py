@@ -4,9 +4,10 @@ random fills, predicates and properties, and clear errors for the sparse, quanti
 named-tensor and storage-level names (fusionflow tensors are dense, strided, unnamed, and
 their storage is not exposed).
 
-In-place rule, as the existing in-place ops: compute out of place, then write into self
-(copy_, or _rebase_ = ff_assign when autograd must record it), keeping self's dtype; a
-float result cannot go into an integer tensor, as in PyTorch."""
+In-place rule, as the C in-place ops: compute out of place, then write into self with
+_rebase_ (ff_inplace_result_: under autograd the op is recorded and self's history, or its
+base's, is rebased onto the result), keeping self's dtype; a float result cannot go into an
+integer tensor, as in PyTorch."""
 import numpy as np
 
 from . import _dtype
@@ -80,10 +81,9 @@ _INPLACE = ["abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", 
 
 def _inplace(name):
     def method(self, *args, **kwargs):
-        history = self._needs_history(*args, *kwargs.values())
-        # with history, compute from a clone: what the op saves for backward must not be
-        # the memory the result is then written into
-        out = getattr(self.clone() if history else self, name)(*args, **kwargs)
+        # Under autograd, from a clone: an op composed of several (erfc = 1 - erf) may save
+        # self's values deep in its graph, where the commit cannot see them to keep them
+        out = getattr(self.clone() if self._needs_history(*args, *kwargs.values()) else self, name)(*args, **kwargs)
         if name == "float_power" and self.dtype is not _dtype.float64:
             raise RuntimeError("float_power_: the base given to float_power_ has dtype %s but the operation's "
                                "result requires dtype float64" % self.dtype.name)
@@ -95,9 +95,7 @@ def _inplace(name):
         if tuple(out.shape) != tuple(self.shape):
             raise RuntimeError("%s_: output with shape %s doesn't match the broadcast shape %s"
                                % (name, tuple(self.shape), tuple(out.shape)))
-        if history:
-            return self._rebase_(out)
-        return self.copy_(out)
+        return self._rebase_(out)
     method.__name__ = name + "_"
     return method
 

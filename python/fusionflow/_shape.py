@@ -103,7 +103,18 @@ def chunk(self, chunks, dim=0):
     return _chunk(self, chunks, dim)
 
 def unbind(self, dim=0):
-    return tuple(self.select(dim, i) for i in range(self.shape[dim]))
+    """The views along dim (C ff_unbind: they refuse in-place ops under autograd, as
+    PyTorch's outputs of a multi-view function do)."""
+    import ctypes
+    from ._lib import error
+    dim = int_arg("unbind", "dim", dim)
+    n = C.ff_unbind(self._ptr, dim, None, 0)
+    if n < 0:
+        raise error()
+    out = (ctypes.c_void_p * max(n, 1))()
+    if C.ff_unbind(self._ptr, dim, out, n) < 0:
+        raise error()
+    return tuple(wrap(out[i]) for i in range(n))
 
 def select(self, dim, index):
     return wrap(C.ff_select(self._ptr, int_arg("select", "dim", dim), int_arg("select", "index", index)))

@@ -245,6 +245,12 @@ class Tensor:
     def requires_grad(self):
         return C.ff_requires_grad(self._ptr)
 
+    @property
+    def _version(self):
+        """torch's Tensor._version: writes into this tensor's storage that a saved tensor
+        or a view could see (shared by every view of the same memory)."""
+        return C.ff_tensor_version(self._ptr)
+
     @requires_grad.setter
     def requires_grad(self, value):
         check_status(C.ff_set_requires_grad(self._ptr, bool(value)))
@@ -669,7 +675,7 @@ class Tensor:
         return self._inplace(other, C.ff_div_, C.ff_mul_scalar_)
 
     def pow_(self, other):
-        return self.copy_(self ** other)
+        return self._rebase_(self ** other)
 
     def copy_(self, src):
         if isinstance(src, np.ndarray) and src.shape == tuple(self.shape) and src.dtype == self.dtype.np:
@@ -691,7 +697,7 @@ class Tensor:
         return self
 
     def clamp_(self, min=None, max=None):
-        return self.copy_(self.clamp(min, max))
+        return self._rebase_(self.clamp(min, max))
 
     def uniform_(self, a=0.0, b=1.0):
         return self.copy_(rand(*self.shape, dtype=self.dtype) * (b - a) + a)

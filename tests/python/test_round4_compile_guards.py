@@ -123,7 +123,7 @@ def test_new_submodule_and_new_optimizer_recapture(device):
 
 
 def test_unchanged_state_keeps_replaying():
-    _, _, fx, fy = _data("cpu")
+    _, _, fx, fy = _data(None)  # the default device, where the model is (guarded in its ctest run)
     model = nn.Linear(4, 3, seed=1)
     opt = optim.Adam(model.parameters(), lr=0.01)
     step = _compiled_step(model, opt)
@@ -133,7 +133,7 @@ def test_unchanged_state_keeps_replaying():
 
 
 def test_state_that_changes_every_call_runs_eagerly_with_a_warning():
-    _, _, fx, fy = _data("cpu")
+    _, _, fx, fy = _data(None)  # the default device, where the model is (guarded in its ctest run)
     model = nn.Linear(4, 3, seed=1)
     opt = optim.SGD(model.parameters(), lr=0.1)
     step = _compiled_step(model, opt)

@@ -158,11 +158,11 @@ static void test_modified_saved_value_detected(void)
 {
     ff_tensor *x = leaf(FF_F64, 1, SHAPE(2), VALS(0.5, 1));
     ff_tensor *y = ff_exp(x), *s = ff_sum(y, 0, NULL, false);
-    CHECK_ERROR(ff_add_scalar_(y, 1.0) != FF_OK, FF_ERR_AUTOGRAD, "autograd graph");
     FF_NO_GRAD_BEGIN
     CHECK(ff_add_scalar_(y, 1.0) == FF_OK);
     FF_NO_GRAD_END
-    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified in place");
+    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD,
+                "modified by an inplace operation: [f64 [2]], saved by 'exp', is at version 1; expected version 0");
     CHECK(strstr(ff_last_error(), "exp") != NULL);
     /* an unrelated in-place write does not trip it */
     ff_tensor *x2 = leaf(FF_F64, 1, SHAPE(2), VALS(0.5, 1));

@@ -74,21 +74,52 @@ static void test_autograd_refusals(void)
 {
     ff_tensor *w = ff_ones(1, SHAPE(2), FF_F32), *g = ff_ones(1, SHAPE(2), FF_F32);
     ff_set_requires_grad(w, true);
-    CHECK_ERROR(ff_add_(w, g) != FF_OK, FF_ERR_AUTOGRAD, "leaf tensor that requires grad");
+    CHECK_ERROR(ff_add_(w, g) != FF_OK, FF_ERR_AUTOGRAD, "a leaf Variable that requires grad");
     CHECK(strstr(ff_last_error(), "ff_add_") != NULL);
     CHECK_ERROR(ff_axpy_(w, 0.1, g) != FF_OK, FF_ERR_AUTOGRAD, "ff_set_grad_enabled(false)");
     CHECK_ERROR(ff_zero_(w) != FF_OK, FF_ERR_AUTOGRAD, "leaf");
-    ff_tensor *v = ff_slice(w, 0, 0, 1, 1); /* a view of it is part of the graph */
-    CHECK_ERROR(ff_fill_(v, 3) != FF_OK, FF_ERR_AUTOGRAD, "graph");
-    ff_tensor *plain = ff_zeros(1, SHAPE(2), FF_F32);
-    CHECK_ERROR(ff_add_(plain, w) != FF_OK, FF_ERR_AUTOGRAD, "operand requires grad");
+    ff_tensor *v = ff_slice(w, 0, 0, 1, 1);
+    CHECK_ERROR(ff_fill_(v, 3) != FF_OK, FF_ERR_AUTOGRAD, "a view of a leaf Variable that requires grad");
+    CHECK_TENSOR(w, 1, SHAPE(2), VALS(1, 1), 0); /* refused before anything was written */
     /* an optimizer step: allowed under no_grad, bumps nothing the graph cares about */
     FF_NO_GRAD_BEGIN
     CHECK(ff_axpy_(w, -0.5, g) == FF_OK);
     FF_NO_GRAD_END
     CHECK_TENSOR(w, 1, SHAPE(2), VALS(0.5, 0.5), 0);
     CHECK(ff_requires_grad(w) && ff_is_leaf(w));
-    RELEASE(w, g, v, plain);
+    RELEASE(w, g, v);
+}
+
+/* Recorded in-place ops (autograd/view_history.c): an operand that requires grad makes a
+ * plain tensor require grad; a tensor with history is rebased (the nodes that used its old
+ * value keep it); a write into a view reaches the base's gradient, and a view made before
+ * the write sees it. Hand-computed gradients. */
+static void test_recorded_inplace(void)
+{
+    ff_tensor *w = ff_test_tensor(FF_F64, 1, SHAPE(2), VALS(1, 2));
+    ff_set_requires_grad(w, true);
+    ff_tensor *plain = ff_zeros(1, SHAPE(2), FF_F64);
+    CHECK(ff_add_(plain, w) == FF_OK && ff_requires_grad(plain) && !ff_is_leaf(plain));
+    ff_tensor *old = ff_add(plain, plain);           /* uses plain = w: 2w */
+    CHECK(ff_mul_scalar_(plain, 3.0) == FF_OK);      /* plain = 3w, rebased */
+    ff_tensor *s1 = ff_sum(old, 0, NULL, false), *s2 = ff_sum(plain, 0, NULL, false);
+    ff_tensor *s = ff_add(s1, s2);                   /* 5 w1 + 5 w2 */
+    CHECK(ff_backward(s, NULL, NULL) == FF_OK);
+    ff_tensor *g = ff_grad(w);
+    CHECK_TENSOR(g, 1, SHAPE(2), VALS(5, 5), 1e-12);
+    /* a view of a non-leaf, written in place: the base's gradient goes through the write */
+    ff_tensor *x = ff_test_tensor(FF_F64, 1, SHAPE(3), VALS(1, 2, 3));
+    ff_set_requires_grad(x, true);
+    ff_tensor *y = ff_mul_scalar(x, 2.0);            /* y = 2x */
+    ff_tensor *tail = ff_slice(y, 0, 1, 3, 1), *head = ff_slice(y, 0, 0, 2, 1);
+    CHECK(ff_mul_(tail, tail) == FF_OK);             /* y = [2x0, 4x1^2, 4x2^2] */
+    CHECK_TENSOR(y, 1, SHAPE(3), VALS(2, 16, 36), 1e-12);
+    ff_tensor *sh = ff_sum(head, 0, NULL, false);    /* head was made before: 2x0 + 4x1^2 */
+    CHECK(ff_backward(sh, NULL, NULL) == FF_OK);
+    ff_tensor *gx = ff_grad(x);
+    CHECK_TENSOR(gx, 1, SHAPE(3), VALS(2, 16, 0), 1e-12);
+    CHECK(strcmp(ff_grad_fn_name(y), "copy_slices") == 0);
+    RELEASE(w, plain, old, s1, s2, s, g, x, y, tail, head, sh, gx);
 }
 
 /* The storage version catches a saved input modified through another view. */
@@ -100,7 +131,7 @@ static void test_saved_input_modified_through_alias(void)
     ff_tensor *y = ff_mul(w, x), *s = ff_sum(y, 0, NULL, false); /* mul saves x */
     ff_tensor *alias = ff_slice(x, 0, 1, 2, 1);
     CHECK(ff_fill_(alias, 7) == FF_OK); /* x does not require grad: allowed */
-    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified in place");
+    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified by an inplace operation");
     RELEASE(x, w, y, s, alias);
 }
 
@@ -160,10 +191,11 @@ static void test_copy_from_host(void)
     ff_tensor *v = ff_test_tensor(FF_F32, 1, SHAPE(3), VALS(1, 2, 3));
     ff_tensor *y = ff_mul(w, v), *s = ff_sum(y, 0, NULL, false);
     CHECK(ff_copy_from_host_(v, three, sizeof three) == FF_OK);
-    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified in place");
+    CHECK_ERROR(ff_backward(s, NULL, NULL) != FF_OK, FF_ERR_AUTOGRAD, "modified by an inplace operation");
     RELEASE(x, row, t, one, e, w, v, y, s);
 }
 
 FF_TEST_MAIN("ops_inplace", TEST(test_binary_inplace_values), TEST(test_views_and_aliasing), TEST(test_dtype_rules),
-             TEST(test_autograd_refusals), TEST(test_saved_input_modified_through_alias), TEST(test_out_forms),
+             TEST(test_autograd_refusals), TEST(test_recorded_inplace), TEST(test_saved_input_modified_through_alias),
+             TEST(test_out_forms),
              TEST(test_copy_from_host))

@@ -12,8 +12,9 @@ __all__ = ["relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
 def _act(input, inplace, f):
     """f(input), or with inplace the in-place form: input takes the values (what torch's
     F.relu_ etc. leave in it). With autograd history, f runs on a clone, so what its nodes
-    save is never the memory then written, and input takes the result's history (ff_assign:
-    nn.ReLU(inplace=True) inside a network that trains, as in torch)."""
+    save is never the memory then written, and input takes the result's history (the C
+    in-place mechanism, ff_inplace_result_: nn.ReLU(inplace=True) inside a network that
+    trains, as in torch; on a view, its base's history)."""
     if not inplace:
         return f(input)
     if input._needs_history():

@@ -1,7 +1,8 @@
 """models.resnet18, written from the ResNet paper's 18-layer table (He et al., 2015): the layer
 structure and names torchvision gives (conv1, bn1, relu, maxpool, layer1..4 of BasicBlocks,
 avgpool, fc), so that programs that edit or slice it (siamese_network replaces conv1 and drops
-fc) work. Weights are freshly initialised (weights=None); the driver loads PyTorch's into
+fc) work, and torchvision's in-place residual (`out += identity`, `ReLU(inplace=True)`), so
+that they train through in-place autograd as they do on torchvision. Weights are freshly initialised (weights=None); the driver loads PyTorch's into
 FusionFlow's anyway."""
 import torch.nn as nn
 
@@ -19,10 +20,12 @@ class BasicBlock(nn.Module):
         self.downsample = downsample
 
     def forward(self, x):
+        # torchvision's own form: the residual added in place, then the in-place ReLU
         identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
-        return self.relu(out + identity)
+        out += identity
+        return self.relu(out)
 
 
 class ResNet(nn.Module):
