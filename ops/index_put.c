@@ -522,7 +522,7 @@ static ff_status write_back(ff_tensor *t, const ff_tensor *operand, ff_tensor *(
 {
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
     bool rec = ff_inplace_records(t, operand);
-    if (rec ? ff_inplace_check(t, fn) : ff_op_check_inplace(t, operand, fn)) return ff_last_status();
+    if ((rec && ff_inplace_check(t, fn)) || ff_op_check_inplace(t, operand, fn)) return ff_last_status();
     bool prev = ff_set_grad_enabled(rec); /* the out-of-place op records only when this does */
     ff_tensor *r = make(arg);
     ff_set_grad_enabled(prev);

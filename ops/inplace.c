@@ -72,6 +72,7 @@ static bool recorded(ff_tensor *x, const ff_tensor *y, const char *fn, ff_status
     }
     if (!ff_inplace_records(x, y)) return false;
     *st = ff_inplace_check(x, fn);
+    if (!*st) *st = check_not_broadcast(x, fn); /* a recorded fill too: its region would overlap */
     return true;
 }
 

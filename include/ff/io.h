@@ -80,6 +80,31 @@ ff_status ff_safetensors_save_dict(const char *path, const ff_tensor_dict *d);
 ff_tensor_dict *ff_safetensors_load(const char *path, uint32_t flags);
 ff_tensor_dict *ff_safetensors_load_on(ff_backend *be, const char *path, uint32_t flags);
 
+/* ---- PyTorch checkpoints ------------------------------------------------- */
+/* Reads the tensors of a PyTorch zip checkpoint (torch.save since PyTorch 1.6, the
+ * default format) onto the default backend (or be): a state_dict gives its entries by
+ * name, in file order; tensors nested deeper (a training checkpoint's "model" and
+ * "optimizer") come under dotted names ("model.fc.weight", "optimizer.state.0.exp_avg"),
+ * and whatever is not a tensor (epochs, learning rates, strings) is skipped. Tensors
+ * that viewed one storage in PyTorch view one storage here. dtypes f32 f64 f16 bf16 i64
+ * i32 u8 bool; others are refused (FF_ERR_UNSUPPORTED) naming the storage type.
+ * The pickle inside is read by a restricted reader of our own that knows only what a
+ * state_dict's pickle holds (containers, numbers, strings, OrderedDict, tensors): a
+ * pickle naming any other Python global is refused with FF_ERR_INVALID and nothing of
+ * it runs. A truncated or corrupt file is FF_ERR_IO or FF_ERR_INVALID with a message
+ * naming the file; sizes are checked against the file before anything is allocated.
+ * Needs libzip at build time (Debian libzip-dev); a library built without it returns
+ * NULL with FF_ERR_UNSUPPORTED saying so. The legacy (non-zip) format is read by the
+ * Python front end only (fusionflow.load). */
+ff_tensor_dict *ff_torch_zip_load(const char *path);
+ff_tensor_dict *ff_torch_zip_load_on(ff_backend *be, const char *path);
+/* A view of t's storage with the given shape, strides (elements, >= 0) and offset
+ * (elements from the storage's first element, not t's), without autograd history: the
+ * tensor a checkpoint's (storage, offset, size, stride) describes. Refused with
+ * FF_ERR_INVALID when it would reach outside the storage. */
+ff_tensor *ff_storage_view(const ff_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                           int64_t offset);
+
 /* ---- module state dicts ------------------------------------------------ */
 /* A module's parameters by dotted name ("0.weight", "fc1.bias"), sharing memory with
  * them, as PyTorch's state_dict(): saved with these names, a model loads across. */

@@ -13,6 +13,8 @@ from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, 
                       where, cat, concat, stack, split, chunk, no_grad, enable_grad, set_grad_enabled,
                       is_grad_enabled)
 from ._grad_mode import inference_mode
+from ._factories import rand_like, randn_like, randint_like
+from ._shape import Size
 from ._dlpack import from_dlpack
 from ._io import save, load, save_npy, load_npy, load_metadata
 from ._backend import loaded_backends, default_backend, set_default_backend
@@ -24,7 +26,11 @@ from ._lib import C as _C
 from ._args import named as _named
 from . import amp, autograd, fft, nn, optim  # noqa: E402
 from . import backends, cuda  # noqa: E402  (torch.backends' flags, torch.cuda)
+from . import onnx  # noqa: E402  (torch.onnx: importable; export says it is not offered)
+from . import _einops  # noqa: E402
+_einops.register()  # einops takes fusionflow tensors, once it is imported (no dependency)
 from . import utils  # noqa: E402  (fusionflow.utils.data)
+from . import distributions  # noqa: E402  (torch.distributions: Normal, ..., kl_divergence)
 from .amp import autocast  # noqa: E402  (fusionflow.autocast, as torch.autocast)
 from . import _functions  # noqa: E402
 from ._functions import *  # noqa: E402,F401,F403  (tan, sinh, isclose, kron, roll, ...)
@@ -45,6 +51,7 @@ for _n in linalg.TENSOR_METHODS:
 del _n, _mod
 from . import _methods  # noqa: E402  (the rest of torch.Tensor's methods, attached to Tensor)
 from ._methods import *  # noqa: E402,F401,F403  (strided; torch.hypot, addmm, quantile, ... as functions)
+from ._methods_linalg import lu_unpack  # noqa: E402
 from . import sparse  # noqa: E402  (torch.sparse: COO tensors, Tensor.to_sparse)
 from .sparse import sparse_coo, sparse_coo_tensor, mm as spmm  # noqa: E402,F401
 
@@ -115,8 +122,8 @@ for _n in ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciproca
     globals()[_n] = _unary_fn(_n)
 # errors name the function they were given to (_args.named), here as in _functions, _sorting
 for _n in ("from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "linspace", "rand",
-           "randn", "zeros_like", "ones_like", "full_like", "empty_like", "where", "cat", "concat", "stack", "split",
-           "chunk"):
+           "randn", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
+           "where", "cat", "concat", "stack", "split", "chunk"):
     globals()[_n] = _named(globals()[_n])
 for _n in linalg.__all__:
     setattr(linalg, _n, _named(getattr(linalg, _n)))

@@ -86,6 +86,50 @@ def empty_like(t, dtype=None, requires_grad=False, device=None, memory_format=No
     return zeros_like(t, dtype=dtype, requires_grad=requires_grad, device=device)
 
 
+def _like_dtype_device(t, dtype, device, fn):
+    if not isinstance(t, Tensor):
+        raise TypeError("%s(): argument 'input' must be a Tensor, not %s" % (fn, type(t).__name__))
+    return (t.dtype if dtype is None else to_dtype(dtype)), (t.device if device is None else device)
+
+
+def _float_like(t, dtype, device, fn):
+    dtype, device = _like_dtype_device(t, dtype, device, fn)
+    if not dtype.is_floating_point:
+        raise RuntimeError("%s(): draws floating point numbers; got dtype %s (input of shape %s)"
+                           % (fn, dtype.name, tuple(t.shape)))
+    return dtype, device
+
+
+def rand_like(t, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """U[0, 1) of t's shape, t's dtype and device unless given, from the global generator."""
+    dtype, device = _float_like(t, dtype, device, "rand_like")
+    return uniform(t.shape, 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def randn_like(t, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """N(0, 1) of t's shape, t's dtype and device unless given, from the global generator."""
+    dtype, device = _float_like(t, dtype, device, "randn_like")
+    return normal(t.shape, 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def randint_like(t, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
+                 memory_format=None):
+    """Integers uniform in [low, high) (randint_like(t, high) or (t, low, high)) of t's shape,
+    in t's dtype and device unless given, as torch."""
+    if high is None:
+        low, high = 0, low
+    dtype, device = _like_dtype_device(t, dtype, device, "randint_like")
+    if int(high) <= int(low):
+        raise RuntimeError("randint_like(): expected low < high, got low=%s, high=%s" % (low, high))
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("randint_like(): only floating point tensors can require gradients, got dtype %s"
+                           % dtype.name)
+    u = uniform(t.shape, 0.0, 1.0, dtype=_dtype.float64, device=device)
+    with no_grad():
+        r = (u * (int(high) - int(low)) + int(low)).floor().to(dtype)
+    return _finish(r, requires_grad, None)
+
+
 def eye(n, m=None, dtype=float32, requires_grad=False, device=None):
     t = wrap(C.ff_eye(int_arg("eye", "n", n), int_arg("eye", "m", n if m is None else m), to_dtype(dtype).code))
     return _finish(t, requires_grad, device)

@@ -196,8 +196,9 @@ def bmm(input, mat2):
 
 def mm(input, mat2):
     """torch.mm: a matrix product of two 2-D tensors, no broadcasting (matmul has it)."""
-    if getattr(input, "is_sparse", False):
-        return input.mm(mat2)
+    if getattr(input, "is_sparse", False) or getattr(mat2, "is_sparse", False):
+        from .sparse import mm as sparse_mm  # sparse @ dense, dense @ sparse, sparse @ sparse
+        return sparse_mm(input, mat2)
     a, b = as_tensor(input), as_tensor(mat2)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError("mm: expected 2-D tensors, got %d-D and %d-D" % (a.ndim, b.ndim))

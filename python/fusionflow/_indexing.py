@@ -111,10 +111,24 @@ def _getitem(t, key):
     return wrap(C.ff_index(view._ptr, len(entries), _entries_array(entries)))
 
 
+def _without_leading_ones(value):
+    """value with its leading size-1 dims dropped (a view, so gradients still reach it), as
+    PyTorch's indexed assignment drops them: a[1] = ones(1, 4) writes row 1 of a (3, 4)
+    tensor, and broadcasting puts back whatever dims the target has."""
+    if not isinstance(value, Tensor):
+        return value
+    shape = value.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return value.reshape(shape[k:]) if k else value
+
+
 def _setitem(t, key, value):
     """t[key] = value: a write through the view t[key] (index_put for index tensors and
     masks). Under autograd the C side records it as every in-place op: the view's base
     gets a copy_slices node, as PyTorch's CopySlices (autograd/view_history.c)."""
+    value = _without_leading_ones(value)
     view, entries = _index(t, key)
     if not isinstance(value, Tensor):
         value = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=t.dtype, device=t.device)

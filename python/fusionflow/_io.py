@@ -8,7 +8,7 @@ import tempfile
 
 import pickle
 
-from ._lib import C, FF_ERR_INVALID, FusionFlowValueError, check_status, error, missing
+from ._lib import C, FF_ERR_INVALID, FF_ERR_IO, FusionFlowError, FusionFlowValueError, check_status, error, missing
 from ._tensor import wrap
 
 __all__ = ["save", "load", "save_npy", "load_npy", "load_metadata"]
@@ -37,16 +37,33 @@ def _path(p):
     return os.fsencode(os.fspath(p))
 
 
-def save(obj, f, metadata=None):
-    """Writes obj as safetensors to f (a path, or a binary file object such as io.BytesIO or
-    open(path, "wb")), as torch.save.
+def save(obj, f, metadata=None, format=None, pickle_module=None, pickle_protocol=2,
+         _use_new_zipfile_serialization=True):
+    """Writes obj to f (a path, or a binary file object such as io.BytesIO or open(path,
+    "wb")), as torch.save: in PyTorch's zip format (torch.load reads it, with
+    weights_only=True too for a state_dict), unless format="safetensors" or f is a path
+    ending in ".safetensors" or metadata is given (_torch_format.py; pickle_protocol and
+    _use_new_zipfile_serialization are accepted and the zip format, protocol 2, is what
+    is written). Both formats are written atomically to a path.
 
+    In safetensors:
     obj: a dict of str -> Tensor (a state_dict: written as a plain safetensors file), or any
     nesting of dicts, lists and tuples of Tensors, numbers, strings, bools and None (an
     optimizer's state_dict, a checkpoint); its structure goes into the header's metadata as
     JSON (_tree.py). Any other object (a whole Module) is pickled, as torch.save does, in the
     same safetensors container (_pickled.py): load then needs weights_only=False.
     metadata: optional dict of str -> str for __metadata__."""
+    if format not in (None, "torch", "safetensors"):
+        raise ValueError("save: format must be 'torch' (PyTorch's zip format) or 'safetensors', got %r" % (format,))
+    if format is None:  # metadata is a safetensors header's: asking for it picks that format
+        is_st = metadata is not None or (not hasattr(f, "write") and os.fsdecode(f).endswith(".safetensors"))
+        format = "safetensors" if is_st else "torch"
+    if format == "torch":
+        if metadata:
+            raise ValueError("save: metadata is written to safetensors files only (format='safetensors')")
+        from ._torch_format import save_zip
+        save_zip(obj, f)
+        return
     from ._tree import encode, TREE_KEY
     meta = dict(metadata or {})
     try:
@@ -115,9 +132,17 @@ def _read_meta(d):
     return dict(zip(parts[0:-1:2], parts[1:-1:2]))
 
 
-def load(f, mmap=False, device=None, map_location=None, weights_only=None):
-    """Reads what save wrote, from a path or a binary file object: an OrderedDict name ->
-    Tensor (file order) for a plain safetensors file, else the saved nesting.
+def load(f, mmap=False, device=None, map_location=None, weights_only=None, **pickle_load_args):
+    """Reads a checkpoint from a path or a binary file object, telling its format by its
+    bytes (not its name): PyTorch's zip format and its legacy pickle stream
+    (_torch_format.py: what torch.save writes, with tensors sharing a storage there sharing
+    one here), or safetensors: an OrderedDict name -> Tensor (file order) for a plain
+    safetensors file, else the saved nesting. PyTorch's checkpoints load with
+    weights_only semantics unless weights_only=False: a pickle naming anything but
+    tensors, containers, numbers, strings and OrderedDict is refused (an UnpicklingError
+    saying so) and nothing it names runs. As torch.load, a device or device string as
+    second argument is map_location; map_location may also be a dict of saved location ->
+    location or a function (storage, location) -> tensor.
 
     mmap=True maps the file (paths only): tensors view the mapping (copy-on-write) instead of
     being read into fresh memory. map_location (torch's name) is device: a device or its
@@ -128,9 +153,14 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
     the file; a path that is not a regular file (a FIFO, a directory) FusionFlowError."""
     from ._tree import decode, TREE_KEY
     from ._pickled import refusal, restore, PICKLE_KEY
+    if isinstance(mmap, str) or hasattr(mmap, "type"):  # torch.load(f, "cpu"): map_location
+        map_location, mmap = mmap, False
+    fmt = _sniff(f)
+    if fmt in ("zip", "legacy", "tar"):
+        return _load_torch(f, fmt, bool(mmap), map_location if map_location is not None else device, weights_only)
     if map_location is not None:
         if not isinstance(map_location, str) and not hasattr(map_location, "type"):
-            raise TypeError("load: map_location must be a device or a device string, got %s"
+            raise TypeError("load: map_location must be a device or a device string for a safetensors file, got %s"
                             % type(map_location).__name__)
         device = device if device is not None else map_location
     if hasattr(f, "read"):
@@ -139,7 +169,7 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
                 dst.write(f.read())
             tensors, meta = _load_path(tmp, 0, device)
     else:
-        tensors, meta = _load_path(f, FF_IO_MMAP if mmap else 0, device)
+        tensors, meta = _not_torch_either(_load_path, f, FF_IO_MMAP if mmap else 0, device)
     where = _where(f)
     if PICKLE_KEY in meta:
         if weights_only is not False:
@@ -148,6 +178,58 @@ def load(f, mmap=False, device=None, map_location=None, weights_only=None):
     if TREE_KEY not in meta:
         return tensors
     return decode(meta[TREE_KEY], tensors, where)
+
+
+def _sniff(f):
+    """The format of f by its first bytes; a file object is left where it was."""
+    from ._torch_format import sniff
+    if hasattr(f, "read"):
+        if not (hasattr(f, "seek") and hasattr(f, "tell")):
+            return "safetensors"
+        pos = f.tell()
+        head = f.read(262)
+        f.seek(pos)
+        return sniff(head)
+    try:
+        if not os.path.isfile(f):  # before open(): opening a FIFO blocks until a writer comes
+            return "safetensors"  # the C loader refuses it, saying what it is
+        with open(f, "rb") as fh:
+            return sniff(fh.read(262))
+    except OSError:
+        return "safetensors"  # the C loader's error names the file and the reason
+
+
+def _not_torch_either(load, path, flags, device):
+    """The safetensors loader's error for a file of no known format also says that it is
+    not a PyTorch checkpoint (a damaged one's signature is gone, so it was read as this)."""
+    try:
+        return load(path, flags, device)
+    except FusionFlowError as e:
+        if not os.path.isfile(path) or e.status not in (FF_ERR_INVALID, FF_ERR_IO):
+            raise
+        raise type(e)("%s (nor is it a PyTorch checkpoint: it starts with neither the zip nor the pickle "
+                      "signature)" % e.args[0], e.status) from None
+
+
+def _load_torch(f, fmt, mmap, map_location, weights_only):
+    from . import _torch_format as tf
+    where = _where(f)
+    if fmt == "tar":
+        raise MalformedFileError("load: %s is a PyTorch checkpoint in the tar format of PyTorch < 0.4, which "
+                                 "fusionflow does not read: load it with torch.load and torch.save it again"
+                                 % where, FF_ERR_INVALID)
+    if fmt == "legacy" and mmap:
+        raise RuntimeError("load: %s: mmap can only be used with files saved in the zip format (torch.save's "
+                           "default since PyTorch 1.6), not the legacy one" % where)
+    restricted = weights_only is not False
+    if hasattr(f, "read"):
+        if fmt == "zip":
+            return tf.load_zip(f, where, restricted, map_location)
+        return tf.load_legacy(f, where, restricted, map_location)
+    with open(f, "rb") as fh:
+        if fmt == "zip":
+            return tf.load_zip(fh, where, restricted, map_location, os.fspath(f) if mmap else None)
+        return tf.load_legacy(fh, where, restricted, map_location)
 
 
 def _load_path(path, flags, device):

@@ -187,3 +187,38 @@ def lu_solve(self, LU_data, LU_pivots):
         L, U = f.tril(-1) + E, f.triu()
         rows.append(U.inverse() @ (L.inverse() @ pb))
     return stack(rows, 0).reshape(self.shape)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """torch.lu_unpack: (P, L, U) with A = P @ L @ U from lu()'s packed factors and 1-based
+    row swaps. P is built on the host from the swaps; L (unit lower, m x k) and U (upper,
+    k x n) are cut from LU_data by tril/triu, so differentiable in it."""
+    from ._factories import tensor
+    r = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+    if LU_data.ndim < 2:
+        raise RuntimeError("lu_unpack: expected LU_data with 2 or more dimensions, got %d" % LU_data.ndim)
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    if tuple(LU_pivots.shape) != tuple(LU_data.shape[:-2]) + (k,):
+        raise RuntimeError("lu_unpack: LU_pivots of shape %s do not fit LU_data of shape %s (expected %s)"
+                           % (tuple(LU_pivots.shape), tuple(LU_data.shape), tuple(LU_data.shape[:-2]) + (k,)))
+    if LU_pivots.dtype.is_floating_point:
+        raise RuntimeError("lu_unpack: LU_pivots must be an integer tensor, got %s" % LU_pivots.dtype.name)
+    none = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    L = U = P = none
+    if unpack_data:
+        E = eye(m, k, dtype=LU_data.dtype, device=LU_data.device)
+        L = LU_data.narrow(-1, 0, k).tril(-1) + E
+        U = LU_data.narrow(-2, 0, k).triu()
+    if unpack_pivots:
+        piv = LU_pivots.numpy().reshape(-1, k).astype(np.int64) - 1
+        if piv.size and (piv.min() < 0 or piv.max() >= m):
+            raise RuntimeError("lu_unpack: pivots must be in [1, %d], got %d..%d" % (m, piv.min() + 1, piv.max() + 1))
+        mats = np.zeros((piv.shape[0], m, m))
+        for b, swaps in enumerate(piv):
+            order = list(range(m))
+            for i, p in enumerate(swaps):
+                order[i], order[p] = order[p], order[i]
+            mats[b, order, range(m)] = 1.0  # row order[i] of A is row i of L @ U
+        P = tensor(mats.reshape(tuple(LU_data.shape[:-2]) + (m, m)), dtype=LU_data.dtype, device=LU_data.device)
+    return r(P, L, U)

@@ -2,9 +2,66 @@
 attached to Tensor after it exists, as _indexing attaches []: one concern out of the class."""
 from ._dtype import DType
 from ._factories import split as _split, chunk as _chunk
+import operator
+
 from ._lib import C, FusionFlowError, int_array, shape_array
 from ._args import int_arg
 from ._tensor import Tensor, _axes, _shape_args, wrap
+
+
+class Size(tuple):
+    """torch.Size: what .shape and .size() return; a tuple of ints (== the plain tuple, hashes
+    as it), printed torch.Size([2, 3]), whose slices and sums stay Sizes."""
+    __slots__ = ()
+
+    def __new__(cls, sizes=()):
+        out = []
+        for i, s in enumerate(sizes):
+            try:
+                out.append(operator.index(s))
+            except TypeError:
+                raise TypeError("fusionflow.Size() takes an iterable of 'int' (item %d is '%s')"
+                                % (i, type(s).__name__)) from None
+        return tuple.__new__(cls, out)
+
+    def __repr__(self):
+        return "torch.Size(%s)" % list(self)
+
+    __str__ = __repr__
+
+    def __getitem__(self, key):
+        r = tuple.__getitem__(self, key)
+        return tuple.__new__(Size, r) if isinstance(key, slice) else r
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return tuple.__new__(Size, tuple.__add__(self, other))
+
+    def __mul__(self, n):
+        return tuple.__new__(Size, tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __reduce__(self):
+        # a Size again (copy, deepcopy, worker pipes); torch.save's format writes it as torch.Size
+        return Size, (tuple(self),)
+
+
+def shape(self):
+    p = self._ptr
+    return tuple.__new__(Size, C.ff_tensor_shape(p)[:C.ff_tensor_ndim(p)])
+
+
+def size(self, dim=None):
+    s = shape(self)
+    return s if dim is None else s[dim]
 
 
 def reshape(self, *shape):
@@ -124,5 +181,7 @@ for _f in (reshape, view, view_as, reshape_as, flatten, squeeze, unsqueeze, tran
            broadcast_to, narrow, contiguous, clone, flip, tril, triu, repeat, tile, split, chunk, unbind, select):
     setattr(Tensor, _f.__name__, _f)
 Tensor.swapaxes = transpose
+Tensor.shape = property(shape)
+Tensor.size = size
 Tensor.T = property(T)
 Tensor.mT = property(mT)

@@ -168,30 +168,20 @@ class Tensor:
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy operators defer to ours (ndarray + Tensor -> Tensor.__radd__)
 
-    def __init__(self, data=None, dtype=None, requires_grad=False):
-        src = tensor(data if data is not None else [], dtype=dtype)
+    def __init__(self, *args, device=None):
+        """torch.Tensor(2, 3) or torch.Tensor(data): the legacy constructor, float32 (see
+        _legacy_types.legacy_new)."""
+        from ._legacy_types import legacy_new
+        src = legacy_new("Tensor", args, _dtype.float32, device)
         self._ptr = src._ptr
         src._ptr = None
-        if requires_grad:
-            self.requires_grad_(True)
 
     def __del__(self):
         p = self._ptr if hasattr(self, "_ptr") else None
         if p and _release is not None:
             _release(p)
 
-    # ---- properties -------------------------------------------------------------
-    @property
-    def shape(self):
-        p = self._ptr
-        n = C.ff_tensor_ndim(p)
-        s = C.ff_tensor_shape(p)
-        return tuple(s[i] for i in range(n))
-
-    def size(self, dim=None):
-        s = self.shape
-        return s if dim is None else s[dim]
-
+    # ---- properties (shape and size(), which return a Size, are attached by _shape) ----
     def stride(self, dim=None):
         n = C.ff_tensor_ndim(self._ptr)
         st = C.ff_tensor_strides(self._ptr)

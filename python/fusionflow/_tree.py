@@ -51,7 +51,7 @@ class _Encoder:
             return {"D": [[self.node(k, path + ["key"]), self.node(v, path + [str(k)])] for k, v in x.items()]}
         if isinstance(x, list):
             return {"L": [self.node(v, path + [str(i)]) for i, v in enumerate(x)]}
-        if isinstance(x, tuple) and type(x) is tuple:
+        if isinstance(x, tuple) and (type(x) is tuple or type(x) is _Size()):  # a shape: saved as its tuple
             return {"U": [self.node(v, path + [str(i)]) for i, v in enumerate(x)]}
         what = type(x).__name__
         where = ("at %r " % ".".join(path)) if path else ""
@@ -62,6 +62,11 @@ class _Encoder:
                             % (what, where))
         raise TypeError("save: cannot save a %s %s; fusionflow.save writes Tensors, numbers, strings, bools, None "
                         "and dicts/lists/tuples of them (no pickle)" % (what, where))
+
+
+def _Size():
+    from ._shape import Size
+    return Size
 
 
 def encode(obj):

@@ -5,7 +5,30 @@ from ._interrupt import guarded_call
 from ._lib import C, BackwardOpts, check_status
 from ._tensor import Tensor, as_tensor, wrap
 
-__all__ = ["grad", "backward"]
+__all__ = ["grad", "backward", "Variable"]
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable as since PyTorch 0.4: no wrapper, Variable(t) is a Tensor, a
+    detached alias of t (its memory, no history) that requires grad if asked; every tensor
+    is an instance of Variable. volatile is gone (use no_grad), as in torch."""
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if volatile:
+            import warnings
+            warnings.warn("volatile was removed and now has no effect. Use `with fusionflow.no_grad():` instead.",
+                          UserWarning, stacklevel=2)
+        if data is None:
+            from ._factories import empty
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError("Variable data has to be a tensor, but got %s" % type(data).__name__)
+        return data.detach().requires_grad_(bool(requires_grad))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):

@@ -1,6 +1,7 @@
 """Sparse COO tensors, the part of torch's sparse_coo layout that programs meet: built by
-sparse_coo_tensor or Tensor.to_sparse, turned back by to_dense, multiplied into dense
-matrices (torch.sparse.mm, @, mm), added to dense tensors, coalesced.
+sparse_coo_tensor or Tensor.to_sparse, turned back by to_dense, multiplied (torch.sparse.mm,
+@, mm: sparse @ dense and dense @ sparse are dense, sparse @ sparse is sparse, as PyTorch >= 2),
+added to dense tensors, coalesced.
 
 A SparseCooTensor is not a fusionflow.Tensor: it is two dense tensors, indices (int64,
 sparse_dim x nnz) and values (nnz x dense dims), plus a size, as PyTorch's own COO layout is.
@@ -165,9 +166,12 @@ class SparseCooTensor:
     matmul = mm
 
     def __matmul__(self, other):
-        if isinstance(other, SparseCooTensor):
-            return NotImplemented
         return mm(self, other)
+
+    def __rmatmul__(self, other):
+        if isinstance(other, Tensor):  # dense @ sparse: dense, as PyTorch >= 2
+            return mm(other, self)
+        return NotImplemented
 
     def __add__(self, other):
         if isinstance(other, SparseCooTensor):  # sparse + sparse: both entry lists, uncoalesced
@@ -197,24 +201,79 @@ class SparseCooTensor:
         return SparseCooTensor(self._i, -self._v, self._size, self._coalesced)
 
 
+def _need_matrix(fn, s):
+    if s.sparse_dim() != 2 or s.dense_dim() != 0:
+        raise RuntimeError("%s: expects a 2-D sparse matrix, got size %s with sparse_dim %d"
+                           % (fn, s._size, s.sparse_dim()))
+
+
+def _need_product(fn, a_shape, b_shape, a_dtype, b_dtype):
+    if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != b_shape[0]:
+        raise RuntimeError("%s: %s cannot multiply %s (expected (m, k) @ (k, n))" % (fn, a_shape, b_shape))
+    if a_dtype != b_dtype:
+        raise RuntimeError("%s: the operands are %s and %s; both must have one dtype (as PyTorch)"
+                           % (fn, a_dtype, b_dtype))
+
+
 def mm(mat1, mat2):
-    """torch.sparse.mm: a 2-D sparse matrix times a dense matrix, dense result;
-    differentiable in the sparse values and in the dense operand."""
-    if not isinstance(mat1, SparseCooTensor):
+    """torch.sparse.mm (and @, torch.mm): sparse @ dense and dense @ sparse give a dense
+    matrix, sparse @ sparse a sparse one (coalesced), as PyTorch >= 2; differentiable in the
+    sparse values and in the dense operand."""
+    s1, s2 = isinstance(mat1, SparseCooTensor), isinstance(mat2, SparseCooTensor)
+    if s1 and s2:
+        return _sparse_sparse(mat1, mat2)
+    if s2:
+        return _dense_sparse(as_tensor(mat1), mat2)
+    if not s1:
         from .._functions import mm as dense_mm
         return dense_mm(mat1, mat2)
     d = as_tensor(mat2)
-    if mat1.sparse_dim() != 2 or mat1.dense_dim() != 0:
-        raise RuntimeError("sparse.mm: expects a 2-D sparse matrix, got size %s with sparse_dim %d"
-                           % (mat1._size, mat1.sparse_dim()))
-    if d.ndim != 2 or d.shape[0] != mat1._size[1]:
-        raise RuntimeError("sparse.mm: sparse %s cannot multiply dense %s" % (mat1._size, tuple(d.shape)))
-    if d.dtype != mat1.dtype:
-        raise RuntimeError("sparse.mm: sparse is %s and dense is %s; both must have one dtype (as PyTorch)"
-                           % (mat1.dtype, d.dtype))
+    _need_matrix("sparse.mm", mat1)
+    _need_product("sparse.mm", mat1._size, tuple(d.shape), mat1.dtype, d.dtype)
     rows, cols = mat1._i[0], mat1._i[1]
     out = zeros((mat1._size[0], d.shape[1]), dtype=d.dtype, device=d.device)
     return out.index_add(0, rows, mat1._v.view(-1, 1) * d.index_select(0, cols))
+
+
+def _dense_sparse(x, s):
+    """x @ s as (s^T @ x^T)^T: the sparse @ dense product above, on the transposes."""
+    _need_matrix("mm(dense, sparse)", s)
+    _need_product("mm(dense, sparse)", tuple(x.shape), s._size, x.dtype, s.dtype)
+    return mm(s.t(), x.t()).t().contiguous()
+
+
+def _matching_pairs(cols1, rows2):
+    """(p1, p2): every pair of an entry of the left matrix and one of the right whose column
+    and row meet (cols1[p1] == rows2[p2]), found on the host: sort the right's rows once,
+    then each left entry's run of equal rows by binary search."""
+    order = np.argsort(rows2, kind="stable")
+    sorted_rows = rows2[order]
+    lo = np.searchsorted(sorted_rows, cols1, "left")
+    counts = np.searchsorted(sorted_rows, cols1, "right") - lo
+    p1 = np.repeat(np.arange(len(cols1), dtype=np.int64), counts)
+    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)  # run start, less the pairs before it
+    p2 = order[starts + np.arange(len(p1), dtype=np.int64)] if len(p1) else np.zeros(0, np.int64)
+    return p1, p2.astype(np.int64)
+
+
+def _sparse_sparse(a, b):
+    """a @ b of two sparse matrices: each meeting pair of entries gives one product (gathered
+    from both values, so both get gradients), and the products at one (row, col) are summed
+    by index_add into the coalesced result."""
+    _need_matrix("sparse.mm", a)
+    _need_matrix("sparse.mm", b)
+    _need_product("sparse.mm", a._size, b._size, a.dtype, b.dtype)
+    ia, ib = a._i.numpy(), b._i.numpy()
+    p1, p2 = _matching_pairs(ia[1], ib[0])
+    m, n = a._size[0], b._size[1]
+    lin = ia[0][p1] * n + ib[1][p2]
+    uniq, inverse = np.unique(lin, return_inverse=True)
+    dev = a.device
+    prods = a._v.index_select(0, tensor(p1, device=dev)) * b._v.index_select(0, tensor(p2, device=dev))
+    vals = zeros(len(uniq), dtype=prods.dtype, device=dev).index_add(0, tensor(inverse.astype(np.int64), device=dev),
+                                                                     prods)
+    idx = np.stack([uniq // n, uniq % n]).astype(np.int64) if n else np.zeros((2, 0), np.int64)
+    return SparseCooTensor(tensor(idx, device=dev), vals, (m, n), True)
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, requires_grad=False,

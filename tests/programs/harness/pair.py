@@ -25,7 +25,10 @@ def run_side(side, name, tmp, timeout=600, extra=(), tag=None):
     cmd = [sys.executable, os.path.join(HERE, "driver.py"), "--side", side, "--program", name,
            "--run-dir", run_dir, "--weights", os.path.join(tmp, "weights.npz"), "--out", out] + list(extra)
     t0 = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    # one string hashing on both sides: a program that numbers its classes by iterating a set
+    # of names (pygcn's encode_onehot) must number them alike
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout, env=env)
     log = p.stdout.decode(errors="replace")
     if p.returncode != 0 or not os.path.exists(out):
         return {"error": "driver exited %d\n%s" % (p.returncode, log[-3000:]), "losses": [],

@@ -33,6 +33,25 @@ def _write_cora(run_dir):
             f.write("%d\t%d\n" % (ids[a], ids[b]))
 
 
+def _write_pygcn_cora(work):
+    """pygcn reads ../data/cora/ (from its pygcn/ folder): a synthetic Cora as gat's, of 1500
+    nodes, the most its fixed splits (train 0..139, val 200..499, test 500..1499) reach."""
+    rng = np.random.RandomState(8)
+    n, feats, classes = 1500, 32, 7
+    d = os.path.join(work, "..", "data", "cora")
+    os.makedirs(d)
+    ids = rng.permutation(100000)[:n] + 1
+    labels = rng.randint(classes, size=n)
+    with open(os.path.join(d, "cora.content"), "w") as f:
+        for i in range(n):
+            x = (rng.rand(feats) < 0.1).astype(int)
+            f.write("%d\t%s\tclass_%d\n" % (ids[i], "\t".join(map(str, x)), labels[i]))
+    with open(os.path.join(d, "cora.cites"), "w") as f:
+        for _ in range(3 * n):
+            a, b = rng.randint(n, size=2)
+            f.write("%d\t%d\n" % (ids[a], ids[b]))
+
+
 def _write_bsds300(run_dir):
     """Where super_resolution's data.py looks for BSDS300 (it downloads it otherwise): a few
     seeded smooth grayscale images of BSDS300's size, as PNGs."""
@@ -45,6 +64,40 @@ def _write_bsds300(run_dir):
             coarse = rng.rand(21, 31)
             img = np.kron(coarse, np.ones((16, 16)))[:321, :481]  # blocks: something to upscale
             write_gray(os.path.join(d, "%d.png" % i), (img * 255).astype(np.uint8))
+
+
+
+# nanoGPT's model and data sizes for both of its runs (the resumed run must match the first)
+_NANOGPT_ARGS = ["--dataset=synthetic", "--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=16",
+                 "--batch_size=4", "--device=cpu", "--dtype=float32", "--compile=False", "--warmup_iters=2",
+                 "--lr_decay_iters=10", "--learning_rate=0.01", "--min_lr=0.001", "--eval_iters=2"]
+
+
+def _nanogpt_checkpoint(work):
+    """nanoGPT resumed mid-training: seeded tokens in its data/<dataset>/ layout, its
+    configurator.py where train.py exec()s it (the run folder), and out/ckpt.pt written by
+    real PyTorch running the upstream train.py from scratch for 2 iterations (a checkpoint
+    with the model, AdamW's state, iter_num and the config), which both sides resume from."""
+    import shutil
+    import subprocess
+    import sys
+    rng = np.random.RandomState(12)
+    d = os.path.join(work, "data", "synthetic")
+    os.makedirs(d)
+    # a token stream with structure to learn: a noisy repeating walk over 48 symbols
+    walk = (np.arange(6000) * 7 + rng.randint(0, 3, 6000)) % 48
+    walk[:5000].astype(np.uint16).tofile(os.path.join(d, "train.bin"))
+    walk[5000:].astype(np.uint16).tofile(os.path.join(d, "val.bin"))
+    with open(os.path.join(d, "meta.pkl"), "wb") as f:
+        import pickle
+        pickle.dump({"vocab_size": 48}, f)
+    upstream = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nanogpt_resume", "upstream")
+    shutil.copyfile(os.path.join(upstream, "configurator.py"), os.path.join(work, "configurator.py"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RANK")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the upstream folder
+    subprocess.run([sys.executable, os.path.join(upstream, "train.py"), "--init_from=scratch", "--max_iters=2",
+                    "--eval_interval=2"] + _NANOGPT_ARGS, cwd=work, env=env, check=True,
+                   stdout=subprocess.DEVNULL, timeout=300)
 
 
 PROGRAMS = {
@@ -69,6 +122,14 @@ PROGRAMS = {
         script="gat/main.py", prepare=_write_cora,
         argv=["--epochs", "6", "--hidden-dim", "16", "--num-heads", "2", "--dropout-p", "0.0",
               "--val-every", "5"]),
+    "pygcn": dict(
+        # Kipf's GCN: a sparse normalised adjacency (torch.sparse.FloatTensor), torch.spmm, legacy
+        # FloatTensor(sizes) parameters; dropout off (each library's own masks)
+        script="pygcn/train.py", path=["."], prepare=_write_pygcn_cora,
+        argv=["--epochs", "8", "--dropout", "0.0"]),
+    "yunjey_feedforward": dict(
+        # an MLP in the old autograd.Variable style; 300 images: 3 steps an epoch, 5 epochs (its own)
+        script="tutorials/01-basics/feedforward_neural_network/main.py", mnist_limit=300, argv=[]),
     "siamese_network": dict(
         script="siamese_network/main.py", mnist_limit=128,
         # --lr 0.01, not its 1.0: at 1.0, on its unnormalised 0..255 pixels, Adadelta drives the
@@ -76,6 +137,17 @@ PROGRAMS = {
         # ulp (pair.py --conditioning) ends 1.8e-2 apart, as FusionFlow did: no library can match it
         argv=["--epochs", "1", "--batch-size", "32", "--test-batch-size", "64", "--log-interval", "1",
               "--lr", "0.01"]),
+    "normalizing_flows": dict(
+        # RealNVP on a seeded three-blob 2-d set, with a torch.distributions.MultivariateNormal
+        # prior: the loss is -(prior.log_prob(z) + log|det J|)
+        script="examples/ex_2d.py", path=["."],
+        argv=["--n", "192", "--flows", "2", "--flow", "RealNVP", "--iterations", "25"]),
+    "nanogpt_resume": dict(
+        # resumes from out/ckpt.pt, a checkpoint real PyTorch wrote 2 iterations in (prepare):
+        # the model (weights tied between wte and lm_head), AdamW's moments and iter_num, read
+        # by torch.load; it saves its own checkpoint at iteration 4 (torch.save) and trains on
+        script="train.py", prepare=_nanogpt_checkpoint,
+        argv=["--init_from=resume", "--max_iters=7", "--eval_interval=4"] + _NANOGPT_ARGS),
     "super_resolution": dict(
         script="super_resolution/main.py", prepare=_write_bsds300,
         argv=["--upscale_factor", "2", "--batchSize", "2", "--testBatchSize", "2", "--nEpochs", "1", "--threads", "0"]),
