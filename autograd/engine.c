@@ -142,7 +142,7 @@ ff_status ff_node_save(ff_node *node, const ff_tensor *t)
         if (!alias) alias = snapshot(t);
     }
     if (!alias) return ff_last_status();
-    t->storage->fresh = false; /* from now on every write counts */
+    ff_storage_seen(t->storage); /* from now on every write counts */
     node->saved_version[node->n_saved] = atomic_load(&t->storage->version);
     node->saved[node->n_saved++] = alias;
     return FF_OK;

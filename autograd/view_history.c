@@ -32,7 +32,7 @@ void ff_view_track(ff_tensor *view, const ff_tensor *src)
     view->view_base = ff_tensor_retain(base);
     view->view_no_grad = src->view_no_grad || !ff_grad_enabled();
     view->view_of_many = src->view_of_many;
-    src->storage->fresh = false; /* a write through another header must now be seen */
+    ff_storage_seen(src->storage); /* a write through another header must now be seen */
     view->view_version = atomic_load_explicit(&src->storage->version, memory_order_relaxed);
 }
 
@@ -341,7 +341,7 @@ ff_status ff_inplace_commit(ff_tensor *x, ff_tensor *r, bool temporary, const ch
      * its own, and x gets an identity node to it (copy_) */
     ff_node *node = temporary || cast ? own_node(r) : NULL;
     ff_status st = keep_saved_inputs(node, x, r);
-    x->storage->fresh = false; /* this write is a modification: it always counts */
+    ff_storage_seen(x->storage); /* this write is a modification: it always counts */
     if (!st) st = ff_kernel_copy(x, r, fn);
     if (!st) st = saved_result_to_x(node, x, r);
     if (!st) st = x->view_base ? rebase_view(x, r) : rebase_plain(x, r, node);

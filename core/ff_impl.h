@@ -147,6 +147,13 @@ ff_tensor *ff_tensor_new_like(const ff_tensor *src, ff_dtype dtype, const char *
 void ff_tensor_view(const ff_tensor *t, ff_view *v);
 void ff_tensor_view_layout(const ff_tensor *t, const ff_layout *l, ff_view *v);
 void ff_storage_bump_version(ff_storage *s);
+/* From now on every write into s bumps its version (a view or a saved tensor can see it).
+ * Written only while still set: tensors shared between threads (an op's inputs) are
+ * read here by all of them, and written by none. */
+static inline void ff_storage_seen(ff_storage *s)
+{
+    if (s->fresh) s->fresh = false;
+}
 /* A kernel wrote s: bumps the version unless this was the first write of a new tensor. */
 static inline void ff_storage_note_write(ff_storage *s)
 {

@@ -64,7 +64,7 @@ long ff_debug_live_tensors(void) { return atomic_load(&ff_live_tensor_count); }
 
 void ff_storage_bump_version(ff_storage *s)
 {
-    s->fresh = false;
+    ff_storage_seen(s);
     atomic_fetch_add_explicit(&s->version, 1, memory_order_relaxed);
 }
 
