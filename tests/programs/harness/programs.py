@@ -100,6 +100,22 @@ def _nanogpt_checkpoint(work):
                    stdout=subprocess.DEVNULL, timeout=300)
 
 
+def _write_series(work):
+    """Crossformer reads ./datasets/<data_path> (a CSV: a date column, then one column per
+    series, as ETTh1.csv): 144 hourly steps of 3 seeded noisy sines of their own periods, split
+    96/24/24 by its --data_split."""
+    rng = np.random.RandomState(13)
+    d = os.path.join(work, "datasets")
+    os.makedirs(d)
+    t = np.arange(144)
+    series = [np.sin(2 * np.pi * t / period + phase) + 0.1 * rng.standard_normal(t.size)
+              for period, phase in ((24, 0.0), (12, 1.0), (36, 2.0))]
+    with open(os.path.join(d, "synthetic.csv"), "w") as f:
+        f.write("date,a,b,c\n")
+        for i in t:
+            f.write("2016-07-%02d %02d:00:00,%s\n" % (1 + i // 24, i % 24, ",".join("%.6f" % s[i] for s in series)))
+
+
 PROGRAMS = {
     "mingpt_chargpt": dict(
         script="projects/chargpt/chargpt.py", path=["."],
@@ -148,6 +164,17 @@ PROGRAMS = {
         # by torch.load; it saves its own checkpoint at iteration 4 (torch.save) and trains on
         script="train.py", prepare=_nanogpt_checkpoint,
         argv=["--init_from=resume", "--max_iters=7", "--eval_interval=4"] + _NANOGPT_ARGS),
+    "crossformer": dict(
+        # Crossformer (Thinklab-SJTU), a multivariate time-series forecaster written with einops
+        # (rearrange/repeat in its embedding, two-stage attention, encoder and decoder) on a
+        # seeded synthetic CSV (prepare; pandas.read_csv is a stand-in); dropout off; 4 steps an
+        # epoch for 2 epochs, with its validation, early-stopping checkpoint and test
+        script="main_crossformer.py", prepare=_write_series,
+        argv=["--data", "synthetic", "--data_path", "synthetic.csv", "--data_dim", "3",
+              "--data_split", "96,24,24", "--in_len", "24", "--out_len", "12", "--seg_len", "6",
+              "--win_size", "2", "--factor", "2", "--d_model", "16", "--d_ff", "32", "--n_heads", "2",
+              "--e_layers", "2", "--dropout", "0.0", "--batch_size", "16", "--train_epochs", "2",
+              "--learning_rate", "1e-3"]),
     "super_resolution": dict(
         script="super_resolution/main.py", prepare=_write_bsds300,
         argv=["--upscale_factor", "2", "--batchSize", "2", "--testBatchSize", "2", "--nEpochs", "1", "--threads", "0"]),
