@@ -64,9 +64,13 @@ test-release: deps-test build
 $(ASAN_BUILD)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFF_SANITIZE=ON $(CMAKE_ARGS)
 
+# intercept_tls_get_addr=0: on AMD EPYC (Zen 4), `ff-embed --dtype int8` (oneDNN's int8
+# kernels, in a dlopen'ed plugin) leaves a dynamic-TLS record that gcc 12's LeakSanitizer
+# misreads at exit ("DTLS 7 at 0x1c8-...", "Tracer caught signal 11"), at this session's
+# commits and at 627fe31 alike; without the interception the leak check runs and is clean.
 test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -L "unit|conformance"
 
