@@ -90,7 +90,7 @@ $(FUZZ_BUILD)/CMakeCache.txt:
 		-DFF_BUILD_TESTS=OFF $(CMAKE_ARGS)
 
 fuzz-build: deps $(FUZZ_BUILD)/CMakeCache.txt
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_safetensors fuzz_npy fuzz_dlpack fuzz_ops
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_safetensors fuzz_npy fuzz_dlpack fuzz_ops fuzz_torch_zip
 
 test-fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
