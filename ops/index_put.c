@@ -520,14 +520,14 @@ ff_tensor *ff_index_put(const ff_tensor *t, int nidx, const ff_tensor *const *in
 static ff_status write_back(ff_tensor *t, const ff_tensor *operand, ff_tensor *(*make)(void *), void *arg,
                             const char *fn)
 {
-    if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
-    bool rec = ff_inplace_records(t, operand);
-    if ((rec && ff_inplace_check(t, fn)) || ff_op_check_inplace(t, operand, fn)) return ff_last_status();
+    ff_status st;
+    bool rec = ff_op_inplace_begin(t, operand, false, fn, &st);
+    if (st) return st;
     bool prev = ff_set_grad_enabled(rec); /* the out-of-place op records only when this does */
     ff_tensor *r = make(arg);
     ff_set_grad_enabled(prev);
     if (!r) return ff_last_status();
-    ff_status st = rec ? ff_inplace_commit(t, r, true, fn) : ff_kernel_copy(t, r, fn);
+    st = rec ? ff_inplace_commit(t, r, true, fn) : ff_kernel_copy(t, r, fn);
     ff_tensor_release(r);
     return st;
 }

@@ -28,14 +28,6 @@ static ff_status check_not_broadcast(const ff_tensor *x, const char *fn)
     return FF_OK;
 }
 
-/* The plain (unrecorded) path's rule; callers have already asked ff_inplace_records. */
-ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn)
-{
-    (void)y;
-    if (!x) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
-    return check_not_broadcast(x, fn);
-}
-
 ff_status ff_op_check_out(const ff_tensor *out, int n, const ff_tensor *const *inputs, const char *fn)
 {
     if (!out) return ff_error(FF_ERR_INVALID, "%s: out is NULL", fn);
@@ -62,18 +54,19 @@ static ff_status commit_as(ff_tensor *x, ff_tensor *r, bool temporary, const cha
 
 static ff_status commit(ff_tensor *x, ff_tensor *r, const char *fn) { return commit_as(x, r, true, fn); }
 
-/* Whether the op on x (operand y, may be NULL) is recorded; on refusal, *st is set. */
-static bool recorded(ff_tensor *x, const ff_tensor *y, const char *fn, ff_status *st)
+bool ff_op_inplace_begin(ff_tensor *x, const ff_tensor *y, bool allow_broadcast, const char *fn, ff_status *st)
 {
     *st = FF_OK;
     if (!x) {
         *st = ff_error(FF_ERR_INVALID, "%s: tensor is NULL", fn);
         return false;
     }
-    if (!ff_inplace_records(x, y)) return false;
-    *st = ff_inplace_check(x, fn);
-    if (!*st) *st = check_not_broadcast(x, fn); /* a recorded fill too: its region would overlap */
-    return true;
+    bool rec = ff_inplace_records(x, y);
+    if (rec) *st = ff_inplace_check(x, fn);
+    /* filling a broadcast view is harmless (every alias gets the same value), unless it is
+     * recorded: its region would overlap itself */
+    if (!*st && (rec || !allow_broadcast)) *st = check_not_broadcast(x, fn);
+    return rec;
 }
 
 static bool same_layout(const ff_layout *a, const ff_layout *b)
@@ -124,7 +117,7 @@ static ff_tensor *binary_of(ff_binary_op op, const ff_tensor *x, const ff_tensor
 static ff_status binary_(ff_binary_op op, ff_tensor *x, const ff_tensor *y, const char *fn)
 {
     ff_status st;
-    bool rec = recorded(x, y, fn, &st);
+    bool rec = ff_op_inplace_begin(x, y, false, fn, &st);
     if (st) return st;
     if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
     const ff_tensor *both[2] = {x, y};
@@ -139,10 +132,6 @@ static ff_status binary_(ff_binary_op op, ff_tensor *x, const ff_tensor *y, cons
     if (rec) {
         ff_tensor_release(cy); /* the out-of-place op converts (and differentiates) y itself */
         return commit(x, binary_of(op, x, y), fn);
-    }
-    if (check_not_broadcast(x, fn)) {
-        ff_tensor_release(cy);
-        return ff_last_status();
     }
     if (pt == x->dtype) {
         st = ff_kernel_binary(op, x, x, cy, fn);
@@ -165,9 +154,8 @@ ff_status ff_div_(ff_tensor *x, const ff_tensor *y) { return binary_(FF_BINARY_D
 static ff_status scalar_(ff_binary_op op, ff_tensor *x, double s, const char *fn)
 {
     ff_status st;
-    bool rec = recorded(x, NULL, fn, &st);
+    bool rec = ff_op_inplace_begin(x, NULL, false, fn, &st);
     if (st) return st;
-    if (!rec && check_not_broadcast(x, fn)) return ff_last_status();
     ff_tensor *st_ = ff_op_scalar_like(x, s, x->dtype); /* the scalar converted to x's dtype */
     if (!st_) return ff_last_status();
     if (rec) {
@@ -185,7 +173,7 @@ ff_status ff_mul_scalar_(ff_tensor *x, double s) { return scalar_(FF_BINARY_MUL,
 static ff_status fill_value_(ff_tensor *x, double value, const char *fn)
 {
     ff_status st;
-    if (recorded(x, NULL, fn, &st)) {
+    if (ff_op_inplace_begin(x, NULL, true, fn, &st)) {
         if (st) return st;
         ff_tensor *v = ff_op_scalar_like(x, value, x->dtype);
         ff_tensor *r = v ? ff_broadcast_to(v, x->layout.ndim, x->layout.shape) : NULL;
@@ -193,7 +181,6 @@ static ff_status fill_value_(ff_tensor *x, double value, const char *fn)
         return commit(x, r, fn);
     }
     if (st) return st;
-    /* filling a broadcast view is harmless: every alias gets the same value */
     return ff_kernel_fill(x, value, fn);
 }
 
@@ -204,7 +191,7 @@ ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src)
 {
     static const char fn[] = "ff_copy_";
     ff_status st;
-    bool rec = recorded(dst, src, fn, &st);
+    bool rec = ff_op_inplace_begin(dst, src, false, fn, &st);
     if (st) return st;
     if (!src) return ff_error(FF_ERR_INVALID, "%s: source is NULL", fn);
     const ff_tensor *both[2] = {dst, src};
@@ -217,7 +204,6 @@ ff_status ff_copy_(ff_tensor *dst, const ff_tensor *src)
         ff_tensor_release(s);
         return commit_as(dst, r, false, fn);
     }
-    if (check_not_broadcast(dst, fn)) return ff_last_status();
     ff_tensor *c = operand(dst, src, src->dtype, fn);
     if (!c) return ff_last_status();
     st = ff_kernel_copy(dst, c, fn);
@@ -229,7 +215,7 @@ ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes)
 {
     static const char fn[] = "ff_copy_from_host_";
     ff_status st;
-    bool rec = recorded(dst, NULL, fn, &st);
+    bool rec = ff_op_inplace_begin(dst, NULL, false, fn, &st);
     if (st) return st;
     if (!src && nbytes) return ff_error(FF_ERR_INVALID, "%s: source is NULL", fn);
     size_t want = (size_t)ff_tensor_numel(dst) * ff_dtype_size(dst->dtype);
@@ -238,7 +224,6 @@ ff_status ff_copy_from_host_(ff_tensor *dst, const void *src, size_t nbytes)
                         ff_dtype_name(dst->dtype), (long long)ff_tensor_numel(dst), want);
     if (rec) return commit(dst, ff_from_data_on(dst->storage->backend, src, dst->layout.ndim, dst->layout.shape,
                                                 dst->dtype), fn);
-    if (check_not_broadcast(dst, fn)) return ff_last_status();
     if (!want) return FF_OK;
     if (ff_layout_is_contiguous(&dst->layout)) return ff_kernel_upload(dst, src, nbytes, fn); /* in place */
     ff_tensor *tmp = ff_from_data_on(dst->storage->backend, src, dst->layout.ndim, dst->layout.shape, dst->dtype);
@@ -251,7 +236,7 @@ ff_status ff_axpy_(ff_tensor *x, double alpha, const ff_tensor *y)
 {
     static const char fn[] = "ff_axpy_";
     ff_status st;
-    bool rec = recorded(x, y, fn, &st);
+    bool rec = ff_op_inplace_begin(x, y, false, fn, &st);
     if (st) return st;
     if (!y) return ff_error(FF_ERR_INVALID, "%s: operand is NULL", fn);
     if (rec) {
@@ -273,7 +258,7 @@ ff_status ff_inplace_result_(ff_tensor *x, ff_tensor *result)
 {
     static const char fn[] = "ff_inplace_result_";
     ff_status st;
-    bool rec = recorded(x, result, fn, &st);
+    bool rec = ff_op_inplace_begin(x, result, false, fn, &st);
     if (st) return st;
     if (!result) return ff_error(FF_ERR_INVALID, "%s: result is NULL", fn);
     if (rec) return ff_inplace_commit(x, result, true, fn);

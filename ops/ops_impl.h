@@ -48,10 +48,11 @@ void ff_reduced_shape(const ff_layout *l, uint32_t mask, int64_t *keep_shape, in
  * ff_binary's promotion: e.g. integer DIV, which truncates, for floor_divide. */
 ff_tensor *ff_op_binary_in(ff_binary_op op, const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn);
 
-/* The rules every in-place op checks before writing x (ops/inplace.c): autograd (x a
- * leaf requiring grad, x with history, an operand y requiring grad, while grad mode is
- * on) and no broadcast (stride-0) target. y may be NULL. */
-ff_status ff_op_check_inplace(const ff_tensor *x, const ff_tensor *y, const char *fn);
+/* The start of every in-place op on x (operand y, may be NULL): whether autograd records it
+ * (ff_inplace_records), and *st set if it is refused: PyTorch's autograd rules when
+ * recorded (ff_inplace_check), and a broadcast (stride-0) target unless allow_broadcast
+ * and the write is not recorded (a fill). ops/inplace.c. */
+bool ff_op_inplace_begin(ff_tensor *x, const ff_tensor *y, bool allow_broadcast, const char *fn, ff_status *st);
 
 /* The rules of the destination-passing forms (ff_*_out): no autograd involved while
  * grad mode is on, and out is not a broadcast view. */
