@@ -625,81 +625,7 @@ class Tensor:
         """Bitwise not on integers, logical not on bool (PyTorch's ~)."""
         return wrap(C.ff_bitwise_not(self._ptr))
 
-    # ---- in-place operators (C in-place ops: checked by autograd) ----------------------
-    def _inplace(self, other, fn_t, fn_s, scalar_map=None):
-        if isinstance(other, Tensor):
-            check_status(fn_t(self._ptr, other._ptr))
-        elif _scalar_ok(other):
-            check_status(fn_s(self._ptr, float(scalar_map(other) if scalar_map else other)))
-        else:
-            o = tensor(other)
-            check_status(fn_t(self._ptr, o._ptr))
-        return self
-
-    def add_(self, other, alpha=1):
-        _check_alpha(self, alpha, "add_")
-        if alpha != 1:
-            if isinstance(other, Tensor) and self.dtype.is_floating_point:
-                check_status(C.ff_axpy_(self._ptr, float(alpha), other._ptr))
-                return self
-            other = other * alpha  # an integer self: int * int stays exact (axpy's alpha is a float)
-        return self._inplace(other, C.ff_add_, C.ff_add_scalar_)
-
-    def sub_(self, other, alpha=1):
-        _check_alpha(self, alpha, "sub_")
-        if isinstance(other, Tensor) and self.dtype.is_floating_point:
-            check_status(C.ff_axpy_(self._ptr, -float(alpha), other._ptr))
-            return self
-        return self._inplace(other * alpha if alpha != 1 else other, C.ff_sub_, C.ff_add_scalar_, lambda s: -s)
-
-    def mul_(self, other):
-        return self._inplace(other, C.ff_mul_, C.ff_mul_scalar_)
-
-    def div_(self, other):
-        if _scalar_ok(other):
-            if not self.dtype.is_floating_point:
-                raise FusionFlowError("div_: result of true division is float; it cannot be stored in-place "
-                                      "in a %s tensor" % self.dtype.name)
-            # divide, not multiply by 1/s: x /= 0 gives inf/nan as PyTorch, and x / 3 rounds once
-            other = full((), other, dtype=self.dtype, device=self.device)
-        return self._inplace(other, C.ff_div_, C.ff_mul_scalar_)
-
-    def pow_(self, other):
-        return self._rebase_(self ** other)
-
-    def copy_(self, src):
-        if isinstance(src, np.ndarray) and src.shape == tuple(self.shape) and src.dtype == self.dtype.np:
-            # host data of the tensor's shape and dtype: one upload into its memory
-            # (ff_copy_from_host_), no staging tensor; any other source broadcasts/casts
-            a = np.ascontiguousarray(src)
-            check_status(C.ff_copy_from_host_(self._ptr, a.ctypes.data, a.nbytes))
-            return self
-        s = as_tensor(src)
-        check_status(C.ff_copy_(self._ptr, s._ptr))
-        return self
-
-    def fill_(self, value):
-        check_status(C.ff_fill_(self._ptr, float(value)))
-        return self
-
-    def zero_(self):
-        check_status(C.ff_zero_(self._ptr))
-        return self
-
-    def clamp_(self, min=None, max=None):
-        return self._rebase_(self.clamp(min, max))
-
-    def uniform_(self, a=0.0, b=1.0):
-        return self.copy_(rand(*self.shape, dtype=self.dtype) * (b - a) + a)
-
-    def normal_(self, mean=0.0, std=1.0):
-        return self.copy_(randn(*self.shape, dtype=self.dtype) * std + mean)
-
-    __iadd__ = add_
-    __isub__ = sub_
-    __imul__ = mul_
-    __itruediv__ = div_
-    __ipow__ = pow_
+    # ---- in-place operators: attached by _tensor_inplace ----------------------------------
 
     # ---- elementwise methods -------------------------------------------------------------
     def _unary(self, op):
@@ -920,3 +846,4 @@ from ._factories import (  # noqa: E402,F401
 from . import _indexing  # noqa: E402,F401  (attaches [], index_put, masked_fill, ... to Tensor)
 from . import _shape  # noqa: E402,F401  (attaches reshape, view, permute, expand, ... to Tensor)
 from . import _tensor_new  # noqa: E402,F401  (attaches new_zeros, ..., element_size, __format__ to Tensor)
+from . import _tensor_inplace  # noqa: E402,F401  (attaches add_, mul_, copy_, fill_, ..., +=, *= to Tensor)
