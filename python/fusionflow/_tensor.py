@@ -109,7 +109,8 @@ def _check_int_power(base, exponent):
 
 
 def _check_alpha(t, alpha, fn):
-    if not t.dtype.is_floating_point and isinstance(alpha, (float, np.floating)):
+    # the cheap test first: alpha is an int (1) in nearly every call, and .dtype is a C call
+    if isinstance(alpha, (float, np.floating)) and not t.dtype.is_floating_point:
         raise RuntimeError("%s(): For integral input tensors, argument alpha must not be a floating point number "
                            "(a %s tensor, alpha=%r)" % (fn, t.dtype.name, alpha))
 
