@@ -173,6 +173,16 @@ static void add(int what, int kind, int op, int opcode, ff_dtype dt, const char 
 void cf_gen_special(void)
 {
     char name[40];
+    /* the edges of every dtype into the storage-only I8/I16 (the loop below covers the
+     * other destinations): wrap-around, NaN -> 0, saturation before the wrap */
+    static const ff_dtype narrow[] = {FF_I8, FF_I16};
+    for (int di = 0; di < 2; di++)
+        for (int sj = 0; sj < CF_NSTORAGE_DTYPES; sj++) {
+            ff_dtype src = cf_storage_dtypes[sj], dt = narrow[di];
+            if (!cf_ref_computes(FF_KIND_COPY, (int)src, dt)) continue;
+            snprintf(name, sizeof name, "copy_%s_to_%s", ff_dtype_name(src), ff_dtype_name(dt));
+            add(SP_COPY, FF_KIND_COPY, (int)src, (int)src, dt, name);
+        }
     for (int di = 0; di < CF_NDTYPES; di++) {
         ff_dtype dt = cf_all_dtypes[di];
         for (int op = 0; op < FF_UNARY_COUNT; op++) {
@@ -191,8 +201,8 @@ void cf_gen_special(void)
             snprintf(name, sizeof name, "%s_edges", cf_binary_name(op));
             add(SP_BINARY_EDGES, FF_KIND_BINARY, op, op, dt, name);
         }
-        for (int sj = 0; sj < CF_NDTYPES; sj++) {
-            ff_dtype src = cf_all_dtypes[sj];
+        for (int sj = 0; sj < CF_NSTORAGE_DTYPES; sj++) { /* from I8/I16 too (storage only) */
+            ff_dtype src = cf_storage_dtypes[sj];
             if (!cf_ref_computes(FF_KIND_COPY, (int)src, dt)) continue;
             snprintf(name, sizeof name, "copy_%s_to_%s", ff_dtype_name(src), ff_dtype_name(dt));
             add(SP_COPY, FF_KIND_COPY, (int)src, (int)src, dt, name);

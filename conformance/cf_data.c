@@ -46,6 +46,8 @@ double cf_get_f(const void *p, ff_dtype dt, int64_t i)
     case FF_U8: return ((const uint8_t *)p)[i];
     case FF_BOOL: return ((const uint8_t *)p)[i] != 0;
     case FF_F16: case FF_BF16: return ffb_ld_f64((const char *)p + i * 2, dt);
+    case FF_I8: return ((const int8_t *)p)[i];
+    case FF_I16: return ((const int16_t *)p)[i];
     default: return 0;
     }
 }
@@ -57,6 +59,8 @@ int64_t cf_get_i(const void *p, ff_dtype dt, int64_t i)
     case FF_I64: return ((const int64_t *)p)[i];
     case FF_U8: return ((const uint8_t *)p)[i];
     case FF_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case FF_I8: return ((const int8_t *)p)[i];
+    case FF_I16: return ((const int16_t *)p)[i];
     default: {
         double x = cf_get_f(p, dt, i);
         if (isnan(x)) return 0;
@@ -84,6 +88,16 @@ void cf_set_i(void *p, ff_dtype dt, int64_t i, int64_t v)
     case FF_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
     case FF_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case FF_F16: case FF_BF16: ffb_st_i64((char *)p + i * 2, dt, v); break; /* rounds once */
+    case FF_I8: { /* the low 8 / 16 bits, two's complement (300 -> 44, 200 -> -56) */
+        uint8_t w = (uint8_t)(uint64_t)v;
+        ((int8_t *)p)[i] = w < 128u ? (int8_t)w : (int8_t)((int)w - 256);
+        break;
+    }
+    case FF_I16: {
+        uint16_t w = (uint16_t)(uint64_t)v;
+        ((int16_t *)p)[i] = w < 32768u ? (int16_t)w : (int16_t)((int32_t)w - 65536);
+        break;
+    }
     default: break;
     }
 }
@@ -148,6 +162,8 @@ static const int64_t i64_edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 
                                     /* to f32 this must round once: through f64 it rounds twice, to 2^60 */
                                     ((int64_t)1 << 60) + ((int64_t)1 << 36) + 1, ((int64_t)1 << 53) + 1};
 static const int64_t u8_edges[] = {0, 255, 1, 128, 127, 254, 2};
+static const int64_t i8_edges[] = {INT8_MIN, INT8_MAX, 0, -1, 1, INT8_MIN + 1, 2};
+static const int64_t i16_edges[] = {INT16_MIN, INT16_MAX, 0, -1, 1, 255, 256, -300};
 static const int64_t bool_edges[] = {0, 1};
 #define NELEMS(a) ((int)(sizeof a / sizeof a[0]))
 
@@ -161,6 +177,8 @@ int cf_edge_count(ff_dtype dt)
     case FF_I32: return NELEMS(i32_edges);
     case FF_I64: return NELEMS(i64_edges);
     case FF_U8: return NELEMS(u8_edges);
+    case FF_I8: return NELEMS(i8_edges);
+    case FF_I16: return NELEMS(i16_edges);
     default: return NELEMS(bool_edges);
     }
 }
@@ -175,6 +193,8 @@ void cf_set_edge(void *p, ff_dtype dt, int64_t i, int k)
     case FF_I32: cf_set_i(p, dt, i, i32_edges[k % NELEMS(i32_edges)]); break;
     case FF_I64: cf_set_i(p, dt, i, i64_edges[k % NELEMS(i64_edges)]); break;
     case FF_U8: cf_set_i(p, dt, i, u8_edges[k % NELEMS(u8_edges)]); break;
+    case FF_I8: cf_set_i(p, dt, i, i8_edges[k % NELEMS(i8_edges)]); break;
+    case FF_I16: cf_set_i(p, dt, i, i16_edges[k % NELEMS(i16_edges)]); break;
     default: cf_set_i(p, dt, i, bool_edges[k % NELEMS(bool_edges)]); break;
     }
 }

@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "  --backend NAME|PATH  backend under test (default: every backend found)\n"
             "  -o OP                only cases whose \"family.op\" contains OP (e.g. -o exp, -o binary)\n"
             "  --exclude OP         leave out cases whose \"family.op\" contains OP\n"
-            "  --dtype D            only cases of dtype D (f32, f64, i32, i64, u8, bool, f16, bf16)\n"
+            "  --dtype D            only cases of dtype D (f32, f64, i32, i64, u8, bool, f16, bf16, i8, i16)\n"
             "  --case ID            rerun exactly one case\n"
             "  --seed S             data seed (default 1); failures print the seed to rerun with\n"
             "  --step N             judge the backend by the rules of step N, not of the step it\n"

@@ -56,8 +56,10 @@ static const cf_scenario cf_ew_scenarios[] = {
  * run the same way: cf_detour.c). */
 static const ff_dtype cf_all_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16};
 #define CF_NDTYPES 8
-/* The storage dtypes: what copy and fill are checked on. */
-static const ff_dtype cf_storage_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16};
-#define CF_NSTORAGE_DTYPES 8
+/* The storage dtypes: what copy and fill are checked on. I8/I16 are only that: the core
+ * computes on them through I32 (every entry but copy and fill), so the families that
+ * compute never see them; their conversions are in "copy" and in "special"'s edges. */
+static const ff_dtype cf_storage_dtypes[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8, FF_BOOL, FF_F16, FF_BF16, FF_I8, FF_I16};
+#define CF_NSTORAGE_DTYPES 10
 
 #endif /* FF_CONFORMANCE_CF_SCENARIO_H */

@@ -7,6 +7,7 @@
 static const char *const dtype_names[FF_DTYPE_COUNT] = {
     [FF_F32] = "f32", [FF_F64] = "f64", [FF_I32] = "i32",  [FF_I64] = "i64",
     [FF_U8] = "u8",   [FF_BOOL] = "bool", [FF_F16] = "f16", [FF_BF16] = "bf16",
+    [FF_I8] = "i8",   [FF_I16] = "i16",
 };
 
 const char *ff_dtype_name(ff_dtype t)
@@ -21,17 +22,17 @@ ff_status ff_dtype_from_name(const char *name, ff_dtype *out)
             *out = (ff_dtype)i;
             return FF_OK;
         }
-    return ff_error(FF_ERR_INVALID, "ff_dtype_from_name: unknown dtype '%s' (expected f32, f64, i32, i64, u8, bool)",
+    return ff_error(FF_ERR_INVALID, "ff_dtype_from_name: unknown dtype '%s' (expected f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool)",
                     name ? name : "(null)");
 }
 
 /* Category rank: bool < integer < float. Within a category the wider type wins;
- * u8 with a signed int gives the signed one (i32 or i64), as PyTorch; u8 + i8 would
- * need i16, which we do not have. */
+ * u8 with a signed int gives the signed one of at least 16 bits (u8 + i8 is i16), as
+ * PyTorch. */
 static int category(ff_dtype t)
 {
     if (t == FF_BOOL) return 0;
-    if (t == FF_U8 || t == FF_I32 || t == FF_I64) return 1;
+    if (t == FF_U8 || t == FF_I8 || t == FF_I16 || t == FF_I32 || t == FF_I64) return 1;
     return 2;
 }
 
@@ -39,9 +40,10 @@ static int width_rank(ff_dtype t)
 {
     switch (t) {
     case FF_BOOL: return 0;
-    case FF_U8: return 1;
-    case FF_I32: return 2;
-    case FF_I64: return 3;
+    case FF_U8: case FF_I8: return 1;
+    case FF_I16: return 2;
+    case FF_I32: return 3;
+    case FF_I64: return 4;
     case FF_F16: case FF_BF16: return 1;
     case FF_F32: return 2;
     case FF_F64: return 3;
@@ -55,6 +57,7 @@ ff_dtype ff_dtype_promote(ff_dtype a, ff_dtype b)
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;
     if ((a == FF_F16 && b == FF_BF16) || (a == FF_BF16 && b == FF_F16)) return FF_F32;
+    if ((a == FF_U8 && b == FF_I8) || (a == FF_I8 && b == FF_U8)) return FF_I16; /* holds both ranges */
     return width_rank(a) >= width_rank(b) ? a : b;
 }
 

@@ -65,8 +65,9 @@ static ff_status broadcast_to_dst(const ff_tensor *t, const ff_tensor *dst, ff_l
     return ff_layout_expand(l, dst->layout.ndim, dst->layout.shape, out, fn);
 }
 
-/* ---- half dtypes: the f32 detour --------------------------------------------------- */
-/* A backend that declines an entry on F16/BF16 but takes it on F32 gets the f32 form:
+/* ---- narrow dtypes: the f32 / i32 detour ------------------------------------------- */
+/* A backend that declines an entry on F16/BF16 but takes it on F32 gets the f32 form
+ * (I8/I16: the i32 form, likewise):
  * every half tensor of the call is replaced by an f32 temporary (inputs, and outputs the
  * entry reads, copied in: exact), the wrapper runs again on the temporaries, and the
  * outputs are copied back, rounding once. A half result is then f32's rounded once, as
@@ -74,36 +75,41 @@ static ff_status broadcast_to_dst(const ff_tensor *t, const ff_tensor *dst, ff_l
  * does (the reference in double). Outputs come first among the tensors. */
 #define DETOUR_MAX KERNEL_MAX_VIEWS
 
-typedef struct half_detour {
+typedef struct narrow_detour {
     int n, n_out;
     const ff_tensor *t[DETOUR_MAX]; /* what the wrapper runs on: ts, or its f32 temporaries */
     ff_tensor *tmp[DETOUR_MAX];
-} half_detour;
+} narrow_detour;
 
-static bool is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
+static bool is_narrow(ff_dtype t) { return t == FF_F16 || t == FF_BF16 || t == FF_I8 || t == FF_I16; }
 
-static bool half_detour_needed(ff_backend *be, ff_op_kind kind, int op, ff_dtype dt)
+/* The dtype a narrow one computes in: f32 for the halves, i32 for i8/i16 (whose
+ * wrap-around results are i32's cut to their width on the copy back). */
+static ff_dtype wide_of(ff_dtype t) { return t == FF_I8 || t == FF_I16 ? FF_I32 : FF_F32; }
+
+static bool narrow_detour_needed(ff_backend *be, ff_op_kind kind, int op, ff_dtype dt)
 {
-    return is_half(dt) && !be->vt->supports(be->ctx, kind, op, dt) && be->vt->supports(be->ctx, kind, op, FF_F32);
+    return is_narrow(dt) && !be->vt->supports(be->ctx, kind, op, dt) && be->vt->supports(be->ctx, kind, op, wide_of(dt));
 }
 
-static void half_detour_release(half_detour *d)
+static void narrow_detour_release(narrow_detour *d)
 {
     for (int i = 0; i < d->n; i++) ff_tensor_release(d->tmp[i]);
 }
 
 /* read_out: the entry reads its outputs too (scatter_add accumulates into dst). */
-static ff_status half_detour_begin(half_detour *d, int n, const ff_tensor *const *ts, int n_out, bool read_out,
+static ff_status narrow_detour_begin(narrow_detour *d, int n, const ff_tensor *const *ts, int n_out, bool read_out,
                                    const char *fn)
 {
     d->n = n, d->n_out = n_out;
     for (int i = 0; i < n; i++) d->t[i] = ts[i], d->tmp[i] = NULL;
     for (int i = 0; i < n; i++) {
-        if (!is_half(ts[i]->dtype)) continue;
-        ff_tensor *r = ff_tensor_new(ts[i]->storage->backend, ts[i]->layout.ndim, ts[i]->layout.shape, FF_F32, fn);
+        if (!is_narrow(ts[i]->dtype)) continue;
+        ff_tensor *r = ff_tensor_new(ts[i]->storage->backend, ts[i]->layout.ndim, ts[i]->layout.shape,
+                                     wide_of(ts[i]->dtype), fn);
         d->tmp[i] = r;
         if (!r || ((i >= n_out || read_out) && ff_kernel_copy(r, ts[i], fn))) {
-            half_detour_release(d);
+            narrow_detour_release(d);
             return ff_last_status();
         }
         d->t[i] = r;
@@ -112,11 +118,11 @@ static ff_status half_detour_begin(half_detour *d, int n, const ff_tensor *const
 }
 
 /* st: the wrapper's status on the temporaries. The outputs get their rounded values. */
-static ff_status half_detour_end(half_detour *d, const ff_tensor *const *ts, ff_status st, const char *fn)
+static ff_status narrow_detour_end(narrow_detour *d, const ff_tensor *const *ts, ff_status st, const char *fn)
 {
     for (int i = 0; i < d->n_out && !st; i++)
         if (d->tmp[i]) st = ff_kernel_copy(ts[i], d->tmp[i], fn);
-    half_detour_release(d);
+    narrow_detour_release(d);
     return st;
 }
 
@@ -208,10 +214,10 @@ ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor 
 {
     BEGIN_KERNEL(2, dst, src);
     if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid unary op %d", fn, (int)op);
-    if (half_detour_needed(be, FF_KIND_UNARY, (int)op, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_unary(op, d.t[0], d.t[1], fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_UNARY, (int)op, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_unary(op, d.t[0], d.t[1], fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_UNARY, (int)op, src->dtype))
         return unsupported(be, fn, "this unary op", src->dtype);
@@ -229,10 +235,10 @@ ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tenso
     if (a->dtype != b->dtype)
         return ff_error(FF_ERR_INVALID, "%s: internal: binary operands %s and %s not promoted", fn,
                         ff_dtype_name(a->dtype), ff_dtype_name(b->dtype));
-    if (half_detour_needed(be, FF_KIND_BINARY, (int)op, a->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_binary(op, d.t[0], d.t[1], d.t[2], fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_BINARY, (int)op, a->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_binary(op, d.t[0], d.t[1], d.t[2], fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_BINARY, (int)op, a->dtype))
         return unsupported(be, fn, "this binary op", a->dtype);
@@ -250,10 +256,10 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
                            const char *fn)
 {
     BEGIN_KERNEL(2, dst, src);
-    if (half_detour_needed(be, FF_KIND_REDUCE, (int)op, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_reduce(op, d.t[0], d.t[1], axes_mask, fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_REDUCE, (int)op, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_reduce(op, d.t[0], d.t[1], axes_mask, fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_REDUCE, (int)op, src->dtype))
         return unsupported(be, fn, "this reduction", src->dtype);
@@ -270,10 +276,10 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
 ff_status ff_kernel_matmul(const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b, const char *fn)
 {
     BEGIN_KERNEL(3, dst, a, b);
-    if (half_detour_needed(be, FF_KIND_MATMUL, 0, a->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_matmul(d.t[0], d.t[1], d.t[2], fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_MATMUL, 0, a->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_matmul(d.t[0], d.t[1], d.t[2], fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_MATMUL, 0, a->dtype)) return unsupported(be, fn, "matmul", a->dtype);
     ff_view v[3];
@@ -287,10 +293,10 @@ ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_
                           const char *fn)
 {
     BEGIN_KERNEL(4, dst, cond, a, b);
-    if (half_detour_needed(be, FF_KIND_WHERE, 0, dst->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 4, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_where(d.t[0], d.t[1], d.t[2], d.t[3], fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_WHERE, 0, dst->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 4, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_where(d.t[0], d.t[1], d.t[2], d.t[3], fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_WHERE, 0, dst->dtype)) return unsupported(be, fn, "where", dst->dtype);
     ff_layout lc, la, lb;
@@ -308,10 +314,10 @@ ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_
                            const char *fn)
 {
     BEGIN_KERNEL(3, dst, src, index);
-    if (half_detour_needed(be, FF_KIND_GATHER, 0, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_gather(d.t[0], d.t[1], d.t[2], axis, fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_GATHER, 0, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_gather(d.t[0], d.t[1], d.t[2], axis, fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_GATHER, 0, src->dtype)) return unsupported(be, fn, "gather", src->dtype);
     ff_view v[3];
@@ -326,10 +332,10 @@ ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, co
                                 const char *fn)
 {
     BEGIN_KERNEL(3, dst, index, src);
-    if (half_detour_needed(be, FF_KIND_SCATTER_ADD, 0, dst->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 3, ts_, 1, true, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_scatter_add(d.t[0], d.t[1], d.t[2], axis, fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_SCATTER_ADD, 0, dst->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 3, ts_, 1, true, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_scatter_add(d.t[0], d.t[1], d.t[2], axis, fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_SCATTER_ADD, 0, dst->dtype))
         return unsupported(be, fn, "scatter_add", dst->dtype);
@@ -346,10 +352,10 @@ ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t s
                            double p0, double p1, const char *fn)
 {
     BEGIN_KERNEL(1, dst);
-    if (half_detour_needed(be, FF_KIND_RANDOM, (int)dist, dst->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 1, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_random(d.t[0], dist, seed, counter_base, p0, p1, fn), fn);
+    if (narrow_detour_needed(be, FF_KIND_RANDOM, (int)dist, dst->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 1, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_random(d.t[0], dist, seed, counter_base, p0, p1, fn), fn);
     }
     if (!be->vt->supports(be->ctx, FF_KIND_RANDOM, (int)dist, dst->dtype))
         return unsupported(be, fn, "random fill", dst->dtype);
@@ -364,10 +370,10 @@ ff_status ff_kernel_softmax(const ff_tensor *dst, const ff_tensor *src, int axis
 {
     BEGIN_KERNEL(2, dst, src);
     ff_status (*softmax)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, softmax);
-    if (softmax && half_detour_needed(be, FF_KIND_SOFTMAX, log, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_softmax(d.t[0], d.t[1], axis, log, fn), fn);
+    if (softmax && narrow_detour_needed(be, FF_KIND_SOFTMAX, log, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_softmax(d.t[0], d.t[1], axis, log, fn), fn);
     }
     if (!softmax || !be->vt->supports(be->ctx, FF_KIND_SOFTMAX, log, src->dtype)) return FF_ERR_UNSUPPORTED;
     ff_view v[2];
@@ -385,10 +391,10 @@ ff_status ff_kernel_conv2d(int which, const ff_tensor *dst, const ff_tensor *a, 
                            const ff_conv2d_params *p, const char *fn)
 {
     BEGIN_KERNEL(3, dst, a, b);
-    if (ff_backend_has_conv2d(be) && half_detour_needed(be, FF_KIND_CONV2D, which, dst->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_conv2d(which, d.t[0], d.t[1], d.t[2], p, fn), fn);
+    if (ff_backend_has_conv2d(be) && narrow_detour_needed(be, FF_KIND_CONV2D, which, dst->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_conv2d(which, d.t[0], d.t[1], d.t[2], p, fn), fn);
     }
     if (!ff_backend_has_conv2d(be) || !be->vt->supports(be->ctx, FF_KIND_CONV2D, which, dst->dtype))
         return FF_ERR_UNSUPPORTED;
@@ -408,10 +414,10 @@ ff_status ff_kernel_scan(int op, const ff_tensor *dst, const ff_tensor *src, int
 {
     BEGIN_KERNEL(2, dst, src);
     ff_status (*scan)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, scan);
-    if (scan && half_detour_needed(be, FF_KIND_SCAN, op, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_scan(op, d.t[0], d.t[1], axis, fn), fn);
+    if (scan && narrow_detour_needed(be, FF_KIND_SCAN, op, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_scan(op, d.t[0], d.t[1], axis, fn), fn);
     }
     if (!scan || !be->vt->supports(be->ctx, FF_KIND_SCAN, op, src->dtype))
         return unsupported(be, fn, op ? "cumprod" : "cumsum", src->dtype);
@@ -427,10 +433,10 @@ ff_status ff_kernel_argsort(const ff_tensor *dst, const ff_tensor *src, int axis
 {
     BEGIN_KERNEL(2, dst, src);
     ff_status (*argsort)(void *, const ff_view *, const ff_view *, int, int) = FF_VT_OPT(be, argsort);
-    if (argsort && half_detour_needed(be, FF_KIND_SORT, descending, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_argsort(d.t[0], d.t[1], axis, descending, fn), fn);
+    if (argsort && narrow_detour_needed(be, FF_KIND_SORT, descending, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_argsort(d.t[0], d.t[1], axis, descending, fn), fn);
     }
     if (!argsort || !be->vt->supports(be->ctx, FF_KIND_SORT, descending, src->dtype))
         return unsupported(be, fn, "argsort", src->dtype);
@@ -475,10 +481,10 @@ ff_status ff_kernel_linalg(int op, ff_tensor *const *dst, int n_dst, const ff_te
     ff_backend *be = view_arrays(dst, n_dst, src, n_src, v, ts, fn);
     if (!be) return ff_last_status();
     ff_status (*linalg)(void *, int, const ff_view *, int, const ff_view *, int) = FF_VT_OPT(be, linalg);
-    if (linalg && half_detour_needed(be, FF_KIND_LINALG, op, src[0]->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts, ff_kernel_linalg(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, fn), fn);
+    if (linalg && narrow_detour_needed(be, FF_KIND_LINALG, op, src[0]->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts, ff_kernel_linalg(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, fn), fn);
     }
     static const char *const names[] = {"solve", "det", "cholesky", "qr", "svd", "lstsq"};
     if (!linalg || !be->vt->supports(be->ctx, FF_KIND_LINALG, op, src[0]->dtype))
@@ -498,10 +504,10 @@ ff_status ff_kernel_batch_norm(int op, ff_tensor *const *dst, int n_dst, const f
     if (!be) return ff_last_status();
     ff_status (*bn)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, batch_norm);
     const ff_tensor *x = src[op == 1]; /* op 1's src[0] is g */
-    if (bn && half_detour_needed(be, FF_KIND_BATCH_NORM, op, x->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts, ff_kernel_batch_norm(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, eps, fn),
+    if (bn && narrow_detour_needed(be, FF_KIND_BATCH_NORM, op, x->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts, ff_kernel_batch_norm(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, eps, fn),
                                fn);
     }
     if (!bn || !be->vt->supports(be->ctx, FF_KIND_BATCH_NORM, op, x->dtype))
@@ -536,10 +542,10 @@ ff_status ff_kernel_layer_norm(int op, ff_tensor *const *dst, int n_dst, const f
     if (x->layout.ndim != 2)
         return ff_error(FF_ERR_INVALID, "%s: layer_norm takes x as [R, D], got rank %d", fn, x->layout.ndim);
     ff_status (*ln)(void *, int, const ff_view *, int, const ff_view *, int, double) = FF_VT_OPT(be, layer_norm);
-    if (ln && half_detour_needed(be, FF_KIND_LAYER_NORM, op, x->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts, ff_kernel_layer_norm(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, eps, fn),
+    if (ln && narrow_detour_needed(be, FF_KIND_LAYER_NORM, op, x->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts, ff_kernel_layer_norm(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, eps, fn),
                                fn);
     }
     if (!ln || !be->vt->supports(be->ctx, FF_KIND_LAYER_NORM, op, x->dtype)) return FF_ERR_UNSUPPORTED;
@@ -558,10 +564,10 @@ ff_status ff_kernel_pool2d(int op, ff_tensor *dst, const ff_tensor *const *src, 
     if (!be) return ff_last_status();
     ff_status (*pool)(void *, int, const ff_view *, const ff_view *, int, const ff_pool2d_params *) =
         FF_VT_OPT(be, pool2d);
-    if (pool && half_detour_needed(be, FF_KIND_POOL2D, op, dst->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 1 + n_src, ts, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts, ff_kernel_pool2d(op, (ff_tensor *)d.t[0], d.t + 1, n_src, p, fn), fn);
+    if (pool && narrow_detour_needed(be, FF_KIND_POOL2D, op, dst->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 1 + n_src, ts, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts, ff_kernel_pool2d(op, (ff_tensor *)d.t[0], d.t + 1, n_src, p, fn), fn);
     }
     if (!pool || !be->vt->supports(be->ctx, FF_KIND_POOL2D, op, dst->dtype))
         return unsupported(be, fn, "pool2d", dst->dtype);
@@ -575,10 +581,10 @@ ff_status ff_kernel_fft(int op, const ff_tensor *dst, const ff_tensor *src, int 
 {
     BEGIN_KERNEL(2, dst, src);
     ff_status (*fft)(void *, int, const ff_view *, const ff_view *, int) = FF_VT_OPT(be, fft);
-    if (fft && half_detour_needed(be, FF_KIND_FFT, op, src->dtype)) {
-        half_detour d;
-        if (half_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts_, ff_kernel_fft(op, d.t[0], d.t[1], axis, fn), fn);
+    if (fft && narrow_detour_needed(be, FF_KIND_FFT, op, src->dtype)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts_, ff_kernel_fft(op, d.t[0], d.t[1], axis, fn), fn);
     }
     if (!fft || !be->vt->supports(be->ctx, FF_KIND_FFT, op, src->dtype)) return unsupported(be, fn, "fft", src->dtype);
     ff_view v[2];
@@ -601,10 +607,10 @@ ff_status ff_kernel_attention(int op, ff_tensor *const *dst, int n_dst, const ff
     ff_status (*attn)(void *, int, const ff_view *, int, const ff_view *, int, const ff_attention_params *) =
         FF_VT_OPT(be, attention);
     ff_dtype dt = src[op ? 1 : 0]->dtype;
-    if (attn && half_detour_needed(be, FF_KIND_ATTENTION, op, dt)) {
-        half_detour d;
-        if (half_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
-        return half_detour_end(&d, ts, ff_kernel_attention(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, p, fn),
+    if (attn && narrow_detour_needed(be, FF_KIND_ATTENTION, op, dt)) {
+        narrow_detour d;
+        if (narrow_detour_begin(&d, n_dst + n_src, ts, n_dst, false, fn)) return ff_last_status();
+        return narrow_detour_end(&d, ts, ff_kernel_attention(op, (ff_tensor *const *)d.t, n_dst, d.t + n_dst, n_src, p, fn),
                                fn);
     }
     if (!attn || !be->vt->supports(be->ctx, FF_KIND_ATTENTION, op, dt)) return FF_ERR_UNSUPPORTED;

@@ -239,7 +239,7 @@ static double scalar_as_double(const void *p, ff_dtype t)
     case FF_I64: return (double)*(const int64_t *)p;
     case FF_U8: return *(const uint8_t *)p;
     case FF_BOOL: return *(const uint8_t *)p != 0;
-    case FF_F16: case FF_BF16: return ffb_ld_f64(p, t); /* exact */
+    case FF_F16: case FF_BF16: case FF_I8: case FF_I16: return ffb_ld_f64(p, t); /* exact */
     default: return 0;
     }
 }

@@ -525,6 +525,8 @@ static MPI_Datatype mpi_type(ff_dtype t)
     case FF_I32: return MPI_INT32_T;
     case FF_I64: return MPI_INT64_T;
     case FF_U8: case FF_BOOL: return MPI_UINT8_T;
+    case FF_I8: return MPI_INT8_T;
+    case FF_I16: return MPI_INT16_T;
     default: return MPI_DATATYPE_NULL;
     }
 }

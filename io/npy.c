@@ -144,6 +144,7 @@ static ff_status parse_descr(const char *d, ff_dtype *out, const char *path)
 {
     static const struct { const char *code; ff_dtype t; } table[] = {
         {"f4", FF_F32}, {"f8", FF_F64}, {"f2", FF_F16}, {"i4", FF_I32}, {"i8", FF_I64}, {"u1", FF_U8}, {"b1", FF_BOOL},
+        {"i1", FF_I8},  {"i2", FF_I16},
     };
     char order = d[0];
     if (order != '<' && order != '|' && order != '=' && order != '>')
@@ -271,6 +272,7 @@ ff_status ff_npy_save(const char *path, const ff_tensor *t)
     static const char *const descr[] = {
         [FF_F32] = "<f4", [FF_F64] = "<f8", [FF_I32] = "<i4", [FF_I64] = "<i8",
         [FF_U8] = "|u1",  [FF_BOOL] = "|b1", [FF_F16] = "<f2", /* BF16: NumPy has none */
+        [FF_I8] = "|i1",  [FF_I16] = "<i2",
     };
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", SAVE_FN);
     if ((unsigned)t->dtype >= sizeof descr / sizeof descr[0] || !descr[t->dtype])

@@ -171,6 +171,8 @@ static bool bound_fits(ff_number n, ff_dtype dt)
     if (n.kind == FF_NUMBER_FLOAT) return true; /* a float bound makes dt a float */
     switch (dt) {
     case FF_U8: return n.i >= -255 && n.i <= 255;
+    case FF_I8: return n.i >= INT8_MIN && n.i <= INT8_MAX;
+    case FF_I16: return n.i >= INT16_MIN && n.i <= INT16_MAX;
     case FF_I32: return n.i >= INT32_MIN && n.i <= INT32_MAX;
     default: return true; /* i64 holds every int; float dtypes round; bool takes bools only */
     }

@@ -7,7 +7,7 @@
 #include "ff/ff.h"
 #include "ff_backend_scalar.h" /* the op names every backend tool shares */
 
-static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_F16, FF_BF16, FF_I32, FF_I64, FF_U8, FF_BOOL};
+static const ff_dtype dtypes[] = {FF_F32, FF_F64, FF_F16, FF_BF16, FF_I8, FF_I16, FF_I32, FF_I64, FF_U8, FF_BOOL};
 #define NDT ((int)(sizeof dtypes / sizeof dtypes[0]))
 
 static void support_row(ff_backend *be, ff_op_kind kind, int op, const char *name)

@@ -38,7 +38,7 @@ static inline ff_status ffb_check_view_as(const ff_host_api *host, const char *b
     ff_status st = FF_OK;
     if (!v) {
         snprintf(msg, sizeof msg, "%s %s: %s view is NULL", backend, entry, what), st = FF_ERR_INVALID;
-    } else if (ffb_is_half(v->dtype) && !half_ok) {
+    } else if ((ffb_is_half(v->dtype) || ffb_is_narrow_int(v->dtype)) && !half_ok) {
         snprintf(msg, sizeof msg, "%s %s: %s has dtype %s, which %s does not compute on", backend, entry, what,
                  ffb_dtype_name(v->dtype), backend);
         st = FF_ERR_UNSUPPORTED;

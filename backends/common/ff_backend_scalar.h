@@ -6,10 +6,10 @@
  *   - Integer arithmetic wraps around (two's complement), computed through uint64_t so
  *     that no signed overflow (undefined behaviour in C) ever happens.
  *   - double -> integer: NaN -> 0, truncate toward zero, saturate to the int64 range;
- *     I32 then clamps to its own range; U8 wraps modulo 256 from that int64 (like the C
- *     cast (uint8_t)(int64_t)x, and like PyTorch on x86: -1.0 -> 255). Any value ->
+ *     I32 then clamps to its own range; U8, I8 and I16 wrap modulo 2^8 / 2^16 from that
+ *     int64 (like the C cast (uint8_t)(int64_t)x, and like PyTorch on x86: -1.0 -> 255). Any value ->
  *     BOOL is (x != 0), so NaN -> true.
- *   - int64 -> narrower integer wraps modulo 2^32 / 2^8; int64 -> float rounds to nearest.
+ *   - int64 -> narrower integer wraps modulo 2^32 / 2^16 / 2^8; int64 -> float rounds to nearest.
  *   - F16 (IEEE binary16) and BF16 (bfloat16) are storage dtypes: every value converts
  *     to them once, from double, to nearest even (f64 -> f16 never passes through f32,
  *     which would round twice); past the largest finite value (65504 for f16: 65520 and
@@ -64,13 +64,16 @@ static inline FFB_HD int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == F
 /* The 2-byte float dtypes: the CPU backends copy and fill them (every dtype pair). */
 static inline int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
 
-/* What copy and fill take: the computable dtypes and the two half ones. */
-static inline int ffb_dtype_storage_ok(ff_dtype t) { return ffb_dtype_ok(t) || ffb_is_half(t); }
+/* The narrow integers (appended dtypes): copied and filled; the core computes on them in I32. */
+static inline int ffb_is_narrow_int(ff_dtype t) { return t == FF_I8 || t == FF_I16; }
+
+/* What copy and fill take: the computable dtypes, the two half ones and the narrow integers. */
+static inline int ffb_dtype_storage_ok(ff_dtype t) { return ffb_dtype_ok(t) || ffb_is_half(t) || ffb_is_narrow_int(t); }
 
 /* Name of a dtype for messages. */
 static inline const char *ffb_dtype_name(ff_dtype t)
 {
-    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16"};
+    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16", "i8", "i16"};
     return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
 }
 
@@ -110,6 +113,19 @@ static inline const char *ffb_reduce_name(int op)
 static inline FFB_HD int64_t ffb_u64_to_i64(uint64_t u)
 {
     return u <= (uint64_t)INT64_MAX ? (int64_t)u : (int64_t)(u - ((uint64_t)INT64_MAX + 1)) + INT64_MIN;
+}
+
+/* Low 8 / 16 bits of v as a signed integer (two's complement wrap). */
+static inline FFB_HD int8_t ffb_wrap_i8(int64_t v)
+{
+    uint8_t w = (uint8_t)(uint64_t)v;
+    return w <= 127u ? (int8_t)w : (int8_t)((int)w - 256);
+}
+
+static inline FFB_HD int16_t ffb_wrap_i16(int64_t v)
+{
+    uint16_t w = (uint16_t)(uint64_t)v;
+    return w <= 32767u ? (int16_t)w : (int16_t)((int32_t)w - 65536);
 }
 
 /* Low 32 bits of v as a signed int32 (two's complement wrap). */
@@ -221,6 +237,8 @@ static inline FFB_HD double ffb_ld_f64(const char *p, ff_dtype t)
     case FF_BOOL: return *(const uint8_t *)p != 0;
     case FF_F16: { uint16_t h; memcpy(&h, p, 2); return ffb_f16_to_f32(h); }
     case FF_BF16: { uint16_t h; memcpy(&h, p, 2); return ffb_bf16_to_f32(h); }
+    case FF_I8: return *(const int8_t *)p;
+    case FF_I16: { int16_t v; memcpy(&v, p, 2); return v; }
     default: return 0.0;
     }
 }
@@ -237,6 +255,8 @@ static inline FFB_HD int64_t ffb_ld_i64(const char *p, ff_dtype t)
     case FF_U8: return *(const uint8_t *)p;
     case FF_BOOL: return *(const uint8_t *)p != 0;
     case FF_F16: case FF_BF16: return ffb_f64_to_i64(ffb_ld_f64(p, t));
+    case FF_I8: return *(const int8_t *)p;
+    case FF_I16: { int16_t v; memcpy(&v, p, 2); return v; }
     default: return 0;
     }
 }
@@ -253,11 +273,13 @@ static inline FFB_HD void ffb_st_f64(char *p, ff_dtype t, double v)
     case FF_BOOL: *(uint8_t *)p = v != 0.0; break;
     case FF_F16: { uint16_t h = ffb_f64_to_f16(v); memcpy(p, &h, 2); break; }
     case FF_BF16: { uint16_t h = ffb_f64_to_bf16(v); memcpy(p, &h, 2); break; }
+    case FF_I8: *(int8_t *)p = ffb_wrap_i8(ffb_f64_to_i64(v)); break;
+    case FF_I16: { int16_t i = ffb_wrap_i16(ffb_f64_to_i64(v)); memcpy(p, &i, 2); break; }
     default: break;
     }
 }
 
-/* Stores an int64: wraps into I32/U8, rounds to nearest (once) into floats, != 0 for BOOL. */
+/* Stores an int64: wraps into I32/U8/I8/I16, rounds to nearest (once) into floats, != 0 for BOOL. */
 static inline FFB_HD void ffb_st_i64(char *p, ff_dtype t, int64_t v)
 {
     switch (t) {
@@ -268,6 +290,8 @@ static inline FFB_HD void ffb_st_i64(char *p, ff_dtype t, int64_t v)
     case FF_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case FF_BOOL: *(uint8_t *)p = v != 0; break;
     case FF_F16: case FF_BF16: ffb_st_f64(p, t, ffb_i64_to_f64_odd(v)); break;
+    case FF_I8: *(int8_t *)p = ffb_wrap_i8(v); break;
+    case FF_I16: { int16_t i = ffb_wrap_i16(v); memcpy(p, &i, 2); break; }
     default: break;
     }
 }

@@ -34,7 +34,7 @@ const char *cpu_reduce_name(ff_reduce_op op)
 static ff_status check_view(void *ctx, const char *entry, const char *what, const ff_view *v, int half_ok)
 {
     if (!v) return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s view is NULL", entry, what);
-    if (ffb_is_half(v->dtype) && !half_ok)
+    if ((ffb_is_half(v->dtype) || ffb_is_narrow_int(v->dtype)) && !half_ok)
         return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu %s: %s has dtype %s, which the cpu backend does not compute on",
                          entry, what, cpu_dtype_name(v->dtype));
     if (!ffb_dtype_storage_ok(v->dtype))

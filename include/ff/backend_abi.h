@@ -72,6 +72,10 @@
  * declines on a half dtype, the core computes in f32: it copies the half operands to
  * f32 temporaries, runs the f32 entry and copies the result back, rounding once. A
  * backend that declines half copy leaves half tensors unusable on it (the core says so).
+ * I8 and I16 (appended) are storage dtypes in the same way: a backend that copies and
+ * fills them may compute on them where its supports() says so; for every entry it
+ * declines, the core computes in I32 (integer results wrap back on the copy, which is
+ * the wrap-around arithmetic of the narrow dtype itself).
  *
  * Values: the semantics a backend must reproduce (the reference backend, backends/cpu,
  * is the executable form; ff-conformance checks each rule):
@@ -80,8 +84,8 @@
  *     value to +-inf (f16: from 65520 on), subnormals kept, NaN -> quiet NaN; integers
  *     into F16/BF16 round once too; F16/BF16 into wider floats are exact. float ->
  *     integer is NaN -> 0 and truncation toward zero saturating to the int64 range, then
- *     I32 clamps to its range while U8 wraps modulo 256 (-1.0 -> 255, 300.0 -> 44, as
- *     PyTorch on x86); integer ->
+ *     I32 clamps to its range while U8, I8 and I16 wrap modulo 2^8 / 2^16 (-1.0 -> 255,
+ *     300.0 -> 44 in U8, 200.0 -> -56 in I8, as PyTorch on x86); integer ->
  *     narrower integer wraps; anything -> BOOL is x != 0, so NaN -> true; BOOL -> number
  *     is 0 or 1. i64 -> f32 and f64 -> f32 round once, to nearest even.
  *   - Integer arithmetic wraps (two's complement: compute through uint64): ADD, SUB, MUL,
@@ -178,8 +182,18 @@ typedef enum ff_dtype {
     FF_BOOL = 5, /* one byte, 0 or 1 */
     FF_F16 = 6,  /* IEEE binary16: 1 sign, 5 exponent, 10 fraction bits */
     FF_BF16 = 7, /* bfloat16: the top 16 bits of an f32 */
-    FF_DTYPE_COUNT = 8
+    /* ---- appended after ABI v1's first release (see "Growing the dtype enum") ---- */
+    FF_I8 = 8,   /* int8_t: torch.int8 (Tensor.char()) */
+    FF_I16 = 9,  /* int16_t: torch.int16 (Tensor.short()) */
+    FF_DTYPE_COUNT = 10
 } ff_dtype;
+
+/* Growing the dtype enum. Dtypes are appended before FF_DTYPE_COUNT and never
+ * renumbered, so the ABI version stays 1: supports() must answer 0 for a dtype the
+ * plugin does not know (name the dtypes you take, never compare with FF_DTYPE_COUNT),
+ * and the core then computes through a wider dtype or says the backend cannot hold it.
+ *   ABI 1, first release: F32 F64 I32 I64 U8 BOOL F16 BF16.
+ *   ABI 1, dtype step 2:  I8, I16 (storage dtypes, as F16/BF16: see "Dtypes" at the top). */
 
 /* ---- op codes ----------------------------------------------------------- */
 /* Unary: dst has src's dtype, except the FF_UNARY_IS* / LOGICAL_NOT family which
@@ -869,8 +883,8 @@ static inline FF_ABI_HD size_t ff_dtype_size(ff_dtype t)
     switch (t) {
     case FF_F32: case FF_I32: return 4;
     case FF_F64: case FF_I64: return 8;
-    case FF_U8: case FF_BOOL: return 1;
-    case FF_F16: case FF_BF16: return 2;
+    case FF_U8: case FF_BOOL: case FF_I8: return 1;
+    case FF_F16: case FF_BF16: case FF_I16: return 2;
     default: return 0;
     }
 }

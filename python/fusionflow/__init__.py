@@ -7,7 +7,7 @@
     x.grad.numpy()
 """
 from ._lib import FusionFlowError, library_path
-from ._dtype import DType, float32, float64, int32, int64, uint8, bool_, float16, bfloat16
+from ._dtype import DType, float32, float64, int32, int64, uint8, bool_, float16, bfloat16, int8, int16
 from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, empty, eye, arange,
                       linspace, rand, randn, uniform, normal, zeros_like, ones_like, full_like, empty_like,
                       where, cat, concat, stack, split, chunk, no_grad, enable_grad, set_grad_enabled,
@@ -60,6 +60,7 @@ double = float64
 half = float16
 long = int64
 int = int32
+short = int16
 bool = bool_
 
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
 """dtypes: Python objects for the C ff_dtype enum, with their NumPy equivalents."""
 import numpy as np
 
-__all__ = ["DType", "float32", "float64", "int32", "int64", "uint8", "bool_", "float16", "bfloat16", "to_dtype",
+__all__ = ["DType", "float32", "float64", "int32", "int64", "uint8", "bool_", "float16", "bfloat16", "int8", "int16",
+           "to_dtype",
            "from_code", "from_numpy_dtype"]
 
 
@@ -32,13 +33,17 @@ bool_ = DType("bool", 5, np.bool_, False)
 # The half dtypes: stored in 2 bytes, computed in f32 by the core (rounded once).
 float16 = DType("float16", 6, np.float16, True)
 bfloat16 = DType("bfloat16", 7, None, True, itemsize=2)  # NumPy has no bfloat16
+# The narrow integers: stored in 1 and 2 bytes, computed in i32 by the core (wrapping back).
+int8 = DType("int8", 8, np.int8, False)
+int16 = DType("int16", 9, np.int16, False)
 
-_BY_CODE = {d.code: d for d in (float32, float64, int32, int64, uint8, bool_, float16, bfloat16)}
+_BY_CODE = {d.code: d for d in (float32, float64, int32, int64, uint8, bool_, float16, bfloat16, int8, int16)}
 _BY_NP = {d.np: d for d in _BY_CODE.values() if d.np is not None}
 _ALIASES = {"float": float32, "float32": float32, "f32": float32, "double": float64, "float64": float64,
             "f64": float64, "int": int32, "int32": int32, "i32": int32, "long": int64, "int64": int64,
             "i64": int64, "uint8": uint8, "u8": uint8, "bool": bool_, "float16": float16, "half": float16,
-            "f16": float16, "bfloat16": bfloat16, "bf16": bfloat16}
+            "f16": float16, "bfloat16": bfloat16, "bf16": bfloat16, "int8": int8, "i8": int8, "int16": int16,
+            "i16": int16, "short": int16}
 
 
 def from_code(code):
@@ -52,7 +57,7 @@ def from_numpy_dtype(npdt):
     d = _BY_NP.get(np.dtype(npdt))
     if d is None:
         raise TypeError("NumPy dtype %s has no FusionFlow equivalent (supported: float16, float32, float64, "
-                        "int32, int64, uint8, bool)" % np.dtype(npdt))
+                        "int8, int16, int32, int64, uint8, bool)" % np.dtype(npdt))
     return d
 
 

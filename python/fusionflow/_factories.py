@@ -197,7 +197,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if isinstance(data, np.ndarray):
         arr = data
         dt = to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype) \
-            if arr.dtype in (np.float16, np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_) \
+            if arr.dtype in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                             np.bool_) \
             else (float32 if arr.dtype.kind == "f" else int64 if arr.dtype.kind in "iu" else None)
         if dt is None:
             raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)

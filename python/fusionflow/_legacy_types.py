@@ -9,7 +9,7 @@ from ._factories import empty, tensor
 from ._tensor import Tensor
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
-           "ByteTensor", "BoolTensor"]
+           "ByteTensor", "BoolTensor", "CharTensor", "ShortTensor"]
 
 
 def legacy_new(name, args, dtype, device=None):
@@ -64,3 +64,5 @@ LongTensor = _legacy("LongTensor", _dtype.int64)
 IntTensor = _legacy("IntTensor", _dtype.int32)
 ByteTensor = _legacy("ByteTensor", _dtype.uint8)
 BoolTensor = _legacy("BoolTensor", _dtype.bool_)
+CharTensor = _legacy("CharTensor", _dtype.int8)
+ShortTensor = _legacy("ShortTensor", _dtype.int16)

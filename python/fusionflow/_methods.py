@@ -180,7 +180,8 @@ def random_(self, from_=0, to=None, *, generator=None):
         from_, to = 0, from_
     if to is None:
         to = {_dtype.float32: 2 ** 24 + 1, _dtype.float64: 2 ** 53 + 1, _dtype.float16: 2 ** 11 + 1,
-              _dtype.bfloat16: 2 ** 8 + 1, _dtype.uint8: 256, _dtype.bool_: 2, _dtype.int32: 2 ** 31}.get(
+              _dtype.bfloat16: 2 ** 8 + 1, _dtype.uint8: 256, _dtype.bool_: 2, _dtype.int32: 2 ** 31, _dtype.int8: 2 ** 7,
+              _dtype.int16: 2 ** 15}.get(
             self.dtype, 2 ** 53)
     return _fill(self, (_u(self) * (to - from_) + from_).floor())
 

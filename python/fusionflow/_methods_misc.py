@@ -48,7 +48,8 @@ def pin_memory(self):
 
 _TYPES = {"torch.FloatTensor": _dtype.float32, "torch.DoubleTensor": _dtype.float64, "torch.HalfTensor":
           _dtype.float16, "torch.BFloat16Tensor": _dtype.bfloat16, "torch.LongTensor": _dtype.int64,
-          "torch.IntTensor": _dtype.int32, "torch.ByteTensor": _dtype.uint8, "torch.BoolTensor": _dtype.bool_}
+          "torch.IntTensor": _dtype.int32, "torch.ByteTensor": _dtype.uint8, "torch.BoolTensor": _dtype.bool_,
+          "torch.CharTensor": _dtype.int8, "torch.ShortTensor": _dtype.int16}
 
 
 def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -86,16 +87,12 @@ def byte(self):
     return self.to(_dtype.uint8)
 
 
-def _no_int_dtype(name, dtype):
-    def method(self, memory_format=None):
-        raise NotImplementedError("Tensor.%s: fusionflow has no %s dtype (its integer dtypes are uint8, int32 and "
-                                  "int64); use .int() for int32 or .byte() for uint8" % (name, dtype))
-    method.__name__ = name
-    return method
+def short(self, memory_format=None):
+    return self.to(_dtype.int16)
 
 
-short = _no_int_dtype("short", "int16")  # torch.int16: not in the C dtype enum (backend_abi.h)
-char = _no_int_dtype("char", "int8")
+def char(self, memory_format=None):
+    return self.to(_dtype.int8)
 
 
 def conj_physical_(self):

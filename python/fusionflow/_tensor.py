@@ -312,7 +312,7 @@ class Tensor:
 
     def item(self):
         dt = C.ff_tensor_dtype(self._ptr)
-        if dt in (2, 3, 4):  # integers: exact through int64
+        if dt in (2, 3, 4, 8, 9):  # integers: exact through int64
             v = ctypes.c_int64()
             check_status(C.ff_tensor_item_i64(self._ptr, ctypes.byref(v)))
             return v.value

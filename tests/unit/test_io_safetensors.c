@@ -233,7 +233,7 @@ static void test_corrupt(void)
          "shape x dtype size is 12 bytes"},
         {"unknown dtype", "{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, FF_ERR_INVALID,
          "unknown dtype 'F33'"},
-        {"i16", "{\"a\":{\"dtype\":\"I16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8, FF_ERR_UNSUPPORTED, "I16"},
+        {"u16", "{\"a\":{\"dtype\":\"U16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8, FF_ERR_UNSUPPORTED, "U16"},
         {"f8", "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[8],\"data_offsets\":[0,8]}}", 8, FF_ERR_UNSUPPORTED, "F8_E4M3"},
         {"shape overflow", "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4],\"data_offsets\":[0,8]}}", 8,
          FF_ERR_INVALID, "overflows"},

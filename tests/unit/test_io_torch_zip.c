@@ -174,9 +174,9 @@ static void test_refuses_other_globals(void)
     write_checkpoint(pkl, sizeof pkl - 1, sizeof data0);
     CHECK_ERROR(!ff_torch_zip_load(path), FF_ERR_INVALID, "pickle names os.system");
     memcpy(pkl, torch_pkl, sizeof pkl);
-    swap_global(pkl, "torch\nFloatStorage\n", "torch\nCharStorage\n\n");
+    swap_global(pkl, "torch\nFloatStorage\n", "torch\nQInt8Storage\n");
     write_checkpoint(pkl, sizeof pkl - 1, sizeof data0);
-    CHECK_ERROR(!ff_torch_zip_load(path), FF_ERR_UNSUPPORTED, "torch.CharStorage");
+    CHECK_ERROR(!ff_torch_zip_load(path), FF_ERR_UNSUPPORTED, "torch.QInt8Storage");
     CHECK(ff_debug_live_tensors() == base);
 }
 

@@ -23,6 +23,8 @@
 #define T_BOOL 5
 #define T_F16 6 /* storage dtypes: copy and fill only (the host declines the rest) */
 #define T_BF16 7
+#define T_I8 8   /* storage dtypes too (appended): the host computes on them in I32 */
+#define T_I16 9
 
 /* The host's ocl_kview, field for field (ocl_impl.h); offsets and strides in elements. */
 typedef struct kview {
@@ -129,6 +131,8 @@ inline double ld_f(__global const uchar *p, int t, long off)
     case T_BOOL: return p[off] != 0;
     case T_F16: return small_to_f64(((__global const ushort *)p)[off], 10, -14);
     case T_BF16: return small_to_f64(((__global const ushort *)p)[off], 7, -126);
+    case T_I8: return ((__global const char *)p)[off];
+    case T_I16: return ((__global const short *)p)[off];
     default: return 0.0;
     }
 }
@@ -144,6 +148,8 @@ inline long ld_i(__global const uchar *p, int t, long off)
     case T_BOOL: return p[off] != 0;
     case T_F16: return f64_to_i64(small_to_f64(((__global const ushort *)p)[off], 10, -14));
     case T_BF16: return f64_to_i64(small_to_f64(((__global const ushort *)p)[off], 7, -126));
+    case T_I8: return ((__global const char *)p)[off];
+    case T_I16: return ((__global const short *)p)[off];
     default: return 0;
     }
 }
@@ -159,6 +165,8 @@ inline void st_f(__global uchar *p, int t, long off, double v)
     case T_BOOL: p[off] = v != 0.0; break;
     case T_F16: ((__global ushort *)p)[off] = f64_to_small(v, 10, -14); break;
     case T_BF16: ((__global ushort *)p)[off] = f64_to_small(v, 7, -126); break;
+    case T_I8: ((__global char *)p)[off] = (char)(uchar)(ulong)f64_to_i64(v); break;
+    case T_I16: ((__global short *)p)[off] = (short)(ushort)(ulong)f64_to_i64(v); break;
     default: break;
     }
 }
@@ -174,6 +182,8 @@ inline void st_i(__global uchar *p, int t, long off, long v)
     case T_BOOL: p[off] = v != 0; break;
     case T_F16: ((__global ushort *)p)[off] = f64_to_small(i64_to_f64_odd(v), 10, -14); break;
     case T_BF16: ((__global ushort *)p)[off] = f64_to_small(i64_to_f64_odd(v), 7, -126); break;
+    case T_I8: ((__global char *)p)[off] = (char)(uchar)(ulong)v; break;
+    case T_I16: ((__global short *)p)[off] = (short)(ushort)(ulong)v; break;
     default: break;
     }
 }
@@ -184,7 +194,7 @@ inline void mv(__global uchar *d, long od, __global const uchar *s, long os, int
     switch (t) {
     case T_F32: case T_I32: ((__global uint *)d)[od] = ((__global const uint *)s)[os]; break;
     case T_F64: case T_I64: ((__global ulong *)d)[od] = ((__global const ulong *)s)[os]; break;
-    case T_F16: case T_BF16: ((__global ushort *)d)[od] = ((__global const ushort *)s)[os]; break;
+    case T_F16: case T_BF16: case T_I16: ((__global ushort *)d)[od] = ((__global const ushort *)s)[os]; break;
     default: d[od] = s[os]; break;
     }
 }
