@@ -12,6 +12,7 @@ from ._dtype import float32, int64, bool_, to_dtype
 from ._lib import C, FusionFlowError, error, shape_array
 from ._tensor import Tensor, wrap, as_tensor, _operand, _shape_args, _scalar_ok, _number
 from ._grad_mode import no_grad
+from ._generator import seed_for
 
 
 # ---- factories ---------------------------------------------------------------------------------
@@ -149,10 +150,17 @@ def linspace(start, end, steps, dtype=float32, requires_grad=False, device=None)
     return _finish(t, requires_grad, device)
 
 
-def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
-    """U[0, 1) from the global generator (manual_seed), or from `seed` if given."""
-    return uniform(_shape_args(shape, "rand"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
-                   seed=seed)
+def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None, generator=None, out=None):
+    """U[0, 1) from the global generator (manual_seed), or from `seed` / `generator` if given."""
+    return _out(uniform(_shape_args(shape, "rand"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad,
+                        device=device, seed=seed, generator=generator), out)
+
+
+def _out(t, out):
+    """torch's out= of the random factories: t written into out."""
+    if out is None:
+        return t
+    return out.copy_(t)
 
 
 def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard, scale, shift):
@@ -160,6 +168,8 @@ def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard,
     global generator's standard draw (standard(n, shape, dtype)) scaled and shifted."""
     if isinstance(shape, int):
         shape = (shape,)
+    if dtype is None:
+        dtype = float32
     n, arr = shape_array(tuple(shape))
     code = to_dtype(dtype).code
     if seed is not None:
@@ -172,17 +182,21 @@ def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard,
     return _finish(t, requires_grad, device)
 
 
-def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None, generator=None):
+    if seed is None:
+        seed = seed_for(generator, "rand")
     return _random(shape, low, high, dtype, requires_grad, device, seed, C.ff_rand_uniform, C.ff_rand,
                    high - low, low)
 
 
-def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None):
-    return normal(_shape_args(shape, "randn"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad, device=device,
-                  seed=seed)
+def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None, generator=None, out=None):
+    return _out(normal(_shape_args(shape, "randn"), 0.0, 1.0, dtype=dtype, requires_grad=requires_grad,
+                       device=device, seed=seed, generator=generator), out)
 
 
-def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None):
+def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None, generator=None):
+    if seed is None:
+        seed = seed_for(generator, "randn")
     return _random(shape, mean, std, dtype, requires_grad, device, seed, C.ff_rand_normal, C.ff_randn, std, mean)
 
 
@@ -237,11 +251,18 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
 def from_numpy(arr):
     """A tensor sharing arr's memory (zero-copy through DLPack), like torch.from_numpy.
 
-    Needs a writeable, aligned array of a supported dtype (float16/32/64, int32/64,
-    uint8, bool) with non-negative strides; other cases raise. Use tensor(arr) for a copy."""
+    Needs an aligned array of a supported dtype (float16/32/64, int8/16/32/64, uint8, bool)
+    with non-negative strides; other cases raise. Use tensor(arr) for a copy. A read-only
+    array (np.asarray of a PIL image, np.frombuffer of bytes) is copied, with PyTorch's
+    warning: NumPy will not share it over DLPack, and writing to it would be undefined."""
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
     _dtype.from_numpy_dtype(arr.dtype)  # an unsupported dtype raises TypeError, as in PyTorch
+    if not arr.flags.writeable:
+        import warnings
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. "
+                      "fusionflow.from_numpy copies it.", UserWarning, stacklevel=2)
+        arr = arr.copy()
     from ._dlpack import from_dlpack
     if arr.dtype == np.bool_:
         # NumPy 1.24 speaks DLPack 0.6, which has no bool; bool and uint8 share one layout

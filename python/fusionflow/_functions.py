@@ -385,19 +385,22 @@ def logspace(start, end, steps, base=10.0, dtype=_dtype.float32, device=None):
     return (e * math.log(base)).exp().to(dtype)
 
 
-def randint(low, high=None, size=None, dtype=_dtype.int64, device=None, seed=None):
+def randint(low, high=None, size=None, dtype=_dtype.int64, device=None, seed=None, generator=None,
+            requires_grad=False):
     """Uniform integers in [low, high), from the seeded generator (torch.randint)."""
     if high is None:
         low, high = 0, low
-    u = rand(*size, dtype=_dtype.float64, device=device, seed=seed)
-    return (u * (high - low) + low).floor().to(dtype)
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    u = rand(*size, dtype=_dtype.float64, device=device, seed=seed, generator=generator)
+    return (u * (high - low) + low).floor().to(dtype or _dtype.int64)
 
 
-def bernoulli(input, p=None, seed=None):
+def bernoulli(input, p=None, seed=None, generator=None):
     """1 with probability input (or p), else 0, in input's dtype."""
     x = as_tensor(input)
     probs = x if p is None else full(x.shape, p, dtype=_dtype.float64, device=x.device)
-    u = rand(*x.shape, dtype=_dtype.float64, device=x.device, seed=seed)
+    u = rand(*x.shape, dtype=_dtype.float64, device=x.device, seed=seed, generator=generator)
     return (u < probs).to(x.dtype)
 
 

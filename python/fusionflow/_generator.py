@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 
-__all__ = ["Generator", "default_generator", "seed_from_global"]
+__all__ = ["Generator", "default_generator", "seed_from_global", "seed_for", "stream_of"]
 
 _DEFAULT_SEED = 67280421310721  # torch.Generator().initial_seed()
 
@@ -70,6 +70,25 @@ class _DefaultGenerator(Generator):
 
 
 default_generator = _DefaultGenerator()
+
+
+def stream_of(generator, fn="random"):
+    """The NumPy stream of a generator= argument: None for no generator or the default one
+    (the draw then takes the global stream, as in PyTorch)."""
+    if generator is None or isinstance(generator, _DefaultGenerator):
+        return None
+    if not isinstance(generator, Generator):
+        raise TypeError("%s: generator must be a fusionflow.Generator, not %s" % (fn, type(generator).__name__))
+    return generator._np
+
+
+def seed_for(generator, fn="random"):
+    """The seed= of a random fill given generator=: None for none (or the default one), else
+    a 63-bit seed drawn from the generator's stream, so that the same generator state gives
+    the same tensor (on every backend: the fill is Philox from that seed) and the generator
+    moves on."""
+    g = stream_of(generator, fn)
+    return None if g is None else int(g.integers(0, 2 ** 63))
 
 
 def seed_from_global():

@@ -143,34 +143,35 @@ _SHAPE_INPLACE = {
 
 
 # ---- in-place random fills (from the seeded global generator, like uniform_/normal_) ----
-def _u(self):
-    return rand(*self.shape, dtype=_dtype.float64, device=self.device)
+def _u(self, generator=None):
+    return rand(*self.shape, dtype=_dtype.float64, device=self.device, generator=generator)
 
 
 def _fill(self, values):
     return self.copy_(values.to(self.dtype))
 
 
-def bernoulli_(self, p=0.5):
+def bernoulli_(self, p=0.5, *, generator=None):
     pr = as_tensor(p).to(_dtype.float64) if not isinstance(p, (int, float)) else p
-    return _fill(self, (_u(self) < pr))
+    return _fill(self, (_u(self, generator) < pr))
 
 
-def cauchy_(self, median=0.0, sigma=1.0):
-    return _fill(self, ((_u(self) - 0.5) * np.pi).tan() * sigma + median)
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    return _fill(self, ((_u(self, generator) - 0.5) * np.pi).tan() * sigma + median)
 
 
-def exponential_(self, lambd=1.0):
-    return _fill(self, -(1 - _u(self)).log() / lambd)
+def exponential_(self, lambd=1.0, *, generator=None):
+    return _fill(self, -(1 - _u(self, generator)).log() / lambd)
 
 
-def geometric_(self, p):
-    return _fill(self, ((1 - _u(self)).log() / np.log1p(-p)).ceil().clamp(min=1))
+def geometric_(self, p, *, generator=None):
+    return _fill(self, ((1 - _u(self, generator)).log() / np.log1p(-p)).ceil().clamp(min=1))
 
 
-def log_normal_(self, mean=1.0, std=2.0):
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     from ._factories import randn
-    return _fill(self, (randn(*self.shape, dtype=_dtype.float64, device=self.device) * std + mean).exp())
+    z = randn(*self.shape, dtype=_dtype.float64, device=self.device, generator=generator)
+    return _fill(self, (z * std + mean).exp())
 
 
 def random_(self, from_=0, to=None, *, generator=None):
@@ -183,7 +184,7 @@ def random_(self, from_=0, to=None, *, generator=None):
               _dtype.bfloat16: 2 ** 8 + 1, _dtype.uint8: 256, _dtype.bool_: 2, _dtype.int32: 2 ** 31, _dtype.int8: 2 ** 7,
               _dtype.int16: 2 ** 15}.get(
             self.dtype, 2 ** 53)
-    return _fill(self, (_u(self) * (to - from_) + from_).floor())
+    return _fill(self, (_u(self, generator) * (to - from_) + from_).floor())
 
 
 def fill_diagonal_(self, fill_value, wrap=False):

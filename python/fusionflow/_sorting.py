@@ -84,10 +84,17 @@ def bincount(input, weights=None, minlength=0):
     return wrap(C.ff_bincount(x._ptr, None if w is None else w._ptr, int_arg("bincount", "minlength", minlength)))
 
 
-def randperm(n, *, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1 from the global generator (manual_seed); int64
-    unless dtype says otherwise."""
-    r = wrap(C.ff_randperm(int_arg("randperm", "n", n)))
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 from the global generator (manual_seed), or from
+    generator's stream; int64 unless dtype says otherwise."""
+    from ._generator import stream_of
+    n = int_arg("randperm", "n", n)
+    g = stream_of(generator, "randperm")
+    if g is not None:  # a generator of its own: its stream, on the host
+        from ._factories import tensor
+        r = tensor(g.permutation(n).astype("int64"))
+    else:
+        r = wrap(C.ff_randperm(n))
     if device is not None:
         r = r.to(device=device)
     return r if dtype is None else r.to(dtype)
@@ -118,8 +125,30 @@ def histc(input, bins=100, min=0, max=0):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """int64 indices drawn per row with probability proportional to the weights, from the
     global generator (manual_seed; not PyTorch's numbers)."""
+    from ._generator import stream_of
     w = as_tensor(input)
-    return wrap(C.ff_multinomial(w._ptr, int_arg("multinomial", "num_samples", num_samples), bool(replacement)))
+    k = int_arg("multinomial", "num_samples", num_samples)
+    g = stream_of(generator, "multinomial")
+    if g is None:
+        return wrap(C.ff_multinomial(w._ptr, k, bool(replacement)))
+    # a generator of its own: the picks come from its stream, on the host (the global stream
+    # is left alone, as in PyTorch)
+    import numpy as np
+    from ._factories import tensor
+    if w.ndim not in (1, 2):
+        raise RuntimeError("multinomial: prob_dist must be 1 or 2 dim, got %d" % w.ndim)
+    p = w.detach().to(dtype="float64").numpy().reshape(-1, w.shape[-1])
+    if not np.isfinite(p).all() or (p < 0).any():
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    if (p.sum(axis=1) <= 0).any():
+        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and k > p.shape[1]:
+        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if not replacement and (np.count_nonzero(p, axis=1) < k).any():
+        raise RuntimeError("multinomial: invalid multinomial distribution (with replacement=False, not enough "
+                           "non-negative category to sample)")
+    rows = [g.choice(p.shape[1], k, replace=bool(replacement), p=r / r.sum()) for r in p]
+    return tensor(np.array(rows, dtype=np.int64).reshape(tuple(w.shape[:-1]) + (k,)), device=w.device)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):

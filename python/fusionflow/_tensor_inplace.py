@@ -71,11 +71,11 @@ def zero_(self):
 def clamp_(self, min=None, max=None):
     return self._rebase_(self.clamp(min, max))
 
-def uniform_(self, a=0.0, b=1.0):
-    return self.copy_(rand(*self.shape, dtype=self.dtype) * (b - a) + a)
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    return self.copy_(rand(*self.shape, dtype=self.dtype, device=self.device, generator=generator) * (b - a) + a)
 
-def normal_(self, mean=0.0, std=1.0):
-    return self.copy_(randn(*self.shape, dtype=self.dtype) * std + mean)
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return self.copy_(randn(*self.shape, dtype=self.dtype, device=self.device, generator=generator) * std + mean)
 
 
 for _f in (_inplace, add_, sub_, mul_, div_, pow_, copy_, fill_, zero_, clamp_, uniform_, normal_):

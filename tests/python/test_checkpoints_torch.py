@@ -23,7 +23,8 @@ from conftest import DEVICES
 torch = pytest.importorskip("torch")
 
 DTYPES = [("float32", "float32"), ("float64", "float64"), ("float16", "float16"), ("bfloat16", "bfloat16"),
-          ("int64", "int64"), ("int32", "int32"), ("uint8", "uint8"), ("bool", "bool")]
+          ("int64", "int64"), ("int32", "int32"), ("uint8", "uint8"), ("bool", "bool"), ("int8", "int8"),
+          ("int16", "int16")]
 FORMATS = ["zip", "legacy"]
 
 
@@ -433,11 +434,11 @@ def test_c_loader_refuses_what_is_not_a_state_dict(tmp_path):
     torch.save({"w": torch.ones(2)}, legacy, _use_new_zipfile_serialization=False)
     with pytest.raises(ff.FusionFlowError, match="legacy.pt': not a readable PyTorch zip checkpoint"):
         _c_load(legacy)
-    small = tmp_path / "i8.pt"
-    torch.save({"w": torch.ones(2, dtype=torch.int8)}, small)
-    with pytest.raises(ff.FusionFlowError, match="CharStorage"):
+    small = tmp_path / "c64.pt"  # a dtype fusionflow has not (yet): refused by name
+    torch.save({"w": torch.ones(2, dtype=torch.complex64)}, small)
+    with pytest.raises(ff.FusionFlowError, match="ComplexFloatStorage"):
         _c_load(small)
-    with pytest.raises(pickle.UnpicklingError, match="CharStorage \\(int8\\)"):
+    with pytest.raises(pickle.UnpicklingError, match="ComplexFloatStorage \\(complex64\\)"):
         ff.load(small)
 
 
