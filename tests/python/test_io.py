@@ -94,7 +94,7 @@ def test_corrupt_safetensors_rejected(tmp_path, live_counter):
         (lambda: raw({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}), "shape x dtype size"),
         (lambda: raw({"a": {"dtype": "F32", "shape": [2 ** 40, 2 ** 40], "data_offsets": [0, 8]}}), "overflows"),
         (lambda: raw({"a": {"dtype": "Q7", "shape": [2], "data_offsets": [0, 8]}}), "unknown dtype"),
-        (lambda: raw({"a": {"dtype": "I16", "shape": [4], "data_offsets": [0, 8]}}), "I16"),
+        (lambda: raw({"a": {"dtype": "U16", "shape": [4], "data_offsets": [0, 8]}}), "U16"),
         (lambda: raw({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}), "run past"),
     ]
     for make, needle in cases:
