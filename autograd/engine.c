@@ -205,8 +205,8 @@ ff_status ff_set_requires_grad(ff_tensor *t, bool requires_grad)
     if (t->grad_fn && !requires_grad)
         return ff_error(FF_ERR_AUTOGRAD, "ff_set_requires_grad: tensor is not a leaf (made by '%s'); use ff_detach",
                         t->grad_fn->name);
-    if (requires_grad && !ff_dtype_is_float(t->dtype))
-        return ff_error(FF_ERR_AUTOGRAD, "ff_set_requires_grad: only float tensors can require grad, got %s",
+    if (requires_grad && !ff_dtype_has_grad(t->dtype))
+        return ff_error(FF_ERR_AUTOGRAD, "ff_set_requires_grad: only float and complex tensors can require grad, got %s",
                         ff_dtype_name(t->dtype));
     t->requires_grad = requires_grad;
     return FF_OK;

@@ -168,12 +168,31 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
     return res;
 }
 
+/* The ops that run on C64/C128 too: on the reference natively (backends/cpu/cpu_complex.c)
+ * for the entries it takes, and on a backend that declines complex through the core's
+ * composition from real views (core/kernel_complex.c), so the composition is checked
+ * against the oracle; ops/complex.c composes the rest (exp, log, ...) from real ops on
+ * both sides. */
+static const char *const complex_ops[] = {
+    "add_bcast", "sub", "mul_bcast", "div", "mul_scalar", "add_scalar", "rsub_scalar", "where", "eq", "exp", "log",
+    "sqrt", "square", "reciprocal", "sin", "cos", "abs", "neg", "sum_axis1_keepdim", "sum_all", "mean_axes02",
+    "matmul_2d", "matmul_1d_2d", "matmul_2d_1d", "matmul_1d_1d", "matmul_batched_bcast", "outer", "gather_axis1",
+    "scatter_add_axis0", "index_select", "concat_axis1", "stack_axis0", "flip_last", "repeat", "tile", "reshape",
+    "contiguous", "clone", "index_2d", "index_put_accumulate"};
+
+static bool takes_complex(const char *name)
+{
+    for (size_t i = 0; i < sizeof complex_ops / sizeof complex_ops[0]; i++)
+        if (!strcmp(complex_ops[i], name)) return true;
+    return false;
+}
+
 void cf_gen_ops(void)
 {
     /* the half dtypes reach every optional entry (conv2d, scan, sort, batch_norm, pool2d,
      * linalg, fft) through the public ops: natively where a backend takes half, else
      * through the core's f32 detour */
-    static const ff_dtype dts[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_F16, FF_BF16};
+    static const ff_dtype dts[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_F16, FF_BF16, FF_C64, FF_C128};
     for (int k = 0; k < cf_noptable; k++) {
         const cf_opdef *def = &cf_optable[k];
         bool all_fixed = true;
@@ -181,7 +200,7 @@ void cf_gen_ops(void)
         for (int di = 0; di < (int)(sizeof dts / sizeof dts[0]); di++) {
             ff_dtype dt = dts[di];
             if (all_fixed && di > 0) break; /* the case dtype is irrelevant */
-            if (!ff_dtype_is_float(dt) && !def->ints) continue;
+            if (ff_dtype_is_complex(dt) ? !takes_complex(def->name) : !ff_dtype_is_float(dt) && !def->ints) continue;
             for (int v = 0; v < CF_V_COUNT; v++) {
                 cf_case c = {.family = "op", .dtype = all_fixed ? def->fixed[0] : dt, .level = CF_LEVEL_OP,
                              .run = run, .kind = -1, .p = {k, v}};

@@ -38,6 +38,13 @@ static cf_tol half_tolerance(ff_dtype dt, cf_tol_class cls, double kk)
 cf_tol cf_tolerance(ff_dtype dt, cf_tol_class cls, int64_t k)
 {
     if (dt == FF_F16 || dt == FF_BF16) return half_tolerance(dt, cls, k < 1 ? 1.0 : (double)k);
+    if (ff_dtype_is_complex(dt)) { /* its part dtype's, measured against |want| (cf_compare) */
+        cf_tol t = cf_tolerance(dt == FF_C64 ? FF_F32 : FF_F64, cls, k);
+        /* a product's part is a difference of two rounded products, which may cancel: the
+         * composition from real kernels rounds each, the reference rounds once */
+        if (cls == CF_TOL_ROUNDED) t.rtol *= 4;
+        return t;
+    }
     const bool f32 = dt == FF_F32;
     const double eps = f32 ? 1.1920929e-7 : 2.220446049250313e-16;
     double kk = k < 1 ? 1.0 : (double)k;
@@ -71,10 +78,37 @@ static void note(cf_diff *d, int64_t i, double got, double want)
     }
 }
 
+/* Complex elements: both parts exact (exact), or max(|d re|, |d im|) <= atol + rtol |want|
+ * (a part's error is measured against the complex number's size: a part that cancels to
+ * near zero is as accurate as the whole); NaN in either part matches NaN in either part. */
+static bool compare_complex(const void *got, const void *want, ff_dtype dt, int64_t n, cf_tol tol, bool exact,
+                            cf_diff *d)
+{
+    ff_dtype pt = dt == FF_C64 ? FF_F32 : FF_F64;
+    for (int64_t i = 0; i < n; i++) {
+        double gr = cf_get_f(got, pt, 2 * i), gi = cf_get_f(got, pt, 2 * i + 1);
+        double wr = cf_get_f(want, pt, 2 * i), wi = cf_get_f(want, pt, 2 * i + 1);
+        bool gn = isnan(gr) || isnan(gi), wn = isnan(wr) || isnan(wi), ok;
+        if (gn || wn) ok = gn && wn;
+        else if (exact) ok = gr == wr && gi == wi && signbit(gr) == signbit(wr) && signbit(gi) == signbit(wi);
+        else {
+            double ad = fmax(fabs(gr - wr), fabs(gi - wi)), mag = hypot(wr, wi);
+            if (isinf(gr) || isinf(gi) || isinf(wr) || isinf(wi)) ad = gr == wr && gi == wi ? 0 : INFINITY;
+            double rd = mag != 0 ? ad / mag : (ad > 0 ? INFINITY : 0);
+            if (ad > d->max_abs) d->max_abs = ad;
+            if (rd > d->max_rel) d->max_rel = rd;
+            ok = ad <= tol.atol + tol.rtol * mag;
+        }
+        if (!ok) note(d, i, fabs(gr - wr) >= fabs(gi - wi) ? gr : gi, fabs(gr - wr) >= fabs(gi - wi) ? wr : wi);
+    }
+    return d->n_bad == 0;
+}
+
 bool cf_compare(const void *got, const void *want, ff_dtype dt, int64_t n, cf_tol tol, bool exact, cf_diff *d)
 {
     memset(d, 0, sizeof *d);
     d->first = -1;
+    if (ff_dtype_is_complex(dt)) return compare_complex(got, want, dt, n, tol, exact, d);
     if (!ff_dtype_is_float(dt)) {
         for (int64_t i = 0; i < n; i++) {
             /* bool compares raw bytes: a byte other than 0/1 is a wrong value */

@@ -201,6 +201,10 @@ void cf_set_edge(void *p, ff_dtype dt, int64_t i, int k)
 
 void cf_fill_values(cf_rng *r, void *p, ff_dtype dt, int64_t n, cf_domain dom)
 {
+    if (ff_dtype_is_complex(dt)) { /* both parts from the domain: (re, im) pairs of the part dtype */
+        cf_fill_values(r, p, dt == FF_C64 ? FF_F32 : FF_F64, 2 * n, dom);
+        return;
+    }
     const bool fl = ff_dtype_is_float(dt);
     for (int64_t i = 0; i < n; i++) {
         if (dt == FF_BOOL || dom == CF_DOM_BOOL01) {

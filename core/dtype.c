@@ -7,7 +7,7 @@
 static const char *const dtype_names[FF_DTYPE_COUNT] = {
     [FF_F32] = "f32", [FF_F64] = "f64", [FF_I32] = "i32",  [FF_I64] = "i64",
     [FF_U8] = "u8",   [FF_BOOL] = "bool", [FF_F16] = "f16", [FF_BF16] = "bf16",
-    [FF_I8] = "i8",   [FF_I16] = "i16",
+    [FF_I8] = "i8",   [FF_I16] = "i16",  [FF_C64] = "c64", [FF_C128] = "c128",
 };
 
 const char *ff_dtype_name(ff_dtype t)
@@ -22,17 +22,19 @@ ff_status ff_dtype_from_name(const char *name, ff_dtype *out)
             *out = (ff_dtype)i;
             return FF_OK;
         }
-    return ff_error(FF_ERR_INVALID, "ff_dtype_from_name: unknown dtype '%s' (expected f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool)",
+    return ff_error(FF_ERR_INVALID, "ff_dtype_from_name: unknown dtype '%s' (expected f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool, c64, c128)",
                     name ? name : "(null)");
 }
 
-/* Category rank: bool < integer < float. Within a category the wider type wins;
+/* Category rank: bool < integer < float < complex. Within a category the wider type wins
+ * (for complex: the wider of the two parts, so c64 + f64 is c128, as PyTorch);
  * u8 with a signed int gives the signed one of at least 16 bits (u8 + i8 is i16), as
  * PyTorch. */
 static int category(ff_dtype t)
 {
     if (t == FF_BOOL) return 0;
     if (t == FF_U8 || t == FF_I8 || t == FF_I16 || t == FF_I32 || t == FF_I64) return 1;
+    if (ff_dtype_is_complex(t)) return 3;
     return 2;
 }
 
@@ -54,6 +56,8 @@ static int width_rank(ff_dtype t)
 ff_dtype ff_dtype_promote(ff_dtype a, ff_dtype b)
 {
     if (a == b) return a;
+    if (ff_dtype_is_complex(a) || ff_dtype_is_complex(b)) /* complex of the wider real part */
+        return ff_dtype_real_of(a) == FF_F64 || ff_dtype_real_of(b) == FF_F64 ? FF_C128 : FF_C64;
     int ca = category(a), cb = category(b);
     if (ca != cb) return ca > cb ? a : b;
     if ((a == FF_F16 && b == FF_BF16) || (a == FF_BF16 && b == FF_F16)) return FF_F32;
@@ -84,7 +88,10 @@ ff_dtype ff_result_type_n(int n, const ff_tensor *const *ts)
     }
     if (!have_dim) return zero;
     if (!have_zero) return dim;
-    return category(zero) > category(dim) ? zero : dim;
+    if (category(zero) <= category(dim)) return dim;
+    /* a 0-d complex over dimensioned floats: complex of their width (f64[3] * 1j -> c128) */
+    if (ff_dtype_is_complex(zero) && category(dim) == 2) return ff_dtype_complex_of(dim);
+    return zero;
 }
 
 ff_dtype ff_result_type(const ff_tensor *a, const ff_tensor *b)
@@ -96,5 +103,15 @@ ff_dtype ff_result_type(const ff_tensor *a, const ff_tensor *b)
 
 ff_dtype ff_dtype_to_float(ff_dtype t)
 {
-    return ff_dtype_is_float(t) ? t : FF_F32;
+    return ff_dtype_is_float(t) || ff_dtype_is_complex(t) ? t : FF_F32;
+}
+
+ff_dtype ff_dtype_real_of(ff_dtype t)
+{
+    return t == FF_C64 ? FF_F32 : t == FF_C128 ? FF_F64 : t;
+}
+
+ff_dtype ff_dtype_complex_of(ff_dtype t)
+{
+    return t == FF_F64 || t == FF_C128 ? FF_C128 : FF_C64;
 }

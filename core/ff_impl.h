@@ -425,7 +425,31 @@ ff_tensor *ff_scalar_on(ff_backend *be, double value, ff_dtype dtype);
 /* ff_result_type over n tensors (all non-NULL). */
 ff_dtype ff_result_type_n(int n, const ff_tensor *const *ts);
 /* Float dtype ops on integers compute in (f32 for ints/bool, same for floats). */
-ff_dtype ff_dtype_to_float(ff_dtype t);
+ff_dtype ff_dtype_to_float(ff_dtype t); /* floats and complex stay, the rest -> f32 */
+/* The dtypes gradients flow through: the floats and the complex ones. */
+static inline bool ff_dtype_has_grad(ff_dtype t) { return ff_dtype_is_float(t) || ff_dtype_is_complex(t); }
+ff_dtype ff_dtype_real_of(ff_dtype t);     /* c64 -> f32, c128 -> f64; others stay */
+ff_dtype ff_dtype_complex_of(ff_dtype t);  /* f64 (and c128) -> c128, every other -> c64 */
+
+/* core/kernel_complex.c: complex tensors on a backend that does not compute them, through
+ * real views of the same storage ([S] c64 = [S, 2] f32). The kernel wrappers call these
+ * for every entry whose supports() declines the complex dtype. */
+bool ff_kernel_complex_needed(const ff_backend *be, ff_op_kind kind, int op, ff_dtype dt);
+ff_status ff_complex_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn);
+ff_status ff_complex_fill(const ff_tensor *dst, ff_number value, const char *fn);
+ff_status ff_complex_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor *src, const char *fn);
+ff_status ff_complex_binary(ff_binary_op op, const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b,
+                            const char *fn);
+ff_status ff_complex_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tensor *src, uint32_t axes_mask,
+                            const char *fn);
+ff_status ff_complex_where(const ff_tensor *dst, const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b,
+                           const char *fn);
+ff_status ff_complex_gather(const ff_tensor *dst, const ff_tensor *src, const ff_tensor *index, int axis,
+                            const char *fn);
+ff_status ff_complex_scatter_add(const ff_tensor *dst, const ff_tensor *index, const ff_tensor *src, int axis,
+                                 const char *fn);
+ff_status ff_complex_random(const ff_tensor *dst, ff_random_dist dist, uint64_t seed, uint64_t counter_base,
+                            double p0, double p1, const char *fn);
 
 /* Forces (on) or stops forcing the core's composition of kind where a backend has the entry
  * (softmax, batch_norm, pool2d: what FF_SOFTMAX / FF_BATCH_NORM / FF_POOL=compose do), for

@@ -154,6 +154,7 @@ static ff_scalar fill_value(ff_dtype dt, ff_number n)
 ff_status ff_kernel_fill_number(const ff_tensor *dst, ff_number value, const char *fn)
 {
     BEGIN_KERNEL(1, dst);
+    if (ff_kernel_complex_needed(be, FF_KIND_FILL, 0, dst->dtype)) return ff_complex_fill(dst, value, fn);
     if (!be->vt->supports(be->ctx, FF_KIND_FILL, 0, dst->dtype)) return unsupported(be, fn, "fill", dst->dtype);
     ff_view v;
     ff_tensor_view(dst, &v);
@@ -187,6 +188,9 @@ static void same_order_flatten(ff_layout *d, ff_layout *s)
 ff_status ff_kernel_copy(const ff_tensor *dst, const ff_tensor *src, const char *fn)
 {
     BEGIN_KERNEL(2, dst, src);
+    if ((ff_dtype_is_complex(dst->dtype) || ff_dtype_is_complex(src->dtype)) &&
+        !be->vt->supports(be->ctx, FF_KIND_COPY, (int)src->dtype, dst->dtype))
+        return ff_complex_copy(dst, src, fn);
     if (!be->vt->supports(be->ctx, FF_KIND_COPY, (int)src->dtype, dst->dtype))
         return ff_error(FF_ERR_UNSUPPORTED, "%s: backend '%s' cannot copy %s to %s", fn, be->name,
                         ff_dtype_name(src->dtype), ff_dtype_name(dst->dtype));
@@ -214,6 +218,7 @@ ff_status ff_kernel_unary(ff_unary_op op, const ff_tensor *dst, const ff_tensor 
 {
     BEGIN_KERNEL(2, dst, src);
     if ((unsigned)op >= FF_UNARY_COUNT) return ff_error(FF_ERR_INVALID, "%s: invalid unary op %d", fn, (int)op);
+    if (ff_kernel_complex_needed(be, FF_KIND_UNARY, (int)op, src->dtype)) return ff_complex_unary(op, dst, src, fn);
     if (narrow_detour_needed(be, FF_KIND_UNARY, (int)op, src->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
@@ -235,6 +240,7 @@ ff_status ff_kernel_binary(ff_binary_op op, const ff_tensor *dst, const ff_tenso
     if (a->dtype != b->dtype)
         return ff_error(FF_ERR_INVALID, "%s: internal: binary operands %s and %s not promoted", fn,
                         ff_dtype_name(a->dtype), ff_dtype_name(b->dtype));
+    if (ff_kernel_complex_needed(be, FF_KIND_BINARY, (int)op, a->dtype)) return ff_complex_binary(op, dst, a, b, fn);
     if (narrow_detour_needed(be, FF_KIND_BINARY, (int)op, a->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
@@ -256,6 +262,8 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
                            const char *fn)
 {
     BEGIN_KERNEL(2, dst, src);
+    if (ff_kernel_complex_needed(be, FF_KIND_REDUCE, (int)op, src->dtype))
+        return ff_complex_reduce(op, dst, src, axes_mask, fn);
     if (narrow_detour_needed(be, FF_KIND_REDUCE, (int)op, src->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 2, ts_, 1, false, fn)) return ff_last_status();
@@ -276,6 +284,8 @@ ff_status ff_kernel_reduce(ff_reduce_op op, const ff_tensor *dst, const ff_tenso
 ff_status ff_kernel_matmul(const ff_tensor *dst, const ff_tensor *a, const ff_tensor *b, const char *fn)
 {
     BEGIN_KERNEL(3, dst, a, b);
+    if (ff_kernel_complex_needed(be, FF_KIND_MATMUL, 0, a->dtype)) /* ops/complex.c composes it from real ones */
+        return unsupported(be, fn, "matmul", a->dtype);
     if (narrow_detour_needed(be, FF_KIND_MATMUL, 0, a->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
@@ -293,6 +303,7 @@ ff_status ff_kernel_where(const ff_tensor *dst, const ff_tensor *cond, const ff_
                           const char *fn)
 {
     BEGIN_KERNEL(4, dst, cond, a, b);
+    if (ff_kernel_complex_needed(be, FF_KIND_WHERE, 0, dst->dtype)) return ff_complex_where(dst, cond, a, b, fn);
     if (narrow_detour_needed(be, FF_KIND_WHERE, 0, dst->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 4, ts_, 1, false, fn)) return ff_last_status();
@@ -314,6 +325,7 @@ ff_status ff_kernel_gather(const ff_tensor *dst, const ff_tensor *src, const ff_
                            const char *fn)
 {
     BEGIN_KERNEL(3, dst, src, index);
+    if (ff_kernel_complex_needed(be, FF_KIND_GATHER, 0, src->dtype)) return ff_complex_gather(dst, src, index, axis, fn);
     if (narrow_detour_needed(be, FF_KIND_GATHER, 0, src->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 3, ts_, 1, false, fn)) return ff_last_status();
@@ -332,6 +344,8 @@ ff_status ff_kernel_scatter_add(const ff_tensor *dst, const ff_tensor *index, co
                                 const char *fn)
 {
     BEGIN_KERNEL(3, dst, index, src);
+    if (ff_kernel_complex_needed(be, FF_KIND_SCATTER_ADD, 0, dst->dtype))
+        return ff_complex_scatter_add(dst, index, src, axis, fn);
     if (narrow_detour_needed(be, FF_KIND_SCATTER_ADD, 0, dst->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 3, ts_, 1, true, fn)) return ff_last_status();
@@ -352,6 +366,8 @@ ff_status ff_kernel_random(const ff_tensor *dst, ff_random_dist dist, uint64_t s
                            double p0, double p1, const char *fn)
 {
     BEGIN_KERNEL(1, dst);
+    if (ff_kernel_complex_needed(be, FF_KIND_RANDOM, (int)dist, dst->dtype))
+        return ff_complex_random(dst, dist, seed, counter_base, p0, p1, fn);
     if (narrow_detour_needed(be, FF_KIND_RANDOM, (int)dist, dst->dtype)) {
         narrow_detour d;
         if (narrow_detour_begin(&d, 1, ts_, 1, false, fn)) return ff_last_status();

@@ -37,6 +37,8 @@ static bool dl_dtype(ff_dtype t, DLDataType *out)
     case FF_I32: *out = (DLDataType){kDLInt, 32, 1}; return true;
     case FF_I64: *out = (DLDataType){kDLInt, 64, 1}; return true;
     case FF_I8: *out = (DLDataType){kDLInt, 8, 1}; return true;
+    case FF_C64: *out = (DLDataType){kDLComplex, 64, 1}; return true;
+    case FF_C128: *out = (DLDataType){kDLComplex, 128, 1}; return true;
     case FF_I16: *out = (DLDataType){kDLInt, 16, 1}; return true;
     case FF_U8: *out = (DLDataType){kDLUInt, 8, 1}; return true;
     case FF_F16: *out = (DLDataType){kDLFloat, 16, 1}; return true;
@@ -125,10 +127,12 @@ static ff_status from_dl_dtype(DLDataType d, ff_dtype *out)
     else if (d.code == kDLInt && d.bits == 8) *out = FF_I8;
     else if (d.code == kDLInt && d.bits == 16) *out = FF_I16;
     else if (d.code == kDLUInt && d.bits == 8) *out = FF_U8;
+    else if (d.code == kDLComplex && d.bits == 64) *out = FF_C64;
+    else if (d.code == kDLComplex && d.bits == 128) *out = FF_C128;
     else if (d.code == 6 && d.bits == 8) *out = FF_BOOL; /* kDLBool, added in DLPack 0.8 */
     if (*out == FF_DTYPE_COUNT)
         return ff_error(FF_ERR_UNSUPPORTED, "%s: DLPack dtype (code %u, %u bits) is unsupported (float16/32/64, bfloat16, "
-                        "int8/16/32/64, uint8, bool are)", FROM_FN, d.code, d.bits);
+                        "int8/16/32/64, uint8, bool, complex64/128 are)", FROM_FN, d.code, d.bits);
     return FF_OK;
 }
 

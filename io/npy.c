@@ -144,7 +144,7 @@ static ff_status parse_descr(const char *d, ff_dtype *out, const char *path)
 {
     static const struct { const char *code; ff_dtype t; } table[] = {
         {"f4", FF_F32}, {"f8", FF_F64}, {"f2", FF_F16}, {"i4", FF_I32}, {"i8", FF_I64}, {"u1", FF_U8}, {"b1", FF_BOOL},
-        {"i1", FF_I8},  {"i2", FF_I16},
+        {"i1", FF_I8},  {"i2", FF_I16}, {"c8", FF_C64}, {"c16", FF_C128},
     };
     char order = d[0];
     if (order != '<' && order != '|' && order != '=' && order != '>')
@@ -156,7 +156,7 @@ static ff_status parse_descr(const char *d, ff_dtype *out, const char *path)
         *out = table[k].t;
         return FF_OK;
     }
-    return ff_error(FF_ERR_UNSUPPORTED, "%s: '%s': dtype '%s' is unsupported (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1)",
+    return ff_error(FF_ERR_UNSUPPORTED, "%s: '%s': dtype '%s' is unsupported (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 |b1 <c8 <c16)",
                     LOAD_FN, path, d);
 }
 
@@ -272,7 +272,7 @@ ff_status ff_npy_save(const char *path, const ff_tensor *t)
     static const char *const descr[] = {
         [FF_F32] = "<f4", [FF_F64] = "<f8", [FF_I32] = "<i4", [FF_I64] = "<i8",
         [FF_U8] = "|u1",  [FF_BOOL] = "|b1", [FF_F16] = "<f2", /* BF16: NumPy has none */
-        [FF_I8] = "|i1",  [FF_I16] = "<i2",
+        [FF_I8] = "|i1",  [FF_I16] = "<i2", [FF_C64] = "<c8", [FF_C128] = "<c16",
     };
     if (!t) return ff_error(FF_ERR_INVALID, "%s: tensor is NULL", SAVE_FN);
     if ((unsigned)t->dtype >= sizeof descr / sizeof descr[0] || !descr[t->dtype])

@@ -26,7 +26,7 @@ static const struct {
     ff_dtype dtype; /* FF_DTYPE_COUNT: known to safetensors, not to us */
 } st_dtypes[] = {
     {"F32", FF_F32}, {"F64", FF_F64}, {"I32", FF_I32}, {"I64", FF_I64}, {"U8", FF_U8}, {"BOOL", FF_BOOL},
-    {"F16", FF_F16}, {"BF16", FF_BF16}, {"I8", FF_I8}, {"I16", FF_I16},
+    {"F16", FF_F16}, {"BF16", FF_BF16}, {"I8", FF_I8}, {"I16", FF_I16}, {"C64", FF_C64},
     {"U16", FF_DTYPE_COUNT}, {"U32", FF_DTYPE_COUNT}, {"U64", FF_DTYPE_COUNT},
     {"F8_E4M3", FF_DTYPE_COUNT}, {"F8_E5M2", FF_DTYPE_COUNT},
 };

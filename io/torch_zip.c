@@ -255,7 +255,8 @@ static ff_status op_global(vm *m)
     } storages[] = {{"FloatStorage", FF_F32}, {"DoubleStorage", FF_F64},    {"HalfStorage", FF_F16},
                     {"BFloat16Storage", FF_BF16}, {"LongStorage", FF_I64}, {"IntStorage", FF_I32},
                     {"ByteStorage", FF_U8},       {"BoolStorage", FF_BOOL},   {"CharStorage", FF_I8},
-                    {"ShortStorage", FF_I16}};
+                    {"ShortStorage", FF_I16},     {"ComplexFloatStorage", FF_C64},
+                    {"ComplexDoubleStorage", FF_C128}};
     size_t v = 0;
     ff_status st;
     if (!strcmp(mod, "collections") && !strcmp(name, "OrderedDict")) return push_new(m, V_GLOBAL, G_ORDERED_DICT);

@@ -55,13 +55,42 @@ static ff_status sub_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     return st;
 }
 
+/* g * conj(t): complex gradients are conjugate-Wirtinger (PyTorch's .grad), so a product's
+ * local derivative enters conjugated; a real t is its own conjugate. */
+static ff_tensor *mul_conj(const ff_tensor *g, const ff_tensor *t)
+{
+    if (!ff_dtype_is_complex(t->dtype)) return ff_mul(g, t);
+    ff_tensor *c = ff_conj(t), *r = c ? ff_mul(g, c) : NULL;
+    ff_tensor_release(c);
+    return r;
+}
+
 static ff_status mul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
     if (!a || !b) return ff_last_status();
     ff_status st = FF_OK;
-    if (n->needs_grad[0]) st = put(n, 0, ff_mul(g, b), gi);
-    if (!st && n->needs_grad[1]) st = put(n, 1, ff_mul(g, a), gi);
+    if (n->needs_grad[0]) st = put(n, 0, mul_conj(g, b), gi);
+    if (!st && n->needs_grad[1]) st = put(n, 1, mul_conj(g, a), gi);
+    return st;
+}
+
+/* complex a / b: ga = g / conj(b), gb = -g conj(a / b^2) */
+static ff_status complex_div_backward(ff_node *n, const ff_tensor *a, const ff_tensor *b, const ff_tensor *g,
+                                      ff_tensor **gi)
+{
+    ff_status st = FF_OK;
+    ff_tensor *cb = ff_conj(b);
+    if (!cb) return ff_last_status();
+    if (n->needs_grad[0]) st = put(n, 0, ff_div(g, cb), gi);
+    if (!st && n->needs_grad[1]) {
+        ff_tensor *q = ff_div(a, b), *q2 = q ? ff_div(q, b) : NULL, *gq = q2 ? mul_conj(g, q2) : NULL;
+        st = put(n, 1, gq ? ff_neg(gq) : NULL, gi);
+        ff_tensor_release(q);
+        ff_tensor_release(q2);
+        ff_tensor_release(gq);
+    }
+    ff_tensor_release(cb);
     return st;
 }
 
@@ -69,6 +98,7 @@ static ff_status div_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
 {
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
     if (!a || !b) return ff_last_status();
+    if (ff_dtype_is_complex(a->dtype)) return complex_div_backward(n, a, b, g, gi);
     ff_status st = FF_OK;
     if (n->needs_grad[0]) st = put(n, 0, ff_div(g, b), gi);
     if (!st && n->needs_grad[1]) { /* -g * (a / b) / b: b * b would underflow for tiny b (PyTorch's order) */
@@ -209,9 +239,15 @@ static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tens
     int64_t shape[FF_MAX_DIMS];
     if (ff_broadcast_shapes(a->layout.ndim, a->layout.shape, b->layout.ndim, b->layout.shape, &nd, shape, fn))
         return NULL;
-    if (is_bitwise(op) && ff_dtype_is_float(cdt))
+    if (is_bitwise(op) && (ff_dtype_is_float(cdt) || ff_dtype_is_complex(cdt)))
         return ff_error(FF_ERR_INVALID, "%s: bitwise ops take integer or bool tensors, got %s and %s", fn,
                         ff_dtype_name(a->dtype), ff_dtype_name(b->dtype)), NULL;
+    bool cx = ff_dtype_is_complex(cdt);
+    if (cx && op == FF_BINARY_POW) return ff_op_complex_pow(a, b, cdt, fn);
+    if (cx && op != FF_BINARY_ADD && op != FF_BINARY_SUB && op != FF_BINARY_MUL && op != FF_BINARY_DIV &&
+        op != FF_BINARY_EQ && op != FF_BINARY_NE)
+        return ff_error(FF_ERR_UNSUPPORTED, "%s: not implemented for complex tensors (%s and %s): complex numbers "
+                        "have no order", fn, ff_dtype_name(a->dtype), ff_dtype_name(b->dtype)), NULL;
     ff_tensor *ca = ff_op_cast(a, cdt, fn), *cb = ca ? ff_op_cast(b, cdt, fn) : NULL;
     ff_tensor *out = cb ? ff_tensor_new(be, nd, shape, writes_bool(op) ? FF_BOOL : cdt, fn) : NULL;
     if (out && ff_kernel_binary(op, out, ca, cb, fn)) {
@@ -219,7 +255,7 @@ static ff_tensor *binary_impl(ff_binary_op op, const ff_tensor *a, const ff_tens
         out = NULL;
     }
     ff_backward_fn bw = backward_for(op);
-    if (out && bw && ff_dtype_is_float(cdt)) {
+    if (out && bw && ff_dtype_has_grad(cdt)) {
         const ff_tensor *save[2] = {ca, cb};
         ff_node *node = ff_op_record_node(&out, binary_names[op] + 3, bw, 2, in, saves_inputs(op) ? 2 : 0, save);
         if (node) node->ip[0] = op;

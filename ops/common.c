@@ -11,7 +11,7 @@ ff_tensor *ff_op_cast(const ff_tensor *t, ff_dtype dtype, const char *fn)
     if (t->dtype == dtype) return ff_tensor_retain((ff_tensor *)t);
     /* A tracked cast when t has history: the op saves the cast operand for backward,
      * and under create_graph the formula must reach t through it. */
-    if (ff_dtype_is_float(dtype) && ff_autograd_needed(1, &t)) return ff_astype(t, dtype);
+    if (ff_dtype_has_grad(dtype) && ff_autograd_needed(1, &t)) return ff_astype(t, dtype);
     ff_tensor *r = ff_tensor_new_like(t, dtype, fn); /* t's strides where dense, as ff_astype */
     if (r && ff_kernel_copy(r, t, fn)) {
         ff_tensor_release(r);

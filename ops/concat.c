@@ -85,7 +85,7 @@ ff_tensor *ff_concat(int n, ff_tensor *const *ts, int axis)
         ff_tensor_release(dst);
         off += len;
     }
-    if (ff_dtype_is_float(dt) && ff_autograd_needed(n, (const ff_tensor *const *)ts) &&
+    if (ff_dtype_has_grad(dt) && ff_autograd_needed(n, (const ff_tensor *const *)ts) &&
         concat_record(out, n, ts, a)) {
         ff_tensor_release(out);
         return NULL;

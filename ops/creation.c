@@ -82,13 +82,15 @@ ff_tensor *ff_linspace(double start, double stop, int64_t num, ff_dtype dtype)
 static ff_tensor *random_fill(int ndim, const int64_t *shape, ff_dtype dtype, ff_random_dist dist, double p0,
                               double p1, bool global, uint64_t seed, const char *fn)
 {
-    if (!ff_dtype_is_float(dtype))
-        return ff_error(FF_ERR_INVALID, "%s: random fills need a float dtype, got %s", fn, ff_dtype_name(dtype)), NULL;
+    if (!ff_dtype_has_grad(dtype)) /* complex: both parts (kernel_complex.c) */
+        return ff_error(FF_ERR_INVALID, "%s: random fills need a float or complex dtype, got %s", fn,
+                        ff_dtype_name(dtype)), NULL;
     ff_backend *be = ff_backend_default();
     ff_tensor *t = be ? ff_tensor_new(be, ndim, shape, dtype, fn) : NULL;
     if (!t) return NULL;
     uint64_t base = 0;
-    if (global) ff_random_next((uint64_t)ff_tensor_numel(t), &seed, &base);
+    /* a complex element takes two draws (its parts), so reserves two counters */
+    if (global) ff_random_next((uint64_t)ff_tensor_numel(t) * (ff_dtype_is_complex(dtype) ? 2u : 1u), &seed, &base);
     if (ff_kernel_random(t, dist, seed, base, p0, p1, fn)) {
         ff_tensor_release(t);
         return NULL;

@@ -67,7 +67,7 @@ static ff_tensor *gather_impl(const ff_tensor *x, int axis, const ff_tensor *ind
         ff_tensor_release(out);
         return NULL;
     }
-    if (!ff_dtype_is_float(x->dtype)) return out;
+    if (!ff_dtype_has_grad(x->dtype)) return out;
     ff_node *node = ff_op_record_node(&out, "gather", gather_backward, 1, &x, 1, &index);
     if (node) node->ip[0] = a;
     return out;
@@ -125,7 +125,7 @@ static ff_tensor *scatter_add_impl(const ff_tensor *x, int axis, const ff_tensor
         out = NULL;
     }
     ff_tensor_release(sc);
-    if (!ff_dtype_is_float(dt)) return out;
+    if (!ff_dtype_has_grad(dt)) return out;
     const ff_tensor *ins[2] = {x, src};
     ff_node *node = ff_op_record_node(&out, "scatter_add", scatter_add_backward, 2, ins, 1, &index);
     if (node) node->ip[0] = a;

@@ -496,7 +496,7 @@ ff_tensor *ff_index_put(const ff_tensor *t, int nidx, const ff_tensor *const *in
     res = FF_EX(&e, ff_contiguous(res));
     ff_set_grad_enabled(prev);
     ff_tensor *out = ff_expr_result(&e, res);
-    if (out && ff_dtype_is_float(t->dtype)) {
+    if (out && ff_dtype_has_grad(t->dtype)) {
         const ff_tensor *save[2] = {lt, mt};
         ff_node *node = ff_op_record_node(&out, "index_put", index_put_backward, 2, both, accumulate ? 1 : 2, save);
         if (node) {

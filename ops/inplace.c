@@ -15,7 +15,7 @@
 
 #include "ops_impl.h"
 
-static int kind(ff_dtype t) { return t == FF_BOOL ? 0 : ff_dtype_is_float(t) ? 2 : 1; }
+static int kind(ff_dtype t) { return t == FF_BOOL ? 0 : ff_dtype_is_complex(t) ? 3 : ff_dtype_is_float(t) ? 2 : 1; }
 
 static ff_status check_not_broadcast(const ff_tensor *x, const char *fn)
 {
@@ -296,6 +296,6 @@ ff_tensor *ff_assign(ff_tensor *dst, const ff_tensor *src)
     ff_tensor_release(c);
     if (st) return NULL;
     ff_tensor *out = ff_tensor_new_view(dst, &dst->layout);
-    if (out && ff_dtype_is_float(dst->dtype)) out = ff_op_record(out, "assign", assign_backward, 1, &src, 0, NULL);
+    if (out && ff_dtype_has_grad(dst->dtype)) out = ff_op_record(out, "assign", assign_backward, 1, &src, 0, NULL);
     return out;
 }

@@ -71,8 +71,10 @@ static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         const ff_tensor *op = k == 0 ? a : b;
         ff_tensor *other = k == 0 ? bm : am;
         ff_tensor *ot = FF_EX(&e, ff_mT(other));
+        if (ff_dtype_is_complex(other->dtype)) ot = FF_EX(&e, ff_conj(ot)); /* g B^H, A^H g: Wirtinger */
         ff_tensor *full;
-        if (k == 1 && bm->layout.ndim == 2 && am->layout.ndim > 2) {
+        bool cx = ff_dtype_is_complex(other->dtype); /* the layout shortcuts below take a unconjugated */
+        if (!cx && k == 1 && bm->layout.ndim == 2 && am->layout.ndim > 2) {
             /* a batched a against one matrix b (nn.Linear on [T, N, E]): fold the batch
              * dims into rows, one GEMM, instead of a [batch, K, N] product summed after */
             int64_t rows = 1, K = am->layout.shape[am->layout.ndim - 1], N = gm->layout.shape[gm->layout.ndim - 1];
@@ -81,7 +83,7 @@ static ff_status matmul_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
             ff_tensor *a2 = FF_EX(&e, ff_reshape(am, 2, ash)), *g2 = FF_EX(&e, ff_reshape(gm, 2, gsh));
             if (column_major(b)) full = FF_EX(&e, ff_mT(FF_EX(&e, ff_matmul(FF_EX(&e, ff_mT(g2)), a2))));
             else full = FF_EX(&e, ff_matmul(FF_EX(&e, ff_mT(a2)), g2));
-        } else if (k == 1 && column_major(b) && gm->layout.ndim == 2) {
+        } else if (!cx && k == 1 && column_major(b) && gm->layout.ndim == 2) {
             ff_tensor *gt = FF_EX(&e, ff_mT(gm));
             full = FF_EX(&e, ff_mT(FF_EX(&e, ff_matmul(gt, am))));
         } else {
@@ -209,6 +211,12 @@ ff_tensor *ff_matmul(const ff_tensor *a, const ff_tensor *b)
     if (a->layout.ndim == 0 || b->layout.ndim == 0)
         return ff_error(FF_ERR_INVALID, "%s: both operands need at least 1 dim, got ranks %d and %d (use ff_mul)", fn,
                         a->layout.ndim, b->layout.ndim), NULL;
+    if (ff_dtype_is_complex(a->dtype) || ff_dtype_is_complex(b->dtype)) { /* the backend's, or four real ones */
+        ff_dtype cdt = ff_dtype_promote(a->dtype, b->dtype);
+        if (a->storage->backend != b->storage->backend ||
+            !a->storage->backend->vt->supports(a->storage->backend->ctx, FF_KIND_MATMUL, 0, cdt))
+            return ff_op_complex_matmul(a, b, fn);
+    }
     ff_tensor *ac[2];
     int nac = ff_autocast_operands(FF_AUTOCAST_LOW, 2, (const ff_tensor *[]){a, b}, ac, fn);
     if (nac) {

@@ -76,6 +76,11 @@ bool ff_op_compose_forced(ff_op_kind kind, const char *env);
 /* A 0-d tensor holding s on t's backend with dtype (for scalar operands). */
 ff_tensor *ff_op_scalar_like(const ff_tensor *t, double s, ff_dtype dtype);
 
+/* ops/complex.c: the complex math the kernels do not compute, composed from real ops. */
+ff_tensor *ff_op_complex_unary(ff_unary_op op, const ff_tensor *z, const char *fn);
+ff_tensor *ff_op_complex_pow(const ff_tensor *a, const ff_tensor *b, ff_dtype cdt, const char *fn);
+ff_tensor *ff_op_complex_matmul(const ff_tensor *a, const ff_tensor *b, const char *fn);
+
 /* ---- reductions (ops/reduce.c) ---- */
 /* Resolves axes to mask (setting an error naming fn) and returns how many elements each
  * output element reduces over (*count). */

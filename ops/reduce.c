@@ -79,7 +79,7 @@ static int mask_axes(uint32_t mask, int ndim, int *axes)
     return na;
 }
 
-static ff_dtype sum_dtype(ff_dtype t) { return ff_dtype_is_float(t) ? t : FF_I64; }
+static ff_dtype sum_dtype(ff_dtype t) { return ff_dtype_has_grad(t) ? t : FF_I64; }
 
 /* ---- sum / mean ------------------------------------------------------------------ */
 static ff_status sum_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
@@ -94,7 +94,7 @@ ff_tensor *ff_sum(const ff_tensor *x, int naxes, const int *axes, bool keepdim)
     uint32_t mask;
     if (ff_reduce_axes(x, naxes, axes, &mask, NULL, fn)) return NULL;
     ff_tensor *out = ff_reduce_raw(FF_REDUCE_SUM, x, mask, sum_dtype(x->dtype), keepdim, fn);
-    if (out && ff_dtype_is_float(x->dtype)) {
+    if (out && ff_dtype_has_grad(x->dtype)) {
         ff_node *node = ff_op_record_node(&out, "sum", sum_backward, 1, &x, 0, NULL);
         if (node) node->ip[0] = mask;
     }

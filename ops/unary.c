@@ -216,6 +216,7 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
         return ff_error(FF_ERR_INVALID, "%s: bitwise not takes an integer or bool tensor, got %s", fn,
                         ff_dtype_name(x->dtype)), NULL;
     if (op == FF_UNARY_BITWISE_NOT && x->dtype == FF_BOOL) op = FF_UNARY_LOGICAL_NOT; /* ~ on bool is logical */
+    if (ff_dtype_is_complex(x->dtype) && op != FF_UNARY_NEG) return ff_op_complex_unary(op, x, fn);
     ff_dtype cdt = keeps_dtype(op) ? x->dtype : ff_dtype_to_float(x->dtype);
     ff_tensor *cx = ff_op_cast(x, cdt, fn);
     if (!cx) return NULL;
@@ -225,7 +226,7 @@ ff_tensor *ff_unary(ff_unary_op op, const ff_tensor *x)
         ff_tensor_release(out);
         out = NULL;
     }
-    if (out && !writes_bool(op) && ff_dtype_is_float(cdt)) {
+    if (out && !writes_bool(op) && ff_dtype_has_grad(cdt)) {
         const ff_tensor *save[2] = {cx, out};
         ff_node *node = ff_op_record_node(&out, unary_names[op] + 3, unary_backward, 1, &x, saves_output(op) ? 2 : 1, save);
         if (node) node->ip[0] = op;

@@ -322,7 +322,7 @@ ff_tensor *ff_astype(const ff_tensor *t, ff_dtype dtype)
         return NULL;
     }
     /* gradients flow only between float dtypes */
-    if (ff_dtype_is_float(dtype) && ff_autograd_needed(1, &t) &&
+    if (ff_dtype_has_grad(dtype) && ff_autograd_needed(1, &t) &&
         !ff_autograd_record(r, "astype", astype_backward, 1, &t)) {
         ff_tensor_release(r);
         return NULL;

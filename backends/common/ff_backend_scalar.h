@@ -73,7 +73,8 @@ static inline int ffb_dtype_storage_ok(ff_dtype t) { return ffb_dtype_ok(t) || f
 /* Name of a dtype for messages. */
 static inline const char *ffb_dtype_name(ff_dtype t)
 {
-    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16", "i8", "i16"};
+    static const char *const names[FF_DTYPE_COUNT] = {"f32", "f64", "i32", "i64", "u8", "bool", "f16", "bf16", "i8", "i16",
+                                                        "c64", "c128"};
     return (unsigned)t < FF_DTYPE_COUNT ? names[t] : "invalid dtype";
 }
 

@@ -40,8 +40,9 @@ static int cpu_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype); /* F16/BF16 too */
-    if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the eight dtypes */
-        return ffb_dtype_storage_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op);
+    if (kind == FF_KIND_COPY) /* op = source dtype; every pair of the storage and complex dtypes */
+        return cpu_copy_dtype_ok(dtype) && op >= 0 && op < FF_DTYPE_COUNT && cpu_copy_dtype_ok((ff_dtype)op);
+    if (ff_dtype_is_complex(dtype)) return cpu_complex_supported(kind, op); /* cpu_complex.c: the oracle */
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype); /* F16/BF16 too, in double */
     if (kind == FF_KIND_BATCH_NORM && ffb_is_half(dtype)) return ffb_batch_norm_supported(op, dtype); /* f32 [C] */
     if (kind == FF_KIND_LINEAR) return cpu_linear_supported(op, dtype);

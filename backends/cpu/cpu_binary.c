@@ -33,6 +33,8 @@ ff_status cpu_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_vi
         (st = cpu_check_view(ctx, "binary", "b", b)))
         return st;
     if ((unsigned)op >= FF_BINARY_COUNT) return cpu_error(ctx, FF_ERR_INVALID, "cpu binary: invalid op %d", (int)op);
+    if (ff_dtype_is_complex(a->dtype) && cpu_complex_supported(FF_KIND_BINARY, (int)op))
+        return cpu_complex_binary(ctx, op, dst, a, b);
     if (a->dtype != b->dtype)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu binary: %s operands differ in dtype (%s and %s)",
                          cpu_binary_name(op), cpu_dtype_name(a->dtype), cpu_dtype_name(b->dtype));

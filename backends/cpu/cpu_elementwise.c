@@ -13,7 +13,9 @@ ff_status cpu_fill(void *ctx, const ff_view *dst, ff_scalar value)
     cpu_iter it;
     for (cpu_iter_init(&it, dst->ndim, dst->shape, 1, vs); !it.done; cpu_iter_next(&it)) {
         int64_t n = it.len, od = it.off[0], sd = it.step[0];
-        if (ff_dtype_is_float(dt)) {
+        if (ff_dtype_is_complex(dt)) {
+            for (int64_t j = 0; j < n; j++) cpu_complex_fill_one(db, dt, od + j * sd, value);
+        } else if (ff_dtype_is_float(dt)) {
             for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, value.f);
         } else {
             /* integers take value.i (wrapped into I32/U8), bool takes value.i != 0 */
@@ -45,6 +47,8 @@ ff_status cpu_copy(void *ctx, const ff_view *dst, const ff_view *src)
             memmove((char *)db + (size_t)od * sz, (const char *)sb + (size_t)os * sz, (size_t)n * sz);
         } else if (dt == tsrc) {
             for (int64_t j = 0; j < n; j++) cpu_move_elem(db, od + j * sd, sb, os + j * ss, dt);
+        } else if (ff_dtype_is_complex(dt) || ff_dtype_is_complex(tsrc)) {
+            for (int64_t j = 0; j < n; j++) cpu_complex_copy_one(db, dt, od + j * sd, sb, tsrc, os + j * ss);
         } else if (ff_dtype_is_float(tsrc)) {
             for (int64_t j = 0; j < n; j++) cpu_store_f64(db, dt, od + j * sd, cpu_load_f64(sb, tsrc, os + j * ss));
         } else {

@@ -61,6 +61,8 @@ const char *cpu_reduce_name(ff_reduce_op op);
 /* The dtypes this backend computes on: F32, F64, I32, I64, U8, BOOL.
  * F16/BF16 are storage-only formats in ABI v1. */
 static inline int cpu_dtype_ok(ff_dtype t) { return ffb_dtype_ok(t); }
+/* copy takes every storage dtype and the complex ones (cpu_complex.c) */
+static inline int cpu_copy_dtype_ok(ff_dtype t) { return ffb_dtype_storage_ok(t) || ff_dtype_is_complex(t); }
 
 static inline int cpu_is_float(ff_dtype t) { return ffb_is_float(t); }
 
@@ -133,6 +135,16 @@ int cpu_reduce_supported(ff_reduce_op op, ff_dtype src);
 int cpu_matmul_supported(ff_dtype t);
 int cpu_random_supported(ff_random_dist dist, ff_dtype t);
 int cpu_softmax_supported(ff_dtype t);
+
+/* ---- complex numbers, natively (cpu_complex.c) ---------------------------- */
+int cpu_complex_supported(ff_op_kind kind, int op);
+void cpu_complex_fill_one(void *buf, ff_dtype t, int64_t i, ff_scalar value);
+void cpu_complex_copy_one(void *db, ff_dtype dt, int64_t di, const void *sb, ff_dtype st, int64_t si);
+void cpu_complex_add_into(void *db, ff_dtype t, int64_t at, const void *sb, int64_t from);
+ff_status cpu_complex_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b);
+ff_status cpu_complex_neg(void *ctx, const ff_view *dst, const ff_view *src);
+ff_status cpu_complex_sum(void *ctx, const ff_view *dst, const ff_view *src, uint32_t axes_mask);
+ff_status cpu_complex_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
 
 /* ---- entries, one file per family --------------------------------------- */
 /* cpu_elementwise.c */

@@ -117,7 +117,9 @@ ff_status cpu_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
         for (int64_t j = 0; j < it.len; j++) {
             int64_t v = cpu_load_i64(index->buf, index->dtype, it.off[0] + j * it.step[0]);
             int64_t at = it.off[2] + j * it.step[2] + v * step, from = it.off[1] + j * it.step[1];
-            if (cpu_is_float(t)) {
+            if (ff_dtype_is_complex(t)) {
+                cpu_complex_add_into(dst->buf, t, at, src->buf, from);
+            } else if (cpu_is_float(t)) {
                 cpu_store_f64(dst->buf, t, at, cpu_load_f64(dst->buf, t, at) + cpu_load_f64(src->buf, t, from));
             } else {
                 uint64_t sum = (uint64_t)cpu_load_i64(dst->buf, t, at) + (uint64_t)cpu_load_i64(src->buf, t, from);

@@ -28,7 +28,7 @@ static ff_status check_matmul(void *ctx, const ff_view *dst, const ff_view *a, c
     if (a->dtype != dst->dtype || b->dtype != dst->dtype)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu matmul: dtypes differ (dst %s, a %s, b %s)",
                          cpu_dtype_name(dst->dtype), cpu_dtype_name(a->dtype), cpu_dtype_name(b->dtype));
-    if (!cpu_matmul_supported(dst->dtype))
+    if (!cpu_matmul_supported(dst->dtype) && !ff_dtype_is_complex(dst->dtype))
         return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu matmul: not supported on %s", cpu_dtype_name(dst->dtype));
     int r = dst->ndim;
     if (r < 2 || a->ndim != r || b->ndim != r)
@@ -100,6 +100,7 @@ ff_status cpu_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_v
     ff_status st = check_matmul(ctx, dst, a, b);
     if (st) return st;
     if (ff_view_numel(dst) == 0) return FF_OK;
+    if (ff_dtype_is_complex(dst->dtype)) return cpu_complex_matmul(ctx, dst, a, b);
 
     int r = dst->ndim;
     int64_t N = dst->shape[r - 1], K = a->shape[r - 1];

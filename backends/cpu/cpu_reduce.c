@@ -76,6 +76,12 @@ ff_status cpu_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
     if (st) return st;
     int64_t nout = ff_view_numel(dst);
     if (nout == 0) return FF_OK;
+    if (ff_dtype_is_complex(src->dtype)) {
+        if (op != FF_REDUCE_SUM || dst->dtype != src->dtype)
+            return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu reduce: %s is not supported on %s", cpu_reduce_name(op),
+                             cpu_dtype_name(src->dtype));
+        return cpu_complex_sum(ctx, dst, src, axes_mask);
+    }
     if (ff_view_numel(src) == 0 && (op == FF_REDUCE_MAX || op == FF_REDUCE_MIN || is_arg(op)))
         return cpu_error(ctx, FF_ERR_INVALID, "cpu reduce: %s of an empty set", cpu_reduce_name(op));
 

@@ -26,6 +26,7 @@ ff_status cpu_unary(void *ctx, ff_unary_op op, const ff_view *dst, const ff_view
     ff_status st;
     if ((st = cpu_check_view(ctx, "unary", "dst", dst)) || (st = cpu_check_view(ctx, "unary", "src", src))) return st;
     if ((unsigned)op >= FF_UNARY_COUNT) return cpu_error(ctx, FF_ERR_INVALID, "cpu unary: invalid op %d", (int)op);
+    if (ff_dtype_is_complex(src->dtype) && op == FF_UNARY_NEG) return cpu_complex_neg(ctx, dst, src);
     if (!cpu_unary_supported(op, src->dtype))
         return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu unary: %s is not supported on %s", cpu_unary_name(op),
                          cpu_dtype_name(src->dtype));

@@ -37,7 +37,7 @@ static ff_status check_view(void *ctx, const char *entry, const char *what, cons
     if ((ffb_is_half(v->dtype) || ffb_is_narrow_int(v->dtype)) && !half_ok)
         return cpu_error(ctx, FF_ERR_UNSUPPORTED, "cpu %s: %s has dtype %s, which the cpu backend does not compute on",
                          entry, what, cpu_dtype_name(v->dtype));
-    if (!ffb_dtype_storage_ok(v->dtype))
+    if (!cpu_copy_dtype_ok(v->dtype))
         return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has invalid dtype %d", entry, what, (int)v->dtype);
     if (v->ndim < 0 || v->ndim > FF_MAX_DIMS)
         return cpu_error(ctx, FF_ERR_INVALID, "cpu %s: %s has rank %d outside [0, %d]", entry, what, (int)v->ndim,

@@ -76,6 +76,11 @@
  * fills them may compute on them where its supports() says so; for every entry it
  * declines, the core computes in I32 (integer results wrap back on the copy, which is
  * the wrap-around arithmetic of the narrow dtype itself).
+ * C64 and C128 (appended) reach a backend only in entries whose supports() takes them
+ * (no backend's does today): element i of a C64 view is the f32 pair at 2 * (offset +
+ * sum i_d strides_d) of the buffer, (re, im). For every entry a backend declines, the core
+ * works on real views of the same storage (the view's F32/F64 form with a last dim of 2
+ * at stride 1 and doubled strides), composing complex products from real ones.
  *
  * Values: the semantics a backend must reproduce (the reference backend, backends/cpu,
  * is the executable form; ff-conformance checks each rule):
@@ -185,7 +190,9 @@ typedef enum ff_dtype {
     /* ---- appended after ABI v1's first release (see "Growing the dtype enum") ---- */
     FF_I8 = 8,   /* int8_t: torch.int8 (Tensor.char()) */
     FF_I16 = 9,  /* int16_t: torch.int16 (Tensor.short()) */
-    FF_DTYPE_COUNT = 10
+    FF_C64 = 10,  /* complex64: two f32, (re, im) interleaved, as PyTorch, NumPy and DLPack store it */
+    FF_C128 = 11, /* complex128: two f64, likewise */
+    FF_DTYPE_COUNT = 12
 } ff_dtype;
 
 /* Growing the dtype enum. Dtypes are appended before FF_DTYPE_COUNT and never
@@ -193,7 +200,8 @@ typedef enum ff_dtype {
  * plugin does not know (name the dtypes you take, never compare with FF_DTYPE_COUNT),
  * and the core then computes through a wider dtype or says the backend cannot hold it.
  *   ABI 1, first release: F32 F64 I32 I64 U8 BOOL F16 BF16.
- *   ABI 1, dtype step 2:  I8, I16 (storage dtypes, as F16/BF16: see "Dtypes" at the top). */
+ *   ABI 1, dtype step 2:  I8, I16 (storage dtypes, as F16/BF16: see "Dtypes" at the top).
+ *   ABI 1, dtype step 3:  C64, C128 (complex; see "Dtypes" at the top). */
 
 /* ---- op codes ----------------------------------------------------------- */
 /* Unary: dst has src's dtype, except the FF_UNARY_IS* / LOGICAL_NOT family which
@@ -885,6 +893,8 @@ static inline FF_ABI_HD size_t ff_dtype_size(ff_dtype t)
     case FF_F64: case FF_I64: return 8;
     case FF_U8: case FF_BOOL: case FF_I8: return 1;
     case FF_F16: case FF_BF16: case FF_I16: return 2;
+    case FF_C64: return 8;
+    case FF_C128: return 16;
     default: return 0;
     }
 }
@@ -893,6 +903,8 @@ static inline FF_ABI_HD int ff_dtype_is_float(ff_dtype t)
 {
     return t == FF_F32 || t == FF_F64 || t == FF_F16 || t == FF_BF16;
 }
+
+static inline FF_ABI_HD int ff_dtype_is_complex(ff_dtype t) { return t == FF_C64 || t == FF_C128; }
 
 /* Number of elements of a view (the core guarantees it does not overflow). */
 static inline int64_t ff_view_numel(const ff_view *v)

@@ -78,6 +78,7 @@ ff_tensor *ff_mul(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_div(const ff_tensor *a, const ff_tensor *b); /* true division: ints -> f32 */
 ff_tensor *ff_pow(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_atan2(const ff_tensor *a, const ff_tensor *b); /* angle of (b, a): torch.atan2(a, b) */
+
 ff_tensor *ff_maximum(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_minimum(const ff_tensor *a, const ff_tensor *b);
 ff_tensor *ff_fmod(const ff_tensor *a, const ff_tensor *b);
@@ -458,6 +459,19 @@ ff_status ff_inplace_result_(ff_tensor *x, ff_tensor *result);
  * src's values (broadcast, cast), and the returned new header views that memory with
  * src's history (dst itself keeps its own). Refused on a leaf that requires grad. */
 ff_tensor *ff_assign(ff_tensor *dst, const ff_tensor *src);
+
+/* Complex tensors (FF_C64, FF_C128: (re, im) pairs, interleaved; ops/complex.c). The
+ * arithmetic ops take them (add, sub, mul, div, pow, matmul, sum, mean, exp, log, sqrt,
+ * sin, cos, abs, ...) with PyTorch's promotion (real with complex gives complex) and its
+ * gradient convention (.grad of a complex leaf is dL/d re + i dL/d im). */
+ff_tensor *ff_view_as_real(const ff_tensor *t);    /* c64 [S] -> f32 [S, 2], the same storage */
+ff_tensor *ff_view_as_complex(const ff_tensor *t); /* f32 [S, 2] (last stride 1) -> c64 [S], a view */
+ff_tensor *ff_real(const ff_tensor *t);            /* a view; a real tensor is its own real part */
+ff_tensor *ff_imag(const ff_tensor *t);            /* a view; refused for real tensors, as PyTorch */
+ff_tensor *ff_complex(const ff_tensor *re, const ff_tensor *im); /* torch.complex: f32 or f64, broadcast */
+ff_tensor *ff_polar(const ff_tensor *abs, const ff_tensor *angle); /* abs (cos angle + i sin angle) */
+ff_tensor *ff_conj(const ff_tensor *t);            /* a copy with the imaginary part negated */
+ff_tensor *ff_angle(const ff_tensor *t);           /* atan2(im, re); real: pi below 0, else 0 */
 
 #ifdef __cplusplus
 }

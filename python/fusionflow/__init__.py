@@ -7,7 +7,8 @@
     x.grad.numpy()
 """
 from ._lib import FusionFlowError, library_path
-from ._dtype import DType, float32, float64, int32, int64, uint8, bool_, float16, bfloat16, int8, int16
+from ._dtype import (DType, float32, float64, int32, int64, uint8, bool_, float16, bfloat16, int8, int16, complex64,
+                     complex128)
 from ._tensor import (Tensor, tensor, as_tensor, from_numpy, zeros, ones, full, empty, eye, arange,
                       linspace, rand, randn, uniform, normal, zeros_like, ones_like, full_like, empty_like,
                       where, cat, concat, stack, split, chunk, no_grad, enable_grad, set_grad_enabled,
@@ -50,6 +51,7 @@ for _n in linalg.TENSOR_METHODS:
     setattr(Tensor, _n, linalg.TORCH_FORMS[_n])
 del _n, _mod
 from . import _methods  # noqa: E402  (the rest of torch.Tensor's methods, attached to Tensor)
+from ._complex import view_as_real, view_as_complex, complex, polar, is_complex  # noqa: E402,A001
 from ._methods import *  # noqa: E402,F401,F403  (strided; torch.hypot, addmm, quantile, ... as functions)
 from ._methods_linalg import lu_unpack  # noqa: E402
 from . import sparse  # noqa: E402  (torch.sparse: COO tensors, Tensor.to_sparse)
@@ -61,6 +63,8 @@ half = float16
 long = int64
 int = int32
 short = int16
+cfloat = complex64
+cdouble = complex128
 bool = bool_
 
 __version__ = "0.1.0"

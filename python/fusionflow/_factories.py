@@ -212,7 +212,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         arr = data
         dt = to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype) \
             if arr.dtype in (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                             np.bool_) \
+                             np.bool_, np.complex64, np.complex128) \
             else (float32 if arr.dtype.kind == "f" else int64 if arr.dtype.kind in "iu" else None)
         if dt is None:
             raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)
@@ -228,6 +228,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             dt = int64
         elif arr.dtype.kind == "f":
             dt = float32
+        elif arr.dtype.kind == "c":
+            dt = _dtype.complex64  # Python complex numbers give complex64, as torch.tensor
         elif arr.size == 0:
             dt = float32
         else:

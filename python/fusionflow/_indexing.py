@@ -131,7 +131,11 @@ def _setitem(t, key, value):
     value = _without_leading_ones(value)
     view, entries = _index(t, key)
     if not isinstance(value, Tensor):
-        value = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=t.dtype, device=t.device)
+        if isinstance(value, (complex, np.complexfloating)):  # t[i] = 1j: a complex 0-d value on t's device
+            from ._complex import complex_operand
+            value = complex_operand(value, t)
+        else:
+            value = as_tensor(value) if not _scalar_ok(value) else full((), value, dtype=t.dtype, device=t.device)
     if entries is None:
         check_status(C.ff_copy_(view._ptr, value._ptr))
     else:

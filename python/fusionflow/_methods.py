@@ -207,7 +207,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
 # ---- predicates and properties -----------------------------------------------------
 _FALSE_PROPERTIES = ["is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_mkldnn", "is_mps", "is_ort",
                      "is_vulkan", "is_xpu", "is_ipu", "is_nested", "volatile"]
-_FALSE_METHODS = ["is_complex", "is_conj", "is_neg", "is_inference", "is_pinned", "is_shared", "is_distributed"]
+_FALSE_METHODS = ["is_conj", "is_neg", "is_inference", "is_pinned", "is_shared", "is_distributed"]
 
 
 def _no_device(name):
@@ -279,8 +279,10 @@ def _attach():
     Tensor.H = property(M._H)
     Tensor.mH = property(M.adjoint)
     Tensor.layout = property(lambda self: strided)
-    Tensor.real = property(M.real)
-    Tensor.imag = property(M.imag)
+    # x.real = v / x.imag = v write into the parts (the views share x's storage), as torch
+    Tensor.real = property(M.real, lambda self, v: M.real(self).copy_(v))
+    Tensor.imag = property(M.imag, lambda self, v: M.imag(self).copy_(v))
+    Tensor.is_complex = lambda self: self.dtype.is_complex
     Tensor.name = property(lambda self: None)
     Tensor.names = property(lambda self: (None,) * self.ndim)
     for kind, names in (("sparse", _SPARSE), ("quantized", _QUANTIZED), ("named", _NAMED), ("storage", _STORAGE)):

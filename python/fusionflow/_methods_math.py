@@ -12,7 +12,8 @@ import numpy as np
 from . import _dtype
 from ._factories import full, tensor, zeros, where
 from ._functions import trunc
-from ._tensor import Tensor, as_tensor, _operand, host_values
+from ._lib import C
+from ._tensor import Tensor, as_tensor, _operand, host_values, wrap
 
 
 def _host(x, fn, dtype=None):
@@ -91,13 +92,15 @@ def clamp_max(self, max):
     return self.clamp(max=max)
 
 
-# ---- complex-number names on real tensors (fusionflow has no complex dtypes) ---------
+# ---- complex numbers (ops/complex.c) --------------------------------------------------
 def conj(self):
-    return self
+    """The conjugate (a real tensor is its own). fusionflow has no lazy conjugate bit: this
+    is a new tensor, as conj_physical."""
+    return self if not self.dtype.is_complex else wrap(C.ff_conj(self._ptr))
 
 
 def conj_physical(self):
-    return self.clone()
+    return wrap(C.ff_conj(self._ptr)) if self.dtype.is_complex else self.clone()
 
 
 def resolve_conj(self):
@@ -109,28 +112,29 @@ def resolve_neg(self):
 
 
 def real(self):
-    return self
+    """A view of the real parts (a real tensor is its own real part)."""
+    return self if not self.dtype.is_complex else wrap(C.ff_real(self._ptr))
 
 
 def imag(self):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes (%s), as in PyTorch"
-                       % self.dtype.name)
+    if not self.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return wrap(C.ff_imag(self._ptr))
 
 
 def angle(self):
-    x = self if self.dtype.is_floating_point else self.to(_dtype.float32)
-    a = where(x < 0, full((), math.pi, dtype=x.dtype, device=x.device), zeros((), dtype=x.dtype, device=x.device))
-    return where(x.isnan(), x, a)
+    return wrap(C.ff_angle(self._ptr))
 
 
 def adjoint(self):
-    return self.transpose(-2, -1)
+    """The conjugate transpose of the last two dims (mH)."""
+    return conj(self.transpose(-2, -1))
 
 
 def _H(self):
     if self.ndim > 2:
         raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got %d-D tensor." % self.ndim)
-    return self.t()
+    return conj(self.t())
 
 
 # ---- elementwise ---------------------------------------------------------------------

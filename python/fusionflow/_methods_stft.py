@@ -1,9 +1,8 @@
-"""Tensor.stft / istft on fusionflow.fft's complex layout (a real tensor whose last dim of
-size 2 holds re, im: what torch.view_as_real gives), composed of index_select (padding,
-framing), rfft/irfft and index_add (overlap-add), so differentiable; attached by _methods.py.
-
-fusionflow has no complex dtype, so stft needs return_complex=False (PyTorch 1.13 insists
-that a real input names it) and returns [..., freq, frames, 2]; istft takes that layout."""
+"""Tensor.stft / istft, composed of index_select (padding, framing), rfft/irfft and
+index_add (overlap-add), so differentiable; attached by _methods.py. stft returns a complex
+[..., freq, frames] with return_complex=True, its view_as_real [..., freq, frames, 2] with
+return_complex=False (PyTorch 1.13 insists that a real input names one); istft takes
+either."""
 import numpy as np
 
 from . import _dtype
@@ -43,12 +42,11 @@ def _pad_last(x, pad, mode):
 def stft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     from . import fft
-    if return_complex is None:
-        raise RuntimeError("stft requires the return_complex parameter be given for real inputs (as PyTorch 1.13); "
-                           "fusionflow has no complex dtype: pass return_complex=False")
-    if return_complex:
-        raise NotImplementedError("stft: return_complex=True needs a complex dtype, which fusionflow does not have; "
-                                  "use return_complex=False (the view_as_real layout)")
+    if return_complex is None and not self.dtype.is_complex:
+        raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
+                           "require that return_complex=True in a future PyTorch release.")
+    if self.dtype.is_complex:
+        raise NotImplementedError("stft: complex input signals are not supported; give a real signal")
     if self.ndim not in (1, 2):
         raise RuntimeError("stft: expected a 1-D or 2-D tensor, got %d-D" % self.ndim)
     hop = n_fft // 4 if hop_length is None else hop_length
@@ -58,32 +56,36 @@ def stft(self, n_fft, hop_length=None, win_length=None, window=None, center=True
         x = _pad_last(x, n_fft // 2, pad_mode)
     frames = x.unfold(-1, n_fft, hop) * _window(window, win, n_fft, x)     # [..., frames, n_fft]
     if onesided is None or onesided:
-        spec = fft.rfft(frames, dim=-1)                                    # [..., frames, freq, 2]
+        spec = fft.rfft(frames, dim=-1)                                    # [..., frames, freq]
     else:
-        from ._factories import stack
-        spec = fft.fft(stack([frames, frames * 0], -1), dim=-1)
+        spec = fft.fft(frames, dim=-1)
     if normalized:
         spec = spec * (n_fft ** -0.5)
-    return spec.transpose(-3, -2)                                          # [..., freq, frames, 2]
+    spec = spec.transpose(-2, -1)                                          # [..., freq, frames]
+    return spec if return_complex else fft.view_as_real(spec)
 
 
 def istft(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
           onesided=None, length=None, return_complex=False):
     from . import fft
     if return_complex:
-        raise NotImplementedError("istft: return_complex=True needs a complex dtype, which fusionflow does not have")
-    if self.shape[-1] != 2:
-        raise RuntimeError("istft: expected the complex layout [..., freq, frames, 2], got shape %s"
-                           % (tuple(self.shape),))
+        raise NotImplementedError("istft: return_complex=True (a complex signal) is not offered; the signal is real")
+    if not self.dtype.is_complex:
+        if self.shape[-1] != 2:
+            raise RuntimeError("istft: expected a complex [..., freq, frames] or its view_as_real [..., freq, frames, "
+                               "2], got shape %s" % (tuple(self.shape),))
+        spec = fft.view_as_complex(self.contiguous())
+    else:
+        spec = self
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    spec = self.transpose(-3, -2)                                          # [..., frames, freq, 2]
+    spec = spec.transpose(-2, -1)                                          # [..., frames, freq]
     if normalized:
         spec = spec * (n_fft ** 0.5)
     if onesided is None or onesided:
         frames = fft.irfft(spec, n=n_fft, dim=-1)
     else:
-        frames = fft.ifft(spec, dim=-1).select(-1, 0)
+        frames = fft.ifft(spec, dim=-1).real
     w = _window(window, win, n_fft, frames)
     frames = frames * w
     n_frames = frames.shape[-2]

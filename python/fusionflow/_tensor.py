@@ -110,7 +110,7 @@ def _check_int_power(base, exponent):
 
 def _check_alpha(t, alpha, fn):
     # the cheap test first: alpha is an int (1) in nearly every call, and .dtype is a C call
-    if isinstance(alpha, (float, np.floating)) and not t.dtype.is_floating_point:
+    if isinstance(alpha, (float, np.floating)) and not (t.dtype.is_floating_point or t.dtype.is_complex):
         raise RuntimeError("%s(): For integral input tensors, argument alpha must not be a floating point number "
                            "(a %s tensor, alpha=%r)" % (fn, t.dtype.name, alpha))
 
@@ -312,6 +312,9 @@ class Tensor:
 
     def item(self):
         dt = C.ff_tensor_dtype(self._ptr)
+        if dt in (10, 11):  # complex
+            from ._complex import _item
+            return _item(self)
         if dt in (2, 3, 4, 8, 9):  # integers: exact through int64
             v = ctypes.c_int64()
             check_status(C.ff_tensor_item_i64(self._ptr, ctypes.byref(v)))
@@ -354,7 +357,7 @@ class Tensor:
         arr = self.numpy() if self.dtype.np is not None else self.detach().float().numpy()  # bf16: exact in f32
         body = np.array2string(arr, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3)
         extra = []
-        if self.dtype not in (float32, int64, bool_):
+        if self.dtype not in (float32, int64, bool_, _dtype.complex64):  # torch omits its default dtypes
             extra.append("dtype=" + repr(self.dtype))
         if C.ff_tensor_backend(self._ptr) != C.ff_backend_default():  # as PyTorch omits the default device
             extra.append("device='%s'" % str(self.device))
@@ -466,6 +469,10 @@ class Tensor:
     def _binop(self, other, op):
         if isinstance(other, Tensor):
             return wrap(_ff_binary(op, self._ptr, other._ptr))
+        if isinstance(other, (complex, np.complexfloating)):  # x * 1j: a weak complex 0-d operand
+            from ._complex import complex_operand
+            o = complex_operand(other, self)
+            return wrap(_ff_binary(op, self._ptr, o._ptr))
         if _scalar_ok(other):
             return wrap(_ff_bs(op, self._ptr, _number(other)))
         if isinstance(other, (list, tuple, np.ndarray)):
@@ -482,6 +489,10 @@ class Tensor:
         return r
 
     def _rbinop(self, other, op):
+        if isinstance(other, (complex, np.complexfloating)):
+            from ._complex import complex_operand
+            o = complex_operand(other, self)
+            return wrap(_ff_binary(op, o._ptr, self._ptr))
         if _scalar_ok(other):
             return wrap(_ff_rbs(op, _number(other), self._ptr))
         if isinstance(other, (list, tuple, np.ndarray)):

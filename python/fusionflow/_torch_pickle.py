@@ -26,9 +26,9 @@ from ._tensor import Tensor
 STORAGE_DTYPES = {"FloatStorage": _dtype.float32, "DoubleStorage": _dtype.float64, "HalfStorage": _dtype.float16,
                   "BFloat16Storage": _dtype.bfloat16, "LongStorage": _dtype.int64, "IntStorage": _dtype.int32,
                   "ByteStorage": _dtype.uint8, "BoolStorage": _dtype.bool_, "CharStorage": _dtype.int8,
-                  "ShortStorage": _dtype.int16}
-UNSUPPORTED_STORAGES = {"ComplexFloatStorage": "complex64",
-                        "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8",
+                  "ShortStorage": _dtype.int16, "ComplexFloatStorage": _dtype.complex64,
+                  "ComplexDoubleStorage": _dtype.complex128}
+UNSUPPORTED_STORAGES = {"QInt8Storage": "qint8", "QUInt8Storage": "quint8",
                         "QInt32Storage": "qint32", "UntypedStorage": "untyped"}
 _STORAGE_NAMES = {d.code: name for name, d in STORAGE_DTYPES.items()}
 TORCH_DTYPES = {"float32": _dtype.float32, "float": _dtype.float32, "float64": _dtype.float64,

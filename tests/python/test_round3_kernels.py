@@ -155,8 +155,9 @@ def _torch_fft(kind, data, n):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_fft_non_finite_inputs(device, dtype):
     for kind, data, n, want in FFT_CASES:
-        got = getattr(ff.fft, kind)(ff.tensor(data, dtype=dtype, device=device), n=n)
-        same(got, want, rtol=1e-5, atol=1e-6)
+        x = ff.tensor(data, dtype=dtype, device=device)
+        got = getattr(ff.fft, kind)(x if kind == "rfft" else ff.view_as_complex(x), n=n)
+        same(got if kind == "irfft" else ff.view_as_real(got), want, rtol=1e-5, atol=1e-6)
         if torch is not None:
             same(_torch_fft(kind, data, n), want, rtol=1e-12, atol=1e-12)
 

@@ -168,7 +168,7 @@ static void test_corrupt(void)
          FF_ERR_INVALID, "repeated key 'descr'"},
         {"big endian", "{'descr': '>f4', 'fortran_order': False, 'shape': (6,)}", 24, FF_ERR_UNSUPPORTED,
          "big-endian"},
-        {"complex", "{'descr': '<c8', 'fortran_order': False, 'shape': (3,)}", 24, FF_ERR_UNSUPPORTED, "'<c8'"},
+        {"uint16", "{'descr': '<u2', 'fortran_order': False, 'shape': (3,)}", 6, FF_ERR_UNSUPPORTED, "'<u2'"},
         {"structured", "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,)}", 24, FF_ERR_INVALID,
          "structured"},
         {"shape list", "{'descr': '<f4', 'fortran_order': False, 'shape': [6]}", 24, FF_ERR_INVALID, "not a tuple"},

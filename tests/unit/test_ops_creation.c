@@ -64,7 +64,7 @@ static void test_seeded_random(void)
     CHECK(ff_tensor_item(m, &mv) == FF_OK && ff_tensor_item(s, &sv) == FF_OK);
     CHECK_NEAR(mv, 3, 0.05);
     CHECK_NEAR(sv, 2, 0.05);
-    CHECK_ERROR(ff_rand_uniform(1, SHAPE(2), FF_I32, 0, 1, 1) == NULL, FF_ERR_INVALID, "float dtype");
+    CHECK_ERROR(ff_rand_uniform(1, SHAPE(2), FF_I32, 0, 1, 1) == NULL, FF_ERR_INVALID, "float or complex dtype");
     CHECK_ERROR(ff_rand_normal(1, SHAPE(2), FF_F32, 0, -1, 1) == NULL, FF_ERR_INVALID, "std");
     RELEASE(u, u2, u3, n, big, m, s);
 }

@@ -2,7 +2,7 @@
 import math
 
 from .._tensor import zeros_like
-from .optimizer import Optimizer
+from .optimizer import Optimizer, real_pairs
 
 __all__ = ["Adam", "AdamW", "check_adam"]
 
@@ -54,17 +54,18 @@ class Adam(Optimizer):
         (b1, b2), eps, wd = group["betas"], group["eps"], group["weight_decay"]
         for p, g, st in self._params_with_grad(group):
             coef = self._host_step(group, p)
+            p, g = real_pairs(p, g)
             if group["maximize"]:
                 g = g.neg()
             if wd and self.decoupled:
                 p.mul_(coef[2])
             elif wd:
                 g = g.clone().add_(p, alpha=wd)
-            m, v = st["exp_avg"], st["exp_avg_sq"]
+            m, v = real_pairs(st["exp_avg"], st["exp_avg_sq"])
             m.mul_(b1).add_(g, alpha=1.0 - b1)
             v.mul_(b2).add_(g * g, alpha=1.0 - b2)
             if group["amsgrad"]:
-                mx = st["max_exp_avg_sq"]
+                mx = real_pairs(st["max_exp_avg_sq"])
                 mx.copy_(mx.maximum(v))
                 v = mx
             denom = v.sqrt().mul_(coef[0]).add_(eps)

@@ -2,7 +2,7 @@
 gradient, as torch.optim's (PyTorch 1.13's single-tensor formulas)."""
 from .._tensor import full_like, zeros_like
 from ._common import grad_of, nonneg
-from .optimizer import Optimizer
+from .optimizer import Optimizer, real_pairs
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta"]
 
@@ -27,17 +27,17 @@ class RMSprop(Optimizer):
                     st["grad_avg"] = zeros_like(p)
             st["step"] += 1
             g = grad_of(p, g, group)
-            sq = st["square_avg"]
+            p, g, sq = real_pairs(p, g, st["square_avg"])
             sq.mul_(alpha).add_(g * g, alpha=1 - alpha)
             if group["centered"]:
-                ga = st["grad_avg"]
+                ga = real_pairs(st["grad_avg"])
                 ga.mul_(alpha).add_(g, alpha=1 - alpha)
                 avg = (sq - ga * ga).sqrt()
             else:
                 avg = sq.sqrt()
             avg.add_(eps)
             if mom > 0:
-                buf = st["momentum_buffer"]
+                buf = real_pairs(st["momentum_buffer"])
                 buf.mul_(mom).add_(g / avg)
                 p.add_(buf, alpha=-lr)
             else:
@@ -63,8 +63,9 @@ class Adagrad(Optimizer):
             st["step"] += 1
             g = grad_of(p, g, group)
             clr = group["lr"] / (1 + (st["step"] - 1) * group["lr_decay"])
-            st["sum"].add_(g * g)
-            std = st["sum"].sqrt().add_(group["eps"])
+            p, g, acc = real_pairs(p, g, st["sum"])
+            acc.add_(g * g)
+            std = acc.sqrt().add_(group["eps"])
             p.add_(g / std, alpha=-clr)
 
 
@@ -85,7 +86,7 @@ class Adadelta(Optimizer):
                 st["acc_delta"] = zeros_like(p)
             st["step"] += 1
             g = grad_of(p, g, group)
-            sq, acc = st["square_avg"], st["acc_delta"]
+            p, g, sq, acc = real_pairs(p, g, st["square_avg"], st["acc_delta"])
             sq.mul_(rho).add_(g * g, alpha=1 - rho)
             std = (sq + eps).sqrt()
             delta = (acc + eps).sqrt() / std * g

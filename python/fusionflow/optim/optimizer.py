@@ -197,13 +197,23 @@ class Optimizer:
         return self._coefs.get(id(p))
 
     def _coef(self, p, k, value):
-        """Writes value into p's coefficient k, a 0-d tensor of p's dtype on p's backend."""
+        """Writes value into p's coefficient k, a 0-d tensor of p's (real) dtype on p's backend."""
         cs = self._coefs.setdefault(id(p), [])
         cs.extend([None] * (k + 1 - len(cs)))
         if cs[k] is None:
-            cs[k] = wrap(C.ff_full_on(C.ff_tensor_backend(p._ptr), 0, None, C.ff_tensor_dtype(p._ptr), float(value)))
+            code = p.dtype.to_real().code  # a complex parameter is updated as real pairs (real_pairs)
+            cs[k] = wrap(C.ff_full_on(C.ff_tensor_backend(p._ptr), 0, None, code, float(value)))
         else:
             cs[k].fill_(value)
+
+
+def real_pairs(*ts):
+    """torch.optim's rule for complex parameters: the update runs on view_as_real of the
+    parameter, its gradient and its state (views: the writes land in them), so a complex
+    number is trained as the pair (re, im) it is stored as. Real tensors pass as they are."""
+    from .._complex import view_as_real
+    out = tuple(view_as_real(t) if t is not None and t.dtype.is_complex else t for t in ts)
+    return out if len(out) > 1 else out[0]
 
 
 def _host_entry(opt_ref):
