@@ -48,8 +48,10 @@ demo-dist: build
 # options compiled (not run) one by one and with clang.
 test: test-release test-asan test-tsan test-fuzz test-build-matrix
 
+# python3-torch, python3-torchvision and python3-pil: the semantic references (PyTorch,
+# torchvision for fusionflow.vision) and PIL, which fusionflow.vision uses for images
 deps-test:
-	@FF_EXTRA_PKGS=python3-torch bash scripts/setup-deps.sh
+	@FF_EXTRA_PKGS="python3-torch python3-torchvision python3-pil" bash scripts/setup-deps.sh
 	@bash scripts/fetch-minilm.sh || echo "setup: all-MiniLM-L6-v2 not fetched; its tests will say so" >&2
 	@bash scripts/install-einops.sh || echo "setup: einops not installed; tests/python/test_einops.py will say so" >&2
 
@@ -122,7 +124,7 @@ coverage:
 # Every backend side by side with cblas, C loops, NumPy and PyTorch (installs
 # python3-torch when it can), then plots and the table in benchmarks/README.md.
 bench: build
-	@FF_EXTRA_PKGS="python3-torch libblis-dev" bash scripts/setup-deps.sh
+	@FF_EXTRA_PKGS="python3-torch python3-torchvision python3-pil libblis-dev" bash scripts/setup-deps.sh
 	benchmarks/run_all.sh $(BUILD)/bin/ff-bench
 
 install: build

@@ -8,6 +8,8 @@ import pytest
 
 if os.environ.get("FF_REQUIRE_TORCH"):  # CI: the PyTorch comparisons must run, not skip
     import torch  # noqa: F401  (an ImportError here fails the whole session)
+    import torchvision  # noqa: F401  (fusionflow.vision's reference)
+    import PIL  # noqa: F401
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "python"))

@@ -57,7 +57,7 @@ def main():
     load = ff or a.load
 
     src, shims, work = (os.path.join(a.run_dir, d) for d in ("src", "shims", "work"))
-    copy_tree(os.path.join(HERE, "..", a.program, "upstream"), src, ff)
+    copy_tree(os.path.join(HERE, "..", spec.get("upstream", a.program), "upstream"), src, ff)
     copy_tree(os.path.join(HERE, "shims"), shims, ff)
     os.makedirs(work)
     script = os.path.join(src, spec["script"])
@@ -82,8 +82,7 @@ def main():
     hooks.install_sampler(lib)
     hooks.install_random(lib)
     hooks.install_dropout(lib)
-    import torchvision
-    torchvision.datasets.LIMIT = spec.get("mnist_limit")
+    hooks.install_uniform(lib)
 
     os.chdir(work)
     if spec.get("prepare"):

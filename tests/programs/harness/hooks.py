@@ -5,9 +5,13 @@ on both sides, so that the two runs differ only in the library doing the arithme
    place (FusionFlow side): same initial weights, without touching the program's model code;
  - RandomSampler (which DataLoader(shuffle=True) builds) yields a NumPy-seeded order;
  - randn/rand/randint/randperm draw from one NumPy generator: noise and labels programs draw
-   during training (dcgan's z, forward-forward's negative labels) are the same on both sides;
+   during training (dcgan's z, forward-forward's negative labels) and the draws of torchvision's
+   random transforms (RandomHorizontalFlip's rand(1), RandomCrop's randint) are the same on
+   both sides;
+ - Tensor.uniform_ draws from NumPy too once the first optimizer is built (RandomResizedCrop's
+   scale and aspect ratio: torch.empty(1).uniform_(a, b));
  - nn.Dropout and Dropout1d/2d/3d modules draw their masks from a NumPy generator too, for
-   programs that cannot switch dropout off through argv (mnist_rnn)."""
+   programs that cannot switch dropout off through argv (mnist_rnn, torchvision's squeezenet)."""
 import numpy as np
 
 SEED = 1234
@@ -146,3 +150,25 @@ def install_dropout(lib):
         cls = getattr(lib.nn, name, None)
         if cls is not None:
             cls.forward = forward
+
+
+def install_uniform(lib):
+    """Tensor.uniform_ from a NumPy generator, from the moment the first optimizer is built:
+    what draws it then is the data pipeline (RandomResizedCrop), the same calls on both sides.
+    Before that the library's own is kept, because weight init draws through uniform_ in one
+    library and not in the other (torch's nn.init calls the method, fusionflow's fills from
+    rand), which would shift a stream shared from the start; the init itself is replaced by
+    PyTorch's weights anyway."""
+    rng = np.random.RandomState(SEED + 2)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        values = np.asarray(rng.uniform(float(a), float(b), size=tuple(self.shape)))
+        with lib.no_grad():
+            return self.copy_(lib.tensor(values).to(self.dtype))
+
+    orig = lib.optim.Optimizer.__init__
+
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        lib.Tensor.uniform_ = uniform_
+    lib.optim.Optimizer.__init__ = __init__

@@ -1,30 +1,37 @@
 """The mechanical import rule (README.md). A program's lines are never edited by hand: its
 FusionFlow copy is rewrite_source() applied to each file, at test time, into a temporary folder.
-Only import lines change, and only the module name in them; every other line is kept as is,
-so `torch.x` in the program's body must find fusionflow.x through the name `torch`."""
+Only import lines change, and only the module name in them (torch -> fusionflow, torchvision ->
+fusionflow.vision); every other line is kept as is, so `torch.x` and `torchvision.x` in the
+program's body must find fusionflow.x and fusionflow.vision.x through the names `torch` and
+`torchvision`."""
 import re
 import sys
 
-_IMPORT = re.compile(r"^(?P<ind>\s*)import torch(?P<sub>\.[\w.]+)?(?P<alias>\s+as\s+\w+)?(?P<rest>\s*(#.*)?)$")
-_FROM = re.compile(r"^(?P<ind>\s*)from torch(?P<sub>\.[\w.]+)? import ")
+# the library modules a program imports, and what the FusionFlow copy imports in their place
+TARGETS = {"torch": "fusionflow", "torchvision": "fusionflow.vision"}
+
+_MOD = r"(?P<mod>torchvision|torch)"  # the longer name first: `torch` must not eat `torchvision`
+_IMPORT = re.compile(r"^(?P<ind>\s*)import " + _MOD + r"(?P<sub>\.[\w.]+)?(?P<alias>\s+as\s+\w+)?(?P<rest>\s*(#.*)?)$")
+_FROM = re.compile(r"^(?P<ind>\s*)from " + _MOD + r"(?P<sub>\.[\w.]+)? import ")
 
 
 def rewrite_line(line):
-    """`import torch` -> `import fusionflow as torch`; `import torch.X as Y` -> `import
-    fusionflow.X as Y`; `import torch.X` (which binds `torch`) -> `import fusionflow.X; import
-    fusionflow as torch`; `from torch[.X] import Y` -> `from fusionflow[.X] import Y`.
-    torchvision is left alone: both sides import the same stand-in (harness/shims)."""
+    """For M in (torch, torchvision), T its target (fusionflow, fusionflow.vision):
+    `import M` -> `import T as M`; `import M.X as Y` -> `import T.X as Y`; `import M.X` (which
+    binds `M`) -> `import T.X; import T as M`; `from M[.X] import Y` -> `from T[.X] import Y`."""
     body, nl = line.rstrip("\n"), line[len(line.rstrip("\n")):]
     m = _IMPORT.match(body)
     if m:
-        ind, sub, alias, rest = m.group("ind"), m.group("sub") or "", m.group("alias"), m.group("rest")
+        ind, mod, sub, alias, rest = (m.group(g) or "" for g in ("ind", "mod", "sub", "alias", "rest"))
+        target = TARGETS[mod]
         if alias:
-            return "%simport fusionflow%s%s%s%s" % (ind, sub, alias, rest, nl)
+            return "%simport %s%s%s%s%s" % (ind, target, sub, alias, rest, nl)
         if sub:
-            return "%simport fusionflow%s; import fusionflow as torch%s%s" % (ind, sub, rest, nl)
-        return "%simport fusionflow as torch%s%s" % (ind, rest, nl)
+            return "%simport %s%s; import %s as %s%s%s" % (ind, target, sub, target, mod, rest, nl)
+        return "%simport %s as %s%s%s" % (ind, target, mod, rest, nl)
     if _FROM.match(body):
-        return _FROM.sub(lambda m: "%sfrom fusionflow%s import " % (m.group("ind"), m.group("sub") or ""), body) + nl
+        return _FROM.sub(lambda m: "%sfrom %s%s import " % (m.group("ind"), TARGETS[m.group("mod")], m.group("sub") or ""),
+                         body) + nl
     return line
 
 
