@@ -56,6 +56,13 @@ def numpy_workloads(np, quick, max_mm):
         a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
         w["matmul_f32_%d" % n] = (lambda a=a, b=b: a @ b)
+    # ff-bench's complex rows (bench_complex.c): a complex64 product and FFT
+    n = 128 if quick else 512
+    ca, cb = ((rng.uniform(-1, 1, (n, n)) + 1j * rng.uniform(-1, 1, (n, n))).astype(np.complex64) for _ in range(2))
+    w["matmul_c64_%d" % n] = (lambda a=ca, b=cb: a @ b)
+    m = 1 << (16 if quick else 20)
+    sig = (rng.uniform(-1, 1, m) + 1j * rng.uniform(-1, 1, m)).astype(np.complex64)
+    w["fft_c64_2^%d" % (16 if quick else 20)] = (lambda s=sig: np.fft.fft(s))  # NumPy's pocketfft: complex128 out
     for tag, n in (("1M", 1 << 20), ("16M", 1 << 24)):
         n = n // 16 if quick else n
         a = rng.uniform(-5, 5, n).astype(np.float32)
@@ -148,6 +155,12 @@ def torch_workloads(torch, quick, max_mm):
             break
         a, b = u(n, n), u(n, n)
         w["matmul_f32_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))
+    n = 128 if quick else 512  # ff-bench's complex rows (bench_complex.c)
+    ca, cb = (torch.complex(u(n, n), u(n, n)) for _ in range(2))
+    w["matmul_c64_%d" % n] = (lambda a=ca, b=cb: torch.mm(a, b))
+    m = 1 << (16 if quick else 20)
+    sig = torch.complex(u(m), u(m))
+    w["fft_c64_2^%d" % (16 if quick else 20)] = (lambda s=sig: torch.fft.fft(s))
     for n in (256,) if quick else (512, 1024, 2048):  # ff-bench's matmul_bf16_* rows (oneDNN in torch)
         a, b = (u(n, n, lo=-5, hi=5).to(torch.bfloat16) for _ in range(2))
         w["matmul_bf16_%d" % n] = (lambda a=a, b=b: torch.mm(a, b))

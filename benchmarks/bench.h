@@ -55,6 +55,8 @@ void bench_baselines_all(int threads, const bench_opts *o);
 void bench_attention_all(ff_backend *be, int threads, const bench_opts *o);
 /* bench_int8.c: matmul_int8_N, the dynamic quantized Linear (issue 35) */
 void bench_int8_all(ff_backend *be, int threads, const bench_opts *o);
+/* bench_complex.c: matmul_c64_N and fft_c64_2^20 (issue 45) */
+void bench_complex_all(ff_backend *be, int threads, const bench_opts *o);
 
 /* The matmul sizes measured (quick: fewer), and the largest size the cpu reference
  * backend is given (its plain loops would take minutes beyond). */

@@ -414,6 +414,120 @@ static void pool_rows(ff_backend *be, int threads, const bench_opts *o)
     }
 }
 
+/* ---- indexing and middle-axis sums (issue 49) --------------------------------------- */
+/* work = the bytes the op must read and write at least; the c_loop column of each row is
+ * a memcpy of work / 2 bytes (the same traffic), so "speed vs c_loop" is the fraction of
+ * copy bandwidth at that size. copy_f32_* is the machine's copy bandwidth as its own row
+ * (cpu_blas: ff_copy_ between two contiguous tensors; c_loop: memcpy). */
+typedef struct copy_state {
+    void *d, *s;
+    size_t n;
+} copy_state;
+
+static int run_memcpy(void *v)
+{
+    copy_state *c = v;
+    memcpy(c->d, c->s, c->n);
+    return 0;
+}
+
+static void memcpy_row(const bench_opts *o, const char *w, double work, ff_backend *be, int threads)
+{
+    if (threads != 1 || !strcmp(ff_backend_name(be), "cpu")) return; /* C loops: measured once, one thread */
+    copy_state c = {.n = (size_t)(work / 2)};
+    c.d = malloc(c.n), c.s = malloc(c.n);
+    if (c.d && c.s) {
+        memset(c.d, 1, c.n), memset(c.s, 2, c.n);
+        bench_case k = {w, run_memcpy, &c, work, "GB/s"};
+        bench_result r;
+        if (bench_measure(&k, o, "c_loop", 1, &r) == 0) bench_emit(&r);
+    }
+    free(c.d), free(c.s);
+}
+
+static int run_copy(void *v) { bench_state *s = v; return ff_copy_(s->b, s->a) ? -1 : 0; }
+static int run_embedding(void *v) { bench_state *s = v; return done(ff_embedding(s->a, s->b)); }
+static int run_index_select1(void *v) { bench_state *s = v; return done(ff_index_select(s->a, 1, s->b)); }
+static int run_scatter_add(void *v) { bench_state *s = v; return done(ff_scatter_add(s->a, 0, s->b, s->c)); }
+static int run_sum1(void *v) { bench_state *s = v; return done(ff_sum(s->a, 1, (const int[]){1}, false)); }
+
+/* n indices uniform in [0, hi), I64 */
+static ff_tensor *indices(int64_t n, int64_t hi, uint64_t seed)
+{
+    ff_tensor *u = uniform(1, &n, 0, (double)hi, seed);
+    ff_tensor *r = u ? ff_astype(u, FF_I64) : NULL;
+    ff_tensor_release(u);
+    return r;
+}
+
+static void index_rows(ff_backend *be, int threads, const bench_opts *o)
+{
+    int64_t q = o->quick ? 16 : 1;
+    {   /* copy bandwidth: 64 MiB each way */
+        int64_t n = (16 << 20) / q;
+        char w[64];
+        snprintf(w, sizeof w, "copy_f32_%lldM", (long long)(n >> 20));
+        bench_state s = {.a = uniform(1, &n, -1, 1, 51), .b = ff_zeros(1, &n, FF_F32)};
+        double work = 8.0 * (double)n;
+        if (bench_selected(o, w) && s.a && s.b) {
+            measure(o, w, run_copy, &s, work, "GB/s", be, threads);
+            memcpy_row(o, w, work, be, threads);
+        }
+        bench_state_free(&s);
+    }
+    /* embedding forward (gather of rows), [V, D] table, N indices: reads and writes N D */
+    static const int64_t emb[][3] = {{1000, 64, 4096}, {50000, 256, 8192}, {50000, 256, 65536}};
+    for (int k = 0; k < 3; k++) {
+        int64_t V = emb[k][0], D = emb[k][1], N = emb[k][2] / q, sh[2] = {V, D};
+        char w[64];
+        snprintf(w, sizeof w, "embedding_f32_%lldx%lld_%lld", (long long)V, (long long)D, (long long)N);
+        if (!bench_selected(o, w)) continue;
+        bench_state s = {.a = uniform(2, sh, -1, 1, 52), .b = indices(N, V, 53)};
+        double work = 8.0 * (double)(N * D);
+        if (s.a && s.b) measure(o, w, run_embedding, &s, work, "GB/s", be, threads), memcpy_row(o, w, work, be, threads);
+        bench_state_free(&s);
+    }
+    {   /* index_select along a middle axis: [64, 4096, 64] -> [64, 2048, 64] */
+        int64_t sh[3] = {64 / q, 4096, 64}, N = 2048;
+        const char *w = "index_select_f32_64x4096x64_axis1_2048";
+        bench_state s = {.a = uniform(3, sh, -1, 1, 54), .b = indices(N, sh[1], 55)};
+        double work = 8.0 * (double)(sh[0] * N * sh[2]);
+        if (bench_selected(o, w) && s.a && s.b)
+            measure(o, w, run_index_select1, &s, work, "GB/s", be, threads), memcpy_row(o, w, work, be, threads);
+        bench_state_free(&s);
+    }
+    /* scatter_add of [N, D] rows into a copy of x [V, D] (embedding's backward, the index
+     * broadcast along D): reads x and src, writes the result, and reads and writes the
+     * touched rows (at most N of them) */
+    static const int64_t sca[][3] = {{1000, 64, 4096}, {1000, 256, 65536}, {50000, 256, 8192}};
+    for (int k = 0; k < 3; k++) {
+        int64_t V = sca[k][0], D = sca[k][1], N = sca[k][2] / q, sh[2] = {V, D}, gs[2] = {N, D};
+        char w[64];
+        snprintf(w, sizeof w, "scatter_add_f32_%lldx%lld_%lld", (long long)V, (long long)D, (long long)N);
+        if (!bench_selected(o, w)) continue;
+        ff_tensor *idx = indices(N, V, 56), *col = idx ? ff_reshape(idx, 2, (const int64_t[]){N, 1}) : NULL;
+        bench_state s = {.a = ff_zeros(2, sh, FF_F32), .b = col ? ff_expand(col, 2, gs) : NULL, .c = uniform(2, gs, -1, 1, 57)};
+        int64_t touched = N < V ? N : V;
+        double work = 4.0 * (double)(2 * V * D + N * D + 2 * touched * D);
+        if (s.a && s.b && s.c) measure(o, w, run_scatter_add, &s, work, "GB/s", be, threads), memcpy_row(o, w, work, be, threads);
+        ff_tensor_release(idx), ff_tensor_release(col);
+        bench_state_free(&s);
+    }
+    /* x.sum(1) of [A, R, H, W]: the middle-axis sum (reads x, writes A H W) */
+    static const int64_t red[][4] = {{4, 4, 64, 64}, {4, 4, 256, 256}, {8, 32, 256, 256}};
+    for (int k = 0; k < 3; k++) {
+        int64_t sh[4] = {red[k][0], red[k][1], red[k][2], red[k][3] / q};
+        char w[64];
+        snprintf(w, sizeof w, "sum1_f32_%lldx%lldx%lldx%lld", (long long)sh[0], (long long)sh[1], (long long)sh[2],
+                 (long long)sh[3]);
+        if (!bench_selected(o, w)) continue;
+        bench_state s = {.a = uniform(4, sh, -1, 1, 58)};
+        double work = 4.0 * (double)(sh[0] * sh[2] * sh[3]) * (double)(sh[1] + 1);
+        if (s.a) measure(o, w, run_sum1, &s, work, "GB/s", be, threads), memcpy_row(o, w, work, be, threads);
+        bench_state_free(&s);
+    }
+}
+
 void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
 {
     bool reference = strcmp(ff_backend_name(be), "cpu") == 0;
@@ -427,8 +541,10 @@ void bench_ff_all(ff_backend *be, int threads, const bench_opts *o)
     models(be, threads, o);
     if (!reference) conv_family(be, threads, o);
     pool_rows(be, threads, o);
+    index_rows(be, threads, o);
     if (!reference) bench_attention_all(be, threads, o);
     if (!reference) bench_int8_all(be, threads, o);
+    if (!reference) bench_complex_all(be, threads, o);
     if (o->mnist && !reference)
         for (int k = 0; k < 4; k++) {
             bool cnn = k >= 2, graph = k % 2;

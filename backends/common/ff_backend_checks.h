@@ -42,7 +42,7 @@ static inline ff_status ffb_check_view_as(const ff_host_api *host, const char *b
         snprintf(msg, sizeof msg, "%s %s: %s has dtype %s, which %s does not compute on", backend, entry, what,
                  ffb_dtype_name(v->dtype), backend);
         st = FF_ERR_UNSUPPORTED;
-    } else if (!ffb_dtype_storage_ok(v->dtype)) {
+    } else if (!ffb_dtype_storage_ok(v->dtype) && !ff_dtype_is_complex(v->dtype)) { /* complex: where supports() took it */
         snprintf(msg, sizeof msg, "%s %s: %s has invalid dtype %d", backend, entry, what, (int)v->dtype), st = FF_ERR_INVALID;
     } else if (v->ndim < 0 || v->ndim > FF_MAX_DIMS) {
         snprintf(msg, sizeof msg, "%s %s: %s has rank %d outside [0, %d]", backend, entry, what, (int)v->ndim,

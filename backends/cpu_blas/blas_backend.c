@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "blas_impl.h"
+#include "blas_complex.h"
 #include "ff_backend_host_entries.h"
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -183,6 +183,7 @@ static int blas_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype); /* F16/BF16 too, in double */
     if (kind == FF_KIND_LINEAR) return blas_linear_supported(op, dtype); /* F16/BF16 too */
     if (ffb_is_half(dtype)) return blas_half_supports(kind, op, dtype);
+    if (ff_dtype_is_complex(dtype)) return blas_complex_supported(kind, op); /* blas_complex.c */
     if (!blas_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return blas_unary_supported((ff_unary_op)op, dtype);

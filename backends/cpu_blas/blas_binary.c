@@ -12,7 +12,7 @@
  * double-then-round results exactly (double rounding is innocuous for these).
  * Everything else goes through the reference's per-element double/int64 rules.
  */
-#include "blas_impl.h"
+#include "blas_complex.h"
 
 int blas_binary_supported(ff_binary_op op, ff_dtype t) { return ffb_binary_supported(op, t); }
 
@@ -207,6 +207,7 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     if ((st = check(ctx, "binary", "dst", dst)) || (st = check(ctx, "binary", "a", a)) || (st = check(ctx, "binary", "b", b)))
         return st;
     if ((unsigned)op >= FF_BINARY_COUNT) return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: invalid op %d", (int)op);
+    if (ff_dtype_is_complex(a->dtype)) return blas_complex_binary(ctx, op, dst, a, b);
     if (a->dtype != b->dtype)
         return blas_error(ctx, FF_ERR_INVALID, "cpu_blas binary: operands differ in dtype (%s and %s)",
                           blas_dtype_name(a->dtype), blas_dtype_name(b->dtype));

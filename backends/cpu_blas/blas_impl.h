@@ -325,4 +325,32 @@ void blas_dnnl_threads(int n);
 /* blas_dnnl_cache.c: drops the idle cached oneDNN matmul primitives (at shutdown) */
 void blas_dnnl_cache_clear(void);
 
+/* ---- the row form of gather / scatter_add (blas_index_rows.c) ------------------- */
+/* Along axis the index is constant over the trailing dims (stride 0: index_select,
+ * embedding, their backward) and both data views hold those dims as one contiguous run
+ * of len elements: each index value then moves a whole row. Rows are the index's dims
+ * 0..axis, row-major; view 0 is the index, 1 the walked data view (gather's dst,
+ * scatter_add's src), 2 the indexed one (gather's src, scatter_add's dst), its axis
+ * stride pinned to 0. */
+typedef struct blas_index_rows {
+    int nd;
+    int64_t shape[FF_MAX_DIMS];
+    int64_t st[3][FF_MAX_DIMS];
+    int64_t off0[3];
+    int64_t rows, len, size, step; /* size and step: the indexed view's axis */
+    size_t es;
+    ff_dtype it, t;
+    const char *ibuf;
+    char *wbuf, *tbuf;
+    int stream; /* gather: rows written with non-temporal stores */
+} blas_index_rows;
+/* 1 (and f filled) if the checked, rank >= 1 views have the row form. */
+int blas_index_rows_init(blas_index_rows *f, const ff_view *walked, const ff_view *table, const ff_view *index,
+                         int axis);
+/* 1 and *bad = the first index outside [0, size) in row-major order; 0 if none. */
+int blas_index_rows_bad(const blas_index_rows *f, int64_t *bad);
+/* The copies / adds, split across the pool; every index must have been checked. */
+void blas_gather_rows(blas_ctx *c, blas_index_rows *f);
+void blas_scatter_add_rows(blas_ctx *c, blas_index_rows *f);
+
 #endif /* FF_BLAS_IMPL_H */

@@ -5,10 +5,13 @@
  * (FF_ERR_INDEX); scatter_add validates all indices before writing and accumulates in
  * index row-major order, so duplicates add up in order.
  *
- * Method: walk index's shape together with the "other" tensor's view whose stride
- * along axis is pinned to 0; the element is then that offset + value * stride(axis).
- * f32 accumulation is done in double and rounded once, as in the reference. Serial:
- * these ops are small in every model we run.
+ * Row form (blas_index_rows.c): an index constant over the dims after axis with both
+ * data views contiguous there (index_select, embedding and their backward, as the core
+ * hands them) moves whole rows, one bounds check per row, threaded. Anything else takes
+ * the element path: walk index's shape together with the "other" tensor's view whose
+ * stride along axis is pinned to 0; the element is then that offset + value *
+ * stride(axis). f32 accumulation is done in double and rounded once, as in the
+ * reference. Serial: a per-element index is small in every model we run.
  */
 #include "blas_impl.h"
 
@@ -49,6 +52,12 @@ static ff_status check_fits(void *ctx, const char *entry, const ff_view *index, 
                               (long long)index->shape[d], (long long)v->shape[d], d);
     }
     return FF_OK;
+}
+
+static ff_status index_error(void *ctx, const char *entry, int64_t v, int64_t size, int axis)
+{
+    return blas_error(ctx, FF_ERR_INDEX, "cpu_blas %s: index %lld out of range [0, %lld) at axis %d", entry,
+                      (long long)v, (long long)size, axis);
 }
 
 static int64_t load_index(const ff_view *index, int64_t off)
@@ -93,17 +102,21 @@ ff_status blas_gather(void *ctx, const ff_view *dst, const ff_view *src, const f
     dst = ffb_as_rank1(dst, &t0), src = ffb_as_rank1(src, &t1), index = ffb_as_rank1(index, &t2);
     if (!blas_same_shape(dst, index)) return blas_shape_error(ctx, "gather", dst, index);
     if ((st = check_fits(ctx, "gather", index, src, axis, 1))) return st;
+    int64_t size = src->shape[axis], step = src->strides[axis], n = ff_view_numel(index), bad;
+    blas_index_rows f;
+    if (n > 0 && blas_index_rows_init(&f, dst, src, index, axis)) {
+        if (blas_index_rows_bad(&f, &bad)) return index_error(ctx, "gather", bad, size, axis);
+        blas_gather_rows(ctx, &f);
+        return FF_OK;
+    }
     ff_view src0 = *src;
     src0.strides[axis] = 0;
-    int64_t size = src->shape[axis], step = src->strides[axis], n = ff_view_numel(index);
     size_t es = ff_dtype_size(dst->dtype);
     nd_walk w;
     walk_start(&w, index, dst, index, &src0);
     for (int64_t i = 0; i < n; i++, walk_next(&w)) {
         int64_t v = load_index(index, w.off[1]);
-        if (v < 0 || v >= size)
-            return blas_error(ctx, FF_ERR_INDEX, "cpu_blas gather: index %lld out of range [0, %lld) at axis %d",
-                              (long long)v, (long long)size, axis);
+        if (v < 0 || v >= size) return index_error(ctx, "gather", v, size, axis);
         memcpy((char *)dst->buf + (size_t)w.off[0] * es, (const char *)src->buf + (size_t)(w.off[2] + v * step) * es, es);
     }
     return FF_OK;
@@ -118,7 +131,13 @@ ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, 
     if ((st = check_fits(ctx, "scatter_add", index, src, axis, 0)) ||
         (st = check_fits(ctx, "scatter_add", index, dst, axis, 1)))
         return st;
-    int64_t size = dst->shape[axis], step = dst->strides[axis], n = ff_view_numel(index);
+    int64_t size = dst->shape[axis], step = dst->strides[axis], n = ff_view_numel(index), bad;
+    blas_index_rows f;
+    if (n > 0 && blas_index_rows_init(&f, src, dst, index, axis)) {
+        if (blas_index_rows_bad(&f, &bad)) return index_error(ctx, "scatter_add", bad, size, axis);
+        blas_scatter_add_rows(ctx, &f);
+        return FF_OK;
+    }
     ff_view dst0 = *dst;
     dst0.strides[axis] = 0;
     nd_walk w;
@@ -126,9 +145,7 @@ ff_status blas_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, 
     walk_start(&w, index, index, src, &dst0);
     for (int64_t i = 0; i < n; i++, walk_next(&w)) {
         int64_t v = load_index(index, w.off[0]);
-        if (v < 0 || v >= size)
-            return blas_error(ctx, FF_ERR_INDEX, "cpu_blas scatter_add: index %lld out of range [0, %lld) at axis %d",
-                              (long long)v, (long long)size, axis);
+        if (v < 0 || v >= size) return index_error(ctx, "scatter_add", v, size, axis);
     }
     /* pass 2: accumulate in index row-major order */
     ff_dtype t = dst->dtype;

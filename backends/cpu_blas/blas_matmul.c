@@ -11,10 +11,12 @@
  * larger than the work) and use a direct i-k-j loop accumulating in double.
  *
  * I32/I64/U8 use their own i-k-j kernel, accumulating in uint64 (wrap-around, as the
- * reference). BOOL is unsupported, as in the reference.
+ * reference). BOOL is unsupported, as in the reference. C64/C128 go to cgemm/zgemm
+ * (the layouts as for F32/F64; never the direct loop, which has no complex form).
  */
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas_impl.h"
 
@@ -57,7 +59,15 @@ static void gemm(const blas_ctx *c, ff_dtype t, int ta, int tb, int64_t M, int64
                  int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc)
 {
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-    if (t == FF_F32 && c->dnnl_gemm)
+    if (t == FF_C64) {
+        const float one[2] = {1.0f, 0.0f}, zero[2] = {0.0f, 0.0f};
+        cblas_cgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, one, A, (blasint)lda, B, (blasint)ldb,
+                    zero, C, (blasint)ldc);
+    } else if (t == FF_C128) {
+        const double one[2] = {1.0, 0.0}, zero[2] = {0.0, 0.0};
+        cblas_zgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, one, A, (blasint)lda, B, (blasint)ldb,
+                    zero, C, (blasint)ldc);
+    } else if (t == FF_F32 && c->dnnl_gemm)
         blas_sgemm_dnnl(ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
     else if (t == FF_F32)
         cblas_sgemm(CblasRowMajor, TA, TB, (blasint)M, (blasint)N, (blasint)K, 1.0f, A, (blasint)lda, B, (blasint)ldb,
@@ -177,7 +187,7 @@ static int matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, 
                        int64_t dcs, mm_scratch *s)
 {
     int64_t es = (int64_t)ff_dtype_size(t);
-    if (!blas_is_float(t) || M * N * K <= SMALL_MNK) {
+    if (!ff_dtype_is_complex(t) && (!blas_is_float(t) || M * N * K <= SMALL_MNK)) {
         small_kernel(t, M, N, K, &A, &B, dp, drs, dcs, s->row);
         return 0;
     }
@@ -223,13 +233,23 @@ ff_status blas_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_
     int r = dst->ndim;
     ff_dtype t = dst->dtype;
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1], es = (int64_t)ff_dtype_size(t);
+    if (K == 0 && ff_dtype_is_complex(t)) { /* zeros: every byte of both parts */
+        int64_t idx[FF_MAX_DIMS] = {0}, n = ff_view_numel(dst);
+        for (int64_t e = 0; e < n; e++) {
+            int64_t o = dst->offset;
+            for (int d = 0; d < r; d++) o += idx[d] * dst->strides[d];
+            memset((char *)dst->buf + o * es, 0, (size_t)es);
+            for (int d = r - 1; d >= 0 && ++idx[d] == dst->shape[d]; d--) idx[d] = 0;
+        }
+        return FF_OK;
+    }
     if (K == 0) {
         ff_scalar zero = {0.0, 0};
         return blas_fill(ctx, dst, zero);
     }
     /* the layout is the same for every batch element: size the scratch once */
     int64_t lda, ldb, ldd;
-    int small = !blas_is_float(t) || M * N * K <= SMALL_MNK;
+    int small = !ff_dtype_is_complex(t) && (!blas_is_float(t) || M * N * K <= SMALL_MNK);
     int own = !small && t == FF_F32 && ((blas_ctx *)ctx)->own_gemm; /* packs by itself */
     int pa = !small && !own && blas_layout(M, K, a->strides[r - 2], a->strides[r - 1], &lda) < 0;
     int pb = !small && !own && blas_layout(K, N, b->strides[r - 2], b->strides[r - 1], &ldb) < 0;

@@ -104,6 +104,7 @@ def test_shape_ops_indexing_and_casts(device, fdt, tdt, npdt):
     _same(ff.full((2,), 5, dtype=fdt, device=device), torch.full((2,), 5, dtype=tdt))
 
 
+@pytest.mark.requires_host_memory  # from_numpy and DLPack share the default backend's memory
 @pytest.mark.parametrize("fdt,tdt,npdt", NARROW, ids=["int8", "int16"])
 def test_exchange_numpy_dlpack_and_files(tmp_path, fdt, tdt, npdt):
     arr = np.array([[-128, 5], [127, -1]], dtype=npdt)
