@@ -189,11 +189,7 @@ class MNIST(VisionDataset):
     def __getitem__(self, index):
         img, target = self.data[index], int(self.targets[index])
         img = Image.fromarray(img.numpy(), mode="L")
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return len(self.data)

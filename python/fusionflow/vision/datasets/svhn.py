@@ -44,11 +44,7 @@ class SVHN(VisionDataset):
     def __getitem__(self, index):
         img, target = self.data[index], int(self.labels[index])
         img = Image.fromarray(np.transpose(img, (1, 2, 0)))
-        if self.transform is not None:
-            img = self.transform(img)
-        if self.target_transform is not None:
-            target = self.target_transform(target)
-        return img, target
+        return self._transformed(img, target)
 
     def __len__(self):
         return len(self.data)

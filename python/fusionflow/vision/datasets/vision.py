@@ -25,6 +25,15 @@ class VisionDataset(Dataset):
     def __getitem__(self, index):
         raise NotImplementedError
 
+    def _transformed(self, img, target):
+        """(img, target) through transform and target_transform: how every dataset's
+        __getitem__ ends."""
+        if self.transform is not None:
+            img = self.transform(img)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return img, target
+
     def __len__(self):
         raise NotImplementedError
 
