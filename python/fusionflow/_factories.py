@@ -273,8 +273,13 @@ def from_numpy(arr):
     return from_dlpack(arr)
 
 
-def where(condition, input, other):
-    """Numbers are weak, as in PyTorch: where(c, 2.5, int_tensor) is float32."""
+def where(condition, input=None, other=None):
+    """Numbers are weak, as in PyTorch: where(c, 2.5, int_tensor) is float32. where(c) alone
+    is nonzero(c, as_tuple=True), as torch.where(condition)."""
+    if input is None and other is None:
+        return as_tensor(condition).nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes the condition alone, or the condition, input and other")
     if isinstance(condition, Tensor) and condition.dtype not in (bool_, _dtype.uint8):
         raise TypeError("where: condition must be a bool tensor, got %s" % condition.dtype.name)  # as PyTorch
     cond = as_tensor(condition, dtype=bool_)

@@ -704,7 +704,10 @@ class Tensor:
     def add(self, other, alpha=1): return self + (other * alpha if alpha != 1 else other)
     def sub(self, other, alpha=1): return self - (other * alpha if alpha != 1 else other)
     def mul(self, other): return self * other
-    def div(self, other): return self / other
+    def div(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return self / other
+        return self.divide(other, rounding_mode=rounding_mode)  # _methods_math.divide: floor / trunc
     def maximum(self, other): return self._binop(as_tensor(other), B_MAXIMUM)
     def minimum(self, other): return self._binop(as_tensor(other), B_MINIMUM)
     def fmod(self, other): return self._binop_strict(other, B_FMOD, "fmod")

@@ -313,3 +313,32 @@ def test_var_std_nanmean_of_integers_raise(device, dtype):
             f(ff, x)
     same(x.float().var(), xt.float().var())  # the float forms still work
     same(x.float().nanmean(), xt.float().nanmean())
+
+
+def test_div_rounding_modes_and_where_alone_as_torch():
+    a, b = [7.0, -7.0, 5.5, -0.5], [2.0, 2.0, -2.0, 3.0]
+    fa, fb, ta, tb = ff.tensor(a), ff.tensor(b), torch.tensor(a), torch.tensor(b)
+    for mode in (None, "floor", "trunc"):
+        np.testing.assert_array_equal(ff.div(fa, fb, rounding_mode=mode).numpy(),
+                                      torch.div(ta, tb, rounding_mode=mode).numpy())
+        np.testing.assert_array_equal(fa.div(fb, rounding_mode=mode).numpy(), ta.div(tb, rounding_mode=mode).numpy())
+    m = [[True, False, True], [False, False, True]]
+    got, want = ff.where(ff.tensor(m)), torch.where(torch.tensor(m))
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
+
+
+def test_load_state_dict_leaves_the_callers_dict_and_passes_torchs_arguments():
+    """torch's _load_from_state_dict(state_dict, prefix, local_metadata, strict, missing,
+    unexpected, errors): an override renaming an old key works on a copy of the dict."""
+    class Renaming(ff.nn.Linear):
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+            if prefix + "w_old" in state_dict:
+                state_dict[prefix + "weight"] = state_dict.pop(prefix + "w_old")
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
+    m = ff.nn.Sequential(Renaming(2, 2))
+    sd = {"0.w_old": ff.ones(2, 2), "0.bias": ff.zeros(2)}
+    m.load_state_dict(sd)
+    assert set(sd) == {"0.w_old", "0.bias"}  # the caller's dict is untouched
+    assert m[0].weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]

@@ -53,15 +53,14 @@ class _NormBase(Module):
     def _check_input_dim(self, input):
         pass
 
-    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
         """A checkpoint from before num_batches_tracked existed (no version 2 in its metadata)
         loads without it, strict or not, and the count starts again from 0, as torch."""
-        super()._load_from_state_dict(state_dict, prefix, strict, missing, unexpected, errors)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing, unexpected, errors)
         key = prefix + "num_batches_tracked"
         if self.num_batches_tracked is None or key in state_dict:
             return
-        meta = getattr(state_dict, "_metadata", None) or {}
-        version = meta.get(prefix[:-1], {}).get("version")
+        version = (local_metadata or {}).get("version")
         if version is None or version < 2:
             if key in missing:
                 missing.remove(key)

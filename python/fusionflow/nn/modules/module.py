@@ -306,7 +306,9 @@ class Module:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def _load_from_state_dict(self, state_dict, prefix, strict, missing, unexpected, errors):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        """torch's signature (local_metadata: this module's entry of state_dict._metadata, {}
+        when there is none), so that an override written for torch runs here unchanged."""
         local = [(k, v) for k, v in itertools.chain(self._parameters.items(), self._buffers.items())
                  if v is not None and k not in self._non_persistent_buffers_set]
         for name, p in local:
@@ -343,10 +345,17 @@ class Module:
         and a shape mismatch raises in either mode, leaving the other entries copied."""
         if not isinstance(state_dict, collections.abc.Mapping):
             raise TypeError("Expected state_dict to be dict-like, got %s." % type(state_dict))
+        # a copy, as torch takes: a module's _load_from_state_dict may rename keys in it
+        # (old checkpoints' names), which must not reach the caller's dict
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = collections.OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
         missing, unexpected, errors = [], [], []
 
         def load(m, prefix):
-            m._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors)
+            local = metadata.get(prefix[:-1], {}) if metadata is not None else {}
+            m._load_from_state_dict(state_dict, prefix, local, True, missing, unexpected, errors)
             for name, child in m._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
