@@ -217,9 +217,11 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         if dt is None:
             raise TypeError("cannot make a tensor from NumPy dtype %s" % arr.dtype)
     else:
-        if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-            data = [x.numpy() if isinstance(x, Tensor) else x for x in data]
+        # Tensors inside the list convert through their __array__ (no per-element scan first:
+        # it was most of tensor(list)'s time); an object array means NumPy could not
         arr = np.asarray(data)
+        if arr.dtype == object and isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+            arr = np.asarray([x.numpy() if isinstance(x, Tensor) else x for x in data])
         if dtype is not None:
             dt = to_dtype(dtype)
         elif arr.dtype.kind == "b":
