@@ -12,11 +12,23 @@
  */
 #include <complex.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_impl.h"
 #include "cpu_iter.h"
 
 typedef double _Complex cplx;
+
+/* re + i im, exact for every value (inf and NaN parts too, where re + im * I is not): a
+ * complex number is laid out as an array of its two parts (C11 6.2.5). Not CMPLX, which
+ * glibc defines for gcc only. */
+static cplx mk(double re, double im)
+{
+    double p[2] = {re, im};
+    cplx z;
+    memcpy(&z, p, sizeof z);
+    return z;
+}
 
 int cpu_complex_supported(ff_op_kind kind, int op)
 {
@@ -44,7 +56,7 @@ static ff_dtype part_dtype(ff_dtype t) { return t == FF_C64 ? FF_F32 : FF_F64; }
 static cplx load_c(const void *buf, ff_dtype t, int64_t i)
 {
     ff_dtype pt = part_dtype(t);
-    return CMPLX(ffb_ld_f64(part_at(buf, t, i, 0), pt), ffb_ld_f64(part_at(buf, t, i, 1), pt));
+    return mk(ffb_ld_f64(part_at(buf, t, i, 0), pt), ffb_ld_f64(part_at(buf, t, i, 1), pt));
 }
 
 static void store_c(void *buf, ff_dtype t, int64_t i, cplx v)
@@ -56,7 +68,7 @@ static void store_c(void *buf, ff_dtype t, int64_t i, cplx v)
 
 void cpu_complex_fill_one(void *buf, ff_dtype t, int64_t i, ff_scalar value)
 {
-    store_c(buf, t, i, CMPLX(value.f, 0.0));
+    store_c(buf, t, i, mk(value.f, 0.0));
 }
 
 /* One element of a copy where either side is complex. */
@@ -77,7 +89,7 @@ void cpu_complex_copy_one(void *db, ff_dtype dt, int64_t di, const void *sb, ff_
 static cplx cdiv(cplx a, cplx b)
 {
     double c = creal(b), d = cimag(b), den = c * c + d * d;
-    return CMPLX((creal(a) * c + cimag(a) * d) / den, (cimag(a) * c - creal(a) * d) / den);
+    return mk((creal(a) * c + cimag(a) * d) / den, (cimag(a) * c - creal(a) * d) / den);
 }
 
 ff_status cpu_complex_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
@@ -101,7 +113,7 @@ ff_status cpu_complex_binary(void *ctx, ff_binary_op op, const ff_view *dst, con
             case FF_BINARY_SUB: store_c(dst->buf, dst->dtype, o, x - y); break;
             case FF_BINARY_MUL: /* the textbook product (C's * may take Annex G's inf/NaN detour) */
                 store_c(dst->buf, dst->dtype, o,
-                        CMPLX(creal(x) * creal(y) - cimag(x) * cimag(y), creal(x) * cimag(y) + cimag(x) * creal(y)));
+                        mk(creal(x) * creal(y) - cimag(x) * cimag(y), creal(x) * cimag(y) + cimag(x) * creal(y)));
                 break;
             case FF_BINARY_DIV: store_c(dst->buf, dst->dtype, o, cdiv(x, y)); break;
             case FF_BINARY_EQ: ((uint8_t *)dst->buf)[o] = creal(x) == creal(y) && cimag(x) == cimag(y); break;
@@ -173,7 +185,7 @@ ff_status cpu_complex_matmul(void *ctx, const ff_view *dst, const ff_view *a, co
                     for (int64_t k = 0; k < K; k++) {
                         cplx x = load_c(a->buf, a->dtype, ao + i * a->strides[r - 2] + k * a->strides[r - 1]);
                         cplx y = load_c(b->buf, b->dtype, bo + k * b->strides[r - 2] + j * b->strides[r - 1]);
-                        s += CMPLX(creal(x) * creal(y) - cimag(x) * cimag(y), creal(x) * cimag(y) + cimag(x) * creal(y));
+                        s += mk(creal(x) * creal(y) - cimag(x) * cimag(y), creal(x) * cimag(y) + cimag(x) * creal(y));
                     }
                     store_c(dst->buf, dst->dtype, dofs + i * dst->strides[r - 2] + j * dst->strides[r - 1], s);
                 }
