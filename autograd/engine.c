@@ -477,9 +477,25 @@ ff_status ff_grad_keep(ff_tensor *t, ff_tensor *g)
     return st;
 }
 
+/* .grad += g in place, as PyTorch's AccumulateGrad does outside create_graph: no new tensor
+ * per step for a gradient that zero_grad() zeroed (set_to_none=False) or that several
+ * backward passes accumulate. Only into a plain dense .grad of g's dtype and shape. */
+static bool add_in_place(ff_tensor *acc, const ff_tensor *g)
+{
+    if (ff_grad_enabled() || acc->grad_fn || acc->requires_grad || acc->dtype != g->dtype || !same_shape(acc, g) ||
+        !ff_layout_is_dense(&acc->layout) || acc->storage->backend != g->storage->backend)
+        return false;
+    return ff_add_(acc, g) == FF_OK;
+}
+
 /* Accumulates g into leaf's .grad and calls its post-accumulate hook. */
 static ff_status leaf_accumulate(ff_tensor *leaf, ff_tensor *g)
 {
+    if (leaf->grad && add_in_place(leaf->grad, g)) {
+        if (leaf->grad_hook) leaf->grad_hook(leaf, leaf->grad_hook_user);
+        return FF_OK;
+    }
+    ff_clear_error();
     ff_tensor *acc = ff_tensor_retain(leaf->grad);
     ff_tensor *own = acc ? ff_tensor_retain(g) : leaf_grad(g);
     ff_status st = own ? accumulate(&acc, own) : ff_last_status();

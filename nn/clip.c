@@ -3,14 +3,18 @@
 
 #include "nn_impl.h"
 
-/* sum(g^2) in f64, read back to the host. */
+/* sum(g^2), read back to the host: in g's own dtype for f32 and f64, as PyTorch's per-grad
+ * norms (a sum at least as accurate as f32 pairwise summation, ABI "Accumulation"; no f64
+ * copy of every gradient each step), in f64 for the halves, whose squares overflow f16 from
+ * |g| = 256. */
 static ff_status grad_sq_sum(const ff_tensor *g, double *out)
 {
-    ff_tensor *g64 = ff_astype(g, FF_F64);
-    ff_tensor *sq = g64 ? ff_mul(g64, g64) : NULL;
+    ff_dtype t = ff_tensor_dtype(g);
+    ff_tensor *w = t == FF_F32 || t == FF_F64 ? ff_tensor_retain((ff_tensor *)g) : ff_astype(g, FF_F64);
+    ff_tensor *sq = w ? ff_mul(w, w) : NULL;
     ff_tensor *s = sq ? ff_sum(sq, 0, NULL, false) : NULL;
     ff_status st = s ? ff_tensor_item(s, out) : ff_nn_failed();
-    ff_tensor_release(g64);
+    ff_tensor_release(w);
     ff_tensor_release(sq);
     ff_tensor_release(s);
     return st;

@@ -50,7 +50,13 @@ static ff_status gather_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
         ff_tensor_release(z);
         return ff_last_status();
     }
-    gi[0] = scatter_add_impl(z, (int)n->ip[0], idx, g, "gather_backward");
+    if (!ff_autograd_needed(1, &g)) { /* no graph through the gradient: scatter into the zeros themselves */
+        ff_status st = ff_kernel_scatter_add(z, idx, g, (int)n->ip[0], "gather_backward");
+        if (st) ff_tensor_release(z);
+        gi[0] = st ? NULL : z;
+        return st;
+    }
+    gi[0] = scatter_add_impl(z, (int)n->ip[0], idx, g, "gather_backward"); /* create_graph: a recorded op */
     ff_tensor_release(z);
     return gi[0] ? FF_OK : ff_last_status();
 }

@@ -342,3 +342,40 @@ def test_load_state_dict_leaves_the_callers_dict_and_passes_torchs_arguments():
     m.load_state_dict(sd)
     assert set(sd) == {"0.w_old", "0.bias"}  # the caller's dict is untouched
     assert m[0].weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_grad_accumulates_in_place_as_torch():
+    """Outside create_graph, a second backward adds into .grad itself (PyTorch's
+    AccumulateGrad): a reference to p.grad sees the sum; under create_graph it is a new
+    tensor with history, as in PyTorch."""
+    for lib in (ff, torch):
+        p = lib.ones(3, requires_grad=True)
+        (p * 2).sum().backward()
+        held = p.grad
+        (p * 3).sum().backward()
+        assert held.tolist() == [5.0, 5.0, 5.0], lib
+        assert p.grad is held or p.grad.data_ptr() == held.data_ptr()
+    p = ff.ones(2, requires_grad=True)
+    (p ** 2).sum().backward(create_graph=True)
+    first = p.grad
+    (p ** 2).sum().backward(create_graph=True)
+    assert first.tolist() == [2.0, 2.0] and p.grad.tolist() == [4.0, 4.0] and p.grad.grad_fn is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding_backward_and_double_backward_as_torch(device):
+    w0 = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    idx = [[0, 3, 3], [1, 0, 2]]
+    fw, tw = ff.tensor(w0, device=device, requires_grad=True), torch.tensor(w0, requires_grad=True)
+    fi, ti = ff.tensor(idx, device=device), torch.tensor(idx)
+    (ff.nn.functional.embedding(fi, fw) ** 2).sum().backward()
+    (torch.nn.functional.embedding(ti, tw) ** 2).sum().backward()
+    np.testing.assert_allclose(fw.grad.cpu().numpy(), tw.grad.numpy(), rtol=1e-6)
+    # through the gradient (create_graph): the scatter is recorded
+    fw2 = ff.tensor(w0, device=device, requires_grad=True)
+    g, = ff.autograd.grad((ff.nn.functional.embedding(fi, fw2) ** 3).sum(), [fw2], create_graph=True)
+    g.sum().backward()
+    tw2 = torch.tensor(w0, requires_grad=True)
+    tg, = torch.autograd.grad((torch.nn.functional.embedding(ti, tw2) ** 3).sum(), [tw2], create_graph=True)
+    tg.sum().backward()
+    np.testing.assert_allclose(fw2.grad.cpu().numpy(), tw2.grad.numpy(), rtol=1e-5)
