@@ -135,17 +135,8 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     padding_mode: constant (fill), edge, reflect or symmetric."""
     if not _is_tensor(img):
         F_pil._check(img, "pad")
-        if not isinstance(padding, (numbers.Number, tuple, list)):
-            raise TypeError("Got inappropriate padding arg")
-        if fill is not None and not isinstance(fill, (numbers.Number, tuple, list)):
-            raise TypeError("Got inappropriate fill arg")
-        if not isinstance(padding_mode, str):
-            raise TypeError("Got inappropriate padding_mode arg")
-        if isinstance(padding, (tuple, list)) and len(padding) not in (1, 2, 4):
-            raise ValueError("Padding must be an int or a 1, 2, or 4 element tuple, not a %d element tuple"
-                             % len(padding))
-        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
-            raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
+        F_t.check_pad_args(padding, fill, padding_mode, (numbers.Number, tuple, list),
+                           (numbers.Number, tuple, list, type(None)))
         return F_pil.pad(img, padding=padding, fill=fill, padding_mode=padding_mode)
     return F_t.pad(img, padding=padding, fill=fill, padding_mode=padding_mode)
 

@@ -133,13 +133,12 @@ def _pad_symmetric(img, lrtb):
     return out.index_select(-2, mirrored(img.shape[-2], top, bottom))
 
 
-def pad(img, padding, fill=0, padding_mode="constant"):
-    _check_image(img, "pad")
-    if fill is None:
-        fill = 0
-    if not isinstance(padding, (int, tuple, list)):
+def check_pad_args(padding, fill, padding_mode, padding_types, fill_types):
+    """torchvision's argument checks of pad, shared by the PIL and the tensor paths (which
+    take different padding and fill types)."""
+    if not isinstance(padding, padding_types):
         raise TypeError("Got inappropriate padding arg")
-    if not isinstance(fill, (int, float)):
+    if not isinstance(fill, fill_types):
         raise TypeError("Got inappropriate fill arg")
     if not isinstance(padding_mode, str):
         raise TypeError("Got inappropriate padding_mode arg")
@@ -148,6 +147,13 @@ def pad(img, padding, fill=0, padding_mode="constant"):
                          % len(padding))
     if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
         raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
+
+
+def pad(img, padding, fill=0, padding_mode="constant"):
+    _check_image(img, "pad")
+    if fill is None:
+        fill = 0
+    check_pad_args(padding, fill, padding_mode, (int, tuple, list), (int, float))
     p = _parse_padding(padding)
     if padding_mode == "symmetric":
         return _pad_symmetric(img, p)
