@@ -4,7 +4,7 @@
 # build then tells what is missing.
 set -u
 pkgs=(build-essential cmake pkg-config zlib1g-dev libopenblas-dev libfftw3-dev libdnnl-dev libdlpack-dev
-      dataset-fashion-mnist python3 python3-numpy python3-pytest python3-venv python3-pip gnuplot-nox
+      dataset-fashion-mnist python3 python3-dev python3-numpy python3-pytest python3-venv python3-pip gnuplot-nox
       clang ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd libclblast-dev clinfo libopenmpi-dev openmpi-bin
       libcjson-dev libzip-dev)
 [ -n "${FF_EXTRA_PKGS:-}" ] && pkgs+=(${FF_EXTRA_PKGS})

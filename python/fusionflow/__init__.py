@@ -134,3 +134,13 @@ for _n in linalg.__all__:
     setattr(linalg, _n, _named(getattr(linalg, _n)))
 del _n
 from ._legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, LongTensor, ...: torch's legacy types)
+
+from . import _fastpath  # noqa: E402  (last: every method is attached by now)
+from ._lib import ext_status as _ext_status_line  # noqa: E402
+
+_fastpath.install()
+
+
+def _ext_status():
+    """Which front end runs: the C extension's fast paths, or ctypes alone (and why)."""
+    return _ext_status_line

@@ -54,7 +54,9 @@ def is_complex_number(x):
 
 
 def _item(t):
-    """Tensor.item() of a complex tensor: a Python complex."""
+    """Tensor.item() of a complex tensor: a Python complex (of its one element, as torch)."""
+    if t.numel() != 1:
+        raise ValueError("item(): a Tensor with %d elements cannot be converted to a Python scalar" % t.numel())
     re = view_as_real(t.detach()).numpy().reshape(-1)
     return _builtin_complex(float(re[0]), float(re[1]))
 

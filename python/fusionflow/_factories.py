@@ -10,6 +10,7 @@ from . import _dtype
 from ._args import int_arg
 from ._dtype import float32, int64, bool_, to_dtype
 from ._lib import C, FusionFlowError, error, shape_array
+from ._lib import ext as _ext
 from ._tensor import Tensor, wrap, as_tensor, _operand, _shape_args, _scalar_ok, _number
 from ._grad_mode import no_grad
 from ._generator import seed_for
@@ -205,6 +206,10 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
 
     Python floats give float32 and ints int64, as torch.tensor; NumPy arrays keep their
     dtype."""
+    if _ext is not None and data.__class__ in (list, tuple):  # numbers in lists: C, no NumPy between
+        t = _ext.tensor_from_list(data, -1 if dtype is None else to_dtype(dtype).code, _on(device))
+        if t is not None:
+            return _finish(t, requires_grad, None)
     if isinstance(data, Tensor):
         t = data.detach().to(dtype or data.dtype, copy=True)
         return _finish(t.clone() if t.shares_memory_with(data) else t, requires_grad, device)
@@ -259,6 +264,10 @@ def from_numpy(arr):
     with non-negative strides; other cases raise. Use tensor(arr) for a copy. A read-only
     array (np.asarray of a PIL image, np.frombuffer of bytes) is copied, with PyTorch's
     warning: NumPy will not share it over DLPack, and writing to it would be undefined."""
+    if _ext is not None and arr.__class__ is np.ndarray:  # shared through the buffer protocol, in C
+        t = _ext.from_numpy(arr)
+        if t is not None:
+            return t
     if not isinstance(arr, np.ndarray):
         raise TypeError("from_numpy expects a numpy.ndarray, got %s" % type(arr).__name__)
     _dtype.from_numpy_dtype(arr.dtype)  # an unsupported dtype raises TypeError, as in PyTorch
@@ -298,6 +307,10 @@ def _ptr_array(ts):
 
 
 def cat(tensors, dim=0):
+    if _ext is not None:
+        t = _ext.cat(tensors, dim)
+        if t is not None:
+            return t
     ts, arr = _ptr_array(tensors)
     return wrap(C.ff_concat(len(ts), arr, int_arg("cat", "dim", dim)))
 

@@ -439,6 +439,26 @@ _last_error = C.ff_last_error
 _last_status = C.ff_last_status
 
 
+def _load_ext():
+    """fusionflow._ffext (python/ext), the C fast paths, from beside the library loaded above
+    (build/lib, or the wheel's fusionflow/): built together, so never a mismatched pair.
+    None where it was not built or FUSIONFLOW_NO_EXT=1 asks for the pure-ctypes package."""
+    import importlib.machinery
+    import importlib.util
+    if os.environ.get("FUSIONFLOW_NO_EXT", "") not in ("", "0"):
+        return None, "ctypes (FUSIONFLOW_NO_EXT set)"
+    here = os.path.dirname(library_path)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(here, "_ffext" + suffix)
+        if os.path.exists(path):
+            spec = importlib.util.spec_from_file_location("fusionflow._ffext", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            mod.bind_library(lib._handle, error)
+            return mod, "C extension (%s)" % path
+    return None, "ctypes (no _ffext beside %s)" % library_path
+
+
 def error():
     """The FusionFlowError for the calling thread's last C error."""
     msg = (_last_error() or b"").decode("utf-8", "replace") or "unknown FusionFlow error"
@@ -459,6 +479,9 @@ def check_ptr(p):
 def check_status(st):
     if st:
         raise error()
+
+
+ext, ext_status = _load_ext()
 
 
 def shape_array(shape):

@@ -20,6 +20,7 @@ from ._dtype import float32, float64, int64, bool_, to_dtype, from_code
 from ._args import int_arg
 from ._interrupt import guarded_call
 from ._lib import C, BackwardOpts, FusionFlowError, Number, check_status, error, shape_array, int_array
+from ._lib import ext as _ext
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
@@ -32,7 +33,11 @@ B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAXIMUM, B_MINIMUM, B_FMOD = range(8)
 B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_AND, B_OR, B_XOR = range(8, 17)
 
 _release = C.ff_tensor_release
-_new = object.__new__
+# With the C extension (python/ext), Tensor subclasses its TensorBase, which holds the C
+# pointer and releases it when the object dies; without it, _ptr is a slot and __del__
+# releases it. _fastpath.install() later hands the hottest methods to the C side.
+_Base = _ext.TensorBase if _ext is not None else object
+_new = _Base.__new__
 _ff_add, _ff_sub, _ff_mul, _ff_div = C.ff_add, C.ff_sub, C.ff_mul, C.ff_div
 _ff_binary, _ff_bs, _ff_rbs, _ff_unary = C.ff_binary, C.ff_binary_number, C.ff_rbinary_number, C.ff_unary
 B_BITAND, B_BITOR, B_BITXOR, B_ATAN2 = 17, 18, 19, 20
@@ -48,6 +53,11 @@ def wrap(ptr, cls=None):
     t = _new(cls or Tensor)
     t._ptr = ptr
     return t
+
+
+_py_wrap = wrap
+if _ext is not None:
+    wrap = _ext.wrap  # the same, in C (Tensor is bound to it below, once it exists)
 
 
 def _scalar_ok(x):
@@ -162,10 +172,10 @@ def to_args(args, device=None, dtype=None):
     return device, dtype
 
 
-class Tensor:
+class Tensor(_Base):
     """An n-dimensional array on a FusionFlow backend, with autograd."""
 
-    __slots__ = ("_ptr", "__weakref__", "__dict__")
+    __slots__ = ("__weakref__", "__dict__") if _ext is not None else ("_ptr", "__weakref__", "__dict__")
     __array_priority__ = 1000
     __array_ufunc__ = None  # numpy operators defer to ours (ndarray + Tensor -> Tensor.__radd__)
 
@@ -177,10 +187,11 @@ class Tensor:
         self._ptr = src._ptr
         src._ptr = None
 
-    def __del__(self):
-        p = self._ptr if hasattr(self, "_ptr") else None
-        if p and _release is not None:
-            _release(p)
+    if _ext is None:  # TensorBase's dealloc releases the pointer instead
+        def __del__(self):
+            p = self._ptr if hasattr(self, "_ptr") else None
+            if p and _release is not None:
+                _release(p)
 
     # ---- properties (shape and size(), which return a Size, are attached by _shape) ----
     def stride(self, dim=None):
@@ -502,12 +513,7 @@ class Tensor:
 
     def __add__(self, other):
         if other.__class__ is Tensor:
-            p = _ff_add(self._ptr, other._ptr)
-            if not p:
-                raise error()
-            t = _new(Tensor)
-            t._ptr = p
-            return t
+            return wrap(_ff_add(self._ptr, other._ptr))
         return self._binop(other, B_ADD)
 
     def __sub__(self, other):
@@ -854,6 +860,9 @@ class Tensor:
 
 # The rest of the Tensor machinery, split by concern; imported here (after Tensor exists,
 # which they import) so `from ._tensor import ...` keeps working everywhere.
+if _ext is not None:
+    _ext.bind_tensor(Tensor)  # what wrap() makes, before any module below makes one
+
 from ._grad_mode import set_grad_enabled, no_grad, enable_grad, is_grad_enabled  # noqa: E402,F401
 from ._factories import (  # noqa: E402,F401
     full, zeros, ones, empty, zeros_like, ones_like, full_like, empty_like, eye, arange, linspace,

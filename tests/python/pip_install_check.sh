@@ -58,7 +58,9 @@ assert y.item() == 54.0 and x.grad.tolist() == [[7.0, 11.0], [9.0, 13.0]], (y.it
 # Python's 'cpu' is the fast backend the wheel has (want); the reference is 'cpu_ref'
 assert x.device == ff.device("cpu") and x.to("cpu_ref").to("cpu").device == ff.device("cpu")
 assert ff._device.backend_name("cpu") == want and ff._device.backend_name("cpu_ref") == "cpu"
-print("import from / ok:", ff.library_path)
+assert ff._ext_status().startswith("C extension (%s/_ffext" % pkg), ff._ext_status()  # the bundled fast paths
+assert "__getitem__" in ff._fastpath.taken() and x[0].tolist() == [1.0, 2.0]
+print("import from / ok:", ff.library_path, "|", ff._ext_status())
 PY
 FF_BACKEND=cpu "$vpy" -c "import fusionflow as ff; assert ff.default_backend() == 'cpu'; \
 assert ff.ones(3).sum().item() == 3.0 and str(ff.ones(3).device) == ('cpu' if '$FF_WANT' == 'cpu' else 'cpu_ref'); \
@@ -86,7 +88,7 @@ grep -q "^default backend: error: .*nope" "$tmp/bad.txt"
 # 4. pip wheel: the library and every plugin inside the package, found through $ORIGIN
 cd "$repo"
 "${pip[@]}" wheel "${cfg[@]}" --no-deps -w "$tmp/wheels" .
-whl=$(ls "$tmp"/wheels/fusionflow-*-py3-none-*.whl)
+whl=$(ls "$tmp"/wheels/fusionflow-*-cp3*-*.whl)  # with the C extension: tagged for this Python
 mkdir "$tmp/unzipped"
 "$vpy" - "$whl" "$tmp/unzipped" <<'PY'
 import os, sys, zipfile
@@ -96,6 +98,7 @@ need = {"fusionflow/__init__.py", "fusionflow/__main__.py", "fusionflow/nn/__ini
         "fusionflow/optim/lr_scheduler/__init__.py", "fusionflow/utils/data/__init__.py", "fusionflow/cuda/amp.py",
         "fusionflow/libfusionflow.so", "fusionflow/libff_backend_cpu.so",
         "fusionflow/libff_backend_cuda_stub.so", "fusionflow/libff_backend_%s.so" % os.environ["FF_WANT"]}
+assert any(n.startswith("fusionflow/_ffext.cpython-") and n.endswith(".so") for n in names), sorted(names)[:20]
 assert need <= names, sorted(need - names)
 assert os.environ["FF_WANT"] == "cpu_blas" or "fusionflow/libff_backend_cpu_blas.so" not in names
 stray = [n for n in names if not n.startswith(("fusionflow/", "fusionflow-"))]

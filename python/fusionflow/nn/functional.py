@@ -28,6 +28,8 @@ def linear(x, weight, bias=None):
 
 
 def relu(x, inplace=False):
+    if not inplace:  # the common case without the import and the closure below (issue 49)
+        return x.relu()
     from ._functional.activation import _act  # the in-place rule of every activation
     return _act(x, inplace, lambda t: t.relu())
 
