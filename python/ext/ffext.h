@@ -65,6 +65,9 @@ PyObject *ffx_fallback(enum ffx_fallback which, PyObject *self, PyObject *const 
 /* the ff tensor's (live) shape as a fusionflow.Size */
 PyObject *ffx_shape_of(const ff_tensor *t);
 
+/* a Python bool, int or float as an ff_number: 1 made, 0 not one (or an int past int64) */
+int ffx_as_number(PyObject *o, ff_number *n);                           /* ffext_ops.c */
+
 /* tp slots and methods defined by the files beside this one */
 PyObject *ffx_getitem(PyObject *self, PyObject *key);                  /* ffext_index.c */
 int ffx_setitem(PyObject *self, PyObject *key, PyObject *value);        /* ffext_index.c */

@@ -127,24 +127,9 @@ PyObject *ffx_getitem(PyObject *self, PyObject *key)
 /* a Python number as the 0-d tensor of t's dtype that _setitem makes with full((), v) */
 static ff_tensor *number_for(const ff_tensor *t, PyObject *v)
 {
-    ff_number n = {0};
-    if (PyBool_Check(v)) {
-        n.kind = FF_NUMBER_BOOL;
-        n.i = v == Py_True;
-        n.f = (double)n.i;
-    } else if (PyLong_CheckExact(v)) {
-        int overflow;
-        n.kind = FF_NUMBER_INT;
-        n.i = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow)
-            return NULL;
-        n.f = (double)n.i;
-    } else if (PyFloat_CheckExact(v)) {
-        n.kind = FF_NUMBER_FLOAT;
-        n.f = PyFloat_AS_DOUBLE(v);
-    } else {
+    ff_number n;
+    if (!ffx_as_number(v, &n))
         return NULL;
-    }
     return ffx.ff_number_tensor_on(ffx.ff_tensor_backend(t), n, ffx.ff_tensor_dtype(t));
 }
 

@@ -5,7 +5,7 @@
 #include "ffext.h"
 
 /* a Python bool, int or float as an ff_number: 1 made, 0 not a plain number */
-static int as_number(PyObject *o, ff_number *n)
+int ffx_as_number(PyObject *o, ff_number *n)
 {
     if (PyFloat_CheckExact(o)) {
         n->kind = FF_NUMBER_FLOAT;
@@ -35,11 +35,11 @@ static PyObject *binary(ff_binary_op op, PyObject *a, PyObject *b, enum ffx_fall
     if (ffx_is_tensor(a) && ffx_ptr(a)) {
         if (ffx_is_tensor(b) && ffx_ptr(b))
             return ffx_wrap(ffx.ff_binary(op, ffx_ptr(a), ffx_ptr(b)));
-        if (as_number(b, &n))
+        if (ffx_as_number(b, &n))
             return ffx_wrap(ffx.ff_binary_number(op, ffx_ptr(a), n));
         return ffx_fallback(fwd, a, &b, 1, NULL);
     }
-    if (ffx_ptr(b) && as_number(a, &n))
+    if (ffx_ptr(b) && ffx_as_number(a, &n))
         return ffx_wrap(ffx.ff_rbinary_number(op, n, ffx_ptr(b)));
     return ffx_fallback(rev, b, &a, 1, NULL);
 }

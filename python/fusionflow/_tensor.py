@@ -55,7 +55,6 @@ def wrap(ptr, cls=None):
     return t
 
 
-_py_wrap = wrap
 if _ext is not None:
     wrap = _ext.wrap  # the same, in C (Tensor is bound to it below, once it exists)
 
