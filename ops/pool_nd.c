@@ -1,7 +1,9 @@
 /* Max and average pooling over 1-3 axes with PyTorch's options (include/ff/pool.h):
  * ceil_mode, dilation, count_include_pad, divisor_override, return_indices. Options the
- * pool2d entry knows (2-D or 1-D, no dilation, floor mode, padding counted, no indices)
- * go to ff_max_pool2d / ff_avg_pool2d and through it the entry; the rest is composed:
+ * pool2d entry knows (2-D or 1-D, no dilation, floor mode, padding counted, no indices;
+ * ceil mode where it adds no window, or for max where the input padded with -inf makes it
+ * floor mode) go to ff_max_pool2d / ff_avg_pool2d and through it the entry; the rest is
+ * composed:
  * x padded (-inf for max, 0 for avg), each axis's window elements taken by index_select,
  * the window moved to the last axis and reduced (max at PyTorch's index, or sum over a
  * per-window divisor). Differentiable twice on every backend. */
@@ -124,25 +126,37 @@ static ff_tensor *host_table(const ff_tensor *x, int nd, const axis_plan *ax, co
     return t;
 }
 
-/* The entry's case: 1-D or 2-D, no dilation, floor mode (avg: padding counted, no divisor). */
-static bool plain_2d(const ff_tensor *x, int nd, const ff_pool_options *o, bool is_max)
+/* The entry's case: 1-D or 2-D, no dilation, floor mode or a ceil mode that adds no window
+ * (avg: padding counted, no divisor). Max pooling whose ceil mode does add a window, one that
+ * hangs over the right edge, takes it too: pool_plain pads that edge with -inf first. */
+static bool plain_2d(const ff_tensor *x, int nd, const ff_pool_options *o, const axis_plan *ax, bool is_max)
 {
-    if (nd > 2 || o->ceil_mode || x->layout.ndim != nd + 2) return false;
+    if (nd > 2 || x->layout.ndim != nd + 2) return false;
     for (int d = 0; d < nd; d++)
-        if (is_max && o->dilation[d] != 1) return false;
+        if ((is_max && o->dilation[d] != 1) || (!is_max && ax[d].right != ax[d].p)) return false;
     return is_max || (o->count_include_pad && o->divisor_override == 0);
 }
 
-static ff_tensor *pool_plain(const ff_tensor *x, int nd, const ff_pool_options *o, bool is_max)
+static ff_tensor *pool_plain(const ff_tensor *x, int nd, const ff_pool_options *o, const axis_plan *ax, bool is_max)
 {
     int64_t k[2] = {1, o->kernel[0]}, s[2] = {1, o->stride[0]}, p[2] = {0, o->padding[0]};
+    int64_t pads[2 * FF_MAX_DIMS] = {0};
+    bool overhang = false;
     if (nd == 2)
         for (int d = 0; d < 2; d++) k[d] = o->kernel[d], s[d] = o->stride[d], p[d] = o->padding[d];
-    ff_tensor *x4 = nd == 2 ? ff_tensor_retain((ff_tensor *)x) : ff_unsqueeze(x, 2);
+    for (int d = 0; d < nd; d++) {
+        overhang |= ax[d].right != ax[d].p;
+        pads[2 * (2 + d)] = ax[d].p, pads[2 * (2 + d) + 1] = ax[d].right;
+    }
+    /* ceil mode's last window past the right edge: the input padded with -inf on both sides
+     * as the plan says (one copy), pooled without padding to the same out sizes */
+    ff_tensor *xp = overhang ? ff_pad(x, pads, -INFINITY) : ff_tensor_retain((ff_tensor *)x);
+    if (overhang) p[0] = p[1] = 0;
+    ff_tensor *x4 = !xp ? NULL : nd == 2 ? ff_tensor_retain(xp) : ff_unsqueeze(xp, 2);
     ff_tensor *y4 = !x4 ? NULL : is_max ? ff_max_pool2d(x4, k[0], k[1], s[0], s[1], p[0], p[1])
                                         : ff_avg_pool2d(x4, k[0], k[1], s[0], s[1], p[0], p[1]);
     ff_tensor *y = y4 && nd == 1 ? ff_squeeze(y4, 2) : ff_tensor_retain(y4);
-    ff_tensor_release(x4), ff_tensor_release(y4);
+    ff_tensor_release(xp), ff_tensor_release(x4), ff_tensor_release(y4);
     return y;
 }
 
@@ -151,7 +165,7 @@ ff_tensor *ff_max_pool(const ff_tensor *x, int nd, const ff_pool_options *o, ff_
     static const char fn[] = "ff_max_pool";
     axis_plan ax[3];
     if (plan_axes(x, nd, o, true, ax, fn)) return NULL;
-    if (!indices && plain_2d(x, nd, o, true)) return pool_plain(x, nd, o, true);
+    if (!indices && plain_2d(x, nd, o, ax, true)) return pool_plain(x, nd, o, ax, true);
     int lead = x->layout.ndim - nd;
     ff_tensor *g = gather_windows(x, nd, ax, -INFINITY);
     ff_tensor *win = g ? windows_last(g, lead, nd, ax) : NULL, *arg = NULL;
@@ -174,7 +188,7 @@ ff_tensor *ff_avg_pool(const ff_tensor *x, int nd, const ff_pool_options *o)
     static const char fn[] = "ff_avg_pool";
     axis_plan ax[3];
     if (plan_axes(x, nd, o, false, ax, fn)) return NULL;
-    if (plain_2d(x, nd, o, false)) return pool_plain(x, nd, o, false);
+    if (plain_2d(x, nd, o, ax, false)) return pool_plain(x, nd, o, ax, false);
     int lead = x->layout.ndim - nd, last = lead + nd;
     ff_tensor *g = gather_windows(x, nd, ax, 0.0);
     ff_tensor *win = g ? windows_last(g, lead, nd, ax) : NULL;

@@ -51,6 +51,7 @@ def main():
     ap.add_argument("--perturb", type=float, default=0.0,
                     help="with --load: scale each loaded weight by 1 + PERTURB * N(0,1) (seeded), to "
                          "measure how far rounding-sized changes carry a program (pair.py --conditioning)")
+    ap.add_argument("--threads", type=int, default=0, help="the library's thread count (0: its default)")
     a = ap.parse_args()
     spec = PROGRAMS[a.program]
     ff = a.side == "ff"
@@ -65,9 +66,13 @@ def main():
     sys.path.append(shims)  # after the real modules: a stand-in only where nothing else is
 
     lib = importlib.import_module("fusionflow" if ff else "torch")
+    for name, stand_in in spec.get("modules", {}).items():  # "torch.X" -> a shims/ module
+        sys.modules[lib.__name__ + name[len("torch"):]] = importlib.import_module(stand_in)
     random.seed(0)
     np.random.seed(0)
     lib.manual_seed(a.seed)
+    if a.threads:
+        lib.set_num_threads(a.threads)
     rec = hooks.Recorder()
     if load:
         with np.load(a.weights) as z:
@@ -106,7 +111,8 @@ def main():
             arrays.update({"o%d_p%d" % (k, j): p for j, p in enumerate(ps)})
         np.savez(a.weights, **arrays)
     with open(a.out, "w") as f:
-        json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers}, f)
+        json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers,
+                   "cpu": rec.cpu}, f)
     return 0
 
 

@@ -12,6 +12,8 @@ on both sides, so that the two runs differ only in the library doing the arithme
    scale and aspect ratio: torch.empty(1).uniform_(a, b));
  - nn.Dropout and Dropout1d/2d/3d modules draw their masks from a NumPy generator too, for
    programs that cannot switch dropout off through argv (mnist_rnn, torchvision's squeezenet)."""
+import time
+
 import numpy as np
 
 SEED = 1234
@@ -24,6 +26,8 @@ class Recorder:
         self.saved = []      # PyTorch side: per optimizer, its parameters as arrays
         self.loaded = None   # FusionFlow side: the arrays to load, per optimizer
         self.optimizers = 0
+        self.cpu = []        # process CPU seconds at each recorded backward: a step's cost is the
+        #                      time between two (benchmarks/bench_programs.py)
 
 
 def _params_of(opt):
@@ -35,6 +39,7 @@ def install_backward(lib, rec):
 
     def backward(self, *args, **kwargs):
         if self.numel() == 1:
+            rec.cpu.append(time.process_time())
             rec.losses.append(float(self.item()))
             rec.dtypes.append(str(self.dtype).rsplit(".", 1)[-1])
         return orig(self, *args, **kwargs)

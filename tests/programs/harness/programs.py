@@ -170,6 +170,16 @@ def _write_series(work):
             f.write("2016-07-%02d %02d:00:00,%s\n" % (1 + i // 24, i % 24, ",".join("%.6f" % s[i] for s in series)))
 
 
+def _copy_names(work):
+    """makemore reads --input-file names.txt (its default) from the working folder."""
+    import shutil
+    shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "makemore", "upstream",
+                                 "names.txt"), os.path.join(work, "names.txt"))
+
+
+_MAKEMORE_MODULES = {"torch.utils.tensorboard": "summary_writer"}
+
+
 PROGRAMS = {
     "mingpt_chargpt": dict(
         script="projects/chargpt/chargpt.py", path=["."],
@@ -248,6 +258,25 @@ PROGRAMS = {
         # tolerance, and still parts 1.1e-4 at one step of --lr 1e-5; squeezenet1_1 at 1e-3: 2.6e-5
         upstream="imagenet", script="imagenet/main.py", prepare=_imagenet_folder("imagenet"),
         argv=["imagenet", "-a", "squeezenet1_1", "-j", "0", "--epochs", "2", "-b", "4", "-p", "1", "--lr", "0.001"]),
+    # makemore's character models on its names.txt (32k names): CharDataset.__getitem__ builds
+    # each sample from a list (torch.tensor, zeros, slice assignment), an InfiniteDataLoader
+    # samples with replacement; AdamW. torch.utils.tensorboard (the tensorboard package, not
+    # installed) is a stand-in that keeps the scalars (shims/summary_writer.py)
+    "makemore_mlp": dict(
+        # Bengio's MLP: block_size embedding lookups of a rolled index, concatenated, Linear-Tanh-Linear
+        upstream="makemore", script="makemore.py", prepare=_copy_names, modules=_MAKEMORE_MODULES,
+        argv=["--type", "mlp", "--max-steps", "30", "--num-workers", "0", "--batch-size", "32",
+              "--n-embd", "16", "--n-embd2", "64"]),
+    "makemore_bow": dict(
+        # the causal bag of words: a masked average over the context (torch.zeros att, masked_fill, softmax)
+        upstream="makemore", script="makemore.py", prepare=_copy_names, modules=_MAKEMORE_MODULES,
+        argv=["--type", "bow", "--max-steps", "30", "--num-workers", "0", "--batch-size", "32",
+              "--n-embd", "16", "--n-embd2", "32"]),
+    "makemore_gru": dict(
+        # a GRU cell written out (Linear, sigmoid, tanh, one step per character) over the whole name
+        upstream="makemore", script="makemore.py", prepare=_copy_names, modules=_MAKEMORE_MODULES,
+        argv=["--type", "gru", "--max-steps", "20", "--num-workers", "0", "--batch-size", "32",
+              "--n-embd", "16", "--n-embd2", "32"]),
     "super_resolution": dict(
         script="super_resolution/main.py", prepare=_write_bsds300,
         argv=["--upscale_factor", "2", "--batchSize", "2", "--testBatchSize", "2", "--nEpochs", "1", "--threads", "0"]),
