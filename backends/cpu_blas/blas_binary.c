@@ -7,7 +7,7 @@
  * Fast paths, per run of the coalesced innermost dim, in three shapes: all contiguous,
  * "contiguous op scalar" (b's stride 0: a broadcast scalar or a column broadcast) and
  * "scalar op contiguous"; a row broadcast arrives as contiguous runs. Typed loops:
- * f32/f64 add sub mul div maximum minimum and comparisons, i32/i64 add sub mul
+ * f32/f64 add sub mul div maximum minimum pow and comparisons, i32/i64 add sub mul
  * (wrapping through unsigned arithmetic), bitwise and/or/xor on i32/i64/u8/bool. f32 + - * / in float equal the reference's
  * double-then-round results exactly (double rounding is innocuous for these).
  * Everything else goes through the reference's per-element double/int64 rules.
@@ -90,6 +90,33 @@ typedef struct blas_kern {
 
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f64, double)
+/* pow: the reference's pow in double, rounded once. Its commonest call by far is a broadcast
+ * exponent of 2 (x.pow(2), x ** 2), and in f32 0.5 (x ** 0.5): x * x and sqrt there, vectorised,
+ * equal to the reference exactly (a product of two floats is exact in double, pow(x, 2) is
+ * x * x in glibc's double; sqrtf equals (float)pow((double)x, 0.5) on every float, checked
+ * exhaustively). pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf where sqrt gives -0 and NaN. */
+KERNEL(pow_f32, float, float, (float)pow((double)x, (double)y))
+KERNEL(pow_f64, double, double, pow(x, y))
+#define POW_VS(S, T, HALF)                                                                         \
+    BLAS_CLONES static void pow_##S##_vs_fast(int64_t n, void *vd, const void *va, const void *vb) \
+    {                                                                                             \
+        T *d = vd;                                                                                \
+        const T *pa = va;                                                                         \
+        const T y = *(const T *)vb;                                                               \
+        if (y == 2) {                                                                             \
+            for (int64_t i = 0; i < n; i++) d[i] = pa[i] * pa[i];                                 \
+        } else if (HALF && y == (T)0.5) {                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                     \
+                T x = pa[i];                                                                      \
+                d[i] = x == -(T)INFINITY ? (T)INFINITY : (T)sqrt(x) + (T)0;                       \
+            }                                                                                     \
+        } else {                                                                                  \
+            pow_##S.vs(n, vd, va, vb);                                                            \
+        }                                                                                         \
+    }                                                                                             \
+    static const kern pow_##S##_fast = {pow_##S##_vv, pow_##S##_vs_fast, pow_##S##_sv, pow_##S##_gg};
+POW_VS(f32, float, 1)
+POW_VS(f64, double, 0)
 /* wrap-around through the unsigned type; converting back is modulo 2^N in GCC/Clang */
 KERNEL(add_i32, int32_t, int32_t, (uint32_t)x + (uint32_t)y)
 KERNEL(sub_i32, int32_t, int32_t, (uint32_t)x - (uint32_t)y)
@@ -126,6 +153,7 @@ static const kern *fast_kernel(ff_binary_op op, ff_dtype t)
     case FF_BINARY_LE: return &le_##S;                                              \
     case FF_BINARY_GT: return &gt_##S;                                              \
     case FF_BINARY_GE: return &ge_##S;                                              \
+    case FF_BINARY_POW: return &pow_##S##_fast;                                     \
     default: return NULL;                                                           \
     }
     if (t == FF_F32) FLOAT_CASES(f32)
