@@ -116,10 +116,14 @@ static ff_status pow_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
     if (!a || !b) return ff_last_status();
     ff_status st = FF_OK;
-    if (n->needs_grad[0] && n->ip[1]) { /* a ** 2 by a number (ff_binary_number): g * (2 * a), two passes */
-        ff_tensor *ba = ff_mul(b, a);
-        st = put(n, 0, ba ? ff_mul(g, ba) : NULL, gi);
-        ff_tensor_release(ba);
+    if (n->needs_grad[0] && n->ip[1]) { /* b a number, not 0 (ff_binary_number): no b == 0 mask; for x ** 2 no pow */
+        ff_tensor *bm1 = n->dp[0] == 2 ? NULL : ff_sub_scalar(b, 1.0);
+        ff_tensor *p = n->dp[0] == 2 ? ff_tensor_retain((ff_tensor *)a) : bm1 ? ff_pow(a, bm1) : NULL;
+        ff_tensor *bp = p ? ff_mul(b, p) : NULL;
+        st = put(n, 0, bp ? ff_mul(g, bp) : NULL, gi);
+        ff_tensor_release(bm1);
+        ff_tensor_release(p);
+        ff_tensor_release(bp);
     } else if (n->needs_grad[0]) { /* g * b * a^(b-1), taken as 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch) */
         ff_tensor *bm1 = ff_sub_scalar(b, 1.0), *p = bm1 ? ff_pow(a, bm1) : NULL;
         ff_tensor *bp = p ? ff_mul(b, p) : NULL, *b0 = bp ? ff_binary_scalar(FF_BINARY_EQ, b, 0.0) : NULL;
@@ -332,9 +336,13 @@ ff_tensor *ff_binary_number(ff_binary_op op, const ff_tensor *a, ff_number s)
     ff_tensor *st = ff_number_tensor_on(a->storage->backend, s, cdt);
     ff_tensor *r = st ? binary_impl(op, a, st, cdt, binary_names[op]) : NULL;
     ff_tensor_release(st);
-    /* x ** 2, the commonest power: its backward needs neither pow(a, 1) nor the b == 0 mask */
-    if (r && r->grad_fn && r->grad_fn->backward == pow_backward && (s.kind == FF_NUMBER_FLOAT ? s.f : (double)s.i) == 2)
+    /* x ** e for a number e far from 0 in every float dtype: its backward needs no b == 0
+     * mask, and for e = 2, the commonest, no pow(a, 1) */
+    double e = s.kind == FF_NUMBER_FLOAT ? s.f : (double)s.i;
+    if (r && r->grad_fn && r->grad_fn->backward == pow_backward && fabs(e) >= 1e-4) {
         r->grad_fn->ip[1] = 1;
+        r->grad_fn->dp[0] = e;
+    }
     return r;
 }
 

@@ -94,10 +94,12 @@ FLOAT_KERNELS(f64, double)
  * exponent of 2 (x.pow(2), x ** 2), and in f32 0.5 (x ** 0.5): x * x and sqrt there, vectorised,
  * equal to the reference exactly (a product of two floats is exact in double, pow(x, 2) is
  * x * x in glibc's double; sqrtf equals (float)pow((double)x, 0.5) on every float, checked
- * exhaustively). pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf where sqrt gives -0 and NaN. */
+ * exhaustively). pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf where sqrt gives -0 and NaN.
+ * f32 x ** 3 (GPT-2's tanh GELU) is x * x * x in double, one rounding of an exact square's
+ * product, then rounded to float: (float)pow((double)x, 3) on every float, checked exhaustively. */
 KERNEL(pow_f32, float, float, (float)pow((double)x, (double)y))
 KERNEL(pow_f64, double, double, pow(x, y))
-#define POW_VS(S, T, HALF)                                                                         \
+#define POW_VS(S, T, F32)                                                                         \
     BLAS_CLONES static void pow_##S##_vs_fast(int64_t n, void *vd, const void *va, const void *vb) \
     {                                                                                             \
         T *d = vd;                                                                                \
@@ -105,7 +107,9 @@ KERNEL(pow_f64, double, double, pow(x, y))
         const T y = *(const T *)vb;                                                               \
         if (y == 2) {                                                                             \
             for (int64_t i = 0; i < n; i++) d[i] = pa[i] * pa[i];                                 \
-        } else if (HALF && y == (T)0.5) {                                                         \
+        } else if (F32 && y == 3) {                                                              \
+            for (int64_t i = 0; i < n; i++) d[i] = (T)((double)pa[i] * pa[i] * pa[i]);            \
+        } else if (F32 && y == (T)0.5) {                                                         \
             for (int64_t i = 0; i < n; i++) {                                                     \
                 T x = pa[i];                                                                      \
                 d[i] = x == -(T)INFINITY ? (T)INFINITY : (T)sqrt(x) + (T)0;                       \
