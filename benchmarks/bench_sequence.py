@@ -24,7 +24,10 @@ Peak memory of one attention step (the first, in a fresh process, inputs already
 
     /usr/bin/python3 benchmarks/bench_sequence.py [--threads 1,2] [--runs 10] [--T 512,2048]
                                                   [--only nanogpt|attention] [--backend NAME]
-                                                  [--torch-attention baddbmm|composed]
+                                                  [--torch-attention baddbmm|composed] [--load N]
+
+--load N runs N busy-loop processes meanwhile (a loaded machine): with --load 1 on 2 cores
+one core is taken, and 2 threads must still be no slower than 1 (issue 49).
 
 --backend sets FF_BACKEND for our side (default: the library's default, cpu_blas).
 
@@ -82,14 +85,18 @@ def ff_memory_stats(ff):
     return v[0].value, v[2].value
 
 
+CPU_TIMES = []  # the process CPU time of each timed run, beside its wall time
+
+
 def timed(fn, warmup, runs):
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
+        CPU_TIMES.append(time.process_time() - c0)
     return times
 
 
@@ -175,6 +182,7 @@ def child(spec):
     else:
         kind, T = workload.rsplit("_T", 1)
         res = attention(lib, int(T), kind == "attention_step", int(runs), torch_form)
+    res["cpu"] = CPU_TIMES
     print("RESULT " + json.dumps(res))
 
 
@@ -206,9 +214,21 @@ def main():
     ap.add_argument("--backend", help="FF_BACKEND for our side")
     ap.add_argument("--torch-attention", choices=("baddbmm", "composed"), default="baddbmm",
                     help="PyTorch's form in attention_*: baddbmm (its fastest here) or nanoGPT's composition")
+    ap.add_argument("--load", type=int, default=0,
+                    help="busy-loop processes run meanwhile: a loaded machine (issue 49's threads)")
     args = ap.parse_args()
     if args.child:
         return child(args.child)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+    try:
+        report(args)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def report(args):
 
     workloads = []
     if args.only != "attention":
@@ -225,8 +245,9 @@ def main():
             ours = run_child("fusionflow", w, n, runs, args.backend)
             theirs = run_child("torch", w, n, runs, torch_form=args.torch_attention)
             a, b = statistics.median(ours["times"]), statistics.median(theirs["times"])
-            notes = "%d runs; spread ff %.0f-%.0f ms, pt %.0f-%.0f ms" % (
-                runs, 1e3 * min(ours["times"]), 1e3 * max(ours["times"]),
+            notes = "%d runs; CPU time ff %.1f ms, pt %.1f ms; spread ff %.0f-%.0f ms, pt %.0f-%.0f ms" % (
+                runs, 1e3 * statistics.median(ours["cpu"]), 1e3 * statistics.median(theirs["cpu"]),
+                1e3 * min(ours["times"]), 1e3 * max(ours["times"]),
                 1e3 * min(theirs["times"]), 1e3 * max(theirs["times"]))
             if w == "nanogpt_step":
                 if not math.isclose(ours["first_loss"], theirs["first_loss"], rel_tol=1e-4):
@@ -237,7 +258,8 @@ def main():
                 notes += "; peak: ff stats %s, ff RSS +%s, pt RSS +%s" % (
                     mib(ours["ff_peak_delta"]), mib(ours["rss_peak_delta"]), mib(theirs["rss_peak_delta"]))
             print("%-20s %3d %9.1f ms %9.1f ms %7.2fx   %s" % (w, n, 1e3 * a, 1e3 * b, a / b, notes), flush=True)
-    print("load average: %.1f %.1f %.1f (2-core machine)" % os.getloadavg())
+    print("load average: %.1f %.1f %.1f (2-core machine; %d busy-loop processes of this run)"
+          % (os.getloadavg() + (args.load,)))
 
 
 if __name__ == "__main__":

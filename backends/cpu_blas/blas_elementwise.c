@@ -78,12 +78,33 @@ BLAS_CLONES static void i64_to_f32(int64_t n, float *d, const int64_t *x) { for 
 BLAS_CLONES static void i32_to_f32(int64_t n, float *d, const int32_t *x) { for (int64_t i = 0; i < n; i++) d[i] = (float)x[i]; }
 BLAS_CLONES static void b_to_f32(int64_t n, float *d, const uint8_t *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i] != 0; }
 
+/* One element repeated along a contiguous run: a broadcast materialised (expand().contiguous(),
+ * a sum's or mean's gradient), vectorised instead of a 4-byte memcpy per element. */
+#define FILL_RUN(T)                                                                    \
+    BLAS_CLONES static void fill_run_##T(int64_t n, T *d, const T *v)                 \
+    {                                                                                  \
+        const T x = *v;                                                                \
+        for (int64_t i = 0; i < n; i++) d[i] = x;                                      \
+    }
+FILL_RUN(uint64_t)
+FILL_RUN(uint32_t)
+FILL_RUN(uint16_t)
+
 static void seg_copy_same(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
     const copy_arg *a = varg;
     if (s[0] == 1 && s[1] == 1) {
         if (p[0] != p[1]) memcpy(p[0], p[1], (size_t)(n * a->dsz));
         return;
+    }
+    if (s[0] == 1 && s[1] == 0) {
+        switch (a->dsz) {
+        case 8: { uint64_t v; memcpy(&v, p[1], 8); fill_run_uint64_t(n, (uint64_t *)p[0], &v); return; }
+        case 4: { uint32_t v; memcpy(&v, p[1], 4); fill_run_uint32_t(n, (uint32_t *)p[0], &v); return; }
+        case 2: { uint16_t v; memcpy(&v, p[1], 2); fill_run_uint16_t(n, (uint16_t *)p[0], &v); return; }
+        case 1: memset(p[0], p[1][0], (size_t)n); return;
+        default: break;
+        }
     }
     int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
     switch (a->dsz) {

@@ -7,6 +7,16 @@
  * then sleep on a condition variable so an idle pool costs no CPU and does not steal
  * cores from OpenBLAS's own threads during a matmul.
  *
+ * Chunk i of a job belongs to worker i, but whoever claims it first runs it: the caller,
+ * done with chunk 0, takes every chunk whose worker has not started yet. On a machine
+ * whose cores are busy with other processes a worker may not run for a time slice or
+ * more; the caller then does its work instead of waiting for it, so a pool of N threads
+ * is never much slower than one (issue 49: 2 threads on a loaded machine used to cost
+ * more CPU time than 1 and gain nothing). A claim is the job's generation stored in
+ * claim[i] by compare-and-swap; a worker reads a job's fields only after its claim
+ * succeeded, and the job cannot end before that chunk's done[i] says so, so a late worker
+ * never reads the next job's fields as this one's.
+ *
  * fork() copies only the calling thread: in a child (a DataLoader worker process) the
  * pool's workers do not exist, so every job there runs serially on the calling thread,
  * and the pool is freed without joining them.
@@ -38,7 +48,8 @@ struct blas_pool {
     pthread_cond_t cv;
     int sleepers;
     atomic_uint gen;     /* bumped to publish a job */
-    atomic_int pending;  /* workers that have not finished the current job */
+    atomic_uint claim[POOL_MAX]; /* the gen of the last job whose chunk i was taken */
+    atomic_uint done[POOL_MAX];  /* the gen of the last job whose chunk i has finished */
     atomic_int stop;
     /* the current job, written before gen is bumped */
     blas_task_fn fn;
@@ -72,6 +83,23 @@ static void chunk_bounds(int64_t n, int64_t align, int nchunks, int i, int64_t *
 }
 
 
+/* Take chunk i of job g if nobody has: g - claim[i] > 0 in wrapping arithmetic. */
+static int claim_chunk(blas_pool *p, int i, unsigned g)
+{
+    unsigned c = atomic_load_explicit(&p->claim[i], memory_order_relaxed);
+    while ((int)(g - c) > 0) /* a failed exchange reloads c: taken, or only a stale read */
+        if (atomic_compare_exchange_weak_explicit(&p->claim[i], &c, g, memory_order_acq_rel, memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+static void run_chunk(blas_pool *p, int i)
+{
+    int64_t b, e;
+    chunk_bounds(p->n, p->align, p->nchunks, i, &b, &e);
+    if (b < e) p->fn(p->arg, b, e);
+}
+
 static void *worker_main(void *varg)
 {
     worker_arg *wa = varg;
@@ -91,15 +119,13 @@ static void *worker_main(void *varg)
             pthread_mutex_unlock(&p->m);
         }
         if (atomic_load(&p->stop)) return NULL;
-        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
-        if (wa->id < p->nchunks) {
-            int64_t b, e;
-            chunk_bounds(p->n, p->align, p->nchunks, wa->id, &b, &e);
-            if (b < e) p->fn(p->arg, b, e);
+        unsigned g = seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        /* claim[i] older than g: chunk i of job g is still free (chunks past the job's
+         * count were marked taken when it was published) */
+        if (claim_chunk(p, wa->id, g)) {
+            run_chunk(p, wa->id);
+            atomic_store_explicit(&p->done[wa->id], g, memory_order_release);
         }
-        /* every worker acknowledges every job, so none can read the next job's fields
-         * while still serving this one */
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
     }
 }
 
@@ -126,7 +152,7 @@ blas_pool *blas_pool_create(int nthreads)
     pthread_mutex_init(&p->m, NULL);
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->gen, 0);
-    atomic_init(&p->pending, 0);
+    for (int i = 0; i < POOL_MAX; i++) atomic_init(&p->claim[i], 0), atomic_init(&p->done[i], 0);
     atomic_init(&p->stop, 0);
     for (int i = 1; i < nthreads; i++) {
         p->wargs[i] = (worker_arg){p, i};
@@ -177,19 +203,25 @@ void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, b
     p->nchunks = nchunks;
     p->n = n;
     p->align = align;
-    atomic_store_explicit(&p->pending, p->nworkers, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only the lock holder bumps it */
+    for (int i = nchunks; i <= p->nworkers; i++) atomic_store_explicit(&p->claim[i], g, memory_order_relaxed);
+    atomic_store_explicit(&p->gen, g, memory_order_release);
     pthread_mutex_lock(&p->m);
     if (p->sleepers) pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->m);
 
-    int64_t b, e;
-    chunk_bounds(n, align, nchunks, 0, &b, &e);
-    if (b < e) fn(arg, b, e);
-    int spins = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (++spins < POOL_SPIN) cpu_relax();
-        else sched_yield();
+    run_chunk(p, 0);
+    for (int i = 1; i < nchunks; i++) /* the chunks of workers that have not started */
+        if (claim_chunk(p, i, g)) {
+            run_chunk(p, i);
+            atomic_store_explicit(&p->done[i], g, memory_order_relaxed);
+        }
+    for (int i = 1; i < nchunks; i++) { /* the rest are running */
+        int spins = 0;
+        while (atomic_load_explicit(&p->done[i], memory_order_acquire) != g) {
+            if (++spins < POOL_SPIN) cpu_relax();
+            else sched_yield();
+        }
     }
     pthread_mutex_unlock(&p->job_lock);
 }
