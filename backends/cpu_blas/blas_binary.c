@@ -21,11 +21,17 @@ typedef void (*vv_fn)(int64_t n, void *d, const void *a, const void *b);
 typedef void (*vs_fn)(int64_t n, void *d, const void *a, const void *b); /* b is one element */
 typedef void (*sv_fn)(int64_t n, void *d, const void *a, const void *b); /* a is one element */
 typedef void (*gg_fn)(int64_t n, void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs);
+/* rows of cols elements, d dense: a and b step by ars / brs between rows and, within a
+ * row, by 1 each (kind 0), a by 1 and b by 0 (kind 1: b one element per row, x * w[:, None]),
+ * or a by 0 and b by 1 (kind 2) */
+typedef void (*rows_fn)(int64_t rows, int64_t cols, int kind, void *d, const void *a, int64_t ars, const void *b,
+                        int64_t brs);
 typedef struct blas_kern {
     vv_fn vv;
     vs_fn vs;
     sv_fn sv;
     gg_fn gg;
+    rows_fn rows;
 } kern;
 
 #define KERNEL(NAME, T, TD, EXPR)                                                                 \
@@ -68,7 +74,33 @@ typedef struct blas_kern {
             d[i * ds] = (TD)(EXPR);                                                               \
         }                                                                                         \
     }                                                                                             \
-    static const kern NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_gg};
+    BLAS_CLONES static void NAME##_rows(int64_t rows, int64_t cols, int kind, void *vd, const void *va, int64_t ars, \
+                                        const void *vb, int64_t brs)                                 \
+    {                                                                                             \
+        for (int64_t r = 0; r < rows; r++) {                                                      \
+            TD *d = (TD *)vd + r * cols;                                                          \
+            const T *pa = (const T *)va + r * ars, *pb = (const T *)vb + r * brs;                 \
+            if (kind == 0) {                                                                      \
+                for (int64_t i = 0; i < cols; i++) {                                              \
+                    T x = pa[i], y = pb[i];                                                       \
+                    d[i] = (TD)(EXPR);                                                            \
+                }                                                                                 \
+            } else if (kind == 1) {                                                               \
+                const T y = pb[0];                                                                \
+                for (int64_t i = 0; i < cols; i++) {                                              \
+                    T x = pa[i];                                                                  \
+                    d[i] = (TD)(EXPR);                                                            \
+                }                                                                                 \
+            } else {                                                                              \
+                const T x = pa[0];                                                                \
+                for (int64_t i = 0; i < cols; i++) {                                              \
+                    T y = pb[i];                                                                  \
+                    d[i] = (TD)(EXPR);                                                            \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    static const kern NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_gg, NAME##_rows};
 
 /* NaN-propagating maximum/minimum with maximum(-0, +0) = +0, minimum(-0, +0) = -0 */
 #define FMAX(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) == (y) ? (signbit(x) ? (y) : (x)) : ((x) > (y) ? (x) : (y)))
@@ -118,7 +150,7 @@ KERNEL(pow_f64, double, double, pow(x, y))
             pow_##S.vs(n, vd, va, vb);                                                            \
         }                                                                                         \
     }                                                                                             \
-    static const kern pow_##S##_fast = {pow_##S##_vv, pow_##S##_vs_fast, pow_##S##_sv, pow_##S##_gg};
+    static const kern pow_##S##_fast = {pow_##S##_vv, pow_##S##_vs_fast, pow_##S##_sv, pow_##S##_gg, pow_##S##_rows};
 POW_VS(f32, float, 1)
 POW_VS(f64, double, 0)
 /* wrap-around through the unsigned type; converting back is modulo 2^N in GCC/Clang */
@@ -230,6 +262,40 @@ static char *first_element(const ff_view *v)
     return (char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype);
 }
 
+/* Short rows, walked as segments, cost a walk step and a call each: [6000, 16] * [6000, 1]
+ * took 49 us against 14 for PyTorch. Two dims left after coalescing, dst dense, rows of
+ * fewer than ROWS_MAX elements in which a and b step by 1 or 0 (a row or column broadcast):
+ * one call per block of rows instead. */
+#define ROWS_MAX 256
+typedef struct rows_arg {
+    const kern *k;
+    const blas_walk *w;
+    int kind;
+} rows_arg;
+
+static void rows_task(void *varg, int64_t begin, int64_t end)
+{
+    const rows_arg *t = varg;
+    const blas_walk *w = t->w;
+    int64_t cols = w->shape[1];
+    t->k->rows(end - begin, cols, t->kind, w->base[0] + begin * cols * w->esize[0],
+               w->base[1] + begin * w->strides[1][0] * w->esize[1], w->strides[1][0],
+               w->base[2] + begin * w->strides[2][0] * w->esize[2], w->strides[2][0]);
+}
+
+static int rows_form(blas_ctx *c, const blas_walk *w, const kern *k)
+{
+    if (w->ndim != 2 || w->numel == 0 || w->shape[1] >= ROWS_MAX || w->strides[0][1] != 1 ||
+        w->strides[0][0] != w->shape[1])
+        return 0;
+    int64_t as = w->strides[1][1], bs = w->strides[2][1];
+    int kind = as == 1 && bs == 1 ? 0 : as == 1 && bs == 0 ? 1 : as == 0 && bs == 1 ? 2 : -1;
+    if (kind < 0) return 0;
+    rows_arg t = {k, w, kind};
+    blas_parallel_for(c, w->shape[0], BLAS_PAR_MIN / w->shape[1] + 1, 1, rows_task, &t);
+    return 1;
+}
+
 ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     ff_status st;
@@ -267,6 +333,7 @@ ff_status blas_binary(void *ctx, ff_binary_op op, const ff_view *dst, const ff_v
     const ff_view *vs[] = {dst, a, b};
     blas_walk w;
     blas_walk_init(&w, dst->ndim, dst->shape, 3, vs);
+    if (arg.k && rows_form(ctx, &w, arg.k)) return FF_OK;
     blas_walk_run(ctx, &w, BLAS_PAR_MIN, arg.seg, &arg);
     return FF_OK;
 }
