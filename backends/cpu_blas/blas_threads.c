@@ -7,15 +7,20 @@
  * then sleep on a condition variable so an idle pool costs no CPU and does not steal
  * cores from OpenBLAS's own threads during a matmul.
  *
- * Chunk i of a job belongs to worker i, but whoever claims it first runs it: the caller,
- * done with chunk 0, takes every chunk whose worker has not started yet. On a machine
- * whose cores are busy with other processes a worker may not run for a time slice or
- * more; the caller then does its work instead of waiting for it, so a pool of N threads
- * is never much slower than one (issue 49: 2 threads on a loaded machine used to cost
- * more CPU time than 1 and gain nothing). A claim is the job's generation stored in
- * claim[i] by compare-and-swap; a worker reads a job's fields only after its claim
- * succeeded, and the job cannot end before that chunk's done[i] says so, so a late worker
- * never reads the next job's fields as this one's.
+ * A job is cut into pieces (up to PIECES_PER_THREAD per thread, each at least half the
+ * caller's min_par) that the caller and the workers take one at a time from a shared
+ * ticket, so whoever is running does the work: on a machine whose cores are busy with
+ * other processes a worker may not run for a time slice or more, and then holds up at
+ * most the one piece it took, while a worker that has not started holds up nothing
+ * (issue 49: 2 threads on a loaded machine used to cost more CPU time than 1 and gain
+ * nothing). The pieces' bounds depend only on n, align and the piece count, never on
+ * who runs them, so results are the same bits whichever thread takes which piece.
+ *
+ * The ticket is one 64-bit word: the job's generation, the next piece, the piece count.
+ * A piece is taken by compare-and-swap on it, so a thread reads a job's fields only
+ * after it took one of that job's pieces, and the job cannot end (nor the next be
+ * published) before every piece taken has finished: a late worker never reads the next
+ * job's fields as this one's.
  *
  * fork() copies only the calling thread: in a child (a DataLoader worker process) the
  * pool's workers do not exist, so every job there runs serially on the calling thread,
@@ -30,12 +35,13 @@
 #include "blas_impl.h"
 
 #define POOL_MAX 256
+#define PIECES_PER_THREAD 4
 /* ~5-40 us of spinning, depending on the pause latency of the core */
 #define POOL_SPIN 1000
 
 typedef struct worker_arg {
     struct blas_pool *p;
-    int id; /* 1..nworkers: the chunk it runs */
+    int id; /* 1..nworkers */
 } worker_arg;
 
 struct blas_pool {
@@ -48,13 +54,14 @@ struct blas_pool {
     pthread_cond_t cv;
     int sleepers;
     atomic_uint gen;     /* bumped to publish a job */
-    atomic_uint claim[POOL_MAX]; /* the gen of the last job whose chunk i was taken */
-    atomic_uint done[POOL_MAX];  /* the gen of the last job whose chunk i has finished */
+    /* generation << 32 | next piece << 16 | pieces: the current job's pieces are taken by
+     * compare-and-swap on it */
+    _Atomic uint64_t ticket;
+    atomic_int finished; /* pieces of the current job that have run */
     atomic_int stop;
     /* the current job, written before gen is bumped */
     blas_task_fn fn;
     void *arg;
-    int nchunks;
     int64_t n, align;
 };
 
@@ -83,21 +90,24 @@ static void chunk_bounds(int64_t n, int64_t align, int nchunks, int i, int64_t *
 }
 
 
-/* Take chunk i of job g if nobody has: g - claim[i] > 0 in wrapping arithmetic. */
-static int claim_chunk(blas_pool *p, int i, unsigned g)
+/* Takes and runs pieces of job g until none is left; returns how many it ran. */
+static int run_pieces(blas_pool *p, unsigned g)
 {
-    unsigned c = atomic_load_explicit(&p->claim[i], memory_order_relaxed);
-    while ((int)(g - c) > 0) /* a failed exchange reloads c: taken, or only a stale read */
-        if (atomic_compare_exchange_weak_explicit(&p->claim[i], &c, g, memory_order_acq_rel, memory_order_relaxed))
-            return 1;
-    return 0;
-}
-
-static void run_chunk(blas_pool *p, int i)
-{
-    int64_t b, e;
-    chunk_bounds(p->n, p->align, p->nchunks, i, &b, &e);
-    if (b < e) p->fn(p->arg, b, e);
+    int ran = 0;
+    uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    for (;;) {
+        unsigned next = (unsigned)(t >> 16) & 0xffffu, pieces = (unsigned)t & 0xffffu;
+        if ((unsigned)(t >> 32) != g || next >= pieces) return ran;
+        if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + (1u << 16), memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue; /* t reloaded: another thread took it, or the job moved on */
+        int64_t b, e;
+        chunk_bounds(p->n, p->align, (int)pieces, (int)next, &b, &e);
+        if (b < e) p->fn(p->arg, b, e);
+        atomic_fetch_add_explicit(&p->finished, 1, memory_order_release);
+        ran++;
+        t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    }
 }
 
 static void *worker_main(void *varg)
@@ -105,10 +115,15 @@ static void *worker_main(void *varg)
     worker_arg *wa = varg;
     blas_pool *p = wa->p;
     unsigned seen = 0; /* gen when the pool was created: a job may be published before this thread runs */
+    /* Spinning pays when the next job has work for this thread; when the last one had none
+     * (the caller took every piece before this thread got to run: a loaded machine, or jobs
+     * too small to share) it would only take CPU time from the caller's serial work, so
+     * the thread sleeps at once. */
+    int spin_limit = POOL_SPIN;
     for (;;) {
         int spins = 0;
         while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && !atomic_load(&p->stop)) {
-            if (++spins < POOL_SPIN) {
+            if (++spins < spin_limit) {
                 cpu_relax();
                 continue;
             }
@@ -119,13 +134,8 @@ static void *worker_main(void *varg)
             pthread_mutex_unlock(&p->m);
         }
         if (atomic_load(&p->stop)) return NULL;
-        unsigned g = seen = atomic_load_explicit(&p->gen, memory_order_acquire);
-        /* claim[i] older than g: chunk i of job g is still free (chunks past the job's
-         * count were marked taken when it was published) */
-        if (claim_chunk(p, wa->id, g)) {
-            run_chunk(p, wa->id);
-            atomic_store_explicit(&p->done[wa->id], g, memory_order_release);
-        }
+        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        spin_limit = run_pieces(p, seen) > 0 ? POOL_SPIN : 0;
     }
 }
 
@@ -152,7 +162,8 @@ blas_pool *blas_pool_create(int nthreads)
     pthread_mutex_init(&p->m, NULL);
     pthread_cond_init(&p->cv, NULL);
     atomic_init(&p->gen, 0);
-    for (int i = 0; i < POOL_MAX; i++) atomic_init(&p->claim[i], 0), atomic_init(&p->done[i], 0);
+    atomic_init(&p->ticket, 0);
+    atomic_init(&p->finished, 0);
     atomic_init(&p->stop, 0);
     for (int i = 1; i < nthreads; i++) {
         p->wargs[i] = (worker_arg){p, i};
@@ -190,38 +201,32 @@ void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, b
         fn(arg, 0, n);
         return;
     }
-    int nchunks = p->nthreads;
+    int64_t pieces = (int64_t)p->nthreads * PIECES_PER_THREAD;
     if (align < 1) align = 1;
-    if (min_par > 0 && n / nchunks < min_par / 2) nchunks = (int)(n / (min_par / 2 > 0 ? min_par / 2 : 1));
-    if (nchunks < 2) {
+    if (min_par > 0 && n / pieces < min_par / 2) pieces = n / (min_par / 2 > 0 ? min_par / 2 : 1);
+    if (pieces > 0xffff) pieces = 0xffff;
+    if (pieces < 2) {
         pthread_mutex_unlock(&p->job_lock);
         fn(arg, 0, n);
         return;
     }
     p->fn = fn;
     p->arg = arg;
-    p->nchunks = nchunks;
     p->n = n;
     p->align = align;
     unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only the lock holder bumps it */
-    for (int i = nchunks; i <= p->nworkers; i++) atomic_store_explicit(&p->claim[i], g, memory_order_relaxed);
+    atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->ticket, (uint64_t)g << 32 | (uint64_t)pieces, memory_order_release);
     atomic_store_explicit(&p->gen, g, memory_order_release);
     pthread_mutex_lock(&p->m);
     if (p->sleepers) pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->m);
 
-    run_chunk(p, 0);
-    for (int i = 1; i < nchunks; i++) /* the chunks of workers that have not started */
-        if (claim_chunk(p, i, g)) {
-            run_chunk(p, i);
-            atomic_store_explicit(&p->done[i], g, memory_order_relaxed);
-        }
-    for (int i = 1; i < nchunks; i++) { /* the rest are running */
-        int spins = 0;
-        while (atomic_load_explicit(&p->done[i], memory_order_acquire) != g) {
-            if (++spins < POOL_SPIN) cpu_relax();
-            else sched_yield();
-        }
+    run_pieces(p, g);
+    int spins = 0; /* the pieces others took are running */
+    while (atomic_load_explicit(&p->finished, memory_order_acquire) < (int)pieces) {
+        if (++spins < POOL_SPIN) cpu_relax();
+        else sched_yield();
     }
     pthread_mutex_unlock(&p->job_lock);
 }

@@ -1,9 +1,9 @@
 /* cpu_blas's pool when its workers cannot run: the process pinned to one CPU with 4 pool
- * threads, so a worker is descheduled while the caller runs and the caller takes the
- * chunks no worker has started (blas_threads.c's claims). Every op split across the pool
+ * threads, so a worker is descheduled while the caller runs and the pieces of a job go to
+ * whichever thread is running (blas_threads.c's ticket). Every op split across the pool
  * (elementwise, row and column sums, softmax, a matmul with its backward) must give the
- * same bits as the same op with the pool's threads free to run, and nothing may hang.
- * Run under ThreadSanitizer by `make test` (label "threads"): there the claims race as
+ * same bits as with the pool's threads free to run, and nothing may hang. Run under
+ * ThreadSanitizer by `make test` (label "threads"): there the threads race for pieces as
  * they please and any data race on a job's fields fails it. */
 #define _GNU_SOURCE /* sched_setaffinity */
 #include <dirent.h>
