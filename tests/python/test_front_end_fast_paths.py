@@ -200,6 +200,7 @@ def test_tensor_from_lists_declines_to_the_python_path():
         ff.tensor([1 << 64])
 
 
+@pytest.mark.requires_host_memory  # shares the array with a tensor on the default backend
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.float16, np.int64, np.int32, np.int16, np.int8,
                                       np.uint8, np.bool_])
 def test_from_numpy_shares_memory(np_dtype):
