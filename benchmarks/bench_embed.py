@@ -5,7 +5,7 @@ and 32, one thread each (FF_NUM_THREADS / OPENBLAS_NUM_THREADS / OMP_NUM_THREADS
 torch.set_num_threads(1); OPENBLAS_CORETYPE as the environment has it, for both).
 
     /usr/bin/python3 benchmarks/bench_embed.py [--ff-embed build/bin/ff-embed] [--backend cpu_blas]
-                                               [--runs 30] [--threads 1] [--dtype f32|bf16|f16|int8]
+                                               [--runs 30] [--threads 1] [--dtype f32|bf16|f16|int8] [--ort]
 
 --dtype runs both in that dtype: ff-embed --dtype, PyTorch on the weights converted with
 .to(dtype) (PyTorch 1.13 has no float16 matmul on CPU: its column says n/a there).
@@ -14,12 +14,19 @@ torch.set_num_threads(1); OPENBLAS_CORETYPE as the environment has it, for both)
 int8 qmatmul) with ff-embed's own f32 forward instead (issue 35's target: >= 2x at batch
 32), and prints the smallest cosine between the two embeddings of each sentence.
 
+--ort adds ONNX Runtime (scripts/setup-ort.sh: PyPI's onnxruntime in a venv) on the same
+model: the PyTorch reference's forward exported with torch.onnx.export (opset 17, one graph
+per batch shape, into ~/.cache/fusionflow/ort-models), run by an InferenceSession with every
+graph optimization and intra_op_num_threads = --threads, timed in its own process the same
+way; its embeddings are checked against PyTorch's (cosine) before its time counts.
+
 ff-embed times its own forwards (`--repeat N`: the batch's forward, the embeddings read
 back to the host; tokenizing and loading excluded) and reports the median; the PyTorch
 forward is timed the same way in this process after one warm-up. Needs the model
 (scripts/fetch-minilm.sh) and PyTorch.
 """
 import argparse
+import json
 import os
 import re
 import statistics
@@ -127,6 +134,67 @@ def torch_forward_ms(ref, w, cfg, seqs, runs):
     return statistics.median(times)
 
 
+ORT_CHILD = r"""
+import json, statistics, sys, time
+import numpy as np
+import onnxruntime as ort
+path, ids_file, threads, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+z = np.load(ids_file)
+o = ort.SessionOptions()
+o.intra_op_num_threads = o.inter_op_num_threads = threads
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+sess = ort.InferenceSession(path, o, providers=["CPUExecutionProvider"])
+feed = {"ids": z["ids"], "lens": z["lens"]}
+out = sess.run(None, feed)[0]
+times = []
+for _ in range(runs):
+    t0 = time.perf_counter()
+    sess.run(None, feed)
+    times.append(1e3 * (time.perf_counter() - t0))
+np.save(ids_file + ".out.npy", out)
+print(json.dumps({"ms": statistics.median(times), "version": ort.__version__}))
+"""
+
+
+def ort_forward_ms(ref, w, cfg, seqs, runs, threads):
+    """(median ms, ONNX Runtime's version, min cosine against PyTorch) of the reference
+    forward exported to ONNX and run by ONNX Runtime in the venv of scripts/setup-ort.sh."""
+    import numpy as np
+    import torch
+    py = subprocess.run(["bash", os.path.join(REPO, "scripts", "setup-ort.sh")], capture_output=True, text=True)
+    if py.returncode:
+        sys.exit("bench_embed --ort: scripts/setup-ort.sh failed:\n" + py.stderr)
+    lens = [len(q) for q in seqs]
+    ids = np.zeros((len(seqs), max(lens)), dtype=np.int64)
+    for i, q in enumerate(seqs):
+        ids[i, :len(q)] = q
+    cache = os.path.join(os.path.expanduser("~"), ".cache", "fusionflow", "ort-models")
+    os.makedirs(cache, exist_ok=True)
+    path = os.path.join(cache, "minilm_b%d_t%d.onnx" % ids.shape)
+
+    class Reference(torch.nn.Module):
+        def forward(self, ids, lens):
+            return ref.forward(w, cfg, ids, lens)
+
+    if not os.path.exists(path):
+        import warnings
+        warnings.simplefilter("ignore", UserWarning)  # the exporter's shape-inference notes
+        torch.onnx.export(Reference(), (torch.from_numpy(ids), torch.tensor(lens)), path, opset_version=17,
+                          input_names=["ids", "lens"], output_names=["embeddings"])
+    feed = os.path.join(cache, "feed_b%d_t%d.npz" % ids.shape)
+    np.savez(feed, ids=ids, lens=np.array(lens, dtype=np.int64))
+    p = subprocess.run([py.stdout.strip(), "-c", ORT_CHILD, path, feed, str(threads), str(runs)],
+                       capture_output=True, text=True, env=one_thread_env(threads))
+    if p.returncode:
+        sys.exit("bench_embed --ort: ONNX Runtime failed:\n" + p.stderr)
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    got, want = np.load(feed + ".out.npy"), ref.forward(w, cfg, ids, lens).numpy()
+    cos = (got * want).sum(1) / np.sqrt((got * got).sum(1) * (want * want).sum(1))
+    if cos.min() < 0.9999:
+        sys.exit("bench_embed --ort: ONNX Runtime's embeddings differ from PyTorch's (min cosine %.6f)" % cos.min())
+    return res["ms"], res["version"], float(cos.min())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ff-embed", default=os.path.join(REPO, "build", "bin", "ff-embed"))
@@ -134,7 +202,10 @@ def main():
     ap.add_argument("--runs", type=int, default=30, help="timed forwards per measurement (default 30)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--dtype", default="f32", choices=("f32", "bf16", "f16", "int8"))
+    ap.add_argument("--ort", action="store_true", help="add ONNX Runtime's column (f32; scripts/setup-ort.sh)")
     a = ap.parse_args()
+    if a.ort and a.dtype != "f32":
+        sys.exit("bench_embed: --ort compares the f32 model only")
     env = one_thread_env(a.threads)
     if a.dtype == "int8":
         return int8_main(a, env)
@@ -156,10 +227,15 @@ def main():
     for batch in (1, 32):
         sentences = SENTENCES[:batch]
         ff_ms, tokens = ff_forward_ms(a.ff_embed, a.backend, a.dtype, sentences, a.runs, env)
-        t_ms = torch_forward_ms(ref, w, cfg, ff_ids(a.ff_embed, sentences), a.runs)
-        print("%-6d %-7d %12.3f %12.1f %12.3f %12.1f %7.2fx" % (batch, tokens, ff_ms, 1e3 * batch / ff_ms, t_ms,
-                                                                1e3 * batch / t_ms, t_ms / ff_ms))
-    print("ff/torch: PyTorch's time over ff-embed's (above 1: ff-embed is faster)")
+        seqs = ff_ids(a.ff_embed, sentences)
+        t_ms = torch_forward_ms(ref, w, cfg, seqs, a.runs)
+        line = "%-6d %-7d %12.3f %12.1f %12.3f %12.1f %7.2fx" % (batch, tokens, ff_ms, 1e3 * batch / ff_ms, t_ms,
+                                                                 1e3 * batch / t_ms, t_ms / ff_ms)
+        if a.ort:
+            o_ms, version, cos = ort_forward_ms(ref, w, cfg, seqs, a.runs, a.threads)
+            line += "   ORT %s %.3f ms, ff/ORT %.2fx (cosine to PyTorch %.6f)" % (version, o_ms, o_ms / ff_ms, cos)
+        print(line)
+    print("ff/torch: PyTorch's time over ff-embed's (above 1: ff-embed is faster); ff/ORT the same against ONNX Runtime")
 
 
 if __name__ == "__main__":
