@@ -22,7 +22,8 @@
     X(ff_tensor_item_i64) X(ff_binary) X(ff_binary_number) X(ff_rbinary_number) X(ff_unary)   \
     X(ff_neg) X(ff_matmul) X(ff_slice) X(ff_select) X(ff_unsqueeze) X(ff_index) X(ff_copy_)    \
     X(ff_reshape) X(ff_reshape_view) X(ff_from_data_on) X(ff_astype) X(ff_full_on)             \
-    X(ff_concat) X(ff_from_dlpack) X(ff_backend_default) X(ff_number_tensor_on)
+    X(ff_concat) X(ff_from_dlpack) X(ff_backend_default) X(ff_number_tensor_on)             \
+    X(ff_grad_enabled) X(ff_set_grad_enabled)
 
 struct ffx_lib {
 #define FFX_FIELD(name) __typeof__(name) *name;
@@ -51,6 +52,7 @@ typedef struct {
 } ffx_tensor;
 
 extern PyTypeObject ffx_tensor_base_type;
+extern PyTypeObject ffx_grad_mode_type; /* ffext_grad_mode.c */
 
 static inline int ffx_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &ffx_tensor_base_type); }
 static inline ff_tensor *ffx_ptr(PyObject *o) { return ((ffx_tensor *)o)->ptr; }

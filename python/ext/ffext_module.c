@@ -190,7 +190,8 @@ static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "fusionflow._ffex
 
 PyMODINIT_FUNC PyInit__ffext(void)
 {
-    if (PyType_Ready(&ffx_tensor_base_type) < 0 || ffx_tensor_add_unary_methods() < 0)
+    if (PyType_Ready(&ffx_tensor_base_type) < 0 || ffx_tensor_add_unary_methods() < 0 ||
+        PyType_Ready(&ffx_grad_mode_type) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m)
@@ -198,6 +199,12 @@ PyMODINIT_FUNC PyInit__ffext(void)
     Py_INCREF(&ffx_tensor_base_type);
     if (PyModule_AddObject(m, "TensorBase", (PyObject *)&ffx_tensor_base_type) < 0) {
         Py_DECREF(&ffx_tensor_base_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ffx_grad_mode_type);
+    if (PyModule_AddObject(m, "GradModeBase", (PyObject *)&ffx_grad_mode_type) < 0) {
+        Py_DECREF(&ffx_grad_mode_type);
         Py_DECREF(m);
         return NULL;
     }

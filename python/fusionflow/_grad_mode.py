@@ -1,7 +1,7 @@
 """Grad mode: no_grad, enable_grad, set_grad_enabled (context managers and decorators),
 is_grad_enabled; per thread, as the C side."""
 
-from ._lib import C
+from ._lib import C, ext
 
 
 
@@ -31,7 +31,10 @@ def _set_undoable(mode, prev):
         raise
 
 
-class _GradMode:
+class _GradMode(ext.GradModeBase if ext is not None else object):
+    """With the C extension its __enter__/__exit__ are GradModeBase's (ffext_grad_mode.c):
+    the same steps, but a Ctrl-C cannot land at the top of a C __exit__ before it puts the
+    mode back, as it can at a Python function's first instruction. Without it, these."""
     _mode = None
 
     def __enter__(self):
@@ -54,6 +57,9 @@ class _GradMode:
         finally:  # popped even if a Ctrl-C lands right after the C call
             stack.pop()
         return False
+
+    if ext is not None:  # GradModeBase's, in C
+        del __enter__, __exit__
 
     def __call__(self, fn):
         import functools

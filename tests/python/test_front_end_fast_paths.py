@@ -29,6 +29,40 @@ def test_the_built_front_end_is_the_one_in_use():
             assert name in taken, (name, taken)
 
 
+def test_grad_mode_managers_nest_and_restore():
+    """no_grad / enable_grad / inference_mode: GradModeBase's C __enter__/__exit__ with the
+    extension (a Ctrl-C cannot land before __exit__ restores the mode), Python's without;
+    either way nesting, re-entering one object, decorators and exceptions restore the mode."""
+    if not NO_EXT and ff._lib.ext is not None:
+        assert ff.no_grad.__exit__ is ff._lib.ext.GradModeBase.__exit__
+    assert ff.is_grad_enabled()
+    ng = ff.no_grad()
+    with ng:
+        assert not ff.is_grad_enabled()
+        with ff.enable_grad():
+            assert ff.is_grad_enabled()
+            with ng:  # the same object again: a stack of previous modes
+                assert not ff.is_grad_enabled()
+            assert ff.is_grad_enabled()
+        with ff.inference_mode(False):
+            assert ff.is_grad_enabled()
+        assert not ff.is_grad_enabled()
+    assert ff.is_grad_enabled() and not ng._prev_stack
+    with pytest.raises(ZeroDivisionError):
+        with ff.no_grad():
+            1 / 0
+    assert ff.is_grad_enabled()
+
+    @ff.no_grad()
+    def inside():
+        return ff.is_grad_enabled()
+    assert inside() is False and ff.is_grad_enabled()
+    x = ff.tensor([1.0, 2.0], requires_grad=True)
+    with ff.inference_mode():
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+
+
 def both(values, dtype=np.float32):
     a = np.asarray(values, dtype=dtype)
     return ff.tensor(a), torch.tensor(a)
