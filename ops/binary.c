@@ -116,25 +116,27 @@ static ff_status pow_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     const ff_tensor *a = ff_node_saved(n, 0), *b = ff_node_saved(n, 1);
     if (!a || !b) return ff_last_status();
     ff_status st = FF_OK;
-    if (n->needs_grad[0] && n->ip[1]) { /* b a number, not 0 (ff_binary_number): no b == 0 mask; for x ** 2 no pow */
-        ff_tensor *bm1 = n->dp[0] == 2 ? NULL : ff_sub_scalar(b, 1.0);
-        ff_tensor *p = n->dp[0] == 2 ? ff_tensor_retain((ff_tensor *)a) : bm1 ? ff_pow(a, bm1) : NULL;
-        ff_tensor *bp = p ? ff_mul(b, p) : NULL;
+    if (n->needs_grad[0]) {
+        /* g * b * a^(b-1), taken as 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch). ip[1]: b is
+         * a number away from 0 (ff_binary_number, its value in dp[0]): no mask, and for b == 2
+         * a itself instead of pow(a, 1) */
+        bool number = n->ip[1], two = number && n->dp[0] == 2;
+        ff_tensor *bm1 = two ? NULL : ff_sub_scalar(b, 1.0);
+        ff_tensor *p = two ? ff_tensor_retain((ff_tensor *)a) : bm1 ? ff_pow(a, bm1) : NULL;
+        ff_tensor *bp = p ? ff_mul(b, p) : NULL, *b0 = NULL, *z = NULL;
+        if (bp && !number) {
+            b0 = ff_binary_scalar(FF_BINARY_EQ, b, 0.0);
+            z = b0 ? ff_zeros_like(bp) : NULL;
+            ff_tensor *safe = z ? ff_where(b0, z, bp) : NULL;
+            ff_tensor_release(bp);
+            bp = safe;
+        }
         st = put(n, 0, bp ? ff_mul(g, bp) : NULL, gi);
-        ff_tensor_release(bm1);
-        ff_tensor_release(p);
-        ff_tensor_release(bp);
-    } else if (n->needs_grad[0]) { /* g * b * a^(b-1), taken as 0 where b == 0 (0 * 0^-1 would be NaN; PyTorch) */
-        ff_tensor *bm1 = ff_sub_scalar(b, 1.0), *p = bm1 ? ff_pow(a, bm1) : NULL;
-        ff_tensor *bp = p ? ff_mul(b, p) : NULL, *b0 = bp ? ff_binary_scalar(FF_BINARY_EQ, b, 0.0) : NULL;
-        ff_tensor *z = b0 ? ff_zeros_like(bp) : NULL, *safe = z ? ff_where(b0, z, bp) : NULL;
-        st = put(n, 0, safe ? ff_mul(g, safe) : NULL, gi);
         ff_tensor_release(bm1);
         ff_tensor_release(p);
         ff_tensor_release(bp);
         ff_tensor_release(b0);
         ff_tensor_release(z);
-        ff_tensor_release(safe);
     }
     if (!st && n->needs_grad[1]) { /* g * a^b * log(a), taken as 0 where a == 0 (as PyTorch) */
         ff_tensor *p = ff_pow(a, b), *la = ff_log(a), *t = p && la ? ff_mul(p, la) : NULL;

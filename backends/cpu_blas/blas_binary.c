@@ -21,17 +21,11 @@ typedef void (*vv_fn)(int64_t n, void *d, const void *a, const void *b);
 typedef void (*vs_fn)(int64_t n, void *d, const void *a, const void *b); /* b is one element */
 typedef void (*sv_fn)(int64_t n, void *d, const void *a, const void *b); /* a is one element */
 typedef void (*gg_fn)(int64_t n, void *d, int64_t ds, const void *a, int64_t as, const void *b, int64_t bs);
-/* rows of cols elements, d dense: a and b step by ars / brs between rows and, within a
- * row, by 1 each (kind 0), a by 1 and b by 0 (kind 1: b one element per row, x * w[:, None]),
- * or a by 0 and b by 1 (kind 2) */
-typedef void (*rows_fn)(int64_t rows, int64_t cols, int kind, void *d, const void *a, int64_t ars, const void *b,
-                        int64_t brs);
 typedef struct blas_kern {
     vv_fn vv;
     vs_fn vs;
     sv_fn sv;
     gg_fn gg;
-    rows_fn rows;
 } kern;
 
 #define KERNEL(NAME, T, TD, EXPR)                                                                 \
@@ -74,33 +68,7 @@ typedef struct blas_kern {
             d[i * ds] = (TD)(EXPR);                                                               \
         }                                                                                         \
     }                                                                                             \
-    BLAS_CLONES static void NAME##_rows(int64_t rows, int64_t cols, int kind, void *vd, const void *va, int64_t ars, \
-                                        const void *vb, int64_t brs)                                 \
-    {                                                                                             \
-        for (int64_t r = 0; r < rows; r++) {                                                      \
-            TD *d = (TD *)vd + r * cols;                                                          \
-            const T *pa = (const T *)va + r * ars, *pb = (const T *)vb + r * brs;                 \
-            if (kind == 0) {                                                                      \
-                for (int64_t i = 0; i < cols; i++) {                                              \
-                    T x = pa[i], y = pb[i];                                                       \
-                    d[i] = (TD)(EXPR);                                                            \
-                }                                                                                 \
-            } else if (kind == 1) {                                                               \
-                const T y = pb[0];                                                                \
-                for (int64_t i = 0; i < cols; i++) {                                              \
-                    T x = pa[i];                                                                  \
-                    d[i] = (TD)(EXPR);                                                            \
-                }                                                                                 \
-            } else {                                                                              \
-                const T x = pa[0];                                                                \
-                for (int64_t i = 0; i < cols; i++) {                                              \
-                    T y = pb[i];                                                                  \
-                    d[i] = (TD)(EXPR);                                                            \
-                }                                                                                 \
-            }                                                                                     \
-        }                                                                                         \
-    }                                                                                             \
-    static const kern NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_gg, NAME##_rows};
+    static const kern NAME = {NAME##_vv, NAME##_vs, NAME##_sv, NAME##_gg};
 
 /* NaN-propagating maximum/minimum with maximum(-0, +0) = +0, minimum(-0, +0) = -0 */
 #define FMAX(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) == (y) ? (signbit(x) ? (y) : (x)) : ((x) > (y) ? (x) : (y)))
@@ -150,7 +118,7 @@ KERNEL(pow_f64, double, double, pow(x, y))
             pow_##S.vs(n, vd, va, vb);                                                            \
         }                                                                                         \
     }                                                                                             \
-    static const kern pow_##S##_fast = {pow_##S##_vv, pow_##S##_vs_fast, pow_##S##_sv, pow_##S##_gg, pow_##S##_rows};
+    static const kern pow_##S##_fast = {pow_##S##_vv, pow_##S##_vs_fast, pow_##S##_sv, pow_##S##_gg};
 POW_VS(f32, float, 1)
 POW_VS(f64, double, 0)
 /* wrap-around through the unsigned type; converting back is modulo 2^N in GCC/Clang */
@@ -262,10 +230,10 @@ static char *first_element(const ff_view *v)
     return (char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype);
 }
 
-/* Short rows, walked as segments, cost a walk step and a call each: [6000, 16] * [6000, 1]
- * took 49 us against 14 for PyTorch. Two dims left after coalescing, dst dense, rows of
- * fewer than ROWS_MAX elements in which a and b step by 1 or 0 (a row or column broadcast):
- * one call per block of rows instead. */
+/* Short rows, walked as segments, cost a walk step and seg_fast's dispatch each: [6000, 16]
+ * * [6000, 1] took 49 us against 14 for PyTorch. Two dims left after coalescing, dst dense,
+ * rows of fewer than ROWS_MAX elements in which a and b step by 1 or 0 (a row or column
+ * broadcast): the row's kernel chosen once and called row after row. */
 #define ROWS_MAX 256
 typedef struct rows_arg {
     const kern *k;
@@ -277,10 +245,12 @@ static void rows_task(void *varg, int64_t begin, int64_t end)
 {
     const rows_arg *t = varg;
     const blas_walk *w = t->w;
-    int64_t cols = w->shape[1];
-    t->k->rows(end - begin, cols, t->kind, w->base[0] + begin * cols * w->esize[0],
-               w->base[1] + begin * w->strides[1][0] * w->esize[1], w->strides[1][0],
-               w->base[2] + begin * w->strides[2][0] * w->esize[2], w->strides[2][0]);
+    int64_t cols = w->shape[1], ds = cols * w->esize[0];
+    int64_t as = w->strides[1][0] * w->esize[1], bs = w->strides[2][0] * w->esize[2];
+    char *d = w->base[0] + begin * ds;
+    const char *a = w->base[1] + begin * as, *b = w->base[2] + begin * bs;
+    vv_fn f = t->kind == 0 ? t->k->vv : t->kind == 1 ? t->k->vs : t->k->sv; /* the run's shape, once */
+    for (int64_t r = begin; r < end; r++, d += ds, a += as, b += bs) f(cols, d, a, b);
 }
 
 static int rows_form(blas_ctx *c, const blas_walk *w, const kern *k)

@@ -29,26 +29,32 @@ BLAS_CLONES static void fill64(int64_t n, uint64_t *d, int64_t s, uint64_t v)
         for (int64_t i = 0; i < n; i++) d[i * s] = v;
 }
 
+/* n elements of esize bytes, s elements apart from d on, each the esize bytes at pat */
+static void fill_elems(char *d, int64_t n, int64_t s, const unsigned char *pat, int64_t esize)
+{
+    if (esize == 4) {
+        uint32_t v;
+        memcpy(&v, pat, 4);
+        fill32(n, (uint32_t *)d, s, v);
+    } else if (esize == 8) {
+        uint64_t v;
+        memcpy(&v, pat, 8);
+        fill64(n, (uint64_t *)d, s, v);
+    } else if (esize == 1 && s == 1) {
+        memset(d, pat[0], (size_t)n);
+    } else {
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * s * esize, pat, (size_t)esize);
+    }
+}
+
 static void seg_fill(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
     const fill_arg *a = varg;
-    if (s[0] == 1 && (a->zero || a->esize == 1)) {
-        memset(p[0], a->pat[0], (size_t)(n * a->esize));
+    if (s[0] == 1 && a->zero) {
+        memset(p[0], 0, (size_t)(n * a->esize));
         return;
     }
-    if (a->esize == 4) {
-        uint32_t v;
-        memcpy(&v, a->pat, 4);
-        fill32(n, (uint32_t *)p[0], s[0], v);
-    } else if (a->esize == 8) {
-        uint64_t v;
-        memcpy(&v, a->pat, 8);
-        fill64(n, (uint64_t *)p[0], s[0], v);
-    } else if (a->esize == 2) {
-        for (int64_t i = 0; i < n; i++) memcpy(p[0] + i * s[0] * 2, a->pat, 2);
-    } else {
-        for (int64_t i = 0; i < n; i++) p[0][i * s[0]] = (char)a->pat[0];
-    }
+    fill_elems(p[0], n, s[0], a->pat, a->esize);
 }
 
 ff_status blas_fill(void *ctx, const ff_view *dst, ff_scalar value)
@@ -78,18 +84,6 @@ BLAS_CLONES static void i64_to_f32(int64_t n, float *d, const int64_t *x) { for 
 BLAS_CLONES static void i32_to_f32(int64_t n, float *d, const int32_t *x) { for (int64_t i = 0; i < n; i++) d[i] = (float)x[i]; }
 BLAS_CLONES static void b_to_f32(int64_t n, float *d, const uint8_t *x) { for (int64_t i = 0; i < n; i++) d[i] = x[i] != 0; }
 
-/* One element repeated along a contiguous run: a broadcast materialised (expand().contiguous(),
- * a sum's or mean's gradient), vectorised instead of a 4-byte memcpy per element. */
-#define FILL_RUN(T)                                                                    \
-    BLAS_CLONES static void fill_run_##T(int64_t n, T *d, const T *v)                 \
-    {                                                                                  \
-        const T x = *v;                                                                \
-        for (int64_t i = 0; i < n; i++) d[i] = x;                                      \
-    }
-FILL_RUN(uint64_t)
-FILL_RUN(uint32_t)
-FILL_RUN(uint16_t)
-
 static void seg_copy_same(void *varg, int64_t n, char *const *p, const int64_t *s)
 {
     const copy_arg *a = varg;
@@ -97,14 +91,9 @@ static void seg_copy_same(void *varg, int64_t n, char *const *p, const int64_t *
         if (p[0] != p[1]) memcpy(p[0], p[1], (size_t)(n * a->dsz));
         return;
     }
-    if (s[0] == 1 && s[1] == 0) {
-        switch (a->dsz) {
-        case 8: { uint64_t v; memcpy(&v, p[1], 8); fill_run_uint64_t(n, (uint64_t *)p[0], &v); return; }
-        case 4: { uint32_t v; memcpy(&v, p[1], 4); fill_run_uint32_t(n, (uint32_t *)p[0], &v); return; }
-        case 2: { uint16_t v; memcpy(&v, p[1], 2); fill_run_uint16_t(n, (uint16_t *)p[0], &v); return; }
-        case 1: memset(p[0], p[1][0], (size_t)n); return;
-        default: break;
-        }
+    if (s[1] == 0) { /* one element repeated (expand().contiguous(), a sum's gradient): a fill */
+        fill_elems(p[0], n, s[0], (const unsigned char *)p[1], a->dsz);
+        return;
     }
     int64_t ds = s[0] * a->dsz, ss = s[1] * a->ssz;
     switch (a->dsz) {

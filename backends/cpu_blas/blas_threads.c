@@ -39,27 +39,21 @@
 /* ~5-40 us of spinning, depending on the pause latency of the core */
 #define POOL_SPIN 1000
 
-typedef struct worker_arg {
-    struct blas_pool *p;
-    int id; /* 1..nworkers */
-} worker_arg;
-
 struct blas_pool {
     int nthreads;
-    worker_arg wargs[POOL_MAX];
     pthread_t tid[POOL_MAX];
     int nworkers;
     pthread_mutex_t job_lock; /* held by the thread that owns the current job */
     pthread_mutex_t m;        /* protects sleepers and the condition variable */
     pthread_cond_t cv;
     int sleepers;
-    atomic_uint gen;     /* bumped to publish a job */
-    /* generation << 32 | next piece << 16 | pieces: the current job's pieces are taken by
+    /* generation << 32 | next piece << 16 | pieces: storing it publishes a job (a new
+     * generation, which is what idle workers wait for), and its pieces are taken by
      * compare-and-swap on it */
     _Atomic uint64_t ticket;
     atomic_int finished; /* pieces of the current job that have run */
     atomic_int stop;
-    /* the current job, written before gen is bumped */
+    /* the current job, written before its ticket is stored */
     blas_task_fn fn;
     void *arg;
     int64_t n, align;
@@ -90,6 +84,12 @@ static void chunk_bounds(int64_t n, int64_t align, int nchunks, int i, int64_t *
 }
 
 
+/* The current job's generation. */
+static unsigned generation(blas_pool *p)
+{
+    return (unsigned)(atomic_load_explicit(&p->ticket, memory_order_acquire) >> 32);
+}
+
 /* Takes and runs pieces of job g until none is left; returns how many it ran. */
 static int run_pieces(blas_pool *p, unsigned g)
 {
@@ -112,9 +112,8 @@ static int run_pieces(blas_pool *p, unsigned g)
 
 static void *worker_main(void *varg)
 {
-    worker_arg *wa = varg;
-    blas_pool *p = wa->p;
-    unsigned seen = 0; /* gen when the pool was created: a job may be published before this thread runs */
+    blas_pool *p = varg;
+    unsigned seen = 0; /* the generation when the pool was created: a job may be published before this thread runs */
     /* Spinning pays when the next job has work for this thread; when the last one had none
      * (the caller took every piece before this thread got to run: a loaded machine, or jobs
      * too small to share) it would only take CPU time from the caller's serial work, so
@@ -122,19 +121,19 @@ static void *worker_main(void *varg)
     int spin_limit = POOL_SPIN;
     for (;;) {
         int spins = 0;
-        while (atomic_load_explicit(&p->gen, memory_order_acquire) == seen && !atomic_load(&p->stop)) {
+        while (generation(p) == seen && !atomic_load(&p->stop)) {
             if (++spins < spin_limit) {
                 cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&p->m);
             p->sleepers++;
-            while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->m);
+            while (generation(p) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->m);
             p->sleepers--;
             pthread_mutex_unlock(&p->m);
         }
         if (atomic_load(&p->stop)) return NULL;
-        seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+        seen = generation(p);
         spin_limit = run_pieces(p, seen) > 0 ? POOL_SPIN : 0;
     }
 }
@@ -161,13 +160,11 @@ blas_pool *blas_pool_create(int nthreads)
     pthread_mutex_init(&p->job_lock, NULL);
     pthread_mutex_init(&p->m, NULL);
     pthread_cond_init(&p->cv, NULL);
-    atomic_init(&p->gen, 0);
     atomic_init(&p->ticket, 0);
     atomic_init(&p->finished, 0);
     atomic_init(&p->stop, 0);
     for (int i = 1; i < nthreads; i++) {
-        p->wargs[i] = (worker_arg){p, i};
-        if (pthread_create(&p->tid[p->nworkers], NULL, worker_main, &p->wargs[i]) != 0) break;
+        if (pthread_create(&p->tid[p->nworkers], NULL, worker_main, p) != 0) break;
         p->nworkers++;
     }
     p->nthreads = p->nworkers + 1;
@@ -214,10 +211,9 @@ void blas_parallel_for(blas_ctx *c, int64_t n, int64_t min_par, int64_t align, b
     p->arg = arg;
     p->n = n;
     p->align = align;
-    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1; /* only the lock holder bumps it */
+    unsigned g = generation(p) + 1; /* only the lock holder publishes */
     atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
     atomic_store_explicit(&p->ticket, (uint64_t)g << 32 | (uint64_t)pieces, memory_order_release);
-    atomic_store_explicit(&p->gen, g, memory_order_release);
     pthread_mutex_lock(&p->m);
     if (p->sleepers) pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->m);
