@@ -24,7 +24,7 @@ from ._lib import ext as _ext
 
 __all__ = ["Tensor", "wrap", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
 
-# op codes (include/ff/backend_abi.h)
+# op codes (include/ff/backend_abi_ops.h)
 U_NEG, U_ABS, U_SIGN, U_EXP, U_LOG, U_LOG1P, U_EXPM1, U_SQRT, U_RSQRT, U_SQUARE, U_RECIPROCAL = range(11)
 U_SIN, U_COS, U_TANH, U_SIGMOID, U_RELU, U_GELU_TANH, U_GELU_ERF, U_SILU, U_SOFTPLUS = range(11, 20)
 U_FLOOR, U_CEIL, U_ROUND, U_ISNAN, U_ISINF, U_LOGICAL_NOT, U_ERF = range(20, 27)

@@ -52,7 +52,7 @@ def live_counter():
     assert ff._debug_live_tensors() == base
 
 
-_COMPOSABLE = {"softmax": 10, "batch_norm": 16, "pool2d": 17, "attention": 20}  # ff_op_kind (backend_abi.h)
+_COMPOSABLE = {"softmax": 10, "batch_norm": 16, "pool2d": 17, "attention": 20}  # ff_op_kind (backend_abi_ops.h)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from conftest import DEVICES
 pytestmark = [pytest.mark.skipif(torch is None, reason="needs PyTorch"),
               pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")]
 
-_KIND_CONV2D = 11  # ff_op_kind FF_KIND_CONV2D (backend_abi.h)
+_KIND_CONV2D = 11  # ff_op_kind FF_KIND_CONV2D (backend_abi_ops.h)
 # every device, and cpu_blas once more with its conv2d entries off (the composition there)
 PATHS = [(d, False) for d in DEVICES] + ([("cpu_blas", True)] if "cpu_blas" in DEVICES else [])
 PATH_IDS = ["%s%s" % (d, "-compose" if c else "") for d, c in PATHS]
