@@ -130,6 +130,9 @@ ff_tensor *ff_clip(const ff_tensor *x, double lo, double hi);
 ff_tensor *ff_where(const ff_tensor *cond, const ff_tensor *a, const ff_tensor *b);
 /* a + w (b - a), as b - (b - a)(1 - w) when |w| >= 0.5 so w = 1 gives b exactly. */
 ff_tensor *ff_lerp(const ff_tensor *a, const ff_tensor *b, double weight);
+/* x where x > 0, else x * negative_slope (real float dtypes; PyTorch's leaky_relu and its
+ * gradient, g * slope at x = 0). ops/activation.c. */
+ff_tensor *ff_leaky_relu(const ff_tensor *x, double negative_slope);
 
 /* ---- reductions --------------------------------------------------------- */
 /* axes: naxes entries (negative allowed, no duplicates); naxes == 0 reduces all. */

@@ -188,6 +188,7 @@ _PROTOS = {
     "ff_clip": (T, [T, c_double, c_double]),
     "ff_where": (T, [T, T, T]),
     "ff_lerp": (T, [T, T, c_double]),
+    "ff_leaky_relu": (T, [T, c_double]),
     # reductions
     "ff_sum": (T, [T, c_int, PINT, c_bool]),
     "ff_mean": (T, [T, c_int, PINT, c_bool]),

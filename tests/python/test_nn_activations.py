@@ -94,3 +94,29 @@ def test_inplace_inside_a_graph_as_torch(name, kw):
     (out * out).sum().backward()
     (tout * tout).sum().backward()
     assert np.allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("slope", [0.2, -0.5, 3.0, 0.0])
+def test_leaky_relu_edges_as_torch(dtype, slope):
+    """ff_leaky_relu (one C op with its own node): exact values and gradients beside torch's at
+    0, -0, +-inf and NaN, on a transposed view, with slopes below 0 and above 1 (where
+    max(x, slope * x) would be wrong), and create_graph (the gradient is linear in g)."""
+    x = np.array([[-2.5, -0.0, 0.0, 1.5], [np.inf, -np.inf, np.nan, -1e-3], [7.0, -7.0, 0.25, -0.25]], np.float32)
+    td = getattr(torch, dtype)
+    a = ff.tensor(x).to(getattr(ff, dtype)).t().requires_grad_()
+    b = torch.tensor(x).to(td).t().requires_grad_()
+    ya, yb = F.leaky_relu(a, slope), torch.nn.functional.leaky_relu(b, slope)
+    np.testing.assert_array_equal(ya.float().detach().numpy(), yb.float().detach().numpy())
+    g = arr(tuple(yb.shape), 5)
+    ga, = ff.autograd.grad(ya, a, ff.tensor(g).to(getattr(ff, dtype)).requires_grad_(), create_graph=True)
+    gb, = torch.autograd.grad(yb, b, torch.tensor(g).to(td).requires_grad_(), create_graph=True)
+    np.testing.assert_array_equal(ga.float().detach().numpy(), gb.float().detach().numpy())
+    assert ga.requires_grad == gb.requires_grad
+
+
+def test_leaky_relu_refuses_integers_as_torch():
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.leaky_relu(torch.arange(3), 0.1)
+    with pytest.raises(Exception, match="ff_leaky_relu.*floating.*i64"):
+        F.leaky_relu(ff.arange(3), 0.1)

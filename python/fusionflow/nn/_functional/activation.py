@@ -1,7 +1,8 @@
 """Activation functions, composed from the core's elementwise ops with torch 1.13's
 definitions. Branches are taken with where() on inputs that are safe on both sides (exp of a
 clamped value), so the branch not taken cannot put inf * 0 = nan into the gradient."""
-from ..._tensor import as_tensor, rand, where
+from ..._lib import C
+from ..._tensor import as_tensor, rand, where, wrap
 
 __all__ = ["relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_", "celu", "celu_",
            "hardswish", "hardsigmoid", "hardtanh", "hardtanh_", "hardshrink", "softshrink", "tanhshrink",
@@ -41,7 +42,7 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _act(input, inplace, lambda x: where(x > 0, x, x * negative_slope))
+    return _act(input, inplace, lambda x: wrap(C.ff_leaky_relu(x._ptr, float(negative_slope))))
 
 
 def leaky_relu_(input, negative_slope=0.01):
