@@ -30,6 +30,7 @@
  * AVX512-BF16) and no input holds a subnormal (read as zero by the bf16 instructions);
  * otherwise the inputs are widened to f32 and the f32 pass runs: the detour's values.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,28 +149,38 @@ static void md_any(dnnl_memory_desc_t *md, const ff_view *v, int64_t groups, dnn
     dnnl_memory_desc_init_by_tag(md, nd, dims, dt, dnnl_format_tag_any);
 }
 
-/* A user view and, if oneDNN wants another layout, a buffer in that layout. */
+/* A user view and, if oneDNN wants another layout, a buffer in that layout. The buffer
+ * comes from the backend's caching allocator, not from oneDNN (DNNL_MEMORY_ALLOCATE):
+ * oneDNN mallocs and frees it on every call, and a fresh 8 MB block is 2048 page faults
+ * on first touch (super_resolution's step took 3x PyTorch's faults, 12k against 4k). */
 typedef struct conv_arg {
     dnnl_memory_t user, prim; /* prim == user when the layouts agree */
+    void *buf;                /* prim's data when it is ours */
 } conv_arg;
 
-static dnnl_status_t arg_make(conv_arg *a, const ff_view *v, int64_t groups, const dnnl_memory_desc_t *want,
+static dnnl_status_t arg_make(void *ctx, conv_arg *a, const ff_view *v, int64_t groups, const dnnl_memory_desc_t *want,
                               dnnl_engine_t eng)
 {
     dnnl_memory_desc_t md;
-    a->user = a->prim = NULL;
+    a->user = a->prim = NULL, a->buf = NULL;
     void *ptr = (char *)v->buf + (size_t)v->offset * (v->dtype == FF_BF16 ? 2 : 4);
     dnnl_status_t s = md_of(&md, v, groups);
     if (s == dnnl_success) s = dnnl_memory_create(&a->user, &md, eng, ptr);
-    if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) s = dnnl_memory_create(&a->prim, want, eng, DNNL_MEMORY_ALLOCATE);
-    else if (s == dnnl_success) a->prim = a->user;
+    if (s == dnnl_success && !dnnl_memory_desc_equal(&md, want)) {
+        size_t n = dnnl_memory_desc_get_size(want);
+        a->buf = blas_alloc(ctx, n ? n : 1);
+        s = a->buf ? dnnl_memory_create(&a->prim, want, eng, a->buf) : dnnl_out_of_memory;
+    } else if (s == dnnl_success) {
+        a->prim = a->user;
+    }
     return s;
 }
 
-static void arg_free(conv_arg *a)
+static void arg_free(void *ctx, conv_arg *a)
 {
     if (a->prim && a->prim != a->user) dnnl_memory_destroy(a->prim);
     if (a->user) dnnl_memory_destroy(a->user);
+    if (a->buf) blas_free(ctx, a->buf);
 }
 
 static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t eng, dnnl_stream_t stream)
@@ -191,6 +202,27 @@ static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t
     return s;
 }
 
+/* The attributes of every pass: the scratchpad is ours (user mode), from the caching
+ * allocator per call, for the same page faults as conv_arg's buffers. One for the process,
+ * made once and read only after (NULL, oneDNN's defaults, if it cannot be made). */
+static dnnl_primitive_attr_t scratch_attr_v;
+static void scratch_attr_make(void)
+{
+    if (dnnl_primitive_attr_create(&scratch_attr_v) != dnnl_success) {
+        scratch_attr_v = NULL;
+    } else if (dnnl_primitive_attr_set_scratchpad_mode(scratch_attr_v, dnnl_scratchpad_mode_user) != dnnl_success) {
+        dnnl_primitive_attr_destroy(scratch_attr_v);
+        scratch_attr_v = NULL;
+    }
+}
+
+static const_dnnl_primitive_attr_t scratch_attr(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, scratch_attr_make);
+    return scratch_attr_v;
+}
+
 /* The forward primitive descriptor (also the hint the backward ones need: for a bf16
  * problem, whose gradient is computed in f32, the hint is the bf16 forward, x and w bf16). */
 static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q, dnnl_engine_t eng)
@@ -202,7 +234,7 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q
     dnnl_convolution_desc_t cd;
     dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x,
                                                                  &w, NULL, &y, q->strides, q->dilates, q->pad_l, q->pad_r);
-    return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, NULL, eng, NULL) : s;
+    return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, scratch_attr(), eng, NULL) : s;
 }
 
 /* The primitive descriptor of pass `which` (as run's) of problem q. */
@@ -221,7 +253,7 @@ static dnnl_status_t pass_pd(dnnl_primitive_desc_t *pd, int which, const conv_pr
                                                                       q->strides, q->dilates, q->pad_l, q->pad_r)
                    : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL, &y,
                                                                          q->strides, q->dilates, q->pad_l, q->pad_r);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, NULL, eng, fpd);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, scratch_attr(), eng, fpd);
     dnnl_primitive_desc_destroy(fpd);
     return s;
 }
@@ -229,13 +261,15 @@ static dnnl_status_t pass_pd(dnnl_primitive_desc_t *pd, int which, const conv_pr
 /* Runs pass `which` (0 forward, 1 backward data, 2 backward weights) of problem q on
  * this thread: F reads x, w and writes y; I reads y (gy), w and writes x (gx); W reads
  * y (gy), x and writes w (gw). */
-static dnnl_status_t run(int which, const conv_problem *q)
+static dnnl_status_t run(void *ctx, int which, const conv_problem *q)
 {
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_t prim = NULL;
     conv_arg a0 = {0}, a1 = {0}, ao = {0};
+    void *scratch = NULL;
+    dnnl_memory_t scratch_mem = NULL;
     blas_dnnl_threads(1); /* the pool splits the work (dispatch) */
     dnnl_status_t s = dnnl_engine_create(&eng, dnnl_cpu, 0);
     if (s == dnnl_success) s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags);
@@ -251,18 +285,27 @@ static dnnl_status_t run(int which, const conv_problem *q)
     if (s == dnnl_success) s = dnnl_primitive_create(&prim, pd);
     /* the weight's role: in1 of F and I, out of W */
     int64_t g1 = which == 2 ? 1 : q->groups, go = which == 2 ? q->groups : 1;
-    if (s == dnnl_success) s = arg_make(&a0, in0[which], 1, dnnl_primitive_desc_query_md(pd, q_in0[which], 0), eng);
-    if (s == dnnl_success) s = arg_make(&a1, in1[which], g1, dnnl_primitive_desc_query_md(pd, q_in1[which], 0), eng);
-    if (s == dnnl_success) s = arg_make(&ao, out[which], go, dnnl_primitive_desc_query_md(pd, q_out[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(ctx, &a0, in0[which], 1, dnnl_primitive_desc_query_md(pd, q_in0[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(ctx, &a1, in1[which], g1, dnnl_primitive_desc_query_md(pd, q_in1[which], 0), eng);
+    if (s == dnnl_success) s = arg_make(ctx, &ao, out[which], go, dnnl_primitive_desc_query_md(pd, q_out[which], 0), eng);
     if (s == dnnl_success) s = reorder(a0.user, a0.prim, eng, stream);
     if (s == dnnl_success) s = reorder(a1.user, a1.prim, eng, stream);
+    const dnnl_memory_desc_t *smd = s == dnnl_success ? dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0) : NULL;
+    size_t sbytes = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    if (sbytes) {
+        scratch = blas_alloc(ctx, sbytes);
+        s = scratch ? dnnl_memory_create(&scratch_mem, smd, eng, scratch) : dnnl_out_of_memory;
+    }
     if (s == dnnl_success) {
-        dnnl_exec_arg_t args[3] = {{arg_in0[which], a0.prim}, {arg_in1[which], a1.prim}, {arg_out[which], ao.prim}};
-        s = dnnl_primitive_execute(prim, stream, 3, args);
+        dnnl_exec_arg_t args[4] = {{arg_in0[which], a0.prim}, {arg_in1[which], a1.prim}, {arg_out[which], ao.prim},
+                                   {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+        s = dnnl_primitive_execute(prim, stream, scratch_mem ? 4 : 3, args);
     }
     if (s == dnnl_success) s = reorder(ao.prim, ao.user, eng, stream);
     if (s == dnnl_success) s = dnnl_stream_wait(stream);
-    arg_free(&a0), arg_free(&a1), arg_free(&ao);
+    arg_free(ctx, &a0), arg_free(ctx, &a1), arg_free(ctx, &ao);
+    if (scratch_mem) dnnl_memory_destroy(scratch_mem);
+    if (scratch) blas_free(ctx, scratch);
     if (prim) dnnl_primitive_destroy(prim);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (stream) dnnl_stream_destroy(stream);
@@ -276,6 +319,7 @@ static dnnl_status_t run(int which, const conv_problem *q)
  * gw buffer, summed after: splitting W over output channels instead made every thread
  * reorder all of x (2 threads: 45 ms against 34 ms for PyTorch on the step). */
 typedef struct conv_job {
+    void *ctx; /* the backend's: run's buffers come from its caching allocator */
     int which;
     conv_problem q;
     int64_t nparts; /* W: the batch split into this many parts, part k into parts[k] */
@@ -311,14 +355,14 @@ static void conv_slice(void *arg, int64_t b, int64_t e)
             int64_t r0 = k * n / j->nparts, r1 = (k + 1) * n / j->nparts;
             slice_view(&q.x, 0, r0, r1), slice_view(&q.y, 0, r0, r1);
             q.w = part_view(j, k);
-            s = run(2, &q);
+            s = run(j->ctx, 2, &q);
         }
     } else if (j->which == 2) {
-        s = run(2, &j->q);
+        s = run(j->ctx, 2, &j->q);
     } else {
         conv_problem q = j->q;
         slice_view(&q.x, 0, b, e), slice_view(&q.y, 0, b, e);
-        s = run(j->which, &q);
+        s = run(j->ctx, j->which, &q);
     }
     if (s != dnnl_success) __atomic_store_n(&j->failed, (int)s, __ATOMIC_RELAXED);
 }
@@ -326,13 +370,13 @@ static void conv_slice(void *arg, int64_t b, int64_t e)
 static dnnl_status_t dispatch(void *ctx, int which, const conv_problem *q)
 {
     blas_ctx *c = ctx;
-    conv_job j = {which, *q, 1, NULL, 0};
+    conv_job j = {ctx, which, *q, 1, NULL, 0};
     int64_t n = q->y.shape[0];
     double flop = 2.0 * (double)ff_view_numel(&q->y) * (double)(q->w.shape[1] * q->w.shape[2] * q->w.shape[3]);
     bool par = c->nthreads > 1 && n > 1 && flop > 4e6;
     if (which == 2 && par) { /* one part per thread, summed into gw below */
         j.nparts = c->nthreads < n ? c->nthreads : n;
-        j.parts = malloc(sizeof(float) * (size_t)(j.nparts * ff_view_numel(&q->w)));
+        j.parts = blas_alloc(ctx, sizeof(float) * (size_t)(j.nparts * ff_view_numel(&q->w)));
         if (!j.parts) return dnnl_out_of_memory;
         blas_parallel_for(ctx, j.nparts, 2, 1, conv_slice, &j);
         for (int64_t k = 1; k < j.nparts && !j.failed; k++) {
@@ -341,7 +385,7 @@ static dnnl_status_t dispatch(void *ctx, int which, const conv_problem *q)
         }
         ff_view sum = part_view(&j, 0);
         if (!j.failed && blas_copy(ctx, &q->w, &sum)) j.failed = dnnl_runtime_error;
-        free(j.parts);
+        blas_free(ctx, j.parts);
     } else {
         blas_parallel_for(ctx, which == 2 ? 1 : n, par ? 2 : n + 1, 1, conv_slice, &j); /* W: serial, into gw */
     }
