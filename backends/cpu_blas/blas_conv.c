@@ -30,7 +30,6 @@
  * AVX512-BF16) and no input holds a subnormal (read as zero by the bf16 instructions);
  * otherwise the inputs are widened to f32 and the f32 pass runs: the detour's values.
  */
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,25 +201,23 @@ static dnnl_status_t reorder(dnnl_memory_t from, dnnl_memory_t to, dnnl_engine_t
     return s;
 }
 
-/* The attributes of every pass: the scratchpad is ours (user mode), from the caching
- * allocator per call, for the same page faults as conv_arg's buffers. One for the process,
- * made once and read only after (NULL, oneDNN's defaults, if it cannot be made). */
-static dnnl_primitive_attr_t scratch_attr_v;
-static void scratch_attr_make(void)
+/* Creates a pass's primitive descriptor with our attributes: the scratchpad is ours (user
+ * mode), from the caching allocator per call, for the same page faults as conv_arg's buffers.
+ * The attr lives only for this call (the descriptor keeps its own copy): one made once for
+ * the process would never be freed, and LeakSanitizer counts it in every program that convs.
+ * Without an attr (it cannot be made) the descriptor takes oneDNN's defaults. */
+static dnnl_status_t pd_create(dnnl_primitive_desc_t *pd, const void *cd, dnnl_engine_t eng,
+                               const_dnnl_primitive_desc_t hint)
 {
-    if (dnnl_primitive_attr_create(&scratch_attr_v) != dnnl_success) {
-        scratch_attr_v = NULL;
-    } else if (dnnl_primitive_attr_set_scratchpad_mode(scratch_attr_v, dnnl_scratchpad_mode_user) != dnnl_success) {
-        dnnl_primitive_attr_destroy(scratch_attr_v);
-        scratch_attr_v = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    if (dnnl_primitive_attr_create(&attr) != dnnl_success) attr = NULL;
+    else if (dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) != dnnl_success) {
+        dnnl_primitive_attr_destroy(attr);
+        attr = NULL;
     }
-}
-
-static const_dnnl_primitive_attr_t scratch_attr(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, scratch_attr_make);
-    return scratch_attr_v;
+    dnnl_status_t s = dnnl_primitive_desc_create(pd, cd, attr, eng, hint);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return s;
 }
 
 /* The forward primitive descriptor (also the hint the backward ones need: for a bf16
@@ -234,7 +231,7 @@ static dnnl_status_t forward_pd(dnnl_primitive_desc_t *pd, const conv_problem *q
     dnnl_convolution_desc_t cd;
     dnnl_status_t s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_training, dnnl_convolution_direct, &x,
                                                                  &w, NULL, &y, q->strides, q->dilates, q->pad_l, q->pad_r);
-    return s == dnnl_success ? dnnl_primitive_desc_create(pd, &cd, scratch_attr(), eng, NULL) : s;
+    return s == dnnl_success ? pd_create(pd, &cd, eng, NULL) : s;
 }
 
 /* The primitive descriptor of pass `which` (as run's) of problem q. */
@@ -253,7 +250,7 @@ static dnnl_status_t pass_pd(dnnl_primitive_desc_t *pd, int which, const conv_pr
                                                                       q->strides, q->dilates, q->pad_l, q->pad_r)
                    : dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, NULL, &y,
                                                                          q->strides, q->dilates, q->pad_l, q->pad_r);
-    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, scratch_attr(), eng, fpd);
+    if (s == dnnl_success) s = pd_create(pd, &cd, eng, fpd);
     dnnl_primitive_desc_destroy(fpd);
     return s;
 }
