@@ -334,21 +334,32 @@ static void test_reduce(void)
 static void test_matmul(void)
 {
     static const ff_dtype mt[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8};
-    static const int64_t sizes[][4] = {{2, 3, 4, 5}, {3, 40, 70, 50}, {1, 128, 96, 64}, {2, 160, 100, 130}, {1, 40, 300, 200}};
+    /* {B, M, K, N}; from index 5 on, the few-row products blas_gemm_skinny.c takes with a
+     * transposed b (W^T, modes 3 and 4): M from 1 to its limit of 32, K with and without a
+     * tail of 16, N with a partial last block of 16 and one split across the threads */
+    static const int64_t sizes[][4] = {{2, 3, 4, 5},       {3, 40, 70, 50},    {1, 128, 96, 64},
+                                       {2, 160, 100, 130}, {1, 40, 300, 200},  {1, 11, 384, 1152},
+                                       {2, 32, 100, 700},  {1, 1, 1000, 70},   {1, 7, 17, 4000},
+                                       {3, 13, 300, 333},  {1, 6, 255, 300},   {1, 33, 300, 300}};
     for (int ti = 0; ti < 5; ti++)
-        for (int si = 0; si < 5; si++)
-            for (int mode = 0; mode < 4; mode++) {
+        for (int si = 0; si < (int)(sizeof sizes / sizeof sizes[0]); si++)
+            for (int mode = 0; mode < 5; mode++) {
                 ff_dtype t = mt[ti];
                 if (si >= 3 && !ff_dtype_is_float(t)) continue; /* threaded gemm paths: floats only */
                 int64_t B = sizes[si][0], M = sizes[si][1], K = sizes[si][2], N = sizes[si][3];
                 int64_t sa[3] = {B, M, K}, sb[3] = {B, K, N}, sd[3] = {B, M, N};
-                /* a: contiguous / transposed / stepped; b: contiguous / batch-broadcast / transposed */
+                /* a: contiguous / transposed / stepped; b: contiguous / batch-broadcast / transposed;
+                 * mode 4 is a Linear's x W^T: a and d contiguous, b transposed */
                 lay la = make_lay(3, sa, mode == 1 ? 1 : mode == 2 ? 2 : 0);
-                lay lb = make_lay(3, sb, mode == 1 ? 3 : mode == 3 ? 1 : 0);
+                lay lb = make_lay(3, sb, mode == 1 ? 3 : mode >= 3 ? 1 : 0);
                 lay ld = make_lay(3, sd, mode == 3 ? 1 : 0);
                 if (mode == 1) { /* a is [B, M, K] laid out as its transpose per batch */
                     la.strides[0] = M * K, la.strides[1] = 1, la.strides[2] = M;
                     la.span = B * M * K;
+                }
+                if (mode == 4) { /* b is [B, K, N] laid out as its transpose per batch: W^T */
+                    lb.strides[0] = K * N, lb.strides[1] = 1, lb.strides[2] = K;
+                    lb.span = B * K * N;
                 }
                 arr a = arr_new(la.span, t, 0), b = arr_new(lb.span, t, 0), d = arr_new(ld.span, t, 0);
                 for (int s = 0; s < 2; s++) {
