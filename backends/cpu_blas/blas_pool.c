@@ -2,7 +2,8 @@
  * plane (one (n, c)) with plain pointer loops, planes split across the pool; the
  * gradient of a max window goes to one element (MAX_BACKWARD_FIRST, PyTorch's rule) or,
  * for ABI v1's op, is split evenly among its maxima, without a mask or a window stack in
- * memory. Anything else: the shared strided loops of ff_backend_pool.h. F16/BF16 max and
+ * memory; the first-max backward of overlapping windows scans a row of windows per
+ * vector step (pick_row_f32). Anything else: the shared strided loops of ff_backend_pool.h. F16/BF16 max and
  * avg (not adaptive): the f32 plane loops on widened tiles, or bf16 2 x 2 max straight on
  * the halves; either way the core's f32 detour's values bit for bit (see half_job). */
 #include <math.h>
@@ -30,6 +31,38 @@ static int64_t pick_f32(const float *xw, int64_t W, int64_t nh, int64_t nw, floa
         }
     return pick;
 }
+
+/* pick_f32 for a row of windows at once: the windows ow in [ow0, ow1) of one output row,
+ * rows [ha, hb) of the plane, each wholly inside the plane in w (ow * sw - pw >= 0, + kw
+ * <= W). idx[ow] gets what pick_f32 returns, as a plane offset: the same scan in the same
+ * order (row by row, left to right), one window element for every window per step, so
+ * the vectorizer runs it across the row (strides 1 and 2 spelled out as constants); m is
+ * the row's maxima (the forward's y). */
+#define PICK_STEP(S)                                                                         \
+    for (int64_t ow = ow0; ow < ow1; ow++) {                                                 \
+        float v = r[ow * (S)], y = m[ow];                                                    \
+        int32_t cur = idx[ow];                                                               \
+        int hit = y != y ? v != v : (v == y && cur < 0);                                     \
+        idx[ow] = hit ? base + (int32_t)(ow * (S)) : cur;                                    \
+    }
+BLAS_CLONES static void pick_row_f32(const float *xs, int64_t W, int64_t ha, int64_t hb, int64_t kw, int64_t sw,
+                                     int64_t pw, const float *m, int64_t ow0, int64_t ow1, int32_t *idx)
+{
+    for (int64_t ow = ow0; ow < ow1; ow++) idx[ow] = -1;
+    for (int64_t h = ha; h < hb; h++)
+        for (int64_t dw = 0; dw < kw; dw++) {
+            const int32_t base = (int32_t)(h * W + dw - pw);
+            const float *r = xs + base;
+            if (sw == 1) {
+                PICK_STEP(1)
+            } else if (sw == 2) {
+                PICK_STEP(2)
+            } else {
+                PICK_STEP(sw)
+            }
+        }
+}
+#undef PICK_STEP
 
 typedef struct pool_job {
     int op;
@@ -143,6 +176,14 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
         for (int64_t pl = p0; pl < p1; pl++) pool_f32_tiled(j, pl);
         return;
     }
+    /* MAX_BACKWARD_FIRST: the windows wholly inside the plane in w, [owa, owb), pick a row
+     * at a time (pick_row_f32); the clipped ones at the edges one by one below */
+    int64_t owa = OW, owb = OW;
+    int32_t *picks = NULL;
+    if (op == FF_POOL2D_MAX_BACKWARD_FIRST && H * W <= INT32_MAX && (picks = malloc((size_t)OW * sizeof *picks))) {
+        owa = (pw + sw - 1) / sw, owb = W + pw - kw >= 0 ? (W + pw - kw) / sw + 1 : 0;
+        owa = owa > OW ? OW : owa, owb = owb > OW ? OW : owb < owa ? owa : owb;
+    }
     for (int64_t pl = p0; pl < p1; pl++) {
         float *x = (float *)xv->buf + xv->offset + pl * H * W; /* gx when backward */
         float *y = (float *)yv->buf + yv->offset + pl * OH * OW; /* gy when backward */
@@ -153,6 +194,12 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
         for (int64_t oh = 0; oh < OH; oh++) {
             int64_t h0 = oh * sh - ph, ha = h0 < 0 ? 0 : h0, hb = h0 + kh > H ? H : h0 + kh;
             for (int64_t ow = 0; ow < OW; ow++) {
+                if (ow == owa && owa < owb) { /* gx gets the same sums in the same order */
+                    pick_row_f32(xs, W, ha, hb, kw, sw, pw, ys + oh * OW, owa, owb, picks);
+                    for (int64_t q = owa; q < owb; q++)
+                        if (picks[q] >= 0) x[picks[q]] += y[oh * OW + q];
+                    if ((ow = owb) >= OW) break;
+                }
                 int64_t w0 = ow * sw - pw, wa = w0 < 0 ? 0 : w0, wb = w0 + kw > W ? W : w0 + kw;
                 float *yo = y + oh * OW + ow;
                 if (op == FF_POOL2D_MAX_FORWARD) {
@@ -191,6 +238,7 @@ static void pool_f32_task(void *arg, int64_t p0, int64_t p1)
             }
         }
     }
+    free(picks);
 }
 
 /* Sum of n contiguous floats in 8 independent accumulators (vectorizes without fast-math). */
