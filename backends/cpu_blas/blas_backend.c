@@ -115,6 +115,9 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     blas_gemm_kind g = blas_gemm_pick();
     c->own_gemm = g == BLAS_GEMM_OWN;
     c->dnnl_gemm = g == BLAS_GEMM_DNNL;
+    /* FF_GEMM names one gemm for every f32 product (ctest compares each with the reference) */
+    const char *forced = getenv("FF_GEMM");
+    c->skinny_gemm = !(forced && *forced) && blas_skinny_cpu();
     if (host->log)
         host->log("cpu_blas: %d thread(s), f32 gemm: %s, f16/bf16 conversions: %s", c->nthreads, blas_gemm_name(g),
                   blas_half_isa_name());

@@ -23,7 +23,8 @@
  * masked load, so no input is read out of bounds. Accumulates in f32 like BLAS, in its
  * own order (16 interleaved partial sums).
  *
- * Taken on Intel CPUs with AVX-512F only (blas_skinny_ok): an x86-64-v3 form would need
+ * Taken on Intel CPUs with AVX-512F only (blas_skinny_cpu), and not while FF_GEMM forces
+ * one gemm for every product: an x86-64-v3 form would need
  * twice the registers, and on the AMD EPYC machines this project also runs on, an earlier
  * skinny kernel (3 x 4 tiles, K in L1-sized chunks) lost to oneDNN's sgemm, which runs
  * MiniLM's batch 1 there in 6-7.4 ms against 10 here (benchmarks/README.md): this one is
@@ -171,16 +172,15 @@ static void skinny_slice(void *arg, int64_t b, int64_t e)
     blas_free(j->ctx, R);
 }
 
-int blas_skinny_ok(int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
+int blas_skinny_cpu(void)
 {
-    static atomic_int cpu_ok = -1; /* found once; any thread may be first */
-    int use = atomic_load_explicit(&cpu_ok, memory_order_relaxed);
-    if (use < 0) {
-        __builtin_cpu_init();
-        use = __builtin_cpu_supports("avx512f") && __builtin_cpu_is("intel") ? 1 : 0;
-        atomic_store_explicit(&cpu_ok, use, memory_order_relaxed);
-    }
-    return use && M >= 1 && M <= BLAS_SKINNY_MAX_M && N * K >= SK_MIN_NK && K >= 16 && acs == 1 && brs == 1;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_is("intel");
+}
+
+int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
+{
+    return c->skinny_gemm && M >= 1 && M <= BLAS_SKINNY_MAX_M && N * K >= SK_MIN_NK && K >= 16 && acs == 1 && brs == 1;
 }
 
 int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
@@ -194,9 +194,11 @@ int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float 
     return atomic_load(&j.failed) ? -1 : 0;
 }
 #else
-int blas_skinny_ok(int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
+int blas_skinny_cpu(void) { return 0; }
+
+int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
 {
-    (void)M, (void)N, (void)K, (void)acs, (void)brs;
+    (void)c, (void)M, (void)N, (void)K, (void)acs, (void)brs;
     return 0;
 }
 

@@ -56,6 +56,7 @@ typedef struct blas_ctx {
     blas_alloc_state *alloc; /* the caching allocator */
     int own_gemm;            /* f32 matmul through blas_gemm.c instead of OpenBLAS */
     int dnnl_gemm;           /* f32 matmul through oneDNN's dnnl_sgemm (blas_gemm_pick) */
+    int skinny_gemm;         /* few-row x W^T through blas_gemm_skinny.c (FF_GEMM unset, blas_skinny_cpu) */
 } blas_ctx;
 
 /* Formats a message for host->set_error and returns st. NULL ctx: returns st only. */
@@ -240,10 +241,12 @@ void blas_sgemm_ab(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int6
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* C = A W^T for few rows (blas_gemm_skinny.c): A [M, K] and W [N, K] with unit stride along
  * K (leading dimensions lda, ldw), C any strides; W read in place, once, split across the
- * pool. blas_skinny_ok: whether it takes this product (AVX-512F, M <= BLAS_SKINNY_MAX_M,
+ * pool. blas_skinny_cpu: the CPU is one it is for (Intel, AVX-512F; asked once, at init).
+ * blas_skinny_ok: whether it takes this product (c->skinny_gemm, M <= BLAS_SKINNY_MAX_M,
  * acs and brs, A's column and B = W^T's row strides, 1). Returns 0, or -1 on OOM. */
 #define BLAS_SKINNY_MAX_M 32
-int blas_skinny_ok(int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs);
+int blas_skinny_cpu(void);
+int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs);
 int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                       int64_t ldw, float *C, int64_t crs, int64_t ccs);
 /* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.

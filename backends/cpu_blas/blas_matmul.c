@@ -191,7 +191,7 @@ static int matmul_one(blas_ctx *c, ff_dtype t, int64_t M, int64_t N, int64_t K, 
         small_kernel(t, M, N, K, &A, &B, dp, drs, dcs, s->row);
         return 0;
     }
-    if (t == FF_F32 && blas_skinny_ok(M, N, K, A.cs, B.rs)) /* x W^T at a few rows: W read in place */
+    if (t == FF_F32 && blas_skinny_ok(c, M, N, K, A.cs, B.rs)) /* x W^T at a few rows: W read in place */
         return blas_sgemm_skinny(c, M, N, K, (const float *)A.p, A.rs, (const float *)B.p, B.cs, (float *)dp, drs, dcs);
     gemm_job j = {.ctx = c, .t = t, .M = M, .N = N, .K = K, .es = es};
     if (t == FF_F32 && c->own_gemm) { /* any strides: the kernel packs them itself */
