@@ -64,6 +64,19 @@ int ff_backend_discover(void (*fn)(const char *name, const char *path, void *use
  * if it already lives there. Differentiable. */
 ff_tensor *ff_to(const ff_tensor *t, ff_backend *be);
 
+/* ---- backend memory owned elsewhere ------------------------------------- */
+/* A tensor over buf, memory that backend be holds for someone else (a framework's
+ * allocator that got it from be, as the PyTorch device does; for a host-memory backend,
+ * any host memory): shape, strides and offset in elements of dtype, every element inside
+ * nbytes. The storage never frees buf: release(ctx) runs once, when the last view over it
+ * is gone (release may be NULL: the caller keeps buf alive longer than every view). */
+ff_tensor *ff_tensor_from_buffer(ff_backend *be, void *buf, size_t nbytes, ff_dtype dtype, int ndim,
+                                 const int64_t *shape, const int64_t *strides, int64_t offset,
+                                 void (*release)(void *ctx), void *ctx);
+/* The backend handle of t's storage (its first byte, not t's first element: add
+ * ff_tensor_offset elements) and, when nbytes is not NULL, its size. NULL for NULL. */
+void *ff_tensor_buffer(const ff_tensor *t, size_t *nbytes);
+
 /* Unloads every backend. Tensors must all be released first. */
 void ff_shutdown(void);
 

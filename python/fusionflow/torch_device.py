@@ -1,0 +1,73 @@
+"""FusionFlow backends as a PyTorch device (PyTorch's PrivateUse1 dispatch key).
+
+    import torch
+    import fusionflow.torch_device as ffd
+    dev = ffd.device("cpu_blas")          # or "cpu", "opencl", "cuda", a plugin path
+    model = model.to(dev)                 # PyTorch's own autograd, optimizers, DataLoader
+
+PyTorch keeps everything above the kernels (autograd, views, in-place rules, complex
+numbers, distributions, checkpoints); the tensors live in the backend's memory and the
+ATen kernels (torch_device/, C++) run FusionFlow's C ops on them. An ATen op with no
+FusionFlow kernel and no decomposition runs on PyTorch's CPU kernel through copies: it
+warns once per op and is counted in fallback_counts(); strict(True) makes it an error.
+
+On PyTorch 1.13 the device prints as privateuseone:N; where PyTorch can rename the key
+(2.1 and later) it is fusionflow:N.
+"""
+import contextlib
+import os
+
+import torch
+
+from . import _lib
+
+__all__ = ["device", "backend_name", "fallback_counts", "reset_fallback_counts", "strict", "library_path"]
+
+
+def _load():
+    path = os.path.join(os.path.dirname(os.path.abspath(_lib.library_path)), "libfusionflow_torch.so")
+    if not os.path.exists(path):
+        raise ImportError("fusionflow.torch_device: %s is missing; it is built beside libfusionflow when CMake finds "
+                          "libtorch (apt-get install libtorch-dev, then rebuild)" % path)
+    torch.ops.load_library(path)
+    rename = getattr(torch.utils, "rename_privateuse1_backend", None)
+    if rename is not None:
+        rename("fusionflow")
+    return path
+
+
+library_path = _load()
+_ops = torch.ops.fusionflow
+
+
+def device(backend="cpu_blas"):
+    """The torch.device of FusionFlow backend `backend` (a name or a plugin path), loaded once."""
+    if isinstance(backend, torch.device):
+        return backend
+    return torch.device(torch._C._get_privateuse1_backend_name() if hasattr(torch._C, "_get_privateuse1_backend_name")
+                        else "privateuseone", _ops.backend_index(str(backend)))
+
+
+def backend_name(dev):
+    """The FusionFlow backend behind a device of this module ("cpu_blas", ...)."""
+    dev = torch.device(dev)
+    return _ops.backend_name(dev.index if dev.index is not None else 0)
+
+
+def fallback_counts():
+    """{aten op name: calls} of the ops that ran on PyTorch's CPU kernel since the last reset."""
+    return dict(zip(_ops.fallback_names(), _ops.fallback_counts()))
+
+
+def reset_fallback_counts():
+    _ops.reset_fallback_counts()
+
+
+@contextlib.contextmanager
+def strict(on=True):
+    """Within the block, an op with no FusionFlow kernel is an error instead of a CPU fallback."""
+    before = _ops.set_strict(bool(on))
+    try:
+        yield
+    finally:
+        _ops.set_strict(before)

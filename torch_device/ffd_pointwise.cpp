@@ -1,0 +1,285 @@
+/* Elementwise ATen ops on FusionFlow's unary and binary ops, with the gradient helpers
+ * PyTorch's autograd formulas call (threshold_backward, sigmoid_backward, ...). Dtypes
+ * follow PyTorch: the operands are cast to at::result_type first, and FusionFlow
+ * computes in that dtype, as PyTorch's CPU kernels do. */
+#include "ffd.h"
+
+namespace ffd {
+namespace {
+
+/* A Python number as the CPU 0-d tensor PyTorch wraps it in. */
+at::Tensor number(const at::Scalar &s)
+{
+    at::Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(s.isBoolean()    ? at::kBool
+                                                                   : s.isIntegral(false) ? at::kLong
+                                                                                         : at::kDouble));
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return t;
+}
+
+at::ScalarType floating(at::ScalarType t)
+{
+    return at::isIntegralType(t, /*includeBool=*/true) ? at::typeMetaToScalarType(at::get_default_dtype()) : t;
+}
+
+at::Tensor binary(ff_binary_op op, const at::Tensor &a, const at::Tensor &b, at::ScalarType compute, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&a, &b});
+    ff_backend *be = backend_at(dev);
+    Ref x = operand(a, be, compute), y = operand(b, be, compute);
+    return unwrap(own(ff_binary(op, x.get(), y.get()), what), dev);
+}
+
+/* a op alpha * b, alpha applied in the operands' dtype */
+at::Tensor binary_alpha(ff_binary_op op, const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha,
+                        const char *what)
+{
+    if (alpha.equal(1)) return binary(op, a, b, at::result_type(a, b), what);
+    at::ScalarType compute = at::result_type(a, b);
+    c10::DeviceIndex dev = device_of({&a, &b});
+    ff_backend *be = backend_at(dev);
+    Ref x = operand(a, be, compute), y = operand(b, be, compute);
+    ff_number s = alpha.isIntegral(true) ? ff_number_int(alpha.toLong()) : ff_number_float(alpha.toDouble());
+    Ref ys = own(ff_binary_number(FF_BINARY_MUL, y.get(), s), what);
+    return unwrap(own(ff_binary(op, x.get(), ys.get()), what), dev);
+}
+
+at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
+{
+    return binary_alpha(FF_BINARY_ADD, a, b, alpha, "add");
+}
+at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
+{
+    return binary_alpha(FF_BINARY_SUB, a, b, alpha, "sub");
+}
+at::Tensor mul(const at::Tensor &a, const at::Tensor &b) { return binary(FF_BINARY_MUL, a, b, at::result_type(a, b), "mul"); }
+at::Tensor div(const at::Tensor &a, const at::Tensor &b)
+{
+    return binary(FF_BINARY_DIV, a, b, floating(at::result_type(a, b)), "div");
+}
+at::Tensor maximum(const at::Tensor &a, const at::Tensor &b)
+{
+    return binary(FF_BINARY_MAXIMUM, a, b, at::result_type(a, b), "maximum");
+}
+at::Tensor minimum(const at::Tensor &a, const at::Tensor &b)
+{
+    return binary(FF_BINARY_MINIMUM, a, b, at::result_type(a, b), "minimum");
+}
+at::Tensor pow_tt(const at::Tensor &a, const at::Tensor &b) { return binary(FF_BINARY_POW, a, b, at::result_type(a, b), "pow"); }
+at::Tensor pow_ts(const at::Tensor &a, const at::Scalar &b) { return ffd::pow_tt(a, number(b)); }
+
+#define FFD_COMPARE(name, OP)                                                                            \
+    at::Tensor name(const at::Tensor &a, const at::Tensor &b) { return binary(OP, a, b, at::result_type(a, b), #name); } \
+    at::Tensor name##_s(const at::Tensor &a, const at::Scalar &b) { return ffd::name(a, number(b)); }
+FFD_COMPARE(eq, FF_BINARY_EQ)
+FFD_COMPARE(ne, FF_BINARY_NE)
+FFD_COMPARE(lt, FF_BINARY_LT)
+FFD_COMPARE(le, FF_BINARY_LE)
+FFD_COMPARE(gt, FF_BINARY_GT)
+FFD_COMPARE(ge, FF_BINARY_GE)
+#undef FFD_COMPARE
+
+at::Tensor where(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &b)
+{
+    at::ScalarType compute = at::result_type(a, b);
+    c10::DeviceIndex dev = device_of({&cond, &a, &b});
+    ff_backend *be = backend_at(dev);
+    Ref c = operand(cond, be, at::kBool), x = operand(a, be, compute), y = operand(b, be, compute);
+    return unwrap(own(ff_where(c.get(), x.get(), y.get()), "where"), dev);
+}
+
+at::Tensor unary(ff_unary_op op, const at::Tensor &a, at::ScalarType compute, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&a});
+    Ref x = operand(a, backend_at(dev), compute);
+    return unwrap(own(ff_unary(op, x.get()), what), dev);
+}
+
+/* ops whose result is floating (exp of an int tensor is f32), and ops that keep the dtype */
+#define FFD_UNARY_FLOAT(name, OP) \
+    at::Tensor name(const at::Tensor &a) { return unary(OP, a, floating(a.scalar_type()), #name); }
+#define FFD_UNARY_SAME(name, OP) \
+    at::Tensor name(const at::Tensor &a) { return unary(OP, a, a.scalar_type(), #name); }
+FFD_UNARY_FLOAT(exp, FF_UNARY_EXP)
+FFD_UNARY_FLOAT(log, FF_UNARY_LOG)
+FFD_UNARY_FLOAT(log1p, FF_UNARY_LOG1P)
+FFD_UNARY_FLOAT(expm1, FF_UNARY_EXPM1)
+FFD_UNARY_FLOAT(sqrt, FF_UNARY_SQRT)
+FFD_UNARY_FLOAT(rsqrt, FF_UNARY_RSQRT)
+FFD_UNARY_FLOAT(sin, FF_UNARY_SIN)
+FFD_UNARY_FLOAT(cos, FF_UNARY_COS)
+FFD_UNARY_FLOAT(tanh, FF_UNARY_TANH)
+FFD_UNARY_FLOAT(sigmoid, FF_UNARY_SIGMOID)
+FFD_UNARY_FLOAT(erf, FF_UNARY_ERF)
+FFD_UNARY_FLOAT(reciprocal, FF_UNARY_RECIPROCAL)
+FFD_UNARY_SAME(neg, FF_UNARY_NEG)
+FFD_UNARY_SAME(abs, FF_UNARY_ABS)
+FFD_UNARY_SAME(sign, FF_UNARY_SIGN)
+FFD_UNARY_SAME(relu, FF_UNARY_RELU)
+FFD_UNARY_SAME(floor, FF_UNARY_FLOOR)
+FFD_UNARY_SAME(ceil, FF_UNARY_CEIL)
+FFD_UNARY_SAME(round, FF_UNARY_ROUND)
+#undef FFD_UNARY_FLOAT
+#undef FFD_UNARY_SAME
+
+/* ---- gradient helpers --------------------------------------------------- */
+/* grad where self > threshold, else 0 (relu's backward: threshold 0) */
+at::Tensor threshold_backward(const at::Tensor &grad, const at::Tensor &self, const at::Scalar &threshold)
+{
+    return ffd::where(ffd::gt_s(self, threshold), grad, number(0));
+}
+
+/* grad * y * (1 - y), y = sigmoid(x) */
+at::Tensor sigmoid_backward(const at::Tensor &grad, const at::Tensor &y)
+{
+    return ffd::mul(grad, ffd::mul(y, ffd::sub(number(1), y, 1)));
+}
+
+/* grad * (1 - y^2), y = tanh(x) */
+at::Tensor tanh_backward(const at::Tensor &grad, const at::Tensor &y)
+{
+    return ffd::mul(grad, ffd::sub(number(1), ffd::mul(y, y), 1));
+}
+
+/* ---- in-place and out= forms ---------------------------------------------- */
+template <at::Tensor (*F)(const at::Tensor &)>
+at::Tensor &unary_(at::Tensor &self) { return assign(self, F(self)); }
+template <at::Tensor (*F)(const at::Tensor &)>
+at::Tensor &unary_out(const at::Tensor &self, at::Tensor &out) { return assign_out(out, F(self)); }
+
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &)>
+at::Tensor &binary_(at::Tensor &self, const at::Tensor &other) { return assign(self, F(self, other)); }
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &)>
+at::Tensor &binary_out(const at::Tensor &self, const at::Tensor &other, at::Tensor &out)
+{
+    return assign_out(out, F(self, other));
+}
+
+template <at::Tensor (*F)(const at::Tensor &, const at::Scalar &)>
+at::Tensor &scalar_(at::Tensor &self, const at::Scalar &other) { return assign(self, F(self, other)); }
+template <at::Tensor (*F)(const at::Tensor &, const at::Scalar &)>
+at::Tensor &scalar_out(const at::Tensor &self, const at::Scalar &other, at::Tensor &out)
+{
+    return assign_out(out, F(self, other));
+}
+
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &, const at::Scalar &)>
+at::Tensor &alpha_(at::Tensor &self, const at::Tensor &other, const at::Scalar &alpha)
+{
+    return assign(self, F(self, other, alpha));
+}
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &, const at::Scalar &)>
+at::Tensor &alpha_out(const at::Tensor &self, const at::Tensor &other, const at::Scalar &alpha, at::Tensor &out)
+{
+    return assign_out(out, F(self, other, alpha));
+}
+
+at::Tensor &threshold_backward_out(const at::Tensor &grad, const at::Tensor &self, const at::Scalar &threshold,
+                                   at::Tensor &out)
+{
+    return assign_out(out, ffd::threshold_backward(grad, self, threshold));
+}
+
+at::Tensor &where_out(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+    return assign_out(out, ffd::where(cond, a, b));
+}
+
+} // namespace
+} // namespace ffd
+
+#define FFD_UNARY_FORMS(name, fn)                          \
+    m.impl(#name, TORCH_FN(ffd::fn));                          \
+    m.impl(#name "_", TORCH_FN(ffd::unary_<ffd::fn>));              \
+    m.impl(#name ".out", TORCH_FN(ffd::unary_out<ffd::fn>))
+#define FFD_BINARY_FORMS(name, ovl, fn)                    \
+    m.impl(#name "." ovl, TORCH_FN(ffd::fn));                  \
+    m.impl(#name "_." ovl, TORCH_FN(ffd::binary_<ffd::fn>));        \
+    m.impl(#name ".out", TORCH_FN(ffd::binary_out<ffd::fn>))
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+    using namespace ffd;
+    m.impl("add.Tensor", TORCH_FN(ffd::add));
+    m.impl("add_.Tensor", TORCH_FN(ffd::alpha_<ffd::add>));
+    m.impl("add.out", TORCH_FN(ffd::alpha_out<ffd::add>));
+    m.impl("sub.Tensor", TORCH_FN(ffd::sub));
+    m.impl("sub_.Tensor", TORCH_FN(ffd::alpha_<ffd::sub>));
+    m.impl("sub.out", TORCH_FN(ffd::alpha_out<ffd::sub>));
+    FFD_BINARY_FORMS(mul, "Tensor", mul);
+    FFD_BINARY_FORMS(div, "Tensor", div);
+    m.impl("maximum", TORCH_FN(ffd::maximum));
+    m.impl("maximum.out", TORCH_FN(ffd::binary_out<ffd::maximum>));
+    m.impl("minimum", TORCH_FN(ffd::minimum));
+    m.impl("minimum.out", TORCH_FN(ffd::binary_out<ffd::minimum>));
+    m.impl("pow.Tensor_Tensor", TORCH_FN(ffd::pow_tt));
+    m.impl("pow_.Tensor", TORCH_FN(ffd::binary_<ffd::pow_tt>));
+    m.impl("pow.Tensor_Tensor_out", TORCH_FN(ffd::binary_out<ffd::pow_tt>));
+    m.impl("pow.Tensor_Scalar", TORCH_FN(ffd::pow_ts));
+    m.impl("pow_.Scalar", TORCH_FN(ffd::scalar_<ffd::pow_ts>));
+    m.impl("pow.Tensor_Scalar_out", TORCH_FN(ffd::scalar_out<ffd::pow_ts>));
+    m.impl("eq.Tensor", TORCH_FN(ffd::eq));
+    m.impl("eq_.Tensor", TORCH_FN(ffd::binary_<ffd::eq>));
+    m.impl("eq.Tensor_out", TORCH_FN(ffd::binary_out<ffd::eq>));
+    m.impl("eq.Scalar", TORCH_FN(ffd::eq_s));
+    m.impl("eq_.Scalar", TORCH_FN(ffd::scalar_<ffd::eq_s>));
+    m.impl("eq.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::eq_s>));
+    m.impl("ne.Tensor", TORCH_FN(ffd::ne));
+    m.impl("ne_.Tensor", TORCH_FN(ffd::binary_<ffd::ne>));
+    m.impl("ne.Tensor_out", TORCH_FN(ffd::binary_out<ffd::ne>));
+    m.impl("ne.Scalar", TORCH_FN(ffd::ne_s));
+    m.impl("ne_.Scalar", TORCH_FN(ffd::scalar_<ffd::ne_s>));
+    m.impl("ne.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::ne_s>));
+    m.impl("lt.Tensor", TORCH_FN(ffd::lt));
+    m.impl("lt_.Tensor", TORCH_FN(ffd::binary_<ffd::lt>));
+    m.impl("lt.Tensor_out", TORCH_FN(ffd::binary_out<ffd::lt>));
+    m.impl("lt.Scalar", TORCH_FN(ffd::lt_s));
+    m.impl("lt_.Scalar", TORCH_FN(ffd::scalar_<ffd::lt_s>));
+    m.impl("lt.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::lt_s>));
+    m.impl("le.Tensor", TORCH_FN(ffd::le));
+    m.impl("le_.Tensor", TORCH_FN(ffd::binary_<ffd::le>));
+    m.impl("le.Tensor_out", TORCH_FN(ffd::binary_out<ffd::le>));
+    m.impl("le.Scalar", TORCH_FN(ffd::le_s));
+    m.impl("le_.Scalar", TORCH_FN(ffd::scalar_<ffd::le_s>));
+    m.impl("le.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::le_s>));
+    m.impl("gt.Tensor", TORCH_FN(ffd::gt));
+    m.impl("gt_.Tensor", TORCH_FN(ffd::binary_<ffd::gt>));
+    m.impl("gt.Tensor_out", TORCH_FN(ffd::binary_out<ffd::gt>));
+    m.impl("gt.Scalar", TORCH_FN(ffd::gt_s));
+    m.impl("gt_.Scalar", TORCH_FN(ffd::scalar_<ffd::gt_s>));
+    m.impl("gt.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::gt_s>));
+    m.impl("ge.Tensor", TORCH_FN(ffd::ge));
+    m.impl("ge_.Tensor", TORCH_FN(ffd::binary_<ffd::ge>));
+    m.impl("ge.Tensor_out", TORCH_FN(ffd::binary_out<ffd::ge>));
+    m.impl("ge.Scalar", TORCH_FN(ffd::ge_s));
+    m.impl("ge_.Scalar", TORCH_FN(ffd::scalar_<ffd::ge_s>));
+    m.impl("ge.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::ge_s>));
+    m.impl("where.self", TORCH_FN(ffd::where));
+    m.impl("where.self_out", TORCH_FN(ffd::where_out));
+    FFD_UNARY_FORMS(exp, exp);
+    FFD_UNARY_FORMS(log, log);
+    FFD_UNARY_FORMS(log1p, log1p);
+    FFD_UNARY_FORMS(expm1, expm1);
+    FFD_UNARY_FORMS(sqrt, sqrt);
+    FFD_UNARY_FORMS(rsqrt, rsqrt);
+    FFD_UNARY_FORMS(sin, sin);
+    FFD_UNARY_FORMS(cos, cos);
+    FFD_UNARY_FORMS(tanh, tanh);
+    FFD_UNARY_FORMS(sigmoid, sigmoid);
+    FFD_UNARY_FORMS(erf, erf);
+    FFD_UNARY_FORMS(reciprocal, reciprocal);
+    FFD_UNARY_FORMS(neg, neg);
+    FFD_UNARY_FORMS(abs, abs);
+    FFD_UNARY_FORMS(sign, sign);
+    FFD_UNARY_FORMS(floor, floor);
+    FFD_UNARY_FORMS(ceil, ceil);
+    FFD_UNARY_FORMS(round, round);
+    m.impl("relu", TORCH_FN(ffd::relu));
+    m.impl("relu_", TORCH_FN(ffd::unary_<ffd::relu>));
+    m.impl("threshold_backward", TORCH_FN(ffd::threshold_backward));
+    m.impl("threshold_backward.grad_input", TORCH_FN(ffd::threshold_backward_out));
+    m.impl("sigmoid_backward", TORCH_FN(ffd::sigmoid_backward));
+    m.impl("sigmoid_backward.grad_input", TORCH_FN(ffd::binary_out<ffd::sigmoid_backward>));
+    m.impl("tanh_backward", TORCH_FN(ffd::tanh_backward));
+    m.impl("tanh_backward.grad_input", TORCH_FN(ffd::binary_out<ffd::tanh_backward>));
+}

@@ -1,0 +1,172 @@
+/* Reductions: sum, mean, amax/amin, argmax/argmin, max/min (with indices), var/std.
+ * Integer and bool sums accumulate in i64 as PyTorch's do. */
+#include "ffd.h"
+
+#include <vector>
+
+namespace ffd {
+namespace {
+
+std::vector<int> axes_of(at::OptionalIntArrayRef dim, int64_t ndim)
+{
+    std::vector<int> axes;
+    if (dim)
+        for (int64_t d : *dim) axes.push_back((int)c10::maybe_wrap_dim(d, ndim));
+    return axes;
+}
+
+using Reduce = ff_tensor *(*)(const ff_tensor *, int, const int *, bool);
+
+at::Tensor reduce(Reduce fn, const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType compute,
+                  const char *what)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = operand(self, backend_at(dev), compute);
+    std::vector<int> axes = axes_of(dim, self.dim());
+    if (self.dim() == 0) axes.clear(); /* dim 0 / -1 of a 0-d tensor is the tensor */
+    return unwrap(own(fn(x.get(), (int)axes.size(), axes.data(), keepdim), what), dev);
+}
+
+at::ScalarType sum_type(const at::Tensor &self, c10::optional<at::ScalarType> dtype)
+{
+    if (dtype) return *dtype;
+    return at::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? at::kLong : self.scalar_type();
+}
+
+at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, c10::optional<at::ScalarType> dtype)
+{
+    return reduce(ff_sum, self, dim, keepdim, sum_type(self, dtype), "sum");
+}
+at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
+                    c10::optional<at::ScalarType> dtype, at::Tensor &out)
+{
+    return assign_out(out, ffd::sum(self, dim, keepdim, dtype ? dtype : c10::optional<at::ScalarType>(out.scalar_type())));
+}
+
+at::Tensor mean(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, c10::optional<at::ScalarType> dtype)
+{
+    at::ScalarType t = dtype.value_or(self.scalar_type());
+    TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t), "mean(): could not infer output dtype. Input dtype ",
+                "must be either a floating point or complex dtype. Got: ", t);
+    return reduce(ff_mean, self, dim, keepdim, t, "mean");
+}
+at::Tensor &mean_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
+                     c10::optional<at::ScalarType> dtype, at::Tensor &out)
+{
+    return assign_out(out, ffd::mean(self, dim, keepdim, dtype));
+}
+
+at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
+{
+    return reduce(ff_amax, self, dim, keepdim, self.scalar_type(), "amax");
+}
+at::Tensor &amax_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::amax(self, dim, keepdim));
+}
+at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
+{
+    return reduce(ff_amin, self, dim, keepdim, self.scalar_type(), "amin");
+}
+at::Tensor &amin_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::amin(self, dim, keepdim));
+}
+at::Tensor max_all(const at::Tensor &self)
+{
+    TORCH_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() == 0.");
+    return ffd::amax(self, {}, false);
+}
+at::Tensor min_all(const at::Tensor &self)
+{
+    TORCH_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() == 0.");
+    return ffd::amin(self, {}, false);
+}
+
+using Arg = ff_tensor *(*)(const ff_tensor *, int, bool);
+
+at::Tensor arg(Arg fn, const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    if (!dim) { /* over the flattened tensor */
+        int64_t n = self.numel();
+        x = own(ff_reshape(x.get(), 1, &n), what);
+        keepdim = false;
+    }
+    int axis = dim && self.dim() ? (int)c10::maybe_wrap_dim(*dim, self.dim()) : 0;
+    if (dim && self.dim() == 0) return unwrap(own(ff_zeros_like(own(ff_astype(x.get(), FF_I64), what).get()), what), dev);
+    return unwrap(own(fn(x.get(), axis, keepdim), what), dev);
+}
+
+at::Tensor argmax(const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim)
+{
+    return arg(ff_argmax, self, dim, keepdim, "argmax");
+}
+at::Tensor &argmax_out(const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::argmax(self, dim, keepdim));
+}
+at::Tensor argmin(const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim)
+{
+    return arg(ff_argmin, self, dim, keepdim, "argmin");
+}
+at::Tensor &argmin_out(const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::argmin(self, dim, keepdim));
+}
+
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, bool keepdim)
+{
+    int64_t d = dim;
+    return std::make_tuple(ffd::amax(self, at::IntArrayRef(&d, 1), keepdim), ffd::argmax(self, dim, keepdim));
+}
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor &self, int64_t dim, bool keepdim)
+{
+    int64_t d = dim;
+    return std::make_tuple(ffd::amin(self, at::IntArrayRef(&d, 1), keepdim), ffd::argmin(self, dim, keepdim));
+}
+
+using Spread = ff_tensor *(*)(const ff_tensor *, int, const int *, int64_t, bool);
+
+at::Tensor spread(Spread fn, const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction,
+                  bool keepdim, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    std::vector<int> axes = axes_of(dim, self.dim());
+    return unwrap(own(fn(x.get(), (int)axes.size(), axes.data(), correction.value_or(1), keepdim), what), dev);
+}
+at::Tensor var(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim)
+{
+    return spread(ff_var, self, dim, correction, keepdim, "var");
+}
+at::Tensor std_(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::optional<int64_t> correction, bool keepdim)
+{
+    return spread(ff_std, self, dim, correction, keepdim, "std");
+}
+
+} // namespace
+} // namespace ffd
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+    m.impl("sum.dim_IntList", TORCH_FN(ffd::sum));
+    m.impl("sum.IntList_out", TORCH_FN(ffd::sum_out));
+    m.impl("mean.dim", TORCH_FN(ffd::mean));
+    m.impl("mean.out", TORCH_FN(ffd::mean_out));
+    m.impl("amax", TORCH_FN(ffd::amax));
+    m.impl("amax.out", TORCH_FN(ffd::amax_out));
+    m.impl("amin", TORCH_FN(ffd::amin));
+    m.impl("amin.out", TORCH_FN(ffd::amin_out));
+    m.impl("max", TORCH_FN(ffd::max_all));
+    m.impl("min", TORCH_FN(ffd::min_all));
+    m.impl("max.dim", TORCH_FN(ffd::max_dim));
+    m.impl("min.dim", TORCH_FN(ffd::min_dim));
+    m.impl("argmax", TORCH_FN(ffd::argmax));
+    m.impl("argmax.out", TORCH_FN(ffd::argmax_out));
+    m.impl("argmin", TORCH_FN(ffd::argmin));
+    m.impl("argmin.out", TORCH_FN(ffd::argmin_out));
+    m.impl("var.correction", TORCH_FN(ffd::var));
+    m.impl("std.correction", TORCH_FN(ffd::std_));
+}
