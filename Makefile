@@ -49,9 +49,10 @@ demo-dist: build
 test: test-release test-asan test-tsan test-fuzz test-build-matrix
 
 # python3-torch, python3-torchvision and python3-pil: the semantic references (PyTorch,
-# torchvision for fusionflow.vision) and PIL, which fusionflow.vision uses for images
+# torchvision for fusionflow.vision) and PIL, which fusionflow.vision uses for images;
+# libtorch-dev: the headers fusionflow.torch_device (torch_device/) is built against
 deps-test:
-	@FF_EXTRA_PKGS="python3-torch python3-torchvision python3-pil" bash scripts/setup-deps.sh
+	@FF_EXTRA_PKGS="python3-torch python3-torchvision python3-pil libtorch-dev" bash scripts/setup-deps.sh
 	@bash scripts/fetch-minilm.sh || echo "setup: all-MiniLM-L6-v2 not fetched; its tests will say so" >&2
 	@bash scripts/install-einops.sh || echo "setup: einops not installed; tests/python/test_einops.py will say so" >&2
 

@@ -167,6 +167,38 @@ at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, 
     return unwrap(own(ff_gather(x.get(), axis_of(dim, self), i.get()), "gather"), dev);
 }
 
+at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self), i = wrap(index), s = wrap(src);
+    return unwrap(own(ff_scatter_add(x.get(), axis_of(dim, self), i.get(), s.get()), "scatter_add"), dev);
+}
+at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
+{
+    return assign(self, ffd::scatter_add(self, dim, index, src));
+}
+at::Tensor &scatter_add_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+                            at::Tensor &out)
+{
+    return assign_out(out, ffd::scatter_add(self, dim, index, src));
+}
+
+at::Tensor scatter(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self), i = wrap(index), s = wrap(src);
+    return unwrap(own(ff_scatter(x.get(), axis_of(dim, self), i.get(), s.get()), "scatter"), dev);
+}
+at::Tensor &scatter_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
+{
+    return assign(self, ffd::scatter(self, dim, index, src));
+}
+at::Tensor &scatter_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+                        at::Tensor &out)
+{
+    return assign_out(out, ffd::scatter(self, dim, index, src));
+}
+
 /* rows of grad added into a [num_weights, D] zero tensor at indices (padding_idx's row
  * gets nothing) */
 at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &indices, c10::SymInt num_weights,
@@ -285,6 +317,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("nll_loss_backward", TORCH_FN(ffd::nll_loss_backward));
     m.impl("index_select", TORCH_FN(ffd::index_select));
     m.impl("gather", TORCH_FN(ffd::gather));
+    m.impl("scatter_add", TORCH_FN(ffd::scatter_add));
+    m.impl("scatter_add_", TORCH_FN(ffd::scatter_add_));
+    m.impl("scatter_add.out", TORCH_FN(ffd::scatter_add_out));
+    m.impl("scatter.src", TORCH_FN(ffd::scatter));
+    m.impl("scatter_.src", TORCH_FN(ffd::scatter_));
+    m.impl("scatter.src_out", TORCH_FN(ffd::scatter_out));
     m.impl("embedding_dense_backward", TORCH_FN(ffd::embedding_dense_backward));
     m.impl("convolution_overrideable", TORCH_FN(ffd::convolution));
     m.impl("convolution_backward_overrideable", TORCH_FN(ffd::convolution_backward));

@@ -38,14 +38,42 @@ def _load():
 
 library_path = _load()
 _ops = torch.ops.fusionflow
+_TYPE = torch.device("privateuseone", 0).type if not hasattr(torch._C, "_get_privateuse1_backend_name") \
+    else torch._C._get_privateuse1_backend_name()
+
+
+def _install_pickling():
+    """torch.save of tensors on the device, through host memory.
+
+    PyTorch 1.13 saves a device tensor's storage with UntypedStorage.cpu(), which knows
+    CPU and CUDA storages only; for a privateuseone tensor without storage it pickles the
+    values instead (as for XLA). Ours have storage, so they take that second path here:
+    the values, the dtype and the device string, rebuilt by torch.load with .to(device)
+    (this module imported first, its backends registered in the same order). Aliasing
+    between saved views is not kept, as with XLA's tensors.
+    """
+    original = torch.Tensor._reduce_ex_internal
+
+    def reduce_ex_internal(self, proto):
+        if self.device.type != _TYPE:
+            return original(self, proto)
+        host = self.detach().cpu()
+        if host.dtype == torch.bfloat16:  # NumPy has no bfloat16; the rebuild casts back
+            host = host.to(torch.float32)
+        return (torch._utils._rebuild_device_tensor_from_numpy,
+                (host.numpy(), self.dtype, str(self.device), self.requires_grad))
+
+    torch.Tensor._reduce_ex_internal = reduce_ex_internal
+
+
+_install_pickling()
 
 
 def device(backend="cpu_blas"):
     """The torch.device of FusionFlow backend `backend` (a name or a plugin path), loaded once."""
     if isinstance(backend, torch.device):
         return backend
-    return torch.device(torch._C._get_privateuse1_backend_name() if hasattr(torch._C, "_get_privateuse1_backend_name")
-                        else "privateuseone", _ops.backend_index(str(backend)))
+    return torch.device(_TYPE, _ops.backend_index(str(backend)))
 
 
 def backend_name(dev):

@@ -1,0 +1,381 @@
+"""fusionflow.torch_device: FusionFlow backends as a PyTorch device (issue 51).
+
+Each test runs a PyTorch computation twice, on PyTorch's CPU and on ffd.device(b) for
+the backends b that are built (cpu, cpu_blas, opencl on PoCL in CI), and compares values,
+dtypes and gradients. PyTorch's own autograd, views and in-place rules run above the
+device; FusionFlow runs the kernels. strict() proves a computation needed no CPU fallback.
+"""
+import io
+import os
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from conftest import DEVICES  # noqa: E402
+
+try:
+    import fusionflow.torch_device as ffd
+except ImportError as e:  # built only where libtorch-dev is installed; CI installs it
+    if os.environ.get("FF_REQUIRE_TORCH"):
+        raise
+    pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+
+BACKENDS = ["cpu"] + [b for b in ("cpu_blas", "opencl") if b in DEVICES]
+
+
+@pytest.fixture(params=BACKENDS)
+def dev(request):
+    return ffd.device(request.param)
+
+
+def same(ours, ref, tol=1e-5):
+    assert ours.device.type == ffd.device("cpu").type
+    got = ours.cpu()
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    assert got.shape == ref.shape, (got.shape, ref.shape)
+    if ref.dtype.is_floating_point:
+        torch.testing.assert_close(got, ref, atol=tol, rtol=tol, equal_nan=True)
+    else:
+        assert torch.equal(got, ref), (got, ref)
+
+
+def test_device_identity_and_transfers(dev):
+    assert dev.type in ("privateuseone", "fusionflow")
+    assert ffd.device(ffd.backend_name(dev)) == dev        # one index per backend, stable
+    a = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    d = a.to(dev)
+    assert d.device == dev and d.shape == a.shape and d.stride() == a.stride()
+    assert torch.equal(d.cpu(), a)
+    assert torch.equal(d.transpose(0, 2).cpu(), a.transpose(0, 2))      # a strided view downloads in order
+    assert torch.equal(d[:, 1:, ::2].contiguous().cpu(), a[:, 1:, ::2])
+    assert d[1, 2, 3].item() == 23.0
+    for dt in (torch.float64, torch.int64, torch.int32, torch.bool, torch.float16, torch.bfloat16, torch.uint8):
+        x = (torch.arange(6) % 3).to(dt)
+        assert torch.equal(x.to(dev).cpu(), x), dt
+    h = torch.zeros(3, 4)
+    h.copy_(d[0].t().t())                                    # device -> a host tensor
+    assert torch.equal(h, a[0])
+    e = torch.empty(4, 3, device=dev).t()                    # host -> a strided device view
+    e.copy_(a[1])
+    assert torch.equal(e.cpu(), a[1])
+    e.copy_(torch.tensor(2.5))                               # broadcast from a 0-d host tensor
+    assert torch.equal(e.cpu(), torch.full((3, 4), 2.5))
+
+
+def test_views_alias_the_device_memory(dev):
+    a = torch.arange(12.0).reshape(3, 4)
+    d = a.to(dev)
+    v = d[1:]
+    v.add_(1)                                     # through a view into its base
+    a[1:] += 1
+    assert torch.equal(d.cpu(), a)
+    d.t()[0].mul_(10)                             # a strided view's in-place op
+    a.t()[0].mul_(10)
+    assert torch.equal(d.cpu(), a)
+    w = d.view(4, 3)
+    w.zero_()
+    assert torch.equal(d.cpu(), torch.zeros(3, 4))
+    r = torch.empty(0, device=dev)
+    r.resize_(5)
+    r.fill_(3)
+    r.resize_(7)                                   # grows, keeps the first 5
+    assert torch.equal(r[:5].cpu(), torch.full((5,), 3.0))
+
+
+def test_in_place_and_view_autograd_is_pytorch_s(dev):
+    """PyTorch's own in-place rules: out += shortcut(x) in a residual block, a slice
+    written in place, a leaf refused."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 5)
+    grads = []
+    for d in ("cpu", dev):
+        xl = x.clone().to(d).requires_grad_()
+        y = torch.tanh(xl) * 2
+        y += xl                       # the ResNet block's out += shortcut(x)
+        y[1:3] *= 3                   # an in-place write through a view
+        loss = (y.sigmoid() ** 2).sum()
+        loss.backward()
+        grads.append((loss.detach().cpu(), xl.grad.cpu()))
+    torch.testing.assert_close(grads[1][0], grads[0][0])
+    torch.testing.assert_close(grads[1][1], grads[0][1], atol=1e-6, rtol=1e-5)
+    leaf = torch.zeros(3, device=dev, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf.add_(1)
+
+
+BINARY = [torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum, torch.eq, torch.ne,
+          torch.lt, torch.le, torch.gt, torch.ge]
+
+
+@pytest.mark.parametrize("op", BINARY, ids=lambda f: f.__name__)
+def test_binary_ops_dtypes_broadcasting_strides(dev, op):
+    torch.manual_seed(1)
+    a = torch.randn(3, 4)
+    b = torch.randn(4, 3).t()                       # a transposed operand
+    i = torch.randint(-3, 4, (3, 1))
+    cases = [(a, b), (a, i), (i, a[0]), (a.double(), a[0]), (i, i.t())]
+    with ffd.strict():
+        for x, y in cases:
+            if op is torch.div and not x.is_floating_point() and not y.is_floating_point():
+                y = y.abs() + 1
+            same(op(x.to(dev), y.to(dev)), op(x, y))
+            same(op(x.to(dev), torch.tensor(1.5, dtype=torch.float64)), op(x, torch.tensor(1.5, dtype=torch.float64)))
+            if op not in (torch.maximum, torch.minimum):      # these take tensors only
+                same(op(x.to(dev), 2), op(x, 2))            # a Python number: weak, as PyTorch's
+                same(op(x.to(dev), 0.5), op(x, 0.5))
+
+
+def test_in_place_and_out_forms(dev):
+    torch.manual_seed(2)
+    a, b = torch.randn(3, 4), torch.randn(3, 4)
+    with ffd.strict():
+        for name in ("add_", "sub_", "mul_", "div_"):
+            x, xd = a.clone(), a.clone().to(dev)
+            getattr(x, name)(b)
+            getattr(xd, name)(b.to(dev))
+            same(xd, x)
+        x, xd = a.clone(), a.clone().to(dev)
+        x.add_(b, alpha=-2.5)
+        xd.add_(b.to(dev), alpha=-2.5)
+        same(xd, x)
+        out = torch.empty(0, device=dev)
+        torch.mul(a.to(dev), b.to(dev), out=out)         # out= resized from empty
+        same(out, a * b)
+        for name in ("exp_", "tanh_", "sigmoid_", "abs_", "neg_", "relu_", "sqrt_"):
+            x, xd = a.abs().clone(), a.abs().clone().to(dev)
+            getattr(x, name)()
+            getattr(xd, name)()
+            same(xd, x)
+    ints = torch.arange(4).to(dev)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ints.add_(0.5)                                   # PyTorch's casting rule for in-place
+
+
+@pytest.mark.parametrize("fn", ["exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "neg",
+                                "abs", "sign", "relu", "floor", "ceil", "round", "reciprocal", "log1p", "expm1"])
+def test_unary_ops(dev, fn):
+    torch.manual_seed(3)
+    x = torch.randn(5, 6) * 3
+    if fn in ("log", "sqrt", "rsqrt", "log1p"):
+        x = x.abs() + 0.1
+    f = getattr(torch, fn)
+    with ffd.strict():
+        same(f(x.to(dev)), f(x))
+        same(f(x.t().to(dev)), f(x.t()))
+        if fn in ("exp", "neg", "abs", "sigmoid"):
+            i = torch.arange(-3, 4)
+            same(f(i.to(dev)), f(i))                        # an int tensor: float result where PyTorch's is
+
+
+def test_reductions(dev):
+    torch.manual_seed(4)
+    x = torch.randn(3, 4, 5)
+    i = torch.randint(-5, 5, (3, 4))
+    with ffd.strict():
+        same(x.to(dev).sum(), x.sum())
+        same(x.to(dev).sum((0, 2), keepdim=True), x.sum((0, 2), keepdim=True))
+        same(x.to(dev).mean(1), x.mean(1))
+        same(x.transpose(0, 2).to(dev).mean(-1), x.transpose(0, 2).mean(-1))
+        same(i.to(dev).sum(1), i.sum(1))                     # ints sum in int64
+        same(i.to(dev).bool().sum(), i.bool().sum())
+        same(x.to(dev).amax(2), x.amax(2))
+        same(x.to(dev).amin((0, 1)), x.amin((0, 1)))
+        same(x.to(dev).argmax(1), x.argmax(1))
+        same(x.to(dev).argmax(), x.argmax())
+        v, k = x.to(dev).max(1)
+        rv, rk = x.max(1)
+        same(v, rv)
+        same(k, rk)
+        same(x.to(dev).max(), x.max())
+        same(x.to(dev).var(1), x.var(1))
+        same(x.to(dev).std(0, unbiased=False), x.std(0, unbiased=False))
+        same(x.to(dev).sum(1, dtype=torch.float64), x.sum(1, dtype=torch.float64))
+
+
+def test_matrix_products(dev):
+    torch.manual_seed(5)
+    a, b, c = torch.randn(6, 7), torch.randn(7, 5), torch.randn(6, 5)
+    ba, bb = torch.randn(3, 6, 7), torch.randn(3, 7, 5)
+    with ffd.strict():
+        same(a.to(dev) @ b.to(dev), a @ b, 1e-4)
+        same(a.t().to(dev).t() @ b.t().to(dev).t(), a @ b, 1e-4)                  # both operands strided views
+        same(torch.addmm(c.to(dev), a.to(dev), b.to(dev), beta=0.5, alpha=2), torch.addmm(c, a, b, beta=0.5, alpha=2),
+             1e-4)
+        nan = torch.full((6, 5), float("nan"))
+        same(torch.addmm(nan.to(dev), a.to(dev), b.to(dev), beta=0), torch.addmm(nan, a, b, beta=0), 1e-4)
+        same(torch.bmm(ba.to(dev), bb.to(dev)), torch.bmm(ba, bb), 1e-4)
+        same(ba.to(dev) @ bb[0].to(dev), ba @ bb[0], 1e-4)            # matmul's broadcasting decomposes
+        same(torch.baddbmm(c.to(dev), ba.to(dev), bb.to(dev)), torch.baddbmm(c, ba, bb), 1e-4)
+        same(torch.dot(a[0].to(dev), a[1].to(dev)), torch.dot(a[0], a[1]), 1e-4)
+        lin = F.linear(a.to(dev), b.t().to(dev), c[0].to(dev))
+        same(lin, F.linear(a, b.t(), c[0]), 1e-4)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        a.to(dev) @ a.to(dev)
+
+
+def test_losses_and_softmax_with_gradients(dev):
+    torch.manual_seed(6)
+    x = torch.randn(8, 5)
+    t = torch.tensor([0, 4, 2, -100, 1, 1, 3, 0])
+    w = torch.rand(5) + 0.5
+    for kw in ({}, {"weight": w}, {"reduction": "sum"}, {"reduction": "none", "weight": w}, {"ignore_index": -100}):
+        results = []
+        for d in ("cpu", dev):
+            xl = x.clone().to(d).requires_grad_()
+            kwd = {k: (v.to(d) if torch.is_tensor(v) else v) for k, v in kw.items()}
+            with ffd.strict():
+                loss = F.cross_entropy(xl, t.to(d), **kwd)
+                (loss * torch.arange(1.0, loss.numel() + 1).reshape(loss.shape).to(d)).sum().backward()
+            results.append((loss.detach().cpu(), xl.grad.cpu()))
+        torch.testing.assert_close(results[1][0], results[0][0], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(results[1][1], results[0][1], atol=1e-6, rtol=1e-5)
+    with ffd.strict():
+        xd = x.to(dev).requires_grad_()
+        s = F.softmax(xd, 1)
+        (s * torch.arange(5.0).to(dev)).sum().backward()
+    xr = x.clone().requires_grad_()
+    (F.softmax(xr, 1) * torch.arange(5.0)).sum().backward()
+    same(s.detach(), F.softmax(x, 1))
+    same(xd.grad, xr.grad)
+
+
+def test_embedding_and_gather_gradients(dev):
+    torch.manual_seed(7)
+    idx = torch.tensor([[1, 3, 3], [0, 9, 1]])
+    out = []
+    for d in ("cpu", dev):
+        torch.manual_seed(7)
+        emb = nn.Embedding(10, 4, padding_idx=3).to(d)
+        with ffd.strict():
+            y = emb(idx.to(d))
+            g = torch.gather(y, 2, torch.tensor([[[0], [1], [2]], [[3], [3], [0]]]).to(d))
+            (g.sum() + (y ** 2).sum()).backward()
+        out.append((y.detach().cpu(), emb.weight.grad.cpu()))
+    torch.testing.assert_close(out[1][0], out[0][0])
+    torch.testing.assert_close(out[1][1], out[0][1])
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 5))
+
+
+def _train(model, d, steps=6):
+    torch.manual_seed(1)
+    x = torch.randn(64, 20)
+    y = torch.randint(0, 5, (64,))
+    model = model.to(d)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x.to(d)), y.to(d))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu() for p in model.parameters()]
+
+
+def test_mlp_trains_as_on_pytorch_s_cpu_with_no_fallback(dev):
+    ref_losses, ref_params = _train(_mlp(), "cpu")
+    with ffd.strict():
+        losses, params = _train(_mlp(), dev)
+    assert losses == pytest.approx(ref_losses, rel=1e-5, abs=1e-6)
+    for p, r in zip(params, ref_params):
+        torch.testing.assert_close(p, r, atol=1e-5, rtol=1e-4)
+
+
+def test_adam_step_matches(dev):
+    torch.manual_seed(0)
+    res = []
+    for d in ("cpu", dev):
+        torch.manual_seed(0)
+        m = nn.Linear(6, 3).to(d)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        for _ in range(3):
+            opt.zero_grad()
+            m(torch.ones(4, 6).to(d)).pow(2).mean().backward()
+            opt.step()
+        res.append(m.weight.detach().cpu())
+    torch.testing.assert_close(res[1], res[0], atol=1e-6, rtol=1e-5)
+
+
+def test_cnn_conv_gradients_match(dev):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 3, stride=2, groups=2),
+                        nn.Flatten(), nn.Linear(4 * 6 * 6, 10))
+    x = torch.randn(2, 3, 14, 14)
+    t = torch.randint(0, 10, (2,))
+    F.cross_entropy(net(x), t).backward()
+    ref = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    netd = net.to(dev)
+    with ffd.strict():
+        F.cross_entropy(netd(x.to(dev)), t.to(dev)).backward()
+    for p, g in zip(netd.parameters(), ref):
+        torch.testing.assert_close(p.grad.cpu(), g, atol=1e-5, rtol=1e-4)
+
+
+def test_fallback_warns_once_counts_and_strict_refuses(dev):
+    x = torch.arange(6.0).reshape(2, 3)
+    d = x.to(dev)
+    ffd.reset_fallback_counts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c1 = torch.cumsum(d, 1)
+        c2 = torch.cumsum(d, 1)
+    assert c1.device == dev
+    assert torch.equal(c2.cpu(), torch.cumsum(x, 1))
+    assert sum("aten::cumsum" in str(w.message) for w in caught) <= 1    # PyTorch's TORCH_WARN: once per op
+    assert ffd.fallback_counts().get("aten::cumsum.out", 0) + ffd.fallback_counts().get("aten::cumsum", 0) == 2
+    with ffd.strict():
+        with pytest.raises(RuntimeError, match="cumsum.*no FusionFlow kernel"):
+            torch.cumsum(d, 1)
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(RuntimeError, match="no_such_backend"):
+        ffd.device("no_such_backend")
+    d = torch.zeros(3, device=ffd.device("cpu"))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device|expected all tensors"):
+        d + torch.zeros(3)                               # a host tensor with dims
+    with pytest.raises(RuntimeError, match="is not a FusionFlow backend"):
+        torch.zeros(2, device=torch.device(d.device.type, 15))
+
+
+def test_memory_goes_back_to_the_backend():
+    import ctypes
+    from fusionflow._lib import lib
+    lib.ff_backend_load.restype = ctypes.c_void_p
+    be = ctypes.c_void_p(lib.ff_backend_load(b"cpu"))
+    def in_use():
+        n, c, p = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_size_t()
+        assert lib.ff_backend_memory_stats(be, ctypes.byref(n), ctypes.byref(c), ctypes.byref(p)) == 0
+        return n.value
+    dev = ffd.device("cpu")
+    base = in_use()
+    xs = [torch.ones(1000, device=dev) * i for i in range(5)]
+    assert in_use() >= base + 5 * 4000
+    v = xs[0][10:20]                                      # a view keeps its storage alive
+    del xs
+    assert in_use() >= base + 4000
+    del v
+    assert in_use() == base
+
+
+def test_save_and_load_through_the_host(dev):
+    torch.manual_seed(0)
+    m = nn.Linear(3, 2).to(dev)
+    buf = io.BytesIO()
+    torch.save({"state": m.state_dict(), "t": torch.arange(5).to(dev), "h": torch.ones(2, dtype=torch.bfloat16).to(dev)},
+               buf)
+    buf.seek(0)
+    back = torch.load(buf)
+    assert back["state"]["weight"].device == dev
+    assert torch.equal(back["state"]["weight"].cpu(), m.weight.detach().cpu())
+    assert torch.equal(back["t"].cpu(), torch.arange(5))
+    assert back["h"].dtype == torch.bfloat16 and torch.equal(back["h"].cpu(), torch.ones(2, dtype=torch.bfloat16))
