@@ -1,6 +1,9 @@
-"""Runs one harness program on one side: python3 driver.py --side torch|ff --program NAME
+"""Runs one harness program on one side: python3 driver.py --side torch|ff|device --program NAME
 --run-dir DIR --weights FILE.npz --out FILE.json. The PyTorch side writes the weights file,
-the FusionFlow side reads it (run PyTorch first). The program's own output goes to stdout;
+the FusionFlow side reads it (run PyTorch first). The device side is PyTorch itself with the
+program's device string changed to a FusionFlow backend's (--backend; fusionflow.torch_device,
+rewrite.device_source): it reads the weights too, and reports the ops that fell back to
+PyTorch's CPU kernels. The program's own output goes to stdout;
 the result (losses, error, seconds) to --out."""
 import argparse
 import importlib
@@ -19,28 +22,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import hooks  # noqa: E402
 from programs import PROGRAMS  # noqa: E402
-from rewrite import rewrite_source  # noqa: E402
+from rewrite import device_argv, device_source, rewrite_source  # noqa: E402
 
 SEED_PERTURB = 5
 
 
 def copy_tree(src, dst, rewrite):
-    """The program as the side sees it: upstream files as they are for PyTorch, through the
-    import rule for FusionFlow."""
+    """The program as the side sees it: upstream files as they are for PyTorch, through
+    `rewrite` (text -> text: the import rule for FusionFlow, the device rule for the device
+    side) otherwise."""
     for root, _, files in os.walk(src):
         out = os.path.join(dst, os.path.relpath(root, src))
         os.makedirs(out, exist_ok=True)
         for f in files:
             if rewrite and f.endswith(".py"):
                 with open(os.path.join(root, f)) as fi, open(os.path.join(out, f), "w") as fo:
-                    fo.write(rewrite_source(fi.read()))
+                    fo.write(rewrite(fi.read()))
             else:
                 shutil.copyfile(os.path.join(root, f), os.path.join(out, f))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--side", choices=("torch", "ff"), required=True)
+    ap.add_argument("--side", choices=("torch", "ff", "device"), required=True)
+    ap.add_argument("--backend", default="cpu_blas", help="device side: the FusionFlow backend")
     ap.add_argument("--program", choices=sorted(PROGRAMS), required=True)
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--weights", required=True)
@@ -55,11 +60,29 @@ def main():
     a = ap.parse_args()
     spec = PROGRAMS[a.program]
     ff = a.side == "ff"
-    load = ff or a.load
+    load = ff or a.load or a.side == "device"
+    rewrite = rewrite_source if ff else None
+    argv = spec["argv"]
+    ffd = None
+    if a.side == "device":
+        import fusionflow.torch_device as ffd
+        device = str(ffd.device(a.backend))
+        changed = [0]
+
+        def rewrite(text):
+            text, n = device_source(text, device)
+            changed[0] += n
+            return text
+        argv = device_argv(argv, device)
 
     src, shims, work = (os.path.join(a.run_dir, d) for d in ("src", "shims", "work"))
-    copy_tree(os.path.join(HERE, "..", spec.get("upstream", a.program), "upstream"), src, ff)
-    copy_tree(os.path.join(HERE, "shims"), shims, ff)
+    copy_tree(os.path.join(HERE, "..", spec.get("upstream", a.program), "upstream"), src, rewrite)
+    copy_tree(os.path.join(HERE, "shims"), shims, rewrite_source if ff else None)
+    if ffd is not None and not changed[0] and argv == spec["argv"]:
+        with open(a.out, "w") as f:
+            json.dump({"losses": [], "error": "no device string: the program never chooses a device", "seconds": 0,
+                       "no_device": True}, f)
+        return 0
     os.makedirs(work)
     script = os.path.join(src, spec["script"])
     sys.path[:0] = [os.path.dirname(script)] + [os.path.join(src, p) for p in spec.get("path", [])]
@@ -92,7 +115,7 @@ def main():
     os.chdir(work)
     if spec.get("prepare"):
         spec["prepare"](work)
-    sys.argv = [script] + spec["argv"]
+    sys.argv = [script] + argv
     error, t0 = None, time.time()
     try:
         runpy.run_path(script, run_name="__main__")
@@ -112,7 +135,7 @@ def main():
         np.savez(a.weights, **arrays)
     with open(a.out, "w") as f:
         json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers,
-                   "cpu": rec.cpu}, f)
+                   "cpu": rec.cpu, "fallbacks": ffd.fallback_counts() if ffd else {}}, f)
     return 0
 
 

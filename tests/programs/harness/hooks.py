@@ -150,7 +150,7 @@ def install_dropout(lib):
         shape = tuple(x.shape[:2]) + (1,) * (x.dim() - 2) if per_channel else tuple(x.shape)
         keep = (rng.random_sample(shape) >= self.p).astype(np.float64) / (1.0 - self.p) if self.p < 1 \
             else np.zeros(shape)
-        return x * lib.tensor(keep).to(x.dtype)
+        return x * lib.tensor(keep).to(x.dtype).to(x.device)
     for name in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d"):
         cls = getattr(lib.nn, name, None)
         if cls is not None:

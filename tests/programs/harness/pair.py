@@ -1,6 +1,8 @@
 """Runs a program on PyTorch, then on FusionFlow from PyTorch's initial weights, and compares
 the losses step by step. As a script it prints the harness's status table:
     FUSIONFLOW_LIB=build/lib/libfusionflow.so PYTHONPATH=python python3 tests/programs/harness/pair.py [NAME...]
+With --device BACKEND it runs the device side instead of FusionFlow's front end: PyTorch itself,
+the program's device string changed to fusionflow.torch_device's BACKEND.
 With --conditioning it runs PyTorch alone, twice, the second time from weights moved by about an
 ulp (driver.py --perturb), and prints how far apart the losses end: when that is as far as
 FusionFlow's, a program's short run is chaotic (a tolerance no library can meet), not a bug."""
@@ -56,6 +58,44 @@ def run_pair(name, tmp):
     return res
 
 
+def run_device(name, tmp, backend, ref=None):
+    """The device side after the PyTorch side (run here unless ref, its result, is given):
+    -> dict(torch=..., device=..., first/last/max as run_pair's)."""
+    ref = ref or run_side("torch", name, tmp)
+    if ref["error"]:
+        return {"torch": ref, "device": None}
+    got = run_side("device", name, tmp, extra=["--backend", backend], tag="device_" + backend)
+    res = {"torch": ref, "device": got}
+    t, f = ref["losses"], got["losses"]
+    if not got["error"] and t and len(t) == len(f):
+        res.update(first=rel(f[0], t[0]), last=rel(f[-1], t[-1]), max=max(rel(x, y) for x, y in zip(f, t)))
+    return res
+
+
+def main_device(names, backend):
+    """The table of the device side: each program unchanged but for its device string, on
+    fusionflow.torch_device's `backend`, against PyTorch's CPU, with the ops that fell back."""
+    for name in names or sorted(PROGRAMS):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run_device(name, tmp, backend)
+        ref, got = r["torch"], r["device"]
+        if ref["error"]:
+            print("%-22s PyTorch side failed: %s" % (name, ref["error"].splitlines()[0]))
+        elif got.get("no_device"):
+            print("%-22s no device string (the program never chooses a device)" % name)
+        elif got["error"]:
+            print("%-22s failed on %s: %s" % (name, backend, got["error"].splitlines()[0]))
+        elif "first" not in r:
+            print("%-22s loss counts differ: torch %d, device %d" % (name, len(ref["losses"]), len(got["losses"])))
+        else:
+            ok = r["first"] <= FIRST_RTOL and r["last"] <= LAST_RTOL
+            fb = got.get("fallbacks", {})
+            print("%-22s %s: %d losses, rel diff first %.1e last %.1e; torch %.1fs, %s %.1fs; fallbacks: %s"
+                  % (name, "matches PyTorch" if ok else "DIFFERS", len(ref["losses"]), r["first"], r["last"],
+                     ref["wall"], backend, got["wall"],
+                     ", ".join("%s x%d" % kv for kv in sorted(fb.items())) if fb else "none"))
+
+
 def main(names):
     for name in names or sorted(PROGRAMS):
         with tempfile.TemporaryDirectory() as tmp:
@@ -90,5 +130,7 @@ def conditioning(names, rel_size=1e-7):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--conditioning"]:
         conditioning(sys.argv[2:])
+    elif sys.argv[1:2] == ["--device"]:  # pair.py --device BACKEND [NAME...]
+        main_device(sys.argv[3:], sys.argv[2])
     else:
         main(sys.argv[1:])

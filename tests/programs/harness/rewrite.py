@@ -39,6 +39,35 @@ def rewrite_source(text):
     return "".join(rewrite_line(line) for line in text.splitlines(keepends=True))
 
 
+# The device rule (the harness's third side, issue 51): the program runs on PyTorch itself,
+# unchanged except for its device string, which names a FusionFlow backend's PyTorch device
+# ('privateuseone:N', fusionflow.torch_device). A 'cpu' literal changes where it is the
+# program's choice of device: inside torch.device(...), on a `device = ...` line (the
+# `... else 'cpu'` of a cuda check included, `device_type` lines not: autocast's kind), as
+# the default of a --device option, and in a --device=cpu argument.
+_DEVICE_CALL = re.compile(r"""torch\.device\((["'])cpu\1\)""")
+_DEVICE_LINE = re.compile(r"""^\s*(self\.)?device\s*=|add_argument\(\s*["']--device["']""")
+_CPU = re.compile(r"""(["'])cpu\1""")
+
+
+def device_line(line, device):
+    line = _DEVICE_CALL.sub("torch.device('%s')" % device, line)
+    if _DEVICE_LINE.search(line):
+        line = _CPU.sub("'%s'" % device, line)
+    return line
+
+
+def device_source(text, device):
+    """text with its device choice changed to `device`; the count of lines changed."""
+    lines = text.splitlines(keepends=True)
+    out = [device_line(line, device) for line in lines]
+    return "".join(out), sum(a != b for a, b in zip(lines, out))
+
+
+def device_argv(argv, device):
+    return [a.replace("--device=cpu", "--device=" + device) if a == "--device=cpu" else a for a in argv]
+
+
 if __name__ == "__main__":  # rewrite.py FILE: prints the FusionFlow copy, to see the rule at work
     with open(sys.argv[1]) as f:
         sys.stdout.write(rewrite_source(f.read()))
