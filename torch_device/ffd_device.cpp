@@ -11,7 +11,11 @@
 namespace ffd {
 namespace {
 
-constexpr int kMaxDevices = 16;
+/* PyTorch's autograd engine sizes its per-device queues by deviceCount() once, at the
+ * first backward pass, so the count is the registry's capacity, not how many backends
+ * are registered yet: a backend registered after that first backward still gets a queue.
+ * The engine starts one (idle) thread per index. */
+constexpr int kMaxDevices = 8;
 
 std::mutex registry_mutex;
 ff_backend *registry[kMaxDevices]; /* written under the mutex, once per slot */
@@ -51,7 +55,7 @@ struct Guard final : c10::impl::DeviceGuardImplInterface {
         return c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::DeviceType::PrivateUse1, d.index()));
     }
     c10::Stream exchangeStream(c10::Stream s) const noexcept override { return s; }
-    c10::DeviceIndex deviceCount() const noexcept override { return (c10::DeviceIndex)registry_count.load(); }
+    c10::DeviceIndex deviceCount() const noexcept override { return (c10::DeviceIndex)kMaxDevices; }
     void synchronizeStream(const c10::Stream &s) const override
     {
         check(ff_backend_sync(backend_at(s.device_index())), "synchronize");

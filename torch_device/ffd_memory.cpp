@@ -213,6 +213,20 @@ at::Tensor &zero_(at::Tensor &self)
     return self;
 }
 
+/* Whether `from`'s TensorImpl can be shallow-copied into self's: what Module.to() asks
+ * before it moves a parameter in place (param.data = moved) instead of making a new
+ * Parameter. PyTorch 1.13 answers yes only between dense CPU/CUDA/MPS/HIP/XPU tensors,
+ * so without this an optimizer built before model.to(device) would keep the old
+ * parameters. Dense strided tensors of the host and this device are compatible. */
+bool compatible_shallow_copy(const at::Tensor &self, const at::Tensor &from)
+{
+    auto plain = [](const at::Tensor &t) {
+        return t.layout() == at::kStrided && !t.is_quantized() && !t.is_nested() &&
+               (t.device().is_cpu() || on_device(t));
+    };
+    return plain(self) && plain(from);
+}
+
 at::Scalar local_scalar_dense(const at::Tensor &self)
 {
     at::Tensor host = at::empty({}, self.options().device(at::kCPU));
@@ -242,4 +256,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("fill_.Tensor", TORCH_FN(fill_tensor_));
     m.impl("zero_", TORCH_FN(zero_));
     m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+    m.impl("_has_compatible_shallow_copy_type", TORCH_FN(compatible_shallow_copy));
+}
+
+/* _has_compatible_shallow_copy_type is CompositeImplicitAutograd: with a kernel of the
+ * backend's own, the autograd key needs one too (the op returns a bool, nothing to record). */
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m)
+{
+    m.impl("_has_compatible_shallow_copy_type", TORCH_FN(ffd::compatible_shallow_copy));
 }

@@ -79,6 +79,16 @@ FFD_COMPARE(gt, FF_BINARY_GT)
 FFD_COMPARE(ge, FF_BINARY_GE)
 #undef FFD_COMPARE
 
+#define FFD_LOGICAL(name, OP)                                                                    \
+    at::Tensor name(const at::Tensor &a, const at::Tensor &b) { return binary(OP, a, b, at::result_type(a, b), #name); }
+FFD_LOGICAL(logical_and, FF_BINARY_LOGICAL_AND)
+FFD_LOGICAL(logical_or, FF_BINARY_LOGICAL_OR)
+FFD_LOGICAL(logical_xor, FF_BINARY_LOGICAL_XOR)
+FFD_LOGICAL(bitwise_and, FF_BINARY_BITWISE_AND)
+FFD_LOGICAL(bitwise_or, FF_BINARY_BITWISE_OR)
+FFD_LOGICAL(bitwise_xor, FF_BINARY_BITWISE_XOR)
+#undef FFD_LOGICAL
+
 at::Tensor where(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &b)
 {
     at::ScalarType compute = at::result_type(a, b);
@@ -119,8 +129,62 @@ FFD_UNARY_SAME(relu, FF_UNARY_RELU)
 FFD_UNARY_SAME(floor, FF_UNARY_FLOOR)
 FFD_UNARY_SAME(ceil, FF_UNARY_CEIL)
 FFD_UNARY_SAME(round, FF_UNARY_ROUND)
+FFD_UNARY_SAME(bitwise_not, FF_UNARY_BITWISE_NOT)
+at::Tensor logical_not(const at::Tensor &a) { return unary(FF_UNARY_LOGICAL_NOT, a, a.scalar_type(), "logical_not"); }
+at::Tensor isnan(const at::Tensor &a) { return unary(FF_UNARY_ISNAN, a, a.scalar_type(), "isnan"); }
 #undef FFD_UNARY_FLOAT
 #undef FFD_UNARY_SAME
+
+/* ---- clamp and the fused optimizer arithmetic ------------------------------ */
+ff_number number_of(const at::Scalar &s)
+{
+    return s.isBoolean() ? ff_number_bool(s.toBool()) : s.isIntegral(false) ? ff_number_int(s.toLong())
+                                                                              : ff_number_float(s.toDouble());
+}
+
+at::Tensor clamp(const at::Tensor &self, const c10::optional<at::Scalar> &lo, const c10::optional<at::Scalar> &hi)
+{
+    TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    c10::DeviceIndex dev = device_of({&self});
+    at::ScalarType t = self.scalar_type();
+    if (lo) t = at::result_type(self, *lo);
+    if (hi) t = at::promote_types(t, at::result_type(self, *hi));
+    Ref x = operand(self, backend_at(dev), t);
+    ff_number l = lo ? number_of(*lo) : ff_number{}, h = hi ? number_of(*hi) : ff_number{};
+    return unwrap(own(ff_clamp_number(x.get(), lo ? &l : nullptr, hi ? &h : nullptr), "clamp"), dev);
+}
+at::Tensor clamp_min(const at::Tensor &self, const at::Scalar &lo) { return ffd::clamp(self, lo, c10::nullopt); }
+at::Tensor clamp_max(const at::Tensor &self, const at::Scalar &hi) { return ffd::clamp(self, c10::nullopt, hi); }
+at::Tensor &clamp_(at::Tensor &self, const c10::optional<at::Scalar> &lo, const c10::optional<at::Scalar> &hi)
+{
+    return assign(self, ffd::clamp(self, lo, hi));
+}
+at::Tensor &clamp_out(const at::Tensor &self, const c10::optional<at::Scalar> &lo,
+                      const c10::optional<at::Scalar> &hi, at::Tensor &out)
+{
+    return assign_out(out, ffd::clamp(self, lo, hi));
+}
+
+/* self + value * t1 * t2 and self + value * t1 / t2 (Adam's steps) */
+at::Tensor addcmul(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
+{
+    return ffd::add(self, ffd::mul(t1, t2), value);
+}
+at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
+{
+    return ffd::add(self, ffd::div(t1, t2), value);
+}
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &, const at::Tensor &, const at::Scalar &)>
+at::Tensor &addc_(at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
+{
+    return assign(self, F(self, t1, t2, value));
+}
+template <at::Tensor (*F)(const at::Tensor &, const at::Tensor &, const at::Tensor &, const at::Scalar &)>
+at::Tensor &addc_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
+                     at::Tensor &out)
+{
+    return assign_out(out, F(self, t1, t2, value));
+}
 
 /* ---- gradient helpers --------------------------------------------------- */
 /* grad where self > threshold, else 0 (relu's backward: threshold 0) */
@@ -254,6 +318,23 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("ge.Scalar", TORCH_FN(ffd::ge_s));
     m.impl("ge_.Scalar", TORCH_FN(ffd::scalar_<ffd::ge_s>));
     m.impl("ge.Scalar_out", TORCH_FN(ffd::scalar_out<ffd::ge_s>));
+    m.impl("logical_and", TORCH_FN(ffd::logical_and));
+    m.impl("logical_and.out", TORCH_FN(ffd::binary_out<ffd::logical_and>));
+    m.impl("logical_or", TORCH_FN(ffd::logical_or));
+    m.impl("logical_or.out", TORCH_FN(ffd::binary_out<ffd::logical_or>));
+    m.impl("logical_xor", TORCH_FN(ffd::logical_xor));
+    m.impl("logical_xor.out", TORCH_FN(ffd::binary_out<ffd::logical_xor>));
+    m.impl("bitwise_and.Tensor", TORCH_FN(ffd::bitwise_and));
+    m.impl("bitwise_and.Tensor_out", TORCH_FN(ffd::binary_out<ffd::bitwise_and>));
+    m.impl("bitwise_or.Tensor", TORCH_FN(ffd::bitwise_or));
+    m.impl("bitwise_or.Tensor_out", TORCH_FN(ffd::binary_out<ffd::bitwise_or>));
+    m.impl("bitwise_xor.Tensor", TORCH_FN(ffd::bitwise_xor));
+    m.impl("bitwise_xor.Tensor_out", TORCH_FN(ffd::binary_out<ffd::bitwise_xor>));
+    m.impl("bitwise_not", TORCH_FN(ffd::bitwise_not));
+    m.impl("bitwise_not.out", TORCH_FN(ffd::unary_out<ffd::bitwise_not>));
+    m.impl("logical_not", TORCH_FN(ffd::logical_not));
+    m.impl("logical_not.out", TORCH_FN(ffd::unary_out<ffd::logical_not>));
+    m.impl("isnan", TORCH_FN(ffd::isnan));
     m.impl("where.self", TORCH_FN(ffd::where));
     m.impl("where.self_out", TORCH_FN(ffd::where_out));
     FFD_UNARY_FORMS(exp, exp);
@@ -274,6 +355,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     FFD_UNARY_FORMS(floor, floor);
     FFD_UNARY_FORMS(ceil, ceil);
     FFD_UNARY_FORMS(round, round);
+    m.impl("clamp", TORCH_FN(ffd::clamp));
+    m.impl("clamp_", TORCH_FN(ffd::clamp_));
+    m.impl("clamp.out", TORCH_FN(ffd::clamp_out));
+    m.impl("clamp_min", TORCH_FN(ffd::clamp_min));
+    m.impl("clamp_max", TORCH_FN(ffd::clamp_max));
+    m.impl("clamp_min_", TORCH_FN(ffd::scalar_<ffd::clamp_min>));
+    m.impl("clamp_min.out", TORCH_FN(ffd::scalar_out<ffd::clamp_min>));
+    m.impl("clamp_max_", TORCH_FN(ffd::scalar_<ffd::clamp_max>));
+    m.impl("clamp_max.out", TORCH_FN(ffd::scalar_out<ffd::clamp_max>));
+    m.impl("addcmul", TORCH_FN(ffd::addcmul));
+    m.impl("addcmul_", TORCH_FN(ffd::addc_<ffd::addcmul>));
+    m.impl("addcmul.out", TORCH_FN(ffd::addc_out<ffd::addcmul>));
+    m.impl("addcdiv", TORCH_FN(ffd::addcdiv));
+    m.impl("addcdiv_", TORCH_FN(ffd::addc_<ffd::addcdiv>));
+    m.impl("addcdiv.out", TORCH_FN(ffd::addc_out<ffd::addcdiv>));
     m.impl("relu", TORCH_FN(ffd::relu));
     m.impl("relu_", TORCH_FN(ffd::unary_<ffd::relu>));
     m.impl("threshold_backward", TORCH_FN(ffd::threshold_backward));

@@ -379,3 +379,106 @@ def test_save_and_load_through_the_host(dev):
     assert torch.equal(back["state"]["weight"].cpu(), m.weight.detach().cpu())
     assert torch.equal(back["t"].cpu(), torch.arange(5))
     assert back["h"].dtype == torch.bfloat16 and torch.equal(back["h"].cpu(), torch.ones(2, dtype=torch.bfloat16))
+
+
+def _grads_both(fn, inputs, dev, tol=1e-5):
+    """fn(*inputs) on the CPU and on dev (strict: no fallback): values and input gradients equal."""
+    outs = []
+    for d in ("cpu", dev):
+        xs = [x.clone().to(d).requires_grad_(x.is_floating_point()) for x in inputs]
+        if d != "cpu":
+            with ffd.strict():
+                y = fn(*xs)
+                (y * torch.linspace(0.5, 1.5, y.numel()).reshape(y.shape).to(d)).sum().backward()
+        else:
+            y = fn(*xs)
+            (y * torch.linspace(0.5, 1.5, y.numel()).reshape(y.shape)).sum().backward()
+        outs.append((y.detach().cpu(), [x.grad.cpu() if x.grad is not None else None for x in xs]))
+    torch.testing.assert_close(outs[1][0], outs[0][0], atol=tol, rtol=tol)
+    for g, r in zip(outs[1][1], outs[0][1]):
+        if r is not None:
+            torch.testing.assert_close(g, r, atol=tol, rtol=tol)
+
+
+def test_clamp_addcmul_addcdiv_cat(dev):
+    torch.manual_seed(8)
+    a, b, c = torch.randn(3, 4), torch.randn(3, 4), torch.rand(3, 4) + 0.5
+    with ffd.strict():
+        same(a.to(dev).clamp(-0.5, 0.5), a.clamp(-0.5, 0.5))
+        same(a.to(dev).clamp(min=0), a.clamp(min=0))
+        same(torch.arange(6).to(dev).clamp(max=3), torch.arange(6).clamp(max=3))
+        same(torch.addcmul(a.to(dev), b.to(dev), c.to(dev), value=0.5), torch.addcmul(a, b, c, value=0.5))
+        same(torch.addcdiv(a.to(dev), b.to(dev), c.to(dev), value=-2), torch.addcdiv(a, b, c, value=-2))
+        same(torch.cat([a.to(dev), b.t().to(dev).t()], 1), torch.cat([a, b], 1))
+        i = torch.arange(4).reshape(1, 4)
+        same(torch.cat([a.to(dev), i.to(dev)]), torch.cat([a, i]))                 # promoted to f32
+        same(torch.cat([torch.empty(0).to(dev), a.to(dev)]), torch.cat([torch.empty(0), a]))  # legacy empty
+    _grads_both(lambda x, y: torch.cat([x, y * 2], 0).clamp(-1, 1), [a, b], dev)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_train_and_eval(dev, train):
+    torch.manual_seed(9)
+    x = torch.randn(4, 3, 5, 5) * 2 + 1
+    res = []
+    for d in ("cpu", dev):
+        torch.manual_seed(9)
+        bn = nn.BatchNorm2d(3).to(d)
+        with torch.no_grad():
+            bn.weight.copy_(torch.tensor([0.5, 1.0, 2.0]))
+            bn.bias.copy_(torch.tensor([0.1, -0.2, 0.3]))
+            bn.running_mean.copy_(torch.tensor([0.2, 0.9, 1.1]))
+            bn.running_var.copy_(torch.tensor([3.0, 4.0, 5.0]))
+        bn.train(train)
+        xd = x.clone().to(d).requires_grad_()
+        with ffd.strict() if d != "cpu" else warnings.catch_warnings():
+            y = bn(xd)
+            (y * torch.linspace(0, 1, y.numel()).reshape(y.shape).to(d)).sum().backward()
+        res.append([t.detach().cpu() for t in (y, xd.grad, bn.weight.grad, bn.bias.grad, bn.running_mean,
+                                                 bn.running_var)])
+    for got, ref in zip(*res[::-1]):
+        torch.testing.assert_close(ref, got, atol=1e-5, rtol=1e-4)
+
+
+def test_layer_norm_mse_bce_gradients(dev):
+    torch.manual_seed(10)
+    x, w, b = torch.randn(2, 3, 8), torch.rand(8) + 0.5, torch.randn(8)
+    _grads_both(lambda x, w, b: F.layer_norm(x, (8,), w, b, 1e-5), [x, w, b], dev)
+    _grads_both(lambda x: F.layer_norm(x, (3, 8)), [x], dev)
+    p, t = torch.rand(4, 5) * 0.98 + 0.01, torch.rand(4, 5)
+    for red in ("mean", "sum", "none"):
+        _grads_both(lambda p, t: F.mse_loss(p, t, reduction=red), [p, t], dev)
+        _grads_both(lambda p: F.binary_cross_entropy(p, t.to(p.device), reduction=red), [p], dev)
+
+
+def test_a_backend_registered_after_the_first_backward_pass():
+    """PyTorch's engine sizes its device queues at the first backward; a device made later
+    must still run backward (a fresh process: this one has run backward already)."""
+    import subprocess
+    import sys
+    code = ("import torch, fusionflow.torch_device as ffd\n"
+            "a = torch.ones(3, device=ffd.device('cpu'), requires_grad=True); (a * 2).sum().backward()\n"
+            "for name in %r:\n"
+            "    b = torch.ones(3, device=ffd.device(name), requires_grad=True); (b * 3).sum().backward()\n"
+            "    assert b.grad.cpu().tolist() == [3.0, 3.0, 3.0], b.grad\n"
+            "print('ok')\n" % (BACKENDS[1:] or ["cpu"],))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_optimizer_built_before_model_to_device_follows_the_move(dev):
+    """Module.to() moves parameters in place (param.data = ...) only where PyTorch deems the
+    two tensor types compatible; PyTorch 1.13 knows CPU/CUDA/... only, so the device says so
+    itself, or an optimizer made first (mnist_forward_forward's Layer) keeps stale CPU copies."""
+    torch.manual_seed(0)
+    m = nn.Linear(3, 2)
+    opt = torch.optim.Adam(m.parameters(), lr=0.1)
+    w = m.weight
+    m.to(dev)
+    assert m.weight is w and w.device == dev and opt.param_groups[0]["params"][0] is w
+    before = w.detach().cpu().clone()
+    m(torch.ones(4, 3, device=dev)).pow(2).mean().backward()
+    opt.step()
+    assert (w.detach().cpu() - before).abs().max() > 0.05
+    m.cpu()
+    assert m.weight is w and w.device.type == "cpu"
