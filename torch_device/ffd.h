@@ -10,9 +10,11 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ff/ff.h"
 
@@ -51,6 +53,14 @@ Ref operand(const at::Tensor &t, ff_backend *be, at::ScalarType dtype);
 at::Tensor unwrap(Ref r, c10::DeviceIndex dev, std::initializer_list<const at::Tensor *> inputs = {});
 /* The device op's device: that of the first operand on the device. */
 c10::DeviceIndex device_of(std::initializer_list<const at::Tensor *> ts);
+
+/* d<f(inputs), grad>/d input for each input with want set (undefined elsewhere), by
+ * FusionFlow's autograd: f runs on FusionFlow leaves over the inputs' memory, then its
+ * backward kernels do the rest. For gradients FusionFlow has and PyTorch's formula would
+ * rebuild from many ops (convolution, GELU); costs one more forward. */
+using Forward = std::function<ff_tensor *(std::vector<Ref> &leaves)>;
+std::vector<at::Tensor> vjp(const Forward &f, const at::Tensor &grad, const std::vector<at::Tensor> &inputs,
+                            const std::vector<bool> &want, const char *what);
 
 /* ---- in-place and out= forms from the functional one (ffd_memory.cpp) -- */
 at::Tensor &assign(at::Tensor &self, const at::Tensor &result);

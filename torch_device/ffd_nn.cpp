@@ -1,7 +1,7 @@
 /* Neural-network ops: softmax and log-softmax with their gradients, nll_loss, gather,
  * index_select, the embedding gradient, convolution, layer norm. A gradient that
  * FusionFlow computes inside its own autograd (convolution, layer norm) is taken from
- * it as a vector-Jacobian product of the forward op (vjp below): the forward runs
+ * it as a vector-Jacobian product of the forward op (ffd::vjp, ffd_tensor.cpp): the forward runs
  * once more, the backend's own backward kernels do the rest. */
 #include "ffd.h"
 
@@ -220,43 +220,6 @@ at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &in
     }
     Ref zeros = own(ff_full_on(be, 2, rows, ff_tensor_dtype(g.get()), 0.0), "embedding_backward");
     return unwrap(own(ff_index_add(zeros.get(), 0, idx.get(), g.get(), 1.0), "embedding_backward"), dev);
-}
-
-/* ---- vector-Jacobian products through FusionFlow's autograd -------------- */
-/* Runs f on leaves made of the given inputs (those with want set require grad) and
- * returns d<f, grad>/d input for each wanted one (undefined tensors elsewhere). */
-template <class F>
-std::vector<at::Tensor> vjp(F f, const at::Tensor &grad, std::vector<at::Tensor> inputs, std::vector<bool> want,
-                            const char *what)
-{
-    c10::DeviceIndex dev = device_of({&grad});
-    bool prev = ff_set_grad_enabled(true);
-    struct Restore {
-        bool prev;
-        ~Restore() { ff_set_grad_enabled(prev); }
-    } restore{prev};
-    std::vector<Ref> leaves;
-    std::vector<ff_tensor *> wanted;
-    for (size_t i = 0; i < inputs.size(); i++) {
-        leaves.push_back(inputs[i].defined() ? wrap(inputs[i]) : Ref());
-        if (want[i] && leaves.back()) {
-            check(ff_set_requires_grad(leaves.back().get(), true), what);
-            wanted.push_back(leaves.back().get());
-        }
-    }
-    std::vector<at::Tensor> out(inputs.size());
-    if (wanted.empty()) return out;
-    Ref y = own(f(leaves), what);
-    Ref g = wrap(grad);
-    std::vector<ff_tensor *> grads(wanted.size(), nullptr);
-    check(ff_autograd_grad(y.get(), g.get(), (int)wanted.size(), wanted.data(), grads.data(), nullptr), what);
-    for (size_t i = 0, k = 0; i < inputs.size(); i++)
-        if (want[i] && leaves[i]) {
-            Ref gi(grads[k++]);
-            if (gi) out[i] = unwrap(std::move(gi), dev);
-            else out[i] = at::zeros_like(inputs[i]);
-        }
-    return out;
 }
 
 ff_conv_opts conv_opts(at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,

@@ -205,6 +205,48 @@ at::Tensor tanh_backward(const at::Tensor &grad, const at::Tensor &y)
     return ffd::mul(grad, ffd::sub(number(1), ffd::mul(y, y), 1));
 }
 
+at::Tensor gelu(const at::Tensor &self, c10::string_view approximate)
+{
+    TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    return unwrap(own(ff_gelu(x.get(), approximate == "tanh"), "gelu"), dev);
+}
+at::Tensor gelu_backward(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate)
+{
+    bool tanh_approx = approximate == "tanh";
+    return vjp([&](std::vector<Ref> &l) { return ff_gelu(l[0].get(), tanh_approx); }, grad, {self}, {true},
+               "gelu_backward")[0];
+}
+at::Tensor &gelu_(at::Tensor &self, c10::string_view approximate) { return assign(self, ffd::gelu(self, approximate)); }
+at::Tensor &gelu_out(const at::Tensor &self, c10::string_view approximate, at::Tensor &out)
+{
+    return assign_out(out, ffd::gelu(self, approximate));
+}
+at::Tensor &gelu_backward_out(const at::Tensor &grad, const at::Tensor &self, c10::string_view approximate,
+                              at::Tensor &out)
+{
+    return assign_out(out, ffd::gelu_backward(grad, self, approximate));
+}
+
+at::Tensor leaky_relu(const at::Tensor &self, const at::Scalar &slope)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    return unwrap(own(ff_leaky_relu(x.get(), slope.toDouble()), "leaky_relu"), dev);
+}
+/* grad where self > 0, else grad * slope (self may be the result: same sign) */
+at::Tensor leaky_relu_backward(const at::Tensor &grad, const at::Tensor &self, const at::Scalar &slope,
+                               bool self_is_result)
+{
+    return ffd::where(ffd::gt_s(self, 0), grad, ffd::mul(grad, number(slope)));
+}
+at::Tensor &leaky_relu_backward_out(const at::Tensor &grad, const at::Tensor &self, const at::Scalar &slope,
+                                    bool self_is_result, at::Tensor &out)
+{
+    return assign_out(out, ffd::leaky_relu_backward(grad, self, slope, self_is_result));
+}
+
 /* ---- in-place and out= forms ---------------------------------------------- */
 template <at::Tensor (*F)(const at::Tensor &)>
 at::Tensor &unary_(at::Tensor &self) { return assign(self, F(self)); }
@@ -370,6 +412,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("addcdiv", TORCH_FN(ffd::addcdiv));
     m.impl("addcdiv_", TORCH_FN(ffd::addc_<ffd::addcdiv>));
     m.impl("addcdiv.out", TORCH_FN(ffd::addc_out<ffd::addcdiv>));
+    m.impl("gelu", TORCH_FN(ffd::gelu));
+    m.impl("gelu_", TORCH_FN(ffd::gelu_));
+    m.impl("gelu.out", TORCH_FN(ffd::gelu_out));
+    m.impl("gelu_backward", TORCH_FN(ffd::gelu_backward));
+    m.impl("gelu_backward.grad_input", TORCH_FN(ffd::gelu_backward_out));
+    m.impl("leaky_relu", TORCH_FN(ffd::leaky_relu));
+    m.impl("leaky_relu_", TORCH_FN(ffd::scalar_<ffd::leaky_relu>));
+    m.impl("leaky_relu.out", TORCH_FN(ffd::scalar_out<ffd::leaky_relu>));
+    m.impl("leaky_relu_backward", TORCH_FN(ffd::leaky_relu_backward));
+    m.impl("leaky_relu_backward.grad_input", TORCH_FN(ffd::leaky_relu_backward_out));
     m.impl("relu", TORCH_FN(ffd::relu));
     m.impl("relu_", TORCH_FN(ffd::unary_<ffd::relu>));
     m.impl("threshold_backward", TORCH_FN(ffd::threshold_backward));

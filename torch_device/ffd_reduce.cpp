@@ -146,6 +146,20 @@ at::Tensor std_(const at::Tensor &self, at::OptionalIntArrayRef dim, c10::option
     return spread(ff_std, self, dim, correction, keepdim, "std");
 }
 
+at::Tensor norm(const at::Tensor &self, const c10::optional<at::Scalar> &p, at::IntArrayRef dim, bool keepdim)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    std::vector<int> axes = axes_of(dim, self.dim());
+    double order = p ? p->toDouble() : 2.0;
+    return unwrap(own(ff_norm(x.get(), order, (int)axes.size(), axes.data(), keepdim), "norm"), dev);
+}
+at::Tensor &norm_out(const at::Tensor &self, const c10::optional<at::Scalar> &p, at::IntArrayRef dim, bool keepdim,
+                     at::Tensor &out)
+{
+    return assign_out(out, ffd::norm(self, p, dim, keepdim));
+}
+
 } // namespace
 } // namespace ffd
 
@@ -167,6 +181,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("argmax.out", TORCH_FN(ffd::argmax_out));
     m.impl("argmin", TORCH_FN(ffd::argmin));
     m.impl("argmin.out", TORCH_FN(ffd::argmin_out));
+    m.impl("norm.ScalarOpt_dim", TORCH_FN(ffd::norm));
+    m.impl("norm.out", TORCH_FN(ffd::norm_out));
     m.impl("var.correction", TORCH_FN(ffd::var));
     m.impl("std.correction", TORCH_FN(ffd::std_));
 }

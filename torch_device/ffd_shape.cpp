@@ -1,4 +1,5 @@
-/* Ops that assemble tensors from others: cat. (Views are PyTorch's own, ffd_memory.cpp.) */
+/* Ops that assemble tensors from others: cat, roll, arange. (Views are PyTorch's own,
+ * ffd_memory.cpp.) */
 #include "ffd.h"
 
 #include <vector>
@@ -40,6 +41,34 @@ at::Tensor &cat_out(const at::ITensorListRef &tensors, int64_t dim, at::Tensor &
     return assign_out(out, ffd::cat(tensors, dim));
 }
 
+/* elements shifted along dims, wrapping around: two slices swapped, per dim */
+at::Tensor roll(const at::Tensor &self, at::IntArrayRef shifts, at::IntArrayRef dims)
+{
+    if (dims.empty()) {
+        TORCH_CHECK(shifts.size() == 1, "roll: with no dims, give one shift");
+        return ffd::roll(self.reshape(-1), shifts, {0}).view(self.sizes());
+    }
+    TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
+                ", dims:", dims.size());
+    at::Tensor r = self;
+    for (size_t i = 0; i < dims.size(); i++) {
+        int64_t d = c10::maybe_wrap_dim(dims[i], self.dim()), n = self.size(d);
+        if (n == 0) continue;
+        int64_t s = ((shifts[i] % n) + n) % n;
+        if (s == 0) continue;
+        r = ffd::cat({r.narrow(d, n - s, s), r.narrow(d, 0, n - s)}, d);
+    }
+    return r.is_same(self) ? self.clone() : r;
+}
+
+/* arange into out, the values PyTorch's own CPU kernel gives (one upload) */
+at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
+{
+    at::Tensor host = at::empty({0}, out.options().device(at::kCPU));
+    at::arange_out(host, start, end, step);
+    return assign_out(out, host.to(out.device()));
+}
+
 } // namespace
 } // namespace ffd
 
@@ -47,4 +76,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
     m.impl("cat", TORCH_FN(ffd::cat));
     m.impl("cat.out", TORCH_FN(ffd::cat_out));
+    m.impl("roll", TORCH_FN(ffd::roll));
+    m.impl("arange.start_out", TORCH_FN(ffd::arange_out));
 }

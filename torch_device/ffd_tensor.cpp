@@ -126,4 +126,37 @@ at::Tensor unwrap(Ref r, c10::DeviceIndex dev, std::initializer_list<const at::T
     return out;
 }
 
+std::vector<at::Tensor> vjp(const Forward &f, const at::Tensor &grad, const std::vector<at::Tensor> &inputs,
+                            const std::vector<bool> &want, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&grad});
+    struct Restore { /* FusionFlow's grad mode is per thread; put it back however we leave */
+        bool prev;
+        ~Restore() { ff_set_grad_enabled(prev); }
+    } restore{ff_set_grad_enabled(true)};
+    std::vector<Ref> leaves;
+    std::vector<ff_tensor *> wanted;
+    for (size_t i = 0; i < inputs.size(); i++) {
+        leaves.push_back(inputs[i].defined() ? wrap(inputs[i]) : Ref());
+        if (want[i] && leaves.back()) {
+            check(ff_set_requires_grad(leaves.back().get(), true), what);
+            wanted.push_back(leaves.back().get());
+        }
+    }
+    std::vector<at::Tensor> out(inputs.size());
+    if (wanted.empty()) return out;
+    Ref y = own(f(leaves), what);
+    Ref g = wrap(grad);
+    std::vector<ff_tensor *> grads(wanted.size(), nullptr);
+    check(ff_autograd_grad(y.get(), g.get(), (int)wanted.size(), wanted.data(), grads.data(), nullptr), what);
+    std::vector<Ref> owned;
+    for (ff_tensor *gi : grads) owned.emplace_back(gi); /* all owned before anything can throw */
+    for (size_t i = 0, k = 0; i < inputs.size(); i++)
+        if (want[i] && leaves[i]) {
+            Ref &gi = owned[k++];
+            out[i] = gi ? unwrap(std::move(gi), dev) : at::zeros_like(inputs[i]);
+        }
+    return out;
+}
+
 } // namespace ffd

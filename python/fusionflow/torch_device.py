@@ -69,6 +69,38 @@ def _install_pickling():
 _install_pickling()
 
 
+def _storage_tag(storage):
+    if storage.device.type == _TYPE:
+        return str(storage.device)
+
+
+def _storage_restore(storage, location):
+    """torch.load(..., map_location=<this device>) of a checkpoint's host storages.
+
+    PyTorch 1.13 cannot set_() a tensor to a privateuseone storage from Python (its argument
+    parser knows CPU and CUDA storages), so the storage stays on the host, marked with its
+    destination, and each tensor rebuilt over it is moved there (_rebuild_tensor below)."""
+    if not location.startswith(_TYPE):
+        return None
+    storage._ffd_device = torch.device(location)
+    return storage
+
+
+def _install_rebuild():
+    original = torch._utils._rebuild_tensor
+
+    def rebuild_tensor(storage, storage_offset, size, stride):
+        t = original(storage, storage_offset, size, stride)
+        dev = getattr(storage.untyped(), "_ffd_device", None)
+        return t.to(dev) if dev is not None else t
+
+    torch._utils._rebuild_tensor = rebuild_tensor
+
+
+_install_rebuild()
+torch.serialization.register_package(25, _storage_tag, _storage_restore)
+
+
 def device(backend="cpu_blas"):
     """The torch.device of FusionFlow backend `backend` (a name or a plugin path), loaded once."""
     if isinstance(backend, torch.device):

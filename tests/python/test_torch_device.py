@@ -482,3 +482,60 @@ def test_optimizer_built_before_model_to_device_follows_the_move(dev):
     assert (w.detach().cpu() - before).abs().max() > 0.05
     m.cpu()
     assert m.weight is w and w.device.type == "cpu"
+
+
+def test_indexing_masked_fill_topk(dev):
+    torch.manual_seed(11)
+    x = torch.randn(4, 5, 3)
+    idx = torch.tensor([3, 0, 0, -1])
+    mask = x > 0.3
+    with ffd.strict():
+        same(x.to(dev)[idx.to(dev)], x[idx])
+        same(x.to(dev)[idx], x[idx])                                   # host indices, as PyTorch allows
+        same(x.to(dev)[:, [1, -1]], x[:, [1, -1]])
+        same(x.to(dev)[idx.to(dev), :, torch.tensor([2, 1, 0, 0]).to(dev)], x[idx, :, torch.tensor([2, 1, 0, 0])])
+        same(x.to(dev)[mask.to(dev)], x[mask])
+        for acc in (False, True):
+            y, yd = x.clone(), x.clone().to(dev)
+            y.index_put_((idx,), torch.ones(5, 3), accumulate=acc)
+            yd.index_put_((idx.to(dev),), torch.ones(5, 3).to(dev), accumulate=acc)
+            same(yd, y)
+        y, yd = x.clone(), x.clone().to(dev)
+        y[range(4), [0, 2, 4, 1]] = -7.0
+        yd[range(4), [0, 2, 4, 1]] = -7.0
+        same(yd, y)
+        same(x.to(dev).masked_fill(mask.to(dev), -1e9), x.masked_fill(mask, -1e9))
+        v, i = torch.topk(x.to(dev), 2, dim=1)
+        rv, ri = torch.topk(x, 2, dim=1)
+        same(v, rv)
+        same(i, ri)
+    _grads_both(lambda x: x[idx.to(x.device)] * 2, [x], dev)
+
+
+def test_gelu_leaky_relu_norm_roll_arange(dev):
+    torch.manual_seed(12)
+    x = torch.randn(3, 7)
+    for approx in ("none", "tanh"):
+        _grads_both(lambda x: F.gelu(x, approximate=approx), [x], dev)
+    _grads_both(lambda x: F.leaky_relu(x, 0.2), [x], dev)
+    _grads_both(lambda x: x.norm(2, 1, keepdim=True), [x], dev)
+    with ffd.strict():
+        same(torch.roll(x.to(dev), 2, 1), torch.roll(x, 2, 1))
+        same(torch.roll(x.to(dev), (-1, 3), (0, 1)), torch.roll(x, (-1, 3), (0, 1)))
+        same(torch.roll(x.to(dev), 5), torch.roll(x, 5))
+        same(torch.arange(2, 11, 3, device=dev), torch.arange(2, 11, 3))
+        same(torch.arange(0.5, 2.0, 0.25, device=dev), torch.arange(0.5, 2.0, 0.25))
+
+
+def test_load_a_host_checkpoint_onto_the_device(dev, tmp_path):
+    """nanoGPT's resume: torch.load(ckpt, map_location=device) of a checkpoint saved on the CPU."""
+    torch.manual_seed(0)
+    m = nn.Linear(4, 3)
+    torch.save({"model": m.state_dict(), "iter": 7, "view": torch.arange(10.0)[2:8:2]}, tmp_path / "ckpt.pt")
+    ck = torch.load(tmp_path / "ckpt.pt", map_location=str(dev))
+    assert ck["iter"] == 7 and ck["model"]["weight"].device == dev
+    assert torch.equal(ck["model"]["weight"].cpu(), m.weight.detach())
+    assert torch.equal(ck["view"].cpu(), torch.tensor([2.0, 4.0, 6.0]))
+    m2 = nn.Linear(4, 3).to(dev)
+    m2.load_state_dict(ck["model"])
+    assert torch.equal(m2.bias.detach().cpu(), m.bias.detach())
