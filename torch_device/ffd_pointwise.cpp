@@ -247,6 +247,38 @@ at::Tensor &leaky_relu_backward_out(const at::Tensor &grad, const at::Tensor &se
     return assign_out(out, ffd::leaky_relu_backward(grad, self, slope, self_is_result));
 }
 
+/* scale (x > 0 ? x : alpha (exp(x input_scale) - 1)) */
+at::Tensor elu(const at::Tensor &self, const at::Scalar &alpha, const at::Scalar &scale, const at::Scalar &input_scale)
+{
+    at::Tensor neg = ffd::mul(ffd::sub(ffd::exp(ffd::mul(self, number(input_scale))), number(1), 1), number(alpha));
+    return ffd::mul(ffd::where(ffd::gt_s(self, 0), self, neg), number(scale));
+}
+/* grad scale where x > 0, else grad input_scale (y + alpha scale) for the result y (or
+ * grad input_scale alpha scale exp(x input_scale) from the input x) */
+at::Tensor elu_backward(const at::Tensor &grad, const at::Scalar &alpha, const at::Scalar &scale,
+                        const at::Scalar &input_scale, bool is_result, const at::Tensor &self_or_result)
+{
+    const at::Tensor &v = self_or_result;
+    double a = alpha.toDouble(), s = scale.toDouble(), is = input_scale.toDouble();
+    at::Tensor neg = is_result ? ffd::mul(ffd::add(v, number(a * s), 1), number(is))
+                               : ffd::mul(ffd::exp(ffd::mul(v, number(is))), number(is * a * s));
+    return ffd::where(ffd::gt_s(v, 0), ffd::mul(grad, number(s)), ffd::mul(grad, neg));
+}
+at::Tensor &elu_(at::Tensor &self, const at::Scalar &alpha, const at::Scalar &scale, const at::Scalar &input_scale)
+{
+    return assign(self, ffd::elu(self, alpha, scale, input_scale));
+}
+at::Tensor &elu_out(const at::Tensor &self, const at::Scalar &alpha, const at::Scalar &scale,
+                    const at::Scalar &input_scale, at::Tensor &out)
+{
+    return assign_out(out, ffd::elu(self, alpha, scale, input_scale));
+}
+at::Tensor &elu_backward_out(const at::Tensor &grad, const at::Scalar &alpha, const at::Scalar &scale,
+                             const at::Scalar &input_scale, bool is_result, const at::Tensor &v, at::Tensor &out)
+{
+    return assign_out(out, ffd::elu_backward(grad, alpha, scale, input_scale, is_result, v));
+}
+
 /* ---- in-place and out= forms ---------------------------------------------- */
 template <at::Tensor (*F)(const at::Tensor &)>
 at::Tensor &unary_(at::Tensor &self) { return assign(self, F(self)); }
@@ -422,6 +454,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("leaky_relu.out", TORCH_FN(ffd::scalar_out<ffd::leaky_relu>));
     m.impl("leaky_relu_backward", TORCH_FN(ffd::leaky_relu_backward));
     m.impl("leaky_relu_backward.grad_input", TORCH_FN(ffd::leaky_relu_backward_out));
+    m.impl("elu", TORCH_FN(ffd::elu));
+    m.impl("elu_", TORCH_FN(ffd::elu_));
+    m.impl("elu.out", TORCH_FN(ffd::elu_out));
+    m.impl("elu_backward", TORCH_FN(ffd::elu_backward));
+    m.impl("elu_backward.grad_input", TORCH_FN(ffd::elu_backward_out));
     m.impl("relu", TORCH_FN(ffd::relu));
     m.impl("relu_", TORCH_FN(ffd::unary_<ffd::relu>));
     m.impl("threshold_backward", TORCH_FN(ffd::threshold_backward));

@@ -69,6 +69,45 @@ def _install_pickling():
 _install_pickling()
 
 
+def _install_deepcopy():
+    """copy.deepcopy of a tensor on the device (a model's EMA copy, a best-model snapshot).
+
+    PyTorch 1.13 deep-copies a tensor through its storage's clone(), which knows CPU and
+    CUDA storages only (it clones privateuseone tensors without storage); ours clone."""
+    original = torch.Tensor.__deepcopy__
+
+    def deepcopy(self, memo):
+        if type(self) is not torch.Tensor or self.device.type != _TYPE or not self.is_leaf or id(self) in memo:
+            return original(self, memo)
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        if self.grad is not None:
+            new.grad = deepcopy(self.grad, memo)
+        memo[id(self)] = new
+        return new
+
+    torch.Tensor.__deepcopy__ = deepcopy
+
+
+def _install_seeding():
+    """torch.manual_seed also seeds FusionFlow's generator (the device's random numbers),
+    as it seeds CUDA's."""
+    original = torch.manual_seed
+
+    def manual_seed(seed):
+        _ops.manual_seed(int(seed) & 0x7FFFFFFFFFFFFFFF)
+        return original(seed)
+
+    manual_seed.__doc__ = original.__doc__
+    torch.manual_seed = manual_seed
+    torch.random.manual_seed = manual_seed
+
+
+_install_deepcopy()
+_install_seeding()
+
+
 def _storage_tag(storage):
     if storage.device.type == _TYPE:
         return str(storage.device)

@@ -539,3 +539,57 @@ def test_load_a_host_checkpoint_onto_the_device(dev, tmp_path):
     m2 = nn.Linear(4, 3).to(dev)
     m2.load_state_dict(ck["model"])
     assert torch.equal(m2.bias.detach().cpu(), m.bias.detach())
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [(2, 2, 0, 1, False), (3, 2, 1, 1, True), (3, 1, 1, 2, False),
+                                          (2, 3, 1, 1, True), ((3, 2), (2, 1), (1, 0), 1, False)])
+def test_max_pool_values_indices_and_gradients(dev, k, s, p, d, ceil):
+    torch.manual_seed(13)
+    x = torch.randint(-3, 4, (2, 3, 9, 8)).float()          # many ties: the first maximum wins
+    x[0, 0, 2, 2] = float("nan")
+    with ffd.strict():
+        v, i = F.max_pool2d(x.to(dev), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    rv, ri = F.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    same(v, rv)
+    same(i, ri)
+    _grads_both(lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode=ceil), [torch.nan_to_num(x)], dev)
+    _grads_both(lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode=ceil), [torch.nan_to_num(x[0])], dev)  # 3-D
+
+
+def test_random_numbers_on_the_device(dev):
+    torch.manual_seed(5)
+    with ffd.strict():
+        a = torch.empty(20000, device=dev).normal_(2.0, 3.0)
+        u = torch.empty(20000, device=dev).uniform_(-1, 1)
+        b = torch.empty(20000, device=dev).bernoulli_(0.25)
+        r = torch.empty(20000, dtype=torch.int64, device=dev).random_(3, 9)
+        d = F.dropout(torch.ones(20000, device=dev), 0.5)
+        m = torch.multinomial(torch.tensor([0.0, 1.0, 3.0]).to(dev), 4000, replacement=True)
+    a, u, b, r, d, m = (t.cpu() for t in (a, u, b, r, d, m))
+    assert abs(a.mean() - 2.0) < 0.1 and abs(a.std() - 3.0) < 0.1
+    assert u.min() >= -1 and u.max() < 1 and abs(u.mean()) < 0.03
+    assert set(b.unique().tolist()) == {0.0, 1.0} and abs(b.mean() - 0.25) < 0.02
+    assert set(r.unique().tolist()) == set(range(3, 9))
+    assert set(d.unique().tolist()) == {0.0, 2.0} and abs(d.mean() - 1.0) < 0.05
+    assert (m != 0).all() and abs((m == 2).float().mean() - 0.75) < 0.03
+    torch.manual_seed(5)
+    again = torch.empty(20000, device=dev).normal_(2.0, 3.0).cpu()
+    assert torch.equal(again, a)                              # torch.manual_seed seeds the device
+    with pytest.raises(RuntimeError, match="Generator cannot draw on a FusionFlow device"):
+        torch.empty(3, device=dev).normal_(generator=torch.Generator())
+
+
+def test_elu_and_deepcopy(dev):
+    import copy
+    torch.manual_seed(14)
+    x = torch.randn(4, 6)
+    _grads_both(lambda x: F.elu(x, 0.7), [x], dev)
+    _grads_both(lambda x: F.selu(x), [x], dev)
+    m = nn.Linear(3, 2).to(dev)
+    c = copy.deepcopy(m)
+    assert c.weight.device == dev and torch.equal(c.weight.detach().cpu(), m.weight.detach().cpu())
+    with torch.no_grad():
+        c.weight.add_(1)
+    assert not torch.equal(c.weight.detach().cpu(), m.weight.detach().cpu())  # a copy, not an alias
+    t = torch.arange(3.0).to(dev)
+    assert torch.equal(copy.deepcopy(t).cpu(), t.cpu())
