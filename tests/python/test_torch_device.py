@@ -593,3 +593,44 @@ def test_elu_and_deepcopy(dev):
     assert not torch.equal(c.weight.detach().cpu(), m.weight.detach().cpu())  # a copy, not an alias
     t = torch.arange(3.0).to(dev)
     assert torch.equal(copy.deepcopy(t).cpu(), t.cpu())
+
+
+def _guarded_plugin():
+    from fusionflow._lib import library_path
+    path = os.path.join(os.path.dirname(os.path.abspath(library_path)), "..", "guarded", "libff_backend_guarded.so")
+    return os.path.abspath(path)
+
+
+@pytest.mark.skipif(not os.path.exists(_guarded_plugin()), reason="tests/guarded's plugin not built")
+def test_a_third_party_backend_trains_through_pytorch_unchanged():
+    """The claim that a backend author gets PyTorch for free: tests/guarded's plugin (opaque
+    handles; a host access to its memory outside its own entries faults) becomes a PyTorch
+    device by its path, and an MLP with Adam and a CNN train on it as on PyTorch's CPU, with no
+    CPU fallback."""
+    dev = ffd.device(_guarded_plugin())
+    assert ffd.backend_name(dev) == "guarded"
+    ref_losses, ref_params = _train(_mlp(), "cpu")
+    with ffd.strict():
+        losses, params = _train(_mlp(), dev)
+    assert losses == pytest.approx(ref_losses, rel=1e-5, abs=1e-6)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                        nn.Linear(4 * 3 * 3, 3))
+    x, t = torch.randn(5, 1, 8, 8), torch.tensor([0, 1, 2, 1, 0])
+    res = []
+    for d in ("cpu", dev):
+        m = copy_module(net).to(d)
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        with ffd.strict() if d != "cpu" else warnings.catch_warnings():
+            for _ in range(3):
+                opt.zero_grad()
+                loss = F.cross_entropy(m(x.to(d)), t.to(d))
+                loss.backward()
+                opt.step()
+        res.append(loss.item())
+    assert res[1] == pytest.approx(res[0], rel=1e-5)
+
+
+def copy_module(m):
+    import copy
+    return copy.deepcopy(m)

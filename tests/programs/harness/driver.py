@@ -42,10 +42,38 @@ def copy_tree(src, dst, rewrite):
                 shutil.copyfile(os.path.join(root, f), os.path.join(out, f))
 
 
+def _census_mode():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Census(TorchDispatchMode):
+        """The ATen ops a program's tensors reach below autograd, by how the device runs them:
+        'native' (a FusionFlow kernel), 'decomposed' (PyTorch's CompositeExplicitAutograd
+        kernel, over ops of the first kind) or 'fallback' (PyTorch's CPU kernel through copies)."""
+        def __init__(self):
+            super().__init__()
+            self.calls = {}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.name()
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return func(*args, **(kwargs or {}))
+
+        def table(self):
+            has = torch._C._dispatch_has_kernel_for_dispatch_key
+            kind = lambda n: ("native" if has(n, "PrivateUse1") else  # noqa: E731
+                              "decomposed" if has(n, "CompositeExplicitAutograd") else "fallback")
+            return {n: [kind(n), c] for n, c in sorted(self.calls.items())}
+    return Census
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--side", choices=("torch", "ff", "device"), required=True)
     ap.add_argument("--backend", default="cpu_blas", help="device side: the FusionFlow backend")
+    ap.add_argument("--census", action="store_true",
+                    help="device side: record every ATen op that reaches the device and how it ran there "
+                         "(native kernel, PyTorch's decomposition, CPU fallback); slower")
     ap.add_argument("--program", choices=sorted(PROGRAMS), required=True)
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--weights", required=True)
@@ -66,6 +94,7 @@ def main():
     ffd = None
     if a.side == "device":
         import fusionflow.torch_device as ffd
+        Census = _census_mode()
         device = str(ffd.device(a.backend))
         changed = [0]
 
@@ -117,8 +146,13 @@ def main():
         spec["prepare"](work)
     sys.argv = [script] + argv
     error, t0 = None, time.time()
+    census = Census() if a.census and ffd is not None else None  # noqa: F821 (bound with ffd)
     try:
-        runpy.run_path(script, run_name="__main__")
+        if census is not None:
+            with census:
+                runpy.run_path(script, run_name="__main__")
+        else:
+            runpy.run_path(script, run_name="__main__")
     except SystemExit as e:
         if e.code not in (None, 0):
             error = "SystemExit(%r)" % (e.code,)
@@ -135,7 +169,8 @@ def main():
         np.savez(a.weights, **arrays)
     with open(a.out, "w") as f:
         json.dump({"losses": rec.losses, "dtypes": rec.dtypes, "error": error, "seconds": seconds, "optimizers": rec.optimizers,
-                   "cpu": rec.cpu, "fallbacks": ffd.fallback_counts() if ffd else {}}, f)
+                   "cpu": rec.cpu, "fallbacks": ffd.fallback_counts() if ffd else {},
+                   "census": census.table() if census is not None else None}, f)
     return 0
 
 

@@ -58,13 +58,14 @@ def run_pair(name, tmp):
     return res
 
 
-def run_device(name, tmp, backend, ref=None):
+def run_device(name, tmp, backend, ref=None, census=False):
     """The device side after the PyTorch side (run here unless ref, its result, is given):
     -> dict(torch=..., device=..., first/last/max as run_pair's)."""
     ref = ref or run_side("torch", name, tmp)
     if ref["error"]:
         return {"torch": ref, "device": None}
-    got = run_side("device", name, tmp, extra=["--backend", backend], tag="device_" + backend)
+    got = run_side("device", name, tmp, extra=["--backend", backend] + (["--census"] if census else []),
+                   tag="device_" + backend)
     res = {"torch": ref, "device": got}
     t, f = ref["losses"], got["losses"]
     if not got["error"] and t and len(t) == len(f):
@@ -72,12 +73,13 @@ def run_device(name, tmp, backend, ref=None):
     return res
 
 
-def main_device(names, backend):
+def main_device(names, backend, census=False):
     """The table of the device side: each program unchanged but for its device string, on
-    fusionflow.torch_device's `backend`, against PyTorch's CPU, with the ops that fell back."""
+    fusionflow.torch_device's `backend`, against PyTorch's CPU, with the ops that fell back;
+    with census, also how many distinct ATen ops reached the device, by how they ran."""
     for name in names or sorted(PROGRAMS):
         with tempfile.TemporaryDirectory() as tmp:
-            r = run_device(name, tmp, backend)
+            r = run_device(name, tmp, backend, census=census)
         ref, got = r["torch"], r["device"]
         if ref["error"]:
             print("%-22s PyTorch side failed: %s" % (name, ref["error"].splitlines()[0]))
@@ -94,6 +96,14 @@ def main_device(names, backend):
                   % (name, "matches PyTorch" if ok else "DIFFERS", len(ref["losses"]), r["first"], r["last"],
                      ref["wall"], backend, got["wall"],
                      ", ".join("%s x%d" % kv for kv in sorted(fb.items())) if fb else "none"))
+            if census and got.get("census"):
+                kinds = {}
+                for op, (kind, calls) in got["census"].items():
+                    kinds.setdefault(kind, []).append(op)
+                print("%-22s ATen ops: %s" % ("", "; ".join("%s %d" % (k, len(v)) for k, v in sorted(kinds.items()))))
+                for k in ("decomposed", "fallback"):
+                    if kinds.get(k):
+                        print("%-22s   %s: %s" % ("", k, ", ".join(kinds[k])))
 
 
 def main(names):
@@ -130,7 +140,8 @@ def conditioning(names, rel_size=1e-7):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--conditioning"]:
         conditioning(sys.argv[2:])
-    elif sys.argv[1:2] == ["--device"]:  # pair.py --device BACKEND [NAME...]
-        main_device(sys.argv[3:], sys.argv[2])
+    elif sys.argv[1:2] == ["--device"]:  # pair.py --device BACKEND [--census] [NAME...]
+        census = sys.argv[3:4] == ["--census"]
+        main_device(sys.argv[4:] if census else sys.argv[3:], sys.argv[2], census)
     else:
         main(sys.argv[1:])

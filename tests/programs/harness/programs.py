@@ -291,3 +291,12 @@ BLOCKED = {}
 # from PyTorch's (a bug to find, not a missing name). Strict as BLOCKED: once the losses agree
 # the test fails until the line goes.
 DIFFERS = {}
+
+# The device side (pair.py --device, issue 51): programs whose device string cannot move them,
+# with the reason; the test expects exactly that failure (strict, like BLOCKED).
+DEVICE_BLOCKED = {
+    # main_worker moves the model only in its cuda/mps branches; on a CPU run it stays put
+    # while train() moves each batch to `device`: the device gets a batch, the model does not
+    "imagenet": "expected a tensor on a FusionFlow device, got one on cpu",
+    "imagenet_squeezenet": "expected a tensor on a FusionFlow device, got one on cpu",
+}
