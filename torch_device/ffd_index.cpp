@@ -1,4 +1,5 @@
-/* Indexing ops: advanced indexing (index, index_put_), masked_fill_, topk. Index tensors
+/* Indexing ops: advanced indexing (index, index_put_), masked_fill_, masked_select,
+ * nonzero, sort, topk. Index tensors
  * may live on the host, as PyTorch allows: they are uploaded once. */
 #include "ffd.h"
 
@@ -94,6 +95,47 @@ std::tuple<at::Tensor &, at::Tensor &> topk_out(const at::Tensor &self, int64_t 
     return std::tuple<at::Tensor &, at::Tensor &>(values, indices);
 }
 
+std::tuple<at::Tensor, at::Tensor> sort(const at::Tensor &self, c10::optional<bool> stable, int64_t dim, bool descending)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    if (self.dim() == 0) return std::make_tuple(self.clone(), at::zeros({}, self.options().dtype(at::kLong)));
+    Ref x = wrap(self);
+    ff_tensor *v = nullptr, *i = nullptr;
+    check(ff_sort(x.get(), (int)c10::maybe_wrap_dim(dim, self.dim()), descending, &v, &i), "sort");
+    Ref values(v), idx(i);
+    return std::make_tuple(unwrap(std::move(values), dev), unwrap(std::move(idx), dev));
+}
+std::tuple<at::Tensor &, at::Tensor &> sort_out(const at::Tensor &self, c10::optional<bool> stable, int64_t dim,
+                                                bool descending, at::Tensor &values, at::Tensor &indices)
+{
+    auto r = ffd::sort(self, stable, dim, descending);
+    assign_out(values, std::get<0>(r));
+    assign_out(indices, std::get<1>(r));
+    return std::tuple<at::Tensor &, at::Tensor &>(values, indices);
+}
+
+at::Tensor nonzero(const at::Tensor &self)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    return unwrap(own(ff_nonzero(x.get()), "nonzero"), dev);
+}
+at::Tensor &nonzero_out(const at::Tensor &self, at::Tensor &out) { return assign_out(out, ffd::nonzero(self)); }
+
+/* self[mask], the two broadcast together first */
+at::Tensor masked_select(const at::Tensor &self, const at::Tensor &mask)
+{
+    std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+    if (shape.empty()) shape.push_back(1); /* the result is 1-d whatever the operands' rank */
+    c10::List<c10::optional<at::Tensor>> ix;
+    ix.push_back(c10::optional<at::Tensor>(on(mask, device_of({&self})).expand(shape)));
+    return ffd::index(self.expand(shape), ix);
+}
+at::Tensor &masked_select_out(const at::Tensor &self, const at::Tensor &mask, at::Tensor &out)
+{
+    return assign_out(out, ffd::masked_select(self, mask));
+}
+
 } // namespace
 } // namespace ffd
 
@@ -105,6 +147,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("_index_put_impl_", TORCH_FN(ffd::index_put_impl_));
     m.impl("masked_fill_.Scalar", TORCH_FN(ffd::masked_fill_));
     m.impl("masked_fill_.Tensor", TORCH_FN(ffd::masked_fill_tensor_));
+    m.impl("sort.stable", TORCH_FN(ffd::sort));
+    m.impl("sort.values_stable", TORCH_FN(ffd::sort_out));
+    m.impl("nonzero", TORCH_FN(ffd::nonzero));
+    m.impl("nonzero.out", TORCH_FN(ffd::nonzero_out));
+    m.impl("masked_select", TORCH_FN(ffd::masked_select));
+    m.impl("masked_select.out", TORCH_FN(ffd::masked_select_out));
     m.impl("topk", TORCH_FN(ffd::topk));
     m.impl("topk.values", TORCH_FN(ffd::topk_out));
 }

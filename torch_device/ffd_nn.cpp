@@ -155,6 +155,7 @@ at::Tensor nll_loss_backward(const at::Tensor &grad, const at::Tensor &self, con
 /* ---- indexing ------------------------------------------------------------ */
 at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
 {
+    if (self.dim() == 0) return ffd::index_select(self.reshape({1}), 0, index.reshape({-1})).reshape({});
     c10::DeviceIndex dev = device_of({&self});
     Ref x = wrap(self), i = operand(index, backend_at(dev), index.scalar_type());
     return unwrap(own(ff_index_select(x.get(), axis_of(dim, self), i.get()), "index_select"), dev);
@@ -162,6 +163,8 @@ at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Tensor &i
 
 at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad)
 {
+    if (self.dim() == 0) /* a 0-d tensor gathers as a 1-element vector, index 0-d or [1] */
+        return ffd::gather(self.reshape({1}), 0, index.reshape({-1}), sparse_grad).reshape(index.sizes());
     c10::DeviceIndex dev = device_of({&self});
     Ref x = wrap(self), i = wrap(index);
     return unwrap(own(ff_gather(x.get(), axis_of(dim, self), i.get()), "gather"), dev);
@@ -169,6 +172,8 @@ at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, 
 
 at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
 {
+    if (self.dim() == 0) /* as 1-element vectors (gather's gradient of a 0-d tensor) */
+        return ffd::scatter_add(self.reshape({1}), 0, index.reshape({-1}), src.reshape({-1})).reshape({});
     c10::DeviceIndex dev = device_of({&self});
     Ref x = wrap(self), i = wrap(index), s = wrap(src);
     return unwrap(own(ff_scatter_add(x.get(), axis_of(dim, self), i.get(), s.get()), "scatter_add"), dev);
@@ -185,6 +190,8 @@ at::Tensor &scatter_add_out(const at::Tensor &self, int64_t dim, const at::Tenso
 
 at::Tensor scatter(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
 {
+    if (self.dim() == 0) /* as 1-element vectors (max()'s gradient of a 0-d tensor) */
+        return ffd::scatter(self.reshape({1}), 0, index.reshape({-1}), src.reshape({-1})).reshape({});
     c10::DeviceIndex dev = device_of({&self});
     Ref x = wrap(self), i = wrap(index), s = wrap(src);
     return unwrap(own(ff_scatter(x.get(), axis_of(dim, self), i.get(), s.get()), "scatter"), dev);
@@ -197,6 +204,29 @@ at::Tensor &scatter_out(const at::Tensor &self, int64_t dim, const at::Tensor &i
                         at::Tensor &out)
 {
     return assign_out(out, ffd::scatter(self, dim, index, src));
+}
+
+/* self with alpha * source's slices added at index along dim (pack_padded_sequence's
+ * gradient, index_add_) */
+at::Tensor index_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                     const at::Scalar &alpha)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    if (self.dim() == 0)
+        return ffd::index_add(self.reshape({1}), 0, index.reshape({-1}), source.reshape({-1}), alpha).reshape({});
+    Ref x = wrap(self), i = operand(index, backend_at(dev), index.scalar_type()),
+        s = operand(source, backend_at(dev), self.scalar_type());
+    return unwrap(own(ff_index_add(x.get(), axis_of(dim, self), i.get(), s.get(), alpha.toDouble()), "index_add"), dev);
+}
+at::Tensor &index_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                       const at::Scalar &alpha)
+{
+    return assign(self, ffd::index_add(self, dim, index, source, alpha));
+}
+at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+                          const at::Scalar &alpha, at::Tensor &out)
+{
+    return assign_out(out, ffd::index_add(self, dim, index, source, alpha));
 }
 
 /* rows of grad added into a [num_weights, D] zero tensor at indices (padding_idx's row
@@ -286,6 +316,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("scatter.src", TORCH_FN(ffd::scatter));
     m.impl("scatter_.src", TORCH_FN(ffd::scatter_));
     m.impl("scatter.src_out", TORCH_FN(ffd::scatter_out));
+    m.impl("index_add", TORCH_FN(ffd::index_add));
+    m.impl("index_add_", TORCH_FN(ffd::index_add_));
+    m.impl("index_add.out", TORCH_FN(ffd::index_add_out));
     m.impl("embedding_dense_backward", TORCH_FN(ffd::embedding_dense_backward));
     m.impl("convolution_overrideable", TORCH_FN(ffd::convolution));
     m.impl("convolution_backward_overrideable", TORCH_FN(ffd::convolution_backward));

@@ -17,12 +17,59 @@ std::vector<int64_t> all_but_channels(const at::Tensor &x)
     return dims;
 }
 
+/* a [C] tensor shaped to broadcast over x's channel dim 1 */
+at::Tensor per_channel(const at::Tensor &t, const at::Tensor &x)
+{
+    std::vector<int64_t> shape(x.dim(), 1);
+    shape[1] = x.size(1);
+    return t.reshape(shape);
+}
+
+/* batch norm in ATen terms over this device's kernels, for parameters outside what the
+ * fused op takes (a negative eps, a momentum outside [0, 1]) */
+std::tuple<at::Tensor, at::Tensor, at::Tensor> composed_batch_norm(
+    const at::Tensor &input, const c10::optional<at::Tensor> &weight, const c10::optional<at::Tensor> &bias,
+    const c10::optional<at::Tensor> &running_mean, const c10::optional<at::Tensor> &running_var, bool training,
+    double momentum, double eps)
+{
+    std::vector<int64_t> dims = all_but_channels(input);
+    at::Tensor mean, var;
+    bool running = running_mean && running_mean->defined() && running_var && running_var->defined();
+    if (training) {
+        mean = input.mean(dims);
+        var = input.var(dims, /*unbiased=*/false);
+        if (running) {
+            int64_t n = input.numel() / input.size(1);
+            at::Tensor unbiased = var * ((double)n / (double)std::max<int64_t>(n - 1, 1));
+            running_mean->mul_(1 - momentum).add_(mean, momentum);
+            running_var->mul_(1 - momentum).add_(unbiased, momentum);
+        }
+    } else {
+        mean = *running_mean;
+        var = *running_var;
+    }
+    at::Tensor invstd = at::rsqrt(at::add(var, eps));
+    at::Tensor y = (input - per_channel(mean, input)) * per_channel(invstd, input);
+    if (weight && weight->defined()) y = y * per_channel(*weight, input);
+    if (bias && bias->defined()) y = y + per_channel(*bias, input);
+    if (!training) {
+        at::Tensor none = at::empty({0}, input.options());
+        return std::make_tuple(y, none, none.clone());
+    }
+    return std::make_tuple(y, mean, invstd);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor &input, const c10::optional<at::Tensor> &weight,
                                                           const c10::optional<at::Tensor> &bias,
                                                           const c10::optional<at::Tensor> &running_mean,
                                                           const c10::optional<at::Tensor> &running_var, bool training,
                                                           double momentum, double eps)
 {
+    /* PyTorch takes these; FusionFlow's fused op refuses them: a negative eps, a momentum
+     * outside [0, 1], one value or none per channel in training (group norm's decomposition) */
+    bool few = input.dim() < 2 || input.size(1) == 0 || input.numel() / input.size(1) <= 1;
+    if (eps < 0 || momentum < 0 || momentum > 1 || (training && few) || input.numel() == 0)
+        return composed_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
     c10::DeviceIndex dev = device_of({&input});
     auto opt = [](const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); };
     Ref x = wrap(input), w = opt(weight), b = opt(bias), rm = opt(running_mean), rv = opt(running_var);
@@ -45,14 +92,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor &inpu
 at::Tensor normalized_grad(const at::Tensor &gw, const at::Tensor &xhat, const at::Tensor &invstd, at::IntArrayRef dims)
 {
     return invstd * (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true));
-}
-
-/* a [C] tensor shaped to broadcast over x's channel dim 1 */
-at::Tensor per_channel(const at::Tensor &t, const at::Tensor &x)
-{
-    std::vector<int64_t> shape(x.dim(), 1);
-    shape[1] = x.size(1);
-    return t.reshape(shape);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
@@ -82,13 +121,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &inpu
 {
     c10::DeviceIndex dev = device_of({&input});
     int nnorm = (int)shape.size();
-    auto opt = [](const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); };
-    Ref x = wrap(input), w = opt(weight), b = opt(bias);
-    at::Tensor y = unwrap(own(ff_layer_norm(x.get(), nnorm, w.get(), b.get(), eps), "layer_norm"), dev);
     std::vector<int64_t> dims;
     for (int64_t d = input.dim() - nnorm; d < input.dim(); d++) dims.push_back(d);
     at::Tensor mean = input.mean(dims, /*keepdim=*/true);
     at::Tensor rstd = at::rsqrt(at::add(input.var(dims, /*unbiased=*/false, /*keepdim=*/true), eps));
+    at::Tensor y;
+    if (eps >= 0) {
+        auto opt = [](const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); };
+        Ref x = wrap(input), w = opt(weight), b = opt(bias);
+        y = unwrap(own(ff_layer_norm(x.get(), nnorm, w.get(), b.get(), eps), "layer_norm"), dev);
+    } else { /* PyTorch takes a negative eps; FusionFlow's fused op refuses it */
+        y = (input - mean) * rstd;
+        if (weight && weight->defined()) y = y * *weight;
+        if (bias && bias->defined()) y = y + *bias;
+    }
     return std::make_tuple(y, mean, rstd);
 }
 

@@ -130,10 +130,88 @@ FFD_UNARY_SAME(floor, FF_UNARY_FLOOR)
 FFD_UNARY_SAME(ceil, FF_UNARY_CEIL)
 FFD_UNARY_SAME(round, FF_UNARY_ROUND)
 FFD_UNARY_SAME(bitwise_not, FF_UNARY_BITWISE_NOT)
+
+using Elementwise = ff_tensor *(*)(const ff_tensor *);
+at::Tensor elementwise(Elementwise fn, const at::Tensor &a, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&a});
+    Ref x = operand(a, backend_at(dev), floating(a.scalar_type()));
+    return unwrap(own(fn(x.get()), what), dev);
+}
+at::Tensor atan(const at::Tensor &a) { return elementwise(ff_atan, a, "atan"); }
+at::Tensor asin(const at::Tensor &a) { return elementwise(ff_asin, a, "asin"); }
+at::Tensor acos(const at::Tensor &a) { return elementwise(ff_acos, a, "acos"); }
+at::Tensor lgamma(const at::Tensor &a) { return elementwise(ff_lgamma, a, "lgamma"); }
+at::Tensor digamma(const at::Tensor &a) { return elementwise(ff_digamma, a, "digamma"); }
 at::Tensor logical_not(const at::Tensor &a) { return unary(FF_UNARY_LOGICAL_NOT, a, a.scalar_type(), "logical_not"); }
 at::Tensor isnan(const at::Tensor &a) { return unary(FF_UNARY_ISNAN, a, a.scalar_type(), "isnan"); }
 #undef FFD_UNARY_FLOAT
 #undef FFD_UNARY_SAME
+
+at::Tensor clamp(const at::Tensor &self, const c10::optional<at::Scalar> &lo, const c10::optional<at::Scalar> &hi);
+
+at::Tensor rsub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
+{
+    return ffd::sub(b, a, alpha); /* other - alpha * self */
+}
+
+/* rounding_mode None: true division; "trunc" and "floor" round the quotient, in the
+ * operands' dtype as PyTorch does (integer quotients stay integers) */
+at::Tensor div_mode(const at::Tensor &a, const at::Tensor &b, c10::optional<c10::string_view> mode)
+{
+    if (!mode) return ffd::div(a, b);
+    TORCH_CHECK(*mode == "trunc" || *mode == "floor", "div expected rounding_mode to be one of None, 'trunc', or ",
+                "'floor' but found '", *mode, "'");
+    at::ScalarType t = at::result_type(a, b);
+    c10::DeviceIndex dev = device_of({&a, &b});
+    ff_backend *be = backend_at(dev);
+    Ref x = operand(a, be, t), y = operand(b, be, t);
+    if (*mode == "floor") return unwrap(own(ff_floor_divide(x.get(), y.get()), "div"), dev);
+    if (at::isIntegralType(t, true)) /* C's integer division truncates */
+        return unwrap(own(ff_binary(FF_BINARY_DIV, x.get(), y.get()), "div"), dev);
+    Ref q = own(ff_div(x.get(), y.get()), "div");
+    Ref fl = own(ff_floor(q.get()), "div"), ce = own(ff_ceil(q.get()), "div");
+    Ref neg = own(ff_binary_number(FF_BINARY_LT, q.get(), ff_number_int(0)), "div");
+    return unwrap(own(ff_where(neg.get(), ce.get(), fl.get()), "div"), dev);
+}
+at::Tensor &div_mode_(at::Tensor &a, const at::Tensor &b, c10::optional<c10::string_view> mode)
+{
+    return assign(a, ffd::div_mode(a, b, mode));
+}
+at::Tensor &div_mode_out(const at::Tensor &a, const at::Tensor &b, c10::optional<c10::string_view> mode,
+                         at::Tensor &out)
+{
+    return assign_out(out, ffd::div_mode(a, b, mode));
+}
+
+at::Tensor remainder(const at::Tensor &a, const at::Tensor &b)
+{
+    at::ScalarType t = at::result_type(a, b);
+    c10::DeviceIndex dev = device_of({&a, &b});
+    ff_backend *be = backend_at(dev);
+    Ref x = operand(a, be, t), y = operand(b, be, t);
+    return unwrap(own(ff_remainder(x.get(), y.get()), "remainder"), dev);
+}
+
+at::Tensor hardtanh(const at::Tensor &self, const at::Scalar &lo, const at::Scalar &hi)
+{
+    return ffd::clamp(self, lo, hi);
+}
+at::Tensor &hardtanh_(at::Tensor &self, const at::Scalar &lo, const at::Scalar &hi)
+{
+    return assign(self, ffd::clamp(self, lo, hi));
+}
+at::Tensor &hardtanh_out(const at::Tensor &self, const at::Scalar &lo, const at::Scalar &hi, at::Tensor &out)
+{
+    return assign_out(out, ffd::clamp(self, lo, hi));
+}
+/* grad where lo < x < hi, else 0 */
+at::Tensor hardtanh_backward(const at::Tensor &grad, const at::Tensor &self, const at::Scalar &lo,
+                             const at::Scalar &hi)
+{
+    at::Tensor inside = ffd::logical_and(ffd::gt_s(self, lo), ffd::lt_s(self, hi));
+    return ffd::where(inside, grad, number(0));
+}
 
 /* ---- clamp and the fused optimizer arithmetic ------------------------------ */
 ff_number number_of(const at::Scalar &s)
@@ -429,6 +507,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     FFD_UNARY_FORMS(floor, floor);
     FFD_UNARY_FORMS(ceil, ceil);
     FFD_UNARY_FORMS(round, round);
+    m.impl("rsub.Tensor", TORCH_FN(ffd::rsub));
+    m.impl("div.Tensor_mode", TORCH_FN(ffd::div_mode));
+    m.impl("div_.Tensor_mode", TORCH_FN(ffd::div_mode_));
+    m.impl("div.out_mode", TORCH_FN(ffd::div_mode_out));
+    m.impl("remainder.Tensor", TORCH_FN(ffd::remainder));
+    m.impl("remainder_.Tensor", TORCH_FN(ffd::binary_<ffd::remainder>));
+    m.impl("remainder.Tensor_out", TORCH_FN(ffd::binary_out<ffd::remainder>));
+    m.impl("hardtanh", TORCH_FN(ffd::hardtanh));
+    m.impl("hardtanh_", TORCH_FN(ffd::hardtanh_));
+    m.impl("hardtanh.out", TORCH_FN(ffd::hardtanh_out));
+    m.impl("hardtanh_backward", TORCH_FN(ffd::hardtanh_backward));
+    FFD_UNARY_FORMS(atan, atan);
+    FFD_UNARY_FORMS(asin, asin);
+    FFD_UNARY_FORMS(acos, acos);
+    FFD_UNARY_FORMS(lgamma, lgamma);
+    FFD_UNARY_FORMS(digamma, digamma);
     m.impl("clamp", TORCH_FN(ffd::clamp));
     m.impl("clamp_", TORCH_FN(ffd::clamp_));
     m.impl("clamp.out", TORCH_FN(ffd::clamp_out));

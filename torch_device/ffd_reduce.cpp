@@ -17,6 +17,15 @@ std::vector<int> axes_of(at::OptionalIntArrayRef dim, int64_t ndim)
 
 using Reduce = ff_tensor *(*)(const ff_tensor *, int, const int *, bool);
 
+/* a == b elementwise (both on the device, PyTorch's promotion) */
+at::Tensor elementwise_eq(const at::Tensor &a, const at::Tensor &b)
+{
+    c10::DeviceIndex dev = device_of({&a, &b});
+    at::ScalarType t = at::result_type(a, b);
+    Ref x = operand(a, backend_at(dev), t), y = operand(b, backend_at(dev), t);
+    return unwrap(own(ff_eq(x.get(), y.get()), "equal"), dev);
+}
+
 at::Tensor reduce(Reduce fn, const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, at::ScalarType compute,
                   const char *what)
 {
@@ -151,6 +160,7 @@ at::Tensor norm(const at::Tensor &self, const c10::optional<at::Scalar> &p, at::
     c10::DeviceIndex dev = device_of({&self});
     Ref x = wrap(self);
     std::vector<int> axes = axes_of(dim, self.dim());
+    if (self.dim() == 0) axes.clear(); /* dim 0 / -1 of a 0-d tensor is the tensor */
     double order = p ? p->toDouble() : 2.0;
     return unwrap(own(ff_norm(x.get(), order, (int)axes.size(), axes.data(), keepdim), "norm"), dev);
 }
@@ -158,6 +168,67 @@ at::Tensor &norm_out(const at::Tensor &self, const c10::optional<at::Scalar> &p,
                      at::Tensor &out)
 {
     return assign_out(out, ffd::norm(self, p, dim, keepdim));
+}
+
+using Logical = ff_tensor *(*)(const ff_tensor *, int, const int *, bool);
+
+at::Tensor logical_reduce(Logical fn, const at::Tensor &self, c10::optional<int64_t> dim, bool keepdim, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    int axis = dim && self.dim() ? (int)c10::maybe_wrap_dim(*dim, self.dim()) : 0;
+    Ref r = own(fn(x.get(), dim && self.dim() ? 1 : 0, &axis, dim ? keepdim : false), what);
+    /* PyTorch: uint8 in, uint8 out; bool otherwise */
+    ff_dtype want = self.scalar_type() == at::kByte ? FF_U8 : FF_BOOL;
+    if (ff_tensor_dtype(r.get()) != want) r = own(ff_astype(r.get(), want), what);
+    return unwrap(std::move(r), dev);
+}
+at::Tensor all_dim(const at::Tensor &self, int64_t dim, bool keepdim) { return logical_reduce(ff_all, self, dim, keepdim, "all"); }
+at::Tensor any_dim(const at::Tensor &self, int64_t dim, bool keepdim) { return logical_reduce(ff_any, self, dim, keepdim, "any"); }
+at::Tensor all_all(const at::Tensor &self) { return logical_reduce(ff_all, self, c10::nullopt, false, "all"); }
+at::Tensor any_all(const at::Tensor &self) { return logical_reduce(ff_any, self, c10::nullopt, false, "any"); }
+at::Tensor &all_dim_out(const at::Tensor &self, int64_t dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::all_dim(self, dim, keepdim));
+}
+at::Tensor &any_dim_out(const at::Tensor &self, int64_t dim, bool keepdim, at::Tensor &out)
+{
+    return assign_out(out, ffd::any_dim(self, dim, keepdim));
+}
+at::Tensor &all_all_out(const at::Tensor &self, at::Tensor &out) { return assign_out(out, ffd::all_all(self)); }
+at::Tensor &any_all_out(const at::Tensor &self, at::Tensor &out) { return assign_out(out, ffd::any_all(self)); }
+
+bool equal(const at::Tensor &a, const at::Tensor &b)
+{
+    if (a.sizes() != b.sizes()) return false;
+    if (a.numel() == 0) return true;
+    return ffd::all_all(elementwise_eq(a, b)).item<bool>();
+}
+
+using Scan = ff_tensor *(*)(const ff_tensor *, int);
+at::Tensor scan(Scan fn, const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, const char *what)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = operand(self, backend_at(dev), sum_type(self, dtype));
+    int axis = self.dim() ? (int)c10::maybe_wrap_dim(dim, self.dim()) : 0;
+    if (self.dim() == 0) return unwrap(std::move(x), dev, {&self}).clone();
+    return unwrap(own(fn(x.get(), axis), what), dev);
+}
+at::Tensor cumsum(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype)
+{
+    return scan(ff_cumsum, self, dim, dtype, "cumsum");
+}
+at::Tensor cumprod(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype)
+{
+    return scan(ff_cumprod, self, dim, dtype, "cumprod");
+}
+at::Tensor &cumsum_out(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, at::Tensor &out)
+{
+    return assign_out(out, ffd::cumsum(self, dim, dtype ? dtype : c10::optional<at::ScalarType>(out.scalar_type())));
+}
+at::Tensor &cumprod_out(const at::Tensor &self, int64_t dim, c10::optional<at::ScalarType> dtype, at::Tensor &out)
+{
+    return assign_out(out, ffd::cumprod(self, dim, dtype ? dtype : c10::optional<at::ScalarType>(out.scalar_type())));
 }
 
 } // namespace
@@ -183,6 +254,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("argmin.out", TORCH_FN(ffd::argmin_out));
     m.impl("norm.ScalarOpt_dim", TORCH_FN(ffd::norm));
     m.impl("norm.out", TORCH_FN(ffd::norm_out));
+    m.impl("all.dim", TORCH_FN(ffd::all_dim));
+    m.impl("all.out", TORCH_FN(ffd::all_dim_out));
+    m.impl("all", TORCH_FN(ffd::all_all));
+    m.impl("all.all_out", TORCH_FN(ffd::all_all_out));
+    m.impl("any.dim", TORCH_FN(ffd::any_dim));
+    m.impl("any.out", TORCH_FN(ffd::any_dim_out));
+    m.impl("any", TORCH_FN(ffd::any_all));
+    m.impl("any.all_out", TORCH_FN(ffd::any_all_out));
+    m.impl("equal", TORCH_FN(ffd::equal));
+    m.impl("cumsum", TORCH_FN(ffd::cumsum));
+    m.impl("cumsum.out", TORCH_FN(ffd::cumsum_out));
+    m.impl("cumprod", TORCH_FN(ffd::cumprod));
+    m.impl("cumprod.out", TORCH_FN(ffd::cumprod_out));
     m.impl("var.correction", TORCH_FN(ffd::var));
     m.impl("std.correction", TORCH_FN(ffd::std_));
 }

@@ -1,4 +1,4 @@
-/* Ops that assemble tensors from others: cat, roll, arange. (Views are PyTorch's own,
+/* Ops that assemble tensors from others: cat, roll, flip, triu/tril, arange, linspace. (Views are PyTorch's own,
  * ffd_memory.cpp.) */
 #include "ffd.h"
 
@@ -61,6 +61,44 @@ at::Tensor roll(const at::Tensor &self, at::IntArrayRef shifts, at::IntArrayRef 
     return r.is_same(self) ? self.clone() : r;
 }
 
+at::Tensor triu(const at::Tensor &self, int64_t diagonal)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    return unwrap(own(ff_triu(x.get(), diagonal), "triu"), dev);
+}
+at::Tensor tril(const at::Tensor &self, int64_t diagonal)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    return unwrap(own(ff_tril(x.get(), diagonal), "tril"), dev);
+}
+template <at::Tensor (*F)(const at::Tensor &, int64_t)>
+at::Tensor &band_(at::Tensor &self, int64_t diagonal) { return assign(self, F(self, diagonal)); }
+template <at::Tensor (*F)(const at::Tensor &, int64_t)>
+at::Tensor &band_out(const at::Tensor &self, int64_t diagonal, at::Tensor &out)
+{
+    return assign_out(out, F(self, diagonal));
+}
+
+at::Tensor flip(const at::Tensor &self, at::IntArrayRef dims)
+{
+    c10::DeviceIndex dev = device_of({&self});
+    Ref x = wrap(self);
+    std::vector<int> axes;
+    for (int64_t d : dims) axes.push_back((int)c10::maybe_wrap_dim(d, self.dim()));
+    if (self.dim() == 0 || axes.empty()) return self.clone();
+    return unwrap(own(ff_flip(x.get(), (int)axes.size(), axes.data()), "flip"), dev);
+}
+
+/* linspace into out: PyTorch's CPU values (its two-sided formula), uploaded once */
+at::Tensor &linspace_out(const at::Scalar &start, const at::Scalar &end, int64_t steps, at::Tensor &out)
+{
+    at::Tensor host = at::empty({0}, out.options().device(at::kCPU));
+    at::linspace_out(host, start, end, steps);
+    return assign_out(out, host.to(out.device()));
+}
+
 /* arange into out, the values PyTorch's own CPU kernel gives (one upload) */
 at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
 {
@@ -77,5 +115,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("cat", TORCH_FN(ffd::cat));
     m.impl("cat.out", TORCH_FN(ffd::cat_out));
     m.impl("roll", TORCH_FN(ffd::roll));
+    m.impl("triu", TORCH_FN(ffd::triu));
+    m.impl("triu_", TORCH_FN(ffd::band_<ffd::triu>));
+    m.impl("triu.out", TORCH_FN(ffd::band_out<ffd::triu>));
+    m.impl("tril", TORCH_FN(ffd::tril));
+    m.impl("tril_", TORCH_FN(ffd::band_<ffd::tril>));
+    m.impl("tril.out", TORCH_FN(ffd::band_out<ffd::tril>));
     m.impl("arange.start_out", TORCH_FN(ffd::arange_out));
+    m.impl("linspace.out", TORCH_FN(ffd::linspace_out));
+    m.impl("flip", TORCH_FN(ffd::flip));
 }

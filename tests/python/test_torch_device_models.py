@@ -47,6 +47,7 @@ def train_both(make_model, batches, step, backend, steps=3, lr=0.05, tol=1e-4, o
             losses.append(loss.item())
         results.append((losses, [p.detach().cpu() for p in m.parameters()]))
     fallbacks = ffd.fallback_counts()
+    assert not fallbacks, "ops fell back to PyTorch's CPU kernels: %s" % fallbacks
     (ref_losses, ref_params), (losses, params) = results
     assert losses == pytest.approx(ref_losses, rel=tol, abs=tol), (losses, ref_losses, fallbacks)
     for p, r in zip(params, ref_params):
@@ -56,10 +57,12 @@ def train_both(make_model, batches, step, backend, steps=3, lr=0.05, tol=1e-4, o
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_resnet18_with_transforms(backend):
-    """One training step's loss and gradients. With 4 images, layer4's batch norm normalizes
-    over 16 values per channel (2 x 2 pixels): rounding differences of the two convolution
-    libraries come out of it amplified, so gradients are compared to 1e-3 of each tensor's
-    largest entry (they agree to ~1e-4; a wrong kernel is off by O(1))."""
+    """One training step's loss and gradients, compared by each tensor's norm: a ReLU whose
+    input is within rounding of 0 on one side and not on the other passes that element's
+    whole gradient or none (seen on opencl: 0.0 on the CPU, 2.4e-7 on the device, in
+    layer2.1's first ReLU), which moves a gradient's largest-entry error to several percent
+    and its norm by about 1%; a wrong kernel moves it by O(1). The head, before any ReLU,
+    is compared entry by entry."""
     torchvision = pytest.importorskip("torchvision")
     from torchvision import transforms as T
     pipeline = T.Compose([T.ToPILImage(), T.Resize(72), T.CenterCrop(64), T.RandomHorizontalFlip(p=1.0),
@@ -80,8 +83,9 @@ def test_resnet18_with_transforms(backend):
     assert not ffd.fallback_counts(), "resnet18 fell back to the CPU for %s" % ffd.fallback_counts()
     assert loss.item() == pytest.approx(loss_ref.item(), rel=1e-5)
     for (name, p), q in zip(ref.named_parameters(), model.parameters()):
-        err = (q.grad.cpu() - p.grad).abs().max().item() / max(p.grad.abs().max().item(), 1e-12)
-        assert err < 1e-3, (name, err)
+        err = ((q.grad.cpu() - p.grad).norm() / max(p.grad.norm().item(), 1e-12)).item()
+        assert err < 3e-2, (name, err)
+    torch.testing.assert_close(model.fc.weight.grad.cpu(), ref.fc.weight.grad, atol=1e-5, rtol=1e-4)
     for (name, b), c in zip(ref.named_buffers(), model.buffers()):       # running statistics
         torch.testing.assert_close(c.cpu(), b, atol=1e-5, rtol=1e-4, msg=name)
 
