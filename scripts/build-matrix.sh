@@ -87,7 +87,7 @@ step clang-all-off "$t0" "$rc"
 
 t0=$SECONDS; rc=0
 # the cuda backend's .cu files are nvcc's, not clang's (scripts/gpu-check.sh builds them)
-{ configure clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug "${on[@]}" -DFF_BUILD_CUDA=OFF &&
+{ configure clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "${on[@]}" -DFF_BUILD_CUDA=OFF &&
   { cmake --build "$root/clang" -j "$jobs" > "$root/clang.build.log" 2>&1 ||
     { cat "$root/clang.build.log" >&2; false; }; }; } || rc=$?
 step clang "$t0" "$rc"
