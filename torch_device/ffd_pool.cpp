@@ -1,4 +1,4 @@
-/* Max pooling with PyTorch's indices. The values and the index of each window's maximum
+/* 2-d pooling. Max pooling with PyTorch's indices. The values and the index of each window's maximum
  * come from one pass per kernel tap over strided views of the (-inf padded) input:
  * a tap replaces the best so far where it is greater or NaN, which is PyTorch's rule
  * (the first maximum in scan order; the last NaN). The backward adds each gradient at
@@ -105,6 +105,128 @@ at::Tensor &max_pool2d_with_indices_backward_out(const at::Tensor &grad, const a
     return assign_out(out, ffd::max_pool2d_with_indices_backward(grad, self, k, s, p, d, ceil, indices));
 }
 
+/* ---- average pooling ------------------------------------------------------- */
+/* Sums over one strided view per kernel tap of the zero-padded input, divided by PyTorch's
+ * divisor per window: divisor_override, else the window's extent clipped to the padded
+ * input (count_include_pad) or to the input itself. The backward spreads each gradient
+ * back over the same views. */
+struct Avg {
+    Pool q;
+    int64_t extra[2];
+    at::Tensor divisor; /* [OH, OW] */
+};
+
+Avg avg_of(const at::Tensor &x4, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, bool ceil,
+           bool count_include_pad, c10::optional<int64_t> divisor_override)
+{
+    Avg a;
+    int64_t one = 1;
+    a.q = pool_of(x4, k, s, p, at::IntArrayRef(&one, 1), ceil);
+    for (int i = 0; i < 2; i++)
+        a.extra[i] = std::max<int64_t>(0, (a.q.out[i] - 1) * a.q.s[i] + a.q.k[i] - (a.q.in[i] + 2 * a.q.p[i]));
+    if (divisor_override) {
+        TORCH_CHECK(*divisor_override != 0, "divisor must be not zero");
+        a.divisor = at::full({a.q.out[0], a.q.out[1]}, (double)*divisor_override, x4.options());
+        return a;
+    }
+    /* per axis, how many of each window's taps count: those inside the input, plus the
+     * padding's when count_include_pad (never the ceil_mode overhang past it) */
+    at::Tensor count[2];
+    for (int i = 0; i < 2; i++) {
+        at::Tensor start = at::arange(a.q.out[i], x4.options()).mul(a.q.s[i]).sub(a.q.p[i]);
+        at::Tensor end = at::clamp_max(start + a.q.k[i], (double)(a.q.in[i] + a.q.p[i]));
+        if (!count_include_pad) {
+            start = at::clamp_min(start, 0);
+            end = at::clamp_max(end, (double)a.q.in[i]);
+        }
+        count[i] = end - start;
+    }
+    a.divisor = count[0].unsqueeze(1) * count[1].unsqueeze(0);
+    return a;
+}
+
+at::Tensor tap(const at::Tensor &xp, const Pool &q, int64_t a, int64_t b)
+{
+    return xp.slice(2, a, a + (q.out[0] - 1) * q.s[0] + 1, q.s[0]).slice(3, b, b + (q.out[1] - 1) * q.s[1] + 1, q.s[1]);
+}
+
+at::Tensor avg_pool2d(const at::Tensor &self, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, bool ceil,
+                      bool count_include_pad, c10::optional<int64_t> divisor_override)
+{
+    at::Tensor x = self.dim() == 3 ? self.unsqueeze(0) : self;
+    Avg a = avg_of(x, k, s, p, ceil, count_include_pad, divisor_override);
+    const Pool &q = a.q;
+    at::Tensor xp = at::constant_pad_nd(x, {q.p[1], q.p[1] + a.extra[1], q.p[0], q.p[0] + a.extra[0]}, 0.0);
+    at::Tensor sum;
+    for (int64_t i = 0; i < q.k[0]; i++)
+        for (int64_t j = 0; j < q.k[1]; j++) sum = sum.defined() ? sum + tap(xp, q, i, j) : tap(xp, q, i, j).clone();
+    at::Tensor y = sum / a.divisor;
+    return self.dim() == 3 ? y.squeeze(0) : y;
+}
+
+at::Tensor avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &self, at::IntArrayRef k, at::IntArrayRef s,
+                               at::IntArrayRef p, bool ceil, bool count_include_pad,
+                               c10::optional<int64_t> divisor_override)
+{
+    at::Tensor x = self.dim() == 3 ? self.unsqueeze(0) : self;
+    at::Tensor g = grad.dim() == 3 ? grad.unsqueeze(0) : grad;
+    Avg a = avg_of(x, k, s, p, ceil, count_include_pad, divisor_override);
+    const Pool &q = a.q;
+    at::Tensor share = g / a.divisor;
+    at::Tensor gp = at::zeros({x.size(0), x.size(1), q.in[0] + 2 * q.p[0] + a.extra[0], q.in[1] + 2 * q.p[1] + a.extra[1]},
+                              grad.options());
+    for (int64_t i = 0; i < q.k[0]; i++)
+        for (int64_t j = 0; j < q.k[1]; j++) {
+            at::Tensor v = tap(gp, q, i, j);
+            v.add_(share);
+        }
+    at::Tensor gi = gp.slice(2, q.p[0], q.p[0] + q.in[0]).slice(3, q.p[1], q.p[1] + q.in[1]).contiguous();
+    return self.dim() == 3 ? gi.squeeze(0) : gi;
+}
+
+at::Tensor &avg_pool2d_out(const at::Tensor &self, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, bool ceil,
+                           bool cip, c10::optional<int64_t> d, at::Tensor &out)
+{
+    return assign_out(out, ffd::avg_pool2d(self, k, s, p, ceil, cip, d));
+}
+at::Tensor &avg_pool2d_backward_out(const at::Tensor &grad, const at::Tensor &self, at::IntArrayRef k,
+                                    at::IntArrayRef s, at::IntArrayRef p, bool ceil, bool cip,
+                                    c10::optional<int64_t> d, at::Tensor &out)
+{
+    return assign_out(out, ffd::avg_pool2d_backward(grad, self, k, s, p, ceil, cip, d));
+}
+
+/* ---- adaptive average pooling --------------------------------------------- */
+/* Per axis, output i averages input [floor(i n / m), ceil((i + 1) n / m)): an [m, n]
+ * averaging matrix, built on the host and uploaded; the pooling is A_h x A_w^T, its
+ * gradient A_h^T g A_w. */
+at::Tensor averaging(int64_t n, int64_t m, const at::Tensor &like)
+{
+    at::Tensor a = at::zeros({m, n}, like.options().device(at::kCPU).dtype(at::kDouble));
+    auto acc = a.accessor<double, 2>();
+    for (int64_t i = 0; i < m; i++) {
+        int64_t lo = (i * n) / m, hi = ((i + 1) * n + m - 1) / m;
+        for (int64_t j = lo; j < hi; j++) acc[i][j] = 1.0 / (double)(hi - lo);
+    }
+    return a.to(like.scalar_type()).to(like.device());
+}
+
+at::Tensor adaptive_avg_pool2d(const at::Tensor &self, c10::SymIntArrayRef output_size)
+{
+    at::IntArrayRef out = c10::asIntArrayRefSlow(output_size);
+    TORCH_CHECK(out.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+    TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d: expected 3D or 4D tensor, got ", self.dim(), "D");
+    TORCH_CHECK(at::isFloatingType(self.scalar_type()), "adaptive_avg_pool2d: expected a floating dtype");
+    at::Tensor ah = averaging(self.size(-2), out[0], self), aw = averaging(self.size(-1), out[1], self);
+    return at::matmul(at::matmul(ah, self), aw.t());
+}
+
+at::Tensor adaptive_avg_pool2d_backward(const at::Tensor &grad, const at::Tensor &self)
+{
+    at::Tensor ah = averaging(self.size(-2), grad.size(-2), self), aw = averaging(self.size(-1), grad.size(-1), self);
+    return at::matmul(at::matmul(ah.t(), grad), aw);
+}
+
 } // namespace
 } // namespace ffd
 
@@ -114,4 +236,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
     m.impl("max_pool2d_with_indices.out", TORCH_FN(ffd::max_pool2d_with_indices_out));
     m.impl("max_pool2d_with_indices_backward", TORCH_FN(ffd::max_pool2d_with_indices_backward));
     m.impl("max_pool2d_with_indices_backward.grad_input", TORCH_FN(ffd::max_pool2d_with_indices_backward_out));
+    m.impl("_adaptive_avg_pool2d", TORCH_FN(ffd::adaptive_avg_pool2d));
+    m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(ffd::adaptive_avg_pool2d_backward));
+    m.impl("avg_pool2d", TORCH_FN(ffd::avg_pool2d));
+    m.impl("avg_pool2d.out", TORCH_FN(ffd::avg_pool2d_out));
+    m.impl("avg_pool2d_backward", TORCH_FN(ffd::avg_pool2d_backward));
+    m.impl("avg_pool2d_backward.grad_input", TORCH_FN(ffd::avg_pool2d_backward_out));
 }

@@ -637,3 +637,21 @@ def test_a_third_party_backend_trains_through_pytorch_unchanged():
 def copy_module(m):
     import copy
     return copy.deepcopy(m)
+
+
+@pytest.mark.parametrize("k,s,p,ceil,cip,div", [(2, 2, 0, False, True, None), (3, 2, 1, True, True, None),
+                                                (3, 2, 1, True, False, None), (3, 1, 1, False, False, None),
+                                                ((3, 2), (2, 1), (1, 0), False, True, 5), (2, 3, 1, True, False, None)])
+def test_avg_pool_values_and_gradients(dev, k, s, p, ceil, cip, div):
+    torch.manual_seed(15)
+    x = torch.randn(2, 3, 9, 8)
+    f = lambda x: F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=cip, divisor_override=div)  # noqa: E731
+    _grads_both(f, [x], dev)
+    _grads_both(f, [x[0]], dev)                                                   # a 3-D input
+
+
+@pytest.mark.parametrize("out", [(1, 1), (3, 4), (5, 3), (9, 8)])
+def test_adaptive_avg_pool(dev, out):
+    torch.manual_seed(16)
+    _grads_both(lambda x: F.adaptive_avg_pool2d(x, out), [torch.randn(2, 3, 9, 8)], dev)
+    _grads_both(lambda x: F.adaptive_avg_pool2d(x, out), [torch.randn(3, 7, 5)], dev)
