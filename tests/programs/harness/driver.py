@@ -42,7 +42,7 @@ def copy_tree(src, dst, rewrite):
                 shutil.copyfile(os.path.join(root, f), os.path.join(out, f))
 
 
-def _census_mode():
+def _census_mode(device_type):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -55,16 +55,24 @@ def _census_mode():
             self.calls = {}
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            name = func.name()
-            self.calls[name] = self.calls.get(name, 0) + 1
+            flat = list(args) + list((kwargs or {}).values())
+            flat += [t for v in flat if isinstance(v, (list, tuple)) for t in v]
+            if any(isinstance(t, torch.Tensor) and t.device.type == device_type for t in flat):
+                name = func.name()  # an op on the device's tensors (not on host ones)
+                self.calls[name] = self.calls.get(name, 0) + 1
             return func(*args, **(kwargs or {}))
 
         def table(self):
             has = torch._C._dispatch_has_kernel_for_dispatch_key
             kind = lambda n: ("native" if has(n, "PrivateUse1") else  # noqa: E731
-                              "decomposed" if has(n, "CompositeExplicitAutograd") else "fallback")
+                              "decomposed" if has(n, "CompositeExplicitAutograd")
+                              or has(n, "CompositeExplicitAutogradNonFunctional") else "fallback")
             return {n: [kind(n), c] for n, c in sorted(self.calls.items())}
     return Census
+
+
+def torch_device_type(device):
+    return device.split(":")[0]
 
 
 def main():
@@ -94,8 +102,8 @@ def main():
     ffd = None
     if a.side == "device":
         import fusionflow.torch_device as ffd
-        Census = _census_mode()
         device = str(ffd.device(a.backend))
+        Census = _census_mode(torch_device_type(device))
         changed = [0]
 
         def rewrite(text):
