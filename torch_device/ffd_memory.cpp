@@ -187,22 +187,25 @@ at::Tensor &set_whole_storage(at::Tensor &self, at::Storage source)
     return set_storage(self, std::move(source), c10::SymInt(0), c10::SymIntArrayRef(&n, 1), {});
 }
 
-at::Tensor &fill_(at::Tensor &self, const at::Scalar &value)
-{
-    if (self.numel() == 0) return self;
-    ff_backend *be = backend_at(self.device().index());
-    at::Tensor v = at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type()));
-    Ref s = operand(v, be, self.scalar_type());
-    check(ff_copy_(wrap(self).get(), s.get()), "fill_");
-    return self;
-}
-
 at::Tensor &fill_tensor_(at::Tensor &self, const at::Tensor &value)
 {
     TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
                 " dimensions.");
     if (self.numel() == 0) return self;
     Ref s = operand(value, backend_at(self.device().index()), self.scalar_type());
+    check(ff_copy_(wrap(self).get(), s.get()), "fill_");
+    return self;
+}
+
+at::Tensor &fill_(at::Tensor &self, const at::Scalar &value)
+{
+    if (self.numel() == 0) return self;
+    if (value.isComplex()) return fill_tensor_(self, at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type())));
+    ff_backend *be = backend_at(self.device().index());
+    ff_number n = value.isBoolean() ? ff_number_bool(value.toBool())
+                  : value.isIntegral(false) ? ff_number_int(value.toLong())
+                                            : ff_number_float(value.toDouble());
+    Ref s = own(ff_number_tensor_on(be, n, dtype_of(self.scalar_type())), "fill_");
     check(ff_copy_(wrap(self).get(), s.get()), "fill_");
     return self;
 }

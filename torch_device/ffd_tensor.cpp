@@ -94,9 +94,16 @@ Ref operand(const at::Tensor &t, ff_backend *be, at::ScalarType dtype)
     }
     TORCH_CHECK(t.device().is_cpu() && t.dim() == 0, "fusionflow device: expected all tensors on the FusionFlow ",
                 "device (", ff_backend_name(be), "), got a ", t.dim(), "-d tensor on ", t.device());
-    /* its value in the op's dtype, uploaded: every dtype, complex and all 64 bits included */
-    at::Tensor host = t.to(dtype).contiguous();
-    return own(ff_from_data_on(be, host.data_ptr(), 0, nullptr, want), "scalar");
+    if (at::isComplexType(t.scalar_type()) || at::isComplexType(dtype)) { /* its value in the op's dtype, uploaded */
+        at::Tensor host = t.to(dtype).contiguous();
+        return own(ff_from_data_on(be, host.data_ptr(), 0, nullptr, want), "scalar");
+    }
+    /* the common case, a Python number: no host tensor made (ints keep all 64 bits) */
+    at::Scalar v = t.item();
+    ff_number n = v.isBoolean() ? ff_number_bool(v.toBool())
+                  : v.isIntegral(false) ? ff_number_int(v.toLong())
+                                        : ff_number_float(v.toDouble());
+    return own(ff_number_tensor_on(be, n, want), "scalar");
 }
 
 at::Tensor unwrap(Ref r, c10::DeviceIndex dev, std::initializer_list<const at::Tensor *> inputs)
