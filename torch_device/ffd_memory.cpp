@@ -2,6 +2,7 @@
  * device and the host, device and device. Views are PyTorch's own (a TensorImpl over
  * the same storage); only the kernels that touch bytes go to FusionFlow. */
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -125,6 +126,11 @@ at::Tensor &copy_(at::Tensor &self, const at::Tensor &src, bool non_blocking)
 {
     (void)non_blocking; /* a FusionFlow backend orders its transfers itself */
     if (self.numel() == 0) return self;
+    if (self.is_same(src)) return self;
+    /* PyTorch's rule (its TensorIterator's overlap checks): no element of self written
+     * twice (an expanded self, in-place ops on it included), no partial overlap with src */
+    at::assert_no_internal_overlap(self);
+    if (on_device(self) && on_device(src)) at::assert_no_partial_overlap(self, src);
     if (on_device(self) && on_device(src)) {
         if (self.device() == src.device() || backend_at(self.device().index()) == backend_at(src.device().index()))
             copy_on_device(self, src);

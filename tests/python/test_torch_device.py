@@ -655,3 +655,16 @@ def test_adaptive_avg_pool(dev, out):
     torch.manual_seed(16)
     _grads_both(lambda x: F.adaptive_avg_pool2d(x, out), [torch.randn(2, 3, 9, 8)], dev)
     _grads_both(lambda x: F.adaptive_avg_pool2d(x, out), [torch.randn(3, 7, 5)], dev)
+
+
+def test_overlapping_writes_are_refused_as_pytorch_refuses_them(dev):
+    a = torch.arange(6.0).to(dev)
+    with pytest.raises(RuntimeError, match="single memory location|refer to a single memory"):
+        a[1:].copy_(a[:-1])                       # partial overlap
+    e = torch.zeros(1).to(dev).expand(4)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        e.add_(1)                                 # an expanded tensor written in place
+    assert torch.equal(a.cpu(), torch.arange(6.0))                     # nothing written
+    b = a.clone()
+    b.copy_(b)                                    # the same tensor: a no-op
+    assert torch.equal(b.cpu(), torch.arange(6.0))
