@@ -41,10 +41,15 @@ void check(ff_status st, const char *what);
 Ref own(ff_tensor *t, const char *what);
 
 ff_dtype dtype_of(at::ScalarType st);
+/* A Python number (at::Scalar, real) as FusionFlow's number of the same kind: bool, all 64
+ * bits of an int, or a float. */
+ff_number number_of(const at::Scalar &s);
 at::ScalarType scalar_type_of(ff_dtype dt);
 bool on_device(const at::Tensor &t);
 /* A FusionFlow view over t's memory (t on the device), keeping t's storage alive. */
 Ref wrap(const at::Tensor &t);
+/* wrap() of an optional tensor (a bias, a weight): an empty Ref when it is absent. */
+Ref wrap_optional(const c10::optional<at::Tensor> &t);
 /* An operand of a device op in dtype: t itself (cast when its dtype differs), or a CPU
  * 0-d tensor (a Python number PyTorch wrapped, or a scalar tensor) put on the backend. */
 Ref operand(const at::Tensor &t, ff_backend *be, at::ScalarType dtype);
@@ -65,5 +70,8 @@ std::vector<at::Tensor> vjp(const Forward &f, const at::Tensor &grad, const std:
 /* ---- in-place and out= forms from the functional one (ffd_memory.cpp) -- */
 at::Tensor &assign(at::Tensor &self, const at::Tensor &result);
 at::Tensor &assign_out(at::Tensor &out, const at::Tensor &result);
+/* The out= form of an op with two results (values and indices). */
+std::tuple<at::Tensor &, at::Tensor &> assign_out(at::Tensor &out0, at::Tensor &out1,
+                                                  const std::tuple<at::Tensor, at::Tensor> &results);
 
 } // namespace ffd

@@ -89,10 +89,7 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64
 std::tuple<at::Tensor &, at::Tensor &> topk_out(const at::Tensor &self, int64_t k, int64_t dim, bool largest,
                                                 bool sorted, at::Tensor &values, at::Tensor &indices)
 {
-    auto r = ffd::topk(self, k, dim, largest, sorted);
-    assign_out(values, std::get<0>(r));
-    assign_out(indices, std::get<1>(r));
-    return std::tuple<at::Tensor &, at::Tensor &>(values, indices);
+    return assign_out(values, indices, ffd::topk(self, k, dim, largest, sorted));
 }
 
 std::tuple<at::Tensor, at::Tensor> sort(const at::Tensor &self, c10::optional<bool> stable, int64_t dim, bool descending)
@@ -108,10 +105,7 @@ std::tuple<at::Tensor, at::Tensor> sort(const at::Tensor &self, c10::optional<bo
 std::tuple<at::Tensor &, at::Tensor &> sort_out(const at::Tensor &self, c10::optional<bool> stable, int64_t dim,
                                                 bool descending, at::Tensor &values, at::Tensor &indices)
 {
-    auto r = ffd::sort(self, stable, dim, descending);
-    assign_out(values, std::get<0>(r));
-    assign_out(indices, std::get<1>(r));
-    return std::tuple<at::Tensor &, at::Tensor &>(values, indices);
+    return assign_out(values, indices, ffd::sort(self, stable, dim, descending));
 }
 
 at::Tensor nonzero(const at::Tensor &self)

@@ -5,11 +5,6 @@
 namespace ffd {
 namespace {
 
-ff_number number_of(const at::Scalar &s)
-{
-    return s.isIntegral(true) ? ff_number_int(s.toLong()) : ff_number_float(s.toDouble());
-}
-
 void check_same_dtype(const at::Tensor &a, const at::Tensor &b, const char *what)
 {
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), what, ": expected ", a.scalar_type(), " and ", b.scalar_type(),

@@ -37,6 +37,14 @@ at::Tensor &assign_out(at::Tensor &out, const at::Tensor &result)
     return out;
 }
 
+std::tuple<at::Tensor &, at::Tensor &> assign_out(at::Tensor &out0, at::Tensor &out1,
+                                                  const std::tuple<at::Tensor, at::Tensor> &results)
+{
+    assign_out(out0, std::get<0>(results));
+    assign_out(out1, std::get<1>(results));
+    return std::tuple<at::Tensor &, at::Tensor &>(out0, out1);
+}
+
 namespace {
 
 c10::DeviceIndex index_of(c10::optional<at::Device> device)
@@ -208,10 +216,7 @@ at::Tensor &fill_(at::Tensor &self, const at::Scalar &value)
     if (self.numel() == 0) return self;
     if (value.isComplex()) return fill_tensor_(self, at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type())));
     ff_backend *be = backend_at(self.device().index());
-    ff_number n = value.isBoolean() ? ff_number_bool(value.toBool())
-                  : value.isIntegral(false) ? ff_number_int(value.toLong())
-                                            : ff_number_float(value.toDouble());
-    Ref s = own(ff_number_tensor_on(be, n, dtype_of(self.scalar_type())), "fill_");
+    Ref s = own(ff_number_tensor_on(be, number_of(value), dtype_of(self.scalar_type())), "fill_");
     check(ff_copy_(wrap(self).get(), s.get()), "fill_");
     return self;
 }

@@ -272,7 +272,7 @@ at::Tensor convolution(const at::Tensor &input, const at::Tensor &weight, const 
 {
     c10::DeviceIndex dev = device_of({&input, &weight});
     ff_conv_opts o = conv_opts(stride, padding, dilation, output_padding, groups, input.dim() - 2);
-    Ref x = wrap(input), w = wrap(weight), b = bias && bias->defined() ? wrap(*bias) : Ref();
+    Ref x = wrap(input), w = wrap(weight), b = wrap_optional(bias);
     ff_tensor *y = transposed ? ff_conv_transpose(x.get(), w.get(), b.get(), &o) : ff_conv(x.get(), w.get(), b.get(), &o);
     return unwrap(own(y, "convolution"), dev);
 }

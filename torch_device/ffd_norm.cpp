@@ -71,8 +71,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(const at::Tensor &inpu
     if (eps < 0 || momentum < 0 || momentum > 1 || (training && few) || input.numel() == 0)
         return composed_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
     c10::DeviceIndex dev = device_of({&input});
-    auto opt = [](const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); };
-    Ref x = wrap(input), w = opt(weight), b = opt(bias), rm = opt(running_mean), rv = opt(running_var);
+    Ref x = wrap(input), w = wrap_optional(weight), b = wrap_optional(bias), rm = wrap_optional(running_mean),
+        rv = wrap_optional(running_var);
     at::Tensor y = unwrap(own(ff_batch_norm(x.get(), rm.get(), rv.get(), w.get(), b.get(), training, momentum, eps),
                               "batch_norm"),
                           dev);
@@ -127,8 +127,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &inpu
     at::Tensor rstd = at::rsqrt(at::add(input.var(dims, /*unbiased=*/false, /*keepdim=*/true), eps));
     at::Tensor y;
     if (eps >= 0) {
-        auto opt = [](const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); };
-        Ref x = wrap(input), w = opt(weight), b = opt(bias);
+        Ref x = wrap(input), w = wrap_optional(weight), b = wrap_optional(bias);
         y = unwrap(own(ff_layer_norm(x.get(), nnorm, w.get(), b.get(), eps), "layer_norm"), dev);
     } else { /* PyTorch takes a negative eps; FusionFlow's fused op refuses it */
         y = (input - mean) * rstd;

@@ -22,35 +22,25 @@ at::ScalarType floating(at::ScalarType t)
     return at::isIntegralType(t, /*includeBool=*/true) ? at::typeMetaToScalarType(at::get_default_dtype()) : t;
 }
 
-at::Tensor binary(ff_binary_op op, const at::Tensor &a, const at::Tensor &b, at::ScalarType compute, const char *what)
+/* a op alpha * b (alpha applied in the operands' dtype), in PyTorch's result dtype unless
+ * compute says otherwise (true division of integers) */
+at::Tensor binary(ff_binary_op op, const at::Tensor &a, const at::Tensor &b, at::ScalarType compute, const char *what,
+                  const at::Scalar &alpha = 1)
 {
     c10::DeviceIndex dev = device_of({&a, &b});
     ff_backend *be = backend_at(dev);
     Ref x = operand(a, be, compute), y = operand(b, be, compute);
+    if (!alpha.equal(1)) y = own(ff_binary_number(FF_BINARY_MUL, y.get(), number_of(alpha)), what);
     return unwrap(own(ff_binary(op, x.get(), y.get()), what), dev);
-}
-
-/* a op alpha * b, alpha applied in the operands' dtype */
-at::Tensor binary_alpha(ff_binary_op op, const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha,
-                        const char *what)
-{
-    if (alpha.equal(1)) return binary(op, a, b, at::result_type(a, b), what);
-    at::ScalarType compute = at::result_type(a, b);
-    c10::DeviceIndex dev = device_of({&a, &b});
-    ff_backend *be = backend_at(dev);
-    Ref x = operand(a, be, compute), y = operand(b, be, compute);
-    ff_number s = alpha.isIntegral(true) ? ff_number_int(alpha.toLong()) : ff_number_float(alpha.toDouble());
-    Ref ys = own(ff_binary_number(FF_BINARY_MUL, y.get(), s), what);
-    return unwrap(own(ff_binary(op, x.get(), ys.get()), what), dev);
 }
 
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
-    return binary_alpha(FF_BINARY_ADD, a, b, alpha, "add");
+    return binary(FF_BINARY_ADD, a, b, at::result_type(a, b), "add", alpha);
 }
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
-    return binary_alpha(FF_BINARY_SUB, a, b, alpha, "sub");
+    return binary(FF_BINARY_SUB, a, b, at::result_type(a, b), "sub", alpha);
 }
 at::Tensor mul(const at::Tensor &a, const at::Tensor &b) { return binary(FF_BINARY_MUL, a, b, at::result_type(a, b), "mul"); }
 at::Tensor div(const at::Tensor &a, const at::Tensor &b)
@@ -214,12 +204,6 @@ at::Tensor hardtanh_backward(const at::Tensor &grad, const at::Tensor &self, con
 }
 
 /* ---- clamp and the fused optimizer arithmetic ------------------------------ */
-ff_number number_of(const at::Scalar &s)
-{
-    return s.isBoolean() ? ff_number_bool(s.toBool()) : s.isIntegral(false) ? ff_number_int(s.toLong())
-                                                                              : ff_number_float(s.toDouble());
-}
-
 at::Tensor clamp(const at::Tensor &self, const c10::optional<at::Scalar> &lo, const c10::optional<at::Scalar> &hi)
 {
     TORCH_CHECK(lo || hi, "torch.clamp: At least one of 'min' or 'max' must not be None");

@@ -82,10 +82,7 @@ std::tuple<at::Tensor &, at::Tensor &> max_pool2d_with_indices_out(const at::Ten
                                                                    at::IntArrayRef d, bool ceil, at::Tensor &out,
                                                                    at::Tensor &indices)
 {
-    auto r = ffd::max_pool2d_with_indices(self, k, s, p, d, ceil);
-    assign_out(out, std::get<0>(r));
-    assign_out(indices, std::get<1>(r));
-    return std::tuple<at::Tensor &, at::Tensor &>(out, indices);
+    return assign_out(out, indices, ffd::max_pool2d_with_indices(self, k, s, p, d, ceil));
 }
 
 at::Tensor max_pool2d_with_indices_backward(const at::Tensor &grad, const at::Tensor &self, at::IntArrayRef k,

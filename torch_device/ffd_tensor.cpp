@@ -59,6 +59,14 @@ at::ScalarType scalar_type_of(ff_dtype dt)
     }
 }
 
+ff_number number_of(const at::Scalar &s)
+{
+    TORCH_CHECK(!s.isComplex(), "fusionflow device: a complex number where a real one is expected");
+    return s.isBoolean() ? ff_number_bool(s.toBool())
+           : s.isIntegral(false) ? ff_number_int(s.toLong())
+                                 : ff_number_float(s.toDouble());
+}
+
 bool on_device(const at::Tensor &t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
 
 c10::DeviceIndex device_of(std::initializer_list<const at::Tensor *> ts)
@@ -82,6 +90,8 @@ Ref wrap(const at::Tensor &t)
     return own(v, "wrap");
 }
 
+Ref wrap_optional(const c10::optional<at::Tensor> &t) { return t && t->defined() ? wrap(*t) : Ref(); }
+
 Ref operand(const at::Tensor &t, ff_backend *be, at::ScalarType dtype)
 {
     ff_dtype want = dtype_of(dtype);
@@ -99,11 +109,7 @@ Ref operand(const at::Tensor &t, ff_backend *be, at::ScalarType dtype)
         return own(ff_from_data_on(be, host.data_ptr(), 0, nullptr, want), "scalar");
     }
     /* the common case, a Python number: no host tensor made (ints keep all 64 bits) */
-    at::Scalar v = t.item();
-    ff_number n = v.isBoolean() ? ff_number_bool(v.toBool())
-                  : v.isIntegral(false) ? ff_number_int(v.toLong())
-                                        : ff_number_float(v.toDouble());
-    return own(ff_number_tensor_on(be, n, want), "scalar");
+    return own(ff_number_tensor_on(be, number_of(t.item()), want), "scalar");
 }
 
 at::Tensor unwrap(Ref r, c10::DeviceIndex dev, std::initializer_list<const at::Tensor *> inputs)

@@ -38,8 +38,8 @@ def _load():
 
 library_path = _load()
 _ops = torch.ops.fusionflow
-_TYPE = torch.device("privateuseone", 0).type if not hasattr(torch._C, "_get_privateuse1_backend_name") \
-    else torch._C._get_privateuse1_backend_name()
+# the device type's name: "privateuseone" on 1.13, "fusionflow" where _load could rename it
+_TYPE = getattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuseone")()
 
 
 def _install_pickling():

@@ -133,3 +133,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_host)
         if not DEFAULT_IS_CPU and item.get_closest_marker("requires_default_cpu"):
             item.add_marker(skip_cpu)
+
+
+def import_torch_device():
+    """fusionflow.torch_device for the tests of tests/python/test_torch_device*.py, or a skip of
+    the calling module where it was not built (no libtorch-dev); with FF_REQUIRE_TORCH (CI,
+    which installs libtorch-dev) its absence is a failure."""
+    import pytest
+    try:
+        import fusionflow.torch_device as ffd
+    except ImportError as e:
+        if os.environ.get("FF_REQUIRE_TORCH"):
+            raise
+        pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+    return ffd

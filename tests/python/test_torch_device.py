@@ -5,6 +5,7 @@ the backends b that are built (cpu, cpu_blas, opencl on PoCL in CI), and compare
 dtypes and gradients. PyTorch's own autograd, views and in-place rules run above the
 device; FusionFlow runs the kernels. strict() proves a computation needed no CPU fallback.
 """
+import copy
 import io
 import os
 import warnings
@@ -15,14 +16,9 @@ torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from conftest import DEVICES  # noqa: E402
+from conftest import DEVICES, import_torch_device  # noqa: E402
 
-try:
-    import fusionflow.torch_device as ffd
-except ImportError as e:  # built only where libtorch-dev is installed; CI installs it
-    if os.environ.get("FF_REQUIRE_TORCH"):
-        raise
-    pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+ffd = import_torch_device()
 
 BACKENDS = ["cpu"] + [b for b in ("cpu_blas", "opencl") if b in DEVICES]
 
@@ -583,7 +579,6 @@ def test_random_numbers_on_the_device(dev):
 
 
 def test_elu_and_deepcopy(dev):
-    import copy
     torch.manual_seed(14)
     x = torch.randn(4, 6)
     _grads_both(lambda x: F.elu(x, 0.7), [x], dev)
@@ -622,7 +617,7 @@ def test_a_third_party_backend_trains_through_pytorch_unchanged():
     x, t = torch.randn(5, 1, 8, 8), torch.tensor([0, 1, 2, 1, 0])
     res = []
     for d in ("cpu", dev):
-        m = copy_module(net).to(d)
+        m = copy.deepcopy(net).to(d)
         opt = torch.optim.Adam(m.parameters(), lr=0.01)
         with ffd.strict() if d != "cpu" else warnings.catch_warnings():
             for _ in range(3):
@@ -632,11 +627,6 @@ def test_a_third_party_backend_trains_through_pytorch_unchanged():
                 opt.step()
         res.append(loss.item())
     assert res[1] == pytest.approx(res[0], rel=1e-5)
-
-
-def copy_module(m):
-    import copy
-    return copy.deepcopy(m)
 
 
 @pytest.mark.parametrize("k,s,p,ceil,cip,div", [(2, 2, 0, False, True, None), (3, 2, 1, True, True, None),

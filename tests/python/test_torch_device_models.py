@@ -6,7 +6,6 @@ nn.MultiheadAttention's), an LSTM over packed sequences, a VAE sampling through
 torch.distributions, a model written with einops. Where a model needs an op the device lacks,
 the op's CPU fallback is counted and reported in the failure message."""
 import copy
-import os
 
 import pytest
 
@@ -14,14 +13,9 @@ torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from conftest import DEVICES  # noqa: E402
+from conftest import DEVICES, import_torch_device  # noqa: E402
 
-try:
-    import fusionflow.torch_device as ffd
-except ImportError as e:
-    if os.environ.get("FF_REQUIRE_TORCH"):
-        raise
-    pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+ffd = import_torch_device()
 
 BACKENDS = ["cpu_blas" if "cpu_blas" in DEVICES else "cpu"] + [b for b in ("opencl",) if b in DEVICES]
 
@@ -169,7 +163,7 @@ def test_vae_with_distributions(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_model_written_with_einops(backend):
-    einops = pytest.importorskip("einops")
+    pytest.importorskip("einops")
     from einops import rearrange, reduce
 
     class Mixer(nn.Module):

@@ -8,7 +8,6 @@ ops proven native may only grow: NATIVE_FLOOR is the count when this test was wr
 
 op_db imports expecttest (PyPI) for its TestCase base only; a stand-in supplies it where
 Debian's PyTorch comes without."""
-import os
 import sys
 import types
 import unittest
@@ -18,14 +17,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import DEVICES  # noqa: E402
+from conftest import DEVICES, import_torch_device  # noqa: E402
 
-try:
-    import fusionflow.torch_device as ffd
-except ImportError as e:
-    if os.environ.get("FF_REQUIRE_TORCH"):
-        raise
-    pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+ffd = import_torch_device()
 
 if "expecttest" not in sys.modules:
     try:

@@ -13,14 +13,9 @@ import pytest
 
 if not os.environ.get("FF_REQUIRE_TORCH"):
     pytest.importorskip("torch")
-try:
-    import fusionflow.torch_device  # noqa: F401
-except ImportError as e:
-    if os.environ.get("FF_REQUIRE_TORCH"):
-        raise
-    pytest.skip("fusionflow.torch_device not built: %s" % e, allow_module_level=True)
+from conftest import DEVICES, import_torch_device  # noqa: E402
 
-from conftest import DEVICES  # noqa: E402
+import_torch_device()
 
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "harness")
 sys.path.insert(0, HARNESS)

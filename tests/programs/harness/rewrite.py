@@ -65,7 +65,7 @@ def device_source(text, device):
 
 
 def device_argv(argv, device):
-    return [a.replace("--device=cpu", "--device=" + device) if a == "--device=cpu" else a for a in argv]
+    return ["--device=" + device if a == "--device=cpu" else a for a in argv]
 
 
 if __name__ == "__main__":  # rewrite.py FILE: prints the FusionFlow copy, to see the rule at work
