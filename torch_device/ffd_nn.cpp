@@ -297,11 +297,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     return std::make_tuple(g[0], g[1], gb);
 }
 
+/* F._scaled_dot_product_attention (PyTorch 1.13's SDPA) without gradients: PyTorch's CPU
+ * kernel is its composed math path, which returns the attention weights whether asked for
+ * or not; here the same composition runs on the device's matmul and softmax kernels. With
+ * gradients PyTorch calls that composition itself. */
+std::tuple<at::Tensor, at::Tensor> attention_forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                     const c10::optional<at::Tensor> &mask, double dropout_p,
+                                                     bool need_weights, bool causal)
+{
+    return at::_scaled_dot_product_attention_math(q, k, v, mask, dropout_p, need_weights, causal);
+}
+
 } // namespace
 } // namespace ffd
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+    m.impl("_scaled_dot_product_attention_forward", TORCH_FN(ffd::attention_forward));
     m.impl("_softmax", TORCH_FN(ffd::softmax));
     m.impl("_log_softmax", TORCH_FN(ffd::log_softmax));
     m.impl("_softmax_backward_data", TORCH_FN(ffd::softmax_backward));

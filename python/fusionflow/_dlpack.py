@@ -12,7 +12,7 @@ import ctypes
 
 from ._lib import C, FusionFlowError, error
 
-__all__ = ["to_capsule", "from_dlpack"]
+__all__ = ["to_capsule", "from_dlpack", "capsule_of", "capsule_pointer", "mark_consumed"]
 
 _api = ctypes.pythonapi
 _api.PyCapsule_New.restype = ctypes.py_object
@@ -45,15 +45,33 @@ def _capsule_destructor(capsule):
 _DESTRUCTOR = ctypes.cast(_capsule_destructor, ctypes.c_void_p)
 
 
-def to_capsule(t):
-    m = C.ff_to_dlpack(t._ptr)
-    if not m:
-        raise BufferError(str(error()))
+def capsule_of(m):
+    """A "dltensor" capsule owning the DLManagedTensor at address m (freed by the capsule
+    unless a consumer renames it)."""
     try:
         return _api.PyCapsule_New(m, _DLTENSOR, _DESTRUCTOR)
     except BaseException:
         _dlpack_free(m)
         raise
+
+
+def capsule_pointer(capsule):
+    """The DLManagedTensor of an unconsumed "dltensor" capsule; mark_consumed(capsule) once
+    its new owner holds it."""
+    if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
+        raise TypeError("from_dlpack expects an object with __dlpack__ or an unconsumed 'dltensor' capsule")
+    return _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+
+
+def mark_consumed(capsule):
+    _api.PyCapsule_SetName(capsule, _USED)
+
+
+def to_capsule(t):
+    m = C.ff_to_dlpack(t._ptr)
+    if not m:
+        raise BufferError(str(error()))
+    return capsule_of(m)
 
 
 _DLTENSOR_DTYPE_CODE = 20  # offsetof(DLManagedTensor, dl_tensor.dtype.code): data, device, ndim before it
@@ -77,9 +95,7 @@ def from_dlpack(x, _as_bool=False):
         capsule = x.__dlpack__()
     else:
         capsule = x
-    if not _api.PyCapsule_IsValid(capsule, _DLTENSOR):
-        raise TypeError("from_dlpack expects an object with __dlpack__ or an unconsumed 'dltensor' capsule")
-    m = _api.PyCapsule_GetPointer(capsule, _DLTENSOR)
+    m = capsule_pointer(capsule)
     if _as_bool:
         code = ctypes.c_uint8.from_address(m + _DLTENSOR_DTYPE_CODE)
         if code.value != 1 or ctypes.c_uint8.from_address(m + _DLTENSOR_DTYPE_CODE + 1).value != 8:
@@ -92,7 +108,7 @@ def from_dlpack(x, _as_bool=False):
         p = C.ff_from_dlpack_on(backend_handle(_DEVICE_BACKENDS[dev[0]]), m)
     if not p:
         raise error()  # the capsule keeps ownership; its destructor frees it
-    _api.PyCapsule_SetName(capsule, _USED)
+    mark_consumed(capsule)
     return wrap(p)
 
 

@@ -19,9 +19,10 @@ import os
 
 import torch
 
-from . import _lib
+from . import _dlpack, _lib
 
-__all__ = ["device", "backend_name", "fallback_counts", "reset_fallback_counts", "strict", "library_path"]
+__all__ = ["device", "backend_name", "fallback_counts", "reset_fallback_counts", "strict", "to_dlpack", "from_dlpack",
+           "library_path"]
 
 
 def _load():
@@ -145,6 +146,71 @@ def device(backend="cpu_blas"):
     if isinstance(backend, torch.device):
         return backend
     return torch.device(_TYPE, _ops.backend_index(str(backend)))
+
+
+_device = device  # for functions whose argument is named device, as in PyTorch
+
+
+def to_dlpack(tensor):
+    """A DLPack capsule over the memory of a tensor on the device, without copying.
+
+    PyTorch 1.13's own DLPack code knows CPU and CUDA tensors only; this module routes
+    torch.utils.dlpack.to_dlpack and Tensor.__dlpack__ / __dlpack_device__ here for device
+    tensors, so NumPy, FusionFlow's own front end and torch.from_dlpack take them. A host
+    backend's memory is exported as kDLCPU; a backend whose memory is elsewhere exports its
+    own DLPack device, or refuses."""
+    if not isinstance(tensor, torch.Tensor) or tensor.device.type != _TYPE:
+        raise TypeError("fusionflow.torch_device.to_dlpack: expected a tensor on a FusionFlow device, got %s"
+                        % (tensor.device if isinstance(tensor, torch.Tensor) else type(tensor).__name__))
+    return _dlpack.capsule_of(_ops.to_dlpack(tensor.detach()))
+
+
+def from_dlpack(x, device=None):
+    """A tensor on FusionFlow device `device` (default: device()) over the memory of x: a
+    CPU torch tensor, a NumPy array, a FusionFlow tensor, anything with __dlpack__, or an
+    unconsumed DLPack capsule. On a host-memory backend (cpu, cpu_blas) it shares x's memory
+    (writes show through both ways); on opencl the values are copied once."""
+    dev = _device(device if device is not None else "cpu_blas")
+    if dev.type != _TYPE:
+        raise ValueError("fusionflow.torch_device.from_dlpack: %s is not a FusionFlow device" % dev)
+    if isinstance(x, torch.Tensor):
+        capsule = to_dlpack(x) if x.device.type == _TYPE else _torch_to_dlpack(x.detach())
+    elif hasattr(x, "__dlpack__"):
+        capsule = x.__dlpack__()
+    else:
+        capsule = x
+    t = _ops.from_dlpack(_dlpack.capsule_pointer(capsule), dev.index if dev.index is not None else 0)
+    _dlpack.mark_consumed(capsule)  # the tensor owns the memory now; the capsule must not free it
+    return t
+
+
+_torch_to_dlpack = torch.utils.dlpack.to_dlpack
+
+
+def _install_dlpack():
+    """torch.utils.dlpack.to_dlpack, torch.to_dlpack and Tensor.__dlpack_device__ for
+    tensors on the device (Tensor.__dlpack__ calls torch.to_dlpack)."""
+    from torch.utils.dlpack import DLDeviceType
+
+    def to_dlpack_any(tensor):
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == _TYPE:
+            return to_dlpack(tensor)
+        return _torch_to_dlpack(tensor)
+
+    to_dlpack_any.__doc__ = _torch_to_dlpack.__doc__
+    torch.utils.dlpack.to_dlpack = torch.to_dlpack = to_dlpack_any
+    original_device = torch.Tensor.__dlpack_device__
+
+    def dlpack_device(self):
+        if type(self) is torch.Tensor and self.device.type == _TYPE:
+            kind, index = _ops.dlpack_device(self.device.index)
+            return (DLDeviceType(kind) if kind in DLDeviceType._value2member_map_ else kind, index)
+        return original_device(self)
+
+    torch.Tensor.__dlpack_device__ = dlpack_device
+
+
+_install_dlpack()
 
 
 def backend_name(dev):

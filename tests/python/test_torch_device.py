@@ -658,3 +658,59 @@ def test_overlapping_writes_are_refused_as_pytorch_refuses_them(dev):
     b = a.clone()
     b.copy_(b)                                    # the same tensor: a no-op
     assert torch.equal(b.cpu(), torch.arange(6.0))
+
+
+def test_dlpack_both_ways(dev):
+    """DLPack, which PyTorch 1.13 refuses for this device ("Cannot pack tensors on
+    privateuseone"): PyTorch, NumPy and FusionFlow take a device tensor's memory without a
+    copy on a host-memory backend, and a device tensor can be made over theirs."""
+    import numpy as np
+    import fusionflow as ff
+    a = torch.arange(12.0).reshape(3, 4)
+    d = a.to(dev)
+    if ffd.backend_name(dev) not in ("cpu", "cpu_blas"):      # memory the host cannot see: refused, or copied
+        with pytest.raises(RuntimeError, match="does not keep tensors in host memory"):
+            torch.utils.dlpack.to_dlpack(d)
+        t = ffd.from_dlpack(a, dev)
+        a[0, 0] = 7.0
+        assert t.device == dev and t[0, 0].item() == 0.0 and torch.equal(t.cpu()[1:], a[1:])
+        return
+    assert d.__dlpack_device__() == (1, 0)
+    v = torch.from_dlpack(d[:, 1:].t())                      # PyTorch's consumer: a CPU view of device memory
+    assert v.device.type == "cpu" and v.stride() == (1, 4) and torch.equal(v, a[:, 1:].t())
+    v[0, 0] = 100.0
+    assert d[0, 1].item() == 100.0                            # one memory
+    n = np.from_dlpack(d)
+    assert n.shape == (3, 4) and n[0, 1] == 100.0
+    f = ff.from_dlpack(d)
+    assert f.tolist()[0] == [0.0, 100.0, 2.0, 3.0]
+    del d, f
+    assert v[0, 0].item() == 100.0                            # the capsule kept the storage alive
+    h = torch.ones(2, 3)
+    t = ffd.from_dlpack(h, dev)                              # a device tensor over PyTorch's host memory
+    t.add_(1.0)
+    assert t.device == dev and torch.equal(h, torch.full((2, 3), 2.0))
+    arr = np.arange(6, dtype=np.float64)
+    t = ffd.from_dlpack(arr[::2], dev)                        # NumPy's strided view
+    assert t.dtype == torch.float64 and torch.equal(t.cpu(), torch.tensor([0.0, 2.0, 4.0], dtype=torch.float64))
+    capsule = torch.utils.dlpack.to_dlpack(torch.ones(2))
+    ffd.from_dlpack(capsule, dev)
+    with pytest.raises(TypeError, match="unconsumed 'dltensor' capsule"):
+        ffd.from_dlpack(capsule, dev)                         # a capsule is consumed once
+    with pytest.raises(RuntimeError, match="bool"):
+        torch.utils.dlpack.to_dlpack(torch.tensor([True]).to(dev))
+    with pytest.raises(ValueError, match="not a FusionFlow device"):
+        ffd.from_dlpack(torch.ones(2), torch.device("cpu"))   # a string names a backend; this is PyTorch's CPU
+
+
+def test_pinned_memory_is_a_no_op(dev):
+    """Tensor.pin_memory(device) and DataLoader(pin_memory=True, pin_memory_device=...): a
+    backend's upload takes any host memory, so every dense CPU tensor counts as pinned."""
+    x = torch.randn(4, 3)
+    assert x.is_pinned(dev) and x.pin_memory(dev).data_ptr() == x.data_ptr()
+    data = torch.utils.data.TensorDataset(torch.randn(8, 3), torch.arange(8))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True, pin_memory_device=str(dev))
+    for (xb, yb), i in zip(loader, (0, 4)):
+        assert xb.is_pinned(dev)
+        same(xb.to(dev, non_blocking=True) * 2, data.tensors[0][i:i + 4] * 2)
+        same(yb.to(dev, non_blocking=True), data.tensors[1][i:i + 4])

@@ -1,8 +1,8 @@
 """fusionflow.torch_device with whole models (issue 51): the same training steps on PyTorch's
 CPU and on a FusionFlow backend's device, from the same weights; losses and gradients must
 agree. Each model is one a PyTorch user trains: torchvision's resnet18 fed by transforms, a
-Transformer encoder (PyTorch 1.13 has no F.scaled_dot_product_attention; its attention is
-nn.MultiheadAttention's), an LSTM over packed sequences, a VAE sampling through
+Transformer encoder (nn.MultiheadAttention), a GPT on PyTorch 1.13's SDPA (1.13 has no public
+F.scaled_dot_product_attention; its F._scaled_dot_product_attention is the same op), an LSTM over packed sequences, a VAE sampling through
 torch.distributions, a model written with einops. Where a model needs an op the device lacks,
 the op's CPU fallback is counted and reported in the failure message."""
 import copy
@@ -106,6 +106,58 @@ def test_transformer_encoder_lm(backend):
                lambda m, b: F.cross_entropy(m(b[0]).reshape(-1, vocab), b[1].reshape(-1)), backend, lr=0.1)
     # not Adam here: the keys' bias has an exactly-zero gradient (softmax ignores a shift), so
     # its rounding noise would be normalized into lr-sized steps on either side
+
+
+class GPT(nn.Module):
+    """A GPT on PyTorch 1.13's SDPA, F._scaled_dot_product_attention (causal): with gradients
+    PyTorch composes it from matmul and softmax; without them it calls the op
+    _scaled_dot_product_attention_forward, which the device implements."""
+    vocab, d, heads, block = 24, 32, 4, 12
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(self.vocab, self.d)
+        self.pos = nn.Parameter(torch.randn(self.block, self.d) * 0.02)
+        self.blocks = nn.ModuleList(nn.ModuleDict(dict(
+            ln1=nn.LayerNorm(self.d), qkv=nn.Linear(self.d, 3 * self.d, bias=False), proj=nn.Linear(self.d, self.d),
+            ln2=nn.LayerNorm(self.d), mlp=nn.Sequential(nn.Linear(self.d, 4 * self.d), nn.GELU(),
+                                                        nn.Linear(4 * self.d, self.d)))) for _ in range(2))
+        self.ln = nn.LayerNorm(self.d)
+        self.head = nn.Linear(self.d, self.vocab, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.shape
+        x = self.tok(idx) + self.pos[:t]
+        for blk in self.blocks:
+            q, k, v = blk.qkv(blk.ln1(x)).split(self.d, dim=2)
+            q, k, v = (z.view(b, t, self.heads, self.d // self.heads).transpose(1, 2) for z in (q, k, v))
+            y, _ = F._scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + blk.proj(y.transpose(1, 2).reshape(b, t, self.d))
+            x = x + blk.mlp(blk.ln2(x))
+        return self.head(self.ln(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gpt_with_sdpa_trains_and_generates(backend):
+    g = torch.Generator().manual_seed(5)
+    tok = torch.randint(0, GPT.vocab, (4, GPT.block + 1), generator=g)
+    # AdamW: the qkv projection has no bias (a key bias's gradient is exactly zero, and Adam
+    # would normalize its rounding noise into lr-sized steps)
+    step = lambda m, b: F.cross_entropy(m(b[0]).reshape(-1, GPT.vocab), b[1].reshape(-1))  # noqa: E731
+    train_both(GPT, [(tok[:, :-1], tok[:, 1:])], step, backend, lr=3e-3, optim=torch.optim.AdamW)
+    torch.manual_seed(0)
+    ref = GPT().eval()
+    model = copy.deepcopy(ref).to(ffd.device(backend))
+    outs = []
+    with torch.no_grad(), ffd.strict():       # generation: the SDPA op itself, no fallback
+        for m, d in ((ref, "cpu"), (model, ffd.device(backend))):
+            idx = tok[:2, :3].to(d)
+            for _ in range(6):
+                logits = m(idx[:, -GPT.block:])[:, -1]
+                idx = torch.cat([idx, logits.argmax(-1, keepdim=True)], 1)
+            outs.append((idx.cpu(), logits.cpu()))
+    assert torch.equal(outs[1][0], outs[0][0])
+    torch.testing.assert_close(outs[1][1], outs[0][1], atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
