@@ -57,6 +57,7 @@ typedef struct blas_ctx {
     int own_gemm;            /* f32 matmul through blas_gemm.c instead of OpenBLAS */
     int dnnl_gemm;           /* f32 matmul through oneDNN's dnnl_sgemm (blas_gemm_pick) */
     int skinny_gemm;         /* few-row x W^T through blas_gemm_skinny.c (FF_GEMM unset, blas_skinny_cpu) */
+    int wide_vectors;        /* hand kernels in 16-lane (zmm) form: AVX-512F, FF_BLAS_ISA not avx2 */
 } blas_ctx;
 
 /* Formats a message for host->set_error and returns st. NULL ctx: returns st only. */

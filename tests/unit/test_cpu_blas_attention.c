@@ -263,6 +263,12 @@ static void test_cases(void)
         {2, 2, 160, 160, 64, 64, FF_BF16, 1, FF_ATTENTION_MASK_BOOL, 0, 1, 0},
         {1, 1, 300, 300, 64, 64, FF_F32, 1, 0, 1, 0, 0}, /* one head: its k tiles across the threads */
         {1, 1, 200, 290, 32, 48, FF_F64, 0, FF_ATTENTION_MASK_BOOL, 2, 0, 1},
+        /* short sequences (MiniLM's T = 11 and 20): every product is blas_attention_gemm.c's
+         * small kernel, N of 1 to 4 blocks of 16 columns, with the row tails of its passes */
+        {4, 3, 20, 20, 32, 32, FF_F32, 0, FF_ATTENTION_MASK_ADD, 0, 1, 0},
+        {2, 2, 11, 11, 32, 32, FF_F32, 0, 0, 1, 0, 0},
+        {2, 2, 7, 45, 16, 40, FF_F32, 1, 0, 0, 0, 0},
+        {1, 2, 9, 60, 24, 64, FF_F32, 0, FF_ATTENTION_MASK_BOOL, 2, 0, 1},
         {1, 1, 1, 1, 1, 1, FF_F32, 1, 0, 0, 0, 0},
         {1, 2, 5, 0, 16, 8, FF_F32, 0, 0, 0, 0, 0}, /* no keys: o = 0, lse = -inf, no gradient */
         {1, 2, 0, 7, 16, 8, FF_F32, 0, 0, 0, 0, 0}, /* no queries: gk = gv = 0 */
