@@ -23,12 +23,9 @@
  * masked load, so no input is read out of bounds. Accumulates in f32 like BLAS, in its
  * own order (16 interleaved partial sums).
  *
- * Taken on Intel CPUs with AVX-512F only (blas_skinny_cpu), and not while FF_GEMM forces
- * one gemm for every product: an x86-64-v3 form would need
- * twice the registers, and on the AMD EPYC machines this project also runs on, an earlier
- * skinny kernel (3 x 4 tiles, K in L1-sized chunks) lost to oneDNN's sgemm, which runs
- * MiniLM's batch 1 there in 6-7.4 ms against 10 here (benchmarks/README.md): this one is
- * unmeasured on them. The column blocks of 16 are split across the pool.
+ * Taken on Intel CPUs with AVX-512F (blas_skinny_pick), and not while FF_GEMM forces one
+ * gemm for every product; CPUs with AVX2 but no AVX-512 get the ymm form of the same
+ * design (blas_gemm_skinny_avx2.c). The column blocks of 16 are split across the pool.
  */
 #include "blas_impl.h"
 
@@ -172,10 +169,16 @@ static void skinny_slice(void *arg, int64_t b, int64_t e)
     blas_free(j->ctx, R);
 }
 
-int blas_skinny_cpu(void)
+/* Where each form was measured to beat oneDNN's sgemm: the zmm one on Intel's AVX-512
+ * Xeons, the ymm one on AMD without AVX-512 (a Zen 1 EPYC). Elsewhere (AMD with AVX-512,
+ * Intel without it) neither is measured, and sgemm keeps the product. */
+int blas_skinny_pick(int wide, int narrow)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_is("intel");
+    if (wide && __builtin_cpu_is("intel")) return BLAS_SKINNY_ZMM;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return BLAS_SKINNY_OFF;
+    if (narrow || (!wide && __builtin_cpu_is("amd") && !__builtin_cpu_supports("avx512f"))) return BLAS_SKINNY_YMM;
+    return BLAS_SKINNY_OFF;
 }
 
 int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
@@ -186,6 +189,7 @@ int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t a
 int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                       int64_t ldw, float *C, int64_t crs, int64_t ccs)
 {
+    if (c->skinny_gemm == BLAS_SKINNY_YMM) return blas_sgemm_skinny_avx2(c, M, N, K, A, lda, W, ldw, C, crs, ccs);
     skinny_job j = {.ctx = c, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw, .crs = crs, .ccs = ccs,
                     .A = A, .W = W, .C = C};
     /* a block reads 16 W rows; parallel once there are a few per thread and enough work */
@@ -194,7 +198,11 @@ int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float 
     return atomic_load(&j.failed) ? -1 : 0;
 }
 #else
-int blas_skinny_cpu(void) { return 0; }
+int blas_skinny_pick(int wide, int narrow)
+{
+    (void)wide, (void)narrow;
+    return BLAS_SKINNY_OFF;
+}
 
 int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs)
 {

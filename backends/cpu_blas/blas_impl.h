@@ -56,7 +56,7 @@ typedef struct blas_ctx {
     blas_alloc_state *alloc; /* the caching allocator */
     int own_gemm;            /* f32 matmul through blas_gemm.c instead of OpenBLAS */
     int dnnl_gemm;           /* f32 matmul through oneDNN's dnnl_sgemm (blas_gemm_pick) */
-    int skinny_gemm;         /* few-row x W^T through blas_gemm_skinny.c (FF_GEMM unset, blas_skinny_cpu) */
+    int skinny_gemm;         /* BLAS_SKINNY_*: few-row x W^T in place (FF_GEMM unset, blas_skinny_pick) */
     int wide_vectors;        /* hand kernels in 16-lane (zmm) form: AVX-512F, FF_BLAS_ISA not avx2 */
 } blas_ctx;
 
@@ -240,16 +240,21 @@ void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
  * matmul uses it, else OpenBLAS's (the attention entry's tile products). */
 void blas_sgemm_ab(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
-/* C = A W^T for few rows (blas_gemm_skinny.c): A [M, K] and W [N, K] with unit stride along
- * K (leading dimensions lda, ldw), C any strides; W read in place, once, split across the
- * pool. blas_skinny_cpu: the CPU is one it is for (Intel, AVX-512F; asked once, at init).
- * blas_skinny_ok: whether it takes this product (c->skinny_gemm, M <= BLAS_SKINNY_MAX_M,
- * acs and brs, A's column and B = W^T's row strides, 1). Returns 0, or -1 on OOM. */
+/* C = A W^T for few rows (blas_gemm_skinny.c, in zmm; blas_gemm_skinny_avx2.c, in ymm): A
+ * [M, K] and W [N, K] with unit stride along K (leading dimensions lda, ldw), C any strides;
+ * W read in place, once, split across the pool. blas_skinny_pick: which form runs on this
+ * CPU, asked once, at init (wide: c->wide_vectors; narrow: FF_BLAS_ISA=avx2 asked for the
+ * ymm form). blas_skinny_ok: whether it takes this product (c->skinny_gemm, M <=
+ * BLAS_SKINNY_MAX_M, acs and brs, A's column and B = W^T's row strides, 1). Returns 0, or
+ * -1 on OOM. */
 #define BLAS_SKINNY_MAX_M 32
-int blas_skinny_cpu(void);
+enum { BLAS_SKINNY_OFF, BLAS_SKINNY_ZMM, BLAS_SKINNY_YMM };
+int blas_skinny_pick(int wide, int narrow);
 int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs);
 int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                       int64_t ldw, float *C, int64_t crs, int64_t ccs);
+int blas_sgemm_skinny_avx2(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
+                           int64_t ldw, float *C, int64_t crs, int64_t ccs);
 /* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.
  * Returns 0, or -1 on OOM (error set). */
 int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,

@@ -336,11 +336,13 @@ static void test_matmul(void)
     static const ff_dtype mt[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8};
     /* {B, M, K, N}; from index 5 on, the few-row products blas_gemm_skinny.c takes with a
      * transposed b (W^T, modes 3 and 4): M from 1 to its limit of 32, K with and without a
-     * tail of 16, N with a partial last block of 16 and one split across the threads */
+     * tail of 16 (and of 8, for the ymm form: 1, 3, 4, 6 and 7 left over), N with a partial
+     * last block of 16 and one split across the threads */
     static const int64_t sizes[][4] = {{2, 3, 4, 5},       {3, 40, 70, 50},    {1, 128, 96, 64},
                                        {2, 160, 100, 130}, {1, 40, 300, 200},  {1, 11, 384, 1152},
                                        {2, 32, 100, 700},  {1, 1, 1000, 70},   {1, 7, 17, 4000},
-                                       {3, 13, 300, 333},  {1, 6, 255, 300},   {1, 33, 300, 300}};
+                                       {3, 13, 300, 333},  {1, 6, 255, 300},   {1, 33, 300, 300},
+                                       {1, 5, 262, 260},   {2, 10, 299, 250}};
     for (int ti = 0; ti < 5; ti++)
         for (int si = 0; si < (int)(sizeof sizes / sizeof sizes[0]); si++)
             for (int mode = 0; mode < 5; mode++) {
