@@ -29,6 +29,30 @@
  */
 #include "blas_impl.h"
 
+/* Blocks [b, e) of nb columns each, with a scratch of nb partial-sum vectors per row of A. */
+static void skinny_slice(void *arg, int64_t b, int64_t e)
+{
+    blas_skinny_job *j = arg;
+    void *R = blas_scratch(j->ctx, j->scratch * (size_t)j->M);
+    if (!R) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    for (int64_t q = b; q < e; q++) {
+        int64_t n0 = q * j->nb, nv = j->N - n0 < j->nb ? j->N - n0 : j->nb;
+        j->block(j->M, j->K, j->A, j->lda, j->W, j->ldw, n0, nv, j->C, j->crs, j->ccs, R);
+    }
+    blas_free(j->ctx, R);
+}
+
+int blas_skinny_run(blas_skinny_job *j, int64_t min_blocks)
+{
+    int64_t blocks = (j->N + j->nb - 1) / j->nb, min_par = j->M * j->N * j->K >= (1 << 18) ? min_blocks : INT64_MAX;
+    atomic_init(&j->failed, 0);
+    blas_parallel_for(j->ctx, blocks, min_par, 1, skinny_slice, j);
+    return atomic_load(&j->failed) ? -1 : 0;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
@@ -108,8 +132,9 @@ static SK_TARGET __m512 reduce16(const __m512 *v, int64_t vs)
 
 /* C[:, n0 .. n0 + nv) (nv <= SK_NB) from W rows n0.., R scratch of SK_NB * M vectors. */
 static SK_TARGET void block(int64_t M, int64_t K, const float *A, int64_t lda, const float *W, int64_t ldw,
-                            int64_t n0, int64_t nv, float *C, int64_t crs, int64_t ccs, __m512 *R)
+                            int64_t n0, int64_t nv, float *C, int64_t crs, int64_t ccs, void *scratch)
 {
+    __m512 *R = scratch;
     const __mmask16 tail = (__mmask16)((1u << (K % 16)) - 1u);
     for (int64_t t = 0; t < SK_NB; t += SK_NR) {
         if (t >= nv) { /* columns with no W row: zero sums, never stored */
@@ -146,29 +171,6 @@ static SK_TARGET void block(int64_t M, int64_t K, const float *A, int64_t lda, c
     }
 }
 
-typedef struct skinny_job {
-    blas_ctx *ctx;
-    int64_t M, N, K, lda, ldw, crs, ccs;
-    const float *A, *W;
-    float *C;
-    atomic_int failed;
-} skinny_job;
-
-static void skinny_slice(void *arg, int64_t b, int64_t e)
-{
-    skinny_job *j = arg;
-    __m512 *R = blas_scratch(j->ctx, (size_t)(SK_NB * j->M) * sizeof(__m512));
-    if (!R) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    for (int64_t q = b; q < e; q++) {
-        int64_t n0 = q * SK_NB, nv = j->N - n0 < SK_NB ? j->N - n0 : SK_NB;
-        block(j->M, j->K, j->A, j->lda, j->W, j->ldw, n0, nv, j->C, j->crs, j->ccs, R);
-    }
-    blas_free(j->ctx, R);
-}
-
 /* Where each form was measured to beat oneDNN's sgemm: the zmm one on Intel's AVX-512
  * Xeons, the ymm one on AMD without AVX-512 (a Zen 1 EPYC). Elsewhere (AMD with AVX-512,
  * Intel without it) neither is measured, and sgemm keeps the product. */
@@ -190,12 +192,10 @@ int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float 
                       int64_t ldw, float *C, int64_t crs, int64_t ccs)
 {
     if (c->skinny_gemm == BLAS_SKINNY_YMM) return blas_sgemm_skinny_avx2(c, M, N, K, A, lda, W, ldw, C, crs, ccs);
-    skinny_job j = {.ctx = c, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw, .crs = crs, .ccs = ccs,
-                    .A = A, .W = W, .C = C};
-    /* a block reads 16 W rows; parallel once there are a few per thread and enough work */
-    int64_t blocks = (N + SK_NB - 1) / SK_NB, min_par = M * N * K >= (1 << 18) ? 4 : INT64_MAX;
-    blas_parallel_for(c, blocks, min_par, 1, skinny_slice, &j);
-    return atomic_load(&j.failed) ? -1 : 0;
+    /* a block reads 16 W rows; parallel once there are a few per thread */
+    blas_skinny_job j = {.ctx = c, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw, .crs = crs, .ccs = ccs,
+                         .A = A, .W = W, .C = C, .nb = SK_NB, .scratch = SK_NB * sizeof(__m512), .block = block};
+    return blas_skinny_run(&j, 4);
 }
 #else
 int blas_skinny_pick(int wide, int narrow)

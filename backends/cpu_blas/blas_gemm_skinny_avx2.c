@@ -70,8 +70,9 @@ static S2_TARGET __m256 reduce8(const __m256 *v, int64_t vs)
 
 /* C[:, n0 .. n0 + nv) (nv <= S2_NB) from W rows n0.., R scratch of S2_NB * M vectors. */
 static S2_TARGET void block(int64_t M, int64_t K, const float *A, int64_t lda, const float *W, int64_t ldw,
-                            int64_t n0, int64_t nv, float *C, int64_t crs, int64_t ccs, __m256 *R)
+                            int64_t n0, int64_t nv, float *C, int64_t crs, int64_t ccs, void *scratch)
 {
+    __m256 *R = scratch;
     const int kt = (int)(K % 8);
     const __m256i tail = _mm256_setr_epi32(kt > 0 ? -1 : 0, kt > 1 ? -1 : 0, kt > 2 ? -1 : 0, kt > 3 ? -1 : 0,
                                            kt > 4 ? -1 : 0, kt > 5 ? -1 : 0, kt > 6 ? -1 : 0, 0);
@@ -104,37 +105,12 @@ static S2_TARGET void block(int64_t M, int64_t K, const float *A, int64_t lda, c
     }
 }
 
-typedef struct skinny_job {
-    blas_ctx *ctx;
-    int64_t M, N, K, lda, ldw, crs, ccs;
-    const float *A, *W;
-    float *C;
-    atomic_int failed;
-} skinny_job;
-
-static void skinny_slice(void *arg, int64_t b, int64_t e)
-{
-    skinny_job *j = arg;
-    __m256 *R = blas_scratch(j->ctx, (size_t)(S2_NB * j->M) * sizeof(__m256));
-    if (!R) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    for (int64_t q = b; q < e; q++) {
-        int64_t n0 = q * S2_NB, nv = j->N - n0 < S2_NB ? j->N - n0 : S2_NB;
-        block(j->M, j->K, j->A, j->lda, j->W, j->ldw, n0, nv, j->C, j->crs, j->ccs, R);
-    }
-    blas_free(j->ctx, R);
-}
-
 int blas_sgemm_skinny_avx2(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                            int64_t ldw, float *C, int64_t crs, int64_t ccs)
 {
-    skinny_job j = {.ctx = c, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw, .crs = crs, .ccs = ccs,
-                    .A = A, .W = W, .C = C};
-    int64_t blocks = (N + S2_NB - 1) / S2_NB, min_par = M * N * K >= (1 << 18) ? 8 : INT64_MAX;
-    blas_parallel_for(c, blocks, min_par, 1, skinny_slice, &j);
-    return atomic_load(&j.failed) ? -1 : 0;
+    blas_skinny_job j = {.ctx = c, .M = M, .N = N, .K = K, .lda = lda, .ldw = ldw, .crs = crs, .ccs = ccs,
+                         .A = A, .W = W, .C = C, .nb = S2_NB, .scratch = S2_NB * sizeof(__m256), .block = block};
+    return blas_skinny_run(&j, 8); /* blocks of 8 W rows: as many rows per thread as the zmm form */
 }
 #else
 int blas_sgemm_skinny_avx2(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,

@@ -255,6 +255,21 @@ int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float 
                       int64_t ldw, float *C, int64_t crs, int64_t ccs);
 int blas_sgemm_skinny_avx2(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                            int64_t ldw, float *C, int64_t crs, int64_t ccs);
+/* The two forms' common driver: C's columns in blocks of nb, each block(...) of a form
+ * with a scratch of `scratch` bytes per row of A, the blocks split across the pool once
+ * there are min_blocks per thread. Returns 0, or -1 when a scratch could not be had. */
+typedef struct blas_skinny_job {
+    blas_ctx *ctx;
+    int64_t M, N, K, lda, ldw, crs, ccs;
+    const float *A, *W;
+    float *C;
+    int64_t nb;
+    size_t scratch;
+    void (*block)(int64_t M, int64_t K, const float *A, int64_t lda, const float *W, int64_t ldw, int64_t n0,
+                  int64_t nv, float *C, int64_t crs, int64_t ccs, void *scratch);
+    atomic_int failed;
+} blas_skinny_job;
+int blas_skinny_run(blas_skinny_job *j, int64_t min_blocks);
 /* C (M x N, any strides) = A (M x K) . B (K x N), any strides; single-threaded.
  * Returns 0, or -1 on OOM (error set). */
 int blas_sgemm_own(blas_ctx *ctx, int64_t M, int64_t N, int64_t K, const float *A, int64_t ars, int64_t acs,
