@@ -118,12 +118,13 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     /* FF_GEMM names one gemm for every f32 product (ctest compares each with the reference) */
     const char *forced = getenv("FF_GEMM");
     /* FF_BLAS_ISA=avx2 keeps the hand kernels that have an 8-lane form (the attention's
-     * small products, the skinny gemm) on it, so that tests cover it on AVX-512 machines */
+     * small products, the skinny gemm, vmath) on it, so that tests cover it on AVX-512 machines */
     const char *isa = getenv("FF_BLAS_ISA");
     int narrow = isa && !strcmp(isa, "avx2");
     __builtin_cpu_init();
     c->wide_vectors = __builtin_cpu_supports("avx512f") && !narrow;
     c->skinny_gemm = forced && *forced ? BLAS_SKINNY_OFF : blas_skinny_pick(c->wide_vectors, narrow);
+    blas_vmath_set_wide(c->wide_vectors);
     if (host->log)
         host->log("cpu_blas: %d thread(s), f32 gemm: %s, f16/bf16 conversions: %s", c->nthreads, blas_gemm_name(g),
                   blas_half_isa_name());

@@ -240,6 +240,9 @@ void blas_sgemm_dnnl(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
  * matmul uses it, else OpenBLAS's (the attention entry's tile products). */
 void blas_sgemm_ab(const blas_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* Tells blas_vmath.c whether its 16-lane kernels may run as such (c->wide_vectors); else
+ * those with a narrow form (the f32 sum) take it. */
+void blas_vmath_set_wide(int wide);
 /* C = A W^T for few rows (blas_gemm_skinny.c, in zmm; blas_gemm_skinny_avx2.c, in ymm): A
  * [M, K] and W [N, K] with unit stride along K (leading dimensions lda, ldw), C any strides;
  * W read in place, once, split across the pool. blas_skinny_pick: which form runs on this

@@ -1,7 +1,9 @@
 /*
  * Vectorized f32 math and reductions, written once with GCC/Clang vector extensions
- * (16-lane vectors) and compiled per ISA by BLAS_CLONES: AVX-512 runs them as one zmm
- * register, AVX2 as two ymm, baseline x86-64 as four xmm.
+ * and compiled per ISA by BLAS_CLONES. The lane-wise functions (blas_vmath_lanes.h) exist
+ * in 16 lanes (one zmm) and 8 (one ymm): gcc handles a 64-byte vector on AVX2 through the
+ * stack, so CPUs without AVX-512 (or FF_BLAS_ISA=avx2) take the 8-lane forms, and the f32
+ * sum makes two passes of 32 lanes; every form gives the same bits.
  *
  * exp: Cody-Waite range reduction x = k ln2 + r, |r| <= ln2/2, a degree-6 polynomial
  *   for e^r (Cephes expf coefficients, ~1 ulp), then scaling by 2^k in two steps so
@@ -36,168 +38,117 @@ typedef uint32_t v16u __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 
+/* The lane-wise math twice: 16 lanes (one zmm), and 8 (one ymm) for CPUs without AVX-512,
+ * where gcc moves 64-byte vectors through the stack instead of splitting them in
+ * registers (exp ran at the speed of scalar libm there). blas_vmath_set_wide picks. */
+#define VF v16f
+#define VI v16i
+#define VU v16u
+#define W 16
+#define FN(name) name##_w16
+#include "blas_vmath_lanes.h"
+#undef VF
+#undef VI
+#undef VU
+#undef W
+#undef FN
+
+typedef float v8f_lane __attribute__((vector_size(32)));
+typedef int32_t v8i_lane __attribute__((vector_size(32)));
+typedef uint32_t v8u_lane __attribute__((vector_size(32)));
+#define VF v8f_lane
+#define VI v8i_lane
+#define VU v8u_lane
+#define W 8
+#define FN(name) name##_w8
+#include "blas_vmath_lanes.h"
+
+/* blas_vexp_shift_sum_f32's 16-lane arithmetic in two 8-lane halves, the sums in 32-byte
+ * vectors, each lane's sum formed as there: the same bits. */
+BLAS_CLONES static double vexp_shift_sum_w8(int64_t n, float *dst, const float *src, float shift)
+{
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef double v4d __attribute__((vector_size(32)));
+    v4d acc[4] = {{0}}; /* lanes 0-3 and 4-7 of the low halves' sums, then of the high halves' */
+    VF sh = (VF){0} + shift;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int h = 0; h < 2; h++) {
+            VF in, out;
+            memcpy(&in, src + i + 8 * h, sizeof in);
+            VEXP(out, in - sh);
+            memcpy(dst + i + 8 * h, &out, sizeof out);
+            v4f q[2];
+            memcpy(q, &out, sizeof q);
+            acc[2 * h] += __builtin_convertvector(q[0], v4d);
+            acc[2 * h + 1] += __builtin_convertvector(q[1], v4d);
+        }
+    double lo[8], hi[8], s = 0.0;
+    memcpy(lo, acc, sizeof lo), memcpy(hi, acc + 2, sizeof hi);
+    for (int j = 0; j < 8; j++) s += lo[j] + hi[j];
+    if (i < n) {
+        float buf[16] = {0};
+        size_t rest = (size_t)(n - i) * sizeof(float);
+        memcpy(buf, src + i, rest);
+        for (int h = 0; h < 2; h++) {
+            VF in, out;
+            memcpy(&in, buf + 8 * h, sizeof in);
+            VEXP(out, in - sh);
+            memcpy(buf + 8 * h, &out, sizeof out);
+        }
+        memcpy(dst + i, buf, rest);
+        for (int64_t j = 0; j < n - i; j++) s += buf[j];
+    }
+    return s;
+}
+#undef VF
+#undef VI
+#undef VU
+#undef W
+#undef FN
+
+/* Whether the 16-lane forms run as such (c->wide_vectors of the last backend init; every
+ * context of a process sees the same CPU and environment). */
+static atomic_int vm_wide = 1;
+
+void blas_vmath_set_wide(int wide) { atomic_store_explicit(&vm_wide, wide, memory_order_relaxed); }
+
+static int wide(void) { return atomic_load_explicit(&vm_wide, memory_order_relaxed); }
+
+void blas_vexp_f32(int64_t n, float *dst, const float *src)
+{
+    (wide() ? blas_vexp_f32_w16 : blas_vexp_f32_w8)(n, dst, src);
+}
+void blas_vlog_f32(int64_t n, float *dst, const float *src)
+{
+    (wide() ? blas_vlog_f32_w16 : blas_vlog_f32_w8)(n, dst, src);
+}
+void blas_vtanh_f32(int64_t n, float *dst, const float *src)
+{
+    (wide() ? blas_vtanh_f32_w16 : blas_vtanh_f32_w8)(n, dst, src);
+}
+void blas_vsigmoid_f32(int64_t n, float *dst, const float *src)
+{
+    (wide() ? blas_vsigmoid_f32_w16 : blas_vsigmoid_f32_w8)(n, dst, src);
+}
+void blas_vsilu_f32(int64_t n, float *dst, const float *src)
+{
+    (wide() ? blas_vsilu_f32_w16 : blas_vsilu_f32_w8)(n, dst, src);
+}
+
+/* the 16-lane names for what follows */
+#undef SPLAT
+#undef SPLATU
+#undef SEL
 #define W 16
 #define SPLAT(c) ((v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 #define SPLATU(c) ((v16u){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 #define SEL(m, a, b) ((v16f)(((v16u)(a) & (v16u)(m)) | ((v16u)(b) & ~(v16u)(m))))
+#define VF v16f
+#define VI v16i
+#define VU v16u
 
-/* out = exp(x) * 2^KADD for a v16f x, x clamped to [LO, 88.8] (a statement macro: no
- * vector-typed function arguments, so no ABI differences between the clones). KADD
- * scales exactly, through the exponent: exp(x) of x near -100 is subnormal, exp(x) *
- * 2^24 is not, so a product formed with it loses no bits before one final scaling. */
-#define VEXP_K(out, xin, KADD, LO)                                                            \
-    do {                                                                                      \
-        v16f Ex_ = (xin);                                                                      \
-        v16i Enan_ = Ex_ != Ex_;                                                                 \
-        /* below LO the result is 0: those lanes compute on 0 and are zeroed after, as a       \
-         * clamped LO would scale to a subnormal, and every subnormal product costs a         \
-         * microcode assist (~150 cycles): attention's masked -inf scores ran 8x slower */    \
-        v16i Eunder_ = Ex_ < SPLAT(LO);                                                          \
-        Ex_ = SEL(Ex_ > SPLAT(88.8f), SPLAT(88.8f), Ex_);                                        \
-        Ex_ = SEL(Eunder_, SPLAT(0.0f), Ex_);                                                    \
-        v16f Et_ = Ex_ * SPLAT(1.44269504088896341f) + SPLAT(12582912.0f);                      \
-        v16f Ekf_ = Et_ - SPLAT(12582912.0f);                                                   \
-        v16u Ek_ = (v16u)Et_ - (v16u)SPLAT(12582912.0f); /* k as two's complement */            \
-        Ek_ = Ek_ + SPLATU(KADD);                                                               \
-        v16f Er_ = Ex_ - Ekf_ * SPLAT(0.693359375f);                                             \
-        Er_ = Er_ - Ekf_ * SPLAT(-2.12194440e-4f);                                               \
-        v16f Ep_ = SPLAT(1.9875691500e-4f);                                                    \
-        Ep_ = Ep_ * Er_ + SPLAT(1.3981999507e-3f);                                               \
-        Ep_ = Ep_ * Er_ + SPLAT(8.3334519073e-3f);                                               \
-        Ep_ = Ep_ * Er_ + SPLAT(4.1665795894e-2f);                                               \
-        Ep_ = Ep_ * Er_ + SPLAT(1.6666665459e-1f);                                               \
-        Ep_ = Ep_ * Er_ + SPLAT(5.0000001201e-1f);                                               \
-        Ep_ = Ep_ * (Er_ * Er_) + Er_ + SPLAT(1.0f);                                               \
-        /* 2^k = 2^k1 * 2^k2 with k1 = k >> 1 (arithmetic), both in the normal range */       \
-        v16u Ek1_ = (v16u)((v16i)Ek_ >> 1);                                                     \
-        v16u Ek2_ = Ek_ - Ek1_;                                                                  \
-        v16f Es1_ = (v16f)((Ek1_ + SPLATU(127u)) << 23);                                        \
-        v16f Es2_ = (v16f)((Ek2_ + SPLATU(127u)) << 23);                                        \
-        Ep_ = Ep_ * Es1_ * Es2_;                                                                  \
-        Ep_ = SEL(Eunder_, SPLAT(0.0f), Ep_);                                                    \
-        (out) = SEL(Enan_, (xin), Ep_);                                                         \
-    } while (0)
-
-/* out = exp(x); below -104 the result rounds to 0 anyway */
-#define VEXP(out, xin) VEXP_K(out, xin, 0u, -104.0f)
-
-/* Applies BODY(out, in) to n floats 16 at a time; the tail goes through a padded copy. */
-#define MAP16(n, dst, src, BODY)                                                              \
-    do {                                                                                      \
-        int64_t i_ = 0;                                                                       \
-        for (; i_ + W <= (n); i_ += W) {                                                      \
-            v16f in_, out_;                                                                   \
-            memcpy(&in_, (src) + i_, sizeof in_);                                             \
-            BODY(out_, in_);                                                                  \
-            memcpy((dst) + i_, &out_, sizeof out_);                                           \
-        }                                                                                     \
-        if (i_ < (n)) {                                                                       \
-            float buf_[W] = {0};                                                              \
-            size_t rest_ = (size_t)((n) - i_) * sizeof(float);                                \
-            memcpy(buf_, (src) + i_, rest_);                                                  \
-            v16f in_, out_;                                                                   \
-            memcpy(&in_, buf_, sizeof in_);                                                   \
-            BODY(out_, in_);                                                                  \
-            memcpy(buf_, &out_, sizeof out_);                                                 \
-            memcpy((dst) + i_, buf_, rest_);                                                  \
-        }                                                                                     \
-    } while (0)
-
-BLAS_CLONES void blas_vexp_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VEXP); }
-
-#define VLOG(out, xin)                                                                        \
-    do {                                                                                      \
-        v16f x_ = (xin);                                                                      \
-        /* subnormals: scale by 2^25 first, subtract 25 from the exponent after */            \
-        v16i sub_ = x_ < SPLAT(1.17549435e-38f);                                              \
-        x_ = SEL(sub_, x_ * SPLAT(33554432.0f), x_);                                          \
-        v16u bits_ = (v16u)x_;                                                                \
-        v16i e_ = (v16i)((bits_ >> 23) & SPLATU(0xffu)) - 126;                                \
-        e_ = e_ - ((v16i)sub_ & 25);                                                          \
-        v16f m_ = (v16f)((bits_ & SPLATU(0x807fffffu)) | SPLATU(0x3f000000u)); /* [0.5,1) */  \
-        v16i lo_ = m_ < SPLAT(0.707106781186547524f);                                         \
-        e_ = e_ + lo_; /* lo_ is -1 where true */                                             \
-        m_ = SEL(lo_, m_ + m_, m_) - SPLAT(1.0f);                                             \
-        v16f ef_ = __builtin_convertvector(e_, v16f);                                         \
-        v16f z_ = m_ * m_;                                                                    \
-        v16f y_ = SPLAT(7.0376836292e-2f);                                                    \
-        y_ = y_ * m_ + SPLAT(-1.1514610310e-1f);                                              \
-        y_ = y_ * m_ + SPLAT(1.1676998740e-1f);                                               \
-        y_ = y_ * m_ + SPLAT(-1.2420140846e-1f);                                              \
-        y_ = y_ * m_ + SPLAT(1.4249322787e-1f);                                               \
-        y_ = y_ * m_ + SPLAT(-1.6668057665e-1f);                                              \
-        y_ = y_ * m_ + SPLAT(2.0000714765e-1f);                                               \
-        y_ = y_ * m_ + SPLAT(-2.4999993993e-1f);                                              \
-        y_ = y_ * m_ + SPLAT(3.3333331174e-1f);                                               \
-        y_ = y_ * m_ * z_;                                                                    \
-        y_ = y_ + ef_ * SPLAT(-2.12194440e-4f);                                               \
-        y_ = y_ - SPLAT(0.5f) * z_;                                                           \
-        v16f r_ = m_ + y_;                                                                    \
-        r_ = r_ + ef_ * SPLAT(0.693359375f);                                                  \
-        v16f xi_ = (xin);                                                                     \
-        r_ = SEL(xi_ == SPLAT(__builtin_inff()), xi_, r_);                                    \
-        r_ = SEL(xi_ == SPLAT(0.0f), SPLAT(-__builtin_inff()), r_);                           \
-        r_ = SEL(xi_ < SPLAT(0.0f), SPLAT(__builtin_nanf("")), r_);                           \
-        (out) = SEL(xi_ != xi_, xi_, r_);                                                     \
-    } while (0)
-
-BLAS_CLONES void blas_vlog_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VLOG); }
-
-#define VTANH(out, xin)                                                                       \
-    do {                                                                                      \
-        v16f x_ = (xin);                                                                      \
-        v16f ax_ = (v16f)((v16u)x_ & SPLATU(0x7fffffffu));                                    \
-        v16f z_ = x_ * x_;                                                                    \
-        v16f p_ = SPLAT(-5.70498872745e-3f);                                                  \
-        p_ = p_ * z_ + SPLAT(2.06390887954e-2f);                                              \
-        p_ = p_ * z_ + SPLAT(-5.37397155531e-2f);                                             \
-        p_ = p_ * z_ + SPLAT(1.33314422036e-1f);                                              \
-        p_ = p_ * z_ + SPLAT(-3.33332819422e-1f);                                             \
-        v16f small_ = x_ + x_ * z_ * p_;                                                      \
-        v16f e_;                                                                              \
-        VEXP(e_, ax_ + ax_);                                                                  \
-        v16f big_ = SPLAT(1.0f) - SPLAT(2.0f) / (e_ + SPLAT(1.0f));                           \
-        big_ = (v16f)((v16u)big_ | ((v16u)x_ & SPLATU(0x80000000u))); /* sign of x */         \
-        v16f r_ = SEL(ax_ < SPLAT(0.625f), small_, big_);                                     \
-        r_ = SEL(ax_ == SPLAT(0.0f), x_, r_); /* +-0 -> +-0: -0 + (-0 * z * p) would be +0 */ \
-        (out) = SEL(x_ != x_, x_, r_);                                                        \
-    } while (0)
-
-BLAS_CLONES void blas_vtanh_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VTANH); }
-
-#define VSIGMOID(out, xin)                                                                    \
-    do {                                                                                      \
-        v16f x_ = (xin);                                                                      \
-        v16f nax_ = (v16f)((v16u)x_ | SPLATU(0x80000000u)); /* -|x| */                        \
-        v16f e_;                                                                              \
-        VEXP(e_, nax_);                                                                       \
-        v16f s_ = SPLAT(1.0f) / (SPLAT(1.0f) + e_);                                           \
-        v16f r_ = SEL(x_ >= SPLAT(0.0f), s_, e_ * s_);                                        \
-        (out) = SEL(x_ != x_, x_, r_);                                                        \
-    } while (0)
-
-BLAS_CLONES void blas_vsigmoid_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VSIGMOID); }
-
-/* silu(x) = x * sigmoid(x). For x < 0 that is x * e / (1 + e) with e = exp(x), which is
- * subnormal below about -87: multiplying a subnormal e by |x| ~ 100 would scale its
- * rounding error (a few %) up into the result, so e is carried as e * 2^24 and the
- * product scaled back in one final rounding. Below -130 that scaled e is 0 too, so
- * silu(-inf) = -inf * 0 = NaN, as the reference and PyTorch. */
-#define VSILU(out, xin)                                                                       \
-    do {                                                                                      \
-        v16f x_ = (xin);                                                                      \
-        v16f nax_ = (v16f)((v16u)x_ | SPLATU(0x80000000u)); /* -|x| */                        \
-        v16f es_;                                                                             \
-        VEXP_K(es_, nax_, 24u, -130.0f); /* exp(-|x|) * 2^24: normal down to x = -104 */      \
-        v16f s_ = SPLAT(1.0f) / (SPLAT(1.0f) + es_ * SPLAT(5.9604644775390625e-8f));          \
-        v16f neg_ = (x_ * (es_ * s_)) * SPLAT(5.9604644775390625e-8f); /* 2^-24 */            \
-        v16f r_ = SEL(x_ >= SPLAT(0.0f), x_ * s_, neg_);                                      \
-        (out) = SEL(x_ != x_, x_, r_);                                                        \
-    } while (0)
-
-BLAS_CLONES void blas_vsilu_f32(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VSILU); }
-
-BLAS_CLONES double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift)
+BLAS_CLONES static double vexp_shift_sum_w16(int64_t n, float *dst, const float *src, float shift)
 {
     v8d acc0 = {0}, acc1 = {0};
     v16f sh = SPLAT(shift);
@@ -229,6 +180,11 @@ BLAS_CLONES double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *s
     return s;
 }
 
+double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *src, float shift)
+{
+    return wide() ? vexp_shift_sum_w16(n, dst, src, shift) : vexp_shift_sum_w8(n, dst, src, shift);
+}
+
 /* ---- sums ------------------------------------------------------------------------- */
 #define SUM_BLOCK 4096
 
@@ -240,10 +196,41 @@ BLAS_CLONES double blas_vexp_shift_sum_f32(int64_t n, float *dst, const float *s
 #define SUM_STEP 64
 #define SUM_PREFETCH 2048
 
+/* Lanes [off, off + 32) (off 0 or 32) of sum_block_f32's 64 over its whole steps, into
+ * out[32]: each lane's sum as sum_block_f32 forms it, so two calls give its bits. For CPUs
+ * without AVX-512, where its 64 double lanes fill all 16 ymm registers and the loaded
+ * values spill through the stack (16M floats at half the copy speed): the second pass
+ * over a 16 KiB block reads L1. */
+BLAS_CLONES static void sum_lanes_f32(int64_t n, const float *x, int64_t off, double *out)
+{
+    /* 32-byte vectors only: gcc moves 64-byte ones (v8d) through the stack on AVX2 too */
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef double v4d __attribute__((vector_size(32)));
+    v4d a[8] = {{0}};
+    for (int64_t i = 0; i + SUM_STEP <= n; i += SUM_STEP) {
+        if (!off)
+            for (int k = 0; k < SUM_STEP; k += 16) __builtin_prefetch(x + i + SUM_PREFETCH + k);
+        v4f f[8];
+        memcpy(f, x + i + off, sizeof f);
+        for (int j = 0; j < 8; j++) a[j] += __builtin_convertvector(f[j], v4d);
+    }
+    memcpy(out, a, sizeof a);
+}
+
 BLAS_CLONES static double sum_block_f32(int64_t n, const float *x)
 {
     v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
     int64_t i = 0;
+    if (!wide()) {
+        double lo[32], hi[32];
+        sum_lanes_f32(n, x, 0, lo);
+        sum_lanes_f32(n, x, 32, hi);
+        memcpy(&a0, lo, sizeof a0), memcpy(&a1, lo + 8, sizeof a1);
+        memcpy(&a2, lo + 16, sizeof a2), memcpy(&a3, lo + 24, sizeof a3);
+        memcpy(&a4, hi, sizeof a4), memcpy(&a5, hi + 8, sizeof a5);
+        memcpy(&a6, hi + 16, sizeof a6), memcpy(&a7, hi + 24, sizeof a7);
+        i = n / SUM_STEP * SUM_STEP;
+    }
     for (; i + SUM_STEP <= n; i += SUM_STEP) {
         for (int k = 0; k < SUM_STEP; k += 16) __builtin_prefetch(x + i + SUM_PREFETCH + k);
         v8f f[8];
