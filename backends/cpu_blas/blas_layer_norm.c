@@ -109,27 +109,30 @@ BLAS_CLONES static void ln_affine(double *restrict y, const double *restrict x, 
 }
 
 /* The backward's row sums: a = sum g w, c = sum g w xhat, on two 8-double vector chains
- * each (GCC/clang vector extensions: zmm on AVX-512, pairs of ymm elsewhere); the scalar
- * 8-chain form came out as shuffles, a fifth of the backward. */
-typedef double ln_v8 __attribute__((vector_size(64)));
+ * each; the scalar 8-chain form came out as shuffles, a fifth of the backward. An 8-double
+ * chain is a pair of 32-byte vectors (lanes 0-3, 4-7): gcc moves a 64-byte vector through
+ * the stack on AVX2, and a pair gives the same bits on every ISA. */
+typedef double ln_v4 __attribute__((vector_size(32)));
 /* macros, not functions: a vector passed by value would change the ABI between clones */
-#define LN_LD8(v, p) memcpy(&(v), (p), sizeof(v))
-#define LN_HSUM8(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
+#define LN_LD8(v, p) memcpy((v), (p), sizeof(v))
+#define LN_HSUM8(v) ((((v)[0][0] + (v)[0][1]) + ((v)[0][2] + (v)[0][3])) + (((v)[1][0] + (v)[1][1]) + ((v)[1][2] + (v)[1][3])))
 
 BLAS_CLONES static void ln_bwd_sums(const double *restrict g, const double *restrict x, const double *restrict w,
                                     int64_t n, double mean, double inv, double *a_out, double *c_out)
 {
-    ln_v8 a0 = {0}, a1 = {0}, c0 = {0}, c1 = {0};
+    ln_v4 a0[2] = {{0}}, a1[2] = {{0}}, c0[2] = {{0}}, c1[2] = {{0}};
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) {
-        ln_v8 g0, g1, w0, w1, x0, x1;
+        ln_v4 g0[2], g1[2], w0[2], w1[2], x0[2], x1[2];
         LN_LD8(g0, g + k), LN_LD8(g1, g + k + 8), LN_LD8(w0, w + k), LN_LD8(w1, w + k + 8);
         LN_LD8(x0, x + k), LN_LD8(x1, x + k + 8);
-        ln_v8 h0 = g0 * w0, h1 = g1 * w1;
-        a0 += h0, a1 += h1;
-        c0 += h0 * ((x0 - mean) * inv), c1 += h1 * ((x1 - mean) * inv);
+        for (int h = 0; h < 2; h++) {
+            ln_v4 h0 = g0[h] * w0[h], h1 = g1[h] * w1[h];
+            a0[h] += h0, a1[h] += h1;
+            c0[h] += h0 * ((x0[h] - mean) * inv), c1[h] += h1 * ((x1[h] - mean) * inv);
+        }
     }
-    ln_v8 as = a0 + a1, cs = c0 + c1;
+    ln_v4 as[2] = {a0[0] + a1[0], a0[1] + a1[1]}, cs[2] = {c0[0] + c1[0], c0[1] + c1[1]};
     double a = LN_HSUM8(as), c = LN_HSUM8(cs);
     for (; k < n; k++) {
         double gh = g[k] * w[k];
@@ -159,21 +162,21 @@ BLAS_CLONES static void ln_bwd_row(double *restrict gx, const double *restrict g
  * form), and the mean enters y as a hi + lo pair of floats, so x - mean keeps its bits
  * when |mean| >> std (1000 + noise). y is then within the f32 error of the exact value,
  * one half ulp from the reference's at worst (a value on a rounding boundary). */
-typedef float ln_f16v __attribute__((vector_size(64)));
-#define LN_HSUM16(v)                                                                                               \
-    (((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7]))) +                        \
-     ((((v)[8] + (v)[9]) + ((v)[10] + (v)[11])) + (((v)[12] + (v)[13]) + ((v)[14] + (v)[15]))))
+/* a 16-float chain as a pair of 32-byte vectors (floats 0-7, 8-15), as ln_v4 above */
+typedef float ln_v8f __attribute__((vector_size(32)));
+#define LN_HSUM8F(v) ((((v)[0] + (v)[1]) + ((v)[2] + (v)[3])) + (((v)[4] + (v)[5]) + ((v)[6] + (v)[7])))
+#define LN_HSUM16(v) (LN_HSUM8F((v)[0]) + LN_HSUM8F((v)[1]))
 
 BLAS_CLONES static float ln_sum32(const float *restrict x, int64_t n)
 {
-    ln_f16v a0 = {0}, a1 = {0};
+    ln_v8f a0[2] = {{0}}, a1[2] = {{0}};
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) {
-        ln_f16v x0, x1;
-        memcpy(&x0, x + k, sizeof x0), memcpy(&x1, x + k + 16, sizeof x1);
-        a0 += x0, a1 += x1;
+        ln_v8f x0[2], x1[2];
+        memcpy(x0, x + k, sizeof x0), memcpy(x1, x + k + 16, sizeof x1);
+        for (int h = 0; h < 2; h++) a0[h] += x0[h], a1[h] += x1[h];
     }
-    ln_f16v as = a0 + a1;
+    ln_v8f as[2] = {a0[0] + a1[0], a0[1] + a1[1]};
     float s = LN_HSUM16(as);
     for (; k < n; k++) s += x[k];
     return s;
@@ -182,15 +185,17 @@ BLAS_CLONES static float ln_sum32(const float *restrict x, int64_t n)
 /* The sums of e = x - m and of e * e. */
 BLAS_CLONES static void ln_dev32(const float *restrict x, int64_t n, float m, float *se_out, float *sq_out)
 {
-    ln_f16v e0 = {0}, e1 = {0}, q0 = {0}, q1 = {0};
+    ln_v8f e0[2] = {{0}}, e1[2] = {{0}}, q0[2] = {{0}}, q1[2] = {{0}};
     int64_t k = 0;
     for (; k + 32 <= n; k += 32) {
-        ln_f16v x0, x1;
-        memcpy(&x0, x + k, sizeof x0), memcpy(&x1, x + k + 16, sizeof x1);
-        x0 -= m, x1 -= m;
-        e0 += x0, e1 += x1, q0 += x0 * x0, q1 += x1 * x1;
+        ln_v8f x0[2], x1[2];
+        memcpy(x0, x + k, sizeof x0), memcpy(x1, x + k + 16, sizeof x1);
+        for (int h = 0; h < 2; h++) {
+            x0[h] -= m, x1[h] -= m;
+            e0[h] += x0[h], e1[h] += x1[h], q0[h] += x0[h] * x0[h], q1[h] += x1[h] * x1[h];
+        }
     }
-    ln_f16v es = e0 + e1, qs = q0 + q1;
+    ln_v8f es[2] = {e0[0] + e1[0], e0[1] + e1[1]}, qs[2] = {q0[0] + q1[0], q0[1] + q1[1]};
     float se = LN_HSUM16(es), sq = LN_HSUM16(qs);
     for (; k < n; k++) {
         float e = x[k] - m;
