@@ -38,6 +38,24 @@ typedef uint32_t v16u __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 
+/* ---- max / min ------------------------------------------------------------------------ */
+/* The first NaN wins, as in the reference (which stops at the first NaN it meets). */
+static float first_nan(int64_t n, const float *x)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] != x[i]) return x[i];
+    return x[0];
+}
+
+/* An extreme that is zero: the reference keeps the first zero it meets, whose sign the
+ * lane-wise search loses (a +0 in lane 1 and a -0 earlier in lane 0's later slot). */
+static float first_zero(int64_t n, const float *x)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] == 0.0f) return x[i];
+    return 0.0f;
+}
+
 /* The lane-wise math twice: 16 lanes (one zmm), and 8 (one ymm) for CPUs without AVX-512,
  * where gcc moves 64-byte vectors through the stack instead of splitting them in
  * registers (exp ran at the speed of scalar libm there). blas_vmath_set_wide picks. */
@@ -135,6 +153,9 @@ void blas_vsilu_f32(int64_t n, float *dst, const float *src)
 {
     (wide() ? blas_vsilu_f32_w16 : blas_vsilu_f32_w8)(n, dst, src);
 }
+/* max and min do not depend on the lane count: NaN and zeros are settled in index order */
+float blas_vmax_f32(int64_t n, const float *x) { return (wide() ? blas_vmax_f32_w16 : blas_vmax_f32_w8)(n, x); }
+float blas_vmin_f32(int64_t n, const float *x) { return (wide() ? blas_vmin_f32_w16 : blas_vmin_f32_w8)(n, x); }
 
 /* the 16-lane names for what follows */
 #undef SPLAT
@@ -297,52 +318,4 @@ double blas_vsum_f64(int64_t n, const double *x)
     return blas_vsum_f64(h, x) + blas_vsum_f64(n - h, x + h);
 }
 
-/* ---- max / min ------------------------------------------------------------------------ */
-/* The first NaN wins, as in the reference (which stops at the first NaN it meets). */
-static float first_nan(int64_t n, const float *x)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] != x[i]) return x[i];
-    return x[0];
-}
-
-/* An extreme that is zero: the reference keeps the first zero it meets, whose sign the
- * lane-wise search loses (a +0 in lane 1 and a -0 earlier in lane 0's later slot). */
-static float first_zero(int64_t n, const float *x)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] == 0.0f) return x[i];
-    return 0.0f;
-}
-
-#define EXTREME(NAME, CMP)                                                                    \
-    BLAS_CLONES float NAME(int64_t n, const float *x)                                         \
-    {                                                                                         \
-        float best = x[0];                                                                    \
-        int64_t i = 0;                                                                        \
-        if (n >= W) {                                                                         \
-            v16f acc;                                                                         \
-            v16i nan = {0};                                                                   \
-            memcpy(&acc, x, sizeof acc);                                                      \
-            for (i = W; i + W <= n; i += W) {                                                 \
-                v16f v;                                                                       \
-                memcpy(&v, x + i, sizeof v);                                                  \
-                nan |= v != v;                                                                \
-                acc = SEL(v CMP acc, v, acc);                                                 \
-            }                                                                                 \
-            int any_nan = 0;                                                                  \
-            for (int j = 0; j < W; j++) any_nan |= nan[j] != 0 || acc[j] != acc[j];           \
-            if (any_nan) return first_nan(n, x);                                              \
-            best = acc[0];                                                                    \
-            for (int j = 1; j < W; j++)                                                       \
-                if (acc[j] CMP best) best = acc[j];                                           \
-        }                                                                                     \
-        for (; i < n; i++) {                                                                  \
-            if (x[i] != x[i]) return first_nan(n, x);                                         \
-            if (x[i] CMP best) best = x[i];                                                   \
-        }                                                                                     \
-        return best == 0.0f ? first_zero(n, x) : best;                                        \
-    }
-
-EXTREME(blas_vmax_f32, >)
-EXTREME(blas_vmin_f32, <)
+/* ---- max / min: blas_vmath_lanes.h, dispatched above ---------------------------------- */

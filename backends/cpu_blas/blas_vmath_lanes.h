@@ -1,4 +1,4 @@
-/* The lane-wise f32 math of blas_vmath.c (exp, log, tanh, sigmoid, silu), written once
+/* The lane-wise f32 math of blas_vmath.c (exp, log, tanh, sigmoid, silu, max, min), written once
  * over a vector type and included twice by it: VF/VI/VU (float, int32, uint32 vectors of
  * W lanes), FN(name) the instance's name. Every operation is per lane, so both instances
  * give the same bits. No include guard: that is the point. */
@@ -165,3 +165,37 @@ BLAS_CLONES void FN(blas_vsigmoid_f32)(int64_t n, float *dst, const float *src) 
     } while (0)
 
 BLAS_CLONES void FN(blas_vsilu_f32)(int64_t n, float *dst, const float *src) { MAP16(n, dst, src, VSILU); }
+
+/* max / min (NaN-propagating, the first NaN; a zero extreme is the first zero in index
+ * order): first_nan and first_zero come from blas_vmath.c */
+#define EXTREME(NAME, CMP)                                                                    \
+    BLAS_CLONES float NAME(int64_t n, const float *x)                                         \
+    {                                                                                         \
+        float best = x[0];                                                                    \
+        int64_t i = 0;                                                                        \
+        if (n >= W) {                                                                         \
+            VF acc;                                                                         \
+            VI nan = {0};                                                                   \
+            memcpy(&acc, x, sizeof acc);                                                      \
+            for (i = W; i + W <= n; i += W) {                                                 \
+                VF v;                                                                       \
+                memcpy(&v, x + i, sizeof v);                                                  \
+                nan |= v != v;                                                                \
+                acc = SEL(v CMP acc, v, acc);                                                 \
+            }                                                                                 \
+            int any_nan = 0;                                                                  \
+            for (int j = 0; j < W; j++) any_nan |= nan[j] != 0 || acc[j] != acc[j];           \
+            if (any_nan) return first_nan(n, x);                                              \
+            best = acc[0];                                                                    \
+            for (int j = 1; j < W; j++)                                                       \
+                if (acc[j] CMP best) best = acc[j];                                           \
+        }                                                                                     \
+        for (; i < n; i++) {                                                                  \
+            if (x[i] != x[i]) return first_nan(n, x);                                         \
+            if (x[i] CMP best) best = x[i];                                                   \
+        }                                                                                     \
+        return best == 0.0f ? first_zero(n, x) : best;                                        \
+    }
+
+EXTREME(FN(blas_vmax_f32), >)
+EXTREME(FN(blas_vmin_f32), <)
