@@ -123,7 +123,12 @@ ff_tensor *ff_logsumexp(const ff_tensor *x, int naxes, const int *axes, bool kee
 /* ||x||_p = (sum |x|^p)^(1/p) over the axes. p = 1, +-inf and 0 are compositions
  * (sum |x|, max/min |x|, count of non-zeros: no gradient); any other p records "norm"
  * with d/dx = sign(x) |x|^(p-1) / y^(p-1) (x / y for p = 2), taken as 0 where y = 0
- * and, for p != 2, where x = 0. Computed in f64, rounded once to the result dtype. */
+ * and, for p != 2, where x = 0. Computed in f64, rounded once to the result dtype;
+ * except the f32 2-norm (x.norm(2, dim) normalizing rows), which stays in f32 where f32
+ * holds it faithfully: x * x rounded to f32 (2^-24 relative each), summed with the sum
+ * entry's double accumulation, within an ulp of the f64 path's result, at a third of its
+ * passes over x and none of its f64 copies ([256, 784]: 0.33-0.44 -> 0.15 ms, PyTorch
+ * 0.06). Where squares overflow or underflow (norm2_f32_faithful) the f64 path runs. */
 static ff_tensor *norm_forward(const ff_tensor *xf, double p, int naxes, const int *axes, bool keepdim)
 {
     ff_expr e = {0};
@@ -184,6 +189,36 @@ static ff_status norm_backward(ff_node *n, const ff_tensor *g, ff_tensor **gi)
     return gi[0] ? FF_OK : ff_last_status();
 }
 
+/* The 2-norm of f32 x in f32 (ff_norm's fast path), its node recorded on x itself. */
+static ff_tensor *norm2_f32(const ff_tensor *x, int naxes, const int *axes, bool keepdim, uint32_t mask)
+{
+    bool prev = ff_set_grad_enabled(false);
+    ff_tensor *r = norm_forward(x, 2.0, naxes, axes, keepdim);
+    ff_set_grad_enabled(prev);
+    if (!r) return NULL;
+    const ff_tensor *save[2] = {x, r};
+    ff_node *node = ff_op_record_node(&r, "norm", norm_backward, 1, &x, 2, save);
+    if (node) {
+        node->ip[0] = mask;
+        node->dp[0] = 2.0;
+    }
+    return r;
+}
+
+/* Whether every norm in r came from a sum of squares that f32 held faithfully: no square
+ * overflowed (the sum would be inf) and the sum is at least 2^-100, so that squares lost to
+ * underflow (each below 2^-126) cannot matter. A zero norm may hide underflowed squares
+ * (a row of 1e-30s): it takes the f64 path too, as does NaN. */
+static bool norm2_f32_faithful(const ff_tensor *r)
+{
+    if (ff_tensor_numel(r) == 0) return true;
+    ff_tensor *hi = ff_amax(r, 0, NULL, false), *lo = ff_amin(r, 0, NULL, false);
+    double h = NAN, l = NAN;
+    bool ok = hi && lo && ff_tensor_item(hi, &h) == FF_OK && ff_tensor_item(lo, &l) == FF_OK;
+    ff_tensor_release(hi), ff_tensor_release(lo);
+    return ok && h < 0x1p63 && l >= 0x1p-50;
+}
+
 ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, bool keepdim)
 {
     static const char fn[] = "ff_norm";
@@ -192,6 +227,12 @@ ff_tensor *ff_norm(const ff_tensor *x, double p, int naxes, const int *axes, boo
     if (isnan(p)) return ff_error(FF_ERR_INVALID, "%s: p is NaN", fn), NULL;
     ff_expr e = {0};
     ff_dtype out_dt = ff_dtype_to_float(x->dtype);
+    if (p == 2.0 && x->dtype == FF_F32) {
+        ff_tensor *r = norm2_f32(x, naxes, axes, keepdim, mask);
+        if (r && norm2_f32_faithful(r)) return r;
+        ff_tensor_release(r); /* out of the f32 range's faithful part: the f64 path below */
+        ff_clear_error();
+    }
     ff_tensor *xf = as_f64(&e, x, fn), *r = NULL;
     if (p == 1.0) {
         ff_tensor *a = FF_EX(&e, ff_abs(xf));

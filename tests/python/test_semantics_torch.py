@@ -292,6 +292,20 @@ def test_large_f32_statistics(device):
         # (PyTorch 1.13's f32 norm and layer norm overflow here: inf and NaN; the closed forms above decide)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_f32_row_norms_in_and_out_of_f32_range(device):
+    """x.norm(2, dim) of f32 runs in f32 where f32 holds the sum of squares faithfully, in f64
+    where a square overflows or underflows; either way the closed form, and its gradient."""
+    rows = [[3.0, 4.0, 0.0], [1e20, -1e20, 0.0], [1e-30, 1e-30, 0.0], [0.0, 0.0, 0.0], [1e-20, 2e-20, 2e-20]]
+    want = [5.0, math.sqrt(2) * 1e20, math.sqrt(2) * 1e-30, 0.0, 3e-20]
+    for r, w in zip(rows, want):        # each row alone, and all together (one call, one path)
+        same(T([r], device=device).norm(2, 1), [w], "float32", rtol=1e-6)
+    same(T(rows, device=device).norm(2, 1), want, "float32", rtol=1e-6)
+    x = T([[3.0, 4.0], [6.0, 8.0]], device=device, requires_grad=True)
+    x.norm(2, 1).sum().backward()
+    same(x.grad, [[0.6, 0.8], [0.6, 0.8]], "float32", rtol=1e-6)
+
+
 # ---- 8. NaN into bool is true ----------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
 def test_nan_to_bool_is_true(device):
