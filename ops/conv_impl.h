@@ -1,5 +1,6 @@
 /* Shared by the convolution files: ops/conv.c (conv2d's backend entries),
- * ops/conv_nd.c (checks, the composition, ff_conv) and ops/conv_transpose.c. */
+ * ops/conv_nd.c (checks, the composition, ff_conv), ops/conv_transpose.c and
+ * ops/conv_backward.c. */
 #ifndef FF_OPS_CONV_IMPL_H
 #define FF_OPS_CONV_IMPL_H
 
@@ -33,6 +34,13 @@ ff_tensor *ff_op_conv2d_entry(int which, const ff_tensor *a, const ff_tensor *b,
  * "compose"): dilation or groups other than 1 need FF_CONV2D_DILATION_GROUPS. */
 bool ff_op_conv2d_entry_ok(const ff_tensor *x, const ff_tensor *w, const ff_conv2d_params *p);
 
+/* The checks of ff_conv / ff_conv_transpose's arguments (ranks, dtypes, options, channels,
+ * bias), the error naming fn. */
+ff_status ff_op_conv_check(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o,
+                           bool transposed, const char *fn);
+/* The transposed convolution's output size per spatial dim, or an error when one is below 1. */
+ff_status ff_op_conv_transpose_size(const ff_tensor *x, const ff_tensor *w, const ff_conv_opts *o, int64_t *out,
+                                    const char *fn);
 /* ff_conv (transposed: ff_conv_transpose) after the public function's name: checks,
  * autocast, the entry or the composition, bias. */
 ff_tensor *ff_op_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o,

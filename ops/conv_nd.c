@@ -131,8 +131,8 @@ ff_tensor *ff_op_conv_compose(const ff_tensor *x, const ff_tensor *w, const ff_c
     return r;
 }
 
-static ff_status check_opts(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o,
-                            bool transposed, const char *fn)
+ff_status ff_op_conv_check(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o,
+                           bool transposed, const char *fn)
 {
     if (!x || !w || !o) return ff_error(FF_ERR_INVALID, "%s: x, w and the options must not be NULL", fn);
     int r = x->layout.ndim;
@@ -229,7 +229,7 @@ ff_tensor *ff_op_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *b
         ff_autocast_release(nac, ac);
         return r;
     }
-    if (check_opts(x, w, bias, o, transposed, fn)) return NULL;
+    if (ff_op_conv_check(x, w, bias, o, transposed, fn)) return NULL;
     ff_expr e = {0};
     ff_tensor *y = FF_EX(&e, transposed ? ff_op_conv_transpose(x, w, o, fn) : conv_run(x, w, o, fn));
     if (bias && y) {

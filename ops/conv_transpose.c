@@ -73,9 +73,8 @@ static ff_tensor *compose(const ff_tensor *x, const ff_tensor *w, const ff_conv_
     return r;
 }
 
-/* The output size per spatial dim, or an error when it is below 1. */
-static ff_status out_size(const ff_tensor *x, const ff_tensor *w, const ff_conv_opts *o, int64_t *out,
-                          const char *fn)
+ff_status ff_op_conv_transpose_size(const ff_tensor *x, const ff_tensor *w, const ff_conv_opts *o, int64_t *out,
+                                    const char *fn)
 {
     for (int d = 0; d < x->layout.ndim - 2; d++) {
         int64_t s = x->layout.shape[2 + d], k = w->layout.shape[2 + d], v, t;
@@ -110,7 +109,7 @@ ff_tensor *ff_op_conv_transpose(const ff_tensor *x, const ff_tensor *w, const ff
 {
     int nd = x->layout.ndim - 2;
     int64_t out[3];
-    if (out_size(x, w, o, out, fn)) return NULL;
+    if (ff_op_conv_transpose_size(x, w, o, out, fn)) return NULL;
     if (nd == 3) return compose(x, w, o, fn);
     if (nd == 2) return entry2d(x, w, o, out, fn);
     ff_conv_opts o2 = {{1, o->stride[0]}, {0, o->padding[0]}, {1, o->dilation[0]}, {0, o->output_padding[0]}, o->groups};

@@ -62,7 +62,7 @@ c10::DeviceIndex device_of(std::initializer_list<const at::Tensor *> ts);
 /* d<f(inputs), grad>/d input for each input with want set (undefined elsewhere), by
  * FusionFlow's autograd: f runs on FusionFlow leaves over the inputs' memory, then its
  * backward kernels do the rest. For gradients FusionFlow has and PyTorch's formula would
- * rebuild from many ops (convolution, GELU); costs one more forward. */
+ * rebuild from many ops (GELU); costs one more forward. */
 using Forward = std::function<ff_tensor *(std::vector<Ref> &leaves)>;
 std::vector<at::Tensor> vjp(const Forward &f, const at::Tensor &grad, const std::vector<at::Tensor> &inputs,
                             const std::vector<bool> &want, const char *what);

@@ -1,8 +1,6 @@
 /* Neural-network ops: softmax and log-softmax with their gradients, nll_loss, gather,
- * index_select, the embedding gradient, convolution, layer norm. A gradient that
- * FusionFlow computes inside its own autograd (convolution, layer norm) is taken from
- * it as a vector-Jacobian product of the forward op (ffd::vjp, ffd_tensor.cpp): the forward runs
- * once more, the backend's own backward kernels do the rest. */
+ * index_select, the embedding gradient, convolution and its gradient (ff_conv_backward:
+ * the backend's backward entries, no second forward), SDPA without gradients. */
 #include "ffd.h"
 
 #include <vector>
@@ -283,18 +281,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     int64_t groups, std::array<bool, 3> mask)
 {
     ff_conv_opts o = conv_opts(stride, padding, dilation, output_padding, groups, input.dim() - 2);
-    auto f = [&](std::vector<Ref> &l) {
-        return transposed ? ff_conv_transpose(l[0].get(), l[1].get(), nullptr, &o)
-                          : ff_conv(l[0].get(), l[1].get(), nullptr, &o);
-    };
-    std::vector<at::Tensor> g = vjp(f, grad, {input, weight}, {mask[0], mask[1]}, "convolution_backward");
+    /* FusionFlow's backward entries, without the forward again (ff_conv_backward) */
+    c10::DeviceIndex dev = device_of({&grad});
+    ff_tensor *gx = nullptr, *gw = nullptr;
+    Ref g = wrap(grad), x = wrap(input), w = wrap(weight);
+    check(ff_conv_backward(g.get(), x.get(), w.get(), &o, transposed, mask[0] ? &gx : nullptr, mask[1] ? &gw : nullptr),
+          "convolution_backward");
+    Ref rgx(gx), rgw(gw);
+    at::Tensor gi = gx ? unwrap(std::move(rgx), dev) : at::Tensor(), gwt = gw ? unwrap(std::move(rgw), dev) : at::Tensor();
     at::Tensor gb;
     if (mask[2]) { /* the bias gradient: grad summed over every dim but channels */
         std::vector<int64_t> dims{0};
         for (int64_t d = 2; d < grad.dim(); d++) dims.push_back(d);
         gb = grad.sum(dims);
     }
-    return std::make_tuple(g[0], g[1], gb);
+    return std::make_tuple(gi, gwt, gb);
 }
 
 /* F._scaled_dot_product_attention (PyTorch 1.13's SDPA) without gradients: PyTorch's CPU

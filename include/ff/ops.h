@@ -338,6 +338,15 @@ ff_tensor *ff_conv(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias
  * ff_conv with respect to its input, run forward (the backend's conv2d_backward_input
  * entry where it has it); its own gradients are ff_conv and conv's weight gradient. */
 ff_tensor *ff_conv_transpose(const ff_tensor *x, const ff_tensor *w, const ff_tensor *bias, const ff_conv_opts *o);
+/* The gradients of y = ff_conv(x, w, bias, o) (transposed: ff_conv_transpose) for gy =
+ * dL/dy, without running the forward again: *gx = dL/dx and *gw = dL/dw, each only where
+ * its pointer is non-NULL (new references; bias's gradient is gy summed over every dim but
+ * 1). For callers that keep the graph themselves (a PyTorch device); nothing is recorded.
+ * 2-D and 1-D on a backend with the conv2d entries run its backward entries; elsewhere the
+ * forward runs once more under autograd. gy must have the forward's output shape and x's
+ * dtype. */
+ff_status ff_conv_backward(const ff_tensor *gy, const ff_tensor *x, const ff_tensor *w, const ff_conv_opts *o,
+                           bool transposed, ff_tensor **gx, ff_tensor **gw);
 /* Max over each window of x [N, C, H, W], padded with -inf; pad <= kernel / 2 as in
  * PyTorch, so every window holds an input element. A window's gradient goes to one
  * element, PyTorch's index: its first maximum in row-major order (its last NaN if any). */
