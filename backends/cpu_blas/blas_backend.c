@@ -123,7 +123,7 @@ static ff_status blas_init(const ff_host_api *host, void **ctx)
     int narrow = isa && !strcmp(isa, "avx2");
     __builtin_cpu_init();
     c->wide_vectors = __builtin_cpu_supports("avx512f") && !narrow;
-    c->skinny_gemm = forced && *forced ? BLAS_SKINNY_OFF : blas_skinny_pick(c->wide_vectors, narrow);
+    c->skinny_gemm = forced && *forced ? BLAS_SKINNY_OFF : blas_skinny_pick(c->wide_vectors);
     blas_vmath_set_wide(c->wide_vectors);
     if (host->log)
         host->log("cpu_blas: %d thread(s), f32 gemm: %s, f16/bf16 conversions: %s", c->nthreads, blas_gemm_name(g),

@@ -246,13 +246,13 @@ void blas_vmath_set_wide(int wide);
 /* C = A W^T for few rows (blas_gemm_skinny.c, in zmm; blas_gemm_skinny_avx2.c, in ymm): A
  * [M, K] and W [N, K] with unit stride along K (leading dimensions lda, ldw), C any strides;
  * W read in place, once, split across the pool. blas_skinny_pick: which form runs on this
- * CPU, asked once, at init (wide: c->wide_vectors; narrow: FF_BLAS_ISA=avx2 asked for the
- * ymm form). blas_skinny_ok: whether it takes this product (c->skinny_gemm, M <=
+ * CPU, asked once, at init (wide: c->wide_vectors, off under FF_BLAS_ISA=avx2, which so
+ * asks for the ymm form). blas_skinny_ok: whether it takes this product (c->skinny_gemm, M <=
  * BLAS_SKINNY_MAX_M, acs and brs, A's column and B = W^T's row strides, 1). Returns 0, or
  * -1 on OOM. */
 #define BLAS_SKINNY_MAX_M 32
 enum { BLAS_SKINNY_OFF, BLAS_SKINNY_ZMM, BLAS_SKINNY_YMM };
-int blas_skinny_pick(int wide, int narrow);
+int blas_skinny_pick(int wide);
 int blas_skinny_ok(const blas_ctx *c, int64_t M, int64_t N, int64_t K, int64_t acs, int64_t brs);
 int blas_sgemm_skinny(blas_ctx *c, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *W,
                       int64_t ldw, float *C, int64_t crs, int64_t ccs);
