@@ -331,6 +331,33 @@ static void test_reduce(void)
                 }
 }
 
+/* x.sum(1) (and max/min) of [A, R, B] past 16 MiB of source, where cpu_blas reads wider
+ * column tiles (FAR_TILE in blas_reduce.c): B with a partial last tile that is no multiple
+ * of 16, R with a pass of 8 rows, one of 4 and one left over, NaN and infinities (kind 2);
+ * the bits are the reference's (the same double running sum in row order). */
+static void test_reduce_middle_far(void)
+{
+    static const ff_dtype ts[] = {FF_F32, FF_F64};
+    static const int ops[] = {FF_REDUCE_SUM, FF_REDUCE_MAX, FF_REDUCE_MIN};
+    for (int ti = 0; ti < 2; ti++)
+        for (int oi = 0; oi < 3; oi++) {
+            ff_dtype t = ts[ti];
+            int64_t shape[3] = {3, 13, t == FF_F32 ? 110017 : 55009}, dshape[3] = {3, 1, shape[2]};
+            lay ls = make_lay(3, shape, 0), ld = make_lay(3, dshape, 0);
+            CHECK(ls.span * (int64_t)ff_dtype_size(t) > ((int64_t)16 << 20));
+            arr src = arr_new(ls.span, t, 2), dst = arr_new(ld.span, t, 0);
+            for (int s = 0; s < 2; s++) {
+                ff_view vd = view_of(&dst, s, &ld), vs = view_of(&src, s, &ls);
+                CHECK(be_of(s)->vt->reduce(be_of(s)->ctx, (ff_reduce_op)ops[oi], &vd, &vs, 0x2) == FF_OK);
+            }
+            char what[80];
+            snprintf(what, sizeof what, "far middle-axis reduce op %d dtype %d", ops[oi], (int)t);
+            CHECK(same_storage(&dst, 0.0, 0.0, what));
+            arr_free(&src);
+            arr_free(&dst);
+        }
+}
+
 static void test_matmul(void)
 {
     static const ff_dtype mt[] = {FF_F32, FF_F64, FF_I32, FF_I64, FF_U8};
@@ -649,6 +676,6 @@ static void setup(void)
 }
 
 FF_TEST_MAIN("cpu_blas_vs_cpu", TEST(setup), TEST(test_supports_agree), TEST(test_unary), TEST(test_unary_inplace),
-             TEST(test_binary), TEST(test_fill_copy_where), TEST(test_reduce), TEST(test_matmul),
+             TEST(test_binary), TEST(test_fill_copy_where), TEST(test_reduce), TEST(test_reduce_middle_far), TEST(test_matmul),
              TEST(test_gather_scatter), TEST(test_random_softmax), TEST(test_batch_norm_pool), TEST(test_allocator), TEST(test_sum_accuracy),
              TEST(test_math_accuracy), TEST(test_errors))
