@@ -48,6 +48,22 @@ static int dense(const ff_view *v)
     return 1;
 }
 
+/* Columns per tile: 2048 double accumulators (16 KiB, in L1 beside 8 rows' lines).
+ * Measured on [4, 4, 256, 256] (in cache) and [8, 32, 256, 256] (beyond it), one thread:
+ * 4096 was 15% slower in cache and as fast beyond it; 8192 and up spill the accumulators
+ * from L1 and lost 40% in cache. Past the caches (a source over FAR_BYTES) the tile is
+ * FAR_TILE instead, 128 KiB of accumulators in L2: each row is then read in runs of 64
+ * KiB, not 8 KiB, and the 8 rows' streams keep the prefetchers busy longer per start. On
+ * a Zen 5 EPYC, x.sum(1) of [8, 32, 256, 256] (64 MiB) went 2.8-3.0 -> 2.1-2.2 ms, while
+ * [4, 4, 256, 256] (4 MiB) is 0.07 ms at 2048 and 0.12 ms at 16384. What remains is the
+ * conversion to double (the reference's bits): the same 8-row pass with f32 accumulators
+ * reads at ~55 GB/s, with double ones at ~30, wherever x lies: so past the caches each 8
+ * rows are added in f32 first (sum_rows_f32_pairs), 2.1 -> 1.6-1.7 ms (0.78 of a memcpy
+ * of the same bytes; 2 threads: 1.3 ms). */
+#define WIDE_TILE 2048
+#define FAR_TILE 16384
+#define FAR_BYTES ((int64_t)16 << 20)
+
 typedef struct red_arg {
     ff_reduce_op op;
     ff_dtype t, dt;
@@ -57,6 +73,7 @@ typedef struct red_arg {
     int64_t kept;    /* middle: kept positions between the leading and trailing reduced dims */
     int64_t tile;    /* window: columns per tile (WIDE_TILE, or FAR_TILE past the caches) */
     int64_t tiles;   /* window: column tiles per block */
+    int far;         /* window: the source is past the caches (FAR_BYTES): FAR_TILE, f32 pairs */
     atomic_int failed; /* window: a task's FAR_TILE accumulators could not be allocated */
     double *acc;     /* outer: len accumulators */
     double partial[64];
@@ -141,6 +158,28 @@ BLAS_CLONES static void sum_rows_f32(double *acc, const float *x, int64_t rows, 
         for (int64_t j = 0; j < n; j++) acc[j] += x[r * L + j];
 }
 
+/* The same sum past the caches (FAR_TILE): each 8 rows added pairwise in f32, ((x0 + x1)
+ * + (x2 + x3)) + ((x4 + x5) + (x6 + x7)), and that into the double accumulators. Three
+ * f32 roundings deep per block, then a double running sum: within the ABI's rule (at
+ * least as accurate as f32 pairwise summation: log2(rows) roundings deep), not the
+ * reference's bits. One conversion and one double add per 8 values instead of 8 each.
+ * No software prefetch: the 8 rows' streams are 64 KiB runs here, which the hardware
+ * prefetchers follow (with the 2 KiB-ahead hints of sum_rows_f32 it was 10-20% slower). As any f32 pairwise
+ * sum, a pair past FLT_MAX overflows where the double sum might come back in range. */
+BLAS_CLONES static void sum_rows_f32_pairs(double *acc, const float *x, int64_t rows, int64_t L, int64_t n)
+{
+    int64_t r = 0;
+    for (int64_t j = 0; j < n; j++) acc[j] = 0.0;
+    for (; r + 8 <= rows; r += 8) {
+        const float *x0 = x + r * L, *x1 = x0 + L, *x2 = x1 + L, *x3 = x2 + L;
+        const float *x4 = x3 + L, *x5 = x4 + L, *x6 = x5 + L, *x7 = x6 + L;
+        for (int64_t j = 0; j < n; j++)
+            acc[j] += (double)(((x0[j] + x1[j]) + (x2[j] + x3[j])) + ((x4[j] + x5[j]) + (x6[j] + x7[j])));
+    }
+    for (; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) acc[j] += x[r * L + j];
+}
+
 BLAS_CLONES static void sum_rows_f64(double *acc, const double *x, int64_t rows, int64_t L, int64_t n)
 {
     int64_t r;
@@ -165,7 +204,8 @@ BLAS_CLONES static void cols_reduce(const red_arg *a, const char *src, char *dst
     int is_max = a->op == FF_REDUCE_MAX, f32 = a->t == FF_F32;
     int64_t r = 0, L = a->len;
     if (a->op == FF_REDUCE_SUM) {
-        if (f32) sum_rows_f32(acc, (const float *)src, a->rows, L, n);
+        if (f32 && a->far) sum_rows_f32_pairs(acc, (const float *)src, a->rows, L, n);
+        else if (f32) sum_rows_f32(acc, (const float *)src, a->rows, L, n);
         else sum_rows_f64(acc, (const double *)src, a->rows, L, n);
         r = a->rows;
     }
@@ -203,19 +243,6 @@ static void cols_task(void *varg, int64_t begin, int64_t end)
 /* Tasks [begin, end) of the kept-reduced-kept form (kept blocks of rows x len each: the
  * windows of a pooling, x.sum(1) of [A, R, B]): task t is block t / a->tiles, columns
  * tile t % a->tiles of WIDE_TILE, reduced as the outer form into its outputs. */
-/* Columns per tile: 2048 double accumulators (16 KiB, in L1 beside 8 rows' lines).
- * Measured on [4, 4, 256, 256] (in cache) and [8, 32, 256, 256] (beyond it), one thread:
- * 4096 was 15% slower in cache and as fast beyond it; 8192 and up spill the accumulators
- * from L1 and lost 40% in cache. Past the caches (a source over FAR_BYTES) the tile is
- * FAR_TILE instead, 128 KiB of accumulators in L2: each row is then read in runs of 64
- * KiB, not 8 KiB, and the 8 rows' streams keep the prefetchers busy longer per start. On
- * a Zen 5 EPYC, x.sum(1) of [8, 32, 256, 256] (64 MiB) went 2.8-3.0 -> 2.1-2.2 ms, while
- * [4, 4, 256, 256] (4 MiB) is 0.07 ms at 2048 and 0.12 ms at 16384. What remains is the
- * conversion to double (the reference's bits): the same 8-row pass with f32 accumulators
- * reads at ~55 GB/s, with double ones at ~30, wherever x lies. */
-#define WIDE_TILE 2048
-#define FAR_TILE 16384
-#define FAR_BYTES ((int64_t)16 << 20)
 static void blocks_task(void *varg, int64_t begin, int64_t end)
 {
     red_arg *a = varg;
@@ -298,7 +325,8 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
     }
     if (middle || window) {
         a.rows = middle ? size[0] : size[1], a.kept = middle ? size[1] : size[0], a.len = size[2];
-        a.tile = numel * es > FAR_BYTES ? FAR_TILE : WIDE_TILE;
+        a.far = numel * es > FAR_BYTES;
+        a.tile = a.far ? FAR_TILE : WIDE_TILE;
         a.tiles = (a.len + a.tile - 1) / a.tile;
         atomic_init(&a.failed, 0);
         int64_t tasks = middle ? a.kept : a.kept * a.tiles;

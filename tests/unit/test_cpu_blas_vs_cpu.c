@@ -331,10 +331,37 @@ static void test_reduce(void)
                 }
 }
 
+/* A far f32 sum's columns against the reference's: finite results within the ABI's
+ * accuracy rule (f32 pairwise summation: log2(R) roundings deep, 4 * 2^-24 * sum |x| for
+ * these 13 rows), everything else (inf, NaN) the same. */
+static int far_sums_close(const arr *src, const arr *dst, const int64_t *shape)
+{
+    size_t ns = (size_t)src->n * 4, nd = (size_t)dst->n * 4;
+    float *x = malloc(ns), *d[2] = {malloc(nd), malloc(nd)};
+    be_of(0)->vt->download(be_of(0)->ctx, src->buf[0], 0, x, ns);
+    for (int s = 0; s < 2; s++) be_of(s)->vt->download(be_of(s)->ctx, dst->buf[s], 0, d[s], nd);
+    int ok = 1, bits = 1;
+    for (int64_t k = 0; k < shape[0] && ok; k++)
+        for (int64_t j = 0; j < shape[2] && ok; j++) {
+            double mag = 0.0, r = d[0][k * shape[2] + j], f = d[1][k * shape[2] + j];
+            for (int64_t i = 0; i < shape[1]; i++) mag += fabs((double)x[(k * shape[1] + i) * shape[2] + j]);
+            if (isfinite(r)) ok = fabs(f - r) <= 4.0 * 0x1p-24 * mag;
+            else ok = (r != r && f != f) || r == f;
+            bits &= r == f || (r != r && f != f);
+            if (!ok) fprintf(stderr, "far sum [%lld, :, %lld]: %.9g, the reference %.9g (sum |x| %.9g)\n", (long long)k,
+                             (long long)j, f, r, mag);
+        }
+    /* and not the reference's bits everywhere: the f32 pairs are taken */
+    if (ok && bits) fprintf(stderr, "far sum: every column equals the reference's bits (the pairs path not taken?)\n");
+    free(x), free(d[0]), free(d[1]);
+    return ok && !bits;
+}
+
 /* x.sum(1) (and max/min) of [A, R, B] past 16 MiB of source, where cpu_blas reads wider
- * column tiles (FAR_TILE in blas_reduce.c): B with a partial last tile that is no multiple
- * of 16, R with a pass of 8 rows, one of 4 and one left over, NaN and infinities (kind 2);
- * the bits are the reference's (the same double running sum in row order). */
+ * column tiles (FAR_TILE in blas_reduce.c) and adds f32 rows in pairs: B with a partial
+ * last tile that is no multiple of 16, R with a pass of 8 rows and 5 left over, NaN and
+ * infinities (kind 2). MAX/MIN and f64 SUM give the reference's bits; f32 SUM its
+ * accuracy (far_sums_close). */
 static void test_reduce_middle_far(void)
 {
     static const ff_dtype ts[] = {FF_F32, FF_F64};
@@ -352,7 +379,8 @@ static void test_reduce_middle_far(void)
             }
             char what[80];
             snprintf(what, sizeof what, "far middle-axis reduce op %d dtype %d", ops[oi], (int)t);
-            CHECK(same_storage(&dst, 0.0, 0.0, what));
+            if (t == FF_F32 && ops[oi] == FF_REDUCE_SUM) CHECK(far_sums_close(&src, &dst, shape));
+            else CHECK(same_storage(&dst, 0.0, 0.0, what));
             arr_free(&src);
             arr_free(&dst);
         }
