@@ -102,6 +102,13 @@ ff_status ocl_device_open(ocl_ctx *c)
     clGetDeviceInfo(c->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof c->global_mem, &c->global_mem, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->compute_units, &c->compute_units, NULL);
+    cl_device_type type = 0;
+    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    c->cpu_device = (type & CL_DEVICE_TYPE_CPU) != 0;
+    /* FF_OPENCL_CPU_KERNELS=0: the kernels shaped for a GPU on a CPU device too (ctest
+     * runs them on PoCL that way) */
+    const char *shapes = getenv("FF_OPENCL_CPU_KERNELS");
+    if (shapes && !strcmp(shapes, "0")) c->cpu_device = 0;
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
 
     c->context = clCreateContext(NULL, 1, &c->device, NULL, NULL, &err);

@@ -31,6 +31,14 @@ ff_status ocl_copy(void *ctx, const ff_view *dst, const ff_view *src)
     ocl_kview v[2] = {ocl_kview_of(dst), ocl_kview_of(src)};
     ocl_kview_merge(v, 2);
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
+    if (dst->dtype == src->dtype && md != ms && v[0].ndim == 1 && v[0].strides[0] == 1 && v[1].strides[0] == 1) {
+        /* one dense run between two buffers: the runtime's copy (PoCL: 64 MiB in 3.2
+         * against 11.4 ms through the element kernel) */
+        size_t es = ff_dtype_size(dst->dtype);
+        cl_int err = clEnqueueCopyBuffer(c->queue, ms, md, (size_t)v[1].offset * es, (size_t)v[0].offset * es,
+                                         (size_t)n * es, 0, NULL, NULL);
+        return err == CL_SUCCESS ? FF_OK : ocl_cl_fail(c, "copy", "clEnqueueCopyBuffer", err);
+    }
     cl_long nn = n;
     ocl_arg args[] = {OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(v[1]), OCL_ARG(ms), OCL_ARG(nn)};
     return ocl_launch(c, "copy", OK_COPY, args, 5, ocl_grid(c, n), 0);

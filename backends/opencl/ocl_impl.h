@@ -43,7 +43,9 @@ typedef enum ocl_kernel_id {
     OK_FILL, OK_COPY, OK_UNARY, OK_UNARY_F32, OK_BINARY, OK_BINARY_F32, OK_WHERE, OK_REDUCE, OK_REDUCE_FINISH, OK_SOFTMAX,
     OK_INDEX_CHECK, OK_GATHER, OK_SCATTER_ADD, OK_RANDOM, OK_MATMUL, OK_SCAN, OK_ARGSORT, OK_FUSED,
     OK_ATT_FWD, OK_ATT_DQ, OK_ATT_DKV, OK_QMATMUL, OK_QDYN_RANGE, OK_QDYN_FOLD, OK_QDYN_QUANTIZE,
-    OK_LN_FWD, OK_LN_BWD, OK_LN_COLS, OK_LN_COLS_SUM, OK_COUNT
+    OK_LN_FWD, OK_LN_BWD, OK_LN_COLS, OK_LN_COLS_SUM, OK_GATHER_ROWS_U8, OK_GATHER_ROWS_U16,
+    OK_GATHER_ROWS_U32, OK_GATHER_ROWS_U64, OK_SCATTER_ADD_ROWS_F32, OK_SCATTER_ADD_ROWS_F64,
+    OK_SCATTER_ADD_ROWS_CPU_F32, OK_SCATTER_ADD_ROWS_CPU_F64, OK_COUNT
 } ocl_kernel_id;
 
 #define OCL_NCLASS 160
@@ -63,6 +65,7 @@ typedef struct ocl_ctx {
     char platform_name[128], device_name[128], device_version[128];
     cl_ulong global_mem, max_alloc;
     cl_uint compute_units;
+    int cpu_device; /* CL_DEVICE_TYPE_CPU (PoCL): kernels shaped for a few wide cores */
     size_t max_wg;
     /* allocator (ocl_mem.c) */
     pthread_mutex_t alloc_lock;
@@ -145,6 +148,13 @@ ff_status ocl_launch(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_a
 /* The same for a kernel outside the table (the fused entry's). */
 ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
                             size_t global, size_t local);
+/* Kernel k over a 3-D range of exactly len x n2 x n1 work-items (get_global_id(0) along a
+ * row, dims 1 and 2 the row's position in two leading dims), in groups of up to 64 along
+ * the row and 1024 in all that divide it: the row kernels, whose items then need no
+ * division to find their row nor a range guard, and which PoCL vectorizes along dim 0
+ * (a row of odd length gets groups of one along it: correct, not fast). */
+ff_status ocl_launch_rows(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t len,
+                          size_t n2, size_t n1);
 /* Work-items for a grid-stride loop over n elements. */
 size_t ocl_grid(const ocl_ctx *c, int64_t n);
 

@@ -11,6 +11,21 @@
 
 #include "ocl_impl.h"
 
+/* A view's first `lead` (0 to 2) dims as the row kernels take them: the offset, and the
+ * sizes and strides of an outer dim (n1, s1) and an inner one (n2, s2), absent ones of
+ * size 1 and stride 0. */
+typedef struct ocl_lead2 {
+    cl_long off, n1, s1, n2, s2;
+} ocl_lead2;
+
+static ocl_lead2 ocl_lead2_of(ocl_kview v, int lead)
+{
+    ocl_lead2 l = {v.offset, 1, 0, 1, 0};
+    if (lead == 1) l.n2 = v.shape[0], l.s2 = v.strides[0];
+    if (lead == 2) l.n1 = v.shape[0], l.s1 = v.strides[0], l.n2 = v.shape[1], l.s2 = v.strides[1];
+    return l;
+}
+
 static ff_status check_index(ocl_ctx *c, const char *entry, const ff_view *dst, const ff_view *src,
                              const ff_view *index, int axis)
 {
@@ -90,6 +105,26 @@ ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
     void *flag;
     if ((st = flag_new(c, &flag))) return st;
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf), mi = ocl_mem_of(index->buf), mf = ocl_mem_of(flag);
+    int nd = v[0].ndim;
+    cl_long len = nd ? v[0].shape[nd - 1] : 1;
+    if (index->dtype == FF_I64 && nd >= 1 && nd <= 3 && len > 1 && v[2].strides[nd - 1] == 0 &&
+        v[0].strides[nd - 1] == 1 && v[1].strides[nd - 1] == 1) {
+        /* the row form: the index constant along a contiguous innermost run, rows over
+         * at most two leading dims (lead(): their offsets and strides as scalars) */
+        static const ocl_kernel_id by_size[9] = {[1] = OK_GATHER_ROWS_U8, [2] = OK_GATHER_ROWS_U16,
+                                                 [4] = OK_GATHER_ROWS_U32, [8] = OK_GATHER_ROWS_U64};
+        ocl_lead2 ld = ocl_lead2_of(v[0], nd - 1), ls = ocl_lead2_of(v[1], nd - 1), li = ocl_lead2_of(v[2], nd - 1);
+        ocl_arg args[] = {OCL_ARG(md),    OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(ms),
+                          OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(step), OCL_ARG(mi),
+                          OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(csize), OCL_ARG(mf)};
+        st = ocl_launch_rows(c, "gather", by_size[ff_dtype_size(dst->dtype)], args, 15, (size_t)len, (size_t)ld.n2,
+                             (size_t)ld.n1);
+        if (st) {
+            ocl_free(c, flag);
+            return st;
+        }
+        return flag_read(c, flag, "gather", size, axis);
+    }
     ocl_arg args[] = {OCL_ARG(v[0]), OCL_ARG(md), OCL_ARG(v[1]), OCL_ARG(ms), OCL_ARG(step), OCL_ARG(v[2]),
                       OCL_ARG(mi), OCL_ARG(csize), OCL_ARG(nn), OCL_ARG(mf)};
     st = ocl_launch(c, "gather", OK_GATHER, args, 10, ocl_grid(c, n), 0);
@@ -98,6 +133,54 @@ ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
         return st;
     }
     return flag_read(c, flag, "gather", size, axis);
+}
+
+/* scatter_add's row form (kernels/index.cl) for an I64 index that, past axis, is constant
+ * (stride 0) where dst and src hold its trailing shape as one contiguous run of len
+ * elements, with at most two dims of more than one element before axis:
+ * FF_ERR_UNSUPPORTED (nothing enqueued) otherwise. The indices are already checked. */
+static ff_status scatter_add_rows(ocl_ctx *c, const ff_view *dst, const ff_view *index, const ff_view *src, int axis)
+{
+    cl_long len = 1;
+    if (index->dtype != FF_I64) return FF_ERR_UNSUPPORTED;
+    for (int d = index->ndim - 1; d > axis; d--) {
+        if (index->shape[d] == 1) continue;
+        if (index->strides[d] != 0 || dst->strides[d] != len || src->strides[d] != len) return FF_ERR_UNSUPPORTED;
+        len *= index->shape[d];
+    }
+    if (len < 2) return FF_ERR_UNSUPPORTED;
+    /* the rows' positions: the dims before axis (the index's shape), those of one element
+     * dropped; axis itself is walked by the kernel's loop (iax, sax) and, in dst, by the
+     * index's value (step) */
+    ocl_kview v[3] = {ocl_kview_of(dst), ocl_kview_of(index), ocl_kview_of(src)};
+    int lead = 0;
+    for (int d = 0; d < axis; d++) {
+        if (index->shape[d] == 1) continue;
+        if (lead == 2) return FF_ERR_UNSUPPORTED;
+        for (int i = 0; i < 3; i++) v[i].shape[lead] = index->shape[d], v[i].strides[lead] = v[i].strides[d];
+        lead++;
+    }
+    ocl_lead2 ld = ocl_lead2_of(v[0], lead), li = ocl_lead2_of(v[1], lead), ls = ocl_lead2_of(v[2], lead);
+    cl_long step = dst->strides[axis], iax = index->strides[axis], sax = src->strides[axis], nidx = index->shape[axis];
+    cl_mem md = ocl_mem_of(dst->buf), mi = ocl_mem_of(index->buf), ms = ocl_mem_of(src->buf);
+    ocl_arg args[] = {OCL_ARG(md),    OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(step),
+                      OCL_ARG(mi),    OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(iax),
+                      OCL_ARG(ms),    OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(sax),
+                      OCL_ARG(nidx)};
+    int f32 = dst->dtype == FF_F32;
+    if (!c->cpu_device)
+        return ocl_launch_rows(c, "scatter_add", f32 ? OK_SCATTER_ADD_ROWS_F32 : OK_SCATTER_ADD_ROWS_F64, args, 16,
+                               (size_t)len, (size_t)ld.n2, (size_t)ld.n1);
+    /* parts (a power of two): about one item per compute unit where the row positions
+     * alone give fewer; each part reads the whole index, so no more than that */
+    cl_long parts = 1, slots = dst->shape[axis];
+    while (parts * 2 <= slots && ld.n2 * ld.n1 * parts < (cl_long)c->compute_units && parts < 64) parts *= 2;
+    ocl_arg cargs[] = {OCL_ARG(md), OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(step),
+                       OCL_ARG(mi), OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(iax),
+                       OCL_ARG(ms), OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(sax),
+                       OCL_ARG(nidx), OCL_ARG(len), OCL_ARG(parts)};
+    return ocl_launch_rows(c, "scatter_add", f32 ? OK_SCATTER_ADD_ROWS_CPU_F32 : OK_SCATTER_ADD_ROWS_CPU_F64, cargs,
+                           18, (size_t)parts, (size_t)ld.n2, (size_t)ld.n1);
 }
 
 ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis)
@@ -121,16 +204,27 @@ ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, c
     void *flag;
     if ((st = flag_new(c, &flag))) return st;
     ocl_kview ix = ocl_kview_of(index), ixm = ix;
+    /* each stored index value once: a dim the index is broadcast along (stride 0, as
+     * embedding's backward has it along the row) repeats the same values */
+    cl_long distinct = 1;
+    for (int d = 0; d < ixm.ndim; d++) {
+        if (ixm.strides[d] == 0) ixm.shape[d] = 1;
+        distinct *= ixm.shape[d];
+    }
     ocl_kview_merge(&ixm, 1);
-    cl_long csize = size, nn = n;
+    cl_long csize = size, nn = distinct;
     cl_mem mi = ocl_mem_of(index->buf), mf = ocl_mem_of(flag);
     ocl_arg cargs[] = {OCL_ARG(ixm), OCL_ARG(mi), OCL_ARG(csize), OCL_ARG(nn), OCL_ARG(mf)};
-    if ((st = ocl_launch(c, "scatter_add", OK_INDEX_CHECK, cargs, 5, ocl_grid(c, n), 0))) {
+    if ((st = ocl_launch(c, "scatter_add", OK_INDEX_CHECK, cargs, 5, ocl_grid(c, distinct), 0))) {
         ocl_free(c, flag);
         return st;
     }
     if ((st = flag_read(c, flag, "scatter_add", size, axis))) return st;
 
+    if (dst->dtype == FF_F32 || dst->dtype == FF_F64) {
+        st = scatter_add_rows(c, dst, index, src, axis);
+        if (st != FF_ERR_UNSUPPORTED) return st;
+    }
     ocl_kview d0 = ocl_kview_of(dst), s = ocl_kview_of(src), lines = ix;
     cl_long step = dst->strides[axis];
     d0.strides[axis] = 0;

@@ -85,20 +85,41 @@ static int freed_arg(ocl_ctx *c, const ocl_arg *args, int nargs)
     return -1;
 }
 
+static ff_status launch_nd(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs, cl_uint dims,
+                           size_t *global, const size_t *local);
+
 ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
                             size_t global, size_t local)
 {
-    if (global == 0) return FF_OK;
+    if (local) global = (global + local - 1) / local * local;
+    return launch_nd(c, entry, kern, args, nargs, 1, &global, local ? &local : NULL);
+}
+
+ff_status ocl_launch_rows(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t len,
+                          size_t n2, size_t n1)
+{
+    /* up to 1024 items a group, 64 along the row */
+    size_t lx = 1, ly = 1, cap = c->max_wg < 1024 ? c->max_wg : 1024;
+    while (lx < 64 && len % (lx * 2) == 0 && lx * 2 <= cap) lx *= 2;
+    while (n2 % (ly * 2) == 0 && lx * ly * 2 <= cap) ly *= 2;
+    size_t global[3] = {len, n2, n1}, local[3] = {lx, ly, 1};
+    return launch_nd(c, entry, c->kernels[k], args, nargs, 3, global, local);
+}
+
+static ff_status launch_nd(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs, cl_uint dims,
+                           size_t *global, const size_t *local)
+{
+    for (cl_uint d = 0; d < dims; d++)
+        if (global[d] == 0) return FF_OK;
     int freed = freed_arg(c, args, nargs);
     if (freed >= 0)
         return ocl_error(c, FF_ERR_BACKEND, "opencl %s: kernel argument %d is a buffer already freed (a use after "
                          "free: scratch handed back before the kernel that uses it was enqueued; FF_POISON_FREED)",
                          entry, freed);
-    if (local) global = (global + local - 1) / local * local;
     cl_int err = CL_SUCCESS;
     pthread_mutex_lock(&c->launch_lock);
     for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].ptr);
-    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(c->queue, kern, 1, NULL, &global, local ? &local : NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(c->queue, kern, dims, NULL, global, local, 0, NULL, NULL);
     pthread_mutex_unlock(&c->launch_lock);
     return err == CL_SUCCESS ? FF_OK : ocl_cl_fail(c, entry, "clEnqueueNDRangeKernel", err);
 }

@@ -32,6 +32,11 @@ static const char *const kernel_names[OK_COUNT] = {
     [OK_QMATMUL] = "ff_qmatmul", [OK_QDYN_RANGE] = "ff_qdyn_range", [OK_QDYN_FOLD] = "ff_qdyn_fold",
     [OK_QDYN_QUANTIZE] = "ff_qdyn_quantize", [OK_LN_FWD] = "ff_layer_norm_fwd", [OK_LN_BWD] = "ff_layer_norm_bwd",
     [OK_LN_COLS] = "ff_layer_norm_cols", [OK_LN_COLS_SUM] = "ff_layer_norm_cols_sum",
+    [OK_GATHER_ROWS_U8] = "ff_gather_rows_u8", [OK_GATHER_ROWS_U16] = "ff_gather_rows_u16",
+    [OK_GATHER_ROWS_U32] = "ff_gather_rows_u32", [OK_GATHER_ROWS_U64] = "ff_gather_rows_u64",
+    [OK_SCATTER_ADD_ROWS_F32] = "ff_scatter_add_rows_f32", [OK_SCATTER_ADD_ROWS_F64] = "ff_scatter_add_rows_f64",
+    [OK_SCATTER_ADD_ROWS_CPU_F32] = "ff_scatter_add_rows_cpu_f32",
+    [OK_SCATTER_ADD_ROWS_CPU_F64] = "ff_scatter_add_rows_cpu_f64",
 };
 
 /* "#define U_EXP 3" and so on, from the op names the backends share, then the first
