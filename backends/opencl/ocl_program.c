@@ -37,6 +37,7 @@ static const char *const kernel_names[OK_COUNT] = {
     [OK_SCATTER_ADD_ROWS_F32] = "ff_scatter_add_rows_f32", [OK_SCATTER_ADD_ROWS_F64] = "ff_scatter_add_rows_f64",
     [OK_SCATTER_ADD_ROWS_CPU_F32] = "ff_scatter_add_rows_cpu_f32",
     [OK_SCATTER_ADD_ROWS_CPU_F64] = "ff_scatter_add_rows_cpu_f64",
+    [OK_SUM_ROWS_F32] = "ff_sum_rows_f32", [OK_SUM_ROWS_F64] = "ff_sum_rows_f64",
 };
 
 /* "#define U_EXP 3" and so on, from the op names the backends share, then the first

@@ -33,6 +33,30 @@ static size_t pow2_floor(size_t n)
     return p;
 }
 
+/* The middle-axis sum (kernels/reduce.cl, ff_sum_rows_*): f32/f64 SUM over one merged
+ * axis of rn rows, the kept innermost run contiguous in dst and src (v, merged) and a
+ * multiple of the kernel's width, at most two kept dims before it. FF_ERR_UNSUPPORTED
+ * (nothing enqueued) for everything else. */
+static ff_status sum_rows(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const ff_view *src, const ocl_kview *v,
+                          const ocl_kview *r, int64_t rn)
+{
+    int nd = v[0].ndim;
+    int64_t w = src->dtype == FF_F32 ? 8 : 4;
+    if (op != FF_REDUCE_SUM || dst->dtype != src->dtype || (src->dtype != FF_F32 && src->dtype != FF_F64) ||
+        r->ndim != 1 || rn < 1 || nd < 1 || nd > 3 || v[0].strides[nd - 1] != 1 || v[1].strides[nd - 1] != 1 ||
+        v[0].shape[nd - 1] % w)
+        return FF_ERR_UNSUPPORTED;
+    cl_long d[3] = {v[0].offset, 0, 0}, s[3] = {v[1].offset, 0, 0}, n2 = 1, n1 = 1;
+    if (nd >= 2) n2 = v[0].shape[nd - 2], d[2] = v[0].strides[nd - 2], s[2] = v[1].strides[nd - 2];
+    if (nd == 3) n1 = v[0].shape[0], d[1] = v[0].strides[0], s[1] = v[1].strides[0];
+    cl_long rs = r->strides[0], rows = rn;
+    cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
+    ocl_arg args[] = {OCL_ARG(md), OCL_ARG(d[0]), OCL_ARG(d[1]), OCL_ARG(d[2]), OCL_ARG(ms),
+                      OCL_ARG(s[0]), OCL_ARG(s[1]), OCL_ARG(s[2]), OCL_ARG(rs), OCL_ARG(rows)};
+    return ocl_launch_rows(c, "reduce", src->dtype == FF_F32 ? OK_SUM_ROWS_F32 : OK_SUM_ROWS_F64, args, 10,
+                           (size_t)(v[0].shape[nd - 1] / w), (size_t)n2, (size_t)n1);
+}
+
 ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
 {
     ocl_ctx *c = ctx;
@@ -53,6 +77,7 @@ ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_vi
     for (int d = 0; d < r.ndim; d++) rn *= r.shape[d];
     ocl_kview_merge(v, 2);
     if (!ffb_reduce_is_arg(op)) ocl_kview_merge(&r, 1); /* ARG* needs k = the index along its axis */
+    if ((st = sum_rows(c, op, dst, src, v, &r, rn)) != FF_ERR_UNSUPPORTED) return st;
 
     size_t L = rn < 64 ? 1 : rn < 4096 ? 32 : RED_WG;
     if (L > c->max_wg) L = pow2_floor(c->max_wg);

@@ -1,7 +1,10 @@
 /*
- * opencl's row forms of gather and scatter_add (kernels/index.cl: an I64 index constant
- * along a contiguous innermost run, at most two dims before it) against the cpu
- * reference, bit for bit, through the vtable with the views the core hands them:
+ * opencl's row kernels against the cpu reference, bit for bit, through the vtable with
+ * the views the core hands them. The middle-axis sum (kernels/reduce.cl ff_sum_rows_*:
+ * x.sum(1) of [A, R, B] and column sums, f32 and f64, one and two kept dims before the
+ * row, offsets and padded strides, NaN, infinities and -0), beside the shapes it leaves
+ * to ff_reduce. The row forms of gather and scatter_add (kernels/index.cl: an I64 index
+ * constant along a contiguous innermost run, at most two dims before it):
  * embedding and index_select (the index broadcast with stride 0 along the row), their
  * backward (scatter_add of such an index, duplicates adding up in index order), every
  * element size, rows of 2 to 100 elements (none a multiple of the launch's 64), one and
@@ -209,19 +212,71 @@ static void test_bad_index_rows(void)
     twin_free(&table), twin_free(&dst), twin_free(&src);
 }
 
+/* src [A, R, B] (row stride B + pad, offset off) summed over R into dst [A, 1, B] */
+static void check_sum_rows(ff_dtype t, int64_t A, int64_t R, int64_t B, int64_t pad, int64_t off)
+{
+    int64_t span = off + A * R * (B + pad);
+    twin src = twin_new(span, t, 0), dst = twin_new(A * B, t, 0);
+    /* a NaN, infinities of both signs in one column, a -0 column */
+    size_t es = ff_dtype_size(t);
+    unsigned char *h = malloc((size_t)span * es);
+    ref->vt->download(ref->ctx, src.buf[0], 0, h, (size_t)span * es);
+    double sp[4] = {NAN, INFINITY, -INFINITY, -0.0};
+    int64_t at[4] = {off + 1, off + 2, off + (B + pad) + 2, off + 3};
+    for (int i = 0; i < 4; i++) {
+        if (t == FF_F32) ((float *)h)[at[i]] = (float)sp[i];
+        else ((double *)h)[at[i]] = sp[i];
+    }
+    for (int64_t r = 0; r < R; r++) {
+        if (t == FF_F32) ((float *)h)[off + r * (B + pad) + 3] = -0.0f;
+        else ((double *)h)[off + r * (B + pad) + 3] = -0.0;
+    }
+    for (int s = 0; s < 2; s++) be_of(s)->vt->upload(be_of(s)->ctx, src.buf[s], 0, h, (size_t)span * es);
+    free(h);
+    for (int s = 0; s < 2; s++) {
+        ff_view vd = view(dst.buf[s], t, 3, SHAPE(A, 1, B), SHAPE(B, B, 1), 0);
+        ff_view vs = view(src.buf[s], t, 3, SHAPE(A, R, B), SHAPE(R * (B + pad), B + pad, 1), off);
+        CHECK(be_of(s)->vt->reduce(be_of(s)->ctx, FF_REDUCE_SUM, &vd, &vs, 0x2) == FF_OK);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "sum over R of [%lld, %lld, %lld] dtype %d", (long long)A, (long long)R, (long long)B,
+             (int)t);
+    CHECK(twin_same(&dst, what));
+    twin_free(&src), twin_free(&dst);
+}
+
+static void test_sum_rows(void)
+{
+    check_sum_rows(FF_F32, 3, 13, 40, 0, 0);
+    check_sum_rows(FF_F64, 3, 13, 36, 5, 7);
+    check_sum_rows(FF_F32, 1, 100, 64, 3, 1); /* a column sum: no kept dim before the row */
+    check_sum_rows(FF_F32, 2, 1, 16, 0, 0);   /* one row */
+    check_sum_rows(FF_F32, 3, 5, 12, 0, 0);   /* a row of no multiple of 8: ff_reduce */
+    /* two kept dims before the row: [2, 3, 5, 16] over axis 2 */
+    twin src = twin_new(2 * 3 * 5 * 16, FF_F32, 0), dst = twin_new(2 * 3 * 16, FF_F32, 0);
+    for (int s = 0; s < 2; s++) {
+        ff_view vd = view(dst.buf[s], FF_F32, 4, SHAPE(2, 3, 1, 16), SHAPE(48, 16, 16, 1), 0);
+        ff_view vs = view(src.buf[s], FF_F32, 4, SHAPE(2, 3, 5, 16), SHAPE(240, 80, 16, 1), 0);
+        CHECK(be_of(s)->vt->reduce(be_of(s)->ctx, FF_REDUCE_SUM, &vd, &vs, 0x4) == FF_OK);
+    }
+    CHECK(twin_same(&dst, "sum over axis 2 of [2, 3, 5, 16]"));
+    twin_free(&src), twin_free(&dst);
+}
+
 int main(void)
 {
     ref = ff_backend_load("cpu");
     ocl = ff_backend_load("opencl");
     if (!ref || !ocl) {
-        fprintf(stderr, "test_opencl_index_rows: cannot load the backends: %s\n", ff_last_error());
+        fprintf(stderr, "test_opencl_rows: cannot load the backends: %s\n", ff_last_error());
         return 1;
     }
     static const ff_test_case cases[] = {
+        {"sum_rows", test_sum_rows},
         {"embedding_rows", test_embedding_rows},
         {"index_select_rows", test_index_select_rows},
         {"scatter_add_rows", test_scatter_add_rows},
         {"bad_index_rows", test_bad_index_rows},
     };
-    return ff_test_run("opencl_index_rows", cases, (int)(sizeof cases / sizeof cases[0]));
+    return ff_test_run("opencl_rows", cases, (int)(sizeof cases / sizeof cases[0]));
 }
