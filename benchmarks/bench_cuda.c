@@ -8,6 +8,9 @@
  *   matmul_f32_<n>, n = 1024 .. 8192: ff_matmul on the cuda backend against a direct
  *     cublasSgemm on the very same device buffers (the tensors' storage), same shapes
  *     and math mode; ratio = cuBLAS time / FusionFlow time, target >= 0.95.
+ *   matmul_bf16_<n>, matmul_f16_<n>, n = 4096, 8192 (issue 52): the same in half
+ *     precision against a direct cublasGemmEx (CUBLAS_COMPUTE_32F, the tensor cores, the
+ *     backend's math mode: no half-precision split-K reductions); target >= 0.9.
  *   add_f32_64M, exp_f32_64M: ff_add / ff_exp of 64M floats (a fresh output each call,
  *     from the allocator's cache), as a fraction of the measured device bandwidth: the
  *     best of 10 cudaMemcpy device-to-device copies of 1 GiB, counting read + write
@@ -176,6 +179,53 @@ static void bench_matmul(ff_backend *be, int n)
     char w[48];
     snprintf(w, sizeof w, "matmul_f32_%d", n);
     add_row(w, t_ff, t_blas, t_blas / t_ff, 0.95, "cublas/ff");
+    ff_tensor_release(c);
+    ff_tensor_release(s.a);
+    ff_tensor_release(s.b);
+}
+
+typedef struct half_blas_state {
+    cublasHandle_t h;
+    const void *a, *b;
+    void *c;
+    int n;
+    cudaDataType t;
+} half_blas_state;
+
+static int half_blas_call(void *v)
+{
+    half_blas_state *s = v;
+    const float one = 1.0f, zero = 0.0f;
+    return cublasGemmEx(s->h, CUBLAS_OP_N, CUBLAS_OP_N, s->n, s->n, s->n, &one, s->b, s->t, s->n, s->a, s->t, s->n,
+                        &zero, s->c, s->t, s->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS ? 0 : -1;
+}
+
+static void *dev_ptr_any(const ff_tensor *t)
+{
+    return (char *)t->storage->buf + t->layout.offset * (int64_t)ff_dtype_size(t->dtype);
+}
+
+/* matmul_<bf16|f16>_<n>: ff_matmul on half tensors against cublasGemmEx on the same buffers. */
+static void bench_matmul_half(ff_backend *be, ff_dtype dt, int n)
+{
+    int64_t shape[2] = {n, n};
+    ff_tensor *a32 = ff_rand(2, shape, FF_F32), *b32 = ff_rand(2, shape, FF_F32);
+    ff_state s = {be, a32 ? ff_astype(a32, dt) : NULL, b32 ? ff_astype(b32, dt) : NULL, 0};
+    ff_tensor_release(a32);
+    ff_tensor_release(b32);
+    ff_tensor *c = s.a && s.b ? ff_matmul(s.a, s.b) : NULL;
+    if (!c) die("half matmul setup");
+    int calls = n >= 8192 ? 10 : 40;
+    double t_ff = time_calls(ff_call, &s, ff_sync, calls);
+    half_blas_state b = {NULL, dev_ptr_any(s.a), dev_ptr_any(s.b), dev_ptr_any(c), n,
+                         dt == FF_F16 ? CUDA_R_16F : CUDA_R_16BF};
+    if (cublasCreate(&b.h) != CUBLAS_STATUS_SUCCESS) die("cublasCreate");
+    cublasSetMathMode(b.h, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    double t_blas = time_calls(half_blas_call, &b, device_sync, calls);
+    cublasDestroy(b.h);
+    char w[48];
+    snprintf(w, sizeof w, "matmul_%s_%d", dt == FF_F16 ? "f16" : "bf16", n);
+    add_row(w, t_ff, t_blas, t_blas / t_ff, 0.9, "cublas/ff");
     ff_tensor_release(c);
     ff_tensor_release(s.a);
     ff_tensor_release(s.b);
@@ -419,6 +469,11 @@ int main(int argc, char **argv)
     printf("device-to-device copy: %.0f GB/s measured, %.0f GB/s theoretical\n", bw / 1e9, peak / 1e9);
     static const int sizes[] = {1024, 2048, 4096, 8192};
     for (int i = 0; i < (quick ? 2 : 4) && strstr("matmul_f32", filter); i++) bench_matmul(be, sizes[i]);
+    static const int half_sizes[] = {4096, 8192};
+    for (int i = 0; i < (quick ? 1 : 2); i++) {
+        if (strstr("matmul_bf16", filter)) bench_matmul_half(be, FF_BF16, quick ? 2048 : half_sizes[i]);
+        if (strstr("matmul_f16", filter)) bench_matmul_half(be, FF_F16, quick ? 2048 : half_sizes[i]);
+    }
     int64_t n = quick ? (int64_t)4 << 20 : (int64_t)64 << 20;
     if (strstr("add_f32", filter)) bench_elementwise(be, 1, bw, n);
     if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n);

@@ -14,6 +14,7 @@
 #    (data: /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist, else
 #    $FF_DATA_DIR, default ~/.cache/fusionflow/fashion-mnist, downloaded once if empty);
 # 4. ff-bench-cuda: matmul f32 n = 1024..8192 against cuBLAS on the same buffers (>= 0.95),
+#    bf16 and f16 n = 4096/8192 against cublasGemmEx on the tensor cores (>= 0.9, issue 52),
 #    add and exp on 64M floats against the measured device bandwidth (>= 0.8); attention
 #    (T = 2048, causal) against the cuBLAS composition, a ratio without a target;
 # 5. the MLP 784-256-10 training step through FusionFlow (ff-bench-cuda, and ff-bench when

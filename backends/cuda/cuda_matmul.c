@@ -12,6 +12,13 @@
  * strided-batched call (stride 0 for a broadcast operand), more loop on the host; a
  * single product is a plain cublasSgemm / cublasDgemm.
  *
+ * F16 and BF16 (issue 52): cublasGemmEx / cublasGemmStridedBatchedEx with half inputs and
+ * output, CUBLAS_COMPUTE_32F (f32 products and sums, on the tensor cores), one rounding
+ * to the half dtype at the store; split-K reductions in half precision are disallowed
+ * (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), so every sum stays in f32 as the
+ * ABI's accuracy rule asks. The layouts, copies and batching are the f32 path's. Before,
+ * supports() declined halves and the core ran an f32 matmul between two conversions.
+ *
  * Precision: TF32 is off (CUBLAS_DEFAULT_MATH: f32 products and sums in f32 on the
  * CUDA cores), as the ABI's accuracy rule for matmul asks; FF_CUDA_TF32=1 switches
  * cuBLAS to CUBLAS_TF32_TENSOR_OP_MATH (about 10 bits of mantissa in the products:
@@ -31,7 +38,9 @@ ff_status cuda_blas_init(cuda_ctx *c)
         return cuda_error(c, FF_ERR_BACKEND, "cuda init: cublasCreate failed: %s", cublasGetStatusString(s));
     c->cublas = h;
     if ((s = cublasSetStream(h, c->stream)) != CUBLAS_STATUS_SUCCESS ||
-        (s = cublasSetMathMode(h, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
+        (s = cublasSetMathMode(h, (cublasMath_t)((c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+                                                 CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+            CUBLAS_STATUS_SUCCESS)
         return cuda_error(c, FF_ERR_BACKEND, "cuda init: cuBLAS setup failed: %s", cublasGetStatusString(s));
     return FF_OK;
 }
@@ -87,6 +96,16 @@ static cublasStatus_t gemm(cuda_ctx *c, ff_dtype t, const gemm_args *g, const vo
                            int batch)
 {
     cublasHandle_t h = (cublasHandle_t)c->cublas;
+    if (ffb_is_half(t)) {
+        const float one = 1.0f, zero = 0.0f;
+        cudaDataType ht = t == FF_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        if (batch == 1)
+            return cublasGemmEx(h, g->ta, g->tb, g->m, g->n, g->k, &one, A, ht, g->lda, B, ht, g->ldb, &zero, C, ht,
+                                g->ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        return cublasGemmStridedBatchedEx(h, g->ta, g->tb, g->m, g->n, g->k, &one, A, ht, g->lda, g->sa, B, ht, g->ldb,
+                                          g->sb, &zero, C, ht, g->ldc, g->sc, batch, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT);
+    }
     /* one product: the plain call, whose kernel choice is what a direct cuBLAS user gets */
     if (batch == 1 && t == FF_F32) {
         const float one = 1.0f, zero = 0.0f;
@@ -143,24 +162,43 @@ static ff_status gemm_views(cuda_ctx *c, const ff_view *dst, const ff_view *a, c
         cublasStatus_t s = gemm(c, dst->dtype, &g, (const char *)b->buf + off[2] * es, (const char *)a->buf + off[1] * es,
                                 (char *)dst->buf + off[0] * es, (int)batch);
         if (s != CUBLAS_STATUS_SUCCESS)
-            st = cuda_error(c, FF_ERR_BACKEND, "cuda matmul: cublas%cgemm%s failed: %s", dst->dtype == FF_F32 ? 'S' : 'D',
+            st = cuda_error(c, FF_ERR_BACKEND, "cuda matmul: cublas%s%s failed: %s",
+                            ffb_is_half(dst->dtype) ? "GemmEx" : dst->dtype == FF_F32 ? "Sgemm" : "Dgemm",
                             batch == 1 ? "" : "StridedBatched", cublasGetStatusString(s));
     }
     pthread_mutex_unlock(&c->blas_lock);
     return st;
 }
 
+/* The ABI's matmul checks; F16/BF16 views (which ffb_matmul_check refuses: storage
+ * dtypes elsewhere) are checked as storage, then for shapes as f32 ones. */
+static ff_status check_matmul(cuda_ctx *c, const ff_view *dst, const ff_view *a, const ff_view *b)
+{
+    if (!dst || !ffb_is_half(dst->dtype)) return ffb_matmul_check(c->host, "cuda", dst, a, b);
+    ff_status st;
+    if ((st = ffb_check_view_as(c->host, "cuda", "matmul", "dst", dst, 1)) ||
+        (st = ffb_check_view_as(c->host, "cuda", "matmul", "a", a, 1)) ||
+        (st = ffb_check_view_as(c->host, "cuda", "matmul", "b", b, 1)))
+        return st;
+    if (a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return ffb_fail(c->host, FF_ERR_INVALID, "cuda matmul: dtypes differ (dst %s, a %s, b %s)",
+                        ffb_dtype_name(dst->dtype), ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
+    ff_view d = *dst, x = *a, y = *b;
+    d.dtype = x.dtype = y.dtype = FF_F32;
+    return ffb_matmul_check(c->host, "cuda", &d, &x, &y);
+}
+
 ff_status cuda_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b)
 {
     cuda_ctx *c = ctx;
-    ff_status st = ffb_matmul_check(c->host, "cuda", dst, a, b);
+    ff_status st = check_matmul(c, dst, a, b);
     if (st) return st;
     int r = dst->ndim;
     int64_t M = dst->shape[r - 2], N = dst->shape[r - 1], K = a->shape[r - 1];
     if (ff_view_numel(dst) == 0) return FF_OK;
     if ((st = cuda_use_device(c, "matmul"))) return st;
     if (K == 0) return cuda_fill(c, dst, (ff_scalar){0.0, 0});
-    if (!ffb_is_float(dst->dtype)) return cuda_matmul_int(c, dst, a, b);
+    if (!ffb_is_float(dst->dtype) && !ffb_is_half(dst->dtype)) return cuda_matmul_int(c, dst, a, b);
 
     ff_view at, bt, dt;
     void *ta = NULL, *tb = NULL, *td = NULL;

@@ -2,13 +2,26 @@
  * of tests/cuda_emu): the calls backends/cuda/cuda_matmul.c makes, as a column-major GEMM
  * over host memory with BLAS's meaning of every argument, which also rejects what cuBLAS
  * rejects (a leading dimension below the rows, a batch stride of 0 on C). Sums in double,
- * in order: exact for the small integers the tests use. */
+ * in order: exact for the small integers the tests use. GemmEx takes F16/BF16 (CUDA_R_16F,
+ * CUDA_R_16BF) with CUBLAS_COMPUTE_32F only, as cuda_matmul.c calls it: the products and
+ * sums in f32, in order, one rounding to the half type at the store (cuBLAS's tensor
+ * cores sum in f32 in their own order). */
 #include <cublas_v2.h>
 #include <stdint.h>
 
-int cuda_emu_gemm_calls, cuda_emu_gemm_batched;
+#include "ff_backend_scalar.h"
 
-static double at(const void *p, int f32, int64_t i) { return f32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+int cuda_emu_gemm_calls, cuda_emu_gemm_batched, cuda_emu_gemm_half;
+
+/* elements: 0 f64, 1 f32, 2 f16, 3 bf16 */
+static double at(const void *p, int f32, int64_t i)
+{
+    switch (f32) {
+    case 0: return ((const double *)p)[i];
+    case 1: return ((const float *)p)[i];
+    default: return ffb_ld_f64((const char *)p + 2 * i, f32 == 2 ? FF_F16 : FF_BF16);
+    }
+}
 
 static cublasStatus_t gemm(int f32, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
                            int lda, long long sa, const void *B, int ldb, long long sb, void *C, int ldc, long long sc,
@@ -23,13 +36,16 @@ static cublasStatus_t gemm(int f32, cublasOperation_t ta, cublasOperation_t tb, 
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 double s = 0;
+                float s32 = 0.0f; /* the halves' f32 accumulator */
                 for (int p = 0; p < k; p++) {
                     int64_t ai = ta == CUBLAS_OP_N ? i + (int64_t)p * lda : p + (int64_t)i * lda;
                     int64_t bi = tb == CUBLAS_OP_N ? p + (int64_t)j * ldb : j + (int64_t)p * ldb;
-                    s += at(A, f32, b * sa + ai) * at(B, f32, b * sb + bi);
+                    if (f32 >= 2) s32 += (float)at(A, f32, b * sa + ai) * (float)at(B, f32, b * sb + bi);
+                    else s += at(A, f32, b * sa + ai) * at(B, f32, b * sb + bi);
                 }
                 int64_t ci = b * sc + i + (int64_t)j * ldc;
-                if (f32) ((float *)C)[ci] = (float)s;
+                if (f32 >= 2) ffb_st_f64((char *)C + 2 * ci, f32 == 2 ? FF_F16 : FF_BF16, (double)s32);
+                else if (f32) ((float *)C)[ci] = (float)s;
                 else ((double *)C)[ci] = s;
             }
     return CUBLAS_STATUS_SUCCESS;
@@ -71,8 +87,45 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
     return gemm(0, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
 }
 
+/* The element code of a GemmEx call's types: 2 (f16) or 3 (bf16) when A, B and C are all
+ * that type and the compute type is CUBLAS_COMPUTE_32F, else -1 (refused, as cuBLAS
+ * refuses combinations it has no kernel for). */
+static int half_code(cudaDataType at_, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp)
+{
+    if (at_ != bt || at_ != ct || comp != CUBLAS_COMPUTE_32F) return -1;
+    return at_ == CUDA_R_16F ? 2 : at_ == CUDA_R_16BF ? 3 : -1;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                            const void *alpha, const void *A, cudaDataType Atype, int lda, const void *B,
+                            cudaDataType Btype, int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    (void)h, (void)alpha, (void)beta, (void)algo;
+    int code = half_code(Atype, Btype, Ctype, comp);
+    if (code < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+    cuda_emu_gemm_half++;
+    return gemm(code, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
+                                          long long sa, const void *B, cudaDataType Btype, int ldb, long long sb,
+                                          const void *beta, void *C, cudaDataType Ctype, int ldc, long long sc,
+                                          int batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)
+{
+    (void)h, (void)alpha, (void)beta, (void)algo;
+    int code = half_code(Atype, Btype, Ctype, comp);
+    if (code < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+    cuda_emu_gemm_half++, cuda_emu_gemm_batched++;
+    return gemm(code, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+}
+
 cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t)&cuda_emu_gemm_calls; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDestroy(cublasHandle_t h) { (void)h; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) { (void)h, (void)s; return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { (void)h, (void)m; return CUBLAS_STATUS_SUCCESS; }
-const char *cublasGetStatusString(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? "success" : "invalid value"; }
+const char *cublasGetStatusString(cublasStatus_t s)
+{
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : s == CUBLAS_STATUS_NOT_SUPPORTED ? "not supported" : "invalid value";
+}
