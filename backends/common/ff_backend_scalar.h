@@ -62,7 +62,7 @@ static inline int ffb_dtype_ok(ff_dtype t)
 static inline FFB_HD int ffb_is_float(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
 
 /* The 2-byte float dtypes: the CPU backends copy and fill them (every dtype pair). */
-static inline int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
+static inline FFB_HD int ffb_is_half(ff_dtype t) { return t == FF_F16 || t == FF_BF16; }
 
 /* The narrow integers (appended dtypes): copied and filled; the core computes on them in I32. */
 static inline int ffb_is_narrow_int(ff_dtype t) { return t == FF_I8 || t == FF_I16; }

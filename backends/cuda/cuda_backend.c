@@ -197,16 +197,26 @@ int cuda_unary_supported(ff_unary_op op, ff_dtype t)
 static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
-    /* F16/BF16 are storage dtypes here but for copy, fill, attention and matmul: the core
-     * computes the rest in f32 */
+    /* F16/BF16: copy, fill, attention, matmul, unary, binary and where; the core computes
+     * the rest in f32 */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
     /* attention loads every float dtype itself and sums F16/BF16 in f32 (cuda_attention.cu) */
     if (kind == FF_KIND_ATTENTION)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
-    /* matmul takes F16/BF16 into cuBLAS's GemmEx: f32 sums on the tensor cores, one rounding */
-    if (kind == FF_KIND_MATMUL && ffb_is_half(dtype)) return op == 0;
+    /* F16/BF16: matmul into cuBLAS's GemmEx (f32 sums on the tensor cores, one rounding);
+     * unary, binary and where in their general kernels under the F32 rules (loads to
+     * double, one rounding at the store) */
+    if (ffb_is_half(dtype)) {
+        switch (kind) {
+        case FF_KIND_MATMUL: return op == 0;
+        case FF_KIND_UNARY: return cuda_unary_supported((ff_unary_op)op, FF_F32);
+        case FF_KIND_BINARY: return ffb_binary_supported((ff_binary_op)op, FF_F32);
+        case FF_KIND_WHERE: return op == 0;
+        default: return 0;
+        }
+    }
     if (!ffb_dtype_ok(dtype)) return 0;
     switch (kind) {
     case FF_KIND_UNARY: return cuda_unary_supported((ff_unary_op)op, dtype);

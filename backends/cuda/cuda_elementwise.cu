@@ -54,7 +54,7 @@ __global__ void k_copy(cuda_walk w, void *db, ff_dtype dt, const void *sb, ff_dt
 
 __global__ void k_unary(cuda_walk w, ff_unary_op op, void *db, ff_dtype dt, const void *sb, ff_dtype t, int64_t n)
 {
-    int is_float = ffb_is_float(t);
+    int is_float = ffb_is_float(t) || ffb_is_half(t); /* halves load to double, round once at the store */
     CUDA_FOR(e, n) {
         int64_t off[2];
         cuda_walk_at(w, e, 2, off);
@@ -165,7 +165,7 @@ static int dense4(const float *const *base, const int64_t *stride, int nv, int64
 __global__ void k_binary(cuda_walk w, ff_binary_op op, void *db, ff_dtype dt, const void *ab, const void *bb,
                          ff_dtype t, int64_t n)
 {
-    int is_float = ffb_is_float(t);
+    int is_float = ffb_is_float(t) || ffb_is_half(t);
     CUDA_FOR(e, n) {
         int64_t off[3];
         cuda_walk_at(w, e, 3, off);
@@ -275,11 +275,11 @@ extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, c
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st;
-    if ((st = cuda_check_view(c, "unary", "dst", dst, 0)) || (st = cuda_check_view(c, "unary", "src", src, 0)))
+    if ((st = cuda_check_view(c, "unary", "dst", dst, 1)) || (st = cuda_check_view(c, "unary", "src", src, 1)))
         return st;
     const char *name = ffb_unary_name(op);
     if (!name) return cuda_error(c, FF_ERR_INVALID, "cuda unary: invalid op %d", (int)op);
-    if (!cuda_unary_supported(op, src->dtype))
+    if (!cuda_unary_supported(op, cuda_rule_dtype(src->dtype)))
         return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda unary: %s is not supported on %s", name,
                           ffb_dtype_name(src->dtype));
     ff_dtype want = ffb_unary_writes_bool(op) ? FF_BOOL : src->dtype;
@@ -316,15 +316,15 @@ extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst,
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st;
-    if ((st = cuda_check_view(c, "binary", "dst", dst, 0)) || (st = cuda_check_view(c, "binary", "a", a, 0)) ||
-        (st = cuda_check_view(c, "binary", "b", b, 0)))
+    if ((st = cuda_check_view(c, "binary", "dst", dst, 1)) || (st = cuda_check_view(c, "binary", "a", a, 1)) ||
+        (st = cuda_check_view(c, "binary", "b", b, 1)))
         return st;
     const char *name = ffb_binary_name(op);
     if (!name) return cuda_error(c, FF_ERR_INVALID, "cuda binary: invalid op %d", (int)op);
     if (a->dtype != b->dtype)
         return cuda_error(c, FF_ERR_INVALID, "cuda binary: %s operands differ in dtype (%s and %s)", name,
                           ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
-    if (!ffb_binary_supported(op, a->dtype))
+    if (!ffb_binary_supported(op, cuda_rule_dtype(a->dtype)))
         return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda binary: %s is not supported on %s", name, ffb_dtype_name(a->dtype));
     ff_dtype want = ffb_binary_writes_bool(op) ? FF_BOOL : a->dtype;
     if (dst->dtype != want)
@@ -361,8 +361,8 @@ extern "C" ff_status cuda_where(void *ctx, const ff_view *dst, const ff_view *co
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st;
-    if ((st = cuda_check_view(c, "where", "dst", dst, 0)) || (st = cuda_check_view(c, "where", "cond", cond, 0)) ||
-        (st = cuda_check_view(c, "where", "a", a, 0)) || (st = cuda_check_view(c, "where", "b", b, 0)))
+    if ((st = cuda_check_view(c, "where", "dst", dst, 1)) || (st = cuda_check_view(c, "where", "cond", cond, 0)) ||
+        (st = cuda_check_view(c, "where", "a", a, 1)) || (st = cuda_check_view(c, "where", "b", b, 1)))
         return st;
     if (cond->dtype != FF_BOOL)
         return cuda_error(c, FF_ERR_INVALID, "cuda where: cond must be bool, got %s", ffb_dtype_name(cond->dtype));

@@ -93,6 +93,9 @@ ff_status cuda_launch_check(cuda_ctx *c, const char *entry, const char *kernel);
 /* Makes c's device current on the calling thread (the runtime's device is per thread). */
 ff_status cuda_use_device(cuda_ctx *c, const char *entry);
 ff_status cuda_check_view(cuda_ctx *c, const char *entry, const char *what, const ff_view *v, int half_ok);
+/* The dtype whose rules (which ops, which results) a view follows: F16/BF16 compute as
+ * F32 does (loaded to double, rounded once at the store), in the entries that take them. */
+static inline ff_dtype cuda_rule_dtype(ff_dtype t) { return ffb_is_half(t) ? FF_F32 : t; }
 ff_status cuda_shape_error(cuda_ctx *c, const char *entry, const ff_view *a, const ff_view *b);
 
 /* ---- memory (cuda_mem.c) ---- */
