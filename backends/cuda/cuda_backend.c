@@ -197,8 +197,8 @@ int cuda_unary_supported(ff_unary_op op, ff_dtype t)
 static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
-    /* F16/BF16: copy, fill, attention, matmul, unary, binary and where; the core computes
-     * the rest in f32 */
+    /* F16/BF16: copy, fill, attention, matmul, unary, binary, where, reduce and softmax;
+     * the core computes the rest in f32 */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
@@ -206,14 +206,16 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_ATTENTION)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
     /* F16/BF16: matmul into cuBLAS's GemmEx (f32 sums on the tensor cores, one rounding);
-     * unary, binary and where in their general kernels under the F32 rules (loads to
-     * double, one rounding at the store) */
+     * unary, binary, where, reduce and softmax in their general kernels under the F32
+     * rules (loads to double, one rounding at the store) */
     if (ffb_is_half(dtype)) {
         switch (kind) {
         case FF_KIND_MATMUL: return op == 0;
         case FF_KIND_UNARY: return cuda_unary_supported((ff_unary_op)op, FF_F32);
         case FF_KIND_BINARY: return ffb_binary_supported((ff_binary_op)op, FF_F32);
         case FF_KIND_WHERE: return op == 0;
+        case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
+        case FF_KIND_SOFTMAX: return op == 0 || op == 1;
         default: return 0;
         }
     }

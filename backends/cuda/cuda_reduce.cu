@@ -139,7 +139,10 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     int axis = -1;
-    ff_status st = ffb_reduce_check(c->host, "cuda", op, dst, src, axes_mask, &axis);
+    /* F16/BF16 views are checked under the F32 rules they follow (cuda_rule_dtype) */
+    ff_view dr = dst ? *dst : (ff_view){}, sr = src ? *src : (ff_view){};
+    dr.dtype = cuda_rule_dtype(dr.dtype), sr.dtype = cuda_rule_dtype(sr.dtype);
+    ff_status st = ffb_reduce_check(c->host, "cuda", op, dst ? &dr : NULL, src ? &sr : NULL, axes_mask, &axis);
     if (st) return st;
     int64_t nout = ff_view_numel(dst);
     if (nout == 0) return FF_OK;
@@ -149,8 +152,7 @@ extern "C" ff_status cuda_reduce(void *ctx, ff_reduce_op op, const ff_view *dst,
     cuda_walk outer, inner;
     cuda_walk_split(dst, src, axes_mask, &outer, &inner);
     int64_t rowlen = cuda_walk_numel(&inner);
-    int float_acc = ffb_is_float(src->dtype) ||
-                    ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dst->dtype));
+    int float_acc = ffb_is_float(sr.dtype) || ((op == FF_REDUCE_SUM || op == FF_REDUCE_PROD) && ffb_is_float(dr.dtype));
     if (rowlen < 64) {
         CUDA_LAUNCH(k_reduce_rows, cuda_blocks(nout), CUDA_THREADS, c->stream)(outer, inner, op, float_acc, src->buf,
                                                                         src->dtype, dst->buf, dst->dtype, nout, rowlen);
@@ -245,9 +247,9 @@ extern "C" ff_status cuda_softmax(void *ctx, const ff_view *dst, const ff_view *
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st;
-    if ((st = cuda_check_view(c, "softmax", "dst", dst, 0)) || (st = cuda_check_view(c, "softmax", "src", src, 0)))
+    if ((st = cuda_check_view(c, "softmax", "dst", dst, 1)) || (st = cuda_check_view(c, "softmax", "src", src, 1)))
         return st;
-    if (!ffb_is_float(src->dtype))
+    if (!ffb_is_float(cuda_rule_dtype(src->dtype)))
         return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda softmax: not supported on %s", ffb_dtype_name(src->dtype));
     if (dst->dtype != src->dtype)
         return cuda_error(c, FF_ERR_INVALID, "cuda softmax: dst (%s) and src (%s) differ in dtype",
