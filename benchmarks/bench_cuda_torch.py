@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch's side of the GPU MLP row (scripts/gpu-check.sh): one training step of the MLP
+"""PyTorch's side of the GPU rows (scripts/gpu-check.sh): one training step of the MLP
 784-256-10 (batch 64, ReLU, cross-entropy, SGD lr 0.01), as ff-bench's
 mlp_784_256_10_step and benchmarks/baselines.py time it on the CPU, here on CUDA with a
-torch.cuda.synchronize() ending every sample. Writes one JSON result row.
+torch.cuda.synchronize() ending every sample; and torch.matmul of two n x n bf16 and f16
+matrices, n = 4096 and 8192 (ff-bench-cuda's matmul_bf16_<n> / matmul_f16_<n>, issue
+52), with PyTorch's default reduced-precision reductions turned off as the cuda backend
+has them. Writes the JSON result rows.
 
     python3 benchmarks/bench_cuda_torch.py --json out.json
 Exit status 3 when PyTorch or a CUDA device is missing (the row is then skipped)."""
@@ -52,9 +55,31 @@ def main():
         samples.append((time.perf_counter() - t0) / args.calls)
     row = {"workload": "mlp_784_256_10_step", "backend": "torch_cuda", "median_s": statistics.median(samples),
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
-    with open(args.json, "w") as f:
-        json.dump({"tool": "bench_cuda_torch.py", "results": [row]}, f, indent=2)
+    rows = [row]
     print("torch %s on %s: mlp_784_256_10_step %.3f ms" % (torch.__version__, row["device"], row["median_s"] * 1e3))
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    if hasattr(torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"):
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    for n in (4096, 8192):
+        for name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
+            a = torch.rand(n, n, device=dev).to(dt)
+            b = torch.rand(n, n, device=dev).to(dt)
+            calls = 10 if n >= 8192 else 40
+            torch.matmul(a, b)
+            torch.cuda.synchronize()
+            mm = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    torch.matmul(a, b)
+                torch.cuda.synchronize()
+                mm.append((time.perf_counter() - t0) / calls)
+            r = {"workload": "matmul_%s_%d" % (name, n), "backend": "torch_cuda", "median_s": statistics.median(mm)}
+            rows.append(r)
+            print("torch matmul_%s_%d %.3f ms (%.1f TFLOP/s)" % (name, n, r["median_s"] * 1e3,
+                                                                 2.0 * n ** 3 / r["median_s"] / 1e12))
+    with open(args.json, "w") as f:
+        json.dump({"tool": "bench_cuda_torch.py", "results": rows}, f, indent=2)
     return 0
 
 

@@ -175,7 +175,7 @@ else
 fi
 
 stamp "report"
-python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" <<'EOF' || fail "report: a row is missing (above)"
+python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" <<'EOF' || fail "report: a row is missing or below its target (above)"
 import json, os, sys
 out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch, att_race = sys.argv[1:10]
 missing = []
@@ -194,8 +194,18 @@ for r in rows:  # ff-bench-cuda times the same step (eager and replayed) when ff
         ff_s = r["ff_s"]
     if r.get("workload") == "mlp_784_256_10_step_graph":
         ff_graph_s = r["ff_s"]
+torch_rows = json.load(open(mlp_torch))["results"] if mlp_torch else []
 if mlp_torch:
-    torch_s = json.load(open(mlp_torch))["results"][0]["median_s"]
+    torch_s = torch_rows[0]["median_s"]
+# half matmul beside torch.matmul (issue 52: >= 0.9 of PyTorch's speed)
+torch_mm = {r["workload"]: r["median_s"] for r in torch_rows if r["workload"].startswith("matmul_")}
+half_mm = []
+for r in rows:
+    w = r.get("workload", "")
+    if (w.startswith("matmul_bf16_") or w.startswith("matmul_f16_")) and w in torch_mm and r.get("ff_s"):
+        half_mm.append((w, r["ff_s"], torch_mm[w], torch_mm[w] / r["ff_s"]))
+        if torch_mm[w] / r["ff_s"] < 0.9:
+            missing.append("%s: torch/ff %.3f, below the target 0.9" % (w, torch_mm[w] / r["ff_s"]))
 if mlp_ff and ff_s is None:
     missing.append("ff-bench gave no cuda row for mlp_784_256_10_step (see mlp_ff.txt)")
 mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "ff_graph_s": ff_graph_s, "torch_s": torch_s,
@@ -217,6 +227,11 @@ with open(os.path.join(out, "gpu-check.md"), "w") as f:
             "| PyTorch/FusionFlow |\n|---|---|---|---|---|\n")
     f.write("| cuda | %s | %s | %s | %s |\n" % (ms(ff_s), ms(ff_graph_s), ms(torch_s),
             "%.2f" % mlp["torch_over_ff"] if mlp["torch_over_ff"] else "n/a"))
+    if half_mm:
+        f.write("\n| half matmul | FusionFlow ms | torch.matmul ms | PyTorch/FusionFlow (target >= 0.9) |\n"
+                "|---|---|---|---|\n")
+        for w, a, b, q in half_mm:
+            f.write("| %s | %.3f | %.3f | %.3f %s |\n" % (w, a * 1e3, b * 1e3, q, "ok" if q >= 0.9 else "MISSED"))
 print(open(os.path.join(out, "gpu-check.md")).read())
 for m in missing:
     print("gpu-check report: " + m, file=sys.stderr)
