@@ -110,7 +110,7 @@ ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
     if (index->dtype == FF_I64 && nd >= 1 && nd <= 3 && len > 1 && v[2].strides[nd - 1] == 0 &&
         v[0].strides[nd - 1] == 1 && v[1].strides[nd - 1] == 1) {
         /* the row form: the index constant along a contiguous innermost run, rows over
-         * at most two leading dims (lead(): their offsets and strides as scalars) */
+         * at most two leading dims (ocl_lead2_of: their offsets and strides as scalars) */
         static const ocl_kernel_id by_size[9] = {[1] = OK_GATHER_ROWS_U8, [2] = OK_GATHER_ROWS_U16,
                                                  [4] = OK_GATHER_ROWS_U32, [8] = OK_GATHER_ROWS_U64};
         ocl_lead2 ld = ocl_lead2_of(v[0], nd - 1), ls = ocl_lead2_of(v[1], nd - 1), li = ocl_lead2_of(v[2], nd - 1);
