@@ -71,9 +71,9 @@ typedef struct red_arg {
     char *dst;       /* first element */
     int64_t rows, len;
     int64_t kept;    /* middle: kept positions between the leading and trailing reduced dims */
-    int64_t tile;    /* window: columns per tile (WIDE_TILE, or FAR_TILE past the caches) */
     int64_t tiles;   /* window: column tiles per block */
     int far;         /* window: the source is past the caches (FAR_BYTES): FAR_TILE, f32 pairs */
+    blas_ctx *ctx;     /* window: FAR_TILE accumulators come from its allocator */
     atomic_int failed; /* window: a task's FAR_TILE accumulators could not be allocated */
     double *acc;     /* outer: len accumulators */
     double partial[64];
@@ -242,12 +242,16 @@ static void cols_task(void *varg, int64_t begin, int64_t end)
 
 /* Tasks [begin, end) of the kept-reduced-kept form (kept blocks of rows x len each: the
  * windows of a pooling, x.sum(1) of [A, R, B]): task t is block t / a->tiles, columns
- * tile t % a->tiles of WIDE_TILE, reduced as the outer form into its outputs. */
+ * tile t % a->tiles of tile_of(a) columns, reduced as the outer form into its outputs. */
+static int64_t tile_of(const red_arg *a) { return a->far ? FAR_TILE : WIDE_TILE; }
+
 static void blocks_task(void *varg, int64_t begin, int64_t end)
 {
     red_arg *a = varg;
-    int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt), T = a->tile;
-    double near[WIDE_TILE], *acc = T <= WIDE_TILE ? near : malloc((size_t)T * sizeof(double));
+    int64_t es = (int64_t)ff_dtype_size(a->t), ds = (int64_t)ff_dtype_size(a->dt), T = tile_of(a);
+    /* the far tile's 128 KiB from the caching allocator: a malloc of that size is an mmap
+     * and fresh pages on every call */
+    double near[WIDE_TILE], *acc = a->far ? blas_scratch(a->ctx, (size_t)T * sizeof(double)) : near;
     if (!acc) {
         atomic_store(&a->failed, 1);
         return;
@@ -256,7 +260,7 @@ static void blocks_task(void *varg, int64_t begin, int64_t end)
         int64_t k = t / a->tiles, b = (t % a->tiles) * T, n = a->len - b < T ? a->len - b : T;
         cols_reduce(a, a->src + (k * a->rows * a->len + b) * es, a->dst + (k * a->len + b) * ds, acc, n);
     }
-    if (acc != near) free(acc);
+    if (acc != near) blas_free(a->ctx, acc);
 }
 
 /* Kept positions [begin, end) of a rows x kept x len block, reduced over rows and len:
@@ -325,12 +329,12 @@ static int reduce_fast(blas_ctx *c, ff_reduce_op op, const ff_view *dst, const f
     }
     if (middle || window) {
         a.rows = middle ? size[0] : size[1], a.kept = middle ? size[1] : size[0], a.len = size[2];
-        a.far = numel * es > FAR_BYTES;
-        a.tile = a.far ? FAR_TILE : WIDE_TILE;
-        a.tiles = (a.len + a.tile - 1) / a.tile;
+        a.far = numel * es > FAR_BYTES, a.ctx = c;
+        int64_t tile = tile_of(&a);
+        a.tiles = (a.len + tile - 1) / tile;
         atomic_init(&a.failed, 0);
         int64_t tasks = middle ? a.kept : a.kept * a.tiles;
-        int64_t per = middle ? a.rows * a.len : a.rows * (a.len < a.tile ? a.len : a.tile);
+        int64_t per = middle ? a.rows * a.len : a.rows * (a.len < tile ? a.len : tile);
         int64_t min_tasks = per >= BLAS_PAR_MIN ? 2 : (BLAS_PAR_MIN + per - 1) / per;
         blas_parallel_for(c, tasks, min_tasks, 1, middle ? mid_task : blocks_task, &a);
         return !atomic_load(&a.failed); /* else the general path, which reports an OOM itself */
