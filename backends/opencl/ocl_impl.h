@@ -155,6 +155,13 @@ ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const
  * (a row of odd length gets groups of one along it: correct, not fast). */
 ff_status ocl_launch_rows(ocl_ctx *c, const char *entry, ocl_kernel_id k, const ocl_arg *args, int nargs, size_t len,
                           size_t n2, size_t n1);
+/* A merged view's first `lead` (0 to 2) dims as the row kernels take them: the offset,
+ * and the sizes and strides of an outer dim (n1, s1) and an inner one (n2, s2), absent
+ * ones of size 1 and stride 0. */
+typedef struct ocl_lead2 {
+    cl_long off, n1, s1, n2, s2;
+} ocl_lead2;
+ocl_lead2 ocl_lead2_of(const ocl_kview *v, int lead);
 /* Work-items for a grid-stride loop over n elements. */
 size_t ocl_grid(const ocl_ctx *c, int64_t n);
 

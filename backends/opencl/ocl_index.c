@@ -11,21 +11,6 @@
 
 #include "ocl_impl.h"
 
-/* A view's first `lead` (0 to 2) dims as the row kernels take them: the offset, and the
- * sizes and strides of an outer dim (n1, s1) and an inner one (n2, s2), absent ones of
- * size 1 and stride 0. */
-typedef struct ocl_lead2 {
-    cl_long off, n1, s1, n2, s2;
-} ocl_lead2;
-
-static ocl_lead2 ocl_lead2_of(ocl_kview v, int lead)
-{
-    ocl_lead2 l = {v.offset, 1, 0, 1, 0};
-    if (lead == 1) l.n2 = v.shape[0], l.s2 = v.strides[0];
-    if (lead == 2) l.n1 = v.shape[0], l.s1 = v.strides[0], l.n2 = v.shape[1], l.s2 = v.strides[1];
-    return l;
-}
-
 static ff_status check_index(ocl_ctx *c, const char *entry, const ff_view *dst, const ff_view *src,
                              const ff_view *index, int axis)
 {
@@ -113,7 +98,7 @@ ff_status ocl_gather(void *ctx, const ff_view *dst, const ff_view *src, const ff
          * at most two leading dims (ocl_lead2_of: their offsets and strides as scalars) */
         static const ocl_kernel_id by_size[9] = {[1] = OK_GATHER_ROWS_U8, [2] = OK_GATHER_ROWS_U16,
                                                  [4] = OK_GATHER_ROWS_U32, [8] = OK_GATHER_ROWS_U64};
-        ocl_lead2 ld = ocl_lead2_of(v[0], nd - 1), ls = ocl_lead2_of(v[1], nd - 1), li = ocl_lead2_of(v[2], nd - 1);
+        ocl_lead2 ld = ocl_lead2_of(&v[0], nd - 1), ls = ocl_lead2_of(&v[1], nd - 1), li = ocl_lead2_of(&v[2], nd - 1);
         ocl_arg args[] = {OCL_ARG(md),    OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(ms),
                           OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(step), OCL_ARG(mi),
                           OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(csize), OCL_ARG(mf)};
@@ -160,27 +145,25 @@ static ff_status scatter_add_rows(ocl_ctx *c, const ff_view *dst, const ff_view 
         for (int i = 0; i < 3; i++) v[i].shape[lead] = index->shape[d], v[i].strides[lead] = v[i].strides[d];
         lead++;
     }
-    ocl_lead2 ld = ocl_lead2_of(v[0], lead), li = ocl_lead2_of(v[1], lead), ls = ocl_lead2_of(v[2], lead);
+    ocl_lead2 ld = ocl_lead2_of(&v[0], lead), li = ocl_lead2_of(&v[1], lead), ls = ocl_lead2_of(&v[2], lead);
     cl_long step = dst->strides[axis], iax = index->strides[axis], sax = src->strides[axis], nidx = index->shape[axis];
     cl_mem md = ocl_mem_of(dst->buf), mi = ocl_mem_of(index->buf), ms = ocl_mem_of(src->buf);
-    ocl_arg args[] = {OCL_ARG(md),    OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(step),
-                      OCL_ARG(mi),    OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(iax),
-                      OCL_ARG(ms),    OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(sax),
-                      OCL_ARG(nidx)};
+    /* parts (a power of two, CPU devices only): about one item per compute unit where the
+     * row positions alone give fewer; each part reads the whole index, so no more */
+    cl_long parts = 1, slots = dst->shape[axis];
+    while (c->cpu_device && parts * 2 <= slots && ld.n2 * ld.n1 * parts < (cl_long)c->compute_units && parts < 64)
+        parts *= 2;
+    /* both kernels' arguments; the per-element (GPU) one takes the first 16 */
+    ocl_arg args[] = {OCL_ARG(md),   OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(step),
+                      OCL_ARG(mi),   OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(iax),
+                      OCL_ARG(ms),   OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(sax),
+                      OCL_ARG(nidx), OCL_ARG(len),    OCL_ARG(parts)};
     int f32 = dst->dtype == FF_F32;
     if (!c->cpu_device)
         return ocl_launch_rows(c, "scatter_add", f32 ? OK_SCATTER_ADD_ROWS_F32 : OK_SCATTER_ADD_ROWS_F64, args, 16,
                                (size_t)len, (size_t)ld.n2, (size_t)ld.n1);
-    /* parts (a power of two): about one item per compute unit where the row positions
-     * alone give fewer; each part reads the whole index, so no more than that */
-    cl_long parts = 1, slots = dst->shape[axis];
-    while (parts * 2 <= slots && ld.n2 * ld.n1 * parts < (cl_long)c->compute_units && parts < 64) parts *= 2;
-    ocl_arg cargs[] = {OCL_ARG(md), OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(step),
-                       OCL_ARG(mi), OCL_ARG(li.off), OCL_ARG(li.s1), OCL_ARG(li.s2), OCL_ARG(iax),
-                       OCL_ARG(ms), OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(sax),
-                       OCL_ARG(nidx), OCL_ARG(len), OCL_ARG(parts)};
-    return ocl_launch_rows(c, "scatter_add", f32 ? OK_SCATTER_ADD_ROWS_CPU_F32 : OK_SCATTER_ADD_ROWS_CPU_F64, cargs,
-                           18, (size_t)parts, (size_t)ld.n2, (size_t)ld.n1);
+    return ocl_launch_rows(c, "scatter_add", f32 ? OK_SCATTER_ADD_ROWS_CPU_F32 : OK_SCATTER_ADD_ROWS_CPU_F64, args, 18,
+                           (size_t)parts, (size_t)ld.n2, (size_t)ld.n1);
 }
 
 ff_status ocl_scatter_add(void *ctx, const ff_view *dst, const ff_view *index, const ff_view *src, int axis)

@@ -86,7 +86,22 @@ static int freed_arg(ocl_ctx *c, const ocl_arg *args, int nargs)
 }
 
 static ff_status launch_nd(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs, cl_uint dims,
-                           size_t *global, const size_t *local);
+                           size_t *global, const size_t *local)
+{
+    for (cl_uint d = 0; d < dims; d++)
+        if (global[d] == 0) return FF_OK;
+    int freed = freed_arg(c, args, nargs);
+    if (freed >= 0)
+        return ocl_error(c, FF_ERR_BACKEND, "opencl %s: kernel argument %d is a buffer already freed (a use after "
+                         "free: scratch handed back before the kernel that uses it was enqueued; FF_POISON_FREED)",
+                         entry, freed);
+    cl_int err = CL_SUCCESS;
+    pthread_mutex_lock(&c->launch_lock);
+    for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].ptr);
+    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(c->queue, kern, dims, NULL, global, local, 0, NULL, NULL);
+    pthread_mutex_unlock(&c->launch_lock);
+    return err == CL_SUCCESS ? FF_OK : ocl_cl_fail(c, entry, "clEnqueueNDRangeKernel", err);
+}
 
 ff_status ocl_launch_kernel(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs,
                             size_t global, size_t local)
@@ -106,20 +121,10 @@ ff_status ocl_launch_rows(ocl_ctx *c, const char *entry, ocl_kernel_id k, const 
     return launch_nd(c, entry, c->kernels[k], args, nargs, 3, global, local);
 }
 
-static ff_status launch_nd(ocl_ctx *c, const char *entry, cl_kernel kern, const ocl_arg *args, int nargs, cl_uint dims,
-                           size_t *global, const size_t *local)
+ocl_lead2 ocl_lead2_of(const ocl_kview *v, int lead)
 {
-    for (cl_uint d = 0; d < dims; d++)
-        if (global[d] == 0) return FF_OK;
-    int freed = freed_arg(c, args, nargs);
-    if (freed >= 0)
-        return ocl_error(c, FF_ERR_BACKEND, "opencl %s: kernel argument %d is a buffer already freed (a use after "
-                         "free: scratch handed back before the kernel that uses it was enqueued; FF_POISON_FREED)",
-                         entry, freed);
-    cl_int err = CL_SUCCESS;
-    pthread_mutex_lock(&c->launch_lock);
-    for (int i = 0; i < nargs && err == CL_SUCCESS; i++) err = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].ptr);
-    if (err == CL_SUCCESS) err = clEnqueueNDRangeKernel(c->queue, kern, dims, NULL, global, local, 0, NULL, NULL);
-    pthread_mutex_unlock(&c->launch_lock);
-    return err == CL_SUCCESS ? FF_OK : ocl_cl_fail(c, entry, "clEnqueueNDRangeKernel", err);
+    ocl_lead2 l = {v->offset, 1, 0, 1, 0};
+    if (lead == 1) l.n2 = v->shape[0], l.s2 = v->strides[0];
+    if (lead == 2) l.n1 = v->shape[0], l.s1 = v->strides[0], l.n2 = v->shape[1], l.s2 = v->strides[1];
+    return l;
 }

@@ -46,15 +46,13 @@ static ff_status sum_rows(ocl_ctx *c, ff_reduce_op op, const ff_view *dst, const
         r->ndim != 1 || rn < 1 || nd < 1 || nd > 3 || v[0].strides[nd - 1] != 1 || v[1].strides[nd - 1] != 1 ||
         v[0].shape[nd - 1] % w)
         return FF_ERR_UNSUPPORTED;
-    cl_long d[3] = {v[0].offset, 0, 0}, s[3] = {v[1].offset, 0, 0}, n2 = 1, n1 = 1;
-    if (nd >= 2) n2 = v[0].shape[nd - 2], d[2] = v[0].strides[nd - 2], s[2] = v[1].strides[nd - 2];
-    if (nd == 3) n1 = v[0].shape[0], d[1] = v[0].strides[0], s[1] = v[1].strides[0];
+    ocl_lead2 ld = ocl_lead2_of(&v[0], nd - 1), ls = ocl_lead2_of(&v[1], nd - 1);
     cl_long rs = r->strides[0], rows = rn;
     cl_mem md = ocl_mem_of(dst->buf), ms = ocl_mem_of(src->buf);
-    ocl_arg args[] = {OCL_ARG(md), OCL_ARG(d[0]), OCL_ARG(d[1]), OCL_ARG(d[2]), OCL_ARG(ms),
-                      OCL_ARG(s[0]), OCL_ARG(s[1]), OCL_ARG(s[2]), OCL_ARG(rs), OCL_ARG(rows)};
+    ocl_arg args[] = {OCL_ARG(md), OCL_ARG(ld.off), OCL_ARG(ld.s1), OCL_ARG(ld.s2), OCL_ARG(ms),
+                      OCL_ARG(ls.off), OCL_ARG(ls.s1), OCL_ARG(ls.s2), OCL_ARG(rs), OCL_ARG(rows)};
     return ocl_launch_rows(c, "reduce", src->dtype == FF_F32 ? OK_SUM_ROWS_F32 : OK_SUM_ROWS_F64, args, 10,
-                           (size_t)(v[0].shape[nd - 1] / w), (size_t)n2, (size_t)n1);
+                           (size_t)(v[0].shape[nd - 1] / w), (size_t)ld.n2, (size_t)ld.n1);
 }
 
 ff_status ocl_reduce(void *ctx, ff_reduce_op op, const ff_view *dst, const ff_view *src, uint32_t axes_mask)
