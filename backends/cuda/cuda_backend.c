@@ -205,19 +205,14 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     /* attention loads every float dtype itself and sums F16/BF16 in f32 (cuda_attention.cu) */
     if (kind == FF_KIND_ATTENTION)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
-    /* F16/BF16: matmul into cuBLAS's GemmEx (f32 sums on the tensor cores, one rounding);
-     * unary, binary, where, reduce and softmax in their general kernels under the F32
-     * rules (loads to double, one rounding at the store) */
+    /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
+     * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
+     * kernels: loads to double, one rounding at the store) */
     if (ffb_is_half(dtype)) {
-        switch (kind) {
-        case FF_KIND_MATMUL: return op == 0;
-        case FF_KIND_UNARY: return cuda_unary_supported((ff_unary_op)op, FF_F32);
-        case FF_KIND_BINARY: return ffb_binary_supported((ff_binary_op)op, FF_F32);
-        case FF_KIND_WHERE: return op == 0;
-        case FF_KIND_REDUCE: return ffb_reduce_supported((ff_reduce_op)op, FF_F32);
-        case FF_KIND_SOFTMAX: return op == 0 || op == 1;
-        default: return 0;
-        }
+        if (kind != FF_KIND_MATMUL && kind != FF_KIND_UNARY && kind != FF_KIND_BINARY && kind != FF_KIND_WHERE &&
+            kind != FF_KIND_REDUCE && kind != FF_KIND_SOFTMAX)
+            return 0;
+        dtype = cuda_rule_dtype(dtype);
     }
     if (!ffb_dtype_ok(dtype)) return 0;
     switch (kind) {

@@ -184,7 +184,7 @@ static ff_status check_matmul(cuda_ctx *c, const ff_view *dst, const ff_view *a,
         return ffb_fail(c->host, FF_ERR_INVALID, "cuda matmul: dtypes differ (dst %s, a %s, b %s)",
                         ffb_dtype_name(dst->dtype), ffb_dtype_name(a->dtype), ffb_dtype_name(b->dtype));
     ff_view d = *dst, x = *a, y = *b;
-    d.dtype = x.dtype = y.dtype = FF_F32;
+    d.dtype = x.dtype = y.dtype = cuda_rule_dtype(dst->dtype);
     return ffb_matmul_check(c->host, "cuda", &d, &x, &y);
 }
 

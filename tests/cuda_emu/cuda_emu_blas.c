@@ -11,19 +11,19 @@
 
 #include "ff_backend_scalar.h"
 
-int cuda_emu_gemm_calls, cuda_emu_gemm_batched, cuda_emu_gemm_half;
+int cuda_emu_gemm_calls, cuda_emu_gemm_batched;
 
-/* elements: 0 f64, 1 f32, 2 f16, 3 bf16 */
-static double at(const void *p, int f32, int64_t i)
+/* The element type of a call's matrices: the dtype itself (F64, F32, F16 or BF16). */
+static double at(const void *p, ff_dtype t, int64_t i)
 {
-    switch (f32) {
-    case 0: return ((const double *)p)[i];
-    case 1: return ((const float *)p)[i];
-    default: return ffb_ld_f64((const char *)p + 2 * i, f32 == 2 ? FF_F16 : FF_BF16);
+    switch (t) {
+    case FF_F64: return ((const double *)p)[i];
+    case FF_F32: return ((const float *)p)[i];
+    default: return ffb_ld_f64((const char *)p + 2 * i, t);
     }
 }
 
-static cublasStatus_t gemm(int f32, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
+static cublasStatus_t gemm(ff_dtype t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
                            int lda, long long sa, const void *B, int ldb, long long sb, void *C, int ldc, long long sc,
                            int batch)
 {
@@ -40,12 +40,12 @@ static cublasStatus_t gemm(int f32, cublasOperation_t ta, cublasOperation_t tb, 
                 for (int p = 0; p < k; p++) {
                     int64_t ai = ta == CUBLAS_OP_N ? i + (int64_t)p * lda : p + (int64_t)i * lda;
                     int64_t bi = tb == CUBLAS_OP_N ? p + (int64_t)j * ldb : j + (int64_t)p * ldb;
-                    if (f32 >= 2) s32 += (float)at(A, f32, b * sa + ai) * (float)at(B, f32, b * sb + bi);
-                    else s += at(A, f32, b * sa + ai) * at(B, f32, b * sb + bi);
+                    if (ffb_is_half(t)) s32 += (float)at(A, t, b * sa + ai) * (float)at(B, t, b * sb + bi);
+                    else s += at(A, t, b * sa + ai) * at(B, t, b * sb + bi);
                 }
                 int64_t ci = b * sc + i + (int64_t)j * ldc;
-                if (f32 >= 2) ffb_st_f64((char *)C + 2 * ci, f32 == 2 ? FF_F16 : FF_BF16, (double)s32);
-                else if (f32) ((float *)C)[ci] = (float)s;
+                if (ffb_is_half(t)) ffb_st_f64((char *)C + 2 * ci, t, (double)s32);
+                else if (t == FF_F32) ((float *)C)[ci] = (float)s;
                 else ((double *)C)[ci] = s;
             }
     return CUBLAS_STATUS_SUCCESS;
@@ -56,7 +56,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
                            float *C, int ldc)
 {
     (void)h, (void)alpha, (void)beta;
-    return gemm(1, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+    return gemm(FF_F32, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -64,7 +64,7 @@ cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
                            double *C, int ldc)
 {
     (void)h, (void)alpha, (void)beta;
-    return gemm(0, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+    return gemm(FF_F64, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
@@ -74,7 +74,7 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
 {
     (void)h, (void)alpha, (void)beta;
     cuda_emu_gemm_batched++;
-    return gemm(1, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+    return gemm(FF_F32, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
 }
 
 cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
@@ -84,16 +84,16 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
 {
     (void)h, (void)alpha, (void)beta;
     cuda_emu_gemm_batched++;
-    return gemm(0, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+    return gemm(FF_F64, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
 }
 
-/* The element code of a GemmEx call's types: 2 (f16) or 3 (bf16) when A, B and C are all
- * that type and the compute type is CUBLAS_COMPUTE_32F, else -1 (refused, as cuBLAS
- * refuses combinations it has no kernel for). */
-static int half_code(cudaDataType at_, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp)
+/* The dtype of a GemmEx call: F16 or BF16 when A, B and C are all that type and the
+ * compute type is CUBLAS_COMPUTE_32F, else FF_BOOL (refused, as cuBLAS refuses
+ * combinations it has no kernel for). */
+static ff_dtype half_dtype(cudaDataType at_, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp)
 {
-    if (at_ != bt || at_ != ct || comp != CUBLAS_COMPUTE_32F) return -1;
-    return at_ == CUDA_R_16F ? 2 : at_ == CUDA_R_16BF ? 3 : -1;
+    if (at_ != bt || at_ != ct || comp != CUBLAS_COMPUTE_32F) return FF_BOOL;
+    return at_ == CUDA_R_16F ? FF_F16 : at_ == CUDA_R_16BF ? FF_BF16 : FF_BOOL;
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -102,10 +102,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             cublasComputeType_t comp, cublasGemmAlgo_t algo)
 {
     (void)h, (void)alpha, (void)beta, (void)algo;
-    int code = half_code(Atype, Btype, Ctype, comp);
-    if (code < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-    cuda_emu_gemm_half++;
-    return gemm(code, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
+    ff_dtype t = half_dtype(Atype, Btype, Ctype, comp);
+    if (t == FF_BOOL) return CUBLAS_STATUS_NOT_SUPPORTED;
+    return gemm(t, ta, tb, m, n, k, A, lda, 0, B, ldb, 0, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
@@ -115,10 +114,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           int batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)
 {
     (void)h, (void)alpha, (void)beta, (void)algo;
-    int code = half_code(Atype, Btype, Ctype, comp);
-    if (code < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-    cuda_emu_gemm_half++, cuda_emu_gemm_batched++;
-    return gemm(code, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
+    ff_dtype t = half_dtype(Atype, Btype, Ctype, comp);
+    if (t == FF_BOOL) return CUBLAS_STATUS_NOT_SUPPORTED;
+    cuda_emu_gemm_batched++;
+    return gemm(t, ta, tb, m, n, k, A, lda, sa, B, ldb, sb, C, ldc, sc, batch);
 }
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = (cublasHandle_t)&cuda_emu_gemm_calls; return CUBLAS_STATUS_SUCCESS; }
