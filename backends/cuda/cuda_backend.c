@@ -17,6 +17,7 @@
 #include "cuda_coll.h"
 #endif
 #include "ff_backend_fused.h"
+#include "ff_backend_layer_norm.h"
 #include "ff_backend_lines.h"
 
 ff_status cuda_error(cuda_ctx *c, ff_status st, const char *fmt, ...)
@@ -197,7 +198,7 @@ int cuda_unary_supported(ff_unary_op op, ff_dtype t)
 static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
-    /* F16/BF16: copy, fill, attention, matmul, unary, binary, where, reduce and softmax;
+    /* F16/BF16: copy, fill, attention, layer_norm, matmul, unary, binary, where, reduce and softmax;
      * the core computes the rest in f32 */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
@@ -205,6 +206,8 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     /* attention loads every float dtype itself and sums F16/BF16 in f32 (cuda_attention.cu) */
     if (kind == FF_KIND_ATTENTION)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
+    /* layer_norm likewise: every float dtype, statistics and arithmetic in double */
+    if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype);
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store) */
@@ -231,7 +234,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 #ifdef FF_CUDA_NCCL
     case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
 #endif
-    default: return 0; /* conv2d, linalg, fft, batch_norm, pool2d: entries left NULL */
+    default: return 0; /* conv2d, linalg, fft, batch_norm, pool2d, linear: entries left NULL */
     }
 }
 
@@ -274,6 +277,7 @@ static const ff_backend_vtable cuda_vtable = {
     .fused = cuda_fused,
     .dlpack_device = cuda_dlpack_device,
     .attention = cuda_attention,
+    .layer_norm = cuda_layer_norm,
 #ifdef FF_CUDA_NCCL
     .coll_id = cuda_coll_id,
     .coll_init = cuda_coll_init,

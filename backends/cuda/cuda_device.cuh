@@ -49,4 +49,25 @@ static inline unsigned cuda_blocks(int64_t n)
     return (unsigned)(b > 0 ? b : 1);
 }
 
+/* The sum of every thread's s over the block, returned to every thread (blockDim.x a
+ * multiple of 32, <= 1024, every thread of the block calling): warp shuffles, then the
+ * warps' sums in warp order, so a row sums in the same order on every run. The trailing
+ * barrier lets the next call reuse the shared slots at once. */
+__device__ static inline double cuda_block_sum(double s)
+{
+#if defined(FF_CUDA_EMU)
+    return s; /* one thread */
+#else
+    __shared__ double w[32];
+    for (int d = 16; d > 0; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
+    int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = blockDim.x / 32;
+    if (lane == 0) w[wid] = s;
+    __syncthreads();
+    s = 0.0;
+    for (int i = 0; i < nw; i++) s += w[i];
+    __syncthreads();
+    return s;
+#endif
+}
+
 #endif /* FF_CUDA_DEVICE_CUH */

@@ -16,6 +16,7 @@
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
  *   cuda_lines.cu       scan (cumsum/cumprod) and argsort, one thread per line
  *   cuda_attention.cu   attention, forward and backward, flash style (shared tiles, warp shuffles)
+ *   cuda_layer_norm.cu  layer_norm, forward and backward (a block per row, column sums in order)
  *   cuda_device.cuh     device helpers: the walk's element offsets, the launch grid
  *   cuda_reduce_acc.h   how reduce's partial accumulators combine (host+device)
  * The per-element formulas are backends/common/ff_backend_scalar.h itself, compiled for
@@ -195,6 +196,7 @@ ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int ax
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
 ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p);
+ff_status cuda_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
 void cuda_coll_destroy_all(cuda_ctx *c);

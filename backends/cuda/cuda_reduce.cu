@@ -202,23 +202,6 @@ __device__ static double block_max(double m)
 #endif
 }
 
-__device__ static double block_sum(double s)
-{
-#if defined(FF_CUDA_EMU)
-    return s; /* one thread */
-#else
-    __shared__ double w[32];
-    for (int d = 16; d > 0; d /= 2) s += __shfl_down_sync(0xffffffffu, s, d);
-    int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = blockDim.x / 32;
-    if (lane == 0) w[wid] = s;
-    __syncthreads();
-    s = 0.0;
-    for (int i = 0; i < nw; i++) s += w[i];
-    __syncthreads();
-    return s;
-#endif
-}
-
 /* outer: src, dst over every dim but the axis; rows of len elements at strides ss, ds. */
 __global__ void k_softmax(cuda_walk outer, const void *sb, void *db, ff_dtype t, int64_t rows, int64_t len, int64_t ss,
                           int64_t ds, int want_log)
@@ -234,7 +217,7 @@ __global__ void k_softmax(cuda_walk outer, const void *sb, void *db, ff_dtype t,
         m = block_max(m);
         double s = 0.0;
         for (int64_t j = threadIdx.x; j < len; j += blockDim.x) s += exp(ffb_ld_f64(cuda_elem_c(sb, t, o[0] + j * ss), t) - m);
-        s = block_sum(s);
+        s = cuda_block_sum(s);
         double logs = log(s);
         for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
             double x = ffb_ld_f64(cuda_elem_c(sb, t, o[0] + j * ss), t);
