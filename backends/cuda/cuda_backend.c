@@ -87,6 +87,7 @@ static void cuda_shutdown(void *ctx)
     cuda_coll_destroy_all(c);
 #endif
     cuda_blas_destroy(c);
+    cuda_dnn_destroy(c);
     cuda_alloc_destroy(c);
     if (c->staging) cudaFreeHost(c->staging);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -94,6 +95,7 @@ static void cuda_shutdown(void *ctx)
     pthread_mutex_destroy(&c->staging_lock);
     pthread_mutex_destroy(&c->blas_lock);
     pthread_mutex_destroy(&c->comm_lock);
+    pthread_mutex_destroy(&c->dnn_lock);
     free(c);
 }
 
@@ -143,6 +145,7 @@ static ff_status cuda_init(const ff_host_api *host, void **ctx)
     pthread_mutex_init(&c->staging_lock, NULL);
     pthread_mutex_init(&c->blas_lock, NULL);
     pthread_mutex_init(&c->comm_lock, NULL);
+    pthread_mutex_init(&c->dnn_lock, NULL);
     const char *env = getenv("FF_CUDA_TF32");
     c->tf32 = env && !strcmp(env, "1");
     ff_status st = open_device(c);
@@ -166,9 +169,11 @@ static ff_status cuda_device_info(void *ctx, char *buf, size_t cap)
         free_b = 0;
         cudaGetLastError(); /* not left for the next launch check to report */
     }
+    char conv[64];
+    cuda_dnn_describe(conv, sizeof conv);
     snprintf(buf, cap, "CUDA: %s (device %d, compute capability %d.%d, %d SMs), %zu MiB, %zu MiB free; matmul "
-             "through cuBLAS, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count, c->total_mem >> 20,
-             free_b >> 20, c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
+             "through cuBLAS, %s, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count,
+             c->total_mem >> 20, free_b >> 20, conv, c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
     return FF_OK;
 }
 
@@ -208,6 +213,8 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
     /* layer_norm likewise: every float dtype, statistics and arithmetic in double */
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype);
+    /* conv2d: cuDNN's F32, F64, F16 and BF16 (f32 sums for the halves), where it is built */
+    if (kind == FF_KIND_CONV2D) return cuda_conv2d_supported(op, dtype);
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store) */
@@ -234,7 +241,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 #ifdef FF_CUDA_NCCL
     case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
 #endif
-    default: return 0; /* conv2d, linalg, fft, batch_norm, pool2d, linear: entries left NULL */
+    default: return 0; /* linalg, fft, batch_norm, pool2d, linear: entries left NULL */
     }
 }
 
@@ -278,6 +285,9 @@ static const ff_backend_vtable cuda_vtable = {
     .dlpack_device = cuda_dlpack_device,
     .attention = cuda_attention,
     .layer_norm = cuda_layer_norm,
+    .conv2d = cuda_conv2d,
+    .conv2d_backward_input = cuda_conv2d_backward_input,
+    .conv2d_backward_weight = cuda_conv2d_backward_weight,
 #ifdef FF_CUDA_NCCL
     .coll_id = cuda_coll_id,
     .coll_init = cuda_coll_init,

@@ -9,6 +9,7 @@
  *   cuda_mem.c          caching allocator over cudaMalloc, pinned staging, upload/download/sync
  *   cuda_walk.c         views -> walks (dim dropping and merging), shared by every entry
  *   cuda_matmul.c       matmul: cuBLAS for f32/f64 (transposes from strides), the integer kernel
+ *   cuda_conv.c         conv2d and its two backward passes through cuDNN (where it is built)
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
  *   cuda_elementwise.cu fill, copy, unary, binary, where
@@ -75,6 +76,9 @@ typedef struct cuda_ctx {
     pthread_mutex_t staging_lock;
     void *staging;
     size_t staging_size;
+    /* cuDNN (cuda_conv.c): the handle and its algorithm cache, made at the first convolution */
+    pthread_mutex_t dnn_lock;
+    struct cuda_dnn *dnn;
     /* NCCL groups still open (cuda_coll.c), freed at shutdown */
     pthread_mutex_t comm_lock;
     struct cuda_comm *comms;
@@ -196,6 +200,16 @@ ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int ax
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
 ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p);
+/* conv2d (cuda_conv.c): cuDNN where FF_CUDA_CUDNN is built, else declined */
+int cuda_conv2d_supported(int which, ff_dtype t);
+ff_status cuda_conv2d(void *ctx, const ff_view *y, const ff_view *x, const ff_view *w, const ff_conv2d_params *p);
+ff_status cuda_conv2d_backward_input(void *ctx, const ff_view *gx, const ff_view *gy, const ff_view *w,
+                                     const ff_conv2d_params *p);
+ff_status cuda_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_view *gy, const ff_view *x,
+                                      const ff_conv2d_params *p);
+void cuda_dnn_destroy(cuda_ctx *c);
+/* "conv2d through cuDNN 9.19.0" or "conv2d composed (built without cuDNN)", for device_info */
+void cuda_dnn_describe(char *buf, size_t cap);
 ff_status cuda_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
