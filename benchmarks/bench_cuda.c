@@ -264,6 +264,67 @@ static void bench_mlp(ff_backend *be, int calls)
     }
 }
 
+/* ---- conv2d: a ResNet-50 layer set, forward and both gradients ------------------------------ */
+
+/* Batch 32, one layer of each kind ResNet-50 runs (stem, bottleneck 1x1 and 3x3 at every
+ * stage, a strided 3x3): x [32, C, H, H], w [O, C, K, K], stride, padding. The same list
+ * is in benchmarks/bench_cuda_torch.py. */
+static const int conv_set[6][6] = {
+    {3, 224, 64, 7, 2, 3}, {64, 56, 64, 3, 1, 1},   {64, 56, 256, 1, 1, 0},
+    {128, 56, 128, 3, 2, 1}, {256, 14, 256, 3, 1, 1}, {512, 7, 2048, 1, 1, 0},
+};
+#define CONV_BATCH 32
+
+typedef struct conv_state {
+    ff_backend *be;
+    ff_tensor *x[6], *w[6], *gy[6];
+} conv_state;
+
+/* one call: every layer's forward and the gradients of x and w (cuDNN's three passes) */
+static int conv_call(void *v)
+{
+    conv_state *s = v;
+    for (int i = 0; i < 6; i++) {
+        const int *L = conv_set[i];
+        ff_tensor *y = ff_conv2d(s->x[i], s->w[i], NULL, L[4], L[4], L[5], L[5]);
+        ff_tensor *in[2] = {s->x[i], s->w[i]}, *g[2] = {NULL, NULL};
+        ff_status st = y ? ff_autograd_grad(y, s->gy[i], 2, in, g, NULL) : FF_ERR_INVALID;
+        ff_tensor_release(y);
+        ff_tensor_release(g[0]);
+        ff_tensor_release(g[1]);
+        if (st) return -1;
+    }
+    return 0;
+}
+
+/* conv_resnet50_set_<f32|bf16>: FusionFlow's time for the set; PyTorch's beside it in the
+ * gpu-check report (issue 52: at most 1.1x PyTorch's, cuDNN on both sides). */
+static void bench_conv(ff_backend *be, ff_dtype dt)
+{
+    conv_state s = {.be = be};
+    for (int i = 0; i < 6; i++) {
+        const int *L = conv_set[i];
+        int64_t xs[4] = {CONV_BATCH, L[0], L[1], L[1]}, ws[4] = {L[2], L[0], L[3], L[3]};
+        int64_t oh = (L[1] + 2 * L[5] - L[3]) / L[4] + 1, ys[4] = {CONV_BATCH, L[2], oh, oh};
+        ff_tensor *x = ff_rand(4, xs, FF_F32), *w = ff_rand(4, ws, FF_F32), *gy = ff_rand(4, ys, FF_F32);
+        s.x[i] = x ? ff_astype(x, dt) : NULL, s.w[i] = w ? ff_astype(w, dt) : NULL;
+        s.gy[i] = gy ? ff_astype(gy, dt) : NULL;
+        ff_tensor_release(x), ff_tensor_release(w), ff_tensor_release(gy);
+        if (!s.x[i] || !s.w[i] || !s.gy[i] || ff_set_requires_grad(s.x[i], true) ||
+            ff_set_requires_grad(s.w[i], true))
+            die("conv setup");
+    }
+    double t = time_calls(conv_call, &s, ff_sync_be, 5);
+    char w[48];
+    snprintf(w, sizeof w, "conv_resnet50_set_%s", dt == FF_F32 ? "f32" : "bf16");
+    add_row(w, t, 0, 0, 0, "ms");
+    for (int i = 0; i < 6; i++) {
+        ff_tensor_release(s.x[i]);
+        ff_tensor_release(s.w[i]);
+        ff_tensor_release(s.gy[i]);
+    }
+}
+
 /* ---- attention: the entry against the cuBLAS composition -------------------------------- */
 
 typedef struct att_state {
@@ -452,6 +513,8 @@ int main(int argc, char **argv)
     if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n);
     if (strstr("mlp_784_256_10_step", filter)) bench_mlp(be, quick ? 20 : 200);
     if (strstr("attention", filter)) bench_attention(be, quick ? 1024 : 2048);
+    if (strstr("conv_resnet50_set_f32", filter)) bench_conv(be, FF_F32);
+    if (strstr("conv_resnet50_set_bf16", filter)) bench_conv(be, FF_BF16);
     int missed = write_reports(json, md, device, bw, peak) + att_bad;
     ff_shutdown();
     if (missed) fprintf(stderr, "ff-bench-cuda: %d row(s) missed their target\n", missed);

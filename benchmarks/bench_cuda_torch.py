@@ -5,12 +5,14 @@ mlp_784_256_10_step and benchmarks/baselines.py time it on the CPU, here on CUDA
 torch.cuda.synchronize() ending every sample; and torch.matmul of two n x n bf16 and f16
 matrices, n = 4096 and 8192 (ff-bench-cuda's matmul_bf16_<n> / matmul_f16_<n>, issue
 52), with PyTorch's default reduced-precision reductions turned off as the cuda backend
-has them. Writes the JSON result rows.
+has them; and a ResNet-50 conv2d layer set, forward and both gradients, f32 and bf16
+(ff-bench-cuda's conv_resnet50_set_<dt>). Writes the JSON result rows.
 
     python3 benchmarks/bench_cuda_torch.py --json out.json
 Exit status 3 when PyTorch or a CUDA device is missing (the row is then skipped)."""
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -78,6 +80,37 @@ def main():
             rows.append(r)
             print("torch matmul_%s_%d %.3f ms (%.1f TFLOP/s)" % (name, n, r["median_s"] * 1e3,
                                                                  2.0 * n ** 3 / r["median_s"] / 1e12))
+    # conv2d: the ResNet-50 layer set of ff-bench-cuda's conv_resnet50_set_<dt> (batch 32,
+    # forward and the gradients of x and w, cuDNN's three passes), TF32 off as the cuda
+    # backend has it unless FF_CUDA_TF32=1; cudnn.benchmark stays off (heuristics, as ours)
+    torch.backends.cudnn.allow_tf32 = os.environ.get("FF_CUDA_TF32") == "1"
+    conv_set = [(3, 224, 64, 7, 2, 3), (64, 56, 64, 3, 1, 1), (64, 56, 256, 1, 1, 0),
+                (128, 56, 128, 3, 2, 1), (256, 14, 256, 3, 1, 1), (512, 7, 2048, 1, 1, 0)]
+    for name, dt in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        layers = []
+        for c, h, o, k, st, pad in conv_set:
+            x = torch.rand(32, c, h, h, device=dev).to(dt).requires_grad_()
+            w = torch.rand(o, c, k, k, device=dev).to(dt).requires_grad_()
+            oh = (h + 2 * pad - k) // st + 1
+            layers.append((x, w, torch.rand(32, o, oh, oh, device=dev).to(dt), st, pad))
+
+        def conv_call():
+            for x, w, gy, st, pad in layers:
+                y = F.conv2d(x, w, None, st, pad)
+                torch.autograd.grad(y, (x, w), gy)
+
+        conv_call()
+        torch.cuda.synchronize()
+        cv = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for _ in range(5):
+                conv_call()
+            torch.cuda.synchronize()
+            cv.append((time.perf_counter() - t0) / 5)
+        r = {"workload": "conv_resnet50_set_%s" % name, "backend": "torch_cuda", "median_s": statistics.median(cv)}
+        rows.append(r)
+        print("torch conv_resnet50_set_%s %.3f ms" % (name, r["median_s"] * 1e3))
     with open(args.json, "w") as f:
         json.dump({"tool": "bench_cuda_torch.py", "results": rows}, f, indent=2)
     return 0
