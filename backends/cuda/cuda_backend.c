@@ -88,6 +88,7 @@ static void cuda_shutdown(void *ctx)
 #endif
     cuda_blas_destroy(c);
     cuda_dnn_destroy(c);
+    cuda_fft_destroy(c);
     cuda_alloc_destroy(c);
     if (c->staging) cudaFreeHost(c->staging);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -96,6 +97,7 @@ static void cuda_shutdown(void *ctx)
     pthread_mutex_destroy(&c->blas_lock);
     pthread_mutex_destroy(&c->comm_lock);
     pthread_mutex_destroy(&c->dnn_lock);
+    pthread_mutex_destroy(&c->fft_lock);
     free(c);
 }
 
@@ -146,6 +148,7 @@ static ff_status cuda_init(const ff_host_api *host, void **ctx)
     pthread_mutex_init(&c->blas_lock, NULL);
     pthread_mutex_init(&c->comm_lock, NULL);
     pthread_mutex_init(&c->dnn_lock, NULL);
+    pthread_mutex_init(&c->fft_lock, NULL);
     const char *env = getenv("FF_CUDA_TF32");
     c->tf32 = env && !strcmp(env, "1");
     ff_status st = open_device(c);
@@ -172,8 +175,9 @@ static ff_status cuda_device_info(void *ctx, char *buf, size_t cap)
     char conv[64];
     cuda_dnn_describe(conv, sizeof conv);
     snprintf(buf, cap, "CUDA: %s (device %d, compute capability %d.%d, %d SMs), %zu MiB, %zu MiB free; matmul "
-             "through cuBLAS, %s, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count,
-             c->total_mem >> 20, free_b >> 20, conv, c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
+             "through cuBLAS, %s, fft %s, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count,
+             c->total_mem >> 20, free_b >> 20, conv, cuda_fft_supported(FF_FFT_FORWARD, FF_F32) ? "through cuFFT" :
+             "not built (no cuFFT)", c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
     return FF_OK;
 }
 
@@ -215,6 +219,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype);
     /* conv2d: cuDNN's F32, F64, F16 and BF16 (f32 sums for the halves), where it is built */
     if (kind == FF_KIND_CONV2D) return cuda_conv2d_supported(op, dtype);
+    if (kind == FF_KIND_FFT) return cuda_fft_supported(op, dtype); /* cuFFT, where built */
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store) */
@@ -241,7 +246,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 #ifdef FF_CUDA_NCCL
     case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
 #endif
-    default: return 0; /* linalg, fft, batch_norm, pool2d, linear: entries left NULL */
+    default: return 0; /* linalg, batch_norm, pool2d, linear: entries left NULL */
     }
 }
 
@@ -286,6 +291,7 @@ static const ff_backend_vtable cuda_vtable = {
     .attention = cuda_attention,
     .layer_norm = cuda_layer_norm,
     .conv2d = cuda_conv2d,
+    .fft = cuda_fft,
     .conv2d_backward_input = cuda_conv2d_backward_input,
     .conv2d_backward_weight = cuda_conv2d_backward_weight,
 #ifdef FF_CUDA_NCCL

@@ -10,6 +10,7 @@
  *   cuda_walk.c         views -> walks (dim dropping and merging), shared by every entry
  *   cuda_matmul.c       matmul: cuBLAS for f32/f64 (transposes from strides), the integer kernel
  *   cuda_conv.c         conv2d and its two backward passes through cuDNN (where it is built)
+ *   cuda_fft.c          the fft entry through cuFFT (where it is built)
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
  *   cuda_elementwise.cu fill, copy, unary, binary, where
@@ -79,6 +80,9 @@ typedef struct cuda_ctx {
     /* cuDNN (cuda_conv.c): the handle and its algorithm cache, made at the first convolution */
     pthread_mutex_t dnn_lock;
     struct cuda_dnn *dnn;
+    /* cuFFT (cuda_fft.c): cached plans, made at the first transform */
+    pthread_mutex_t fft_lock;
+    struct cuda_fft_plans *fft;
     /* NCCL groups still open (cuda_coll.c), freed at shutdown */
     pthread_mutex_t comm_lock;
     struct cuda_comm *comms;
@@ -210,6 +214,10 @@ ff_status cuda_conv2d_backward_weight(void *ctx, const ff_view *gw, const ff_vie
 void cuda_dnn_destroy(cuda_ctx *c);
 /* "conv2d through cuDNN 9.19.0" or "conv2d composed (built without cuDNN)", for device_info */
 void cuda_dnn_describe(char *buf, size_t cap);
+/* fft (cuda_fft.c): cuFFT where FF_CUDA_CUFFT is built, else declined */
+int cuda_fft_supported(int op, ff_dtype t);
+ff_status cuda_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
+void cuda_fft_destroy(cuda_ctx *c);
 ff_status cuda_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
