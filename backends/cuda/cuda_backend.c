@@ -89,6 +89,7 @@ static void cuda_shutdown(void *ctx)
     cuda_blas_destroy(c);
     cuda_dnn_destroy(c);
     cuda_fft_destroy(c);
+    cuda_solver_destroy(c);
     cuda_alloc_destroy(c);
     if (c->staging) cudaFreeHost(c->staging);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -98,6 +99,7 @@ static void cuda_shutdown(void *ctx)
     pthread_mutex_destroy(&c->comm_lock);
     pthread_mutex_destroy(&c->dnn_lock);
     pthread_mutex_destroy(&c->fft_lock);
+    pthread_mutex_destroy(&c->solver_lock);
     free(c);
 }
 
@@ -149,6 +151,7 @@ static ff_status cuda_init(const ff_host_api *host, void **ctx)
     pthread_mutex_init(&c->comm_lock, NULL);
     pthread_mutex_init(&c->dnn_lock, NULL);
     pthread_mutex_init(&c->fft_lock, NULL);
+    pthread_mutex_init(&c->solver_lock, NULL);
     const char *env = getenv("FF_CUDA_TF32");
     c->tf32 = env && !strcmp(env, "1");
     ff_status st = open_device(c);
@@ -175,9 +178,11 @@ static ff_status cuda_device_info(void *ctx, char *buf, size_t cap)
     char conv[64];
     cuda_dnn_describe(conv, sizeof conv);
     snprintf(buf, cap, "CUDA: %s (device %d, compute capability %d.%d, %d SMs), %zu MiB, %zu MiB free; matmul "
-             "through cuBLAS, %s, fft %s, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor, c->sm_count,
-             c->total_mem >> 20, free_b >> 20, conv, cuda_fft_supported(FF_FFT_FORWARD, FF_F32) ? "through cuFFT" :
-             "not built (no cuFFT)", c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
+             "through cuBLAS, %s, fft %s, linalg %s, TF32 %s", c->name, c->device, c->cc_major, c->cc_minor,
+             c->sm_count, c->total_mem >> 20, free_b >> 20, conv,
+             cuda_fft_supported(FF_FFT_FORWARD, FF_F32) ? "through cuFFT" : "not built (no cuFFT)",
+             cuda_linalg_supported(FF_LINALG_SOLVE, FF_F32) ? "through cuSOLVER" : "not built (no cuSOLVER)",
+             c->tf32 ? "on (FF_CUDA_TF32=1)" : "off");
     return FF_OK;
 }
 
@@ -220,6 +225,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     /* conv2d: cuDNN's F32, F64, F16 and BF16 (f32 sums for the halves), where it is built */
     if (kind == FF_KIND_CONV2D) return cuda_conv2d_supported(op, dtype);
     if (kind == FF_KIND_FFT) return cuda_fft_supported(op, dtype); /* cuFFT, where built */
+    if (kind == FF_KIND_LINALG) return cuda_linalg_supported(op, dtype); /* cuSOLVER, where built */
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store) */
@@ -246,7 +252,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 #ifdef FF_CUDA_NCCL
     case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
 #endif
-    default: return 0; /* linalg, batch_norm, pool2d, linear: entries left NULL */
+    default: return 0; /* batch_norm, pool2d, linear: entries left NULL */
     }
 }
 
@@ -292,6 +298,7 @@ static const ff_backend_vtable cuda_vtable = {
     .layer_norm = cuda_layer_norm,
     .conv2d = cuda_conv2d,
     .fft = cuda_fft,
+    .linalg = cuda_linalg,
     .conv2d_backward_input = cuda_conv2d_backward_input,
     .conv2d_backward_weight = cuda_conv2d_backward_weight,
 #ifdef FF_CUDA_NCCL

@@ -11,6 +11,7 @@
  *   cuda_matmul.c       matmul: cuBLAS for f32/f64 (transposes from strides), the integer kernel
  *   cuda_conv.c         conv2d and its two backward passes through cuDNN (where it is built)
  *   cuda_fft.c          the fft entry through cuFFT (where it is built)
+ *   cuda_linalg.c       the linalg entry through cuSOLVER, in f64 (where it is built)
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
  *   cuda_elementwise.cu fill, copy, unary, binary, where
@@ -83,6 +84,9 @@ typedef struct cuda_ctx {
     /* cuFFT (cuda_fft.c): cached plans, made at the first transform */
     pthread_mutex_t fft_lock;
     struct cuda_fft_plans *fft;
+    /* cuSOLVER (cuda_linalg.c): its handle, made at the first linalg call */
+    pthread_mutex_t solver_lock;
+    void *solver;
     /* NCCL groups still open (cuda_coll.c), freed at shutdown */
     pthread_mutex_t comm_lock;
     struct cuda_comm *comms;
@@ -218,6 +222,10 @@ void cuda_dnn_describe(char *buf, size_t cap);
 int cuda_fft_supported(int op, ff_dtype t);
 ff_status cuda_fft(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 void cuda_fft_destroy(cuda_ctx *c);
+/* linalg (cuda_linalg.c): cuSOLVER where FF_CUDA_CUSOLVER is built, else declined */
+int cuda_linalg_supported(int op, ff_dtype t);
+ff_status cuda_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
+void cuda_solver_destroy(cuda_ctx *c);
 ff_status cuda_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */
