@@ -86,6 +86,7 @@ static void cuda_shutdown(void *ctx)
 #ifdef FF_CUDA_NCCL
     cuda_coll_destroy_all(c);
 #endif
+    cuda_lt_destroy(c);
     cuda_blas_destroy(c);
     cuda_dnn_destroy(c);
     cuda_fft_destroy(c);
@@ -226,6 +227,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_CONV2D) return cuda_conv2d_supported(op, dtype);
     if (kind == FF_KIND_FFT) return cuda_fft_supported(op, dtype); /* cuFFT, where built */
     if (kind == FF_KIND_LINALG) return cuda_linalg_supported(op, dtype); /* cuSOLVER, where built */
+    if (kind == FF_KIND_LINEAR) return cuda_linear_supported(op, dtype); /* cuBLASLt: F32, F16, BF16 */
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store) */
@@ -252,7 +254,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 #ifdef FF_CUDA_NCCL
     case FF_KIND_COLLECTIVE: return cuda_coll_supported(op, dtype);
 #endif
-    default: return 0; /* batch_norm, pool2d, linear: entries left NULL */
+    default: return 0; /* batch_norm, pool2d: entries left NULL */
     }
 }
 
@@ -299,6 +301,7 @@ static const ff_backend_vtable cuda_vtable = {
     .conv2d = cuda_conv2d,
     .fft = cuda_fft,
     .linalg = cuda_linalg,
+    .linear = cuda_linear,
     .conv2d_backward_input = cuda_conv2d_backward_input,
     .conv2d_backward_weight = cuda_conv2d_backward_weight,
 #ifdef FF_CUDA_NCCL

@@ -380,3 +380,32 @@ extern "C" ff_status cuda_where(void *ctx, const ff_view *dst, const ff_view *co
                                                            dst->dtype, n);
     return cuda_launch_check(c, "where", "k_where");
 }
+
+/* The linear entry's epilogue (cuda_linear.c): dst = act(src + bias) per element, src
+ * the f32 sums, each step rounded to f32 as the F32 rules round it (the composition's
+ * add and activation, bit for bit, for an F32 dst), then one rounding to dst's dtype. */
+__global__ void k_linear_epi(cuda_walk w, void *db, ff_dtype dt, const float *s, const void *bb, int has_bias, int act,
+                             int64_t n)
+{
+    CUDA_FOR(e, n) {
+        int64_t off[3];
+        cuda_walk_at(w, e, 3, off);
+        double v = (double)s[off[1]];
+        if (has_bias) v = (double)(float)(v + ffb_ld_f64(cuda_elem_c(bb, dt, off[2]), dt));
+        if (act >= 0) v = (double)(float)ffb_unary_f64((ff_unary_op)act, v);
+        ffb_st_f64(cuda_elem(db, dt, off[0]), dt, v);
+    }
+}
+
+extern "C" ff_status cuda_linear_epilogue(cuda_ctx *c, const ff_view *dst, const ff_view *src, const ff_view *bias,
+                                          int act)
+{
+    const ff_view *vs[] = {dst, src, bias ? bias : src};
+    cuda_walk w;
+    int64_t n;
+    ff_status st = prepare(c, "linear", vs, 3, &w, &n);
+    if (st || !n) return st;
+    CUDA_LAUNCH(k_linear_epi, cuda_blocks(n), CUDA_THREADS, c->stream)(w, dst->buf, dst->dtype, (const float *)src->buf,
+                                                                      bias ? bias->buf : src->buf, bias != NULL, act, n);
+    return cuda_launch_check(c, "linear", "k_linear_epi");
+}

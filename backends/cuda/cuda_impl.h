@@ -12,6 +12,7 @@
  *   cuda_conv.c         conv2d and its two backward passes through cuDNN (where it is built)
  *   cuda_fft.c          the fft entry through cuFFT (where it is built)
  *   cuda_linalg.c       the linalg entry through cuSOLVER, in f64 (where it is built)
+ *   cuda_linear.c       the linear entry: cuBLASLt with its bias/ReLU epilogues
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
  *   cuda_elementwise.cu fill, copy, unary, binary, where
@@ -62,6 +63,7 @@ typedef struct cuda_ctx {
     int device;
     cudaStream_t stream;
     void *cublas; /* cublasHandle_t, created in cuda_matmul.c */
+    void *cublaslt; /* cublasLtHandle_t (cuda_linear.c), made at the first linear call, under blas_lock */
     pthread_mutex_t blas_lock; /* a cuBLAS handle is not for concurrent calls */
     int tf32;                 /* FF_CUDA_TF32=1 */
     /* the device, for ff-info and messages */
@@ -186,6 +188,16 @@ ff_status cuda_random(void *ctx, const ff_view *dst, ff_random_dist dist, uint64
                       double p0, double p1);
 ff_status cuda_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_view *b);
 ff_status cuda_blas_init(cuda_ctx *c);
+/* The matrix (last two dims, rows x cols) of v as cuBLAS can read it: row-major with
+ * leading dimension *ld (*col_major = 0) or column-major (*col_major = 1); 0 if neither. */
+int cuda_mat_layout(const ff_view *v, int64_t rows, int64_t cols, int *col_major, int64_t *ld);
+/* A contiguous temporary standing in for v (*out views it; fill_it: v's values copied
+ * in); NULL on failure. */
+void *cuda_contiguous_copy(cuda_ctx *c, const ff_view *v, ff_view *out, int fill_it);
+/* An operand of rows x cols as cuBLAS reads it: *v in place (*tmp NULL), or a row-major
+ * copy (*tmp, viewed by *copy, *v pointed at it); *cm and *ld as cuda_mat_layout says. */
+ff_status cuda_mat_operand(cuda_ctx *c, const ff_view **v, int64_t rows, int64_t cols, ff_view *copy, void **tmp,
+                           int *cm, int64_t *ld);
 void cuda_blas_destroy(cuda_ctx *c);
 /* The integer product (cuda_index.cu): dst = a @ b for one batch walk over the leading
  * dims (w: dst, a, b over dst's batch shape), wrapping in 64 bits. */
@@ -226,6 +238,12 @@ void cuda_fft_destroy(cuda_ctx *c);
 int cuda_linalg_supported(int op, ff_dtype t);
 ff_status cuda_linalg(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src);
 void cuda_solver_destroy(cuda_ctx *c);
+/* linear (cuda_linear.c): cuBLASLt with its bias/ReLU epilogues; the other activations
+ * through cuda_linear_epilogue (cuda_elementwise.cu): dst = act(src + bias), src F32. */
+int cuda_linear_supported(int act, ff_dtype t);
+ff_status cuda_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
+ff_status cuda_linear_epilogue(cuda_ctx *c, const ff_view *dst, const ff_view *src, const ff_view *bias, int act);
+void cuda_lt_destroy(cuda_ctx *c);
 ff_status cuda_layer_norm(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src, double eps);
 
 /* Leaves every NCCL group still open (shutdown; cuda_coll.c). */

@@ -53,7 +53,7 @@ void cuda_blas_destroy(cuda_ctx *c)
 
 /* The matrix (last two dims, rows x cols) of v as cuBLAS can read it: row-major with
  * leading dimension *ld (*col_major = 0) or column-major (*col_major = 1); 0 if neither. */
-static int mat_layout(const ff_view *v, int64_t rows, int64_t cols, int *col_major, int64_t *ld)
+int cuda_mat_layout(const ff_view *v, int64_t rows, int64_t cols, int *col_major, int64_t *ld)
 {
     int r = v->ndim;
     int64_t sr = v->strides[r - 2], sc = v->strides[r - 1];
@@ -69,7 +69,7 @@ static int mat_layout(const ff_view *v, int64_t rows, int64_t cols, int *col_maj
 }
 
 /* A contiguous temporary holding v's values (*out views it); NULL on failure. */
-static void *contiguous_copy(cuda_ctx *c, const ff_view *v, ff_view *out, int fill_it)
+void *cuda_contiguous_copy(cuda_ctx *c, const ff_view *v, ff_view *out, int fill_it)
 {
     size_t bytes = (size_t)ff_view_numel(v) * ff_dtype_size(v->dtype);
     void *p = cuda_temp(c, "matmul", bytes ? bytes : 1);
@@ -84,6 +84,16 @@ static void *contiguous_copy(cuda_ctx *c, const ff_view *v, ff_view *out, int fi
         return NULL;
     }
     return p;
+}
+
+ff_status cuda_mat_operand(cuda_ctx *c, const ff_view **v, int64_t rows, int64_t cols, ff_view *copy, void **tmp,
+                           int *cm, int64_t *ld)
+{
+    *tmp = NULL;
+    if (cuda_mat_layout(*v, rows, cols, cm, ld)) return FF_OK;
+    if (!(*tmp = cuda_contiguous_copy(c, *v, copy, 1))) return FF_ERR_OOM;
+    *v = copy, *cm = 0, *ld = cols;
+    return FF_OK;
 }
 
 typedef struct gemm_args {
@@ -204,17 +214,11 @@ ff_status cuda_matmul(void *ctx, const ff_view *dst, const ff_view *a, const ff_
     void *ta = NULL, *tb = NULL, *td = NULL;
     int acm, bcm, dcm;
     int64_t lda, ldb, ldd;
-    if (!mat_layout(a, M, K, &acm, &lda)) {
-        if (!(ta = contiguous_copy(c, a, &at, 1))) return FF_ERR_OOM;
-        a = &at, acm = 0, lda = K;
-    }
-    if (!mat_layout(b, K, N, &bcm, &ldb)) {
-        if (!(tb = contiguous_copy(c, b, &bt, 1))) st = FF_ERR_OOM;
-        b = &bt, bcm = 0, ldb = N;
-    }
+    if ((st = cuda_mat_operand(c, &a, M, K, &at, &ta, &acm, &lda))) return st;
+    st = cuda_mat_operand(c, &b, K, N, &bt, &tb, &bcm, &ldb);
     const ff_view *d = dst;
-    if (!st && (!mat_layout(dst, M, N, &dcm, &ldd) || dcm)) { /* computed row-major, copied back */
-        if (!(td = contiguous_copy(c, dst, &dt, 0))) st = FF_ERR_OOM;
+    if (!st && (!cuda_mat_layout(dst, M, N, &dcm, &ldd) || dcm)) { /* computed row-major, copied back */
+        if (!(td = cuda_contiguous_copy(c, dst, &dt, 0))) st = FF_ERR_OOM;
         d = &dt, ldd = N;
     }
     if (!st) st = gemm_views(c, d, a, b, acm, lda, bcm, ldb, ldd);
