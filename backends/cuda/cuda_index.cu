@@ -61,14 +61,15 @@ static ff_status check_indices(cuda_ctx *c, const char *entry, const ff_view *in
     return st;
 }
 
-/* The checks of the reference (backends/cpu/cpu_index.c): dtypes, ranks, axis; then
- * 0-d views become rank-1 views of one element (held in t[3]). */
+/* The checks of the reference (backends/cpu/cpu_index.c): dtypes (F16/BF16 too with
+ * half_ok: gather, which only moves bytes), ranks, axis; then 0-d views become rank-1
+ * views of one element (held in t[3]). */
 static ff_status check_args(cuda_ctx *c, const char *entry, const ff_view **dstp, const ff_view **srcp,
-                            const ff_view **indexp, int axis, ff_view t[3])
+                            const ff_view **indexp, int axis, int half_ok, ff_view t[3])
 {
     const ff_view *dst = *dstp, *src = *srcp, *index = *indexp;
     ff_status st;
-    if ((st = cuda_check_view(c, entry, "dst", dst, 0)) || (st = cuda_check_view(c, entry, "src", src, 0)) ||
+    if ((st = cuda_check_view(c, entry, "dst", dst, half_ok)) || (st = cuda_check_view(c, entry, "src", src, half_ok)) ||
         (st = cuda_check_view(c, entry, "index", index, 0)))
         return st;
     if (dst->dtype != src->dtype)
@@ -117,7 +118,7 @@ extern "C" ff_status cuda_gather(void *ctx, const ff_view *dst, const ff_view *s
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_view t[3];
-    ff_status st = check_args(c, "gather", &dst, &src, &index, axis, t);
+    ff_status st = check_args(c, "gather", &dst, &src, &index, axis, 1, t);
     if (st) return st;
     if (!ffb_same_shape(dst, index)) return cuda_shape_error(c, "gather", dst, index);
     if ((st = check_fits(c, "gather", index, src, "src", axis, 1))) return st;
@@ -159,7 +160,7 @@ extern "C" ff_status cuda_scatter_add(void *ctx, const ff_view *dst, const ff_vi
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_view t[3];
-    ff_status st = check_args(c, "scatter_add", &dst, &src, &index, axis, t);
+    ff_status st = check_args(c, "scatter_add", &dst, &src, &index, axis, 0, t);
     if (st) return st;
     if ((st = check_fits(c, "scatter_add", index, src, "src", axis, 0)) ||
         (st = check_fits(c, "scatter_add", index, dst, "dst", axis, 1)))
