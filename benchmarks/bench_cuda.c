@@ -204,6 +204,39 @@ static void bench_matmul(ff_backend *be, ff_dtype dt, int n)
     ff_tensor_release(s.b);
 }
 
+/* linear_<act>_bf16_4096: y = act(x W^T + b) with x [8192, 4096], W [4096, 4096] (a
+ * GPT-2-size MLP layer at 8 sequences of 1024), the linear entry's cuBLASLt paths: "bias"
+ * the epilogue inside the product, "gelu" (tanh form) the product in f32 then the epilogue
+ * kernel. PyTorch's F.linear (+ F.gelu) beside it in the gpu-check report (target 0.9). */
+typedef struct lin_state {
+    ff_backend *be;
+    ff_tensor *x, *w, *b;
+    int act;
+} lin_state;
+
+static int lin_call(void *v)
+{
+    lin_state *s = v;
+    bool grad = ff_set_grad_enabled(false);
+    ff_tensor *y = ff_linear_act(s->x, s->w, s->b, s->act);
+    ff_set_grad_enabled(grad);
+    ff_tensor_release(y);
+    return y ? 0 : -1;
+}
+
+static void bench_linear(ff_backend *be, int act)
+{
+    int64_t xs[2] = {8192, 4096}, ws[2] = {4096, 4096}, bs = 4096;
+    ff_tensor *x = ff_rand(2, xs, FF_F32), *w = ff_rand(2, ws, FF_F32), *b = ff_rand(1, &bs, FF_F32);
+    lin_state s = {be, x ? ff_astype(x, FF_BF16) : NULL, w ? ff_astype(w, FF_BF16) : NULL,
+                   b ? ff_astype(b, FF_BF16) : NULL, act};
+    ff_tensor_release(x), ff_tensor_release(w), ff_tensor_release(b);
+    if (!s.x || !s.w || !s.b) die("linear setup"); /* W [N, K] as nn.Linear stores it */
+    double t = time_calls(lin_call, &s, ff_sync_be, 20);
+    add_row(act == FF_LINEAR_NO_ACT ? "linear_bias_bf16_4096" : "linear_gelu_bf16_4096", t, 0, 0, 0, "ms");
+    ff_tensor_release(s.x), ff_tensor_release(s.w), ff_tensor_release(s.b);
+}
+
 /* Device-to-device copy bandwidth in bytes/s (read + write), best of 10. */
 static double measured_bandwidth(size_t bytes)
 {
@@ -515,6 +548,8 @@ int main(int argc, char **argv)
     if (strstr("attention", filter)) bench_attention(be, quick ? 1024 : 2048);
     if (strstr("conv_resnet50_set_f32", filter)) bench_conv(be, FF_F32);
     if (strstr("conv_resnet50_set_bf16", filter)) bench_conv(be, FF_BF16);
+    if (strstr("linear_bias_bf16_4096", filter)) bench_linear(be, FF_LINEAR_NO_ACT);
+    if (strstr("linear_gelu_bf16_4096", filter)) bench_linear(be, FF_UNARY_GELU_TANH);
     int missed = write_reports(json, md, device, bw, peak) + att_bad;
     ff_shutdown();
     if (missed) fprintf(stderr, "ff-bench-cuda: %d row(s) missed their target\n", missed);

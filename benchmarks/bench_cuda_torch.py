@@ -6,7 +6,9 @@ torch.cuda.synchronize() ending every sample; and torch.matmul of two n x n bf16
 matrices, n = 4096 and 8192 (ff-bench-cuda's matmul_bf16_<n> / matmul_f16_<n>, issue
 52), with PyTorch's default reduced-precision reductions turned off as the cuda backend
 has them; and a ResNet-50 conv2d layer set, forward and both gradients, f32 and bf16
-(ff-bench-cuda's conv_resnet50_set_<dt>). Writes the JSON result rows.
+(ff-bench-cuda's conv_resnet50_set_<dt>); and F.linear in bf16 with a bias, alone and
+followed by the tanh GELU (ff-bench-cuda's linear_<bias|gelu>_bf16_4096). Writes the JSON
+result rows.
 
     python3 benchmarks/bench_cuda_torch.py --json out.json
 Exit status 3 when PyTorch or a CUDA device is missing (the row is then skipped)."""
@@ -111,6 +113,26 @@ def main():
         r = {"workload": "conv_resnet50_set_%s" % name, "backend": "torch_cuda", "median_s": statistics.median(cv)}
         rows.append(r)
         print("torch conv_resnet50_set_%s %.3f ms" % (name, r["median_s"] * 1e3))
+    # linear: ff-bench-cuda's linear_<bias|gelu>_bf16_4096 (x [8192, 4096], W [4096, 4096],
+    # a bias; GELU in its tanh form), no autograd, the reductions in f32 as ours (set above)
+    with torch.no_grad():
+        x = torch.rand(8192, 4096, device=dev).to(torch.bfloat16)
+        w = torch.rand(4096, 4096, device=dev).to(torch.bfloat16)
+        b = torch.rand(4096, device=dev).to(torch.bfloat16)
+        for name, fn in (("bias", lambda: F.linear(x, w, b)),
+                         ("gelu", lambda: F.gelu(F.linear(x, w, b), approximate="tanh"))):
+            fn()
+            torch.cuda.synchronize()
+            lv = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                for _ in range(20):
+                    fn()
+                torch.cuda.synchronize()
+                lv.append((time.perf_counter() - t0) / 20)
+            r = {"workload": "linear_%s_bf16_4096" % name, "backend": "torch_cuda", "median_s": statistics.median(lv)}
+            rows.append(r)
+            print("torch linear_%s_bf16_4096 %.3f ms" % (name, r["median_s"] * 1e3))
     with open(args.json, "w") as f:
         json.dump({"tool": "bench_cuda_torch.py", "results": rows}, f, indent=2)
     return 0
