@@ -28,15 +28,18 @@ static inline FFB_HD void ffb_line_start(const ff_view *a, const ff_view *b, int
  * double and each prefix is rounded once at its store, integers wrap in 64 bits. */
 static inline int ffb_scan_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_dtype_ok(t) && t != FF_BOOL; }
 
-/* The scan entry's argument checks, with messages "<backend> scan: ...". */
-static inline ff_status ffb_scan_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
-                                       const ff_view *src, int axis)
+/* The scan entry's argument checks, with messages "<backend> scan: ..."; F16/BF16 too
+ * with half_ok (a backend that scans them natively: sums in double, each prefix rounded
+ * once to the half). */
+static inline ff_status ffb_scan_check_as(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
+                                          const ff_view *src, int axis, int half_ok)
 {
     ff_status st;
-    if ((st = ffb_check_view(host, backend, "scan", "dst", dst)) || (st = ffb_check_view(host, backend, "scan", "src", src)))
+    if ((st = ffb_check_view_as(host, backend, "scan", "dst", dst, half_ok)) ||
+        (st = ffb_check_view_as(host, backend, "scan", "src", src, half_ok)))
         return st;
     int rank = src->ndim ? src->ndim : 1;
-    if (!ffb_scan_supported(op, src->dtype))
+    if (!ffb_scan_supported(op, half_ok && ffb_is_half(src->dtype) ? FF_F32 : src->dtype))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s scan: op %d is not supported on %s", backend, op,
                         ffb_dtype_name(src->dtype));
     if (dst->dtype != src->dtype || !ffb_same_shape(dst, src))
@@ -47,6 +50,12 @@ static inline ff_status ffb_scan_check(const ff_host_api *host, const char *back
     return FF_OK;
 }
 
+static inline ff_status ffb_scan_check(const ff_host_api *host, const char *backend, int op, const ff_view *dst,
+                                       const ff_view *src, int axis)
+{
+    return ffb_scan_check_as(host, backend, op, dst, src, axis, 0);
+}
+
 /* Scans one line of len elements of dtype t: src at sp, dst at dp, strides ss, ds in
  * elements (dst may be src: each element is read before it is written). Also the cuda
  * backend's device code (FFB_HD). */
@@ -54,7 +63,7 @@ static inline FFB_HD void ffb_scan_line(int op, ff_dtype t, const char *sp, int6
                                         int64_t len)
 {
     int64_t es = (int64_t)ff_dtype_size(t);
-    if (ffb_is_float(t)) {
+    if (ffb_is_float(t) || ffb_is_half(t)) {
         double acc = op ? 1.0 : 0.0;
         for (int64_t i = 0; i < len; i++) {
             double x = ffb_ld_f64(sp + i * ss * es, t);
@@ -125,13 +134,15 @@ static inline FFB_HD ffb_sort_key *ffb_merge_sort(ffb_sort_key *k, ffb_sort_key 
 
 static inline int ffb_sort_supported(int op, ff_dtype t) { return (op == 0 || op == 1) && ffb_dtype_ok(t); }
 
-/* The argsort entry's argument checks: dst i64 with src's shape, axis in range. */
-static inline ff_status ffb_argsort_check(const ff_host_api *host, const char *backend, const ff_view *dst,
-                                          const ff_view *src, int axis)
+/* The argsort entry's argument checks: dst i64 with src's shape, axis in range; src F16
+ * or BF16 too with half_ok (a backend that sorts the halves' values as they are: their
+ * order is their f32 values' order). */
+static inline ff_status ffb_argsort_check_as(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                             const ff_view *src, int axis, int half_ok)
 {
     ff_status st;
     if ((st = ffb_check_view(host, backend, "argsort", "dst", dst)) ||
-        (st = ffb_check_view(host, backend, "argsort", "src", src)))
+        (st = ffb_check_view_as(host, backend, "argsort", "src", src, half_ok)))
         return st;
     int rank = src->ndim ? src->ndim : 1;
     if (dst->dtype != FF_I64 || !ffb_same_shape(dst, src))
@@ -142,12 +153,18 @@ static inline ff_status ffb_argsort_check(const ff_host_api *host, const char *b
     return FF_OK;
 }
 
+static inline ff_status ffb_argsort_check(const ff_host_api *host, const char *backend, const ff_view *dst,
+                                          const ff_view *src, int axis)
+{
+    return ffb_argsort_check_as(host, backend, dst, src, axis, 0);
+}
+
 /* Sorts one line of len elements of dtype t (src at sp, stride ss) into dst's indices
  * (dp, stride ds), with keys[0 .. 2 len) as scratch. Also the cuda backend's device code. */
 static inline FFB_HD void ffb_argsort_line(ff_dtype t, const char *sp, int64_t ss, int64_t *dp, int64_t ds, int64_t len,
                                            int desc, ffb_sort_key *keys)
 {
-    int is_float = ffb_is_float(t);
+    int is_float = ffb_is_float(t) || ffb_is_half(t);
     int64_t es = (int64_t)ff_dtype_size(t);
     for (int64_t j = 0; j < len; j++) {
         const char *p = sp + j * ss * es;

@@ -213,8 +213,8 @@ int cuda_unary_supported(ff_unary_op op, ff_dtype t)
 static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
-    /* F16/BF16: copy, fill, attention, layer_norm, matmul, unary, binary, where, reduce, softmax
-     * and gather; the core computes the rest in f32 */
+    /* F16/BF16: copy, fill, attention, layer_norm, matmul, unary, binary, where, reduce, softmax,
+     * gather, scan and argsort; the core computes the rest in f32 */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
@@ -231,10 +231,13 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     /* F16/BF16 follow the F32 rules in matmul (cuBLAS's GemmEx: f32 sums on the tensor
      * cores, one rounding) and in unary, binary, where, reduce and softmax (the general
      * kernels: loads to double, one rounding at the store); gather copies the elements'
-     * bytes (an embedding lookup in bf16 without two conversions around it) */
+     * bytes (an embedding lookup in bf16 without two conversions around it); argsort
+     * orders the values as they are (topk and sort of bf16 logits), scan sums in double
+     * and rounds each prefix once */
     if (ffb_is_half(dtype)) {
         if (kind != FF_KIND_MATMUL && kind != FF_KIND_UNARY && kind != FF_KIND_BINARY && kind != FF_KIND_WHERE &&
-            kind != FF_KIND_REDUCE && kind != FF_KIND_SOFTMAX && kind != FF_KIND_GATHER)
+            kind != FF_KIND_REDUCE && kind != FF_KIND_SOFTMAX && kind != FF_KIND_GATHER && kind != FF_KIND_SORT &&
+            kind != FF_KIND_SCAN)
             return 0;
         dtype = cuda_rule_dtype(dtype);
     }

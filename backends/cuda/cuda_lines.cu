@@ -4,7 +4,9 @@
  * device (ffb_scan_line, ffb_argsort_line in backends/common/ff_backend_lines.h): scans
  * accumulate in double (floats) or wrap in 64 bits (integers) and round each prefix once;
  * argsort is the stable bottom-up merge sort (NaN last ascending, first descending, -0 ==
- * +0), so indices equal the reference's exactly. argsort needs a device scratch of 48
+ * +0), so indices equal the reference's exactly; F16/BF16 keys load as their exact
+ * values, so the order is the f32 detour's without the two conversions; F16/BF16 scans
+ * sum in double and round each prefix once to the half (the detour rounds it twice). argsort needs a device scratch of 48
  * bytes per element. Parallel across lines only: one long line runs on one thread (a
  * CUB segmented sort / scan is the next step for those).
  */
@@ -38,7 +40,7 @@ __global__ void k_argsort(ff_view dst, ff_view src, int axis, int desc, int64_t 
 extern "C" ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    ff_status st = ffb_scan_check(c->host, "cuda", op, dst, src, axis);
+    ff_status st = ffb_scan_check_as(c->host, "cuda", op, dst, src, axis, 1); /* halves too */
     if (st) return st;
     int64_t len = src->ndim ? src->shape[axis] : 1, lines = len ? ff_view_numel(src) / len : 0;
     if (lines == 0 || (st = cuda_use_device(c, "scan"))) return st;
@@ -49,7 +51,7 @@ extern "C" ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_v
 extern "C" ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    ff_status st = ffb_argsort_check(c->host, "cuda", dst, src, axis);
+    ff_status st = ffb_argsort_check_as(c->host, "cuda", dst, src, axis, 1); /* halves too */
     if (st) return st;
     int64_t len = src->ndim ? src->shape[axis] : 1, lines = len ? ff_view_numel(src) / len : 0;
     if (lines == 0 || (st = cuda_use_device(c, "argsort"))) return st;
