@@ -20,6 +20,22 @@ import sys
 import time
 
 
+def median_per_call(torch, fn, calls, warm=1):
+    """Median seconds per call of fn over 7 samples of `calls` calls, each sample ending
+    in torch.cuda.synchronize(), after `warm` untimed calls."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - t0) / calls)
+    return statistics.median(samples)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", required=True)
@@ -47,17 +63,8 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(20):
-        step()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(args.calls):
-            step()
-        torch.cuda.synchronize()
-        samples.append((time.perf_counter() - t0) / args.calls)
-    row = {"workload": "mlp_784_256_10_step", "backend": "torch_cuda", "median_s": statistics.median(samples),
+    row = {"workload": "mlp_784_256_10_step", "backend": "torch_cuda",
+           "median_s": median_per_call(torch, step, args.calls, warm=20),
            "device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     rows = [row]
     print("torch %s on %s: mlp_784_256_10_step %.3f ms" % (torch.__version__, row["device"], row["median_s"] * 1e3))
@@ -68,17 +75,8 @@ def main():
         for name, dt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
             a = torch.rand(n, n, device=dev).to(dt)
             b = torch.rand(n, n, device=dev).to(dt)
-            calls = 10 if n >= 8192 else 40
-            torch.matmul(a, b)
-            torch.cuda.synchronize()
-            mm = []
-            for _ in range(7):
-                t0 = time.perf_counter()
-                for _ in range(calls):
-                    torch.matmul(a, b)
-                torch.cuda.synchronize()
-                mm.append((time.perf_counter() - t0) / calls)
-            r = {"workload": "matmul_%s_%d" % (name, n), "backend": "torch_cuda", "median_s": statistics.median(mm)}
+            t = median_per_call(torch, lambda: torch.matmul(a, b), 10 if n >= 8192 else 40)
+            r = {"workload": "matmul_%s_%d" % (name, n), "backend": "torch_cuda", "median_s": t}
             rows.append(r)
             print("torch matmul_%s_%d %.3f ms (%.1f TFLOP/s)" % (name, n, r["median_s"] * 1e3,
                                                                  2.0 * n ** 3 / r["median_s"] / 1e12))
@@ -101,16 +99,8 @@ def main():
                 y = F.conv2d(x, w, None, st, pad)
                 torch.autograd.grad(y, (x, w), gy)
 
-        conv_call()
-        torch.cuda.synchronize()
-        cv = []
-        for _ in range(7):
-            t0 = time.perf_counter()
-            for _ in range(5):
-                conv_call()
-            torch.cuda.synchronize()
-            cv.append((time.perf_counter() - t0) / 5)
-        r = {"workload": "conv_resnet50_set_%s" % name, "backend": "torch_cuda", "median_s": statistics.median(cv)}
+        r = {"workload": "conv_resnet50_set_%s" % name, "backend": "torch_cuda",
+             "median_s": median_per_call(torch, conv_call, 5)}
         rows.append(r)
         print("torch conv_resnet50_set_%s %.3f ms" % (name, r["median_s"] * 1e3))
     # linear: ff-bench-cuda's linear_<bias|gelu>_bf16_4096 (x [8192, 4096], W [4096, 4096],
@@ -121,16 +111,8 @@ def main():
         b = torch.rand(4096, device=dev).to(torch.bfloat16)
         for name, fn in (("bias", lambda: F.linear(x, w, b)),
                          ("gelu", lambda: F.gelu(F.linear(x, w, b), approximate="tanh"))):
-            fn()
-            torch.cuda.synchronize()
-            lv = []
-            for _ in range(7):
-                t0 = time.perf_counter()
-                for _ in range(20):
-                    fn()
-                torch.cuda.synchronize()
-                lv.append((time.perf_counter() - t0) / 20)
-            r = {"workload": "linear_%s_bf16_4096" % name, "backend": "torch_cuda", "median_s": statistics.median(lv)}
+            r = {"workload": "linear_%s_bf16_4096" % name, "backend": "torch_cuda",
+                 "median_s": median_per_call(torch, fn, 20)}
             rows.append(r)
             print("torch linear_%s_bf16_4096 %.3f ms" % (name, r["median_s"] * 1e3))
     with open(args.json, "w") as f:

@@ -195,10 +195,7 @@ static ff_status operand(cuda_ctx *c, int which, const ff_view *user, int filter
     return is_out ? FF_OK : cuda_copy(c, &o->v, user);
 }
 
-static void *operand_ptr(const dnn_operand *o)
-{
-    return (char *)o->v.buf + o->v.offset * (int64_t)ff_dtype_size(o->v.dtype);
-}
+static void *operand_ptr(const dnn_operand *o) { return cuda_view_ptr(&o->v); }
 
 /* The cache key: everything heuristics see. */
 static void problem_key(int64_t *k, int which, const dnn_operand *x, const dnn_operand *w, const dnn_operand *y,

@@ -111,6 +111,8 @@ ff_status cuda_check_view(cuda_ctx *c, const char *entry, const char *what, cons
 /* The dtype whose rules (which ops, which results) a view follows: F16/BF16 compute as
  * F32 does (loaded to double, rounded once at the store), in the entries that take them. */
 static inline ff_dtype cuda_rule_dtype(ff_dtype t) { return ffb_is_half(t) ? FF_F32 : t; }
+/* The device address of v's first element (what a library call takes). */
+static inline void *cuda_view_ptr(const ff_view *v) { return (char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype); }
 ff_status cuda_shape_error(cuda_ctx *c, const char *entry, const ff_view *a, const ff_view *b);
 
 /* ---- memory (cuda_mem.c) ---- */

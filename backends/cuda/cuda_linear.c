@@ -61,8 +61,6 @@ static void lt_free(lt_call *q)
     if (q->op) cublasLtMatmulDescDestroy(q->op);
 }
 
-static const void *elem_ptr(const ff_view *v) { return (const char *)v->buf + v->offset * (int64_t)ff_dtype_size(v->dtype); }
-
 /* The alignment a matrix at p with leading dimension ld (elements of size es) has, up to
  * 256: what the preference must state, since cuBLASLt assumes 256 bytes unless told and
  * an algorithm chosen for that may misread a view that starts mid-line or an odd ld. */
@@ -106,7 +104,7 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
                                                          sizeof scheme);
             /* Lt's A is b, its B is a; C is D */
             size_t es = ff_dtype_size(t);
-            uint32_t al[3] = {lt_alignment(elem_ptr(b), ldb, es), lt_alignment(elem_ptr(a), lda, es),
+            uint32_t al[3] = {lt_alignment(cuda_view_ptr(b), ldb, es), lt_alignment(cuda_view_ptr(a), lda, es),
                               lt_alignment(d, ldd, ff_dtype_size(dt))};
             static const cublasLtMatmulPreferenceAttributes_t which[4] = {
                 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -129,7 +127,7 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
     if (!s && !st) {
         const float one = 1.0f, zero = 0.0f;
         what = "cublasLtMatmul";
-        s = cublasLtMatmul(lt, q.op, &one, elem_ptr(b), q.la, elem_ptr(a), q.lb, &zero, d, q.ld, d, q.ld, &h.algo, ws,
+        s = cublasLtMatmul(lt, q.op, &one, cuda_view_ptr(b), q.la, cuda_view_ptr(a), q.lb, &zero, d, q.ld, d, q.ld, &h.algo, ws,
                            h.workspaceSize, c->stream);
     }
     if (ws) cuda_free(c, ws); /* stream order: reused only by later work */
@@ -176,8 +174,8 @@ ff_status cuda_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_s
      * no alignment for it; a fresh buffer's is the safe one) */
     const void *bias_ptr = NULL;
     if (!st && bias && in_lt) {
-        if ((N == 1 || bias->strides[1] == 1) && (uintptr_t)elem_ptr(bias) % 16 == 0) {
-            bias_ptr = elem_ptr(bias);
+        if ((N == 1 || bias->strides[1] == 1) && (uintptr_t)cuda_view_ptr(bias) % 16 == 0) {
+            bias_ptr = cuda_view_ptr(bias);
         } else {
             bv = *bias;
             bv.ndim = 1, bv.shape[0] = N, bv.strides[0] = bias->strides[1];
@@ -200,7 +198,7 @@ ff_status cuda_linear(void *ctx, const ff_view *dst, const ff_view *src, int n_s
         else if (K == 0) /* an empty sum: zeros, then the epilogue below */
             st = cuda_fill(c, &out, (ff_scalar){0});
         else
-            st = lt_matmul(c, a, acm, lda, b, bcm, ldb, (char *)out.buf + out.offset * (int64_t)ff_dtype_size(out.dtype),
+            st = lt_matmul(c, a, acm, lda, b, bcm, ldb, cuda_view_ptr(&out),
                            out.dtype, ldd, bias_ptr, epi);
         pthread_mutex_unlock(&c->blas_lock);
     }

@@ -4,10 +4,10 @@
  * device (ffb_scan_line, ffb_argsort_line in backends/common/ff_backend_lines.h): scans
  * accumulate in double (floats) or wrap in 64 bits (integers) and round each prefix once;
  * argsort is the stable bottom-up merge sort (NaN last ascending, first descending, -0 ==
- * +0), so indices equal the reference's exactly; F16/BF16 keys load as their exact
- * values, so the order is the f32 detour's without the two conversions; F16/BF16 scans
- * sum in double and round each prefix once to the half (the detour rounds it twice). argsort needs a device scratch of 48
- * bytes per element. Parallel across lines only: one long line runs on one thread (a
+ * +0), so indices equal the reference's exactly. F16/BF16: argsort keys load as their
+ * exact values (the f32 detour's order without its two conversions); scans sum in double
+ * and round each prefix once to the half. argsort needs a device scratch of 48 bytes per
+ * element. Parallel across lines only: one long line runs on one thread (a
  * CUB segmented sort / scan is the next step for those).
  */
 #include "cuda_device.cuh"
