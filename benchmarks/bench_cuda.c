@@ -32,6 +32,11 @@
  * composition time / entry time. Each attention row has a _simple twin: the same entry
  * with FF_CUDA_ATTENTION=simple (cuda_attention.cu's general kernels, before issue 34's
  * tiled f32 ones), so one run shows the speedup and either kernel's time.
+ * And causal attention beside PyTorch's SDPA (issue 52): sdpa_<bf16|f32>_causal_<fwd|fwdbwd>_T<t>
+ * for T = 2048 (B 4, H 8) and 8192 (B 1, H 8), D 64, the entry alone (bf16: the
+ * tensor-core kernels of cuda_attention_mma.cuh) and forward + backward through autograd;
+ * benchmarks/bench_cuda_torch.py times F.scaled_dot_product_attention(is_causal=True) on the
+ * same shapes and gpu-check wants at most 1.2x its time.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cublas_v2.h>
@@ -470,6 +475,27 @@ static void bench_attention(ff_backend *be, int64_t t)
     for (size_t i = 0; i < sizeof ts_ / sizeof ts_[0]; i++) ff_tensor_release(ts_[i]);
 }
 
+/* The entry (and with bwd its backward through autograd) on causal [B, H, T, 64] inputs of
+ * dtype dt, for the report to set beside PyTorch's SDPA (no baseline here). */
+static void bench_sdpa(ff_backend *be, ff_dtype dt, int64_t t, int bwd)
+{
+    int64_t B = t >= 8192 ? 1 : 4, H = 8, D = 64, shape[4] = {B, H, t, D};
+    att_state a = {be, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, B * H, t, D, bwd};
+    ff_tensor **in[4] = {&a.q, &a.k, &a.v, &a.go};
+    for (int i = 0; i < 4; i++) {
+        ff_tensor *x = ff_rand(4, shape, FF_F32);
+        *in[i] = x ? ff_astype(x, dt) : NULL;
+        ff_tensor_release(x);
+        if (!*in[i]) die("sdpa setup");
+    }
+    if (bwd && (ff_set_requires_grad(a.q, true) || ff_set_requires_grad(a.k, true) || ff_set_requires_grad(a.v, true)))
+        die("requires_grad");
+    char w[64];
+    snprintf(w, sizeof w, "sdpa_%s_causal_%s_T%lld", dt == FF_BF16 ? "bf16" : "f32", bwd ? "fwdbwd" : "fwd", (long long)t);
+    add_row(w, time_calls(att_entry, &a, ff_sync_be, bwd ? 3 : 5), 0, 0, 0, "ms");
+    for (int i = 0; i < 4; i++) ff_tensor_release(*in[i]);
+}
+
 static int write_reports(const char *json, const char *md, const char *device, double bw, double peak)
 {
     int missed = 0;
@@ -546,6 +572,11 @@ int main(int argc, char **argv)
     if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n);
     if (strstr("mlp_784_256_10_step", filter)) bench_mlp(be, quick ? 20 : 200);
     if (strstr("attention", filter)) bench_attention(be, quick ? 1024 : 2048);
+    static const int64_t sdpa_t[] = {2048, 8192};
+    for (int i = 0; i < (quick ? 1 : 2); i++)
+        for (int bf = 1; bf >= 0; bf--)
+            for (int bwd = 0; bwd < 2; bwd++)
+                if (strstr("sdpa_causal", filter)) bench_sdpa(be, bf ? FF_BF16 : FF_F32, quick ? 1024 : sdpa_t[i], bwd);
     if (strstr("conv_resnet50_set_f32", filter)) bench_conv(be, FF_F32);
     if (strstr("conv_resnet50_set_bf16", filter)) bench_conv(be, FF_BF16);
     if (strstr("linear_bias_bf16_4096", filter)) bench_linear(be, FF_LINEAR_NO_ACT);

@@ -7,8 +7,10 @@ matrices, n = 4096 and 8192 (ff-bench-cuda's matmul_bf16_<n> / matmul_f16_<n>, i
 52), with PyTorch's default reduced-precision reductions turned off as the cuda backend
 has them; and a ResNet-50 conv2d layer set, forward and both gradients, f32 and bf16
 (ff-bench-cuda's conv_resnet50_set_<dt>); and F.linear in bf16 with a bias, alone and
-followed by the tanh GELU (ff-bench-cuda's linear_<bias|gelu>_bf16_4096). Writes the JSON
-result rows.
+followed by the tanh GELU (ff-bench-cuda's linear_<bias|gelu>_bf16_4096); and causal
+F.scaled_dot_product_attention, bf16 and f32, forward and forward + backward, T = 2048
+(B 4) and 8192 (B 1), H 8, D 64 (ff-bench-cuda's sdpa_<dt>_causal_<fwd|fwdbwd>_T<t>).
+Writes the JSON result rows.
 
     python3 benchmarks/bench_cuda_torch.py --json out.json
 Exit status 3 when PyTorch or a CUDA device is missing (the row is then skipped)."""
@@ -115,6 +117,30 @@ def main():
                  "median_s": median_per_call(torch, fn, 20)}
             rows.append(r)
             print("torch linear_%s_bf16_4096 %.3f ms" % (name, r["median_s"] * 1e3))
+    # causal attention: PyTorch picks its own kernel (FlashAttention for bf16, the
+    # memory-efficient one for f32); the backward's grads are dropped each call, as ours
+    for t in (2048, 8192):
+        b = 1 if t >= 8192 else 4
+        for dt, name in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):
+            q, k, v, go = (torch.rand(b, 8, t, 64, device=dev).to(dt) for _ in range(4))
+            for bwd in (False, True):
+                for x in (q, k, v):
+                    x.requires_grad_(bwd)
+
+                def call():
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    if bwd:
+                        o.backward(go)
+                        for x in (q, k, v):
+                            x.grad = None
+                w = "sdpa_%s_causal_%s_T%d" % (name, "fwdbwd" if bwd else "fwd", t)
+                if bwd:
+                    r = median_per_call(torch, call, 3)
+                else:
+                    with torch.no_grad():
+                        r = median_per_call(torch, call, 5)
+                rows.append({"workload": w, "backend": "torch_cuda", "median_s": r})
+                print("torch %s %.3f ms" % (w, r * 1e3))
     with open(args.json, "w") as f:
         json.dump({"tool": "bench_cuda_torch.py", "results": rows}, f, indent=2)
     return 0

@@ -25,6 +25,11 @@
  * A block has 8 warps (64 rows), halved until its tiles fit the device's shared memory
  * (F64 at D = 256 needs fewer).
  *
+ * Which kernels: F32 with D, Dv <= 64 takes the register tiles of cuda_attention_tiled.cuh;
+ * F16/BF16 without a mask (D, Dv <= 128, sm_80 and later) the tensor-core kernels of
+ * cuda_attention_mma.cuh; everything else (F64, masks, larger heads, and all of it with
+ * FF_CUDA_ATTENTION=simple) the general kernels below.
+ *
  * Under FF_CUDA_EMU (tests/cuda_emu: one thread a launch) a warp is one lane and a block
  * one warp: the same loops, strided by ATT_LANES, run every key and column on the one
  * thread, the shuffle trees are the identity and shared memory is a host buffer.
@@ -346,6 +351,7 @@ template <typename T> __global__ void k_att_dkv(att_args a)
 }
 
 #include "cuda_attention_tiled.cuh" /* the f32 kernels with register tiles */
+#include "cuda_attention_mma.cuh"   /* the half kernels on tensor cores */
 
 /* ---- host side ------------------------------------------------------------------------- */
 
@@ -469,6 +475,86 @@ static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
     return st;
 }
 
+/* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 without a mask, D, Dv <=
+ * FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later; FF_CUDA_ATTENTION=simple
+ * returns to the general kernels. */
+static bool att_mma_fits(const cuda_ctx *c, const att_args &a, ff_dtype t)
+{
+    const char *e = getenv("FF_CUDA_ATTENTION");
+    if (e && strcmp(e, "simple") == 0) return false;
+    return ffb_is_half(t) && a.kind == FF_ATTENTION_MASK_NONE && a.D <= FA_DMAX && a.Dv <= FA_DMAX && a.Tq >= 1 &&
+           a.Tk >= 1 && c->cc_major >= 8;
+}
+
+/* A block may copy the view's rows 16 bytes at a time: d stride 1 and every row of every
+ * (b, h) 16-byte aligned. */
+static bool fa_vec(const att_view &v)
+{
+    uintptr_t base = (uintptr_t)((const uint16_t *)v.buf + v.offset);
+    return v.s[3] == 1 && base % 16 == 0 && v.s[0] % 8 == 0 && v.s[1] % 8 == 0 && v.s[2] % 8 == 0;
+}
+
+/* Shared bytes of k_fa_fwd (0), k_fa_dq (1), k_fa_dkv (2) at padded head dim dp. */
+static size_t fa_shared(int kernel, int dp)
+{
+    size_t row = (size_t)(dp + FA_PAD) * 2;
+    if (kernel == 0) return (FA_ROWS + 4 * FA_TILE) * row;
+    return (2 * FA_ROWS + 4 * FA_TILE) * row + (kernel == 2 ? 4 * FA_TILE * sizeof(float) : 0);
+}
+
+static ff_status fa_launch(cuda_ctx *c, void (*k)(fa_args), const char *name, const fa_args &f, int64_t rows_total,
+                           size_t smem)
+{
+    int64_t blocks = f.a.B * f.a.H * ((rows_total + FA_ROWS - 1) / FA_ROWS);
+    if (blocks == 0) return FF_OK;
+    if (blocks > (int64_t)1 << 30) blocks = (int64_t)1 << 30; /* the kernels loop over the rest */
+#if defined(FF_CUDA_EMU)
+    (void)c, (void)name;
+    CUDA_EMU_BLOCKS(dim3((unsigned)blocks), dim3(FA_THREADS), smem, k(f));
+    return FF_OK;
+#else
+    if (smem > 48 * 1024) {
+        cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) return cuda_fail(c, "attention", "cudaFuncSetAttribute", err);
+    }
+    k<<<(unsigned)blocks, FA_THREADS, smem, c->stream>>>(f);
+    return cuda_launch_check(c, "attention", name);
+#endif
+}
+
+template <int DP, bool BF16> static ff_status fa_run_as(cuda_ctx *c, int op, fa_args &f)
+{
+    if (op == FF_ATTENTION_FORWARD) return fa_launch(c, k_fa_fwd<DP, BF16>, "k_fa_fwd", f, f.a.Tq, fa_shared(0, DP));
+    int64_t rows = f.a.B * f.a.H * f.a.Tq;
+    f.a.delta = cuda_temp(c, "attention", (size_t)(rows > 0 ? rows : 1) * sizeof(float));
+    if (!f.a.delta) return FF_ERR_OOM;
+    CUDA_LAUNCH(k_fa_delta, cuda_blocks(rows), CUDA_THREADS, c->stream)(f.a);
+    ff_status st = cuda_launch_check(c, "attention", "k_fa_delta");
+    if (!st) st = fa_launch(c, k_fa_dq<DP, BF16>, "k_fa_dq", f, f.a.Tq, fa_shared(1, DP));
+    if (!st) st = fa_launch(c, k_fa_dkv<DP, BF16>, "k_fa_dkv", f, f.a.Tk, fa_shared(2, DP));
+    cuda_free(c, f.a.delta); /* stream order: reused only by later work */
+    return st;
+}
+
+template <bool BF16> static ff_status fa_run_dt(cuda_ctx *c, int op, fa_args &f)
+{
+    int64_t dm = f.a.D > f.a.Dv ? f.a.D : f.a.Dv;
+    if (dm <= 32) return fa_run_as<32, BF16>(c, op, f);
+    if (dm <= 64) return fa_run_as<64, BF16>(c, op, f);
+    return fa_run_as<128, BF16>(c, op, f);
+}
+
+static ff_status fa_run(cuda_ctx *c, int op, const att_args &a, ff_dtype t)
+{
+    fa_args f;
+    memset(&f, 0, sizeof f);
+    f.a = a;
+    f.sl2 = (float)(a.scale * 1.4426950408889634);
+    f.vec = (fa_vec(a.q) ? 1u : 0u) | (fa_vec(a.k) ? 2u : 0u) | (fa_vec(a.v) ? 4u : 0u) |
+            (op == FF_ATTENTION_BACKWARD && fa_vec(a.go) ? 8u : 0u);
+    return t == FF_BF16 ? fa_run_dt<true>(c, op, f) : fa_run_dt<false>(c, op, f);
+}
+
 extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                                     const ff_attention_params *p)
 {
@@ -496,6 +582,7 @@ extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n
     a.Tk = q[1].shape[2], a.Dv = q[2].shape[3];
     a.scale = p->scale, a.causal = p->causal != 0, a.kind = p->mask;
     if (att_tiled_fits(a, q->dtype)) return att_run_tiled(c, op, a);
+    if (att_mma_fits(c, a, q->dtype)) return fa_run(c, op, a, q->dtype);
     if (q->dtype == FF_F64) return att_run<double>(c, op, a);
     return att_run<float>(c, op, a);
 }

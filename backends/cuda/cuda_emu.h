@@ -7,6 +7,8 @@
  * identity for one thread. With a fake runtime over host memory (tests/cuda_emu) the
  * whole backend then runs ff-conformance on a machine without a GPU: everything but the
  * device compiler, CUDA's libm and the shuffle trees (test_cuda_reduce replays those).
+ * Kernels whose threads cooperate (the tensor-core attention) launch through
+ * CUDA_EMU_BLOCKS instead (cuda_emu_blocks.h): real blocks of fibers, with barriers.
  */
 #ifndef FF_CUDA_EMU_H
 #define FF_CUDA_EMU_H
@@ -20,9 +22,11 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 
-typedef struct cuda_emu_dim { unsigned x, y, z; } cuda_emu_dim;
-static const cuda_emu_dim blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+/* blockIdx, threadIdx, blockDim, gridDim (one thread's unless a block launch runs),
+ * barriers, shuffles, ldmatrix and mma for kernels launched as whole blocks */
+#include "cuda_emu_blocks.h"
 
 /* CUDA_LAUNCH(k, grid, block, stream)(args): k(args), once */
 #define CUDA_LAUNCH(k, grid, block, stream) (void)(grid), (void)(block), (void)(stream), k

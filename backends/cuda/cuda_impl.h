@@ -19,7 +19,9 @@
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
  *   cuda_lines.cu       scan (cumsum/cumprod) and argsort, one thread per line
- *   cuda_attention.cu   attention, forward and backward, flash style (shared tiles, warp shuffles)
+ *   cuda_attention.cu   attention, forward and backward, flash style (shared tiles, warp shuffles);
+ *                       its f32 register tiles in cuda_attention_tiled.cuh, its half
+ *                       tensor-core kernels in cuda_attention_mma.cuh (over cuda_mma.cuh)
  *   cuda_layer_norm.cu  layer_norm, forward and backward (a block per row, column sums in order)
  *   cuda_device.cuh     device helpers: the walk's element offsets, the launch grid
  *   cuda_reduce_acc.h   how reduce's partial accumulators combine (host+device)

@@ -4,7 +4,10 @@
  * family "attention" does not reach: head dims 1 and FF_ATTENTION_MAX_HEAD_DIM, D != Dv,
  * rows past several tiles with Tq != Tk both ways, k and v broadcast over heads, and no
  * keys (Tk = 0: o = 0, zero gradients) or no queries (Tq = 0: gk = gv = 0). Values and
- * the q, k, v gradients against the op's composition on the same backend.
+ * the q, k, v gradients against the op's composition on the same backend; F16 and BF16
+ * (on cuda the tensor-core kernels, cuda_attention_mma.cuh) against the same values in
+ * f32, over many tiles of queries and keys, and from views a block cannot copy 16 bytes
+ * at a time (a row stride of 33 halves at an odd offset, a d stride of T).
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,20 +34,27 @@ typedef struct run_out {
     ff_tensor *o, *g[3];
 } run_out;
 
-/* o = sdpa(q, k, v), and the gradients of sum(o * w) w.r.t. q, k, v (w fixed by o's shape). */
-static run_out run(ff_tensor *const *in, bool causal, bool composed)
+/* o = sdpa(q, k, v), and the gradients of sum(o * w) w.r.t. q, k, v (w fixed by o's shape,
+ * drawn in wdt, then in o's dtype). */
+static run_out run_w(ff_tensor *const *in, bool causal, bool composed, ff_dtype wdt)
 {
     run_out r = {0};
     ff_ops_force_compose(FF_KIND_ATTENTION, composed);
     for (int i = 0; i < 3; i++) ff_zero_grad(in[i]);
     r.o = ff_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0.0, causal, NAN, 0);
-    ff_tensor *w = r.o ? rnd(ff_tensor_dtype(r.o), ff_tensor_ndim(r.o), ff_tensor_shape(r.o), 99) : NULL;
+    ff_tensor *w0 = r.o ? rnd(wdt, ff_tensor_ndim(r.o), ff_tensor_shape(r.o), 99) : NULL;
+    ff_tensor *w = w0 ? ff_astype(w0, ff_tensor_dtype(r.o)) : NULL;
     ff_tensor *ow = w ? ff_mul(r.o, w) : NULL, *s = ow ? ff_sum(ow, 0, NULL, false) : NULL;
     CHECK(s && ff_backward(s, NULL, NULL) == FF_OK);
     for (int i = 0; i < 3; i++) r.g[i] = ff_grad(in[i]); /* a new reference */
     ff_ops_force_compose(FF_KIND_ATTENTION, false);
-    RELEASE(w, ow, s);
+    RELEASE(w0, w, ow, s);
     return r;
+}
+
+static run_out run(ff_tensor *const *in, bool causal, bool composed)
+{
+    return run_w(in, causal, composed, ff_tensor_dtype(in[0]));
 }
 
 static void run_free(run_out *r)
@@ -70,6 +80,59 @@ static void agree(ff_dtype dt, const int64_t *qs, const int64_t *ks, const int64
     CHECK(d < tol);
     run_free(&a), run_free(&b);
     RELEASE(in[0], in[1], in[2]);
+}
+
+/* Half inputs (any views) against their values in f32 on the same backend: o and the
+ * gradients within `tol` of the largest value (at least 1). The half side rounds each
+ * output once, and FlashAttention-style kernels also round p and ds before their products. */
+static void half_agrees(ff_tensor *const *hin, bool causal, const char *what)
+{
+    ff_dtype dt = ff_tensor_dtype(hin[0]);
+    double tol = dt == FF_BF16 ? 2e-2 : 3e-3;
+    ff_tensor *fin[3];
+    for (int i = 0; i < 3; i++) {
+        fin[i] = ff_astype(hin[i], FF_F32);
+        ff_set_requires_grad(hin[i], true), ff_set_requires_grad(fin[i], true);
+    }
+    run_out a = run_w(hin, causal, false, dt), b = run_w(fin, causal, false, dt);
+    const ff_tensor *x[4] = {a.o, a.g[0], a.g[1], a.g[2]}, *y[4] = {b.o, b.g[0], b.g[1], b.g[2]};
+    static const char *name[4] = {"o", "gq", "gk", "gv"};
+    for (int i = 0; i < 4; i++) {
+        double d = ff_test_max_diff(x[i], y[i]) / fmax(1.0, max_abs(y[i]));
+        if (!(d < tol)) fprintf(stderr, "%s, %s, causal %d: %s differs by %g of its largest value\n", what, ff_dtype_name(dt),
+                                causal, name[i], d);
+        CHECK(d < tol);
+    }
+    run_free(&a), run_free(&b);
+    RELEASE(fin[0], fin[1], fin[2]);
+}
+
+static void half_dtypes(void)
+{
+    for (int bf = 0; bf < 2; bf++) {
+        ff_dtype dt = bf ? FF_BF16 : FF_F16;
+        for (int causal = 0; causal < 2; causal++) {
+            ff_tensor *a[3] = {rnd(dt, 4, SHAPE(2, 3, 300, 64), 1), rnd(dt, 4, SHAPE(2, 3, 300, 64), 2),
+                               rnd(dt, 4, SHAPE(2, 3, 300, 64), 3)};
+            half_agrees(a, causal, "T 300, D 64");
+            /* Tq > Tk, D != Dv (both padded to 128) */
+            ff_tensor *b[3] = {rnd(dt, 4, SHAPE(1, 2, 200, 128), 4), rnd(dt, 4, SHAPE(1, 2, 77, 128), 5),
+                               rnd(dt, 4, SHAPE(1, 2, 77, 96), 6)};
+            half_agrees(b, causal, "Tq 200, Tk 77, D 128, Dv 96");
+            /* k and v over heads, Tq < Tk */
+            ff_tensor *c[3] = {rnd(dt, 4, SHAPE(1, 3, 70, 40), 7), rnd(dt, 4, SHAPE(1, 1, 150, 40), 8),
+                               rnd(dt, 4, SHAPE(1, 1, 150, 40), 9)};
+            half_agrees(c, causal, "k, v over heads, Tq 70, Tk 150");
+            /* q batch-first ([B, T, H, D] transposed), k at an odd offset with rows 33 halves
+             * apart, v transposed ([B, H, D, T]: d stride T) */
+            ff_tensor *q0 = rnd(dt, 4, SHAPE(2, 150, 4, 32), 10), *k0 = rnd(dt, 4, SHAPE(2, 4, 130, 33), 11);
+            ff_tensor *v0 = rnd(dt, 4, SHAPE(2, 4, 32, 130), 12);
+            ff_tensor *d[3] = {ff_transpose(q0, 1, 2), ff_narrow(k0, 3, 1, 32), ff_transpose(v0, 2, 3)};
+            half_agrees(d, causal, "strided views");
+            for (int i = 0; i < 3; i++) RELEASE(a[i], b[i], c[i], d[i]);
+            RELEASE(q0, k0, v0);
+        }
+    }
 }
 
 static void setup(void)
@@ -119,4 +182,5 @@ static void empty_sides(void)
     }
 }
 
-FF_TEST_MAIN("opencl_attention", TEST(setup), TEST(head_dims_and_tiles), TEST(empty_sides))
+FF_TEST_MAIN("opencl_attention", TEST(setup), TEST(head_dims_and_tiles), TEST(empty_sides),
+             TEST(half_dtypes))

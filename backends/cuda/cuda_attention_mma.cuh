@@ -1,0 +1,392 @@
+/*
+ * The F16/BF16 attention kernels on tensor cores (issue 52), FlashAttention-2 style:
+ * included by cuda_attention.cu after its helpers (att_args, att_view). They take half
+ * views without a mask (causal or not; masks and dropout take the general kernels), head
+ * dims D, Dv <= 128 and Tq, Tk >= 1, on devices of compute capability 8.0 and later.
+ *
+ * A block has 4 warps and 64 rows (queries for the forward and gq, keys for gk/gv); each
+ * warp owns 16 of them as the A side of mma.m16n8k16 (cuda_mma.cuh), and the other side
+ * streams through shared memory in tiles of 64 rows, double-buffered with cp.async so the
+ * next tile's copy overlaps this tile's products. Head dims are zero-padded to DP (32, 64
+ * or 128) in shared memory, which leaves every product unchanged; shared rows are padded
+ * by 16 bytes so that the 8 rows an ldmatrix reads fall in 8 different bank groups.
+ *
+ * forward (k_fa_fwd): S = Q K^T into f32 fragments, scaled by scale log2(e) (the softmax
+ * in base 2: exp2 is one instruction), masked to -inf past Tk and, causal, past the row;
+ * the online softmax keeps the running max m and sum l of each of the lane's two rows
+ * (max over the 4 lanes of a quad by two shuffles; l summed over the quad once at the
+ * end); P is rounded to the input type and used as the A fragments of P V directly (the
+ * f32 accumulator layout of two 16 x 8 tiles is the A layout of one 16 x 16). o = acc / l
+ * rounded once; lse = (m + log2 l) ln 2.
+ *
+ * backward, deterministic as the other kernels (nothing summed by two blocks, no atomics;
+ * the price is S and dP computed twice): delta = rowsum(go * o) (k_fa_delta), then
+ *   k_fa_dq  over query tiles: P = exp2(S - lse), dP = dO V^T, dS = P (dP - delta),
+ *            dQ += dS K (dS rounded to the input type as the A side);
+ *   k_fa_dkv over key tiles: S^T = K Q^T and dP^T = V dO^T (the keys as the A side),
+ *            dV += P^T dO and dK += dS^T Q, with Q, dO and their rows' lse and delta
+ *            streaming through shared memory.
+ * The roundings of P and dS to the input type before their products are FlashAttention's
+ * own; the sums are f32 (the tensor cores'), every output rounds once.
+ *
+ * Under FF_CUDA_EMU these run as real blocks (CUDA_EMU_BLOCKS, cuda_emu_blocks.h: fibers
+ * with barriers, the fragments exchanged lane by lane), so the fragment bookkeeping, the
+ * barriers and the masks are checked by the conformance suite on the host.
+ */
+#ifndef FF_CUDA_ATTENTION_MMA_CUH
+#define FF_CUDA_ATTENTION_MMA_CUH
+
+#include "cuda_mma.cuh"
+
+#define FA_ROWS 64   /* rows a block (4 warps x 16) */
+#define FA_TILE 64   /* rows of a streamed tile */
+#define FA_THREADS 128
+#define FA_PAD 8     /* halves after each shared row */
+#define FA_DMAX 128  /* the largest padded head dim */
+#define FA_LOG2E 1.4426950408889634f
+#define FA_LN2 0.6931471805599453f
+
+/* The views a block copies with cp.async (bit: 1 q, 2 k, 4 v, 8 go): d stride 1 and
+ * every row 16-byte aligned. */
+typedef struct fa_args {
+    att_args a;
+    unsigned vec;
+    float sl2; /* scale log2(e) */
+} fa_args;
+
+/* Rows r0 .. r0+R-1 (the first `valid` of them real) of v at (b, h), DP columns (the first
+ * `cols` real), into a shared tile of row stride DP + FA_PAD halves; zeros elsewhere. */
+template <int DP, int R>
+__device__ __forceinline__ void fa_tile_ld(uint16_t *tile, const att_view &v, int64_t b, int64_t h, int64_t r0,
+                                           int64_t valid, int64_t cols, bool vec)
+{
+    const uint16_t *base = (const uint16_t *)v.buf + v.offset + b * v.s[0] + h * v.s[1];
+    for (int e = (int)threadIdx.x; e < R * (DP / 8); e += (int)blockDim.x) {
+        int r = e / (DP / 8), c = e % (DP / 8);
+        uint16_t *dst = tile + r * (DP + FA_PAD) + c * 8;
+        if (r < valid && vec && (c + 1) * 8 <= cols) {
+            cuda_cp_async16(dst, base + (r0 + r) * v.s[2] + c * 8);
+        } else {
+            for (int j = 0; j < 8; j++) {
+                int64_t d = c * 8 + j;
+                dst[j] = r < valid && d < cols ? base[(r0 + r) * v.s[2] + d * v.s[3]] : (uint16_t)0;
+            }
+        }
+    }
+}
+
+/* The key tile from key j0 (keys < kend real) into buffer `buf` of the double-buffered
+ * K and V tiles. */
+template <int DP>
+__device__ __forceinline__ void fa_kv_ld(uint16_t *Ks, uint16_t *Vs, const fa_args &f, int64_t b, int64_t h, int64_t j0,
+                                         int64_t kend, int buf)
+{
+    constexpr int LD = DP + FA_PAD;
+    fa_tile_ld<DP, FA_TILE>(Ks + buf * FA_TILE * LD, f.a.k, b, h, j0, kend - j0, f.a.D, f.vec & 2);
+    fa_tile_ld<DP, FA_TILE>(Vs + buf * FA_TILE * LD, f.a.v, b, h, j0, kend - j0, f.a.Dv, f.vec & 4);
+}
+
+/* This lane's ldmatrix row within a 16 x 16 block at (row0, col0) of a tile, as the A
+ * side (matrix m = lane / 8: rows + 8 (m % 2), columns + 8 (m / 2)) or as the B side of two
+ * 8-column n-tiles (rows + 8 (m / 2), columns + 8 (m % 2)). */
+template <int DP> __device__ __forceinline__ const uint16_t *fa_a_row(const uint16_t *tile, int row0, int col0)
+{
+    int l = (int)threadIdx.x % 32, m = l / 8;
+    return tile + (row0 + (m % 2) * 8 + l % 8) * (DP + FA_PAD) + col0 + (m / 2) * 8;
+}
+template <int DP> __device__ __forceinline__ const uint16_t *fa_b_row(const uint16_t *tile, int row0, int col0)
+{
+    int l = (int)threadIdx.x % 32, m = l / 8;
+    return tile + (row0 + (m / 2) * 8 + l % 8) * (DP + FA_PAD) + col0 + (m % 2) * 8;
+}
+
+/* s[n] (16 x 8, n < 8: the tile's 64 columns) += A B^T over columns ks*16 .. ks*16+15:
+ * A the fragments af (16 rows), B the 64 rows of `bt`. */
+template <int DP, bool BF16>
+__device__ __forceinline__ void fa_scores_step(float s[FA_TILE / 8][4], const uint32_t af[4], const uint16_t *bt, int ks)
+{
+    CUDA_UNROLL
+    for (int np = 0; np < FA_TILE / 16; np++) {
+        uint32_t bf[4];
+        cuda_ldsm_x4<false>(bf, fa_b_row<DP>(bt, np * 16, ks * 16));
+        cuda_mma_16816<BF16>(s[2 * np], af, bf);
+        cuda_mma_16816<BF16>(s[2 * np + 1], af, bf + 2);
+    }
+}
+
+__device__ __forceinline__ void fa_zero(float s[FA_TILE / 8][4])
+{
+    for (int n = 0; n < FA_TILE / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+}
+
+/* s = A B^T over DP columns, A the warp's 16 rows of `at` from row a0 (loaded as it goes,
+ * to keep registers for the accumulators), B the 64 rows of `bt`. */
+template <int DP, bool BF16>
+__device__ __forceinline__ void fa_scores(float s[FA_TILE / 8][4], const uint16_t *at, int a0, const uint16_t *bt)
+{
+    fa_zero(s);
+    CUDA_UNROLL
+    for (int ks = 0; ks < DP / 16; ks++) {
+        uint32_t af[4];
+        cuda_ldsm_x4<false>(af, fa_a_row<DP>(at, a0, ks * 16));
+        fa_scores_step<DP, BF16>(s, af, bt, ks);
+    }
+}
+
+/* acc[n] (16 x DP) += P V: P the f32 fragments p (16 x 64), rounded to the input type as
+ * the A side, V the 64 rows of `vt` (the reduction over its rows: ldmatrix .trans). */
+template <int DP, bool BF16>
+__device__ __forceinline__ void fa_accum(float acc[DP / 8][4], const float p[FA_TILE / 8][4], const uint16_t *vt)
+{
+CUDA_UNROLL
+    for (int kk = 0; kk < FA_TILE / 16; kk++) {
+        uint32_t pa[4] = {cuda_pack_half2<BF16>(p[2 * kk][0], p[2 * kk][1]),
+                          cuda_pack_half2<BF16>(p[2 * kk][2], p[2 * kk][3]),
+                          cuda_pack_half2<BF16>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                          cuda_pack_half2<BF16>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+CUDA_UNROLL
+        for (int dp = 0; dp < DP / 16; dp++) {
+            uint32_t vb[4];
+            cuda_ldsm_x4<true>(vb, fa_a_row<DP>(vt, kk * 16, dp * 16));
+            cuda_mma_16816<BF16>(acc[2 * dp], pa, vb);
+            cuda_mma_16816<BF16>(acc[2 * dp + 1], pa, vb + 2);
+        }
+    }
+}
+
+/* The tile's f32 fragments stored, scaled, as rows r0 + (this warp's) of the half view
+ * (rows < valid, columns < cols). */
+template <int DP, bool BF16>
+__device__ __forceinline__ void fa_store(const att_view &v, int64_t b, int64_t h, int64_t r0, int64_t valid,
+                                         int64_t cols, const float acc[DP / 8][4], float scale)
+{
+    int l = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32, g = l / 4, t = l % 4;
+    uint16_t *base = (uint16_t *)v.buf + v.offset + b * v.s[0] + h * v.s[1];
+    for (int r = 0; r < 2; r++) {
+        int64_t i = w * 16 + g + 8 * r;
+        if (i >= valid) continue;
+        for (int n = 0; n < DP / 8; n++)
+            for (int e = 0; e < 2; e++) {
+                int64_t d = n * 8 + 2 * t + e;
+                if (d < cols) base[(r0 + i) * v.s[2] + d * v.s[3]] = cuda_half_of<BF16>(acc[n][2 * r + e] * scale);
+            }
+    }
+}
+
+/* Keys [0, kend) a block of queries from q0 needs: causal stops after its last row. */
+__device__ __forceinline__ int64_t fa_key_end(const att_args &a, int64_t q0)
+{
+    return a.causal && q0 + FA_ROWS < a.Tk ? q0 + FA_ROWS : a.Tk;
+}
+
+/* x scaled to base 2, or -inf where key j takes no part in query i. */
+__device__ __forceinline__ float fa_masked(const fa_args &f, float x, int64_t i, int64_t j)
+{
+    return j >= f.a.Tk || (f.a.causal && j > i) ? -INFINITY : x * f.sl2;
+}
+
+template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_fwd(fa_args f)
+{
+    const att_args &a = f.a;
+    constexpr int LD = DP + FA_PAD;
+    uint16_t *Qs = CUDA_DYN_SMEM(uint16_t), *Ks = Qs + FA_ROWS * LD, *Vs = Ks + 2 * FA_TILE * LD;
+    int l = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32, g = l / 4, t = l % 4;
+    int64_t BH = a.B * a.H, ntq = (a.Tq + FA_ROWS - 1) / FA_ROWS;
+    for (int64_t blk = blockIdx.x; blk < BH * ntq; blk += gridDim.x) {
+        int64_t bh = blk % BH, b = bh / a.H, h = bh % a.H, q0 = (ntq - 1 - blk / BH) * FA_ROWS; /* heaviest first */
+        int64_t kend = fa_key_end(a, q0);
+        int nkt = (int)((kend + FA_TILE - 1) / FA_TILE);
+        __syncthreads(); /* the previous block's reads of the tiles are done */
+        fa_tile_ld<DP, FA_ROWS>(Qs, a.q, b, h, q0, a.Tq - q0, a.D, f.vec & 1);
+        fa_kv_ld<DP>(Ks, Vs, f, b, h, 0, kend, 0);
+        cuda_cp_async_commit();
+        float acc[DP / 8][4], m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0.f, 0.f};
+        uint32_t qf[DP / 16][4]; /* the warp's rows of Q as A fragments, for every key tile */
+        for (int n = 0; n < DP / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+        for (int kt = 0; kt < nkt; kt++) {
+            int64_t j0 = (int64_t)kt * FA_TILE;
+            const uint16_t *Kt = Ks + (kt & 1) * FA_TILE * LD, *Vt = Vs + (kt & 1) * FA_TILE * LD;
+            if (kt + 1 < nkt) fa_kv_ld<DP>(Ks, Vs, f, b, h, j0 + FA_TILE, kend, (kt + 1) & 1);
+            cuda_cp_async_commit();
+            cuda_cp_async_wait<1>(); /* this tile's copies (and Q's) have landed */
+            __syncthreads();
+            if (kt == 0)
+                for (int ks = 0; ks < DP / 16; ks++) cuda_ldsm_x4<false>(qf[ks], fa_a_row<DP>(Qs, w * 16, ks * 16));
+            float s[FA_TILE / 8][4];
+            fa_zero(s);
+            CUDA_UNROLL
+            for (int ks = 0; ks < DP / 16; ks++) fa_scores_step<DP, BF16>(s, qf[ks], Kt, ks);
+            for (int r = 0; r < 2; r++) {
+                int64_t i = q0 + w * 16 + g + 8 * r;
+                float mx = -INFINITY;
+                for (int n = 0; n < FA_TILE / 8; n++)
+                    for (int e = 0; e < 2; e++) {
+                        float x = fa_masked(f, s[n][2 * r + e], i, j0 + n * 8 + 2 * t + e);
+                        s[n][2 * r + e] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                float mn = fmaxf(m[r], mx), base = mn == -INFINITY ? 0.f : mn, alpha = exp2f(m[r] - base);
+                m[r] = mn;
+                lsum[r] *= alpha;
+                for (int n = 0; n < DP / 8; n++) acc[n][2 * r] *= alpha, acc[n][2 * r + 1] *= alpha;
+                for (int n = 0; n < FA_TILE / 8; n++)
+                    for (int e = 0; e < 2; e++) {
+                        float p = exp2f(s[n][2 * r + e] - base);
+                        s[n][2 * r + e] = p;
+                        lsum[r] += p;
+                    }
+            }
+            fa_accum<DP, BF16>(acc, s, Vt);
+            __syncthreads(); /* the next iteration copies into the other buffers */
+        }
+        cuda_cp_async_wait<0>(); /* nothing in flight into the tiles the next block loads */
+        for (int r = 0; r < 2; r++) {
+            float sum = lsum[r] + __shfl_xor_sync(0xffffffffu, lsum[r], 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            float inv = sum > 0.f ? 1.f / sum : 0.f;
+            for (int n = 0; n < DP / 8; n++) acc[n][2 * r] *= inv, acc[n][2 * r + 1] *= inv;
+            int64_t i = q0 + w * 16 + g + 8 * r;
+            if (t == 0 && i < a.Tq) {
+                float *lse = (float *)a.l.buf + a.l.offset + b * a.l.s[0] + h * a.l.s[1] + i * a.l.s[3];
+                *lse = sum > 0.f ? (m[r] + log2f(sum)) * FA_LN2 : -INFINITY;
+            }
+        }
+        fa_store<DP, BF16>(a.o, b, h, q0, a.Tq - q0, a.Dv, acc, 1.f);
+    }
+}
+
+/* delta[bh Tq + i] = sum_d go[i, d] o[i, d] in f32 (a thread a row). */
+__global__ void k_fa_delta(att_args a)
+{
+    CUDA_FOR(n, a.B * a.H * a.Tq) {
+        int64_t i = n % a.Tq, bh = n / a.Tq, b = bh / a.H, h = bh % a.H;
+        float acc = 0.f;
+        for (int64_t d = 0; d < a.Dv; d++)
+            acc = fmaf((float)att_ld(a.go, b, h, i, d), (float)att_ld(a.o, b, h, i, d), acc);
+        ((float *)a.delta)[n] = acc;
+    }
+}
+
+/* lse (base 2) and delta of query row i of (b, h): -inf and 0 past Tq. */
+__device__ __forceinline__ void fa_row_stats(const fa_args &f, int64_t b, int64_t h, int64_t i, float *lse2, float *dl)
+{
+    const att_args &a = f.a;
+    if (i >= a.Tq) {
+        *lse2 = -INFINITY, *dl = 0.f;
+        return;
+    }
+    float lse = *((const float *)a.l.buf + a.l.offset + b * a.l.s[0] + h * a.l.s[1] + i * a.l.s[3]);
+    *lse2 = lse * FA_LOG2E;
+    *dl = ((const float *)a.delta)[(b * a.H + h) * a.Tq + i];
+}
+
+__device__ __forceinline__ float fa_prob(float x, float lse2) { return x == -INFINITY || lse2 == -INFINITY ? 0.f : exp2f(x - lse2); }
+
+template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_dq(fa_args f)
+{
+    const att_args &a = f.a;
+    constexpr int LD = DP + FA_PAD;
+    uint16_t *Qs = CUDA_DYN_SMEM(uint16_t), *Gs = Qs + FA_ROWS * LD, *Ks = Gs + FA_ROWS * LD, *Vs = Ks + 2 * FA_TILE * LD;
+    int l = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32, g = l / 4, t = l % 4;
+    int64_t BH = a.B * a.H, ntq = (a.Tq + FA_ROWS - 1) / FA_ROWS;
+    for (int64_t blk = blockIdx.x; blk < BH * ntq; blk += gridDim.x) {
+        int64_t bh = blk % BH, b = bh / a.H, h = bh % a.H, q0 = (ntq - 1 - blk / BH) * FA_ROWS;
+        int64_t kend = fa_key_end(a, q0);
+        int nkt = (int)((kend + FA_TILE - 1) / FA_TILE);
+        __syncthreads();
+        fa_tile_ld<DP, FA_ROWS>(Qs, a.q, b, h, q0, a.Tq - q0, a.D, f.vec & 1);
+        fa_tile_ld<DP, FA_ROWS>(Gs, a.go, b, h, q0, a.Tq - q0, a.Dv, f.vec & 8);
+        fa_kv_ld<DP>(Ks, Vs, f, b, h, 0, kend, 0);
+        cuda_cp_async_commit();
+        float lse2[2], dl[2], dq[DP / 8][4];
+        for (int r = 0; r < 2; r++) fa_row_stats(f, b, h, q0 + w * 16 + g + 8 * r, &lse2[r], &dl[r]);
+        for (int n = 0; n < DP / 8; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.f;
+        for (int kt = 0; kt < nkt; kt++) {
+            int64_t j0 = (int64_t)kt * FA_TILE;
+            const uint16_t *Kt = Ks + (kt & 1) * FA_TILE * LD, *Vt = Vs + (kt & 1) * FA_TILE * LD;
+            if (kt + 1 < nkt) fa_kv_ld<DP>(Ks, Vs, f, b, h, j0 + FA_TILE, kend, (kt + 1) & 1);
+            cuda_cp_async_commit();
+            cuda_cp_async_wait<1>();
+            __syncthreads();
+            float s[FA_TILE / 8][4], dp[FA_TILE / 8][4];
+            fa_scores<DP, BF16>(s, Qs, w * 16, Kt);
+            fa_scores<DP, BF16>(dp, Gs, w * 16, Vt);
+            for (int n = 0; n < FA_TILE / 8; n++)
+                for (int e = 0; e < 4; e++) {
+                    int r = e / 2;
+                    float p = fa_prob(fa_masked(f, s[n][e], q0 + w * 16 + g + 8 * r, j0 + n * 8 + 2 * t + e % 2), lse2[r]);
+                    s[n][e] = p * (dp[n][e] - dl[r]); /* dS */
+                }
+            fa_accum<DP, BF16>(dq, s, Kt);
+            __syncthreads();
+        }
+        cuda_cp_async_wait<0>();
+        fa_store<DP, BF16>(a.gq, b, h, q0, a.Tq - q0, a.D, dq, (float)a.scale);
+    }
+}
+
+template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_dkv(fa_args f)
+{
+    const att_args &a = f.a;
+    constexpr int LD = DP + FA_PAD;
+    uint16_t *Ks = CUDA_DYN_SMEM(uint16_t), *Vs = Ks + FA_ROWS * LD, *Qs = Vs + FA_ROWS * LD, *Gs = Qs + 2 * FA_TILE * LD;
+    float *Ls = (float *)(Gs + 2 * FA_TILE * LD), *Dls = Ls + 2 * FA_TILE; /* lse (base 2), delta of the query tiles */
+    int l = (int)threadIdx.x % 32, w = (int)threadIdx.x / 32, g = l / 4, t = l % 4;
+    int64_t BH = a.B * a.H, ntk = (a.Tk + FA_ROWS - 1) / FA_ROWS;
+    for (int64_t blk = blockIdx.x; blk < BH * ntk; blk += gridDim.x) {
+        /* causal: the first key tiles see the most queries */
+        int64_t bh = blk % BH, b = bh / a.H, h = bh % a.H, j0 = (blk / BH) * FA_ROWS;
+        int64_t qbeg = a.causal ? j0 / FA_TILE * FA_TILE : 0; /* query i sees key j only when i >= j */
+        int nqt = qbeg < a.Tq ? (int)((a.Tq - qbeg + FA_TILE - 1) / FA_TILE) : 0;
+        __syncthreads();
+        fa_tile_ld<DP, FA_ROWS>(Ks, a.k, b, h, j0, a.Tk - j0, a.D, f.vec & 2);
+        fa_tile_ld<DP, FA_ROWS>(Vs, a.v, b, h, j0, a.Tk - j0, a.Dv, f.vec & 4);
+        float dk[DP / 8][4], dv[DP / 8][4];
+        for (int n = 0; n < DP / 8; n++)
+            for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.f;
+        if (nqt > 0) {
+            fa_tile_ld<DP, FA_TILE>(Qs, a.q, b, h, qbeg, a.Tq - qbeg, a.D, f.vec & 1);
+            fa_tile_ld<DP, FA_TILE>(Gs, a.go, b, h, qbeg, a.Tq - qbeg, a.Dv, f.vec & 8);
+            for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x) fa_row_stats(f, b, h, qbeg + e, &Ls[e], &Dls[e]);
+        }
+        cuda_cp_async_commit();
+        for (int qt = 0; qt < nqt; qt++) {
+            int64_t i0 = qbeg + (int64_t)qt * FA_TILE;
+            int cur = qt & 1;
+            const uint16_t *Qt = Qs + cur * FA_TILE * LD, *Gt = Gs + cur * FA_TILE * LD;
+            const float *Lt = Ls + cur * FA_TILE, *Dt = Dls + cur * FA_TILE;
+            if (qt + 1 < nqt) {
+                int nx = cur ^ 1;
+                int64_t i1 = i0 + FA_TILE;
+                fa_tile_ld<DP, FA_TILE>(Qs + nx * FA_TILE * LD, a.q, b, h, i1, a.Tq - i1, a.D, f.vec & 1);
+                fa_tile_ld<DP, FA_TILE>(Gs + nx * FA_TILE * LD, a.go, b, h, i1, a.Tq - i1, a.Dv, f.vec & 8);
+                for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x)
+                    fa_row_stats(f, b, h, i1 + e, &Ls[nx * FA_TILE + e], &Dls[nx * FA_TILE + e]);
+            }
+            cuda_cp_async_commit();
+            cuda_cp_async_wait<1>();
+            __syncthreads();
+            float s[FA_TILE / 8][4], dp[FA_TILE / 8][4];
+            fa_scores<DP, BF16>(s, Ks, w * 16, Qt);  /* S^T: keys x queries */
+            fa_scores<DP, BF16>(dp, Vs, w * 16, Gt); /* dP^T */
+            for (int n = 0; n < FA_TILE / 8; n++)
+                for (int e = 0; e < 4; e++) {
+                    int c = n * 8 + 2 * t + e % 2;
+                    int64_t j = j0 + w * 16 + g + 8 * (e / 2);
+                    float p = fa_prob(fa_masked(f, s[n][e], i0 + c, j), Lt[c]);
+                    s[n][e] = p;
+                    dp[n][e] = p * (dp[n][e] - Dt[c]); /* dS^T */
+                }
+            fa_accum<DP, BF16>(dv, s, Gt);
+            fa_accum<DP, BF16>(dk, dp, Qt);
+            __syncthreads();
+        }
+        cuda_cp_async_wait<0>();
+        fa_store<DP, BF16>(a.gk, b, h, j0, a.Tk - j0, a.D, dk, (float)a.scale);
+        fa_store<DP, BF16>(a.gv, b, h, j0, a.Tk - j0, a.Dv, dv, 1.f);
+    }
+}
+
+#endif /* FF_CUDA_ATTENTION_MMA_CUH */
