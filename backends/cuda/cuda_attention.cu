@@ -26,9 +26,9 @@
  * (F64 at D = 256 needs fewer).
  *
  * Which kernels: F32 with D, Dv <= 64 takes the register tiles of cuda_attention_tiled.cuh;
- * F16/BF16 without a mask (D, Dv <= 128, sm_80 and later) the tensor-core kernels of
- * cuda_attention_mma.cuh; everything else (F64, masks, larger heads, and all of it with
- * FF_CUDA_ATTENTION=simple) the general kernels below.
+ * F16/BF16 with D, Dv <= 128 (sm_80 and later) the tensor-core kernels of
+ * cuda_attention_mma.cuh; everything else (F64, F32 with D or Dv > 64, halves
+ * with D > 128, and all of it with FF_CUDA_ATTENTION=simple) the general kernels below.
  *
  * Under FF_CUDA_EMU (tests/cuda_emu: one thread a launch) a warp is one lane and a block
  * one warp: the same loops, strided by ATT_LANES, run every key and column on the one
@@ -475,14 +475,14 @@ static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
     return st;
 }
 
-/* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 without a mask, D, Dv <=
+/* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 (any mask), D, Dv <=
  * FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later; FF_CUDA_ATTENTION=simple
  * returns to the general kernels. */
 static bool att_mma_fits(const cuda_ctx *c, const att_args &a, ff_dtype t)
 {
     const char *e = getenv("FF_CUDA_ATTENTION");
     if (e && strcmp(e, "simple") == 0) return false;
-    return ffb_is_half(t) && a.kind == FF_ATTENTION_MASK_NONE && a.D <= FA_DMAX && a.Dv <= FA_DMAX && a.Tq >= 1 &&
+    return ffb_is_half(t) && a.D <= FA_DMAX && a.Dv <= FA_DMAX && a.Tq >= 1 &&
            a.Tk >= 1 && c->cc_major >= 8;
 }
 

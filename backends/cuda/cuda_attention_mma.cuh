@@ -1,8 +1,9 @@
 /*
  * The F16/BF16 attention kernels on tensor cores (issue 52), FlashAttention-2 style:
  * included by cuda_attention.cu after its helpers (att_args, att_view). They take half
- * views without a mask (causal or not; masks and dropout take the general kernels), head
- * dims D, Dv <= 128 and Tq, Tk >= 1, on devices of compute capability 8.0 and later.
+ * views, causal or not, with or without a bool or additive mask (read element by element
+ * where a score is used; dropout takes the core's composition), head dims D, Dv <= 128
+ * and Tq, Tk >= 1, on devices of compute capability 8.0 and later.
  *
  * A block has 4 warps and 64 rows (queries for the forward and gq, keys for gk/gv); each
  * warp owns 16 of them as the A side of mma.m16n8k16 (cuda_mma.cuh), and the other side
@@ -13,7 +14,8 @@
  *
  * forward (k_fa_fwd): S = Q K^T into f32 fragments, scaled by scale log2(e) (the softmax
  * in base 2: exp2 is one instruction), masked to -inf past Tk and, causal, past the row;
- * the online softmax keeps the running max m and sum l of each of the lane's two rows
+ * a row whose every key is masked keeps m = -inf and l = 0 (o = 0, lse = -inf, zero
+ * gradients, as the ABI says); the online softmax keeps the running max m and sum l of each of the lane's two rows
  * (max over the 4 lanes of a quad by two shuffles; l summed over the quad once at the
  * end); P is rounded to the input type and used as the A fragments of P V directly (the
  * f32 accumulator layout of two 16 x 8 tiles is the A layout of one 16 x 16). o = acc / l
@@ -179,10 +181,18 @@ __device__ __forceinline__ int64_t fa_key_end(const att_args &a, int64_t q0)
     return a.causal && q0 + FA_ROWS < a.Tk ? q0 + FA_ROWS : a.Tk;
 }
 
-/* x scaled to base 2, or -inf where key j takes no part in query i. */
-__device__ __forceinline__ float fa_masked(const fa_args &f, float x, int64_t i, int64_t j)
+/* The score x (q . k) of query i and key j at (b, h) as the softmax in base 2 takes it:
+ * scale x (+ the additive mask) times log2(e), or -inf where the key takes no part (past
+ * Tq or Tk, causal j > i, a false in the bool mask). */
+template <bool BF16>
+__device__ __forceinline__ float fa_masked(const fa_args &f, float x, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    return j >= f.a.Tk || (f.a.causal && j > i) ? -INFINITY : x * f.sl2;
+    const att_args &a = f.a;
+    if (j >= a.Tk || i >= a.Tq || (a.causal && j > i)) return -INFINITY;
+    if (a.kind == FF_ATTENTION_MASK_NONE) return x * f.sl2;
+    int64_t at = att_off(a.m, b, h, i, j);
+    if (a.kind == FF_ATTENTION_MASK_BOOL) return ((const unsigned char *)a.m.buf)[at] ? x * f.sl2 : -INFINITY;
+    return (x * (float)a.scale + cuda_half_f32<BF16>(((const uint16_t *)a.m.buf)[at])) * FA_LOG2E;
 }
 
 template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_fwd(fa_args f)
@@ -221,7 +231,7 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
                 float mx = -INFINITY;
                 for (int n = 0; n < FA_TILE / 8; n++)
                     for (int e = 0; e < 2; e++) {
-                        float x = fa_masked(f, s[n][2 * r + e], i, j0 + n * 8 + 2 * t + e);
+                        float x = fa_masked<BF16>(f, s[n][2 * r + e], b, h, i, j0 + n * 8 + 2 * t + e);
                         s[n][2 * r + e] = x;
                         mx = fmaxf(mx, x);
                     }
@@ -316,7 +326,8 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
             for (int n = 0; n < FA_TILE / 8; n++)
                 for (int e = 0; e < 4; e++) {
                     int r = e / 2;
-                    float p = fa_prob(fa_masked(f, s[n][e], q0 + w * 16 + g + 8 * r, j0 + n * 8 + 2 * t + e % 2), lse2[r]);
+                    int64_t i = q0 + w * 16 + g + 8 * r, j = j0 + n * 8 + 2 * t + e % 2;
+                    float p = fa_prob(fa_masked<BF16>(f, s[n][e], b, h, i, j), lse2[r]);
                     s[n][e] = p * (dp[n][e] - dl[r]); /* dS */
                 }
             fa_accum<DP, BF16>(dq, s, Kt);
@@ -375,7 +386,7 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
                 for (int e = 0; e < 4; e++) {
                     int c = n * 8 + 2 * t + e % 2;
                     int64_t j = j0 + w * 16 + g + 8 * (e / 2);
-                    float p = fa_prob(fa_masked(f, s[n][e], i0 + c, j), Lt[c]);
+                    float p = fa_prob(fa_masked<BF16>(f, s[n][e], b, h, i0 + c, j), Lt[c]);
                     s[n][e] = p;
                     dp[n][e] = p * (dp[n][e] - Dt[c]); /* dS^T */
                 }

@@ -90,6 +90,11 @@ template <bool BF16> __device__ __forceinline__ uint32_t cuda_pack_half2(float l
 #endif
 }
 
+template <bool BF16> __device__ __forceinline__ float cuda_half_f32(uint16_t h)
+{
+    return BF16 ? ffb_bf16_to_f32(h) : ffb_f16_to_f32(h);
+}
+
 /* x rounded to the half type (to nearest, ties to even), as its bits. */
 template <bool BF16> __device__ __forceinline__ uint16_t cuda_half_of(float x)
 {
