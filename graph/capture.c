@@ -316,6 +316,7 @@ void ff_graph_release(ff_graph *g)
 {
     if (!g) return;
     if (ff_graph_recording == g) set_recording(NULL);
+    ff_graph_runs_release(g); /* the records first: they use the arena and the buffers below */
     for (int i = 0; i < g->n_bufs; i++) {
         gbuf *b = &g->bufs[i];
         if (b->role == GB_TEMP && b->s) b->s->observer = NULL; /* released mid-capture */

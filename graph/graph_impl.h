@@ -55,6 +55,13 @@ typedef struct gnode {
     int group;         /* fused group, -1 if none */
 } gnode;
 
+/* A run of consecutive launches (g->launch[first .. first+n)) as replays execute it: one
+ * recorded device-side unit (handle), or host-driven launches (handle NULL). */
+typedef struct grun {
+    int first, n;
+    void *handle;
+} grun;
+
 typedef struct gfused {
     ff_fused_program prog;
     ff_view *views;      /* the program's views (n_views) */
@@ -102,6 +109,10 @@ struct ff_graph {
     void **scratch; /* tile buffers the fallback's groups share (one group runs at a time) */
     int n_scratch;
     void *arena;
+    /* device-side replay (record.c): built at the first replay */
+    grun *runs;
+    int n_runs;
+    bool runs_built;
     ff_graph_info info;
 };
 
@@ -128,6 +139,11 @@ ff_status ff_graph_fuse_finish(ff_graph *g);
 ff_status ff_graph_run_fused(ff_graph *g, const gfused *f);
 /* Runs one node's kernel on its (planned) views. */
 ff_status ff_graph_run_node(ff_graph *g, const gnode *n);
+/* Runs the plan's launches: through recorded device-side runs where the backend records
+ * (record.c, built at the first call), else one by one. */
+ff_status ff_graph_run_launches(ff_graph *g);
+/* Frees the recorded runs (ff_graph_release). */
+void ff_graph_runs_release(ff_graph *g);
 const char *ff_graph_kind_name(int kind);
 
 #endif /* FF_GRAPH_IMPL_H */

@@ -1,5 +1,6 @@
 /* Replay: the planned launches, each a direct call of the backend's entry on views
- * resolved at planning (no shape work, no checks, no allocation). */
+ * resolved at planning (no shape work, no checks, no allocation), or runs of them
+ * recorded for the device and launched as one call (record.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,15 +112,8 @@ ff_status ff_graph_replay(ff_graph *g)
     if (!g) return ff_error(FF_ERR_INVALID, "%s: graph is NULL", fn);
     if (ff_graph_recording) return ff_error(FF_ERR_INVALID, "%s: this thread is capturing; replay after capture_end", fn);
     ff_clear_error(); /* once: an entry sets the message only when it fails */
-    for (int i = 0; i < g->n_launch; i++) {
-        ff_status st = ff_graph_run_node(g, &g->launch[i]);
-        if (st) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", ff_last_error());
-            return ff_error(st, "%s: launch %d of %d (%s): %s", fn, i, g->n_launch, ff_graph_kind_name(g->launch[i].kind),
-                            msg);
-        }
-    }
+    ff_status st = ff_graph_run_launches(g); /* record.c: device-side runs where the backend records */
+    if (st) return st;
     g->info.replays++;
     return FF_OK;
 }

@@ -390,12 +390,15 @@ static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, 
     if (blocks == 0) return FF_OK;
     if (blocks > (int64_t)1 << 30) blocks = (int64_t)1 << 30; /* the kernels loop over the rest */
 #if defined(FF_CUDA_EMU)
-    (void)name;
-    att_emu_smem = malloc(smem);
-    if (!att_emu_smem) return cuda_error(c, FF_ERR_OOM, "cuda attention: out of host memory for the emulated shared memory");
-    k(a);
-    free(att_emu_smem);
-    att_emu_smem = NULL;
+    (void)c, (void)name;
+    att_args args = a;
+    cuda_emu_enqueue([=]() { /* now, or at each launch of a graph being recorded */
+        att_emu_smem = malloc(smem ? smem : 1);
+        if (!att_emu_smem) cuda_emu_die("out of host memory for the emulated shared memory");
+        k(args);
+        free(att_emu_smem);
+        att_emu_smem = NULL;
+    });
     return FF_OK;
 #else
     if (smem > 48 * 1024) {

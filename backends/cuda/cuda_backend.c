@@ -306,6 +306,7 @@ static const ff_backend_vtable cuda_vtable = {
     .fft = cuda_fft,
     .linalg = cuda_linalg,
     .linear = cuda_linear,
+    .graph_record = cuda_graph_record,
     .conv2d_backward_input = cuda_conv2d_backward_input,
     .conv2d_backward_weight = cuda_conv2d_backward_weight,
 #ifdef FF_CUDA_NCCL

@@ -28,8 +28,18 @@
  * barriers, shuffles, ldmatrix and mma for kernels launched as whole blocks */
 #include "cuda_emu_blocks.h"
 
-/* CUDA_LAUNCH(k, grid, block, stream)(args): k(args), once */
-#define CUDA_LAUNCH(k, grid, block, stream) (void)(grid), (void)(block), (void)(stream), k
+/* CUDA_LAUNCH(k, grid, block, stream)(args): k(args), once; while the stream captures
+ * (tests/cuda_emu/cuda_emu_graph.c) the call is recorded, its arguments by value, and
+ * made at each launch of the graph instead. */
+template <typename K> struct cuda_emu_launch_of {
+    K k;
+    template <typename... A> void operator()(const A &...a) const
+    {
+        K kk = k;
+        cuda_emu_enqueue([=]() { kk(a...); });
+    }
+};
+#define CUDA_LAUNCH(k, grid, block, stream) (void)(grid), (void)(block), (void)(stream), cuda_emu_launch_of<decltype(&k)>{&k}
 
 static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp, unsigned long long val)
 {

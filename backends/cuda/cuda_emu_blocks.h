@@ -32,6 +32,7 @@
 
 #include <functional>
 
+#include "cuda_emu_graph.h" /* tests/cuda_emu: stream capture */
 #include "ff_backend_scalar.h"
 
 typedef struct cuda_emu_dim { unsigned x, y, z; } cuda_emu_dim;
@@ -265,7 +266,22 @@ inline void cuda_emu_run_blocks(dim3 grid, dim3 block, size_t smem, const std::f
     free(b.state), free(b.phase), free(b.warp_live), free(b.warp_at), free(b.xch), free(b.fib), free(b.stacks), free(b.smem);
 }
 
-/* CUDA_EMU_BLOCKS(grid, block, smem, k(args)): the launch of k as a grid of whole blocks */
-#define CUDA_EMU_BLOCKS(grid, block, smem, ...) cuda_emu_run_blocks((grid), (block), (smem), [&]() { __VA_ARGS__; })
+/* f() now, or (while the stream captures) at each launch of the graph being recorded. */
+inline void cuda_emu_fn_run(void *p) { (*(std::function<void()> *)p)(); }
+inline void cuda_emu_fn_drop(void *p) { delete (std::function<void()> *)p; }
+template <typename F> inline void cuda_emu_enqueue(const F &f)
+{
+    if (!cuda_emu_capturing()) {
+        f();
+        return;
+    }
+    std::function<void()> *k = new std::function<void()>(f);
+    cuda_emu_capture_add(cuda_emu_fn_run, cuda_emu_fn_drop, k);
+}
+
+/* CUDA_EMU_BLOCKS(grid, block, smem, k(args)): the launch of k as a grid of whole blocks
+ * (the arguments taken by value, for a capture's later launches) */
+#define CUDA_EMU_BLOCKS(grid, block, smem, ...)                                                                   \
+    cuda_emu_enqueue([=]() { cuda_emu_run_blocks((grid), (block), (smem), [&]() { __VA_ARGS__; }); })
 
 #endif /* FF_CUDA_EMU_BLOCKS_H */

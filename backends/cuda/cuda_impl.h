@@ -15,6 +15,7 @@
  *   cuda_linear.c       the linear entry: cuBLASLt with its bias/ReLU epilogues
  *   cuda_fused.c        the fused entry's checks and packing (the kernel: cuda_elementwise.cu)
  *   cuda_coll.c         collectives between processes (ff_dist) over NCCL, opened with dlopen
+ *   cuda_graph.c        graph_record: runs of a captured graph's launches as CUDA graphs
  *   cuda_elementwise.cu fill, copy, unary, binary, where
  *   cuda_reduce.cu      reduce (warp shuffles, two passes for long rows), softmax
  *   cuda_index.cu       gather, scatter_add, random, the integer matmul kernel
@@ -94,7 +95,11 @@ typedef struct cuda_ctx {
     /* NCCL groups still open (cuda_coll.c), freed at shutdown */
     pthread_mutex_t comm_lock;
     struct cuda_comm *comms;
+    /* a graph_record recording (cuda_graph.c) and the thread that opened it, under alloc_lock */
+    struct cuda_record *recording;
+    pthread_t recorder;
 } cuda_ctx;
+typedef struct cuda_record cuda_record;
 typedef struct cuda_comm cuda_comm;
 
 /* ---- messages (cuda_backend.c) ---- */
@@ -128,6 +133,10 @@ ff_status cuda_empty_cache(void *ctx);
 void cuda_alloc_destroy(cuda_ctx *c);
 /* A device temporary through the cache (set_error'd on failure) and its release. */
 void *cuda_temp(cuda_ctx *c, const char *entry, size_t nbytes);
+/* cuda_graph.c: 1 when buf is a temporary freed while this thread records (the record
+ * keeps it until it is released), else 0 (cuda_free frees it). */
+int cuda_record_keep(cuda_ctx *c, void *buf);
+ff_status cuda_graph_record(void *ctx, int op, void **handle);
 
 /* ---- walks (cuda_walk.c) ---- */
 /* What a kernel receives by value: one shape, and per operand an element offset and

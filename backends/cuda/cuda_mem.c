@@ -233,6 +233,7 @@ void cuda_free(void *ctx, void *buf)
 {
     cuda_ctx *c = ctx;
     if (!buf) return;
+    if (cuda_record_keep(c, buf)) return; /* a graph record writes it again at each launch */
     cuda_use_device(c, "free"); /* a drain below calls cudaFree */
     pthread_mutex_lock(&c->alloc_lock);
     cuda_block *b = live_find(c, buf, 1);

@@ -671,7 +671,29 @@ typedef struct ff_backend_vtable {
      * supports(FF_KIND_LINEAR, act, dtype) says yes. May be NULL: the core composes
      * matmul, add and the activation. */
     ff_status (*linear)(void *ctx, const ff_view *dst, const ff_view *src, int n_src, int act);
+
+    /* Records a run of this thread's entry calls for replay on the device as one unit, as
+     * a CUDA graph does (include/ff/graph.h's replays use it; op an ff_record_op):
+     *   FF_RECORD_BEGIN:   the entry calls that follow on this thread, until
+     *                      FF_RECORD_END, are recorded and not run: nothing executes,
+     *                      and every launch of the record runs them again with these
+     *                      calls' arguments and views (whose buffers the caller keeps);
+     *   FF_RECORD_END:     *handle = the record; or FF_ERR_UNSUPPORTED, *handle NULL, the
+     *                      record dropped, when a call could not be recorded (it needed
+     *                      the host mid-call, say). A call that fails while recording
+     *                      returns its own error; the caller still ends the recording;
+     *   FF_RECORD_LAUNCH:  runs *handle's calls once more, in order with other work;
+     *   FF_RECORD_RELEASE: frees *handle (a launch in flight still completes).
+     * May be NULL: replays call the entries one by one. */
+    ff_status (*graph_record)(void *ctx, int op, void **handle);
 } ff_backend_vtable;
+
+typedef enum ff_record_op {
+    FF_RECORD_BEGIN = 0,
+    FF_RECORD_END = 1,
+    FF_RECORD_LAUNCH = 2,
+    FF_RECORD_RELEASE = 3
+} ff_record_op;
 
 /* The size of version 1 of the struct (everything up to and including empty_cache):
  * the loader refuses anything smaller. Frozen: entries appended in later versions do

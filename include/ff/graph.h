@@ -35,6 +35,10 @@
  * by tile through its plain entries), and every intermediate gets a slot in one arena
  * sized by liveness (buffers reused, in place where the op allows). FF_GRAPH_FUSE=0 and
  * FF_GRAPH_PLAN=0 turn fusion and arena planning off (for comparisons and bisecting).
+ * On a backend that can record entry calls for the device (cuda: a CUDA graph), the first
+ * replay records each run of launches that need no host in between, and every replay then
+ * launches those runs as one call each (torch.compile's "reduce-overhead"); FF_GRAPH_DEVICE=0
+ * keeps every launch host-driven.
  */
 #ifndef FF_GRAPH_H
 #define FF_GRAPH_H
@@ -91,6 +95,11 @@ typedef struct ff_graph_info {
     size_t intermediate_bytes;  /* sum of intermediates' sizes (what no reuse would need) */
     int64_t in_place;           /* intermediates placed over a dying operand of the same op */
     int64_t replays;
+    /* device-side replay (a backend with graph_record: CUDA graphs on cuda), from the
+     * first replay on: runs of launches recorded once and launched as one call each, the
+     * launches inside them, and launches that stay host-driven (host calls, uploads,
+     * random fills, and calls the backend could not record) */
+    int64_t device_runs, device_launches, host_launches;
 } ff_graph_info;
 
 ff_status ff_graph_stats(const ff_graph *g, ff_graph_info *out);

@@ -80,7 +80,8 @@ class GraphInfo(ctypes.Structure):
         "kernels_captured", "launches", "constants_hoisted", "fused_groups", "fused_kernels", "fused_by_backend",
         "host_calls", "host_reads", "inputs", "outputs", "intermediates")] + [
         (n, ctypes.c_size_t) for n in ("eager_peak_bytes", "planned_peak_bytes", "arena_bytes", "intermediate_bytes")] + [
-        ("in_place", c_int64), ("replays", c_int64)]
+        ("in_place", c_int64), ("replays", c_int64),
+        ("device_runs", c_int64), ("device_launches", c_int64), ("host_launches", c_int64)]
 
 
 class Number(ctypes.Structure):

@@ -5,9 +5,14 @@
  * in order: exact for the small integers the tests use. GemmEx takes F16/BF16 (CUDA_R_16F,
  * CUDA_R_16BF) with CUBLAS_COMPUTE_32F only, as cuda_matmul.c calls it: the products and
  * sums in f32, in order, one rounding to the half type at the store (cuBLAS's tensor
- * cores sum in f32 in their own order). */
+ * cores sum in f32 in their own order). Under a stream capture (cuda_emu_graph.c) a call is
+ * checked at once and its product recorded for the graph's launches, as cuBLAS's kernels
+ * are captured. */
 #include <cublas_v2.h>
 #include <stdint.h>
+#include <stdlib.h>
+
+#include "cuda_emu_graph.h"
 
 #include "ff_backend_scalar.h"
 
@@ -23,6 +28,38 @@ static double at(const void *p, ff_dtype t, int64_t i)
     }
 }
 
+typedef struct gemm_call {
+    ff_dtype t;
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc, batch;
+    long long sa, sb, sc;
+    const void *A, *B;
+    void *C;
+} gemm_call;
+
+static void gemm_run(void *arg)
+{
+    const gemm_call *g = arg;
+    ff_dtype t = g->t;
+    for (int b = 0; b < g->batch; b++)
+        for (int i = 0; i < g->m; i++)
+            for (int j = 0; j < g->n; j++) {
+                double s = 0;
+                float s32 = 0.0f; /* the halves' f32 accumulator */
+                for (int p = 0; p < g->k; p++) {
+                    int64_t ai = g->ta == CUBLAS_OP_N ? i + (int64_t)p * g->lda : p + (int64_t)i * g->lda;
+                    int64_t bi = g->tb == CUBLAS_OP_N ? p + (int64_t)j * g->ldb : j + (int64_t)p * g->ldb;
+                    if (ffb_is_half(t)) s32 += (float)at(g->A, t, b * g->sa + ai) * (float)at(g->B, t, b * g->sb + bi);
+                    else s += at(g->A, t, b * g->sa + ai) * at(g->B, t, b * g->sb + bi);
+                }
+                int64_t ci = b * g->sc + i + (int64_t)j * g->ldc;
+                if (ffb_is_half(t)) ffb_st_f64((char *)g->C + 2 * ci, t, (double)s32);
+                else if (t == FF_F32) ((float *)g->C)[ci] = (float)s;
+                else ((double *)g->C)[ci] = s;
+            }
+}
+
+/* Checked now; run now, or (while the stream captures) at each launch of its graph. */
 static cublasStatus_t gemm(ff_dtype t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *A,
                            int lda, long long sa, const void *B, int ldb, long long sb, void *C, int ldc, long long sc,
                            int batch)
@@ -32,22 +69,15 @@ static cublasStatus_t gemm(ff_dtype t, cublasOperation_t ta, cublasOperation_t t
         (batch > 1 && sc == 0))
         return CUBLAS_STATUS_INVALID_VALUE;
     cuda_emu_gemm_calls++;
-    for (int b = 0; b < batch; b++)
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++) {
-                double s = 0;
-                float s32 = 0.0f; /* the halves' f32 accumulator */
-                for (int p = 0; p < k; p++) {
-                    int64_t ai = ta == CUBLAS_OP_N ? i + (int64_t)p * lda : p + (int64_t)i * lda;
-                    int64_t bi = tb == CUBLAS_OP_N ? p + (int64_t)j * ldb : j + (int64_t)p * ldb;
-                    if (ffb_is_half(t)) s32 += (float)at(A, t, b * sa + ai) * (float)at(B, t, b * sb + bi);
-                    else s += at(A, t, b * sa + ai) * at(B, t, b * sb + bi);
-                }
-                int64_t ci = b * sc + i + (int64_t)j * ldc;
-                if (ffb_is_half(t)) ffb_st_f64((char *)C + 2 * ci, t, (double)s32);
-                else if (t == FF_F32) ((float *)C)[ci] = (float)s;
-                else ((double *)C)[ci] = s;
-            }
+    gemm_call g = {t, ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, A, B, C};
+    if (!cuda_emu_capturing()) {
+        gemm_run(&g);
+        return CUBLAS_STATUS_SUCCESS;
+    }
+    gemm_call *kept = malloc(sizeof *kept);
+    if (!kept) return CUBLAS_STATUS_ALLOC_FAILED;
+    *kept = g;
+    cuda_emu_capture_add(gemm_run, free, kept);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_emu_graph.h"
 #include "ff_backend_scalar.h"
 
 #define LT_MAGIC 0x4c54454du      /* "LTEM": a descriptor this file created */
@@ -306,6 +307,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                               const void *C, cublasLtMatrixLayout_t lc, void *D, cublasLtMatrixLayout_t ld,
                               const cublasLtMatmulAlgo_t *algo, void *ws, size_t ws_size, cudaStream_t stream)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUBLAS_STATUS_NOT_SUPPORTED);
     (void)stream;
     lt_desc d;
     lt_layout a, b, c, o;

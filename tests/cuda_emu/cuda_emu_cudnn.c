@@ -21,6 +21,8 @@
 #include "ff/backend_abi.h"
 #include "ff_backend_scalar.h"
 
+#include "cuda_emu_graph.h"
+
 struct cudnnContext {
     cudaStream_t stream;
 };
@@ -365,6 +367,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha, const 
                                       const cudnnConvolutionDescriptor_t cv, cudnnConvolutionFwdAlgo_t algo, void *ws,
                                       size_t ws_bytes, const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUDNN_STATUS_NOT_SUPPORTED);
     (void)h;
     return emu_run(EMU_FWD, (int)algo, alpha, xd, x, wd, w, cv, yd, NULL, ws, ws_bytes, beta, y);
 }
@@ -374,6 +377,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha, c
                                            void *ws, size_t ws_bytes, const void *beta,
                                            const cudnnTensorDescriptor_t xd, void *x)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUDNN_STATUS_NOT_SUPPORTED);
     (void)h;
     return emu_run(EMU_BWD_DATA, (int)algo, alpha, xd, NULL, wd, w, cv, yd, y, ws, ws_bytes, beta, x);
 }
@@ -383,6 +387,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                              cudnnConvolutionBwdFilterAlgo_t algo, void *ws, size_t ws_bytes,
                                              const void *beta, const cudnnFilterDescriptor_t wd, void *w)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUDNN_STATUS_NOT_SUPPORTED);
     (void)h;
     return emu_run(EMU_BWD_FILTER, (int)algo, alpha, xd, x, wd, NULL, cv, yd, y, ws, ws_bytes, beta, w);
 }

@@ -16,6 +16,8 @@
 
 #include <cufft.h>
 
+#include "cuda_emu_graph.h"
+
 #define EMU_PLANS 256
 
 typedef struct emu_plan {
@@ -91,6 +93,7 @@ cufftResult cufftMakePlanMany64(cufftHandle h, int rank, long long *n, long long
 /* Line by line: in and out as doubles of the plan's element type. */
 static cufftResult emu_exec(cufftHandle h, cufftType want, const void *in, void *out, int sign)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUFFT_NOT_SUPPORTED);
     emu_plan *p = emu_get(h);
     if (!p || !p->made || p->type != want) return CUFFT_INVALID_PLAN;
     if (!p->work) return CUFFT_EXEC_FAILED;

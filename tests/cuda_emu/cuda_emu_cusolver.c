@@ -12,6 +12,8 @@
 
 #include <cusolverDn.h>
 
+#include "cuda_emu_graph.h"
+
 void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 void dgetrs_(const char *t, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv, double *b,
              const int *ldb, int *info, size_t t_len);
@@ -62,6 +64,7 @@ cusolverStatus_t cusolverDnDgetrf_bufferSize(cusolverDnHandle_t h, int m, int n,
 cusolverStatus_t cusolverDnDgetrf(cusolverDnHandle_t h, int m, int n, double *a, int lda, double *work, int *ipiv,
                                   int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h;
     EMU_CHECK(m >= 0 && n >= 0 && lda >= (m > 1 ? m : 1) && work && ipiv && info);
     emu_scribble(work, m * 2 + 8);
@@ -71,6 +74,7 @@ cusolverStatus_t cusolverDnDgetrf(cusolverDnHandle_t h, int m, int n, double *a,
 cusolverStatus_t cusolverDnDgetrs(cusolverDnHandle_t h, cublasOperation_t t, int n, int nrhs, const double *a, int lda,
                                   const int *ipiv, double *b, int ldb, int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h;
     EMU_CHECK(n >= 0 && nrhs >= 0 && lda >= (n > 1 ? n : 1) && ldb >= (n > 1 ? n : 1) && info);
     const char *tr = t == CUBLAS_OP_N ? "N" : "T";
@@ -89,6 +93,7 @@ cusolverStatus_t cusolverDnDpotrf_bufferSize(cusolverDnHandle_t h, cublasFillMod
 cusolverStatus_t cusolverDnDpotrf(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, double *a, int lda, double *work,
                                   int lwork, int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h;
     EMU_CHECK(n >= 0 && lda >= (n > 1 ? n : 1) && work && lwork >= n + 16 && info);
     emu_scribble(work, lwork);
@@ -113,6 +118,7 @@ cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t h, int m, int n,
 cusolverStatus_t cusolverDnDgeqrf(cusolverDnHandle_t h, int m, int n, double *a, int lda, double *tau, double *work,
                                   int lwork, int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h;
     EMU_CHECK(m >= 0 && n >= 0 && lda >= (m > 1 ? m : 1) && tau && work && info);
     EMU_CHECK(lwork >= emu_geqrf_lwork(m, n, a, lda));
@@ -139,6 +145,7 @@ cusolverStatus_t cusolverDnDorgqr_bufferSize(cusolverDnHandle_t h, int m, int n,
 cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t h, int m, int n, int k, double *a, int lda, const double *tau,
                                   double *work, int lwork, int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h;
     EMU_CHECK(m >= n && n >= k && k >= 0 && lda >= (m > 1 ? m : 1) && work && info);
     EMU_CHECK(lwork >= emu_orgqr_lwork(m, n, k, a, lda, tau));
@@ -171,6 +178,7 @@ cusolverStatus_t cusolverDnDgesvd(cusolverDnHandle_t h, signed char jobu, signed
                                   int lda, double *s, double *u, int ldu, double *vt, int ldvt, double *work,
                                   int lwork, double *rwork, int *info)
 {
+    CUDA_EMU_NOT_IN_CAPTURE(CUSOLVER_STATUS_NOT_SUPPORTED);
     (void)h, (void)rwork;
     EMU_CHECK(m >= n && n >= 0 && lda >= (m > 1 ? m : 1) && work && info && s);
     EMU_CHECK((jobu == 'A' || jobu == 'S') && (jobvt == 'A' || jobvt == 'S'));

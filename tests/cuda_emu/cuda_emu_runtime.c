@@ -2,7 +2,8 @@
  * plugin of this folder): the calls backends/cuda makes, over host memory. One device,
  * "emulated", whose memory is malloc: cuda_emu_limit bounds it (cudaMalloc then fails
  * with cudaErrorMemoryAllocation, as a full GPU does), cuda_emu_mallocs/_frees count the
- * calls. Streams are in order and synchronous; copies and memsets happen at once. */
+ * calls. Streams are in order and synchronous; copies and memsets happen at once, or at
+ * each launch of the graph a capture records them into (cuda_emu_graph.c). */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cuda_emu_graph.h"
 
 size_t cuda_emu_used, cuda_emu_limit = (size_t)1 << 40;
 int cuda_emu_mallocs, cuda_emu_frees, cuda_emu_copies;
@@ -41,6 +44,10 @@ cudaError_t cudaMalloc(void **p, size_t n)
 
 cudaError_t cudaFree(void *p)
 {
+    if (cuda_emu_capturing()) { /* it synchronizes the device: not during a capture */
+        cuda_emu_capture_refuse();
+        return cudaErrorStreamCaptureUnsupported;
+    }
     cudaError_t err = cudaErrorInvalidValue;
     pthread_mutex_lock(&emu_lock);
     for (int i = 0; i < EMU_MAX; i++)
@@ -59,19 +66,49 @@ cudaError_t cudaFree(void *p)
 cudaError_t cudaMallocHost(void **p, size_t n) { return (*p = malloc(n)) ? cudaSuccess : cudaErrorMemoryAllocation; }
 cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
 
+/* A copy or a memset, done now or (while the stream captures) at each graph launch. */
+typedef struct emu_mem_op {
+    void *dst;
+    const void *src; /* NULL: memset to v */
+    int v;
+    size_t n;
+} emu_mem_op;
+
+static void mem_op_run(void *arg)
+{
+    emu_mem_op *m = arg;
+    if (m->src) {
+        memmove(m->dst, m->src, m->n);
+        __atomic_add_fetch(&cuda_emu_copies, 1, __ATOMIC_RELAXED);
+    } else {
+        memset(m->dst, m->v, m->n);
+    }
+}
+
+static cudaError_t mem_op(void *dst, const void *src, int v, size_t n)
+{
+    emu_mem_op m = {dst, src, v, n};
+    if (!cuda_emu_capturing()) {
+        mem_op_run(&m);
+        return cudaSuccess;
+    }
+    emu_mem_op *k = malloc(sizeof *k);
+    if (!k) return cudaErrorMemoryAllocation;
+    *k = m;
+    cuda_emu_capture_add(mem_op_run, free, k);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
 {
     (void)kind, (void)s;
-    memmove(dst, src, n);
-    __atomic_add_fetch(&cuda_emu_copies, 1, __ATOMIC_RELAXED);
-    return cudaSuccess;
+    return mem_op(dst, src, 0, n);
 }
 
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
     (void)s;
-    memset(p, v, n);
-    return cudaSuccess;
+    return mem_op(p, NULL, v, n);
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
@@ -115,8 +152,15 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 cudaError_t cudaEventDestroy(cudaEvent_t e) { (void)e; return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { (void)e, (void)s; return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) { (void)s, (void)e, (void)flags; return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+/* Waiting for a capturing stream is an error that invalidates the capture, as on a GPU. */
+static cudaError_t sync_point(void)
+{
+    if (!cuda_emu_capturing()) return cudaSuccess;
+    cuda_emu_capture_refuse();
+    return cudaErrorStreamCaptureUnsupported;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return sync_point(); }
+cudaError_t cudaDeviceSynchronize(void) { return sync_point(); }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorName(cudaError_t e) { return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation" : "cudaError"; }
 const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorMemoryAllocation ? "out of memory" : "error"; }

@@ -1,8 +1,10 @@
 /* Graphs (include/ff/graph.h): a captured region replays to the bits eager gives, on
  * new input values; training steps (SGD, Adam, AdamW) replayed match eager steps bit for
  * bit, learning-rate changes included; fusion and planning happen and change nothing;
- * random ops draw anew; misuse gives clear errors and nothing leaks. Runs on every
- * in-tree host backend (cpu, cpu_blas). */
+ * random ops draw anew; misuse gives clear errors and nothing leaks; where the backend
+ * records entry calls (cuda's CUDA graphs), replays go through recorded runs with the
+ * same values, and FF_GRAPH_DEVICE=0 turns that off. Runs on every in-tree host backend
+ * (cpu, cpu_blas), or on FF_TEST_GRAPH_BACKEND alone. */
 #define _GNU_SOURCE /* setenv, mkstemp */
 #include <stdlib.h>
 
@@ -10,7 +12,18 @@
 #include "ff_test.h"
 
 static const char *backends[] = {"cpu", "cpu_blas"};
-static int n_backends(void) { return FF_TEST_HAVE_CPU_BLAS ? 2 : 1; }
+/* FF_TEST_GRAPH_BACKEND (a plugin's path) runs every test on that backend alone instead:
+ * tests/cuda_emu points it at the emulated cuda plugin, whose replays go through recorded
+ * device-side runs (CUDA graphs). */
+static int n_backends(void)
+{
+    const char *only = getenv("FF_TEST_GRAPH_BACKEND");
+    if (only && *only) {
+        backends[0] = only;
+        return 1;
+    }
+    return FF_TEST_HAVE_CPU_BLAS ? 2 : 1;
+}
 static ff_status use(const char *name) { return ff_backend_set_default(ff_backend_load(name)); }
 
 static ff_tensor *uniform(int nd, const int64_t *shape, double lo, double hi, uint64_t seed)
@@ -184,29 +197,40 @@ static ff_tensor *train_step(net *n, const ff_tensor *x, const ff_tensor *y)
     return loss;
 }
 
+/* Two nets made alike, one eager step each (SGD's momentum buffers), then b's next step
+ * captured (its loss *loss_b, written by every replay) while a takes the same step
+ * eagerly: the twins stay in step, and their losses agree bit for bit. */
+static ff_graph *capture_twin(int kind, int seed, const ff_tensor *x, const ff_tensor *y, net *a, net *b,
+                              ff_tensor **loss_b)
+{
+    *a = make_net(kind, seed), *b = make_net(kind, seed);
+    CHECK(a->opt && b->opt && a->np == 4);
+    ff_tensor *la = train_step(a, x, y), *lb = train_step(b, x, y);
+    CHECK(la && lb);
+    RELEASE(la, lb);
+    CHECK(ff_graph_capture_begin() == FF_OK);
+    *loss_b = train_step(b, x, y);
+    ff_graph *g = ff_graph_capture_end();
+    CHECK(g && *loss_b);
+    la = train_step(a, x, y);
+    CHECK(same_bits(la, *loss_b));
+    ff_tensor_release(la);
+    return g;
+}
+
 static void test_training_steps_replay_bit_for_bit(void)
 {
     for (int k = 0; k < n_backends(); k++) {
         CHECK(use(backends[k]) == FF_OK);
         for (int kind = 0; kind < 3; kind++) {
-            net a = make_net(kind, 7), b = make_net(kind, 7);
-            CHECK(a.opt && b.opt && a.np == 4);
+            net a, b;
             int64_t xs[2] = {10, 6}, ys[1] = {10};
             ff_tensor *x = uniform(2, xs, -1, 1, 40);
             int64_t lab[10] = {0, 1, 2, 0, 1, 2, 2, 1, 0, 0};
             ff_tensor *y = ff_from_data(lab, 1, ys, FF_I64);
-            /* one eager step on both (creates momentum buffers) */
-            ff_tensor *la = train_step(&a, x, y), *lb = train_step(&b, x, y);
-            CHECK(la && lb);
-            RELEASE(la, lb);
-            /* capture b's step; then a runs eagerly, b replays, on new batches */
-            CHECK(ff_graph_capture_begin() == FF_OK);
-            ff_tensor *loss_b = train_step(&b, x, y);
-            ff_graph *g = ff_graph_capture_end();
-            CHECK(g && loss_b);
-            la = train_step(&a, x, y);
-            CHECK(same_bits(la, loss_b));
-            ff_tensor_release(la);
+            ff_tensor *loss_b;
+            ff_graph *g = capture_twin(kind, 7, x, y, &a, &b, &loss_b);
+            ff_tensor *la;
             for (int s = 0; s < 5; s++) {
                 ff_tensor *xn = uniform(2, xs, -1, 1, 100 + (uint64_t)s);
                 if (s == 3) { /* a schedule's change must reach the replayed step */
@@ -421,6 +445,50 @@ static void test_checked_replay_matches_nan_with_nan(void)
     ff_tensor_release(a);
 }
 
-FF_TEST_MAIN("graph", TEST(test_checked_capture_compares_reads), TEST(test_checked_replay_matches_nan_with_nan), TEST(test_casts_and_comparisons_fuse), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
+/* A training step's replays through the backend's recorded runs (where it has
+ * graph_record: the launches between host calls, minus any it could not record) equal an
+ * eager twin's steps bit for bit; FF_GRAPH_DEVICE=0 keeps every launch host-driven. */
+static void test_device_runs(void)
+{
+    for (int k = 0; k < n_backends(); k++) {
+        CHECK(use(backends[k]) == FF_OK);
+        bool records = FF_VT_OPT(ff_backend_default(), graph_record) != NULL;
+        for (int device = 1; device >= 0; device--) {
+            if (!device) CHECK(setenv("FF_GRAPH_DEVICE", "0", 1) == 0);
+            net a, b;
+            int64_t xs[2] = {10, 6}, ys[1] = {10};
+            ff_tensor *x = uniform(2, xs, -1, 1, 60);
+            int64_t lab[10] = {2, 1, 0, 0, 1, 2, 2, 1, 0, 1};
+            ff_tensor *y = ff_from_data(lab, 1, ys, FF_I64);
+            ff_tensor *loss_b, *la;
+            ff_graph *g = capture_twin(0, 5, x, y, &a, &b, &loss_b);
+            for (int s = 0; s < 4; s++) {
+                ff_tensor *xn = uniform(2, xs, -1, 1, 200 + (uint64_t)s);
+                CHECK(ff_copy_(x, xn) == FF_OK);
+                la = train_step(&a, x, y);
+                CHECK(ff_graph_replay(g) == FF_OK);
+                CHECK(la && same_bits(la, loss_b));
+                RELEASE(la, xn);
+            }
+            for (int i = 0; i < a.np; i++) CHECK(same_bits(a.ps[i], b.ps[i]));
+            ff_graph_info info;
+            CHECK(ff_graph_stats(g, &info) == FF_OK);
+            CHECK(info.device_launches + info.host_launches == info.launches);
+            if (records && device) {
+                CHECK(info.device_runs >= 1 && info.device_launches >= 2 * info.device_runs);
+                CHECK(info.host_launches >= info.host_calls); /* the optimizer's host calls stay on the host */
+            } else {
+                CHECK(info.device_runs == 0 && info.device_launches == 0);
+            }
+            ff_graph_release(g);
+            RELEASE(loss_b, x, y);
+            ff_optimizer_release(a.opt), ff_optimizer_release(b.opt);
+            ff_module_release(a.m), ff_module_release(b.m);
+            unsetenv("FF_GRAPH_DEVICE");
+        }
+    }
+}
+
+FF_TEST_MAIN("graph", TEST(test_device_runs), TEST(test_checked_capture_compares_reads), TEST(test_checked_replay_matches_nan_with_nan), TEST(test_casts_and_comparisons_fuse), TEST(test_elementwise_chain_fuses_and_replays_exactly), TEST(test_planning_reuses_memory),
              TEST(test_training_steps_replay_bit_for_bit), TEST(test_fusion_and_planning_switches_give_same_values),
              TEST(test_random_draws_anew), TEST(test_errors), TEST(test_graph_owns_what_it_needs))
