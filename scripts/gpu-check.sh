@@ -24,7 +24,9 @@
 # 5. the MLP 784-256-10 training step through FusionFlow (ff-bench-cuda, and ff-bench when
 #    the cpu_blas build made it) and through PyTorch on the same GPU (when
 #    torch.cuda.is_available()), with PyTorch's half matmul (FusionFlow >= 0.9 of its
-#    speed), linear rows (>= 0.9) and conv set (at most 1.1x its time);
+#    speed), linear rows (>= 0.9), conv set (at most 1.1x its time) and causal SDPA (at
+#    most 1.2x); and a nanoGPT-size bf16 training step (bench_gpt_step.py: FusionFlow
+#    eager <= 1.0x PyTorch eager's time, its compiled step <= 0.8x);
 # 6. ff_dist's device collectives on NCCL, one rank (tests/dist/test_dist_device.c: values,
 #    the path they took, DDP's device buckets), alone and under mpirun -np 1 where MPI is.
 # Every step prints as it goes and has a time limit (a hang costs that step, not the run).
@@ -163,6 +165,16 @@ if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1
 else
     echo "gpu-check: PyTorch with CUDA not available: no PyTorch MLP row" >&2
 fi
+# A nanoGPT-size training step in bf16 autocast (benchmarks/bench_gpt_step.py): FusionFlow
+# eager and its compiled step (a captured graph, replayed through CUDA graphs) beside
+# PyTorch eager on this GPU; losses checked against PyTorch's first
+gpt=""
+if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+    stamp "nanoGPT bf16 step: FusionFlow beside PyTorch"
+    FUSIONFLOW_LIB="$BUILD/lib/libfusionflow.so" PYTHONPATH="$PWD/python" FF_BACKEND= FF_BACKEND_PATH= timeout 600 \
+        python3 benchmarks/bench_gpt_step.py --device cuda --json "$OUT/gpt_step.json" 2>&1 | tee "$OUT/gpt_step.txt"
+    if [ "${PIPESTATUS[0]}" -eq 0 ]; then gpt=$OUT/gpt_step.json; else fail "bench_gpt_step.py, see $OUT/gpt_step.txt"; fi
+fi
 
 # One report: the benchmark rows, the MLP comparison, conformance and the demo.
 stamp "NCCL: ff_dist's device collectives on one rank"
@@ -184,9 +196,9 @@ else
 fi
 
 stamp "report"
-python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" <<'EOF' || fail "report: a row is missing or below its target (above)"
+python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" "$gpt" <<'EOF' || fail "report: a row is missing or below its target (above)"
 import json, os, sys
-out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch, att_race = sys.argv[1:10]
+out, gpu, conf, conf_graph, nccl, acc, mlp_ff, mlp_torch, att_race, gpt = sys.argv[1:11]
 missing = []
 path = os.path.join(out, "bench_cuda.json")
 bench = json.load(open(path)) if os.path.exists(path) else {}
@@ -231,6 +243,8 @@ mlp = {"workload": "mlp_784_256_10_step", "ff_s": ff_s, "ff_graph_s": ff_graph_s
        "torch_over_ff": (torch_s / ff_s) if ff_s and torch_s else None}
 report = {"device": bench.get("device"), "gpu": gpu, "measured_bandwidth_gbs": bench.get("measured_bandwidth_gbs"),
           "conformance": conf, "conformance_graph": conf_graph, "nccl_one_rank": nccl, "attention_racecheck": att_race, "demo_test_accuracy": float(acc) if acc else None, "results": rows, "mlp": mlp}
+if gpt:
+    report["gpt_step"] = json.load(open(gpt))["results"][0]
 json.dump(report, open(os.path.join(out, "gpu-check.json"), "w"), indent=2)
 with open(os.path.join(out, "gpu-check.md"), "w") as f:
     f.write("# gpu-check\n\nGPU: %s\n\nDevice: %s\n\nConformance: %s\n\nConformance --graph: %s\n\n"
@@ -252,6 +266,16 @@ with open(os.path.join(out, "gpu-check.md"), "w") as f:
         for w, a, b, q, tgt in half_mm:
             f.write("| %s | %.3f | %.3f | %.3f | >= %.3f %s |\n" % (w, a * 1e3, b * 1e3, q, tgt,
                                                                    "ok" if q >= tgt else "MISSED"))
+    if gpt:
+        g = json.load(open(gpt))["results"][0]
+        f.write("\n| %s (bf16 autocast, AdamW) | ms a step | / PyTorch eager | target |\n|---|---|---|---|\n"
+                % g["workload"])
+        f.write("| PyTorch %s eager | %.2f | 1 | |\n" % (g["torch_version"], g["torch_s"] * 1e3))
+        for key, label in (("ff", "FusionFlow eager"), ("ff_graph", "FusionFlow compiled (graph replay)")):
+            q, tgt = g[key + "_over_torch"], g["targets"][key + "_over_torch"]
+            f.write("| %s | %.2f | %.3f | <= %.1f %s |\n" % (label, g[key + "_s"] * 1e3, q, tgt, "ok" if q <= tgt else "MISSED"))
+            if q > tgt:
+                missing.append("%s %s: %.3f of PyTorch eager's time, above the target %.1f" % (g["workload"], label, q, tgt))
 print(open(os.path.join(out, "gpu-check.md")).read())
 for m in missing:
     print("gpu-check report: " + m, file=sys.stderr)
