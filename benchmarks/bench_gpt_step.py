@@ -81,22 +81,22 @@ def batches(cfg, n, seed=0):
     return out
 
 
-def sides(torch, ff, cfg, device):
+def sides(torch, ff, cfg, device, ff_device=None):
     """(torch side, ff eager side, ff compiled side and its step), the ff ones with
-    PyTorch's initial weights."""
+    PyTorch's initial weights, on ff_device (default: device)."""
     t = Side(torch, cfg, device)
     state = {k: v.detach().float().cpu().numpy() for k, v in t.model.state_dict().items()}
-    f = Side(ff, cfg, device, state)
-    g = Side(ff, cfg, device, state)
+    f = Side(ff, cfg, ff_device or device, state)
+    g = Side(ff, cfg, ff_device or device, state)
     gstep = ff.compile(g.step)
     return t, f, g, gstep
 
 
-def check_losses(torch, ff, cfg, device, steps, tol):
+def check_losses(torch, ff, cfg, device, steps, tol, ff_device=None):
     """Runs `steps` steps on each side from the same weights and batches: the losses,
     and whether FusionFlow's follow PyTorch's within tol and the compiled step's equal
     FusionFlow's eager ones."""
-    t, f, g, gstep = sides(torch, ff, cfg, device)
+    t, f, g, gstep = sides(torch, ff, cfg, device, ff_device)
     data = batches(cfg, steps, seed=1)
     lt, lf, lg = [], [], []
     for x, y in data:
@@ -106,6 +106,7 @@ def check_losses(torch, ff, cfg, device, steps, tol):
     rel = max(abs(a - b) / abs(b) for a, b in zip(lf, lt))
     stats = ff.graph_stats(gstep) or {}
     return {"torch": lt, "ff": lf, "ff_graph": lg, "ff_vs_torch_rel": rel, "graph_replays": stats.get("replays", 0),
+            "graph_device_runs": stats.get("device_runs", 0),
             "ok": rel <= tol and lg == lf and stats.get("replays", 0) >= 1}
 
 
@@ -122,6 +123,7 @@ def per_step(side, step, data, steps, cpu):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--ff-device", help="FusionFlow's device when it differs (a backend's name, e.g. cuda_emu)")
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--samples", type=int, default=7)
     ap.add_argument("--steps", type=int, default=5, help="steps a sample")
@@ -132,10 +134,10 @@ def main():
     import fusionflow as ff
     cfg = TINY if args.tiny else FULL
     name = "gpt_step_bf16_%s" % ("tiny" if args.tiny else "shakespeare_char")
-    check = check_losses(torch, ff, cfg, args.device, 3, args.loss_tol)
+    check = check_losses(torch, ff, cfg, args.device, 3, args.loss_tol, args.ff_device)
     print("%s losses: torch %s, ff %s, ff compiled %s (ff vs torch: %.2e relative, at most %g)"
           % (name, check["torch"], check["ff"], check["ff_graph"], check["ff_vs_torch_rel"], args.loss_tol))
-    t, f, g, gstep = sides(torch, ff, cfg, args.device)
+    t, f, g, gstep = sides(torch, ff, cfg, args.device, args.ff_device)
     data = {k: [s.batch(x, y) for x, y in batches(cfg, 4, seed=2)] for k, s in (("torch", t), ("ff", f), ("ff_graph", g))}
     runs = {"torch": (t, t.step), "ff": (f, f.step), "ff_graph": (g, gstep)}
     cpu = args.device == "cpu"

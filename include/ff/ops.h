@@ -26,6 +26,17 @@ ff_tensor *ff_rand_normal(int ndim, const int64_t *shape, ff_dtype dtype, double
 /* The same, drawing from the global generator (ff_manual_seed). */
 ff_tensor *ff_rand(int ndim, const int64_t *shape, ff_dtype dtype);  /* U[0,1) */
 ff_tensor *ff_randn(int ndim, const int64_t *shape, ff_dtype dtype); /* N(0,1) */
+/* The same on a backend (NULL: the default), so a tensor made for a device is made there
+ * (and, inside a graph capture, on the region's backend). */
+ff_tensor *ff_eye_on(ff_backend *be, int64_t n, int64_t m, ff_dtype dtype);
+ff_tensor *ff_arange_on(ff_backend *be, double start, double stop, double step, ff_dtype dtype);
+ff_tensor *ff_linspace_on(ff_backend *be, double start, double stop, int64_t num, ff_dtype dtype);
+ff_tensor *ff_rand_uniform_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, double low, double high,
+                              uint64_t seed);
+ff_tensor *ff_rand_normal_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype, double mean, double std,
+                             uint64_t seed);
+ff_tensor *ff_rand_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype);
+ff_tensor *ff_randn_on(ff_backend *be, int ndim, const int64_t *shape, ff_dtype dtype);
 ff_tensor *ff_randperm(int64_t n);                                    /* i64 permutation of 0..n-1 */
 ff_tensor *ff_astype(const ff_tensor *t, ff_dtype dtype); /* always a new tensor */
 ff_tensor *ff_clone(const ff_tensor *t);                  /* contiguous copy, differentiable */

@@ -133,8 +133,9 @@ def randint_like(t, low=0, high=None, *, dtype=None, layout=None, device=None, r
 
 
 def eye(n, m=None, dtype=float32, requires_grad=False, device=None):
-    t = wrap(C.ff_eye(int_arg("eye", "n", n), int_arg("eye", "m", n if m is None else m), to_dtype(dtype).code))
-    return _finish(t, requires_grad, device)
+    t = wrap(C.ff_eye_on(_on(device), int_arg("eye", "n", n), int_arg("eye", "m", n if m is None else m),
+                         to_dtype(dtype).code))
+    return _finish(t, requires_grad, None)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -142,13 +143,13 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
         start, end = 0, start
     if dtype is None:
         dtype = int64 if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else float32
-    t = wrap(C.ff_arange(float(start), float(end), float(step), to_dtype(dtype).code))
-    return _finish(t, requires_grad, device)
+    t = wrap(C.ff_arange_on(_on(device), float(start), float(end), float(step), to_dtype(dtype).code))
+    return _finish(t, requires_grad, None)
 
 
 def linspace(start, end, steps, dtype=float32, requires_grad=False, device=None):
-    t = wrap(C.ff_linspace(float(start), float(end), int(steps), to_dtype(dtype).code))
-    return _finish(t, requires_grad, device)
+    t = wrap(C.ff_linspace_on(_on(device), float(start), float(end), int(steps), to_dtype(dtype).code))
+    return _finish(t, requires_grad, None)
 
 
 def rand(*shape, dtype=float32, requires_grad=False, device=None, seed=None, generator=None, out=None):
@@ -165,18 +166,20 @@ def _out(t, out):
 
 
 def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard, scale, shift):
-    """A random fill: seeded(n, shape, dtype, p0, p1, seed) for an explicit seed, else the
-    global generator's standard draw (standard(n, shape, dtype)) scaled and shifted."""
+    """A random fill on device's backend: seeded(be, n, shape, dtype, p0, p1, seed) for an
+    explicit seed, else the global generator's standard draw (standard(be, n, shape, dtype))
+    scaled and shifted."""
     if isinstance(shape, int):
         shape = (shape,)
     if dtype is None:
         dtype = float32
     n, arr = shape_array(tuple(shape))
     code = to_dtype(dtype).code
+    be = _on(device)  # drawn there: the same numbers on every backend
     if seed is not None:
-        t = wrap(seeded(n, arr, code, float(p0), float(p1), int(seed)))
+        t = wrap(seeded(be, n, arr, code, float(p0), float(p1), int(seed)))
     else:
-        t = wrap(standard(n, arr, code))
+        t = wrap(standard(be, n, arr, code))
         if scale != 1.0 or shift != 0.0:
             with no_grad():
                 t = t * scale + shift
@@ -186,7 +189,7 @@ def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard,
 def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None, generator=None):
     if seed is None:
         seed = seed_for(generator, "rand")
-    return _random(shape, low, high, dtype, requires_grad, device, seed, C.ff_rand_uniform, C.ff_rand,
+    return _random(shape, low, high, dtype, requires_grad, device, seed, C.ff_rand_uniform_on, C.ff_rand_on,
                    high - low, low)
 
 
@@ -198,7 +201,7 @@ def randn(*shape, dtype=float32, requires_grad=False, device=None, seed=None, ge
 def normal(shape, mean=0.0, std=1.0, dtype=float32, requires_grad=False, device=None, seed=None, generator=None):
     if seed is None:
         seed = seed_for(generator, "randn")
-    return _random(shape, mean, std, dtype, requires_grad, device, seed, C.ff_rand_normal, C.ff_randn, std, mean)
+    return _random(shape, mean, std, dtype, requires_grad, device, seed, C.ff_rand_normal_on, C.ff_randn_on, std, mean)
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):

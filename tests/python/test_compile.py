@@ -146,6 +146,31 @@ def test_pure_function_equals_eager_and_recaptures_for_new_shapes(device):
     assert not outs[3].requires_grad
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_factories_for_a_device_capture_on_it(device):
+    """arange, linspace, eye and the random fills with device= are made on that device's
+    backend, so a region that makes them is still one backend's graph (when the device is
+    not the default backend, a tensor made on the default and copied over would fail the
+    capture)."""
+    def f(x):
+        pos = ff.arange(0, x.shape[1], device=x.device)
+        ramp = ff.linspace(0.0, 1.0, x.shape[1], device=x.device)
+        eye = ff.eye(x.shape[1], device=x.device)
+        noise = ff.randn(x.shape, seed=7, device=x.device)
+        return (x + pos + ramp) @ eye + 0.0 * noise
+    c = ff.compile(f)
+    x = ff.tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a failed capture warns
+        outs = [c(x) for _ in range(3)]
+    assert c.graph_stats()["replays"] == 1
+    assert np.array_equal(outs[2].numpy(), f(x).numpy())
+    for t in (ff.arange(0, 3, device=device), ff.linspace(0, 1, 3, device=device), ff.eye(2, device=device),
+              ff.randn(2, seed=1, device=device), ff.rand(2, device=device)):
+        assert t.device == x.device
+    assert np.array_equal(ff.randn(5, seed=3, device=device).numpy(), ff.randn(5, seed=3).numpy())
+
+
 def test_dropout_draws_a_new_mask_on_every_replay():
     f = ff.compile(lambda x: nn.functional.dropout(x, 0.5))
     masks = [f(ff.ones(64)).numpy() for _ in range(5)]
