@@ -67,6 +67,7 @@ typedef struct cuda_ctx {
     cudaStream_t stream;
     void *cublas; /* cublasHandle_t, created in cuda_matmul.c */
     void *cublaslt; /* cublasLtHandle_t (cuda_linear.c), made at the first linear call, under blas_lock */
+    struct cuda_lt_cache *lt_cache; /* cuda_linear.c: the heuristic's answers by shape, under blas_lock */
     pthread_mutex_t blas_lock; /* a cuBLAS handle is not for concurrent calls */
     int tf32;                 /* FF_CUDA_TF32=1 */
     /* the device, for ff-info and messages */

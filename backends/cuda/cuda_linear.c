@@ -17,17 +17,38 @@
  * contiguous. Sums in f32 for every dtype, split-K reductions in the output type
  * disallowed (CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK), TF32 only with
  * FF_CUDA_TF32=1, as matmul. F64 is declined (the core composes it through cuBLAS's
- * dgemm).
+ * dgemm). The heuristic's choice is kept per shape, layout and epilogue (cuda_lt_cache).
  */
 #include <cublasLt.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_impl.h"
 #include "ff_backend_linear.h"
 
 #define LT_WORKSPACE ((size_t)4 << 20) /* the most workspace an algorithm may take */
+#define LT_CACHE 64                     /* heuristic answers kept (a model's distinct linears) */
+
+/* What the heuristic's answer depends on: the types, transposes, sizes, leading dims,
+ * epilogue and the stated alignments (memcmp'd: zeroed before it is filled). */
+typedef struct lt_key {
+    int32_t t, dt, ct, ta, tb, epi, bias;
+    uint32_t al[3];
+    int64_t M, N, K, lda, ldb, ldd;
+} lt_key;
+
+/* The heuristic's answers by key (under blas_lock), so that a repeated shape skips the
+ * query: cublasLtMatmulAlgoGetHeuristic costs tens of microseconds of host time, more than
+ * a small product takes on the device. Replaced round-robin. */
+struct cuda_lt_cache {
+    struct {
+        lt_key k;
+        cublasLtMatmulHeuristicResult_t h;
+    } e[LT_CACHE];
+    int n, next;
+};
 
 int cuda_linear_supported(int act, ff_dtype t)
 {
@@ -38,6 +59,25 @@ void cuda_lt_destroy(cuda_ctx *c)
 {
     if (c->cublaslt) cublasLtDestroy((cublasLtHandle_t)c->cublaslt);
     c->cublaslt = NULL;
+    free(c->lt_cache);
+    c->lt_cache = NULL;
+}
+
+/* The cached answer for k, or NULL. */
+static const cublasLtMatmulHeuristicResult_t *lt_cached(cuda_ctx *c, const lt_key *k)
+{
+    struct cuda_lt_cache *lc = c->lt_cache;
+    for (int i = 0; lc && i < lc->n; i++)
+        if (!memcmp(&lc->e[i].k, k, sizeof *k)) return &lc->e[i].h;
+    return NULL;
+}
+
+static void lt_remember(cuda_ctx *c, const lt_key *k, const cublasLtMatmulHeuristicResult_t *h)
+{
+    if (!c->lt_cache && !(c->lt_cache = calloc(1, sizeof *c->lt_cache))) return; /* no cache: ask every time */
+    struct cuda_lt_cache *lc = c->lt_cache;
+    int i = lc->n < LT_CACHE ? lc->n++ : lc->next++ % LT_CACHE;
+    lc->e[i].k = *k, lc->e[i].h = *h;
 }
 
 static cudaDataType lt_type(ff_dtype t)
@@ -84,6 +124,10 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
     cublasOperation_t ta = bcm ? CUBLAS_OP_T : CUBLAS_OP_N, tb = acm ? CUBLAS_OP_T : CUBLAS_OP_N;
     uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE; /* no partial sums in a half */
     uint64_t ws_max = LT_WORKSPACE;
+    /* Lt's A is b, its B is a; C is D */
+    size_t es = ff_dtype_size(t);
+    uint32_t al[3] = {lt_alignment(cuda_view_ptr(b), ldb, es), lt_alignment(cuda_view_ptr(a), lda, es),
+                      lt_alignment(d, ldd, ff_dtype_size(dt))};
     if (!(s = cublasLtMatmulDescCreate(&q.op, ct, CUDA_R_32F)) &&
         !(s = cublasLtMatmulDescSetAttribute(q.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) &&
         !(s = cublasLtMatmulDescSetAttribute(q.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) &&
@@ -102,10 +146,6 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
             if (!s)
                 s = cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme,
                                                          sizeof scheme);
-            /* Lt's A is b, its B is a; C is D */
-            size_t es = ff_dtype_size(t);
-            uint32_t al[3] = {lt_alignment(cuda_view_ptr(b), ldb, es), lt_alignment(cuda_view_ptr(a), lda, es),
-                              lt_alignment(d, ldd, ff_dtype_size(dt))};
             static const cublasLtMatmulPreferenceAttributes_t which[4] = {
                 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -116,10 +156,22 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
     cublasLtMatmulHeuristicResult_t h;
     int got = 0;
     cublasLtHandle_t lt = (cublasLtHandle_t)c->cublaslt;
+    lt_key key;
+    memset(&key, 0, sizeof key);
     if (!s) {
-        what = "cublasLtMatmulAlgoGetHeuristic";
-        s = cublasLtMatmulAlgoGetHeuristic(lt, q.op, q.la, q.lb, q.ld, q.ld, q.pref, 1, &h, &got);
-        if (!s && got < 1) s = CUBLAS_STATUS_NOT_SUPPORTED;
+        key.t = (int32_t)t, key.dt = (int32_t)dt, key.ct = (int32_t)ct, key.ta = (int32_t)ta, key.tb = (int32_t)tb;
+        key.epi = (int32_t)epi, key.bias = bias != NULL;
+        memcpy(key.al, al, sizeof al);
+        key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldd = ldd;
+        const cublasLtMatmulHeuristicResult_t *known = lt_cached(c, &key);
+        if (known) {
+            h = *known;
+        } else {
+            what = "cublasLtMatmulAlgoGetHeuristic";
+            s = cublasLtMatmulAlgoGetHeuristic(lt, q.op, q.la, q.lb, q.ld, q.ld, q.pref, 1, &h, &got);
+            if (!s && got < 1) s = CUBLAS_STATUS_NOT_SUPPORTED;
+            if (!s) lt_remember(c, &key, &h);
+        }
     }
     ff_status st = FF_OK;
     void *ws = NULL;

@@ -11,19 +11,9 @@
 #include "ff_impl.h" /* the checked capture ff-conformance uses */
 #include "ff_test.h"
 
-static const char *backends[] = {"cpu", "cpu_blas"};
-/* FF_TEST_GRAPH_BACKEND (a plugin's path) runs every test on that backend alone instead:
- * tests/cuda_emu points it at the emulated cuda plugin, whose replays go through recorded
- * device-side runs (CUDA graphs). */
-static int n_backends(void)
-{
-    const char *only = getenv("FF_TEST_GRAPH_BACKEND");
-    if (only && *only) {
-        backends[0] = only;
-        return 1;
-    }
-    return FF_TEST_HAVE_CPU_BLAS ? 2 : 1;
-}
+static const char *const *backends;
+/* FF_TEST_GRAPH_BACKEND: one plugin instead (tests/cuda_emu: replays through CUDA-graph runs) */
+static int n_backends(void) { return ff_test_backends("FF_TEST_GRAPH_BACKEND", &backends); }
 static ff_status use(const char *name) { return ff_backend_set_default(ff_backend_load(name)); }
 
 static ff_tensor *uniform(int nd, const int64_t *shape, double lo, double hi, uint64_t seed)

@@ -2,8 +2,10 @@
  * oneDNN post-ops of blas_half_dnnl.c): in inference a bf16 Linear + GELU of MiniLM's
  * shape comes out within one rounding of the exact value (the composition rounds after
  * the product, the bias and the activation, and strays further); with autograd the op
- * is the composition, gradients included; under autocast the bias joins y's dtype; bad
- * arguments are refused with a message naming the shapes. */
+ * is the composition, gradients included; under autocast the bias joins y's dtype; many
+ * shapes and views in one process (what a backend caches per shape must be keyed by all
+ * of it) stay within a rounding of the f32 composition; bad arguments are refused with a
+ * message naming the shapes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +13,9 @@
 #include "ff_impl.h"
 #include "ff_test.h"
 
-static const char *backends[] = {"cpu", "cpu_blas"};
-static int n_backends(void) { return FF_TEST_HAVE_CPU_BLAS ? 2 : 1; }
+static const char *const *backends;
+/* FF_TEST_LINEAR_BACKEND: one plugin instead (tests/cuda_emu: the emulated cuBLASLt entry) */
+static int n_backends(void) { return ff_test_backends("FF_TEST_LINEAR_BACKEND", &backends); }
 static ff_status use(const char *name) { return ff_backend_set_default(ff_backend_load(name)); }
 
 static double gelu(double v) { return 0.5 * v * (1 + erf(v / sqrt(2.0))); }
@@ -118,6 +121,46 @@ static void test_autocast_keeps_y_in_the_region_dtype(void)
     RELEASE(x, w, b, y, wt, p, want);
 }
 
+/* One process, shapes that differ in one size at a time and views at odd offsets, each
+ * twice, with and without a ReLU: every result within a rounding of the f32 composition. */
+static void test_shapes_and_views_in_one_process(void)
+{
+    static const int64_t dims[][3] = {{8, 12, 16}, {8, 20, 16}, {8, 12, 24}, {9, 12, 16}, {33, 17, 64}, {8, 12, 16}};
+    for (int bi = 0; bi < n_backends(); bi++) {
+        CHECK(use(backends[bi]) == FF_OK);
+        bool grad = ff_set_grad_enabled(false);
+        for (int half = 0; half < 2; half++) {
+            ff_dtype dt = half ? FF_BF16 : FF_F32;
+            double tol = half ? 1.0 / 128 : 1e-5;
+            for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+                for (int off = 0; off < 2; off++)
+                    for (int rep = 0; rep < 2; rep++) {
+                        int64_t M = dims[i][0], K = dims[i][1], N = dims[i][2];
+                        int act = (int)(i + rep) % 2 ? FF_UNARY_RELU : FF_LINEAR_NO_ACT;
+                        /* row strides 33 and 32 whatever K is, so sizes alone tell calls apart */
+                        ff_tensor *xw = ff_test_lcg_tensor(dt, 2, SHAPE(M, 33), 11 + (unsigned)i, -1, 1);
+                        ff_tensor *x = ff_narrow(xw, 1, off, K); /* off 1: rows start 2 or 4 bytes in */
+                        ff_tensor *ww = ff_test_lcg_tensor(dt, 2, SHAPE(N, 32), 12 + (unsigned)i, -0.5, 0.5);
+                        ff_tensor *w = ff_narrow(ww, 1, 0, K);
+                        ff_tensor *b = ff_test_lcg_tensor(dt, 1, SHAPE(N), 13 + (unsigned)i, -0.5, 0.5);
+                        ff_tensor *y = ff_linear_act(x, w, b, act);
+                        ff_tensor *x32 = ff_astype(x, FF_F32), *w32 = ff_astype(w, FF_F32), *b32 = ff_astype(b, FF_F32);
+                        ff_tensor *wt = ff_mT(w32), *p = ff_matmul(x32, wt), *pb = ff_add(p, b32);
+                        ff_tensor *want = act == FF_UNARY_RELU ? ff_relu(pb) : ff_clone(pb);
+                        ff_tensor *z = want ? ff_zeros_like(want) : NULL;
+                        double d = ff_test_max_diff(y, want), scale = fmax(1.0, ff_test_max_diff(want, z));
+                        if (!(d <= tol * scale))
+                            fprintf(stderr, "%s [%lld x %lld] @ [%lld x %lld]^T, offset %d, act %d: off by %g\n",
+                                    ff_dtype_name(dt), (long long)M, (long long)K, (long long)N, (long long)K, off, act, d);
+                        CHECK(d <= tol * scale);
+                        RELEASE(xw, x, ww, w, b, y, x32, w32, b32, wt, p, pb, want, z);
+                    }
+        }
+        ff_set_grad_enabled(grad);
+    }
+    CHECK(use("cpu") == FF_OK);
+}
+
 static void test_bad_arguments(void)
 {
     ff_tensor *x = ff_zeros(2, SHAPE(4, 6), FF_F32), *w = ff_zeros(2, SHAPE(3, 6), FF_F32), *b = ff_zeros(1, SHAPE(3), FF_F32);
@@ -131,4 +174,5 @@ static void test_bad_arguments(void)
 }
 
 FF_TEST_MAIN("linear_act", TEST(test_bf16_gelu_rounds_once), TEST(test_autograd_is_the_composition),
-             TEST(test_autocast_keeps_y_in_the_region_dtype), TEST(test_bad_arguments))
+             TEST(test_autocast_keeps_y_in_the_region_dtype), TEST(test_shapes_and_views_in_one_process),
+             TEST(test_bad_arguments))

@@ -12,13 +12,8 @@
 #include "../../nn/nn_impl.h" /* the optimizer's state tensors m and v */
 
 /* FF_TEST_OPTIM_BACKEND names one other backend to run on instead (ctest runs opencl so) */
-static const char *backends[] = {"cpu", "cpu_blas"};
-static int n_backends(void)
-{
-    const char *only = getenv("FF_TEST_OPTIM_BACKEND");
-    if (only && *only) backends[0] = only;
-    return only && *only ? 1 : FF_TEST_HAVE_CPU_BLAS ? 2 : 1;
-}
+static const char *const *backends;
+static int n_backends(void) { return ff_test_backends("FF_TEST_OPTIM_BACKEND", &backends); }
 static ff_status use(const char *name) { return ff_backend_set_default(ff_backend_load(name)); }
 
 /* Bitwise equality of two tensors of one dtype and shape (any layout). */

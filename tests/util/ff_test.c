@@ -138,3 +138,17 @@ ff_status ff_test_record_hook(const ff_tensor *grad, ff_tensor **replace, void *
     }
     return FF_OK;
 }
+
+int ff_test_backends(const char *env, const char *const **names)
+{
+    static const char *host[] = {"cpu", "cpu_blas"};
+    static _Thread_local const char *only[1];
+    const char *v = getenv(env);
+    if (v && *v) {
+        only[0] = v;
+        *names = only;
+        return 1;
+    }
+    *names = host;
+    return FF_TEST_HAVE_CPU_BLAS ? 2 : 1;
+}

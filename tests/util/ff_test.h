@@ -73,6 +73,10 @@ ff_tensor *ff_test_tensor(ff_dtype dtype, int ndim, const int64_t *shape, const 
 /* A tensor of the shape with values in [lo, hi) from a fixed linear congruential sequence
  * of seed: the same values on every machine and run (NULL on failure). */
 ff_tensor *ff_test_lcg_tensor(ff_dtype dtype, int ndim, const int64_t *shape, unsigned seed, double lo, double hi);
+/* The host backends a test loops over ({"cpu", "cpu_blas"} where cpu_blas is built), or,
+ * when the environment variable env names a plugin (ctest points one at opencl or the
+ * emulated cuda plugin), that one alone: the count, with the names in *names. */
+int ff_test_backends(const char *env, const char *const **names);
 /* Reads all elements (row-major) as doubles into out (numel entries). */
 int ff_test_values(const ff_tensor *t, double *out, int64_t max);
 /* A gradient hook for the autograd hook tests (ff_tensor_register_hook, ff_hooked_view):
