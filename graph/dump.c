@@ -1,8 +1,11 @@
 /* Graphviz dot of a planned graph: one box per launch (op, output shape and dtype),
  * fused groups as clusters of their member ops, and the buffers as ellipses labelled
  * with their role, size and arena slot. Edges follow the views: buffer -> op for reads,
- * op -> buffer for writes. */
+ * op -> buffer for writes. After the first replay on a backend that records (record.c),
+ * each launch also says which recorded device run it is in, or that it is host-driven
+ * (those boxes grey). */
 #include <stdio.h>
+#include <string.h>
 
 #include "ff_backend_scalar.h" /* the op names */
 #include "graph_impl.h"
@@ -25,6 +28,23 @@ static void op_label(FILE *f, const ff_graph *g, const gnode *n)
         const ff_view *v = &g->views[n->v0];
         fprintf(f, "\\n%s %s", ff_dtype_name(v->dtype), ff_shape_str(v->ndim, v->shape, sh, sizeof sh));
     }
+}
+
+/* " run r" for a launch in recorded run r, " host" for a host-driven one, "" before the
+ * runs are built. */
+static const char *run_tag(const ff_graph *g, int launch, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (int r = 0, dev = 0; g->runs_built && r < g->n_runs; r++) {
+        const grun *u = &g->runs[r];
+        if (launch >= u->first && launch < u->first + u->n) {
+            if (u->handle) snprintf(buf, cap, "\\n[device run %d]", dev);
+            else snprintf(buf, cap, "\\n[host]");
+            break;
+        }
+        dev += u->handle != NULL;
+    }
+    return buf;
 }
 
 static void edges(FILE *f, const ff_graph *g, const gnode *n, const char *id)
@@ -63,8 +83,9 @@ ff_status ff_graph_dump(const ff_graph *g, const char *path)
         char id[32];
         if (n->kind == GN_FUSED) {
             const gfused *fu = &g->groups[n->group];
-            fprintf(f, "  subgraph cluster_%d {\n    label=\"fused #%d (%s)\"; style=rounded; color=\"#d63384\";\n", i, n->group,
-                    fu->by_backend ? "backend entry" : "tiles");
+            char tag[48];
+            fprintf(f, "  subgraph cluster_%d {\n    label=\"fused #%d (%s)%s\"; style=rounded; color=\"#d63384\";\n", i,
+                    n->group, fu->by_backend ? "backend entry" : "tiles", run_tag(g, i, tag, sizeof tag));
             for (int k = 0; k < fu->n_members; k++) {
                 fprintf(f, "    l%d_%d [shape=box, label=\"", i, k);
                 op_label(f, g, &g->nodes[fu->members[k]]);
@@ -79,9 +100,11 @@ ff_status ff_graph_dump(const ff_graph *g, const char *path)
             continue;
         }
         snprintf(id, sizeof id, "l%d", i);
-        fprintf(f, "  %s [shape=box, label=\"#%d ", id, i);
+        char tag[48];
+        run_tag(g, i, tag, sizeof tag);
+        fprintf(f, "  %s [shape=box%s, label=\"#%d ", id, strstr(tag, "host") ? ", style=filled, fillcolor=\"#dddddd\"" : "", i);
         op_label(f, g, n);
-        fprintf(f, "\"];\n");
+        fprintf(f, "%s\"];\n", tag);
         edges(f, g, n, id);
     }
     fprintf(f, "}\n");

@@ -141,15 +141,28 @@ ff_status ff_optimizer_step(ff_optimizer *opt)
 {
     if (!opt) return ff_set_error(FF_ERR_INVALID, "ff_optimizer_step: optimizer is NULL");
     /* updates are plain in-place arithmetic on leaves: nothing may be recorded */
+    /* Every parameter's host side first, then the updates back to back: a replayed step
+     * then runs its updates as one stretch of launches (one recorded device run, a CUDA
+     * graph on cuda) rather than with a host call between each two. A prepare touches only
+     * its own parameter's count, state and coefficients, so the order changes no value. */
+    ff_tensor **g = calloc((size_t)(opt->n ? opt->n : 1), sizeof *g);
+    if (!g) return ff_set_error(FF_ERR_OOM, "ff_optimizer_step: out of memory");
     bool prev = ff_set_grad_enabled(false);
     ff_status st = FF_OK;
+    int prepared = 0, stepped = 0; /* parameters (with a gradient, in order) past each stage */
     for (int i = 0; i < opt->n && !st; i++) {
-        ff_tensor *g = ff_grad(opt->params[i]);
-        if (!g) continue; /* a parameter without a gradient keeps its value and its state */
-        st = ff_graph_host_call(prepare_cb, &opt->slots[i]);
-        if (!st && (st = opt->step_param(opt, i, g))) opt->param_steps[i]--;
-        ff_tensor_release(g);
+        /* a parameter without a gradient keeps its value and its state */
+        if ((g[i] = ff_grad(opt->params[i])) && !(st = ff_graph_host_call(prepare_cb, &opt->slots[i]))) prepared++;
     }
+    for (int i = 0; i < opt->n && !st; i++)
+        if (g[i] && !(st = opt->step_param(opt, i, g[i]))) stepped++;
+    for (int i = 0, k = 0; i < opt->n; i++) { /* a failure: the counts of those not stepped go back */
+        if (!g[i]) continue;
+        if (k >= stepped && k < prepared) opt->param_steps[i]--;
+        k++;
+        ff_tensor_release(g[i]);
+    }
+    free(g);
     ff_set_grad_enabled(prev);
     if (!st) st = ff_graph_host_call(count_cb, opt);
     return st;

@@ -52,8 +52,7 @@ class Adam(Optimizer):
 
     def _update(self, group):
         (b1, b2), eps, wd = group["betas"], group["eps"], group["weight_decay"]
-        for p, g, st in self._params_with_grad(group):
-            coef = self._host_step(group, p)
+        for p, g, st, coef in self._host_steps(group):
             p, g = real_pairs(p, g)
             if group["maximize"]:
                 g = g.neg()

@@ -8,7 +8,7 @@ Graph-safe (fusionflow.compile), as the C optimizers (nn/optimizer.c): what a st
 advances on the host (state creation, Adam's step count, coefficients derived from the
 learning rate and the step) runs in a host call per parameter (ff_graph_host_call), which
 writes those coefficients into 0-d tensors of the parameter's dtype; the update kernels read
-them. Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
+them. A step runs every parameter's host call first, then the updates (_host_steps). Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
 ff_mul_scalar_ with the same scalars would; a replayed step runs it again first, so it
 follows lr changes in param_groups and Adam's bias corrections."""
 import weakref
@@ -195,6 +195,16 @@ class Optimizer:
         if host_call(self._host_fn, key, self, every=True):  # raises the callback's own exception
             raise error()
         return self._coefs.get(id(p))
+
+    def _host_steps(self, group):
+        """(p, grad, state, coefficients) of every parameter with a gradient, after running
+        all their host steps first: a replayed step then runs its updates back to back, one
+        stretch of launches (one recorded device run, a CUDA graph on cuda) instead of a host
+        call between each two. A prepare touches only its own parameter's state and
+        coefficients, so the order changes no value."""
+        items = list(self._params_with_grad(group))
+        coefs = [self._host_step(group, p) for p, _, _ in items]
+        return [(p, g, st, c) for (p, g, st), c in zip(items, coefs)]
 
     def _coef(self, p, k, value):
         """Writes value into p's coefficient k, a 0-d tensor of p's (real) dtype on p's backend."""

@@ -26,8 +26,8 @@ class SGD(Optimizer):
 
     def _update(self, group):
         mom, damp, wd = group["momentum"], group["dampening"], group["weight_decay"]
-        for p, g, st in self._params_with_grad(group):
-            neg_lr = self._host_step(group, p)[0]
+        for p, g, st, coef in self._host_steps(group):
+            neg_lr = coef[0]
             if group["maximize"]:
                 g = g.neg()
             if wd:
