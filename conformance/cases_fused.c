@@ -7,7 +7,8 @@
  * outputs sentinel-filled, as cf_exec does), runs it once through the fused entry and once
  * instruction by instruction through the same backend's plain unary/binary entries, with
  * the temporaries as contiguous tensors, and requires every buffer to come out byte for
- * byte the same (a NaN matches any NaN): the ABI asks for bit-identical results. Programs:
+ * byte the same (a NaN matches any NaN): the ABI asks for bit-identical results (F16 and
+ * BF16 too, where a backend takes them: each value rounds to the half). Programs:
  * a broadcast multiply-add under relu, a transcendental chain, two outputs (one read back),
  * in-place programs (an output that is an input's value, and one that is the identical
  * view under another value index, read after it is written), one operand used twice and
@@ -330,6 +331,10 @@ static cf_result run(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         snprintf(rep->msg, sizeof rep->msg, "backend has no optional fused entry (the core runs the chains itself)");
         return CF_SKIP;
     }
+    if (!ff_backend_supports(be, FF_KIND_FUSED, 0, cs->dtype)) {
+        snprintf(rep->msg, sizeof rep->msg, "backend declines fused programs on %s", ff_dtype_name(cs->dtype));
+        return CF_SKIP;
+    }
     for (int i = 0; i < pg->n_inst; i++)
         if (!ff_backend_supports(be, (ff_op_kind)pg->inst[i].kind, pg->inst[i].op, cs->dtype)) {
             snprintf(rep->msg, sizeof rep->msg, "backend declines %s %s on %s, which the program uses",
@@ -378,6 +383,10 @@ static cf_result run_refuse(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
         snprintf(rep->msg, sizeof rep->msg, "backend has no optional fused entry (the core runs the chains itself)");
         return CF_SKIP;
     }
+    if (!ff_backend_supports(be, FF_KIND_FUSED, 0, cs->dtype)) {
+        snprintf(rep->msg, sizeof rep->msg, "backend declines fused programs on %s", ff_dtype_name(cs->dtype));
+        return CF_SKIP;
+    }
     int bad = 0;
     while (bad < FF_UNARY_COUNT && ff_backend_supports(be, FF_KIND_UNARY, bad, cs->dtype)) bad++;
     ff_fused_inst inst[2] = {U(EXP, 2, 0), {FF_KIND_UNARY, bad, 1, {2, 0}}};
@@ -410,10 +419,12 @@ static cf_result run_refuse(cf_ctx *ctx, const cf_case *cs, cf_report *rep)
 
 void cf_gen_fused(void)
 {
-    static const ff_dtype dts[] = {FF_F32, FF_F64};
-    for (int di = 0; di < 2; di++) {
+    /* the halves have no reference fused entry, nor need one: a case compares the entry
+     * with the same backend's plain entries */
+    static const ff_dtype dts[] = {FF_F32, FF_F64, FF_F16, FF_BF16};
+    for (int di = 0; di < 4; di++) {
         ff_dtype dt = dts[di];
-        if (!cf_ref_supports(FF_KIND_FUSED, 0, dt)) continue;
+        if (dt != FF_F16 && dt != FF_BF16 && !cf_ref_supports(FF_KIND_FUSED, 0, dt)) continue;
         for (int pi = 0; pi < NPROG; pi++)
             for (int si = 0; si < NSCEN; si++) {
                 if (si == BIG_SCEN && !BIG_PROGS(pi)) continue;

@@ -6,14 +6,19 @@
  * Both take F32 and F64 programs up to the ABI's caps (FF_FUSED_MAX_VALUES values, views
  * and temporaries together; FF_FUSED_MAX_VIEWS views) and refuse, before writing
  * anything, a program past them or with an instruction their plain unary/binary entry
- * would refuse on the program's dtype.
+ * would refuse on the program's dtype. A backend whose plain entries take F16/BF16 by
+ * the F32 rules (cuda) passes half_ok to the _as forms, and takes half programs too.
  */
 #ifndef FF_BACKEND_FUSED_H
 #define FF_BACKEND_FUSED_H
 
 #include "ff_backend_checks.h"
 
-static inline int ffb_fused_supported(int op, ff_dtype t) { return op == 0 && ffb_is_float(t); }
+static inline int ffb_fused_supported_as(int op, ff_dtype t, int half_ok)
+{
+    return op == 0 && (ffb_is_float(t) || (half_ok && ffb_is_half(t)));
+}
+static inline int ffb_fused_supported(int op, ff_dtype t) { return ffb_fused_supported_as(op, t, 0); }
 
 /* 1 if a and b address the same elements in the same order (the identical view); size-1
  * dims may have any stride. Both have the program's shape. */
@@ -31,6 +36,8 @@ static inline int ffb_same_view(const ff_view *a, const ff_view *b)
 static inline ff_status ffb_fused_inst_check(const ff_host_api *host, const char *backend, int i,
                                              const ff_fused_inst *in, ff_dtype t)
 {
+    ff_dtype shown = t;
+    if (ffb_is_half(t)) t = FF_F32; /* a half program: the F32 rules (ffb_fused_check_as's half_ok) */
     int unary = in->kind == FF_KIND_UNARY;
     if (!unary && in->kind != FF_KIND_BINARY)
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s fused: instruction %d: kind %d is neither unary nor binary",
@@ -40,17 +47,18 @@ static inline ff_status ffb_fused_inst_check(const ff_host_api *host, const char
                        : ffb_binary_supported((ff_binary_op)in->op, t) && !ffb_binary_writes_bool((ff_binary_op)in->op)))
         return FF_OK;
     return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s fused: instruction %d: %s op %d (%s) is not supported on %s", backend,
-                    i, unary ? "unary" : "binary", in->op, name ? name : "unknown", ffb_dtype_name(t));
+                    i, unary ? "unary" : "binary", in->op, name ? name : "unknown", ffb_dtype_name(shown));
 }
 
 /* The entry's argument checks, with messages "<backend> fused: ...". FF_ERR_UNSUPPORTED:
  * the dtype, an instruction (ffb_fused_inst_check), more views or values than the ABI's caps.
  * FF_ERR_INVALID: a malformed program (a view that is not of the program's dtype and
  * shape, a value index out of range, a temporary read before an instruction writes it). */
-static inline ff_status ffb_fused_check(const ff_host_api *host, const char *backend, const ff_fused_program *p)
+static inline ff_status ffb_fused_check_as(const ff_host_api *host, const char *backend, const ff_fused_program *p,
+                                           int half_ok)
 {
     if (!p) return ffb_fail(host, FF_ERR_INVALID, "%s fused: program is NULL", backend);
-    if (!ffb_fused_supported(0, p->dtype))
+    if (!ffb_fused_supported_as(0, p->dtype, half_ok))
         return ffb_fail(host, FF_ERR_UNSUPPORTED, "%s fused: not supported on %s", backend, ffb_dtype_name(p->dtype));
     if (p->ndim < 0 || p->ndim > FF_MAX_DIMS)
         return ffb_fail(host, FF_ERR_INVALID, "%s fused: rank %d outside [0, %d]", backend, (int)p->ndim, FF_MAX_DIMS);
@@ -71,7 +79,7 @@ static inline ff_status ffb_fused_check(const ff_host_api *host, const char *bac
         static const char *const what[FF_FUSED_MAX_VIEWS] = {"view 0", "view 1", "view 2", "view 3", "view 4", "view 5",
                                                              "view 6", "view 7", "view 8", "view 9", "view 10",
                                                              "view 11", "view 12", "view 13", "view 14", "view 15"};
-        if ((st = ffb_check_view(host, backend, "fused", what[v], w))) return st;
+        if ((st = ffb_check_view_as(host, backend, "fused", what[v], w, half_ok))) return st;
         int same = w->dtype == p->dtype && w->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = w->shape[d] == p->shape[d];
         if (!same)
@@ -98,6 +106,11 @@ static inline ff_status ffb_fused_check(const ff_host_api *host, const char *bac
         written[in->dst] = 1;
     }
     return FF_OK;
+}
+
+static inline ff_status ffb_fused_check(const ff_host_api *host, const char *backend, const ff_fused_program *p)
+{
+    return ffb_fused_check_as(host, backend, p, 0);
 }
 
 /* Elements of the iteration space (0-d: one). */

@@ -214,7 +214,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
 {
     (void)ctx;
     /* F16/BF16: copy, fill, attention, layer_norm, matmul, unary, binary, where, reduce, softmax,
-     * gather, scan and argsort; the core computes the rest in f32 */
+     * gather, scan, argsort and fused; the core computes the rest in f32 */
     if (kind == FF_KIND_FILL) return op == 0 && ffb_dtype_storage_ok(dtype);
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
@@ -233,11 +233,12 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
      * kernels: loads to double, one rounding at the store); gather copies the elements'
      * bytes (an embedding lookup in bf16 without two conversions around it); argsort
      * orders the values as they are (topk and sort of bf16 logits), scan sums in double
-     * and rounds each prefix once */
+     * and rounds each prefix once; fused programs round every value to the half, as the
+     * unary and binary kernels round each result */
     if (ffb_is_half(dtype)) {
         if (kind != FF_KIND_MATMUL && kind != FF_KIND_UNARY && kind != FF_KIND_BINARY && kind != FF_KIND_WHERE &&
             kind != FF_KIND_REDUCE && kind != FF_KIND_SOFTMAX && kind != FF_KIND_GATHER && kind != FF_KIND_SORT &&
-            kind != FF_KIND_SCAN)
+            kind != FF_KIND_SCAN && kind != FF_KIND_FUSED)
             return 0;
         dtype = cuda_rule_dtype(dtype);
     }
@@ -252,7 +253,7 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     case FF_KIND_SCATTER_ADD: return op == 0;
     case FF_KIND_RANDOM: return (op == FF_RANDOM_UNIFORM || op == FF_RANDOM_NORMAL) && ffb_is_float(dtype);
     case FF_KIND_SOFTMAX: return (op == 0 || op == 1) && ffb_is_float(dtype);
-    case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* F32, F64 */
+    case FF_KIND_FUSED: return ffb_fused_supported(op, dtype); /* F32, F64; halves by the F32 rules above */
     case FF_KIND_SCAN: return ffb_scan_supported(op, dtype);
     case FF_KIND_SORT: return ffb_sort_supported(op, dtype);
 #ifdef FF_CUDA_NCCL

@@ -192,6 +192,12 @@ __global__ void k_where(cuda_walk w, void *db, const uint8_t *cb, const void *ab
     }
 }
 
+/* r rounded to the half type t, as a store and a load of it give. */
+__device__ __forceinline__ double cuda_half_round(double r, ff_dtype t)
+{
+    return t == FF_BF16 ? ffb_bf16_to_f32(ffb_f64_to_bf16(r)) : ffb_f16_to_f32(ffb_f64_to_f16(r));
+}
+
 /* The fused program (cuda_fused.c): per element, the instructions in order; views in
  * memory, temporaries in the thread, rounded to the dtype as the plain entries' stores. */
 __global__ void k_fused(cuda_fused_args a, int64_t n)
@@ -216,7 +222,7 @@ __global__ void k_fused(cuda_fused_args a, int64_t n)
             double r = in[0] ? ffb_binary_f64((ff_binary_op)in[1], x[0], x[1]) : ffb_unary_f64((ff_unary_op)in[1], x[0]);
             int d = in[2];
             if (d < a.n_views) ffb_st_f64(cuda_elem(a.buf[d], t, off[d]), t, r);
-            else tmp[d] = t == FF_F32 ? (double)(float)r : r;
+            else tmp[d] = t == FF_F32 ? (double)(float)r : ffb_is_half(t) ? cuda_half_round(r, t) : r;
         }
     }
 }
