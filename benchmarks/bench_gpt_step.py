@@ -154,7 +154,7 @@ def main():
            "torch_s": med["torch"], "ff_s": med["ff"], "ff_graph_s": med["ff_graph"],
            "ff_over_torch": med["ff"] / med["torch"], "ff_graph_over_torch": med["ff_graph"] / med["torch"],
            "targets": {"ff_over_torch": 1.0, "ff_graph_over_torch": 0.8}, "losses": check,
-           "torch_version": torch.__version__}
+           "torch_version": torch.__version__, "ff_front_end": ff._lib.ext_status}
     print("%s: torch %.2f ms, ff %.2f ms (%.2fx), ff compiled %.2f ms (%.2fx) a step"
           % (name, med["torch"] * 1e3, med["ff"] * 1e3, row["ff_over_torch"], med["ff_graph"] * 1e3,
              row["ff_graph_over_torch"]))

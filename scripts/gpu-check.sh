@@ -78,6 +78,9 @@ else
     # native: this GPU's architecture only (a third of the compile time of the default list);
     # warnings are shown, not fatal: a newer host compiler must not stop an acceptance run.
     # FF_CMAKE_ARGS: more configure arguments.
+    # The Python front end's C extension for the python3 that has PyTorch (bench_gpt_step.py
+    # times the front end): built where that interpreter's headers are, else ctypes alone.
+    if command -v python3 >/dev/null; then extra+=("-DPython3_EXECUTABLE=$(command -v python3)"); fi
     # shellcheck disable=SC2086
     if ! cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFF_BUILD_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native \
         -DFF_BUILD_CPU_BLAS=$blas -DFF_BUILD_OPENCL=OFF -DFF_WERROR=OFF "${extra[@]}" ${FF_CMAKE_ARGS:-} \
@@ -86,6 +89,7 @@ else
         echo "gpu-check: FAILED: configure (see above)" >&2
         exit 1
     fi
+    if grep -q "fusionflow._ffext: built" "$BUILD/configure.log"; then targets+=(ffext); fi
     if ! cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"; then
         echo "gpu-check: FAILED: build" >&2
         exit 1
