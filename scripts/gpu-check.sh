@@ -115,6 +115,10 @@ conformance conformance
 conf_summary=$conf_last
 conformance conformance-graph --graph
 conf_graph=$conf_last
+# the --graph replays above go through recorded CUDA graphs (graph/record.c); once more with
+# every launch host-driven, so that a failure above can be told apart from the recording's
+FF_GRAPH_DEVICE=0 conformance conformance-graph-host --graph
+conf_graph="$conf_graph; host-driven: $conf_last"
 
 # The attention kernels pass tiles between warps through shared memory: racecheck them on
 # the family's f32 cases and its bf16 ones (the tensor-core kernels, whose cp.async copies
