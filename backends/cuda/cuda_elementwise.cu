@@ -152,14 +152,84 @@ __global__ void k_binary_f32x4(ff_binary_op op, float *d, const float *a, int64_
     }
 }
 
-/* Whether a rank <= 1 walk over n elements takes the 16-byte kernels: dst dense, every
- * operand dense or broadcast, dense bases aligned, at least one full group of four. */
-static int dense4(const float *const *base, const int64_t *stride, int nv, int64_t n)
+/* Whether a rank <= 1 walk over n elements of es bytes takes the 16-byte kernels: dst
+ * dense, every operand dense or broadcast, dense bases aligned, at least one full group
+ * (16 / es elements). */
+static int dense16(const void *const *base, const int64_t *stride, int nv, int64_t n, size_t es)
 {
-    if (n < 4 || stride[0] != 1) return 0;
+    if (n < (int64_t)(16 / es) || stride[0] != 1) return 0;
     for (int i = 0; i < nv; i++)
         if ((stride[i] != 0 && stride[i] != 1) || (stride[i] == 1 && (uintptr_t)base[i] % 16 != 0)) return 0;
     return 1;
+}
+
+/* Whether a unary (b NULL) or binary walk over halves takes the eight-wide kernels: rank
+ * 1, dst of the operands' dtype, and dense16 over its views. */
+static int half_dense(const cuda_walk *w, const ff_view *dst, const ff_view *a, const ff_view *b, int64_t n)
+{
+    if (w->ndim != 1 || !ffb_is_half(a->dtype) || dst->dtype != a->dtype) return 0;
+    int nv = b ? 3 : 2;
+    const void *base[3];
+    const ff_view *v[3] = {dst, a, b};
+    for (int i = 0; i < nv; i++) base[i] = (const uint16_t *)v[i]->buf + w->offset[i];
+    const int64_t stride[3] = {w->strides[0][0], w->strides[1][0], nv == 3 ? w->strides[2][0] : 0};
+    return dense16(base, stride, nv, n, 2);
+}
+
+/* ---- dense halves, eight elements a thread ------------------------------------------- */
+/* The F16/BF16 counterparts of the f32x4 kernels (autocast's elementwise traffic): one
+ * 16-byte load or store per dense operand. Values as k_unary / k_binary give them: the
+ * double formula rounded once to the half; add, sub and mul in float, whose one rounding
+ * then to the half is that of the exact result (float's 24 bits >= 2 x 11 + 2, the
+ * half's double-rounding bound), so the two agree bit for bit. */
+struct alignas(16) cuda_h16x8 {
+    uint16_t v[8];
+};
+
+__device__ __forceinline__ cuda_h16x8 cuda_load8(const uint16_t *p, int64_t stride, int64_t q)
+{
+    if (stride) return ((const cuda_h16x8 *)p)[q];
+    cuda_h16x8 r;
+    for (int k = 0; k < 8; k++) r.v[k] = p[0];
+    return r;
+}
+
+template <bool BF16> __device__ __forceinline__ float cuda_h_ld(uint16_t h)
+{
+    return BF16 ? ffb_bf16_to_f32(h) : ffb_f16_to_f32(h);
+}
+
+template <bool BF16> __device__ __forceinline__ uint16_t cuda_h_round(double x)
+{
+    return BF16 ? ffb_f64_to_bf16(x) : ffb_f64_to_f16(x);
+}
+
+template <bool BF16> __global__ void k_unary_h8(ff_unary_op op, uint16_t *d, const uint16_t *s, int64_t ss, int64_t n8)
+{
+    CUDA_FOR(q, n8) {
+        cuda_h16x8 x = cuda_load8(s, ss, q), r;
+        for (int k = 0; k < 8; k++) r.v[k] = cuda_h_round<BF16>(ffb_unary_f64(op, (double)cuda_h_ld<BF16>(x.v[k])));
+        ((cuda_h16x8 *)d)[q] = r;
+    }
+}
+
+template <bool BF16>
+__global__ void k_binary_h8(ff_binary_op op, uint16_t *d, const uint16_t *a, int64_t sa, const uint16_t *b, int64_t sb,
+                            int64_t n8)
+{
+    CUDA_FOR(q, n8) {
+        cuda_h16x8 x = cuda_load8(a, sa, q), y = cuda_load8(b, sb, q), r;
+        for (int k = 0; k < 8; k++) {
+            float u = cuda_h_ld<BF16>(x.v[k]), v = cuda_h_ld<BF16>(y.v[k]);
+            /* float only where it is exact enough (above); the rest straight from double,
+             * never through a float rounding first */
+            double e = op == FF_BINARY_ADD || op == FF_BINARY_SUB || op == FF_BINARY_MUL
+                           ? (double)cuda_binary_f32(op, u, v)
+                           : ffb_binary_f64(op, (double)u, (double)v);
+            r.v[k] = cuda_h_round<BF16>(e);
+        }
+        ((cuda_h16x8 *)d)[q] = r;
+    }
 }
 
 __global__ void k_binary(cuda_walk w, ff_binary_op op, void *db, ff_dtype dt, const void *ab, const void *bb,
@@ -302,9 +372,9 @@ extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, c
         int64_t sd = w.ndim ? w.strides[0][0] : 0, ss = w.ndim ? w.strides[1][0] : 0, done = 0;
         float *d = (float *)dst->buf + w.offset[0];
         const float *s = (const float *)src->buf + w.offset[1];
-        const float *base[2] = {d, s};
+        const void *base[2] = {d, s};
         const int64_t stride[2] = {sd, ss};
-        if (dense4(base, stride, 2, n)) {
+        if (dense16(base, stride, 2, n, 4)) {
             done = n / 4 * 4;
             launch_unary_f32x4(c->stream, op, d, s, ss, n / 4);
         }
@@ -312,6 +382,19 @@ extern "C" ff_status cuda_unary(void *ctx, ff_unary_op op, const ff_view *dst, c
             CUDA_LAUNCH(k_unary_f32, cuda_blocks(n - done), CUDA_THREADS, c->stream)(
                 op, (float *)dst->buf, w.offset[0] + done * sd, sd, (const float *)src->buf, w.offset[1] + done * ss, ss,
                 n - done);
+    } else if (half_dense(&w, dst, src, NULL, n)) {
+        /* dense halves: the groups of eight, then the tail through the general kernel */
+        int64_t ss = w.strides[1][0], n8 = n / 8;
+        uint16_t *d = (uint16_t *)dst->buf + w.offset[0];
+        const uint16_t *s = (const uint16_t *)src->buf + w.offset[1];
+        if (src->dtype == FF_BF16) CUDA_LAUNCH(k_unary_h8<true>, cuda_blocks(n8), CUDA_THREADS, c->stream)(op, d, s, ss, n8);
+        else CUDA_LAUNCH(k_unary_h8<false>, cuda_blocks(n8), CUDA_THREADS, c->stream)(op, d, s, ss, n8);
+        if (n8 * 8 < n) {
+            cuda_walk t = w;
+            t.offset[0] += n8 * 8, t.offset[1] += n8 * 8 * ss, t.shape[0] = n - n8 * 8;
+            CUDA_LAUNCH(k_unary, cuda_blocks(n - n8 * 8), CUDA_THREADS, c->stream)(t, op, dst->buf, dst->dtype, src->buf,
+                                                                                   src->dtype, n - n8 * 8);
+        }
     } else {
         CUDA_LAUNCH(k_unary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, src->buf, src->dtype, n);
     }
@@ -346,10 +429,10 @@ extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst,
         int64_t sd = w.ndim ? w.strides[0][0] : 0, sa = w.ndim ? w.strides[1][0] : 0, sb = w.ndim ? w.strides[2][0] : 0;
         float *d = (float *)dst->buf + w.offset[0];
         const float *pa = (const float *)a->buf + w.offset[1], *pb = (const float *)b->buf + w.offset[2];
-        const float *base[3] = {d, pa, pb};
+        const void *base[3] = {d, pa, pb};
         const int64_t stride[3] = {sd, sa, sb};
         int64_t done = 0;
-        if (dense4(base, stride, 3, n)) {
+        if (dense16(base, stride, 3, n, 4)) {
             done = n / 4 * 4;
             CUDA_LAUNCH(k_binary_f32x4, cuda_blocks(n / 4), CUDA_THREADS, c->stream)(op, d, pa, sa, pb, sb, n / 4);
         }
@@ -357,6 +440,19 @@ extern "C" ff_status cuda_binary(void *ctx, ff_binary_op op, const ff_view *dst,
             CUDA_LAUNCH(k_binary_f32, cuda_blocks(n - done), CUDA_THREADS, c->stream)(
                 op, (float *)dst->buf, w.offset[0] + done * sd, sd, (const float *)a->buf, w.offset[1] + done * sa, sa,
                 (const float *)b->buf, w.offset[2] + done * sb, sb, n - done);
+    } else if (half_dense(&w, dst, a, b, n)) {
+        int64_t sa = w.strides[1][0], sb = w.strides[2][0], n8 = n / 8;
+        uint16_t *d = (uint16_t *)dst->buf + w.offset[0];
+        const uint16_t *pa = (const uint16_t *)a->buf + w.offset[1], *pb = (const uint16_t *)b->buf + w.offset[2];
+        if (a->dtype == FF_BF16)
+            CUDA_LAUNCH(k_binary_h8<true>, cuda_blocks(n8), CUDA_THREADS, c->stream)(op, d, pa, sa, pb, sb, n8);
+        else CUDA_LAUNCH(k_binary_h8<false>, cuda_blocks(n8), CUDA_THREADS, c->stream)(op, d, pa, sa, pb, sb, n8);
+        if (n8 * 8 < n) {
+            cuda_walk t = w;
+            t.offset[0] += n8 * 8, t.offset[1] += n8 * 8 * sa, t.offset[2] += n8 * 8 * sb, t.shape[0] = n - n8 * 8;
+            CUDA_LAUNCH(k_binary, cuda_blocks(n - n8 * 8), CUDA_THREADS, c->stream)(t, op, dst->buf, dst->dtype, a->buf,
+                                                                                    b->buf, a->dtype, n - n8 * 8);
+        }
     } else {
         CUDA_LAUNCH(k_binary, cuda_blocks(n), CUDA_THREADS, c->stream)(w, op, dst->buf, dst->dtype, a->buf, b->buf, a->dtype, n);
     }
