@@ -16,6 +16,8 @@
  *     best of 10 cudaMemcpy device-to-device copies of 1 GiB, counting read + write
  *     (the theoretical peak from the memory clock and bus width is printed beside it);
  *     target >= 0.8 (issue 15's; dense f32 runs take 16-byte loads and stores).
+ *   add_bf16_64M, exp_bf16_64M: the same on bf16 (eight elements a 16-byte load), reported
+ *     as a fraction of that bandwidth with no target yet (issue 52).
  * Times are medians of 7 samples, each a run of calls ended by a device sync, so host
  * overhead hides behind the queued GPU work as it does in real use.
  *
@@ -263,16 +265,25 @@ static double measured_bandwidth(size_t bytes)
     return 2.0 * (double)bytes / best;
 }
 
-static void bench_elementwise(ff_backend *be, int op, double bw, int64_t n)
+/* add or exp of n elements of dt as a fraction of the copy bandwidth: f32 with a target
+ * (0.8), bf16 (the eight-wide half kernels) reported beside it. */
+static void bench_elementwise(ff_backend *be, int op, double bw, int64_t n, ff_dtype dt)
 {
     int64_t shape[1] = {n};
     ff_state s = {be, ff_rand(1, shape, FF_F32), ff_rand(1, shape, FF_F32), op};
     if (!s.a || !s.b) die("elementwise setup");
+    if (dt != FF_F32) {
+        ff_tensor *a = ff_astype(s.a, dt), *b = ff_astype(s.b, dt);
+        ff_tensor_release(s.a), ff_tensor_release(s.b);
+        s.a = a, s.b = b;
+        if (!s.a || !s.b) die("elementwise setup");
+    }
     double t = time_calls(ff_call, &s, ff_sync, 10);
-    double bytes = (double)n * 4.0 * (op == 1 ? 3.0 : 2.0); /* add reads 2, writes 1; exp reads 1, writes 1 */
+    /* add reads 2, writes 1; exp reads 1, writes 1 */
+    double bytes = (double)n * (double)ff_dtype_size(dt) * (op == 1 ? 3.0 : 2.0);
     char w[48];
-    snprintf(w, sizeof w, "%s_f32_%lldM", op == 1 ? "add" : "exp", (long long)(n >> 20));
-    add_row(w, t, bytes / bw, bytes / t / bw, 0.8, "of_bandwidth");
+    snprintf(w, sizeof w, "%s_%s_%lldM", op == 1 ? "add" : "exp", dt == FF_F32 ? "f32" : "bf16", (long long)(n >> 20));
+    add_row(w, t, bytes / bw, bytes / t / bw, dt == FF_F32 ? 0.8 : 0, "of_bandwidth");
     ff_tensor_release(s.a);
     ff_tensor_release(s.b);
 }
@@ -568,8 +579,10 @@ int main(int argc, char **argv)
         if (strstr("matmul_f16", filter)) bench_matmul(be, FF_F16, quick ? 2048 : half_sizes[i]);
     }
     int64_t n = quick ? (int64_t)4 << 20 : (int64_t)64 << 20;
-    if (strstr("add_f32", filter)) bench_elementwise(be, 1, bw, n);
-    if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n);
+    if (strstr("add_f32", filter)) bench_elementwise(be, 1, bw, n, FF_F32);
+    if (strstr("exp_f32", filter)) bench_elementwise(be, 2, bw, n, FF_F32);
+    if (strstr("add_bf16", filter)) bench_elementwise(be, 1, bw, n, FF_BF16);
+    if (strstr("exp_bf16", filter)) bench_elementwise(be, 2, bw, n, FF_BF16);
     if (strstr("mlp_784_256_10_step", filter)) bench_mlp(be, quick ? 20 : 200);
     if (strstr("attention", filter)) bench_attention(be, quick ? 1024 : 2048);
     static const int64_t sdpa_t[] = {2048, 8192};
