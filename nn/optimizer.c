@@ -102,7 +102,11 @@ ff_status ff_optimizer_set_coef(ff_optimizer *opt, int k, int i, double value)
     ff_tensor **c = &opt->coef[k][i];
     const ff_tensor *p = opt->params[i];
     double *held = &opt->coef_value[k][i];
-    if (*c && (*held == value || (isnan(*held) && isnan(value)))) return FF_OK; /* a constant lr costs nothing */
+    /* a value that rounds to what the coefficient holds is not written again: a constant
+     * lr costs nothing, and neither do Adam's bias corrections once they settle in f32
+     * (a fill kernel fewer per coefficient and step on a device) */
+    if (ff_tensor_dtype(p) == FF_F32) value = (double)(float)value;
+    if (*c && (*held == value || (isnan(*held) && isnan(value)))) return FF_OK;
     ff_status st = FF_OK;
     if (!*c) {
         if (!(*c = ff_full_on(ff_tensor_backend(p), 0, NULL, ff_tensor_dtype(p), value))) return ff_nn_failed();

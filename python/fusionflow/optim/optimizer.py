@@ -14,6 +14,7 @@ follows lr changes in param_groups and Adam's bias corrections."""
 import weakref
 
 from .._compile import host_call
+from .. import _dtype
 import numpy as np
 
 from .._lib import C, FF_ERR_INVALID, FusionFlowError, HostFn, error
@@ -68,6 +69,7 @@ class Optimizer:
         self.param_groups = []
         self.state = {}  # param -> dict (a Tensor hashes by identity)
         self._coefs = {}  # id(param) -> [0-d tensors]: the step's scalars the update kernels read
+        self._coef_held = {}  # (id(param), k) -> the value coefficient k holds, as its dtype rounds it
         self._host_targets = []  # host-call key -> (group, param)
         self._host_keys = {}  # (id(group), id(param)) -> key
         # captured graphs call this on every replay: kept here, and the optimizer is kept by them
@@ -207,14 +209,28 @@ class Optimizer:
         return [(p, g, st, c) for (p, g, st), c in zip(items, coefs)]
 
     def _coef(self, p, k, value):
-        """Writes value into p's coefficient k, a 0-d tensor of p's (real) dtype on p's backend."""
+        """Writes value into p's coefficient k, a 0-d tensor of p's (real) dtype on p's backend;
+        a value that rounds to what the tensor holds is not written again (a fill kernel
+        fewer per coefficient and step on a device once Adam's bias corrections settle)."""
         cs = self._coefs.setdefault(id(p), [])
         cs.extend([None] * (k + 1 - len(cs)))
+        rounded = _rounded(float(value), p.dtype.to_real())
         if cs[k] is None:
             code = p.dtype.to_real().code  # a complex parameter is updated as real pairs (real_pairs)
             cs[k] = wrap(C.ff_full_on(C.ff_tensor_backend(p._ptr), 0, None, code, float(value)))
-        else:
+        elif self._coef_held.get((id(p), k)) != rounded or rounded != rounded:  # NaN: always written
             cs[k].fill_(value)
+        self._coef_held[(id(p), k)] = rounded
+
+
+def _rounded(value, dtype):
+    """value as a 0-d tensor of dtype holds it, where Python can round it exactly (f32, f16);
+    the value itself otherwise (f64; bf16: every step writes)."""
+    if dtype == _dtype.float32:
+        return float(np.float32(value))
+    if dtype == _dtype.float16:
+        return float(np.float16(value))
+    return value
 
 
 def real_pairs(*ts):
