@@ -6,9 +6,9 @@ parameters keep their identity and memory; optimizer state lives in C tensors to
 
 Graph-safe (fusionflow.compile), as the C optimizers (nn/optimizer.c): what a step
 advances on the host (state creation, Adam's step count, coefficients derived from the
-learning rate and the step) runs in a host call per parameter (ff_graph_host_call), which
-writes those coefficients into 0-d tensors of the parameter's dtype; the update kernels read
-them. A step runs every parameter's host call first, then the updates (_host_steps). Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
+learning rate and the step) runs in one host call per group and step (ff_graph_host_call),
+which writes those coefficients into 0-d tensors of each parameter's dtype; the update
+kernels, which run after it, read them (_host_steps). Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
 ff_mul_scalar_ with the same scalars would; a replayed step runs it again first, so it
 follows lr changes in param_groups and Adam's bias corrections."""
 import weakref
@@ -70,8 +70,8 @@ class Optimizer:
         self.state = {}  # param -> dict (a Tensor hashes by identity)
         self._coefs = {}  # id(param) -> [0-d tensors]: the step's scalars the update kernels read
         self._coef_held = {}  # (id(param), k) -> the value coefficient k holds, as its dtype rounds it
-        self._host_targets = []  # host-call key -> (group, param)
-        self._host_keys = {}  # (id(group), id(param)) -> key
+        self._host_targets = []  # host-call key -> (group, the parameters it prepares)
+        self._host_keys = {}  # (id(group), ids of those parameters) -> key
         # captured graphs call this on every replay: kept here, and the optimizer is kept by them
         self._host_fn = HostFn(_host_entry(weakref.ref(self)))
         for g in params if isinstance(params[0], dict) else [{"params": params}]:
@@ -187,26 +187,25 @@ class Optimizer:
     def _prepare(self, group, p, state):
         """The host side of p's step (state, counters, self._coef): runs before its kernels."""
 
-    def _host_step(self, group, p):
-        """Runs _prepare through ff_graph_host_call: now, and before p's update kernels on
-        every replay of a graph that captures this step."""
-        key = self._host_keys.get((id(group), id(p)))
-        if key is None:
-            key = self._host_keys[(id(group), id(p))] = len(self._host_targets)
-            self._host_targets.append((group, p))
-        if host_call(self._host_fn, key, self, every=True):  # raises the callback's own exception
-            raise error()
-        return self._coefs.get(id(p))
-
     def _host_steps(self, group):
-        """(p, grad, state, coefficients) of every parameter with a gradient, after running
-        all their host steps first: a replayed step then runs its updates back to back, one
-        stretch of launches (one recorded device run, a CUDA graph on cuda) instead of a host
-        call between each two. A prepare touches only its own parameter's state and
-        coefficients, so the order changes no value."""
+        """(p, grad, state, coefficients) of every parameter with a gradient, after one host
+        call (ff_graph_host_call) has run all their _prepare's: now, and before the updates
+        on every replay of a graph that captures this step. One call a group and step, not
+        one a parameter: a replayed step then pays one Python callback, and its updates run
+        back to back (one stretch of launches, one recorded device run, a CUDA graph on
+        cuda). A prepare touches only its own parameter's state and coefficients, so the
+        order changes no value."""
         items = list(self._params_with_grad(group))
-        coefs = [self._host_step(group, p) for p, _, _ in items]
-        return [(p, g, st, c) for (p, g, st), c in zip(items, coefs)]
+        if items:
+            ps = tuple(p for p, _, _ in items)
+            tag = (id(group), tuple(id(p) for p in ps))
+            key = self._host_keys.get(tag)
+            if key is None:
+                key = self._host_keys[tag] = len(self._host_targets)
+                self._host_targets.append((group, ps))
+            if host_call(self._host_fn, key, self, every=True):  # raises the callback's own exception
+                raise error()
+        return [(p, g, st, self._coefs.get(id(p))) for p, g, st in items]
 
     def _coef(self, p, k, value):
         """Writes value into p's coefficient k, a 0-d tensor of p's (real) dtype on p's backend;
@@ -251,8 +250,9 @@ def _host_entry(opt_ref):
     def entry(user):
         try:
             opt = opt_ref()
-            group, p = opt._host_targets[user or 0]
-            opt._prepare(group, p, opt.state.setdefault(p, {}))
+            group, ps = opt._host_targets[user or 0]
+            for p in ps:
+                opt._prepare(group, p, opt.state.setdefault(p, {}))
             return 0
         except BaseException as e:  # noqa: B902  (KeyboardInterrupt included: nothing may unwind through C)
             callback_error(e)
