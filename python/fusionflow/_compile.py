@@ -1,5 +1,7 @@
 """fusionflow.compile: run a function's kernels as one captured graph (include/ff/graph.h),
-as CUDA graphs / torch.compile(mode="reduce-overhead") do.
+as CUDA graphs / torch.compile(mode="reduce-overhead") do; on cuda the replay itself runs
+as CUDA graphs (graph/record.c: each run of launches between host calls recorded once),
+which compiled.graph_stats() counts as device_runs.
 
     @fusionflow.compile
     def train_step(x, y):
