@@ -29,6 +29,8 @@
 #    eager <= 1.0x PyTorch eager's time, its compiled step <= 0.8x);
 # 6. ff_dist's device collectives on NCCL, one rank (tests/dist/test_dist_device.c: values,
 #    the path they took, DDP's device buckets), alone and under mpirun -np 1 where MPI is.
+# GPU_CHECK_SKIP="racecheck gpt ..." leaves steps out (conformance racecheck demo bench torch
+# gpt nccl), for a run that must fit a time limit; each skip is listed as a failure.
 # Every step prints as it goes and has a time limit (a hang costs that step, not the run).
 # Reports land in BUILD_DIR/gpu-check/: gpu-check.json and gpu-check.md (the table), plus
 # each step's log. Exit status 0 only when every step ran and met its target; every miss
@@ -48,6 +50,16 @@ fail() {
 
 t0=$(date +%s)
 stamp() { echo "[gpu-check +$(($(date +%s) - t0)) s] $*"; }
+# GPU_CHECK_SKIP="racecheck gpt" (or commas) leaves those steps out, for a run that must fit
+# a time limit (conformance racecheck demo bench torch gpt nccl); a skipped step counts as a
+# failure, so such a run never passes as complete.
+skipped() {
+    case " ${GPU_CHECK_SKIP//,/ } " in
+    *" $1 "*) fail "step '$1' skipped (GPU_CHECK_SKIP)"; return 0 ;;
+    esac
+    return 1
+}
+conf_summary="" conf_graph="" att_race="" acc="" mlp_ff="" mlp_torch="" gpt="" nccl=""
 gpu_line="" # the GPU and driver nvidia-smi names, and nvcc's release, for the report
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv ||
@@ -111,98 +123,108 @@ conformance() { # $1: log name, then ff-conformance's extra arguments; sets conf
     fi
     conf_last=$summary
 }
-conformance conformance
-conf_summary=$conf_last
-conformance conformance-graph --graph
-conf_graph=$conf_last
-# the --graph replays above go through recorded CUDA graphs (graph/record.c); once more with
-# every launch host-driven, so that a failure above can be told apart from the recording's
-FF_GRAPH_DEVICE=0 conformance conformance-graph-host --graph
-conf_graph="$conf_graph; host-driven: $conf_last"
+if ! skipped conformance; then
+    conformance conformance
+    conf_summary=$conf_last
+    conformance conformance-graph --graph
+    conf_graph=$conf_last
+    # the --graph replays above go through recorded CUDA graphs (graph/record.c); once more with
+    # every launch host-driven, so that a failure above can be told apart from the recording's
+    FF_GRAPH_DEVICE=0 conformance conformance-graph-host --graph
+    conf_graph="$conf_graph; host-driven: $conf_last"
+fi
 
 # The attention kernels pass tiles between warps through shared memory: racecheck them on
 # the family's f32 cases and its bf16 ones (the tensor-core kernels, whose cp.async copies
 # the host emulation makes synchronous).
-stamp "compute-sanitizer --tool racecheck: the attention kernels"
-att_race=""
-cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$cs" ]; then
-    timeout 300 "$cs" --tool racecheck --error-exitcode 3 "$BUILD/bin/ff-conformance" --backend cuda --no-fork \
-        -o attention --dtype f32 >"$OUT/racecheck-attention.txt" 2>&1
-    rc=$?
-    timeout 300 "$cs" --tool racecheck --error-exitcode 3 "$BUILD/bin/ff-conformance" --backend cuda --no-fork \
-        -o attention --dtype bf16 >>"$OUT/racecheck-attention.txt" 2>&1 || rc=$?
-    tail -3 "$OUT/racecheck-attention.txt"
-    att_race=$(grep -oE 'RACECHECK SUMMARY: .*' "$OUT/racecheck-attention.txt" | paste -sd ';' -)
-    # one summary a run (f32, bf16), each with 0 hazards
-    if [ "$rc" -ne 0 ] || [ "$(grep -c 'RACECHECK SUMMARY: 0 hazards' "$OUT/racecheck-attention.txt")" -ne 2 ]; then
-        fail "racecheck of the attention kernels: ${att_race:-no summary} (exit $rc), see $OUT/racecheck-attention.txt"
+if ! skipped racecheck; then
+    stamp "compute-sanitizer --tool racecheck: the attention kernels"
+    cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    if [ -x "$cs" ]; then
+        timeout 300 "$cs" --tool racecheck --error-exitcode 3 "$BUILD/bin/ff-conformance" --backend cuda --no-fork \
+            -o attention --dtype f32 >"$OUT/racecheck-attention.txt" 2>&1
+        rc=$?
+        timeout 300 "$cs" --tool racecheck --error-exitcode 3 "$BUILD/bin/ff-conformance" --backend cuda --no-fork \
+            -o attention --dtype bf16 >>"$OUT/racecheck-attention.txt" 2>&1 || rc=$?
+        tail -3 "$OUT/racecheck-attention.txt"
+        att_race=$(grep -oE 'RACECHECK SUMMARY: .*' "$OUT/racecheck-attention.txt" | paste -sd ';' -)
+        # one summary a run (f32, bf16), each with 0 hazards
+        if [ "$rc" -ne 0 ] || [ "$(grep -c 'RACECHECK SUMMARY: 0 hazards' "$OUT/racecheck-attention.txt")" -ne 2 ]; then
+            fail "racecheck of the attention kernels: ${att_race:-no summary} (exit $rc), see $OUT/racecheck-attention.txt"
+        fi
+    else
+        echo "gpu-check: compute-sanitizer not found: no racecheck of the attention kernels" >&2
     fi
-else
-    echo "gpu-check: compute-sanitizer not found: no racecheck of the attention kernels" >&2
 fi
 
-stamp "demo: Fashion-MNIST MLP on cuda"
-data=/usr/share/datasets/fashion-mnist
-if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
-    data=${FF_DATA_DIR:-$HOME/.cache/fusionflow/fashion-mnist}
-    mkdir -p "$data"
-    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-        [ -e "$data/$f.gz" ] || curl -fsSL -o "$data/$f.gz" \
-            "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/$f.gz" || fail "download of $f.gz"
-    done
-fi
-FF_BACKEND=cuda timeout 300 "$BUILD/bin/fashion_mnist" --data "$data" 2>&1 | tr '\r' '\n' | tee "$OUT/demo.txt"
-acc=$(grep -oE 'test accuracy: [0-9.]+' "$OUT/demo.txt" | tail -1 | awk '{print $3}')
-if [ -z "$acc" ] || ! awk -v a="$acc" 'BEGIN { exit !(a >= 0.88) }'; then
-    fail "demo: test accuracy ${acc:-missing}, target >= 0.88"
+if ! skipped demo; then
+    stamp "demo: Fashion-MNIST MLP on cuda"
+    data=/usr/share/datasets/fashion-mnist
+    if [ ! -e "$data/train-images-idx3-ubyte.gz" ] && [ ! -e "$data/train-images-idx3-ubyte" ]; then
+        data=${FF_DATA_DIR:-$HOME/.cache/fusionflow/fashion-mnist}
+        mkdir -p "$data"
+        for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+            [ -e "$data/$f.gz" ] || curl -fsSL -o "$data/$f.gz" \
+                "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/$f.gz" || fail "download of $f.gz"
+        done
+    fi
+    FF_BACKEND=cuda timeout 300 "$BUILD/bin/fashion_mnist" --data "$data" 2>&1 | tr '\r' '\n' | tee "$OUT/demo.txt"
+    acc=$(grep -oE 'test accuracy: [0-9.]+' "$OUT/demo.txt" | tail -1 | awk '{print $3}')
+    if [ -z "$acc" ] || ! awk -v a="$acc" 'BEGIN { exit !(a >= 0.88) }'; then
+        fail "demo: test accuracy ${acc:-missing}, target >= 0.88"
+    fi
 fi
 
-stamp "benchmarks"
-timeout 300 "$BUILD/bin/ff-bench-cuda" --json "$OUT/bench_cuda.json" --md "$OUT/bench_cuda.md" || fail "ff-bench-cuda: a row missed its target (or it failed)"
-mlp_ff="" mlp_torch=""
-if [ -x "$BUILD/bin/ff-bench" ]; then
-    timeout 120 "$BUILD/bin/ff-bench" --backends cuda --threads 1 --filter mlp_784_256_10_step --json "$OUT/mlp_ff.json" \
-        >"$OUT/mlp_ff.txt" 2>&1 && mlp_ff=$OUT/mlp_ff.json || fail "ff-bench (MLP step on cuda), see $OUT/mlp_ff.txt"
-else
-    echo "gpu-check: ff-bench was not built (it needs the cpu_blas build, OpenBLAS): no FusionFlow MLP row" >&2
+if ! skipped bench; then
+    stamp "benchmarks"
+    timeout 300 "$BUILD/bin/ff-bench-cuda" --json "$OUT/bench_cuda.json" --md "$OUT/bench_cuda.md" || fail "ff-bench-cuda: a row missed its target (or it failed)"
+    if [ -x "$BUILD/bin/ff-bench" ]; then
+        timeout 120 "$BUILD/bin/ff-bench" --backends cuda --threads 1 --filter mlp_784_256_10_step --json "$OUT/mlp_ff.json" \
+            >"$OUT/mlp_ff.txt" 2>&1 && mlp_ff=$OUT/mlp_ff.json || fail "ff-bench (MLP step on cuda), see $OUT/mlp_ff.txt"
+    else
+        echo "gpu-check: ff-bench was not built (it needs the cpu_blas build, OpenBLAS): no FusionFlow MLP row" >&2
+    fi
 fi
-if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    timeout 120 python3 benchmarks/bench_cuda_torch.py --json "$OUT/mlp_torch.json" && mlp_torch=$OUT/mlp_torch.json ||
-        fail "bench_cuda_torch.py"
-else
-    echo "gpu-check: PyTorch with CUDA not available: no PyTorch MLP row" >&2
+if ! skipped torch; then
+    if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+        timeout 120 python3 benchmarks/bench_cuda_torch.py --json "$OUT/mlp_torch.json" && mlp_torch=$OUT/mlp_torch.json ||
+            fail "bench_cuda_torch.py"
+    else
+        echo "gpu-check: PyTorch with CUDA not available: no PyTorch MLP row" >&2
+    fi
 fi
 # A nanoGPT-size training step in bf16 autocast (benchmarks/bench_gpt_step.py): FusionFlow
 # eager and its compiled step (a captured graph, replayed through CUDA graphs) beside
 # PyTorch eager on this GPU; losses checked against PyTorch's first
-gpt=""
-if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    stamp "nanoGPT bf16 step: FusionFlow beside PyTorch"
-    FUSIONFLOW_LIB="$BUILD/lib/libfusionflow.so" PYTHONPATH="$PWD/python" FF_BACKEND= FF_BACKEND_PATH= timeout 600 \
-        python3 benchmarks/bench_gpt_step.py --device cuda --json "$OUT/gpt_step.json" 2>&1 | tee "$OUT/gpt_step.txt"
-    if [ "${PIPESTATUS[0]}" -eq 0 ]; then gpt=$OUT/gpt_step.json; else fail "bench_gpt_step.py, see $OUT/gpt_step.txt"; fi
+if ! skipped gpt; then
+    if python3 -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+        stamp "nanoGPT bf16 step: FusionFlow beside PyTorch"
+        FUSIONFLOW_LIB="$BUILD/lib/libfusionflow.so" PYTHONPATH="$PWD/python" FF_BACKEND= FF_BACKEND_PATH= timeout 600 \
+            python3 benchmarks/bench_gpt_step.py --device cuda --json "$OUT/gpt_step.json" 2>&1 | tee "$OUT/gpt_step.txt"
+        if [ "${PIPESTATUS[0]}" -eq 0 ]; then gpt=$OUT/gpt_step.json; else fail "bench_gpt_step.py, see $OUT/gpt_step.txt"; fi
+    fi
+fi
+
+if ! skipped nccl; then
+    stamp "NCCL: ff_dist's device collectives on one rank"
+    if [ -x "$BUILD/bin/test_dist_device" ]; then
+        FF_LOG=1 timeout 120 "$BUILD/bin/test_dist_device" cuda 2>&1 | grep -v "^\[ff\] loaded" | tee "$OUT/nccl.txt"
+        rc=${PIPESTATUS[0]}
+        if command -v mpirun >/dev/null; then
+            FF_LOG=1 timeout 120 mpirun -np 1 --allow-run-as-root -x FF_LOG "$BUILD/bin/test_dist_device" cuda 2>&1 |
+                grep -v "^\[ff\] loaded" | tee -a "$OUT/nccl.txt"
+            rc=$((rc | PIPESTATUS[0]))
+        fi
+        nccl=$(grep -oE "device collectives: .*" "$OUT/nccl.txt" | tail -1)
+        if [ "$rc" -ne 0 ] || ! grep -qE "device collectives: [1-9][0-9]* device, [0-9]+ staged, 0 failure" <<<"$nccl"; then
+            fail "NCCL: test_dist_device: ${nccl:-no result} (exit $rc)"
+        fi
+    else
+        echo "gpu-check: test_dist_device was not built (a --prebuilt tree without it?): no NCCL row" >&2
+    fi
 fi
 
 # One report: the benchmark rows, the MLP comparison, conformance and the demo.
-stamp "NCCL: ff_dist's device collectives on one rank"
-nccl=""
-if [ -x "$BUILD/bin/test_dist_device" ]; then
-    FF_LOG=1 timeout 120 "$BUILD/bin/test_dist_device" cuda 2>&1 | grep -v "^\[ff\] loaded" | tee "$OUT/nccl.txt"
-    rc=${PIPESTATUS[0]}
-    if command -v mpirun >/dev/null; then
-        FF_LOG=1 timeout 120 mpirun -np 1 --allow-run-as-root -x FF_LOG "$BUILD/bin/test_dist_device" cuda 2>&1 |
-            grep -v "^\[ff\] loaded" | tee -a "$OUT/nccl.txt"
-        rc=$((rc | PIPESTATUS[0]))
-    fi
-    nccl=$(grep -oE "device collectives: .*" "$OUT/nccl.txt" | tail -1)
-    if [ "$rc" -ne 0 ] || ! grep -qE "device collectives: [1-9][0-9]* device, [0-9]+ staged, 0 failure" <<<"$nccl"; then
-        fail "NCCL: test_dist_device: ${nccl:-no result} (exit $rc)"
-    fi
-else
-    echo "gpu-check: test_dist_device was not built (a --prebuilt tree without it?): no NCCL row" >&2
-fi
-
 stamp "report"
 python3 - "$OUT" "$gpu_line" "$conf_summary" "$conf_graph" "$nccl" "${acc:-}" "$mlp_ff" "$mlp_torch" "$att_race" "$gpt" <<'EOF' || fail "report: a row is missing or below its target (above)"
 import json, os, sys
