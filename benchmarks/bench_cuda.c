@@ -436,9 +436,12 @@ static double att_maxdiff(const float *x, const float *y, size_t n)
 /* The entry timed on cuda_attention.cu's general kernels (it reads the switch per call). */
 static double att_time_simple(att_state *a, int calls)
 {
+    const char *was = getenv("FF_CUDA_ATTENTION"); /* gpu-check's (mma) comes back after */
+    char keep[32];
+    snprintf(keep, sizeof keep, "%s", was ? was : "");
     if (setenv("FF_CUDA_ATTENTION", "simple", 1)) die("setenv");
     double t = time_calls(att_entry, a, ff_sync_be, calls);
-    unsetenv("FF_CUDA_ATTENTION");
+    if (was ? setenv("FF_CUDA_ATTENTION", keep, 1) : unsetenv("FF_CUDA_ATTENTION")) die("setenv");
     return t;
 }
 

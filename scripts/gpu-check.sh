@@ -37,6 +37,9 @@
 # is named at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The tensor-core attention (cuda_attention_mma.cuh) is opt-in until this script has passed
+# with it: every step here runs with it (conformance, racecheck, the SDPA and nanoGPT rows)
+export FF_CUDA_ATTENTION=${FF_CUDA_ATTENTION:-mma}
 PREBUILT=0
 if [ "${1:-}" = --prebuilt ]; then PREBUILT=1; shift; fi
 BUILD=${1:-build-gpu}

@@ -26,9 +26,10 @@
  * (F64 at D = 256 needs fewer).
  *
  * Which kernels: F32 with D, Dv <= 64 takes the register tiles of cuda_attention_tiled.cuh;
- * F16/BF16 with D, Dv <= 128 (sm_80 and later) the tensor-core kernels of
- * cuda_attention_mma.cuh; everything else (F64, F32 with D or Dv > 64, halves
- * with D > 128, and all of it with FF_CUDA_ATTENTION=simple) the general kernels below.
+ * with FF_CUDA_ATTENTION=mma (opt-in until a GPU run has passed with them), F16/BF16 with
+ * D, Dv <= 128 (sm_80 and later) the tensor-core kernels of cuda_attention_mma.cuh;
+ * everything else (F64, F32 with D or Dv > 64, the halves by default, and all of it with
+ * FF_CUDA_ATTENTION=simple) the general kernels below.
  *
  * Under FF_CUDA_EMU (tests/cuda_emu: one thread a launch) a warp is one lane and a block
  * one warp: the same loops, strided by ATT_LANES, run every key and column on the one
@@ -479,12 +480,13 @@ static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
 }
 
 /* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 (any mask), D, Dv <=
- * FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later; FF_CUDA_ATTENTION=simple
- * returns to the general kernels. */
+ * FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later, with FF_CUDA_ATTENTION=mma:
+ * opt-in until scripts/gpu-check.sh (which sets it) has passed with them on a GPU, as the
+ * issue's rule for a new kernel has it; the general kernels take the halves otherwise. */
 static bool att_mma_fits(const cuda_ctx *c, const att_args &a, ff_dtype t)
 {
     const char *e = getenv("FF_CUDA_ATTENTION");
-    if (e && strcmp(e, "simple") == 0) return false;
+    if (!e || strcmp(e, "mma") != 0) return false;
     return ffb_is_half(t) && a.D <= FA_DMAX && a.Dv <= FA_DMAX && a.Tq >= 1 &&
            a.Tk >= 1 && c->cc_major >= 8;
 }
