@@ -9,7 +9,9 @@
  *
  * Temporaries an entry frees while it is being recorded are not returned to the cache:
  * the record keeps them (cuda_record_keep), because every launch of the CUDA graph writes
- * them again at the same addresses; they go back when the record is released.
+ * them again at the same addresses; they go back when the record is released. A later
+ * call of the same recording may take one again (cuda_record_reuse: stream order holds
+ * inside the graph too), so a record holds about what its run needs at once.
  *
  * The backend has one stream: while a run records (during a graph's first replay), work
  * that other threads queue on the same backend would be recorded with it. Replaying a
@@ -22,9 +24,10 @@
 
 struct cuda_record {
     cudaGraphExec_t exec;
-    void **keep; /* temporaries freed while recording */
+    void **keep;   /* temporaries freed while recording */
+    size_t *cap;   /* their blocks' sizes */
     int n_keep, cap_keep;
-    int failed;  /* a temporary could not be kept: the record must not be used */
+    int failed;    /* a temporary could not be kept: the record must not be used */
 };
 
 /* The recording this thread has open, NULL if none (the caller holds alloc_lock). */
@@ -33,22 +36,45 @@ static cuda_record *recording_of_caller(cuda_ctx *c)
     return c->recording && pthread_equal(c->recorder, pthread_self()) ? c->recording : NULL;
 }
 
-int cuda_record_keep(cuda_ctx *c, void *buf)
+int cuda_record_keep(cuda_ctx *c, void *buf, size_t cap)
 {
     pthread_mutex_lock(&c->alloc_lock);
     cuda_record *r = recording_of_caller(c);
     int kept = 0;
     if (r) {
         if (r->n_keep == r->cap_keep) {
-            int cap = r->cap_keep ? 2 * r->cap_keep : 16;
-            void **k = realloc(r->keep, sizeof *k * (size_t)cap);
-            if (k) r->keep = k, r->cap_keep = cap;
+            int n = r->cap_keep ? 2 * r->cap_keep : 16;
+            void **k = realloc(r->keep, sizeof *k * (size_t)n);
+            if (k) r->keep = k;
+            size_t *z = k ? realloc(r->cap, sizeof *z * (size_t)n) : NULL;
+            if (z) r->cap = z, r->cap_keep = n;
         }
-        if (r->n_keep < r->cap_keep) r->keep[r->n_keep++] = buf, kept = 1;
+        if (r->n_keep < r->cap_keep) r->keep[r->n_keep] = buf, r->cap[r->n_keep++] = cap, kept = 1;
         else r->failed = 1; /* freed below as usual: the record is dropped at its end */
     }
     pthread_mutex_unlock(&c->alloc_lock);
     return kept;
+}
+
+/* Within one recording, the calls run in stream order on the device as well, so a later
+ * call may take a temporary an earlier one freed: the smallest kept block of at least
+ * nbytes (taken out of the keep list), or NULL. The record then holds what a run needs at
+ * once rather than every temporary of every call. */
+void *cuda_record_reuse(cuda_ctx *c, size_t nbytes)
+{
+    pthread_mutex_lock(&c->alloc_lock);
+    cuda_record *r = recording_of_caller(c);
+    int best = -1;
+    for (int i = 0; r && i < r->n_keep; i++)
+        if (r->cap[i] >= nbytes && (best < 0 || r->cap[i] < r->cap[best])) best = i;
+    void *p = NULL;
+    if (best >= 0) {
+        p = r->keep[best];
+        r->keep[best] = r->keep[r->n_keep - 1], r->cap[best] = r->cap[r->n_keep - 1];
+        r->n_keep--;
+    }
+    pthread_mutex_unlock(&c->alloc_lock);
+    return p;
 }
 
 static void record_drop(cuda_ctx *c, cuda_record *r)
@@ -56,6 +82,7 @@ static void record_drop(cuda_ctx *c, cuda_record *r)
     if (r->exec) cudaGraphExecDestroy(r->exec); /* a launch in flight completes first */
     for (int i = 0; i < r->n_keep; i++) cuda_free(c, r->keep[i]); /* stream-ordered reuse */
     free(r->keep);
+    free(r->cap);
     free(r);
 }
 

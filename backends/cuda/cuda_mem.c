@@ -196,6 +196,21 @@ void *cuda_alloc(void *ctx, size_t nbytes)
         cuda_error(c, FF_ERR_OOM, "cuda alloc: %zu bytes is more than any device holds", nbytes);
         return NULL;
     }
+    pthread_mutex_lock(&c->alloc_lock);
+    int recording = c->recording != NULL;
+    pthread_mutex_unlock(&c->alloc_lock);
+    if (recording) { /* a temporary an earlier call of this recording freed */
+        void *p = cuda_record_reuse(c, nbytes);
+        if (p) {
+            pthread_mutex_lock(&c->alloc_lock);
+            cuda_block *k = live_find(c, p, 0);
+            c->in_use += nbytes - k->requested;
+            k->requested = nbytes;
+            if (c->in_use > c->peak) c->peak = c->in_use;
+            pthread_mutex_unlock(&c->alloc_lock);
+            return p;
+        }
+    }
     size_t cap;
     int cls = -1;
     if (nbytes <= SMALL_MAX) cls = size_class(nbytes, &cap);
@@ -233,7 +248,13 @@ void cuda_free(void *ctx, void *buf)
 {
     cuda_ctx *c = ctx;
     if (!buf) return;
-    if (cuda_record_keep(c, buf)) return; /* a graph record writes it again at each launch */
+    /* while a graph records, its temporaries stay with the record (cuda_graph.c): each launch
+     * writes them again */
+    pthread_mutex_lock(&c->alloc_lock);
+    cuda_block *k = c->recording ? live_find(c, buf, 0) : NULL;
+    size_t cap = k ? k->size : 0;
+    pthread_mutex_unlock(&c->alloc_lock);
+    if (k && cuda_record_keep(c, buf, cap)) return;
     cuda_use_device(c, "free"); /* a drain below calls cudaFree */
     pthread_mutex_lock(&c->alloc_lock);
     cuda_block *b = live_find(c, buf, 1);
