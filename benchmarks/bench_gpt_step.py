@@ -51,7 +51,8 @@ class Side:
             self.model.load_state_dict({k: lib.tensor(state[k], dtype=own[k].dtype) for k in own})
         self.model.to(device)
         self.opt = lib.optim.AdamW(self.model.parameters(), lr=6e-4, betas=(0.9, 0.95), weight_decay=0.1)
-        self.dev_type = "cuda" if str(device).startswith("cuda") else "cpu"
+        name = str(device)  # 'cuda', 'cuda:0'; not a backend named cuda_emu
+        self.dev_type = "cuda" if name == "cuda" or name.startswith("cuda:") else "cpu"
 
     def batch(self, x, y):
         return self.lib.tensor(x).to(self.device), self.lib.tensor(y).to(self.device)
@@ -154,10 +155,14 @@ def main():
            "torch_s": med["torch"], "ff_s": med["ff"], "ff_graph_s": med["ff_graph"],
            "ff_over_torch": med["ff"] / med["torch"], "ff_graph_over_torch": med["ff_graph"] / med["torch"],
            "targets": {"ff_over_torch": 1.0, "ff_graph_over_torch": 0.8}, "losses": check,
-           "torch_version": torch.__version__, "ff_front_end": ff._lib.ext_status}
+           "torch_version": torch.__version__, "ff_front_end": ff._lib.ext_status,
+           "ff_graph": {k: v for k, v in (ff.graph_stats(gstep) or {}).items()
+                        if k in ("kernels_captured", "launches", "host_calls", "device_runs", "device_launches",
+                                 "host_launches", "fused_groups", "fused_by_backend", "replays")}}
     print("%s: torch %.2f ms, ff %.2f ms (%.2fx), ff compiled %.2f ms (%.2fx) a step"
           % (name, med["torch"] * 1e3, med["ff"] * 1e3, row["ff_over_torch"], med["ff_graph"] * 1e3,
              row["ff_graph_over_torch"]))
+    print("%s: the compiled step's graph: %s" % (name, row["ff_graph"]))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"tool": "bench_gpt_step.py", "results": [row]}, fh, indent=2)
