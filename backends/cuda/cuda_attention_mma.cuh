@@ -3,7 +3,8 @@
  * included by cuda_attention.cu after its helpers (att_args, att_view). They take half
  * views, causal or not, with or without a bool or additive mask (read element by element
  * where a score is used; dropout takes the core's composition), head dims D, Dv <= 128
- * and Tq, Tk >= 1, on devices of compute capability 8.0 and later.
+ * and Tq, Tk >= 1, on devices of compute capability 8.0 and later; opt-in with
+ * FF_CUDA_ATTENTION=mma until a GPU run of scripts/gpu-check.sh has passed with them.
  *
  * A block has 4 warps and 64 rows (queries for the forward and gq, keys for gk/gv); each
  * warp owns 16 of them as the A side of mma.m16n8k16 (cuda_mma.cuh), and the other side
@@ -13,11 +14,11 @@
  * by 16 bytes so that the 8 rows an ldmatrix reads fall in 8 different bank groups.
  *
  * forward (k_fa_fwd): S = Q K^T into f32 fragments, scaled by scale log2(e) (the softmax
- * in base 2: exp2 is one instruction), masked to -inf past Tk and, causal, past the row;
- * a row whose every key is masked keeps m = -inf and l = 0 (o = 0, lse = -inf, zero
- * gradients, as the ABI says); the online softmax keeps the running max m and sum l of each of the lane's two rows
- * (max over the 4 lanes of a quad by two shuffles; l summed over the quad once at the
- * end); P is rounded to the input type and used as the A fragments of P V directly (the
+ * in base 2: exp2 is one instruction), masked to -inf past Tk, causal past the row, and
+ * where the mask says so; a row whose every key is masked keeps m = -inf and l = 0 (o = 0,
+ * lse = -inf, zero gradients, as the ABI says). The online softmax keeps the running max
+ * m and sum l of each of the lane's two rows (max over the 4 lanes of a quad by two
+ * shuffles; l summed over the quad once at the end); P is rounded to the input type and used as the A fragments of P V directly (the
  * f32 accumulator layout of two 16 x 8 tiles is the A layout of one 16 x 16). o = acc / l
  * rounded once; lse = (m + log2 l) ln 2.
  *
