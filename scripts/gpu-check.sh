@@ -138,8 +138,8 @@ if ! skipped conformance; then
 fi
 
 # The attention kernels pass tiles between warps through shared memory: racecheck them on
-# the family's f32 cases and its bf16 ones (the tensor-core kernels, whose cp.async copies
-# the host emulation makes synchronous).
+# the family's f32 cases and its bf16 ones (the tensor-core kernels; the host emulation
+# racechecks them too, barriers and cp.async waits, but on its own model of the hardware).
 if ! skipped racecheck; then
     stamp "compute-sanitizer --tool racecheck: the attention kernels"
     cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -70,6 +70,7 @@ __device__ __forceinline__ void fa_tile_ld(uint16_t *tile, const att_view &v, in
         if (r < valid && vec && (c + 1) * 8 <= cols) {
             cuda_cp_async16(dst, base + (r0 + r) * v.s[2] + c * 8);
         } else {
+            CUDA_SMEM_WRITTEN(dst, 16);
             for (int j = 0; j < 8; j++) {
                 int64_t d = c * 8 + j;
                 dst[j] = r < valid && d < cols ? base[(r0 + r) * v.s[2] + d * v.s[3]] : (uint16_t)0;
@@ -361,7 +362,10 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
         if (nqt > 0) {
             fa_tile_ld<DP, FA_TILE>(Qs, a.q, b, h, qbeg, a.Tq - qbeg, a.D, f.vec & 1);
             fa_tile_ld<DP, FA_TILE>(Gs, a.go, b, h, qbeg, a.Tq - qbeg, a.Dv, f.vec & 8);
-            for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x) fa_row_stats(f, b, h, qbeg + e, &Ls[e], &Dls[e]);
+            for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x) {
+                CUDA_SMEM_WRITTEN(&Ls[e], sizeof(float)), CUDA_SMEM_WRITTEN(&Dls[e], sizeof(float));
+                fa_row_stats(f, b, h, qbeg + e, &Ls[e], &Dls[e]);
+            }
         }
         cuda_cp_async_commit();
         for (int qt = 0; qt < nqt; qt++) {
@@ -374,8 +378,11 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
                 int64_t i1 = i0 + FA_TILE;
                 fa_tile_ld<DP, FA_TILE>(Qs + nx * FA_TILE * LD, a.q, b, h, i1, a.Tq - i1, a.D, f.vec & 1);
                 fa_tile_ld<DP, FA_TILE>(Gs + nx * FA_TILE * LD, a.go, b, h, i1, a.Tq - i1, a.Dv, f.vec & 8);
-                for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x)
-                    fa_row_stats(f, b, h, i1 + e, &Ls[nx * FA_TILE + e], &Dls[nx * FA_TILE + e]);
+                for (int e = (int)threadIdx.x; e < FA_TILE; e += (int)blockDim.x) {
+                    float *l2 = &Ls[nx * FA_TILE + e], *dl = &Dls[nx * FA_TILE + e];
+                    CUDA_SMEM_WRITTEN(l2, sizeof(float)), CUDA_SMEM_WRITTEN(dl, sizeof(float));
+                    fa_row_stats(f, b, h, i1 + e, l2, dl);
+                }
             }
             cuda_cp_async_commit();
             cuda_cp_async_wait<1>();
@@ -387,6 +394,7 @@ template <int DP, bool BF16> __global__ void __launch_bounds__(FA_THREADS) k_fa_
                 for (int e = 0; e < 4; e++) {
                     int c = n * 8 + 2 * t + e % 2;
                     int64_t j = j0 + w * 16 + g + 8 * (e / 2);
+                    CUDA_SMEM_READ(&Lt[c], sizeof(float)), CUDA_SMEM_READ(&Dt[c], sizeof(float));
                     float p = fa_prob(fa_masked<BF16>(f, s[n][e], b, h, i0 + c, j), Lt[c]);
                     s[n][e] = p;
                     dp[n][e] = p * (dp[n][e] - Dt[c]); /* dS^T */

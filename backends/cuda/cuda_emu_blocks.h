@@ -15,7 +15,9 @@
  * slowest (the next one's barrier waits for it), so one barrier per exchange suffices.
  *
  * Shared memory is a host buffer filled with 0xFF bytes (NaN as every float format) before
- * each block, so a read of what no thread wrote shows up in the results. The scheduler
+ * each block, so a read of what no thread wrote shows up in the results; kernels that
+ * report their shared accesses (CUDA_SMEM_READ / CUDA_SMEM_WRITTEN, ldmatrix, cp.async)
+ * are racechecked byte by byte (cuda_emu_smem_access). The scheduler
  * always resumes the lowest-numbered thread that can run (the highest in odd blocks): one
  * warp runs as far ahead of the others as the barriers let it, so a barrier missing
  * between a write and another warp's read shows up as a wrong result.
@@ -48,6 +50,24 @@ extern "C" void cuda_emu_fiber_switch(void **from, void *to);
 
 enum { CUDA_EMU_RUN, CUDA_EMU_AT_BLOCK, CUDA_EMU_AT_WARP, CUDA_EMU_DONE };
 
+/* A shared-memory byte's last write and last read: the thread, and the block's and that
+ * thread's warp's barrier counts at the time (thread -1: none yet). */
+typedef struct cuda_emu_access {
+    int tid;
+    unsigned be, we;
+} cuda_emu_access;
+typedef struct cuda_emu_shadow {
+    cuda_emu_access w, r;
+    int pend; /* a cp.async's thread while the copy into this byte has not been waited for, else -1 */
+} cuda_emu_shadow;
+
+/* A cp.async not yet waited for: the thread, its group, the 16 bytes. */
+typedef struct cuda_emu_copy {
+    int tid;
+    unsigned group;
+    const char *dst;
+} cuda_emu_copy;
+
 typedef struct cuda_emu_block {
     int n, live, at_block, cur;
     int *state;
@@ -57,6 +77,12 @@ typedef struct cuda_emu_block {
     void *main, **fib; /* the scheduler's and the threads' fiber handles */
     char *stacks;
     void *smem;
+    size_t smem_bytes;
+    cuda_emu_shadow *shadow;            /* per byte of smem: its last write and read */
+    unsigned block_epoch, *warp_epoch;  /* barriers opened so far: the block's, each warp's */
+    unsigned *cp_group;                 /* each thread's cp.async group being filled */
+    cuda_emu_copy *copies;              /* the copies in flight */
+    int n_copies, cap_copies;
     const std::function<void()> *call;
 } cuda_emu_block;
 
@@ -80,12 +106,14 @@ inline void cuda_emu_open(cuda_emu_block *b)
         for (int i = 0; i < b->n; i++)
             if (b->state[i] == CUDA_EMU_AT_BLOCK) b->state[i] = CUDA_EMU_RUN;
         b->at_block = 0;
+        b->block_epoch++;
     }
     for (int w = 0; w < (b->n + 31) / 32; w++) {
         if (b->warp_at[w] == 0 || b->warp_at[w] != b->warp_live[w]) continue;
         for (int i = 32 * w; i < b->n && i < 32 * w + 32; i++)
             if (b->state[i] == CUDA_EMU_AT_WARP) b->state[i] = CUDA_EMU_RUN;
         b->warp_at[w] = 0;
+        b->warp_epoch[w]++;
     }
 }
 
@@ -144,12 +172,100 @@ template <typename T> inline T __shfl_sync(unsigned mask, T v, int src, int widt
     return r;
 }
 
+/* The racecheck of the emulation: the running thread reads or writes n bytes of shared
+ * memory at p. Two accesses to a byte by different threads, one of them a write, need a
+ * barrier between them (__syncthreads, or a warp barrier for two lanes of one warp);
+ * without one the process stops and names both (compute-sanitizer's racecheck does this
+ * on a GPU). Outside a block launch, or outside the block's shared memory: nothing. */
+inline bool cuda_emu_ordered(const cuda_emu_block *b, const cuda_emu_access *a, int tid)
+{
+    return a->tid < 0 || a->tid == tid || a->be != b->block_epoch ||
+           (a->tid / 32 == tid / 32 && a->we != b->warp_epoch[tid / 32]);
+}
+
+inline void cuda_emu_smem_access(const void *p, size_t n, bool write)
+{
+    cuda_emu_block *b = cuda_emu_blk;
+    if (!b || !b->shadow) return;
+    const char *base = (const char *)b->smem;
+    if ((const char *)p < base || (const char *)p + n > base + b->smem_bytes) return;
+    int tid = b->cur;
+    cuda_emu_access now = {tid, b->block_epoch, b->warp_epoch[tid / 32]};
+    for (size_t k = 0; k < n; k++) {
+        size_t at = (size_t)((const char *)p - base) + k;
+        cuda_emu_shadow *x = &b->shadow[at];
+        const cuda_emu_access *other = !cuda_emu_ordered(b, &x->w, tid) ? &x->w
+                                       : write && !cuda_emu_ordered(b, &x->r, tid) ? &x->r
+                                                                                    : NULL;
+        if (other) {
+            fprintf(stderr, "cuda_emu: shared memory race at byte %zu of block (%u, %u, %u): thread %d %s it, thread %d "
+                            "%s it before with no barrier between\n", at, blockIdx.x, blockIdx.y, blockIdx.z, tid,
+                    write ? "writes" : "reads", other->tid, other == &x->w ? "wrote" : "read");
+            abort();
+        }
+        if (x->pend >= 0) {
+            fprintf(stderr, "cuda_emu: shared memory race at byte %zu of block (%u, %u, %u): thread %d %s it while "
+                            "thread %d's cp.async into it has not been waited for (cp.async.wait_group)\n", at,
+                    blockIdx.x, blockIdx.y, blockIdx.z, tid, write ? "writes" : "reads", x->pend);
+            abort();
+        }
+        if (write) x->w = now;
+        else x->r = now;
+    }
+}
+
+/* cp.async of 16 bytes into shared memory: done at once here, but its bytes may not be
+ * read (or written) by anyone until the issuing thread's cp.async.wait_group covers its
+ * group, as on the device; commit closes the thread's group, wait(n) completes all but its
+ * n most recent committed groups. */
+inline void cuda_emu_cp_async(void *dst, const void *src)
+{
+    cuda_emu_block *b = cuda_emu_blk;
+    cuda_emu_smem_access(dst, 16, true);
+    memcpy(dst, src, 16);
+    if (!b || !b->shadow) return;
+    const char *base = (const char *)b->smem;
+    if ((const char *)dst < base || (const char *)dst + 16 > base + b->smem_bytes) return;
+    if (b->n_copies == b->cap_copies) {
+        int cap = b->cap_copies ? 2 * b->cap_copies : 256;
+        cuda_emu_copy *c = (cuda_emu_copy *)realloc(b->copies, sizeof *c * (size_t)cap);
+        if (!c) cuda_emu_die("out of host memory tracking cp.async copies");
+        b->copies = c, b->cap_copies = cap;
+    }
+    b->copies[b->n_copies++] = cuda_emu_copy{b->cur, b->cp_group[b->cur], (const char *)dst};
+    for (int k = 0; k < 16; k++) b->shadow[(const char *)dst - base + k].pend = b->cur;
+}
+
+inline void cuda_emu_cp_commit()
+{
+    if (cuda_emu_blk) cuda_emu_blk->cp_group[cuda_emu_blk->cur]++;
+}
+
+inline void cuda_emu_cp_wait(int n)
+{
+    cuda_emu_block *b = cuda_emu_blk;
+    if (!b || !b->shadow) return;
+    int tid = b->cur;
+    unsigned done = b->cp_group[tid] >= (unsigned)n ? b->cp_group[tid] - (unsigned)n : 0; /* groups below this */
+    const char *base = (const char *)b->smem;
+    for (int i = 0; i < b->n_copies;) {
+        cuda_emu_copy *c = &b->copies[i];
+        if (c->tid == tid && c->group < done) {
+            for (int k = 0; k < 16; k++) b->shadow[c->dst - base + k].pend = -1;
+            b->copies[i] = b->copies[--b->n_copies];
+        } else {
+            i++;
+        }
+    }
+}
+
 /* ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16: lane l names row l % 8 of matrix
  * l / 8 (16 bytes, 8 halves); register j of lane l gets matrix j's halves (l / 4, 2 (l % 4))
  * and (l / 4, 2 (l % 4) + 1), or with trans (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4);
  * the first in the low 16 bits. */
 inline void cuda_emu_ldmatrix_x4(uint32_t r[4], const void *row, bool trans)
 {
+    cuda_emu_smem_access(row, 16, false); /* this lane's row: the warp reads it at the exchange */
     const unsigned char (*x)[CUDA_EMU_XCH] = cuda_emu_warp_share(&row, sizeof row);
     int l = cuda_emu_lane(), g = l / 4, t = l % 4;
     for (int j = 0; j < 4; j++) {
@@ -232,8 +348,13 @@ inline void cuda_emu_run_blocks(dim3 grid, dim3 block, size_t smem, const std::f
     b.fib = (void **)calloc((size_t)b.n, sizeof(void *));
     b.stacks = (char *)malloc((size_t)b.n * CUDA_EMU_STACK);
     b.smem = malloc(smem ? smem : 1);
+    b.smem_bytes = smem;
+    b.shadow = (cuda_emu_shadow *)malloc((smem ? smem : 1) * sizeof(cuda_emu_shadow));
+    b.warp_epoch = (unsigned *)calloc((size_t)nw, sizeof(unsigned));
+    b.cp_group = (unsigned *)calloc((size_t)b.n, sizeof(unsigned));
     b.call = &call;
-    if (!b.state || !b.phase || !b.warp_live || !b.warp_at || !b.xch || !b.fib || !b.stacks || !b.smem)
+    if (!b.state || !b.phase || !b.warp_live || !b.warp_at || !b.xch || !b.fib || !b.stacks || !b.smem || !b.shadow ||
+        !b.warp_epoch || !b.cp_group)
         cuda_emu_die("out of host memory for an emulated block");
     gridDim = {grid.x, grid.y, grid.z}, blockDim = {block.x, block.y, block.z};
     cuda_emu_blk = &b;
@@ -242,6 +363,9 @@ inline void cuda_emu_run_blocks(dim3 grid, dim3 block, size_t smem, const std::f
         blockIdx.x = (unsigned)(blk % grid.x), blockIdx.y = (unsigned)(blk / grid.x % grid.y);
         blockIdx.z = (unsigned)(blk / ((int64_t)grid.x * grid.y));
         memset(b.smem, 0xFF, smem ? smem : 1);
+        for (size_t k = 0; k < smem; k++) b.shadow[k].w.tid = b.shadow[k].r.tid = b.shadow[k].pend = -1;
+        memset(b.cp_group, 0, (size_t)b.n * sizeof(unsigned));
+        b.n_copies = 0;
         for (int i = 0; i < b.n; i++) {
             cuda_emu_fiber_make(&b.fib[i], b.stacks + (size_t)i * CUDA_EMU_STACK, CUDA_EMU_STACK, cuda_emu_fiber_main);
             b.state[i] = CUDA_EMU_RUN, b.phase[i] = 0;
@@ -264,6 +388,7 @@ inline void cuda_emu_run_blocks(dim3 grid, dim3 block, size_t smem, const std::f
     cuda_emu_blk = NULL;
     blockIdx = {0, 0, 0}, threadIdx = {0, 0, 0}, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
     free(b.state), free(b.phase), free(b.warp_live), free(b.warp_at), free(b.xch), free(b.fib), free(b.stacks), free(b.smem);
+    free(b.shadow), free(b.warp_epoch), free(b.cp_group), free(b.copies);
 }
 
 /* f() now, or (while the stream captures) at each launch of the graph being recorded. */

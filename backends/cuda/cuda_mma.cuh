@@ -105,10 +105,22 @@ template <bool BF16> __device__ __forceinline__ uint16_t cuda_half_of(float x)
 #endif
 }
 
+/* The emulation's racecheck (cuda_emu_blocks.h): the running thread reads or writes n
+ * bytes of shared memory at p. Nothing on a device (compute-sanitizer checks there). */
+#if defined(FF_CUDA_EMU)
+#define CUDA_SMEM_READ(p, n) cuda_emu_smem_access((p), (n), false)
+#define CUDA_SMEM_WRITTEN(p, n) cuda_emu_smem_access((p), (n), true)
+#else
+#define CUDA_SMEM_READ(p, n) ((void)0)
+#define CUDA_SMEM_WRITTEN(p, n) ((void)0)
+#endif
+
 /* 16 bytes global -> shared, completed by cuda_cp_async_wait (both 16-byte aligned). */
 __device__ __forceinline__ void cuda_cp_async16(void *smem, const void *global)
 {
-#if defined(FF_CUDA_EMU) || defined(CUDA_MMA_NONE)
+#if defined(FF_CUDA_EMU)
+    cuda_emu_cp_async(smem, global); /* racechecked until its wait */
+#elif defined(CUDA_MMA_NONE)
     memcpy(smem, global, 16);
 #else
     unsigned a = (unsigned)__cvta_generic_to_shared(smem);
@@ -118,7 +130,9 @@ __device__ __forceinline__ void cuda_cp_async16(void *smem, const void *global)
 
 __device__ __forceinline__ void cuda_cp_async_commit()
 {
-#if !defined(FF_CUDA_EMU) && !defined(CUDA_MMA_NONE)
+#if defined(FF_CUDA_EMU)
+    cuda_emu_cp_commit();
+#elif !defined(CUDA_MMA_NONE)
     asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
@@ -126,7 +140,9 @@ __device__ __forceinline__ void cuda_cp_async_commit()
 /* Waits until at most N committed groups are still in flight (this thread's). */
 template <int N> __device__ __forceinline__ void cuda_cp_async_wait()
 {
-#if !defined(FF_CUDA_EMU) && !defined(CUDA_MMA_NONE)
+#if defined(FF_CUDA_EMU)
+    cuda_emu_cp_wait(N);
+#elif !defined(CUDA_MMA_NONE)
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
