@@ -8,7 +8,7 @@
  * host-driven.
  *
  * Temporaries an entry frees while it is being recorded are not returned to the cache:
- * the record keeps them (cuda_record_keep), because every launch of the CUDA graph writes
+ * the record keeps them (cuda_record_keep_locked), because every launch of the CUDA graph writes
  * them again at the same addresses; they go back when the record is released. A later
  * call of the same recording may take one again (cuda_record_reuse: stream order holds
  * inside the graph too), so a record holds about what its run needs at once.
@@ -22,12 +22,17 @@
 
 #include "cuda_impl.h"
 
+/* A temporary freed while recording, and its block's size. */
+typedef struct kept_block {
+    void *ptr;
+    size_t cap;
+} kept_block;
+
 struct cuda_record {
     cudaGraphExec_t exec;
-    void **keep;   /* temporaries freed while recording */
-    size_t *cap;   /* their blocks' sizes */
+    kept_block *keep; /* temporaries freed while recording */
     int n_keep, cap_keep;
-    int failed;    /* a temporary could not be kept: the record must not be used */
+    int failed;       /* a temporary could not be kept: the record must not be used */
 };
 
 /* The recording this thread has open, NULL if none (the caller holds alloc_lock). */
@@ -36,53 +41,44 @@ static cuda_record *recording_of_caller(cuda_ctx *c)
     return c->recording && pthread_equal(c->recorder, pthread_self()) ? c->recording : NULL;
 }
 
-int cuda_record_keep(cuda_ctx *c, void *buf, size_t cap)
+int cuda_record_keep_locked(cuda_ctx *c, void *buf, size_t cap)
 {
-    pthread_mutex_lock(&c->alloc_lock);
     cuda_record *r = recording_of_caller(c);
-    int kept = 0;
-    if (r) {
-        if (r->n_keep == r->cap_keep) {
-            int n = r->cap_keep ? 2 * r->cap_keep : 16;
-            void **k = realloc(r->keep, sizeof *k * (size_t)n);
-            if (k) r->keep = k;
-            size_t *z = k ? realloc(r->cap, sizeof *z * (size_t)n) : NULL;
-            if (z) r->cap = z, r->cap_keep = n;
-        }
-        if (r->n_keep < r->cap_keep) r->keep[r->n_keep] = buf, r->cap[r->n_keep++] = cap, kept = 1;
-        else r->failed = 1; /* freed below as usual: the record is dropped at its end */
+    if (!r) return 0;
+    if (r->n_keep == r->cap_keep) {
+        int n = r->cap_keep ? 2 * r->cap_keep : 16;
+        kept_block *k = realloc(r->keep, sizeof *k * (size_t)n);
+        if (k) r->keep = k, r->cap_keep = n;
     }
-    pthread_mutex_unlock(&c->alloc_lock);
-    return kept;
+    if (r->n_keep == r->cap_keep) { /* freed as usual: the record is dropped at its end */
+        r->failed = 1;
+        return 0;
+    }
+    r->keep[r->n_keep++] = (kept_block){buf, cap};
+    return 1;
 }
 
 /* Within one recording, the calls run in stream order on the device as well, so a later
  * call may take a temporary an earlier one freed: the smallest kept block of at least
  * nbytes (taken out of the keep list), or NULL. The record then holds what a run needs at
  * once rather than every temporary of every call. */
-void *cuda_record_reuse(cuda_ctx *c, size_t nbytes)
+void *cuda_record_reuse_locked(cuda_ctx *c, size_t nbytes)
 {
-    pthread_mutex_lock(&c->alloc_lock);
     cuda_record *r = recording_of_caller(c);
     int best = -1;
     for (int i = 0; r && i < r->n_keep; i++)
-        if (r->cap[i] >= nbytes && (best < 0 || r->cap[i] < r->cap[best])) best = i;
-    void *p = NULL;
-    if (best >= 0) {
-        p = r->keep[best];
-        r->keep[best] = r->keep[r->n_keep - 1], r->cap[best] = r->cap[r->n_keep - 1];
-        r->n_keep--;
-    }
-    pthread_mutex_unlock(&c->alloc_lock);
+        if (r->keep[i].cap >= nbytes && (best < 0 || r->keep[i].cap < r->keep[best].cap)) best = i;
+    if (best < 0) return NULL;
+    void *p = r->keep[best].ptr;
+    r->keep[best] = r->keep[--r->n_keep];
     return p;
 }
 
 static void record_drop(cuda_ctx *c, cuda_record *r)
 {
     if (r->exec) cudaGraphExecDestroy(r->exec); /* a launch in flight completes first */
-    for (int i = 0; i < r->n_keep; i++) cuda_free(c, r->keep[i]); /* stream-ordered reuse */
+    for (int i = 0; i < r->n_keep; i++) cuda_free(c, r->keep[i].ptr); /* stream-ordered reuse */
     free(r->keep);
-    free(r->cap);
     free(r);
 }
 

@@ -134,11 +134,12 @@ ff_status cuda_empty_cache(void *ctx);
 void cuda_alloc_destroy(cuda_ctx *c);
 /* A device temporary through the cache (set_error'd on failure) and its release. */
 void *cuda_temp(cuda_ctx *c, const char *entry, size_t nbytes);
-/* cuda_graph.c: 1 when buf (a block of cap bytes) is a temporary freed while this thread
- * records (the record keeps it until it is released), else 0 (cuda_free frees it); and a
- * kept block of at least nbytes for a later call of the same recording, or NULL. */
-int cuda_record_keep(cuda_ctx *c, void *buf, size_t cap);
-void *cuda_record_reuse(cuda_ctx *c, size_t nbytes);
+/* cuda_graph.c, called by the allocator under alloc_lock: 1 when buf (a block of cap
+ * bytes) is a temporary freed while this thread records (the record keeps it until it is
+ * released), else 0 (cuda_free frees it); and a kept block of at least nbytes for a later
+ * call of the same recording, or NULL. */
+int cuda_record_keep_locked(cuda_ctx *c, void *buf, size_t cap);
+void *cuda_record_reuse_locked(cuda_ctx *c, size_t nbytes);
 ff_status cuda_graph_record(void *ctx, int op, void **handle);
 
 /* ---- walks (cuda_walk.c) ---- */

@@ -196,26 +196,21 @@ void *cuda_alloc(void *ctx, size_t nbytes)
         cuda_error(c, FF_ERR_OOM, "cuda alloc: %zu bytes is more than any device holds", nbytes);
         return NULL;
     }
-    pthread_mutex_lock(&c->alloc_lock);
-    int recording = c->recording != NULL;
-    pthread_mutex_unlock(&c->alloc_lock);
-    if (recording) { /* a temporary an earlier call of this recording freed */
-        void *p = cuda_record_reuse(c, nbytes);
-        if (p) {
-            pthread_mutex_lock(&c->alloc_lock);
-            cuda_block *k = live_find(c, p, 0);
-            c->in_use += nbytes - k->requested;
-            k->requested = nbytes;
-            if (c->in_use > c->peak) c->peak = c->in_use;
-            pthread_mutex_unlock(&c->alloc_lock);
-            return p;
-        }
-    }
     size_t cap;
     int cls = -1;
     if (nbytes <= SMALL_MAX) cls = size_class(nbytes, &cap);
     else cap = (nbytes + LARGE_ROUND - 1) / LARGE_ROUND * LARGE_ROUND;
     pthread_mutex_lock(&c->alloc_lock);
+    /* while a graph records: a temporary an earlier call of the recording freed, if one fits */
+    void *kept = c->recording ? cuda_record_reuse_locked(c, nbytes) : NULL;
+    if (kept) {
+        cuda_block *k = live_find(c, kept, 0);
+        c->in_use += nbytes - k->requested;
+        k->requested = nbytes;
+        if (c->in_use > c->peak) c->peak = c->in_use;
+        pthread_mutex_unlock(&c->alloc_lock);
+        return kept;
+    }
     cuda_block *b = take_cached(c, cls, cap);
     pthread_mutex_unlock(&c->alloc_lock);
     if (!b) {
@@ -248,15 +243,15 @@ void cuda_free(void *ctx, void *buf)
 {
     cuda_ctx *c = ctx;
     if (!buf) return;
-    /* while a graph records, its temporaries stay with the record (cuda_graph.c): each launch
-     * writes them again */
-    pthread_mutex_lock(&c->alloc_lock);
-    cuda_block *k = c->recording ? live_find(c, buf, 0) : NULL;
-    size_t cap = k ? k->size : 0;
-    pthread_mutex_unlock(&c->alloc_lock);
-    if (k && cuda_record_keep(c, buf, cap)) return;
     cuda_use_device(c, "free"); /* a drain below calls cudaFree */
     pthread_mutex_lock(&c->alloc_lock);
+    /* while a graph records, its temporaries stay with the record (cuda_graph.c): each launch
+     * writes them again */
+    cuda_block *k = c->recording ? live_find(c, buf, 0) : NULL;
+    if (k && cuda_record_keep_locked(c, buf, k->size)) {
+        pthread_mutex_unlock(&c->alloc_lock);
+        return;
+    }
     cuda_block *b = live_find(c, buf, 1);
     if (!b) { /* not ours: nothing to do (the core never does this) */
         pthread_mutex_unlock(&c->alloc_lock);
