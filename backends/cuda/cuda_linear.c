@@ -122,8 +122,6 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
     const char *what = "cublasLtMatmulDescCreate";
     cublasComputeType_t ct = t == FF_F32 && c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublasOperation_t ta = bcm ? CUBLAS_OP_T : CUBLAS_OP_N, tb = acm ? CUBLAS_OP_T : CUBLAS_OP_N;
-    uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE; /* no partial sums in a half */
-    uint64_t ws_max = LT_WORKSPACE;
     /* Lt's A is b, its B is a; C is D */
     size_t es = ff_dtype_size(t);
     uint32_t al[3] = {lt_alignment(cuda_view_ptr(b), ldb, es), lt_alignment(cuda_view_ptr(a), lda, es),
@@ -137,41 +135,42 @@ static ff_status lt_matmul(cuda_ctx *c, const ff_view *a, int acm, int64_t lda, 
         what = "cublasLtMatrixLayoutCreate";
         /* Lt's A is b's matrix (N x K as stored, or K x N transposed), its B is a's */
         if (!(s = cublasLtMatrixLayoutCreate(&q.la, lt_type(t), bcm ? K : N, bcm ? N : K, ldb)) &&
-            !(s = cublasLtMatrixLayoutCreate(&q.lb, lt_type(t), acm ? M : K, acm ? K : M, lda)) &&
-            !(s = cublasLtMatrixLayoutCreate(&q.ld, lt_type(dt), N, M, ldd))) {
-            what = "cublasLtMatmulPreference";
-            if (!(s = cublasLtMatmulPreferenceCreate(&q.pref)))
-                s = cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_max,
-                                                         sizeof ws_max);
-            if (!s)
-                s = cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme,
-                                                         sizeof scheme);
-            static const cublasLtMatmulPreferenceAttributes_t which[4] = {
-                CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-            for (int i = 0; i < 4 && !s; i++)
-                s = cublasLtMatmulPreferenceSetAttribute(q.pref, which[i], &al[i < 3 ? i : 2], sizeof al[0]);
-        }
+            !(s = cublasLtMatrixLayoutCreate(&q.lb, lt_type(t), acm ? M : K, acm ? K : M, lda)))
+            s = cublasLtMatrixLayoutCreate(&q.ld, lt_type(dt), N, M, ldd);
     }
     cublasLtMatmulHeuristicResult_t h;
-    int got = 0;
     cublasLtHandle_t lt = (cublasLtHandle_t)c->cublaslt;
     lt_key key;
     memset(&key, 0, sizeof key);
-    if (!s) {
-        key.t = (int32_t)t, key.dt = (int32_t)dt, key.ct = (int32_t)ct, key.ta = (int32_t)ta, key.tb = (int32_t)tb;
-        key.epi = (int32_t)epi, key.bias = bias != NULL;
-        memcpy(key.al, al, sizeof al);
-        key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldd = ldd;
-        const cublasLtMatmulHeuristicResult_t *known = lt_cached(c, &key);
-        if (known) {
-            h = *known;
-        } else {
+    key.t = (int32_t)t, key.dt = (int32_t)dt, key.ct = (int32_t)ct, key.ta = (int32_t)ta, key.tb = (int32_t)tb;
+    key.epi = (int32_t)epi, key.bias = bias != NULL;
+    memcpy(key.al, al, sizeof al);
+    key.M = M, key.N = N, key.K = K, key.lda = lda, key.ldb = ldb, key.ldd = ldd;
+    const cublasLtMatmulHeuristicResult_t *known = s ? NULL : lt_cached(c, &key);
+    if (known) {
+        h = *known;
+    } else if (!s) { /* the preference only matters to the heuristic: made on a miss alone */
+        uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE; /* no partial sums in a half */
+        uint64_t ws_max = LT_WORKSPACE;
+        static const cublasLtMatmulPreferenceAttributes_t which[4] = {
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+        what = "cublasLtMatmulPreference";
+        if (!(s = cublasLtMatmulPreferenceCreate(&q.pref)))
+            s = cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_max,
+                                                     sizeof ws_max);
+        if (!s)
+            s = cublasLtMatmulPreferenceSetAttribute(q.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &scheme,
+                                                     sizeof scheme);
+        for (int i = 0; i < 4 && !s; i++)
+            s = cublasLtMatmulPreferenceSetAttribute(q.pref, which[i], &al[i < 3 ? i : 2], sizeof al[0]);
+        int got = 0;
+        if (!s) {
             what = "cublasLtMatmulAlgoGetHeuristic";
             s = cublasLtMatmulAlgoGetHeuristic(lt, q.op, q.la, q.lb, q.ld, q.ld, q.pref, 1, &h, &got);
             if (!s && got < 1) s = CUBLAS_STATUS_NOT_SUPPORTED;
-            if (!s) lt_remember(c, &key, &h);
         }
+        if (!s) lt_remember(c, &key, &h);
     }
     ff_status st = FF_OK;
     void *ws = NULL;

@@ -137,8 +137,9 @@ static void test_shapes_and_views_in_one_process(void)
                     for (int rep = 0; rep < 2; rep++) {
                         int64_t M = dims[i][0], K = dims[i][1], N = dims[i][2];
                         int act = (int)(i + rep) % 2 ? FF_UNARY_RELU : FF_LINEAR_NO_ACT;
-                        /* row strides 33 and 32 whatever K is, so sizes alone tell calls apart */
-                        ff_tensor *xw = ff_test_lcg_tensor(dt, 2, SHAPE(M, 33), 11 + (unsigned)i, -1, 1);
+                        /* row strides 40 and 32 whatever K is, so sizes alone tell calls apart, and
+                         * offsets 0 and 1 differ in alignment alone */
+                        ff_tensor *xw = ff_test_lcg_tensor(dt, 2, SHAPE(M, 40), 11 + (unsigned)i, -1, 1);
                         ff_tensor *x = ff_narrow(xw, 1, off, K); /* off 1: rows start 2 or 4 bytes in */
                         ff_tensor *ww = ff_test_lcg_tensor(dt, 2, SHAPE(N, 32), 12 + (unsigned)i, -0.5, 0.5);
                         ff_tensor *w = ff_narrow(ww, 1, 0, K);
