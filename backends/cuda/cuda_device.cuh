@@ -37,6 +37,19 @@ __device__ __forceinline__ const char *cuda_elem_c(const void *buf, ff_dtype t, 
     return (const char *)buf + at * (int64_t)ff_dtype_size(t);
 }
 
+/* The halves of the kernels that template on their type (BF16: bf16, else f16): a value,
+ * exact in float, and a double rounded once to the half (to nearest, ties to even), as
+ * bits, which is what ffb_st_f64 stores. */
+template <bool BF16> __device__ __forceinline__ float cuda_half_f32(uint16_t h)
+{
+    return BF16 ? ffb_bf16_to_f32(h) : ffb_f16_to_f32(h);
+}
+
+template <bool BF16> __device__ __forceinline__ uint16_t cuda_half_bits(double x)
+{
+    return BF16 ? ffb_f64_to_bf16(x) : ffb_f64_to_f16(x);
+}
+
 #define CUDA_FOR(n, total) \
     for (int64_t n = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; n < (total); n += (int64_t)gridDim.x * blockDim.x)
 

@@ -194,21 +194,11 @@ __device__ __forceinline__ cuda_h16x8 cuda_load8(const uint16_t *p, int64_t stri
     return r;
 }
 
-template <bool BF16> __device__ __forceinline__ float cuda_h_ld(uint16_t h)
-{
-    return BF16 ? ffb_bf16_to_f32(h) : ffb_f16_to_f32(h);
-}
-
-template <bool BF16> __device__ __forceinline__ uint16_t cuda_h_round(double x)
-{
-    return BF16 ? ffb_f64_to_bf16(x) : ffb_f64_to_f16(x);
-}
-
 template <bool BF16> __global__ void k_unary_h8(ff_unary_op op, uint16_t *d, const uint16_t *s, int64_t ss, int64_t n8)
 {
     CUDA_FOR(q, n8) {
         cuda_h16x8 x = cuda_load8(s, ss, q), r;
-        for (int k = 0; k < 8; k++) r.v[k] = cuda_h_round<BF16>(ffb_unary_f64(op, (double)cuda_h_ld<BF16>(x.v[k])));
+        for (int k = 0; k < 8; k++) r.v[k] = cuda_half_bits<BF16>(ffb_unary_f64(op, (double)cuda_half_f32<BF16>(x.v[k])));
         ((cuda_h16x8 *)d)[q] = r;
     }
 }
@@ -220,13 +210,13 @@ __global__ void k_binary_h8(ff_binary_op op, uint16_t *d, const uint16_t *a, int
     CUDA_FOR(q, n8) {
         cuda_h16x8 x = cuda_load8(a, sa, q), y = cuda_load8(b, sb, q), r;
         for (int k = 0; k < 8; k++) {
-            float u = cuda_h_ld<BF16>(x.v[k]), v = cuda_h_ld<BF16>(y.v[k]);
+            float u = cuda_half_f32<BF16>(x.v[k]), v = cuda_half_f32<BF16>(y.v[k]);
             /* float only where it is exact enough (above); the rest straight from double,
              * never through a float rounding first */
             double e = op == FF_BINARY_ADD || op == FF_BINARY_SUB || op == FF_BINARY_MUL
                            ? (double)cuda_binary_f32(op, u, v)
                            : ffb_binary_f64(op, (double)u, (double)v);
-            r.v[k] = cuda_h_round<BF16>(e);
+            r.v[k] = cuda_half_bits<BF16>(e);
         }
         ((cuda_h16x8 *)d)[q] = r;
     }
@@ -265,7 +255,7 @@ __global__ void k_where(cuda_walk w, void *db, const uint8_t *cb, const void *ab
 /* r rounded to the half type t, as a store and a load of it give. */
 __device__ __forceinline__ double cuda_half_round(double r, ff_dtype t)
 {
-    return t == FF_BF16 ? ffb_bf16_to_f32(ffb_f64_to_bf16(r)) : ffb_f16_to_f32(ffb_f64_to_f16(r));
+    return t == FF_BF16 ? cuda_half_f32<true>(cuda_half_bits<true>(r)) : cuda_half_f32<false>(cuda_half_bits<false>(r));
 }
 
 /* The fused program (cuda_fused.c): per element, the instructions in order; views in

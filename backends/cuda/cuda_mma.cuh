@@ -90,16 +90,12 @@ template <bool BF16> __device__ __forceinline__ uint32_t cuda_pack_half2(float l
 #endif
 }
 
-template <bool BF16> __device__ __forceinline__ float cuda_half_f32(uint16_t h)
-{
-    return BF16 ? ffb_bf16_to_f32(h) : ffb_f16_to_f32(h);
-}
-
-/* x rounded to the half type (to nearest, ties to even), as its bits. */
+/* x rounded to the half type (to nearest, ties to even), as its bits: cuda_half_bits's
+ * result, by the device's conversion instruction. */
 template <bool BF16> __device__ __forceinline__ uint16_t cuda_half_of(float x)
 {
 #if defined(FF_CUDA_EMU)
-    return BF16 ? ffb_f64_to_bf16(x) : ffb_f64_to_f16(x);
+    return cuda_half_bits<BF16>(x);
 #else
     return BF16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x)) : __half_as_ushort(__float2half_rn(x));
 #endif
