@@ -382,16 +382,39 @@ static size_t att_shared(int kernel, int64_t warps, int64_t D, int64_t Dv, size_
     return (size_t)n * esize;
 }
 
+/* Blocks for rows_total rows of every (b, h) in blocks of `rows` rows, capped (the kernels
+ * loop over the rest). */
+static int64_t att_blocks(const att_args &a, int64_t rows, int64_t rows_total)
+{
+    int64_t blocks = a.B * a.H * ((rows_total + rows - 1) / rows);
+    return blocks > (int64_t)1 << 30 ? (int64_t)1 << 30 : blocks;
+}
+
+#if !defined(FF_CUDA_EMU)
+/* k<<<blocks, threads, smem>>>(args) on the backend's stream, shared memory above 48 KiB
+ * opted in: every attention kernel's launch. */
+template <typename A>
+static ff_status att_device_launch(cuda_ctx *c, void (*k)(A), const char *name, const A &args, int64_t blocks,
+                                   int64_t threads, size_t smem)
+{
+    if (smem > 48 * 1024) {
+        cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (err != cudaSuccess) return cuda_fail(c, "attention", "cudaFuncSetAttribute", err);
+    }
+    k<<<(unsigned)blocks, (unsigned)threads, smem, c->stream>>>(args);
+    return cuda_launch_check(c, "attention", name);
+}
+#endif
+
 /* Launches kernel k over blocks of `threads` threads that own `rows` rows each, with `smem`
- * bytes (above 48 KiB opted in). */
+ * bytes. */
 static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, const att_args &a, int64_t threads,
                             int64_t rows, int64_t rows_total, size_t smem)
 {
-    int64_t blocks = a.B * a.H * ((rows_total + rows - 1) / rows);
+    int64_t blocks = att_blocks(a, rows, rows_total);
     if (blocks == 0) return FF_OK;
-    if (blocks > (int64_t)1 << 30) blocks = (int64_t)1 << 30; /* the kernels loop over the rest */
 #if defined(FF_CUDA_EMU)
-    (void)c, (void)name;
+    (void)c, (void)name, (void)threads;
     att_args args = a;
     cuda_emu_enqueue([=]() { /* now, or at each launch of a graph being recorded */
         att_emu_smem = malloc(smem ? smem : 1);
@@ -402,12 +425,7 @@ static ff_status att_launch(cuda_ctx *c, void (*k)(att_args), const char *name, 
     });
     return FF_OK;
 #else
-    if (smem > 48 * 1024) {
-        cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) return cuda_fail(c, "attention", "cudaFuncSetAttribute", err);
-    }
-    k<<<(unsigned)blocks, (unsigned)threads, smem, c->stream>>>(a);
-    return cuda_launch_check(c, "attention", name);
+    return att_device_launch(c, k, name, a, blocks, threads, smem);
 #endif
 }
 
@@ -510,20 +528,14 @@ static size_t fa_shared(int kernel, int dp)
 static ff_status fa_launch(cuda_ctx *c, void (*k)(fa_args), const char *name, const fa_args &f, int64_t rows_total,
                            size_t smem)
 {
-    int64_t blocks = f.a.B * f.a.H * ((rows_total + FA_ROWS - 1) / FA_ROWS);
+    int64_t blocks = att_blocks(f.a, FA_ROWS, rows_total);
     if (blocks == 0) return FF_OK;
-    if (blocks > (int64_t)1 << 30) blocks = (int64_t)1 << 30; /* the kernels loop over the rest */
 #if defined(FF_CUDA_EMU)
     (void)c, (void)name;
-    CUDA_EMU_BLOCKS(dim3((unsigned)blocks), dim3(FA_THREADS), smem, k(f));
+    CUDA_EMU_BLOCKS(dim3((unsigned)blocks), dim3(FA_THREADS), smem, k(f)); /* real blocks: they cooperate */
     return FF_OK;
 #else
-    if (smem > 48 * 1024) {
-        cudaError_t err = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (err != cudaSuccess) return cuda_fail(c, "attention", "cudaFuncSetAttribute", err);
-    }
-    k<<<(unsigned)blocks, FA_THREADS, smem, c->stream>>>(f);
-    return cuda_launch_check(c, "attention", name);
+    return att_device_launch(c, k, name, f, blocks, FA_THREADS, smem);
 #endif
 }
 
