@@ -10,7 +10,6 @@
  * are captured. */
 #include <cublas_v2.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "cuda_emu_graph.h"
 
@@ -70,15 +69,7 @@ static cublasStatus_t gemm(ff_dtype t, cublasOperation_t ta, cublasOperation_t t
         return CUBLAS_STATUS_INVALID_VALUE;
     cuda_emu_gemm_calls++;
     gemm_call g = {t, ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc, A, B, C};
-    if (!cuda_emu_capturing()) {
-        gemm_run(&g);
-        return CUBLAS_STATUS_SUCCESS;
-    }
-    gemm_call *kept = malloc(sizeof *kept);
-    if (!kept) return CUBLAS_STATUS_ALLOC_FAILED;
-    *kept = g;
-    cuda_emu_capture_add(gemm_run, free, kept);
-    return CUBLAS_STATUS_SUCCESS;
+    return cuda_emu_run_or_record(gemm_run, &g, sizeof g) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,

@@ -8,6 +8,7 @@
  * capture a thread, on one stream. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_emu_graph.h"
 
@@ -53,6 +54,19 @@ void cuda_emu_capture_add(void (*run)(void *), void (*drop)(void *), void *arg)
     }
     g->nodes[g->n++] = (emu_node){run, drop, arg};
     cuda_emu_capture_calls++;
+}
+
+int cuda_emu_run_or_record(void (*run)(void *), const void *arg, size_t size)
+{
+    if (!cap.active) {
+        run((void *)arg);
+        return 1;
+    }
+    void *kept = malloc(size ? size : 1);
+    if (!kept) return 0;
+    memcpy(kept, arg, size);
+    cuda_emu_capture_add(run, free, kept);
+    return 1;
 }
 
 static void graph_unref(struct CUgraph_st *g)

@@ -13,6 +13,9 @@ extern "C" {
 int cuda_emu_capturing(void);
 void cuda_emu_capture_add(void (*run)(void *), void (*drop)(void *), void *arg);
 void cuda_emu_capture_refuse(void);
+/* run(arg) now, or (while capturing) recorded with a copy of arg's size bytes; 0 when that
+ * copy cannot be made (out of host memory). */
+int cuda_emu_run_or_record(void (*run)(void *), const void *arg, size_t size);
 extern int cuda_emu_capture_calls; /* closures recorded, over all captures (for tests) */
 
 /* For an emulated library's work that it does not record: during a capture it refuses

@@ -88,15 +88,7 @@ static void mem_op_run(void *arg)
 static cudaError_t mem_op(void *dst, const void *src, int v, size_t n)
 {
     emu_mem_op m = {dst, src, v, n};
-    if (!cuda_emu_capturing()) {
-        mem_op_run(&m);
-        return cudaSuccess;
-    }
-    emu_mem_op *k = malloc(sizeof *k);
-    if (!k) return cudaErrorMemoryAllocation;
-    *k = m;
-    cuda_emu_capture_add(mem_op_run, free, k);
-    return cudaSuccess;
+    return cuda_emu_run_or_record(mem_op_run, &m, sizeof m) ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
