@@ -12,7 +12,6 @@
 #include <stdint.h>
 
 #include "cuda_emu_graph.h"
-
 #include "ff_backend_scalar.h"
 
 int cuda_emu_gemm_calls, cuda_emu_gemm_batched;

@@ -208,6 +208,34 @@ static ff_graph *capture_twin(int kind, int seed, const ff_tensor *x, const ff_t
     return g;
 }
 
+/* `steps` new batches (seeds from seed): a steps eagerly, b's graph replays, their losses
+ * and, at the end, their parameters equal bit for bit; both learning rates halve before
+ * step halve_at (-1: never). */
+static void step_alongside(net *a, net *b, ff_graph *g, ff_tensor *x, const ff_tensor *y, const ff_tensor *loss_b,
+                           int steps, uint64_t seed, int halve_at)
+{
+    const int64_t *xs = ff_tensor_shape(x);
+    for (int s = 0; s < steps; s++) {
+        ff_tensor *xn = uniform(2, xs, -1, 1, seed + (uint64_t)s);
+        if (s == halve_at) {
+            CHECK(ff_optimizer_set_lr(a->opt, 0.5 * ff_optimizer_get_lr(a->opt)) == FF_OK);
+            CHECK(ff_optimizer_set_lr(b->opt, 0.5 * ff_optimizer_get_lr(b->opt)) == FF_OK);
+        }
+        CHECK(ff_copy_(x, xn) == FF_OK);
+        ff_tensor *la = train_step(a, x, y);
+        CHECK(ff_graph_replay(g) == FF_OK);
+        CHECK(la && same_bits(la, loss_b));
+        RELEASE(la, xn);
+    }
+    for (int i = 0; i < a->np; i++) CHECK(same_bits(a->ps[i], b->ps[i]));
+}
+
+static void release_twins(net *a, net *b)
+{
+    ff_optimizer_release(a->opt), ff_optimizer_release(b->opt);
+    ff_module_release(a->m), ff_module_release(b->m);
+}
+
 static void test_training_steps_replay_bit_for_bit(void)
 {
     for (int k = 0; k < n_backends(); k++) {
@@ -220,20 +248,7 @@ static void test_training_steps_replay_bit_for_bit(void)
             ff_tensor *y = ff_from_data(lab, 1, ys, FF_I64);
             ff_tensor *loss_b;
             ff_graph *g = capture_twin(kind, 7, x, y, &a, &b, &loss_b);
-            ff_tensor *la;
-            for (int s = 0; s < 5; s++) {
-                ff_tensor *xn = uniform(2, xs, -1, 1, 100 + (uint64_t)s);
-                if (s == 3) { /* a schedule's change must reach the replayed step */
-                    CHECK(ff_optimizer_set_lr(a.opt, 0.5 * ff_optimizer_get_lr(a.opt)) == FF_OK);
-                    CHECK(ff_optimizer_set_lr(b.opt, 0.5 * ff_optimizer_get_lr(b.opt)) == FF_OK);
-                }
-                CHECK(ff_copy_(x, xn) == FF_OK);
-                la = train_step(&a, x, y);
-                CHECK(ff_graph_replay(g) == FF_OK);
-                CHECK(la && same_bits(la, loss_b));
-                RELEASE(la, xn);
-            }
-            for (int i = 0; i < a.np; i++) CHECK(same_bits(a.ps[i], b.ps[i]));
+            step_alongside(&a, &b, g, x, y, loss_b, 5, 100, 3); /* a schedule's change must reach the replay */
             CHECK(ff_optimizer_step_count(a.opt) == ff_optimizer_step_count(b.opt));
             ff_graph_info info;
             CHECK(ff_graph_stats(g, &info) == FF_OK);
@@ -241,8 +256,7 @@ static void test_training_steps_replay_bit_for_bit(void)
             CHECK(info.launches < info.kernels_captured);
             ff_graph_release(g);
             RELEASE(loss_b, x, y);
-            ff_optimizer_release(a.opt), ff_optimizer_release(b.opt);
-            ff_module_release(a.m), ff_module_release(b.m);
+            release_twins(&a, &b);
         }
     }
 }
@@ -450,17 +464,9 @@ static void test_device_runs(void)
             ff_tensor *x = uniform(2, xs, -1, 1, 60);
             int64_t lab[10] = {2, 1, 0, 0, 1, 2, 2, 1, 0, 1};
             ff_tensor *y = ff_from_data(lab, 1, ys, FF_I64);
-            ff_tensor *loss_b, *la;
+            ff_tensor *loss_b;
             ff_graph *g = capture_twin(0, 5, x, y, &a, &b, &loss_b);
-            for (int s = 0; s < 4; s++) {
-                ff_tensor *xn = uniform(2, xs, -1, 1, 200 + (uint64_t)s);
-                CHECK(ff_copy_(x, xn) == FF_OK);
-                la = train_step(&a, x, y);
-                CHECK(ff_graph_replay(g) == FF_OK);
-                CHECK(la && same_bits(la, loss_b));
-                RELEASE(la, xn);
-            }
-            for (int i = 0; i < a.np; i++) CHECK(same_bits(a.ps[i], b.ps[i]));
+            step_alongside(&a, &b, g, x, y, loss_b, 4, 200, -1);
             ff_graph_info info;
             CHECK(ff_graph_stats(g, &info) == FF_OK);
             CHECK(info.device_launches + info.host_launches == info.launches);
@@ -472,8 +478,7 @@ static void test_device_runs(void)
             }
             ff_graph_release(g);
             RELEASE(loss_b, x, y);
-            ff_optimizer_release(a.opt), ff_optimizer_release(b.opt);
-            ff_module_release(a.m), ff_module_release(b.m);
+            release_twins(&a, &b);
             unsetenv("FF_GRAPH_DEVICE");
         }
     }
