@@ -183,7 +183,7 @@ def _random(shape, p0, p1, dtype, requires_grad, device, seed, seeded, standard,
         if scale != 1.0 or shift != 0.0:
             with no_grad():
                 t = t * scale + shift
-    return _finish(t, requires_grad, device)
+    return _finish(t, requires_grad, None)  # made on device's backend already
 
 
 def uniform(shape, low=0.0, high=1.0, dtype=float32, requires_grad=False, device=None, seed=None, generator=None):

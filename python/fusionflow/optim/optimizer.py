@@ -8,13 +8,12 @@ Graph-safe (fusionflow.compile), as the C optimizers (nn/optimizer.c): what a st
 advances on the host (state creation, Adam's step count, coefficients derived from the
 learning rate and the step) runs in one host call per group and step (ff_graph_host_call),
 which writes those coefficients into 0-d tensors of each parameter's dtype; the update
-kernels, which run after it, read them (_host_steps). Eagerly the host call just runs, and the kernels compute the bits ff_axpy_ and
-ff_mul_scalar_ with the same scalars would; a replayed step runs it again first, so it
+kernels, which run after it, read them (_host_steps). Eagerly the host call just runs, and
+the kernels compute the bits ff_axpy_ and ff_mul_scalar_ with the same scalars would; a replayed step runs it again first, so it
 follows lr changes in param_groups and Adam's bias corrections."""
 import weakref
 
 from .._compile import host_call
-from .. import _dtype
 import numpy as np
 
 from .._lib import C, FF_ERR_INVALID, FusionFlowError, HostFn, error
@@ -223,13 +222,9 @@ class Optimizer:
 
 
 def _rounded(value, dtype):
-    """value as a 0-d tensor of dtype holds it, where Python can round it exactly (f32, f16);
-    the value itself otherwise (f64; bf16: every step writes)."""
-    if dtype == _dtype.float32:
-        return float(np.float32(value))
-    if dtype == _dtype.float16:
-        return float(np.float16(value))
-    return value
+    """value as a 0-d tensor of dtype holds it (NumPy's rounding of that type), or the value
+    itself where NumPy has no such type (bf16: every step writes)."""
+    return float(dtype.np.type(value)) if dtype.np is not None else value
 
 
 def real_pairs(*ts):
