@@ -25,11 +25,12 @@
  * A block has 8 warps (64 rows), halved until its tiles fit the device's shared memory
  * (F64 at D = 256 needs fewer).
  *
- * Which kernels: F32 with D, Dv <= 64 takes the register tiles of cuda_attention_tiled.cuh;
- * with FF_CUDA_ATTENTION=mma (opt-in until a GPU run has passed with them), F16/BF16 with
- * D, Dv <= 128 (sm_80 and later) the tensor-core kernels of cuda_attention_mma.cuh;
- * everything else (F64, F32 with D or Dv > 64, the halves by default, and all of it with
- * FF_CUDA_ATTENTION=simple) the general kernels below.
+ * Which kernels: with FF_CUDA_ATTENTION=mma (opt-in until a GPU run has passed with them),
+ * F16/BF16 and F32 (3xTF32) with D, Dv <= 128 (sm_80 and later, tiles within the device's
+ * shared memory) the tensor-core kernels of cuda_attention_mma.cuh; else F32 with D, Dv
+ * <= 64 the register tiles of cuda_attention_tiled.cuh; everything else (F64, F32 with D
+ * or Dv > 64, the halves by default, and all of it with FF_CUDA_ATTENTION=simple) the
+ * general kernels below.
  *
  * Under FF_CUDA_EMU (tests/cuda_emu: one thread a launch) a warp is one lane and a block
  * one warp: the same loops, strided by ATT_LANES, run every key and column on the one
@@ -437,17 +438,13 @@ static ff_status att_warps(cuda_ctx *c, int kernel, const att_args &a, size_t es
     *warps = 1; /* one thread: a warp of one lane */
     return FF_OK;
 #else
-    int optin = 48 * 1024;
-    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device) != cudaSuccess) {
-        cudaGetLastError();
-        optin = 48 * 1024;
-    }
+    size_t optin = c->smem_optin;
     int64_t w = ATT_WARPS_MAX;
-    while (w > 1 && att_shared(kernel, w, a.D, a.Dv, esize) > (size_t)optin) w /= 2;
+    while (w > 1 && att_shared(kernel, w, a.D, a.Dv, esize) > optin) w /= 2;
     size_t need = att_shared(kernel, w, a.D, a.Dv, esize);
-    if (need > (size_t)optin)
+    if (need > optin)
         return cuda_error(c, FF_ERR_UNSUPPORTED, "cuda attention: head dims D = %lld, Dv = %lld in %s need %zu bytes of "
-                          "shared memory a block, the device offers %d", (long long)a.D, (long long)a.Dv,
+                          "shared memory a block, the device offers %zu", (long long)a.D, (long long)a.Dv,
                           esize == 8 ? "f64" : "f32", need, optin);
     *warps = w;
     return FF_OK;
@@ -497,32 +494,47 @@ static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
     return st;
 }
 
-/* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 (any mask), D, Dv <=
- * FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later, with FF_CUDA_ATTENTION=mma:
- * opt-in until scripts/gpu-check.sh (which sets it) has passed with them on a GPU, as the
- * issue's rule for a new kernel has it; the general kernels take the halves otherwise. */
-static bool att_mma_fits(const cuda_ctx *c, const att_args &a, ff_dtype t)
+/* Shared bytes of k_fa_fwd (0), k_fa_dq (1), k_fa_dkv (2) at padded head dim dp for
+ * elements of `es` bytes (streamed tiles of `tile` rows). */
+static size_t fa_shared(int kernel, int dp, size_t es, int tile)
+{
+    size_t row = (size_t)dp * es + 16;
+    if (kernel == 0) return (FA_ROWS + 4 * tile) * row;
+    return (2 * FA_ROWS + 4 * tile) * row + (kernel == 2 ? 4 * tile * sizeof(float) : 0);
+}
+
+/* The head dim the kernels pad D and Dv to (32, 64 or 128). */
+static int fa_dp(const att_args &a)
+{
+    int64_t dm = a.D > a.Dv ? a.D : a.Dv;
+    return dm <= 32 ? 32 : dm <= 64 ? 64 : 128;
+}
+
+/* The tensor-core kernels (cuda_attention_mma.cuh): F16/BF16 and F32 (3xTF32), any mask,
+ * D, Dv <= FA_DMAX, Tq, Tk >= 1, compute capability 8.0 or later, every kernel the op
+ * needs within the device's shared memory a block, with FF_CUDA_ATTENTION=mma: opt-in
+ * until scripts/gpu-check.sh (which sets it) has passed with them on a GPU, as the issue's
+ * rule for a new kernel has it; the tiled (F32) or general kernels take them otherwise. */
+static bool att_mma_fits(const cuda_ctx *c, int op, const att_args &a, ff_dtype t)
 {
     const char *e = getenv("FF_CUDA_ATTENTION");
     if (!e || strcmp(e, "mma") != 0) return false;
-    return ffb_is_half(t) && a.D <= FA_DMAX && a.Dv <= FA_DMAX && a.Tq >= 1 &&
-           a.Tk >= 1 && c->cc_major >= 8;
+    if (!(ffb_is_half(t) || t == FF_F32) || a.D > FA_DMAX || a.Dv > FA_DMAX || a.Tq < 1 || a.Tk < 1 || c->cc_major < 8)
+        return false;
+    size_t es = t == FF_F32 ? 4 : 2;
+    int tile = t == FF_F32 ? fa_kind<FA_F32>::TILE : fa_kind<FA_F16>::TILE;
+    for (int k = op == FF_ATTENTION_FORWARD ? 0 : 1; k <= (op == FF_ATTENTION_FORWARD ? 0 : 2); k++)
+        if (fa_shared(k, fa_dp(a), es, tile) > c->smem_optin) return false;
+    return true;
 }
 
 /* A block may copy the view's rows 16 bytes at a time: d stride 1 and every row of every
- * (b, h) 16-byte aligned. */
-static bool fa_vec(const att_view &v)
+ * (b, h) 16-byte aligned (elements of es bytes). */
+static bool fa_vec(const att_view &v, size_t es)
 {
-    uintptr_t base = (uintptr_t)((const uint16_t *)v.buf + v.offset);
-    return v.s[3] == 1 && base % 16 == 0 && v.s[0] % 8 == 0 && v.s[1] % 8 == 0 && v.s[2] % 8 == 0;
-}
-
-/* Shared bytes of k_fa_fwd (0), k_fa_dq (1), k_fa_dkv (2) at padded head dim dp. */
-static size_t fa_shared(int kernel, int dp)
-{
-    size_t row = (size_t)(dp + FA_PAD) * 2;
-    if (kernel == 0) return (FA_ROWS + 4 * FA_TILE) * row;
-    return (2 * FA_ROWS + 4 * FA_TILE) * row + (kernel == 2 ? 4 * FA_TILE * sizeof(float) : 0);
+    int64_t n = (int64_t)(16 / es);
+    uintptr_t base = (uintptr_t)v.buf + (uintptr_t)(v.offset * (int64_t)es);
+    return v.s[3] == 1 && base % 16 == 0 && v.s[0] % n == 0 && v.s[1] % n == 0 && v.s[2] % n == 0;
 }
 
 static ff_status fa_launch(cuda_ctx *c, void (*k)(fa_args), const char *name, const fa_args &f, int64_t rows_total,
@@ -539,26 +551,29 @@ static ff_status fa_launch(cuda_ctx *c, void (*k)(fa_args), const char *name, co
 #endif
 }
 
-template <int DP, bool BF16> static ff_status fa_run_as(cuda_ctx *c, int op, fa_args &f)
+template <int DP, int K> static ff_status fa_run_as(cuda_ctx *c, int op, fa_args &f)
 {
-    if (op == FF_ATTENTION_FORWARD) return fa_launch(c, k_fa_fwd<DP, BF16>, "k_fa_fwd", f, f.a.Tq, fa_shared(0, DP));
+    size_t es = sizeof(typename fa_kind<K>::E);
+    int tile = fa_kind<K>::TILE;
+    if (op == FF_ATTENTION_FORWARD)
+        return fa_launch(c, k_fa_fwd<DP, K>, "k_fa_fwd", f, f.a.Tq, fa_shared(0, DP, es, tile));
     int64_t rows = f.a.B * f.a.H * f.a.Tq;
     f.a.delta = cuda_temp(c, "attention", (size_t)(rows > 0 ? rows : 1) * sizeof(float));
     if (!f.a.delta) return FF_ERR_OOM;
     CUDA_LAUNCH(k_fa_delta, cuda_blocks(rows), CUDA_THREADS, c->stream)(f.a);
     ff_status st = cuda_launch_check(c, "attention", "k_fa_delta");
-    if (!st) st = fa_launch(c, k_fa_dq<DP, BF16>, "k_fa_dq", f, f.a.Tq, fa_shared(1, DP));
-    if (!st) st = fa_launch(c, k_fa_dkv<DP, BF16>, "k_fa_dkv", f, f.a.Tk, fa_shared(2, DP));
+    if (!st) st = fa_launch(c, k_fa_dq<DP, K>, "k_fa_dq", f, f.a.Tq, fa_shared(1, DP, es, tile));
+    if (!st) st = fa_launch(c, k_fa_dkv<DP, K>, "k_fa_dkv", f, f.a.Tk, fa_shared(2, DP, es, tile));
     cuda_free(c, f.a.delta); /* stream order: reused only by later work */
     return st;
 }
 
-template <bool BF16> static ff_status fa_run_dt(cuda_ctx *c, int op, fa_args &f)
+template <int K> static ff_status fa_run_dt(cuda_ctx *c, int op, fa_args &f)
 {
-    int64_t dm = f.a.D > f.a.Dv ? f.a.D : f.a.Dv;
-    if (dm <= 32) return fa_run_as<32, BF16>(c, op, f);
-    if (dm <= 64) return fa_run_as<64, BF16>(c, op, f);
-    return fa_run_as<128, BF16>(c, op, f);
+    int dp = fa_dp(f.a);
+    if (dp == 32) return fa_run_as<32, K>(c, op, f);
+    if (dp == 64) return fa_run_as<64, K>(c, op, f);
+    return fa_run_as<128, K>(c, op, f);
 }
 
 static ff_status fa_run(cuda_ctx *c, int op, const att_args &a, ff_dtype t)
@@ -567,9 +582,11 @@ static ff_status fa_run(cuda_ctx *c, int op, const att_args &a, ff_dtype t)
     memset(&f, 0, sizeof f);
     f.a = a;
     f.sl2 = (float)(a.scale * 1.4426950408889634);
-    f.vec = (fa_vec(a.q) ? 1u : 0u) | (fa_vec(a.k) ? 2u : 0u) | (fa_vec(a.v) ? 4u : 0u) |
-            (op == FF_ATTENTION_BACKWARD && fa_vec(a.go) ? 8u : 0u);
-    return t == FF_BF16 ? fa_run_dt<true>(c, op, f) : fa_run_dt<false>(c, op, f);
+    size_t es = ff_dtype_size(t);
+    f.vec = (fa_vec(a.q, es) ? 1u : 0u) | (fa_vec(a.k, es) ? 2u : 0u) | (fa_vec(a.v, es) ? 4u : 0u) |
+            (op == FF_ATTENTION_BACKWARD && fa_vec(a.go, es) ? 8u : 0u);
+    if (t == FF_F32) return fa_run_dt<FA_F32>(c, op, f);
+    return t == FF_BF16 ? fa_run_dt<FA_BF16>(c, op, f) : fa_run_dt<FA_F16>(c, op, f);
 }
 
 extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
@@ -598,8 +615,8 @@ extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n
     a.B = q->shape[0], a.H = q->shape[1], a.Tq = q->shape[2], a.D = q->shape[3];
     a.Tk = q[1].shape[2], a.Dv = q[2].shape[3];
     a.scale = p->scale, a.causal = p->causal != 0, a.kind = p->mask;
+    if (att_mma_fits(c, op, a, q->dtype)) return fa_run(c, op, a, q->dtype);
     if (att_tiled_fits(a, q->dtype)) return att_run_tiled(c, op, a);
-    if (att_mma_fits(c, a, q->dtype)) return fa_run(c, op, a, q->dtype);
     if (q->dtype == FF_F64) return att_run<double>(c, op, a);
     return att_run<float>(c, op, a);
 }

@@ -132,6 +132,7 @@ static ff_status open_device(cuda_ctx *c)
     c->cc_minor = p.minor;
     c->sm_count = p.multiProcessorCount;
     c->total_mem = p.totalGlobalMem;
+    c->smem_optin = p.sharedMemPerBlockOptin > 48 * 1024 ? p.sharedMemPerBlockOptin : 48 * 1024;
     if ((err = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess)
         return cuda_fail(c, "init", "cudaStreamCreateWithFlags", err);
     return FF_OK;

@@ -314,6 +314,35 @@ inline void cuda_emu_mma_16816(float d[4], const uint32_t a[4], const uint32_t b
     }
 }
 
+/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: d += A B, g = lane / 4, t = lane % 4:
+ *   A 16 x 8: a[0] (g, t), a[1] (g+8, t), a[2] (g, t+4), a[3] (g+8, t+4)
+ *   B 8 x 8:  b[0] (k t, n g), b[1] (k t+4, n g);  C/D as for m16n8k16.
+ * The tensor cores read 19 bits of each f32 (sign, exponent, 10 fraction bits): the rest
+ * is dropped here, so an operand that was never rounded to TF32 loses precision as it
+ * would on the device. Products of TF32s are exact in f32; summed in k order, added to d. */
+inline void cuda_emu_mma_1688_tf32(float d[4], const uint32_t a[4], const uint32_t b2[2])
+{
+    uint32_t mine[6] = {a[0], a[1], a[2], a[3], b2[0], b2[1]};
+    const unsigned char (*x)[CUDA_EMU_XCH] = cuda_emu_warp_share(mine, sizeof mine);
+    int l = cuda_emu_lane(), g = l / 4, t = l % 4;
+    float ar[2][8], bc[2][8]; /* this lane's rows g, g + 8 of A and columns 2t, 2t + 1 of B */
+    for (int k = 0; k < 8; k++)
+        for (int e = 0; e < 2; e++) {
+            uint32_t v;
+            memcpy(&v, x[g * 4 + k % 4] + 4 * ((k / 4) * 2 + e), 4);
+            v &= 0xffffe000u;
+            memcpy(&ar[e][k], &v, 4);
+            memcpy(&v, x[(2 * t + e) * 4 + k % 4] + 4 * (4 + k / 4), 4);
+            v &= 0xffffe000u;
+            memcpy(&bc[e][k], &v, 4);
+        }
+    for (int e = 0; e < 4; e++) {
+        float acc = 0.f;
+        for (int k = 0; k < 8; k++) acc += ar[e / 2][k] * bc[e % 2][k];
+        d[e] += acc;
+    }
+}
+
 /* The block's dynamic shared memory. */
 inline void *cuda_emu_smem()
 {

@@ -74,6 +74,7 @@ typedef struct cuda_ctx {
     char name[256];
     int cc_major, cc_minor, sm_count;
     size_t total_mem;
+    size_t smem_optin; /* shared memory a block may opt in to (the attention kernels' tiles) */
     /* allocator (cuda_mem.c) */
     pthread_mutex_t alloc_lock;
     cuda_block *small_free[CUDA_NCLASS];

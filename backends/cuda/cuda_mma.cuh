@@ -1,11 +1,12 @@
 /*
  * Tensor-core primitives for the kernels that use them (sm_80 and later; the host checks
  * the device's compute capability before it launches one): warp-wide fragment loads from
- * shared memory (ldmatrix), the m16n8k16 half-precision MMA with f32 accumulators, 16-byte
+ * shared memory (ldmatrix), the m16n8k16 half-precision MMA with f32 accumulators, the
+ * m16n8k8 TF32 MMA and the 3xTF32 split that gives f32 products on it, 16-byte
  * asynchronous copies global -> shared (cp.async), and packing two floats into a half2
  * register with one rounding each. Fragment layouts are the PTX ISA's for mma.m16n8k16
- * (spelled out, and emulated lane by lane, in cuda_emu_blocks.h). Under FF_CUDA_EMU the
- * same calls run on the emulated blocks; the copies are synchronous there.
+ * and mma.m16n8k8 (spelled out, and emulated lane by lane, in cuda_emu_blocks.h). Under
+ * FF_CUDA_EMU the same calls run on the emulated blocks; the copies are synchronous there.
  */
 #ifndef FF_CUDA_MMA_CUH
 #define FF_CUDA_MMA_CUH
@@ -69,6 +70,60 @@ template <bool BF16> __device__ __forceinline__ void cuda_mma_16816(float d[4], 
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
+}
+
+/* x rounded to TF32 (10 fraction bits; to nearest, ties away from zero: cvt.rna), as the
+ * f32 bits an m16n8k8 tf32 MMA reads; a NaN stays a NaN. */
+__device__ __forceinline__ uint32_t cuda_tf32_of(float x)
+{
+#if defined(FF_CUDA_EMU) || defined(CUDA_MMA_NONE)
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffffffu;
+    return (u + 0x1000u) & 0xffffe000u; /* a carry past the largest finite value makes inf, as rounding does */
+#else
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+#endif
+}
+
+/* x as hi + lo for 3xTF32: hi = tf32(x), lo = tf32(x - hi); together about 21 bits of x. */
+__device__ __forceinline__ void cuda_tf32_split(float x, uint32_t *hi, uint32_t *lo)
+{
+    *hi = cuda_tf32_of(x);
+    float h;
+    memcpy(&h, hi, 4);
+    *lo = cuda_tf32_of(x - h);
+}
+
+/* d += A B: A 16 x 8 (a[4]), B 8 x 8 (b[2]), both TF32, d 16 x 8 f32. Fragments (PTX ISA,
+ * "mma.m16n8k8", g = lane / 4, t = lane % 4): a[0] (g, t), a[1] (g+8, t), a[2] (g, t+4),
+ * a[3] (g+8, t+4); b[0] (k t, n g), b[1] (k t+4, n g); d as for m16n8k16. */
+__device__ __forceinline__ void cuda_mma_1688_tf32(float d[4], const uint32_t a[4], const uint32_t b[2])
+{
+#if defined(FF_CUDA_EMU)
+    cuda_emu_mma_1688_tf32(d, a, b);
+#elif defined(CUDA_MMA_NONE)
+    (void)d, (void)a, (void)b;
+    __trap();
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+/* d += A B in about f32 precision on the tensor cores (3xTF32, as CUTLASS's FastF32):
+ * A = ah + al, B = bh + bl, d += al bh + ah bl + ah bh; al bl (~2^-22 of the product) is
+ * left out. The small terms go first, so they are not lost against the big one. */
+__device__ __forceinline__ void cuda_mma_1688_3xtf32(float d[4], const uint32_t ah[4], const uint32_t al[4],
+                                                     const uint32_t bh[2], const uint32_t bl[2])
+{
+    cuda_mma_1688_tf32(d, al, bh);
+    cuda_mma_1688_tf32(d, ah, bl);
+    cuda_mma_1688_tf32(d, ah, bh);
 }
 
 /* lo and hi rounded (to nearest, ties to even) into one register, lo in the low half. */

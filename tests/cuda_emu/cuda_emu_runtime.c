@@ -122,6 +122,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
     p->major = 9, p->minor = 0;
     p->multiProcessorCount = 132;
     p->totalGlobalMem = cuda_emu_limit;
+    p->sharedMemPerBlockOptin = 227 * 1024; /* an H100's */
     return cudaSuccess;
 }
 

@@ -5,9 +5,11 @@
  * rows past several tiles with Tq != Tk both ways, k and v broadcast over heads, and no
  * keys (Tk = 0: o = 0, zero gradients) or no queries (Tq = 0: gk = gv = 0). Values and
  * the q, k, v gradients against the op's composition on the same backend; F16 and BF16
- * (on cuda the tensor-core kernels, cuda_attention_mma.cuh) against the same values in
- * f32, over many tiles of queries and keys, and from views a block cannot copy 16 bytes
- * at a time (a row stride of 33 halves at an odd offset, a d stride of T).
+ * against the same values in f32, and F32 against them in f64 (on cuda with
+ * FF_CUDA_ATTENTION=mma the tensor-core kernels, cuda_attention_mma.cuh, F32 as 3xTF32:
+ * TF32 products alone miss the f32 bound many times over), over many tiles of queries and
+ * keys, and from views a block cannot copy 16 bytes at a time (a row stride of 33
+ * elements at an odd offset, a d stride of T).
  */
 #include <math.h>
 #include <stdio.h>
@@ -82,19 +84,21 @@ static void agree(ff_dtype dt, const int64_t *qs, const int64_t *ks, const int64
     RELEASE(in[0], in[1], in[2]);
 }
 
-/* Half inputs (any views) against their values in f32 on the same backend: o and the
- * gradients within `tol` of the largest value (at least 1). The half side rounds each
- * output once, and FlashAttention-style kernels also round p and ds before their products. */
-static void half_agrees(ff_tensor *const *hin, bool causal, const char *what)
+/* Inputs (any views) against their values in the next wider dtype on the same backend
+ * (f32 for the halves, f64 for f32): o and the gradients within `tol` of the largest value
+ * (at least 1). The half side rounds each output once, and FlashAttention-style kernels
+ * also round p and ds before their products. f32 within 4e-6: 3xTF32 on the emulation
+ * differs by at most 4.4e-7, TF32 products alone by 2e-5 to 5e-4. */
+static void wider_agrees(ff_tensor *const *in, bool causal, const char *what)
 {
-    ff_dtype dt = ff_tensor_dtype(hin[0]);
-    double tol = dt == FF_BF16 ? 2e-2 : 3e-3;
-    ff_tensor *fin[3];
+    ff_dtype dt = ff_tensor_dtype(in[0]), wide = dt == FF_F32 ? FF_F64 : FF_F32;
+    double tol = dt == FF_BF16 ? 2e-2 : dt == FF_F16 ? 3e-3 : 4e-6;
+    ff_tensor *win[3];
     for (int i = 0; i < 3; i++) {
-        fin[i] = ff_astype(hin[i], FF_F32);
-        ff_set_requires_grad(hin[i], true), ff_set_requires_grad(fin[i], true);
+        win[i] = ff_astype(in[i], wide);
+        ff_set_requires_grad(in[i], true), ff_set_requires_grad(win[i], true);
     }
-    run_out a = run_w(hin, causal, false, dt), b = run_w(fin, causal, false, dt);
+    run_out a = run_w(in, causal, false, dt), b = run_w(win, causal, false, dt);
     const ff_tensor *x[4] = {a.o, a.g[0], a.g[1], a.g[2]}, *y[4] = {b.o, b.g[0], b.g[1], b.g[2]};
     static const char *name[4] = {"o", "gq", "gk", "gv"};
     for (int i = 0; i < 4; i++) {
@@ -104,31 +108,32 @@ static void half_agrees(ff_tensor *const *hin, bool causal, const char *what)
         CHECK(d < tol);
     }
     run_free(&a), run_free(&b);
-    RELEASE(fin[0], fin[1], fin[2]);
+    RELEASE(win[0], win[1], win[2]);
 }
 
-static void half_dtypes(void)
+static void tensor_core_dtypes(void)
 {
-    for (int bf = 0; bf < 2; bf++) {
-        ff_dtype dt = bf ? FF_BF16 : FF_F16;
+    static const ff_dtype dts[] = {FF_F16, FF_BF16, FF_F32};
+    for (int di = 0; di < 3; di++) {
+        ff_dtype dt = dts[di];
         for (int causal = 0; causal < 2; causal++) {
             ff_tensor *a[3] = {rnd(dt, 4, SHAPE(2, 3, 300, 64), 1), rnd(dt, 4, SHAPE(2, 3, 300, 64), 2),
                                rnd(dt, 4, SHAPE(2, 3, 300, 64), 3)};
-            half_agrees(a, causal, "T 300, D 64");
+            wider_agrees(a, causal, "T 300, D 64");
             /* Tq > Tk, D != Dv (both padded to 128) */
             ff_tensor *b[3] = {rnd(dt, 4, SHAPE(1, 2, 200, 128), 4), rnd(dt, 4, SHAPE(1, 2, 77, 128), 5),
                                rnd(dt, 4, SHAPE(1, 2, 77, 96), 6)};
-            half_agrees(b, causal, "Tq 200, Tk 77, D 128, Dv 96");
+            wider_agrees(b, causal, "Tq 200, Tk 77, D 128, Dv 96");
             /* k and v over heads, Tq < Tk */
             ff_tensor *c[3] = {rnd(dt, 4, SHAPE(1, 3, 70, 40), 7), rnd(dt, 4, SHAPE(1, 1, 150, 40), 8),
                                rnd(dt, 4, SHAPE(1, 1, 150, 40), 9)};
-            half_agrees(c, causal, "k, v over heads, Tq 70, Tk 150");
-            /* q batch-first ([B, T, H, D] transposed), k at an odd offset with rows 33 halves
-             * apart, v transposed ([B, H, D, T]: d stride T) */
+            wider_agrees(c, causal, "k, v over heads, Tq 70, Tk 150");
+            /* q batch-first ([B, T, H, D] transposed), k at an odd offset with rows 33
+             * elements apart, v transposed ([B, H, D, T]: d stride T) */
             ff_tensor *q0 = rnd(dt, 4, SHAPE(2, 150, 4, 32), 10), *k0 = rnd(dt, 4, SHAPE(2, 4, 130, 33), 11);
             ff_tensor *v0 = rnd(dt, 4, SHAPE(2, 4, 32, 130), 12);
             ff_tensor *d[3] = {ff_transpose(q0, 1, 2), ff_narrow(k0, 3, 1, 32), ff_transpose(v0, 2, 3)};
-            half_agrees(d, causal, "strided views");
+            wider_agrees(d, causal, "strided views");
             for (int i = 0; i < 3; i++) RELEASE(a[i], b[i], c[i], d[i]);
             RELEASE(q0, k0, v0);
         }
@@ -183,4 +188,4 @@ static void empty_sides(void)
 }
 
 FF_TEST_MAIN("opencl_attention", TEST(setup), TEST(head_dims_and_tiles), TEST(empty_sides),
-             TEST(half_dtypes))
+             TEST(tensor_core_dtypes))
