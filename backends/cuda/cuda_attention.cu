@@ -69,6 +69,8 @@ typedef struct att_args {
     int64_t B, H, Tq, Tk, D, Dv;
     double scale;
     int causal, kind;
+    double drop, keep; /* dropout (F32/F64): its probability (0: none) and 1 / (1 - drop) */
+    uint64_t seed;     /* keys the dropout mask's Philox */
 } att_args;
 
 __device__ __forceinline__ int64_t att_off(const att_view &v, int64_t b, int64_t h, int64_t t, int64_t d)
@@ -129,6 +131,18 @@ __device__ __forceinline__ T att_mask(T s, const att_args &a, int64_t b, int64_t
     if (a.kind == FF_ATTENTION_MASK_BOOL) return *cuda_elem_c(a.m.buf, FF_BOOL, att_off(a.m, b, h, i, j)) ? s : -(T)INFINITY;
     if (a.kind == FF_ATTENTION_MASK_ADD) return s + (T)att_ld(a.m, b, h, i, j);
     return s;
+}
+
+/* The dropout factor of element (b, h, i, j) of [B, H, Tq, Tk], backend_abi.h's rule
+ * (ff_dropout's mask bit for bit): 0 where the element's uniform is below drop, else
+ * 1 / (1 - drop) rounded to T; 1 without dropout. */
+template <typename T>
+__device__ __forceinline__ T att_drop(const att_args &a, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (a.drop <= 0) return (T)1;
+    uint64_t n = (uint64_t)(((b * a.H + h) * a.Tq + i) * a.Tk + j);
+    if (sizeof(T) == 8) return ff_random_uniform01(a.seed, n) >= a.drop ? (T)a.keep : (T)0;
+    return ff_random_uniform_f32(a.seed, n, 0.0, 1.0) >= (float)a.drop ? (T)(float)a.keep : (T)0;
 }
 
 template <typename T> __device__ __forceinline__ T att_p(T s, T lse)
@@ -192,8 +206,9 @@ template <typename T> __global__ void k_att_fwd(att_args a)
                 if (tmax == ninf) continue; /* nothing in this tile for row i: m, l, o stay */
                 T mold = Ms[ri], mnew = att_max2(mold, tmax), corr = mold == ninf ? (T)0 : att_exp(mold - mnew), psum = 0;
                 for (int c = 0; c < ATT_KPL; c++) {
+                    int64_t jj = lane + c * ATT_LANES;
                     T p = s[c] == ninf ? (T)0 : att_exp(s[c] - mnew);
-                    Ps[lane + c * ATT_LANES] = p;
+                    Ps[jj] = jj < n ? p * att_drop<T>(a, b, h, i, j0 + jj) : p; /* lse: undropped */
                     psum += p;
                 }
                 psum = att_warp_sum(psum);
@@ -264,7 +279,8 @@ template <typename T> __global__ void k_att_dq(att_args a)
                     T ds = 0;
                     if (jj < n) {
                         T p = att_p(att_mask(scale * att_dot(Qs + ri * D, Ks + jj * (D + 1), D), a, b, h, i, j0 + jj), lse);
-                        if (p != 0) ds = p * (att_dot(Gs + ri * Dv, Vs + jj * (Dv + 1), Dv) - dl);
+                        if (p != 0)
+                            ds = p * (att_dot(Gs + ri * Dv, Vs + jj * (Dv + 1), Dv) * att_drop<T>(a, b, h, i, j0 + jj) - dl);
                     }
                     Ps[jj] = ds;
                 }
@@ -324,7 +340,9 @@ template <typename T> __global__ void k_att_dkv(att_args a)
                     T p = 0, ds = 0;
                     if (ii < n) {
                         p = att_p(att_mask(scale * att_dot(Qs + ii * (D + 1), Ks + rj * D, D), a, b, h, q0 + ii, j), Lq[ii]);
-                        if (p != 0) ds = p * (att_dot(Gs + ii * (Dv + 1), Vs + rj * Dv, Dv) - Dl[ii]);
+                        T f = att_drop<T>(a, b, h, q0 + ii, j);
+                        if (p != 0) ds = p * (att_dot(Gs + ii * (Dv + 1), Vs + rj * Dv, Dv) * f - Dl[ii]);
+                        p *= f; /* gv = drop(p)^T go */
                     }
                     Ps[ii] = p, Ds[ii] = ds;
                 }
@@ -477,7 +495,7 @@ static bool att_tiled_fits(const att_args &a, ff_dtype t)
 {
     const char *e = getenv("FF_CUDA_ATTENTION");
     if (e && strcmp(e, "simple") == 0) return false;
-    return t == FF_F32 && a.D <= ATT_DM && a.Dv <= ATT_DM;
+    return t == FF_F32 && a.D <= ATT_DM && a.Dv <= ATT_DM && a.drop <= 0; /* no dropout in them */
 }
 
 static ff_status att_run_tiled(cuda_ctx *c, int op, att_args &a)
@@ -589,17 +607,25 @@ static ff_status fa_run(cuda_ctx *c, int op, const att_args &a, ff_dtype t)
     return t == FF_BF16 ? fa_run_dt<FA_BF16>(c, op, f) : fa_run_dt<FA_F16>(c, op, f);
 }
 
+/* The dtypes whose entry honors dropout (supports(FF_ATTENTION_DROPOUT)): F32 and F64.
+ * The halves' mask would have to be the core's half random fill compared in the half
+ * type; they compose. */
+extern "C" int cuda_attention_drops(ff_dtype t) { return t == FF_F32 || t == FF_F64; }
+
+static ff_dtype q_dtype_of(int op, const ff_view *src) { return src[op == FF_ATTENTION_FORWARD ? 0 : 1].dtype; }
+
 extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                                     const ff_attention_params *p)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     ff_status st = ffb_attention_check(c->host, "cuda", op, dst, n_dst, src, n_src, p, 1);
     if (st) return st;
-    /* supports() says no to FF_ATTENTION_DROPOUT here, so the core composes dropout; a
-     * caller that sends it anyway gets an error, never attention without the dropout */
-    if (p->dropout_p > 0)
-        return ffb_fail(c->host, FF_ERR_UNSUPPORTED, "cuda attention: dropout inside the entry is not implemented "
-                                                     "(dropout_p = %g); the core composes it", p->dropout_p);
+    /* supports() says no to FF_ATTENTION_DROPOUT for the halves, so the core composes their
+     * dropout; a caller that sends it anyway gets an error, never attention without it */
+    if (p->dropout_p > 0 && !cuda_attention_drops(q_dtype_of(op, src)))
+        return ffb_fail(c->host, FF_ERR_UNSUPPORTED, "cuda attention: dropout inside the entry is F32/F64 only, not %s "
+                                                     "(dropout_p = %g); the core composes it",
+                        ffb_dtype_name(q_dtype_of(op, src)), p->dropout_p);
     if ((st = cuda_use_device(c, "attention"))) return st;
     const ff_view *q = &src[op ? 1 : 0];
     att_args a;
@@ -615,6 +641,7 @@ extern "C" ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n
     a.B = q->shape[0], a.H = q->shape[1], a.Tq = q->shape[2], a.D = q->shape[3];
     a.Tk = q[1].shape[2], a.Dv = q[2].shape[3];
     a.scale = p->scale, a.causal = p->causal != 0, a.kind = p->mask;
+    if (p->dropout_p > 0) a.drop = p->dropout_p, a.keep = 1.0 / (1.0 - p->dropout_p), a.seed = p->seed;
     if (att_mma_fits(c, op, a, q->dtype)) return fa_run(c, op, a, q->dtype);
     if (att_tiled_fits(a, q->dtype)) return att_run_tiled(c, op, a);
     if (q->dtype == FF_F64) return att_run<double>(c, op, a);

@@ -4,7 +4,8 @@
  * mma.m16n8k16 and F32 views on mma.m16n8k8 TF32 as 3xTF32 (each operand split into a
  * TF32 hi and lo, three products: about f32's precision at the tensor cores' rate, as
  * PyTorch's f32 SDPA does through CUTLASS's FastF32), causal or not, with or without a
- * bool or additive mask (read element by element where a score is used; dropout takes
+ * bool or additive mask (read element by element where a score is used), dropout for F32
+ * (the mask drawn per element from its Philox counter, att_drop; the halves' dropout is
  * the core's composition), head dims D, Dv <= 128 and Tq, Tk >= 1, on devices of compute
  * capability 8.0 and later; opt-in with FF_CUDA_ATTENTION=mma until a GPU run of
  * scripts/gpu-check.sh has passed with them.
@@ -312,6 +313,39 @@ __device__ __forceinline__ float fa_masked(const fa_args &f, float x, int64_t b,
     return (x * (float)a.scale + fa_ld<K>(a.m.buf, at)) * FA_LOG2E;
 }
 
+/* The F32 dropout factor of element n of [B, H, Tq, Tk] (att_drop's rule), kept out of
+ * line and given scalars only: inlined, the Philox rounds would take registers from every
+ * kernel, dropout or not, and a struct by reference would put the arguments in local
+ * memory. */
+#if defined(FF_CUDA_EMU)
+static float fa_drop_factor(uint64_t seed, uint64_t n, float drop, float keep)
+#else
+static __device__ __noinline__ float fa_drop_factor(uint64_t seed, uint64_t n, float drop, float keep)
+#endif
+{
+    return ff_random_uniform_f32(seed, n, 0.0, 1.0) >= drop ? keep : 0.f;
+}
+
+/* x[n][e] *= the dropout factor of its element: fragment rows r0 + g (+ 8), columns c0 +
+ * n 8 + 2t (+ 1), queries x keys, or with KEYS_ROWS keys x queries (k_fa_dkv's tiles). */
+template <int N, bool KEYS_ROWS>
+__device__ __forceinline__ void fa_dropout(float x[N][4], const att_args &a, int64_t b, int64_t h, int64_t r0,
+                                           int64_t c0)
+{
+    int l = (int)threadIdx.x % 32, g = l / 4, t = l % 4;
+    float drop = (float)a.drop, keep = (float)a.keep;
+    uint64_t seed = a.seed;
+    int64_t bh = b * a.H + h;
+    CUDA_UNROLL
+    for (int n = 0; n < N; n++)
+        CUDA_UNROLL
+        for (int e = 0; e < 4; e++) {
+            int64_t r = r0 + g + 8 * (e / 2), c = c0 + n * 8 + 2 * t + e % 2;
+            int64_t i = KEYS_ROWS ? c : r, j = KEYS_ROWS ? r : c;
+            x[n][e] *= fa_drop_factor(seed, (uint64_t)((bh * a.Tq + i) * a.Tk + j), drop, keep);
+        }
+}
+
 template <int DP, int K> __global__ void __launch_bounds__(FA_THREADS) k_fa_fwd(fa_args f)
 {
     typedef typename fa_kind<K>::E E;
@@ -379,6 +413,7 @@ template <int DP, int K> __global__ void __launch_bounds__(FA_THREADS) k_fa_fwd(
                         lsum[r] += p;
                     }
             }
+            if (K == FA_F32 && a.drop > 0) fa_dropout<TL / 8, false>(s, a, b, h, q0 + w * 16, j0); /* after l: lse is undropped */
             fa_accum<DP, K>(acc, s, Vt);
             __syncthreads(); /* the next iteration copies into the other buffers */
         }
@@ -459,6 +494,7 @@ template <int DP, int K> __global__ void __launch_bounds__(FA_THREADS) k_fa_dq(f
             float s[TL / 8][4], dp[TL / 8][4];
             fa_scores<DP, K>(s, Qs, w * 16, Kt);
             fa_scores<DP, K>(dp, Gs, w * 16, Vt);
+            if (K == FA_F32 && a.drop > 0) fa_dropout<TL / 8, false>(dp, a, b, h, q0 + w * 16, j0);
             CUDA_UNROLL
             for (int n = 0; n < TL / 8; n++)
                 CUDA_UNROLL
@@ -527,6 +563,7 @@ template <int DP, int K> __global__ void __launch_bounds__(FA_THREADS) k_fa_dkv(
             float s[TL / 8][4], dp[TL / 8][4];
             fa_scores<DP, K>(s, Ks, w * 16, Qt);  /* S^T: keys x queries */
             fa_scores<DP, K>(dp, Vs, w * 16, Gt); /* dP^T */
+            if (K == FA_F32 && a.drop > 0) fa_dropout<TL / 8, true>(dp, a, b, h, j0 + w * 16, i0);
                         for (int n = 0; n < TL / 8; n++)
                                 for (int e = 0; e < 4; e++) {
                     int c = n * 8 + 2 * t + e % 2;
@@ -536,6 +573,7 @@ template <int DP, int K> __global__ void __launch_bounds__(FA_THREADS) k_fa_dkv(
                     s[n][e] = p;
                     dp[n][e] = p * (dp[n][e] - Dt[c]); /* dS^T */
                 }
+            if (K == FA_F32 && a.drop > 0) fa_dropout<TL / 8, true>(s, a, b, h, j0 + w * 16, i0); /* gv = drop(P)^T dO */
             fa_accum<DP, K>(dv, s, Gt);
             fa_accum<DP, K>(dk, dp, Qt);
             __syncthreads();

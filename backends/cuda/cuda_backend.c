@@ -220,8 +220,10 @@ static int cuda_supports(void *ctx, ff_op_kind kind, int op, ff_dtype dtype)
     if (kind == FF_KIND_COPY)
         return op >= 0 && op < FF_DTYPE_COUNT && ffb_dtype_storage_ok((ff_dtype)op) && ffb_dtype_storage_ok(dtype);
     /* attention loads every float dtype itself and sums F16/BF16 in f32 (cuda_attention.cu) */
-    if (kind == FF_KIND_ATTENTION)
+    if (kind == FF_KIND_ATTENTION) {
+        if (op == FF_ATTENTION_DROPOUT) return cuda_attention_drops(dtype);
         return (op == FF_ATTENTION_FORWARD || op == FF_ATTENTION_BACKWARD) && (ffb_is_float(dtype) || ffb_is_half(dtype));
+    }
     /* layer_norm likewise: every float dtype, statistics and arithmetic in double */
     if (kind == FF_KIND_LAYER_NORM) return ffb_layer_norm_supported(op, dtype);
     /* conv2d: cuDNN's F32, F64, F16 and BF16 (f32 sums for the halves), where it is built */

@@ -236,6 +236,7 @@ ff_status cuda_fused(void *ctx, const ff_fused_program *prog);
 ff_status cuda_scan(void *ctx, int op, const ff_view *dst, const ff_view *src, int axis);
 ff_status cuda_argsort(void *ctx, const ff_view *dst, const ff_view *src, int axis, int descending);
 ff_status cuda_fused_launch(cuda_ctx *c, const cuda_fused_args *a, int64_t numel);
+int cuda_attention_drops(ff_dtype t); /* nonzero: the dtypes whose attention entry honors dropout */
 ff_status cuda_attention(void *ctx, int op, const ff_view *dst, int n_dst, const ff_view *src, int n_src,
                          const ff_attention_params *p);
 /* conv2d (cuda_conv.c): cuDNN where FF_CUDA_CUDNN is built, else declined */
